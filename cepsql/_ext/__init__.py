@@ -1,0 +1,1 @@
+"""Compiled Cython evaluators (built from cython_ext/)."""

@@ -1,0 +1,206 @@
+"""Expression trees of DEFINE, MEASURES, PARTITION BY and ORDER BY.
+
+These are cepsql's own types (no sqlglot after parsing). Navigation is kept as
+written by the user (``Navigation`` nodes); ``cepsql.algebra.rowrefs`` normalizes a
+navigation chain into a ``RowRef`` (which row, relative to the match state) so the
+compilers never re-interpret nesting rules.
+
+Column and variable names are canonical: unquoted identifiers upper-cased for
+variables, column names kept as written (Spark resolves them case-insensitively).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Base of all expression nodes."""
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A constant. ``type`` is one of: 'int', 'double', 'decimal', 'string', 'bool',
+    'null', 'date', 'timestamp'. ``value`` is the Python value (int, float, str for
+    decimal/date/timestamp text, bool, None)."""
+    value: object
+    type: str
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ColumnRef(Expr):
+    """``var.column`` or an unqualified ``column`` (var None = the universal row pattern variable)."""
+    var: str | None
+    column: str
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Navigation(Expr):
+    """``PREV/NEXT/FIRST/LAST(arg [, offset])``, optionally prefixed by RUNNING or FINAL
+    (semantics None when not written)."""
+    kind: str  # 'PREV' | 'NEXT' | 'FIRST' | 'LAST'
+    arg: Expr
+    offset: int = 1
+    semantics: str | None = None  # 'RUNNING' | 'FINAL' | None
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Classifier(Expr):
+    """``CLASSIFIER()`` or ``CLASSIFIER(var)``."""
+    var: str | None = None
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class MatchNumber(Expr):
+    """``MATCH_NUMBER()``."""
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class BinaryOp(Expr):
+    """Arithmetic '+', '-', '*', '/', '%', comparison '=', '<>', '<', '<=', '>', '>=',
+    logical 'AND', 'OR', string concatenation '||'."""
+    op: str
+    left: Expr
+    right: Expr
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    """'NOT' or '-' (negation)."""
+    op: str
+    operand: Expr
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class IsNull(Expr):
+    operand: Expr
+    negated: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class InList(Expr):
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Between(Expr):
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Like(Expr):
+    operand: Expr
+    pattern: Expr
+    negated: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Case(Expr):
+    """Searched CASE (operand None) or simple CASE."""
+    operand: Expr | None
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None = None
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    """``CAST(operand AS to)``; ``to`` is Spark type text, e.g. 'double', 'decimal(10,2)'."""
+    operand: Expr
+    to: str
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class FunctionCall(Expr):
+    """A scalar function; ``name`` lower-case Spark function name."""
+    name: str
+    args: tuple[Expr, ...]
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Aggregate(Expr):
+    """An aggregate over pattern variables (count, sum, avg, min, max, ...).
+    ``star_var`` is set for ``count(*)`` ('' = universal) or ``count(A.*)`` ('A')."""
+    name: str
+    args: tuple[Expr, ...]
+    semantics: str | None = None
+    distinct: bool = False
+    star_var: str | None = None
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """Which row a value is read from.
+
+    var: a primary variable or subset name; None is the universal variable (every row).
+    logical: 'FIRST' or 'LAST' over the rows mapped to var (in the running or final
+    match); logical_offset counts from that end. physical_offset then moves that many
+    rows forward (positive, NEXT) or back (negative, PREV) in the partition.
+    """
+    var: str | None
+    logical: str = "LAST"
+    logical_offset: int = 0
+    physical_offset: int = 0
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class RowValue(Expr):
+    """``value`` evaluated at the row ``ref`` denotes (null when there is no such row)."""
+    ref: RowRef
+    value: Expr
+    pos: int | None = field(default=None, compare=False)
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """Direct sub-expressions, in evaluation order."""
+    if isinstance(expr, Navigation):
+        return (expr.arg,)
+    if isinstance(expr, RowValue):
+        return (expr.value,)
+    if isinstance(expr, BinaryOp):
+        return (expr.left, expr.right)
+    if isinstance(expr, (UnaryOp, IsNull, Cast)):
+        return (expr.operand,)
+    if isinstance(expr, InList):
+        return (expr.operand, *expr.items)
+    if isinstance(expr, Between):
+        return (expr.operand, expr.low, expr.high)
+    if isinstance(expr, Like):
+        return (expr.operand, expr.pattern)
+    if isinstance(expr, Case):
+        out: list[Expr] = [] if expr.operand is None else [expr.operand]
+        for cond, res in expr.whens:
+            out += [cond, res]
+        if expr.default is not None:
+            out.append(expr.default)
+        return tuple(out)
+    if isinstance(expr, (FunctionCall, Aggregate)):
+        return expr.args
+    return ()
+
+
+def walk(expr: Expr):
+    """Pre-order traversal."""
+    yield expr
+    for child in children(expr):
+        yield from walk(child)

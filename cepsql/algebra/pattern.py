@@ -1,0 +1,124 @@
+"""Pattern AST: the row-pattern regular expression, independent of any parser.
+
+Variable names are canonical: unquoted identifiers upper-cased (as Trino does),
+quoted identifiers kept as written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class PatternNode:
+    """Base of all pattern nodes."""
+
+
+@dataclass(frozen=True)
+class Var(PatternNode):
+    """A primary pattern variable, e.g. ``A``."""
+    name: str
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Empty(PatternNode):
+    """The empty pattern ``()``: matches the empty sequence."""
+
+
+@dataclass(frozen=True)
+class Concat(PatternNode):
+    """Concatenation ``a b c`` (at least two items)."""
+    items: tuple[PatternNode, ...]
+
+
+@dataclass(frozen=True)
+class Alternation(PatternNode):
+    """Alternation ``a | b`` with leftmost preference (at least two items)."""
+    items: tuple[PatternNode, ...]
+
+
+@dataclass(frozen=True)
+class Quantified(PatternNode):
+    """``child{min,max}``; max None means unbounded. greedy False is the reluctant ``?`` form."""
+    child: PatternNode
+    min: int
+    max: int | None
+    greedy: bool = True
+
+
+@dataclass(frozen=True)
+class Anchor(PatternNode):
+    """``^`` (kind 'start') or ``$`` (kind 'end') of the partition."""
+    kind: str
+
+
+@dataclass(frozen=True)
+class Exclusion(PatternNode):
+    """``{- child -}``: rows matched by child are left out of ALL ROWS PER MATCH output."""
+    child: PatternNode
+
+
+@dataclass(frozen=True)
+class Permute(PatternNode):
+    """``PERMUTE(a, b, ...)``: every order, preferred lexicographically by item position."""
+    items: tuple[PatternNode, ...]
+
+
+def pattern_variables(node: PatternNode) -> list[str]:
+    """Primary variables in order of first appearance."""
+    seen: list[str] = []
+
+    def walk(n: PatternNode) -> None:
+        if isinstance(n, Var):
+            if n.name not in seen:
+                seen.append(n.name)
+        elif isinstance(n, (Concat, Alternation, Permute)):
+            for item in n.items:
+                walk(item)
+        elif isinstance(n, (Quantified, Exclusion)):
+            walk(n.child)
+
+    walk(node)
+    return seen
+
+
+def pattern_to_text(node: PatternNode) -> str:
+    """Canonical PATTERN text, used by EXPLAIN and view listings."""
+    if isinstance(node, Var):
+        return node.name
+    if isinstance(node, Empty):
+        return "()"
+    if isinstance(node, Anchor):
+        return "^" if node.kind == "start" else "$"
+    if isinstance(node, Concat):
+        return " ".join(_wrap(i, Alternation) for i in node.items)
+    if isinstance(node, Alternation):
+        return " | ".join(pattern_to_text(i) for i in node.items)
+    if isinstance(node, Exclusion):
+        return "{- " + pattern_to_text(node.child) + " -}"
+    if isinstance(node, Permute):
+        return "PERMUTE(" + ", ".join(pattern_to_text(i) for i in node.items) + ")"
+    if isinstance(node, Quantified):
+        inner = _wrap(node.child, (Concat, Alternation, Quantified))
+        q = _quantifier_text(node.min, node.max)
+        return inner + q + ("" if node.greedy else "?")
+    raise TypeError(f"unknown pattern node {node!r}")
+
+
+def _wrap(node: PatternNode, kinds) -> str:
+    text = pattern_to_text(node)
+    return f"({text})" if isinstance(node, kinds) else text
+
+
+def _quantifier_text(lo: int, hi: int | None) -> str:
+    if (lo, hi) == (0, None):
+        return "*"
+    if (lo, hi) == (1, None):
+        return "+"
+    if (lo, hi) == (0, 1):
+        return "?"
+    if hi is None:
+        return "{%d,}" % lo
+    if lo == hi:
+        return "{%d}" % lo
+    return "{%d,%d}" % (lo, hi)

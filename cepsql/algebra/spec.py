@@ -1,0 +1,73 @@
+"""The normalized MATCH_RECOGNIZE query: what every later stage consumes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expressions import Expr
+from .pattern import PatternNode
+
+
+@dataclass(frozen=True)
+class SortKey:
+    expr: Expr
+    ascending: bool = True
+    nulls_first: bool | None = None  # None = Spark default: NULLS FIRST for ASC, LAST for DESC
+
+    @property
+    def effective_nulls_first(self) -> bool:
+        return self.ascending if self.nulls_first is None else self.nulls_first
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    """A PARTITION BY item; ``name`` is the output column name (the column name, or the
+    expression's SQL text for an expression)."""
+    expr: Expr
+    name: str
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    expr: Expr
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SkipTo:
+    """AFTER MATCH SKIP ...; kind: 'PAST_LAST_ROW' | 'TO_NEXT_ROW' | 'TO_FIRST' | 'TO_LAST'.
+    ``TO v`` is parsed as TO_LAST v (the standard's definition)."""
+    kind: str = "PAST_LAST_ROW"
+    var: str | None = None
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Window:
+    """WITHIN clause (CEP mode): kind 'time' (size in microseconds) or 'rows'."""
+    kind: str
+    size: int
+
+
+@dataclass(frozen=True)
+class MatchRecognizeSpec:
+    partition_by: tuple[PartitionKey, ...]
+    order_by: tuple[SortKey, ...]
+    measures: tuple[Measure, ...]
+    rows_per_match: str  # 'ONE' | 'ALL'
+    pattern: PatternNode
+    defines: dict[str, Expr]
+    after_match_skip: SkipTo = SkipTo()
+    # ALL ROWS PER MATCH option: 'SHOW_EMPTY' (default) | 'OMIT_EMPTY' | 'WITH_UNMATCHED'
+    all_rows_option: str = "SHOW_EMPTY"
+    subsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # CEP mode (None = SQL:2016 mode)
+    strategy: str | None = None
+    window: Window | None = None
+    pattern_text: str = ""  # the PATTERN text as written, for listings
+
+    @property
+    def variables(self) -> list[str]:
+        """Primary pattern variables in order of first appearance."""
+        from .pattern import pattern_variables
+        return pattern_variables(self.pattern)
