@@ -159,6 +159,8 @@ def _rebuild(expr: Expr, new_children: list[Expr]) -> Expr:
         return replace(expr, args=tuple(it))
     if isinstance(expr, RowValue):
         return replace(expr, value=next(it))
+    if isinstance(expr, Navigation):
+        return replace(expr, arg=next(it))
     raise TypeError(f"cannot rebuild {type(expr).__name__}")
 
 

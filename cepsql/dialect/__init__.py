@@ -1,0 +1,1 @@
+"""Parsing: the CepSpark sqlglot dialect, our PATTERN grammar and statement helpers."""

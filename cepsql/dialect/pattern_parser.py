@@ -1,0 +1,250 @@
+"""PATTERN grammar: our own tokenizer and recursive-descent parser.
+
+sqlglot only delimits the PATTERN parentheses; the row-pattern regular expression
+has its own lexical rules (``{-``, reluctant ``??``, ``$`` anchors) that a SQL
+tokenizer gets wrong, so it is parsed here from the raw text. Every position is an
+absolute character offset (``base`` + index in the text) so errors point into the
+full SQL statement.
+
+Grammar (SQL:2016 / Trino)::
+
+    pattern     := alternation
+    alternation := concat ('|' concat)*
+    concat      := factor+
+    factor      := primary quantifier?
+    quantifier  := ('*' | '+' | '?' | '{' n? (',' m?)? '}') '?'?
+    primary     := var | '(' ')' | '(' pattern ')' | '^' | '$'
+                 | '{-' pattern '-}' | PERMUTE '(' pattern (',' pattern)* ')'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
+                               Permute, Quantified, Var, pattern_to_text)
+from ..errors import CepSyntaxError
+
+__all__ = ["parse_pattern", "pattern_to_text", "canonical_name"]
+
+_SYMBOLS = ("{-", "-}", "(", ")", "|", "*", "+", "?", "{", "}", ",", "^", "$")
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str   # 'ident', 'qident', 'num', 'sym', 'end'
+    text: str   # symbol text, identifier name (quotes removed), digits
+    pos: int    # absolute offset
+    raw: str = ""  # text as written (for error messages)
+
+
+def canonical_name(name: str, quoted: bool) -> str:
+    """Variable names: unquoted identifiers upper-cased, quoted ones kept as written."""
+    return name if quoted else name.upper()
+
+
+def _tokenize(text: str, base: int) -> list[_Tok]:
+    toks: list[_Tok] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        if c == "-" and text.startswith("--", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise CepSyntaxError("unterminated comment in PATTERN", pos=base + i)
+            i = end + 2
+            continue
+        if c.isalpha() or c == "_":
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            toks.append(_Tok("ident", text[i:j], base + i, text[i:j]))
+            i = j
+            continue
+        if c.isdigit():
+            j = i + 1
+            while j < n and text[j].isdigit():
+                j += 1
+            toks.append(_Tok("num", text[i:j], base + i, text[i:j]))
+            i = j
+            continue
+        if c in "\"`":
+            j, parts = i + 1, []
+            while True:
+                k = text.find(c, j)
+                if k < 0:
+                    raise CepSyntaxError("unterminated quoted identifier in PATTERN", pos=base + i)
+                parts.append(text[j:k])
+                if text.startswith(c * 2, k):  # doubled quote = literal quote
+                    parts.append(c)
+                    j = k + 2
+                    continue
+                j = k + 1
+                break
+            name = "".join(parts)
+            if not name:
+                raise CepSyntaxError("empty quoted identifier in PATTERN", pos=base + i)
+            toks.append(_Tok("qident", name, base + i, text[i:j]))
+            i = j
+            continue
+        for sym in _SYMBOLS:
+            if text.startswith(sym, i):
+                toks.append(_Tok("sym", sym, base + i, sym))
+                i += len(sym)
+                break
+        else:
+            raise CepSyntaxError(f"unexpected character {c!r} in PATTERN", pos=base + i)
+    toks.append(_Tok("end", "", base + n, "end of PATTERN"))
+    return toks
+
+
+class _Parser:
+    def __init__(self, toks: list[_Tok]):
+        self.toks = toks
+        self.i = 0
+
+    @property
+    def cur(self) -> _Tok:
+        return self.toks[self.i]
+
+    def at(self, sym: str) -> bool:
+        return self.cur.kind == "sym" and self.cur.text == sym
+
+    def take(self, sym: str) -> _Tok:
+        tok = self.cur
+        if not self.at(sym):
+            self.fail(f"expected '{sym}'")
+        self.i += 1
+        return tok
+
+    def fail(self, what: str) -> None:
+        tok = self.cur
+        found = "end of PATTERN" if tok.kind == "end" else repr(tok.raw)
+        raise CepSyntaxError(f"syntax error in PATTERN: {what}, found {found}", pos=tok.pos)
+
+    # alternation := concat ('|' concat)*
+    def alternation(self) -> PatternNode:
+        items = [self.concat()]
+        while self.at("|"):
+            self.i += 1
+            items.append(self.concat())
+        return _flatten(Alternation, items)
+
+    def _starts_primary(self) -> bool:
+        tok = self.cur
+        return tok.kind in ("ident", "qident") or (
+            tok.kind == "sym" and tok.text in ("(", "^", "$", "{-"))
+
+    def concat(self) -> PatternNode:
+        if not self._starts_primary():
+            self.fail("expected a pattern variable or '('")
+        items = []
+        while self._starts_primary():
+            items.append(self.factor())
+        return _flatten(Concat, items)
+
+    def factor(self) -> PatternNode:
+        node = self.primary()
+        tok = self.cur
+        if tok.kind != "sym" or tok.text not in ("*", "+", "?", "{"):
+            return node
+        self.i += 1
+        if tok.text == "*":
+            lo, hi = 0, None
+        elif tok.text == "+":
+            lo, hi = 1, None
+        elif tok.text == "?":
+            lo, hi = 0, 1
+        else:
+            lo, hi = self.bounds(tok)
+        greedy = True
+        if self.at("?"):
+            self.i += 1
+            greedy = False
+        if self.cur.kind == "sym" and self.cur.text in ("*", "+", "?", "{"):
+            self.fail("a quantifier cannot follow a quantifier (use parentheses)")
+        return Quantified(node, lo, hi, greedy)
+
+    def bounds(self, brace: _Tok) -> tuple[int, int | None]:
+        lo = self.number()
+        if self.at("}"):
+            self.i += 1
+            if lo is None:
+                raise CepSyntaxError("empty quantifier {}", pos=brace.pos)
+            return lo, lo
+        self.take(",")
+        hi = self.number()
+        self.take("}")
+        lo = 0 if lo is None else lo
+        if hi is not None and lo > hi:
+            raise CepSyntaxError(
+                f"quantifier lower bound {lo} exceeds upper bound {hi}", pos=brace.pos)
+        return lo, hi
+
+    def number(self) -> int | None:
+        if self.cur.kind != "num":
+            return None
+        value = int(self.cur.text)
+        self.i += 1
+        return value
+
+    def primary(self) -> PatternNode:
+        tok = self.cur
+        if tok.kind == "ident" and tok.text.upper() == "PERMUTE" and self._next_is("("):
+            self.i += 2
+            items = [self.alternation()]
+            while self.at(","):
+                self.i += 1
+                items.append(self.alternation())
+            self.take(")")
+            return Permute(tuple(items))
+        if tok.kind in ("ident", "qident"):
+            self.i += 1
+            return Var(canonical_name(tok.text, tok.kind == "qident"), tok.pos)
+        self.i += 1
+        if tok.text == "^":
+            return Anchor("start")
+        if tok.text == "$":
+            return Anchor("end")
+        if tok.text == "{-":
+            inner = self.alternation()
+            self.take("-}")
+            return Exclusion(inner)
+        # '('
+        if self.at(")"):
+            self.i += 1
+            return Empty()
+        inner = self.alternation()
+        self.take(")")
+        return inner
+
+    def _next_is(self, sym: str) -> bool:
+        nxt = self.toks[self.i + 1]
+        return nxt.kind == "sym" and nxt.text == sym
+
+
+def _flatten(kind, items: list[PatternNode]) -> PatternNode:
+    if len(items) == 1:
+        return items[0]
+    flat: list[PatternNode] = []
+    for item in items:
+        flat.extend(item.items if isinstance(item, kind) else (item,))
+    return kind(tuple(flat))
+
+
+def parse_pattern(text: str, base: int = 0) -> PatternNode:
+    """Parse the text between PATTERN's parentheses; ``base`` is its offset in the SQL."""
+    parser = _Parser(_tokenize(text, base))
+    if parser.cur.kind == "end":
+        raise CepSyntaxError("empty PATTERN (write PATTERN (()) for the empty pattern)",
+                             pos=parser.cur.pos)
+    node = parser.alternation()
+    if parser.cur.kind != "end":
+        parser.fail("expected '|', a pattern variable or the end of PATTERN")
+    return node

@@ -1,0 +1,323 @@
+"""sqlglot expression trees -> cepsql expression IR.
+
+Later stages must never see sqlglot objects, so the conversion is total: every
+construct either maps to an IR node or raises a CepError naming it, at its position.
+Positions: sqlglot records token offsets in ``meta['start']`` of leaves and function
+calls; other nodes take the leftmost position below them. ``base`` shifts the offsets
+of the tokenized text to the full SQL statement.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
+                                   ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
+                                   Literal, MatchNumber, Navigation, UnaryOp)
+from ..errors import CepAnalysisError, CepUnsupportedError
+from .pattern_parser import canonical_name
+
+AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "array_agg", "collect_list"})
+NAVIGATION = {"PREV": 1, "NEXT": 1, "FIRST": 0, "LAST": 0}  # kind -> default offset
+
+# meta keys set by the CepSpark parser
+SEMANTICS_KEY = "cep_semantics"
+SEMANTICS_POS_KEY = "cep_semantics_start"
+
+_BINARY = {
+    exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%",
+    exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
+    exp.And: "AND", exp.Or: "OR", exp.DPipe: "||",
+}
+_BINARY_FUNCS = {exp.NullSafeEQ: "equal_null", exp.ILike: "ilike", exp.RegexpLike: "rlike"}
+_LITERAL_TYPES = {"DOUBLE": "double", "FLOAT": "double", "BIGINT": "int", "INT": "int",
+                  "SMALLINT": "int", "TINYINT": "int", "DECIMAL": "decimal"}
+
+
+def sql_pos(node: exp.Expr, base: int = 0) -> int | None:
+    """Absolute offset of a sqlglot node (leftmost recorded token below it)."""
+    prefix = node.meta_get(SEMANTICS_POS_KEY)
+    if prefix is not None:
+        return prefix + base
+    if isinstance(node, exp.Column) and node.args.get("table") is not None:
+        return sql_pos(node.args["table"], base)
+    start = node.meta_get("start")
+    if start is not None:
+        return start + base
+    best = None
+    for child in node.iter_expressions():
+        p = sql_pos(child, base)
+        if p is not None and (best is None or p < best):
+            best = p
+    return best
+
+
+class ToAlgebra:
+    """Converts one clause's sqlglot expressions; ``base`` = offset of the tokenized text."""
+
+    def __init__(self, base: int = 0):
+        self.base = base
+
+    def pos(self, node: exp.Expr) -> int | None:
+        return sql_pos(node, self.base)
+
+    def convert(self, node: exp.Expr) -> Expr:
+        semantics = node.meta_get(SEMANTICS_KEY)
+        if semantics is not None and not isinstance(node, exp.Anonymous):
+            raise CepAnalysisError(
+                f"{semantics} applies to FIRST/LAST navigation or an aggregate", pos=self.pos(node))
+        for kind, op in _BINARY.items():
+            if type(node) is kind:
+                return BinaryOp(op, self.convert(node.this), self.convert(node.expression),
+                                self.pos(node))
+        for kind, name in _BINARY_FUNCS.items():
+            if type(node) is kind:
+                return FunctionCall(name, (self.convert(node.this), self.convert(node.expression)),
+                                    self.pos(node))
+        method = getattr(self, "_" + type(node).__name__.lower(), None)
+        if method is None:
+            raise CepUnsupportedError(
+                f"unsupported expression in MATCH_RECOGNIZE: {node.sql(dialect='spark')}",
+                pos=self.pos(node))
+        return method(node)
+
+    # --- leaves -----------------------------------------------------------------------
+    def _column(self, node: exp.Column) -> Expr:
+        if node.args.get("db") is not None or node.args.get("catalog") is not None:
+            raise CepUnsupportedError(
+                f"nested field access is not supported: {node.sql(dialect='spark')}",
+                pos=self.pos(node))
+        if isinstance(node.this, exp.Star):
+            raise CepAnalysisError(f"{node.sql(dialect='spark')} is only allowed in count()",
+                                   pos=self.pos(node))
+        table = node.args.get("table")
+        var = None if table is None else canonical_name(table.name, bool(table.quoted))
+        return ColumnRef(var, node.this.name, self.pos(node))
+
+    def _dot(self, node: exp.Dot) -> Expr:
+        # Spark reads "A".price as a string followed by a field: treat it as a quoted variable.
+        left, right = node.this, node.expression
+        if isinstance(left, exp.Literal) and left.is_string and isinstance(right, exp.Identifier):
+            return ColumnRef(left.this, right.name, self.pos(node))
+        raise CepUnsupportedError(
+            f"nested field access is not supported: {node.sql(dialect='spark')}", pos=self.pos(node))
+
+    def _star(self, node: exp.Star) -> Expr:
+        raise CepAnalysisError("* is only allowed in count(*)", pos=self.pos(node))
+
+    def _literal(self, node: exp.Literal) -> Expr:
+        pos = self.pos(node)
+        if node.is_string:
+            return Literal(node.this, "string", pos)
+        text = node.this
+        if text.isdigit():
+            return Literal(int(text), "int", pos)
+        if "e" in text.lower():
+            return Literal(float(text), "double", pos)
+        return Literal(text, "decimal", pos)  # Spark: 1.5 is a DECIMAL literal
+
+    def _boolean(self, node: exp.Boolean) -> Expr:
+        return Literal(bool(node.this), "bool", self.pos(node))
+
+    def _null(self, node: exp.Null) -> Expr:
+        return Literal(None, "null", self.pos(node))
+
+    # --- operators --------------------------------------------------------------------
+    def _paren(self, node: exp.Paren) -> Expr:
+        return self.convert(node.this)
+
+    def _neg(self, node: exp.Neg) -> Expr:
+        inner = self.convert(node.this)
+        if isinstance(inner, Literal) and inner.type in ("int", "double"):
+            return Literal(-inner.value, inner.type, self.pos(node))
+        if isinstance(inner, Literal) and inner.type == "decimal":
+            return Literal("-" + inner.value, "decimal", self.pos(node))
+        return UnaryOp("-", inner, self.pos(node))
+
+    def _not(self, node: exp.Not) -> Expr:
+        inner = node.this
+        if isinstance(inner, (exp.Is, exp.In, exp.Between, exp.Like)):
+            converted = self.convert(inner)
+            if isinstance(converted, (IsNull, InList, Between, Like)):
+                from dataclasses import replace
+                return replace(converted, negated=not converted.negated)
+            return UnaryOp("NOT", converted, self.pos(node))
+        return UnaryOp("NOT", self.convert(inner), self.pos(node))
+
+    def _is(self, node: exp.Is) -> Expr:
+        if isinstance(node.expression, exp.Null):
+            return IsNull(self.convert(node.this), False, self.pos(node))
+        raise CepUnsupportedError(
+            f"unsupported IS predicate: {node.sql(dialect='spark')} (only IS [NOT] NULL)",
+            pos=self.pos(node))
+
+    def _in(self, node: exp.In) -> Expr:
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise CepUnsupportedError("subqueries are not allowed in MATCH_RECOGNIZE",
+                                      pos=self.pos(node))
+        items = tuple(self.convert(e) for e in node.expressions)
+        return InList(self.convert(node.this), items, False, self.pos(node))
+
+    def _between(self, node: exp.Between) -> Expr:
+        return Between(self.convert(node.this), self.convert(node.args["low"]),
+                       self.convert(node.args["high"]), False, self.pos(node))
+
+    def _like(self, node: exp.Like) -> Expr:
+        return Like(self.convert(node.this), self.convert(node.expression), False, self.pos(node))
+
+    def _case(self, node: exp.Case) -> Expr:
+        operand = node.this
+        whens = tuple((self.convert(w.this), self.convert(w.args["true"]))
+                      for w in node.args.get("ifs") or ())
+        default = node.args.get("default")
+        return Case(None if operand is None else self.convert(operand), whens,
+                    None if default is None else self.convert(default), self.pos(node))
+
+    def _if(self, node: exp.If) -> Expr:
+        args = [node.this, node.args.get("true"), node.args.get("false")]
+        return FunctionCall("if", tuple(self.convert(a) for a in args if a is not None),
+                            self.pos(node))
+
+    def _cast(self, node: exp.Cast) -> Expr:
+        to: exp.DataType = node.to
+        operand = node.this
+        type_name = to.this.name
+        pos = self.pos(node)
+        if isinstance(operand, exp.Literal):
+            # typed literals (1.5D, 10L, DATE '...') arrive as casts of literals
+            if not operand.is_string and type_name in _LITERAL_TYPES:
+                kind = _LITERAL_TYPES[type_name]
+                value = (float(operand.this) if kind == "double" else
+                         int(operand.this) if kind == "int" and operand.this.isdigit() else None)
+                if kind == "decimal" and not to.expressions:
+                    return Literal(operand.this, "decimal", pos)
+                if value is not None:
+                    return Literal(value, kind, pos)
+            if operand.is_string and type_name == "DATE":
+                return Literal(operand.this, "date", pos)
+            if operand.is_string and type_name in ("TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ"):
+                return Literal(operand.this, "timestamp", pos)
+            if operand.is_string and type_name == "DECIMAL" and _is_number(operand.this):
+                return Literal(operand.this, "decimal", pos)
+        return Cast(self.convert(operand), to.sql(dialect="spark").lower(), pos)
+
+    _trycast = _cast
+
+    def _extract(self, node: exp.Extract) -> Expr:
+        unit = node.this.name.upper()
+        return FunctionCall("date_part", (Literal(unit, "string", self.pos(node.this)),
+                                          self.convert(node.expression)), self.pos(node))
+
+    def _substring(self, node: exp.Substring) -> Expr:
+        args = [node.this, node.args.get("start"), node.args.get("length")]
+        return FunctionCall("substring", tuple(self.convert(a) for a in args if a is not None),
+                            self.pos(node))
+
+    def _trim(self, node: exp.Trim) -> Expr:
+        if node.args.get("expression") is not None or node.args.get("position") is not None:
+            raise CepUnsupportedError("TRIM(... FROM ...) is not supported; use trim(x)",
+                                      pos=self.pos(node))
+        return FunctionCall("trim", (self.convert(node.this),), self.pos(node))
+
+    def _window(self, node: exp.Window) -> Expr:
+        raise CepAnalysisError("window functions (OVER) are not allowed in MATCH_RECOGNIZE",
+                               pos=self.pos(node))
+
+    def _subquery(self, node: exp.Expr) -> Expr:
+        raise CepUnsupportedError("subqueries are not allowed in MATCH_RECOGNIZE",
+                                  pos=self.pos(node))
+
+    _exists = _select = _subquery
+
+    # --- function calls ---------------------------------------------------------------
+    def _anonymous(self, node: exp.Anonymous) -> Expr:
+        this = node.this
+        written = this.name if isinstance(this, exp.Identifier) else str(this)
+        name = written.upper()
+        pos = self.pos(node)
+        semantics = node.meta_get(SEMANTICS_KEY)
+        raw_args = list(node.expressions)
+        if name in NAVIGATION:
+            return self._navigation(name, raw_args, semantics, pos)
+        if written.lower() in AGGREGATES:
+            return self._aggregate(written.lower(), raw_args, semantics, pos)
+        if semantics is not None:
+            raise CepAnalysisError(
+                f"{semantics} applies to FIRST/LAST navigation or an aggregate, not {written}()",
+                pos=pos)
+        if any(isinstance(a, exp.Distinct) for a in raw_args):
+            raise CepUnsupportedError(f"DISTINCT is only supported in aggregates, not {written}()",
+                                      pos=pos)
+        if name == "CLASSIFIER":
+            if len(raw_args) > 1:
+                raise CepAnalysisError("CLASSIFIER takes at most one pattern variable", pos=pos)
+            if not raw_args:
+                return Classifier(None, pos)
+            return Classifier(self._var_arg(raw_args[0], "CLASSIFIER"), pos)
+        if name == "MATCH_NUMBER":
+            if raw_args:
+                raise CepAnalysisError("MATCH_NUMBER takes no arguments", pos=pos)
+            return MatchNumber(pos)
+        return FunctionCall(written.lower(), tuple(self.convert(a) for a in raw_args), pos)
+
+    def _var_arg(self, arg: exp.Expr, func: str) -> str:
+        if isinstance(arg, exp.Column) and arg.args.get("table") is None and \
+                isinstance(arg.this, exp.Identifier):
+            return canonical_name(arg.this.name, bool(arg.this.quoted))
+        if isinstance(arg, exp.Literal) and arg.is_string:  # Spark's "A"
+            return arg.this
+        raise CepAnalysisError(f"{func} argument must be a pattern variable", pos=self.pos(arg))
+
+    def _navigation(self, kind: str, args: list[exp.Expr], semantics: str | None,
+                    pos: int | None) -> Expr:
+        if not 1 <= len(args) <= 2:
+            raise CepAnalysisError(f"{kind} takes one or two arguments", pos=pos)
+        if semantics is not None and kind in ("PREV", "NEXT"):
+            inner = args[0]
+            if not (isinstance(inner, exp.Anonymous) and str(inner.name).upper() in
+                    ("FIRST", "LAST")):
+                raise CepAnalysisError(
+                    f"{semantics} applies to FIRST/LAST navigation, not to {kind}", pos=pos)
+        offset = NAVIGATION[kind]
+        if len(args) == 2:
+            offset = self._int_constant(args[1], kind)
+        return Navigation(kind, self.convert(args[0]), offset, semantics, pos)
+
+    def _int_constant(self, node: exp.Expr, kind: str) -> int:
+        value = self.convert(node)
+        if isinstance(value, Literal) and value.type == "int":
+            if value.value < 0:
+                raise CepAnalysisError(f"{kind} offset must not be negative", pos=value.pos)
+            return value.value
+        raise CepAnalysisError(f"{kind} offset must be a non-negative integer constant",
+                               pos=self.pos(node))
+
+    def _aggregate(self, name: str, args: list[exp.Expr], semantics: str | None,
+                   pos: int | None) -> Expr:
+        distinct = False
+        if len(args) == 1 and isinstance(args[0], exp.Distinct):
+            distinct = True
+            args = list(args[0].expressions)
+        star_var = None
+        if len(args) == 1 and isinstance(args[0], exp.Star):
+            star_var = ""
+            args = []
+        elif len(args) == 1 and isinstance(args[0], exp.Column) and \
+                isinstance(args[0].this, exp.Star) and args[0].args.get("table") is not None:
+            table = args[0].args["table"]
+            star_var = canonical_name(table.name, bool(table.quoted))
+            args = []
+        if star_var is not None and (name != "count" or distinct):
+            raise CepAnalysisError(f"{name}(*) is not allowed; only count(*) and count(A.*)",
+                                   pos=pos)
+        if star_var is None and not args:
+            raise CepAnalysisError(f"{name}() needs an argument", pos=pos)
+        return Aggregate(name, tuple(self.convert(a) for a in args), semantics, distinct,
+                         star_var, pos)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

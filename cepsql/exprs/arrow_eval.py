@@ -1,0 +1,556 @@
+"""Vectorised evaluation of the expression IR over an Arrow table (the local backend's
+counterpart of ``spark_sql``); semantics follow Spark in ANSI mode: checked integer
+arithmetic, ``/`` as float division, NULL on division by zero, three-valued logic."""
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..algebra.expressions import (Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+                                   InList, IsNull, Like, Literal, UnaryOp)
+from ..errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
+
+Value = pa.Array | pa.ChunkedArray | pa.Scalar
+
+
+def evaluate_arrow(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
+    """expr over every row of table (unqualified column references only)."""
+    try:
+        value = _Evaluator(table).eval(expr)
+    except CepError:
+        raise
+    except pa.ArrowInvalid as e:  # overflow, invalid cast ...
+        raise CepRuntimeError(f"error evaluating expression: {e}", pos=getattr(expr, "pos", None))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise CepAnalysisError(f"type mismatch in expression: {e}", pos=getattr(expr, "pos", None))
+    return _broadcast(value, table.num_rows)
+
+
+def _broadcast(value: Value, n: int) -> pa.Array | pa.ChunkedArray:
+    if isinstance(value, pa.Scalar):
+        return pa.repeat(value, n)
+    return value
+
+
+class _Evaluator:
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self.n = table.num_rows
+
+    def eval(self, e: Expr) -> Value:
+        method = getattr(self, "_" + type(e).__name__, None)
+        if method is None:
+            raise CepUnsupportedError(
+                f"{type(e).__name__} cannot be evaluated as a plain expression",
+                pos=getattr(e, "pos", None))
+        return method(e)
+
+    def arr(self, e: Expr) -> pa.Array | pa.ChunkedArray:
+        return _broadcast(self.eval(e), self.n)
+
+    # leaves -------------------------------------------------------------
+    def _Literal(self, e: Literal) -> Value:
+        return literal_scalar(e)
+
+    def _ColumnRef(self, e: ColumnRef) -> Value:
+        if e.var is not None:
+            raise CepUnsupportedError(
+                f"column reference {e.var}.{e.column} cannot be evaluated as a plain expression",
+                pos=e.pos)
+        names = self.table.column_names
+        if e.column in names:
+            return self.table.column(e.column)
+        matches = [n for n in names if n.lower() == e.column.lower()]
+        if len(matches) != 1:
+            raise CepAnalysisError(f"unknown column {e.column!r}" if not matches else
+                                   f"ambiguous column {e.column!r}", pos=e.pos)
+        return self.table.column(matches[0])
+
+    # operators ----------------------------------------------------------
+    def _BinaryOp(self, e: BinaryOp) -> Value:
+        op = e.op.upper()
+        if op in ("AND", "OR"):
+            a, b = _as_bool(self.eval(e.left)), _as_bool(self.eval(e.right))
+            return pc.and_kleene(a, b) if op == "AND" else pc.or_kleene(a, b)
+        a, b = self.eval(e.left), self.eval(e.right)
+        if op in _COMPARE:
+            a, b = _coerce_pair(a, b)
+            return _COMPARE[op](a, b)
+        if op == "+":
+            return pc.add_checked(a, b)
+        if op == "-":
+            return pc.subtract_checked(a, b)
+        if op == "*":
+            return pc.multiply_checked(a, b)
+        if op == "/":
+            return _divide(a, b)
+        if op == "%":
+            return _modulo(a, b, self.n)
+        if op == "||":
+            return _concat([a, b])
+        raise CepUnsupportedError(f"unsupported operator {e.op!r}", pos=e.pos)
+
+    def _UnaryOp(self, e: UnaryOp) -> Value:
+        v = self.eval(e.operand)
+        op = e.op.upper()
+        if op == "NOT":
+            return pc.invert(_as_bool(v))
+        if op == "-":
+            return pc.negate_checked(v)
+        if op == "+":
+            return v
+        raise CepUnsupportedError(f"unsupported operator {e.op!r}", pos=e.pos)
+
+    def _IsNull(self, e: IsNull) -> Value:
+        v = self.eval(e.operand)
+        return pc.is_valid(v) if e.negated else pc.is_null(v)
+
+    def _InList(self, e: InList) -> Value:
+        x = self.eval(e.operand)
+        out: Value = pa.scalar(False)
+        for item in e.items:  # OR of equalities gives SQL's three-valued IN
+            out = pc.or_kleene(out, pc.equal(*_coerce_pair(x, self.eval(item))))
+        return pc.invert(out) if e.negated else out
+
+    def _Between(self, e: Between) -> Value:
+        x = self.eval(e.operand)
+        out = pc.and_kleene(pc.greater_equal(*_coerce_pair(x, self.eval(e.low))),
+                            pc.less_equal(*_coerce_pair(x, self.eval(e.high))))
+        return pc.invert(out) if e.negated else out
+
+    def _Like(self, e: Like) -> Value:
+        x = self.arr(e.operand)
+        pattern = self.eval(e.pattern)
+        if isinstance(pattern, pa.Scalar):
+            if not pattern.is_valid:
+                out = pa.nulls(self.n, pa.bool_())
+            else:
+                out = pc.match_like(x, pattern.as_py())
+        else:  # one vectorised pass per distinct pattern
+            out = pa.nulls(self.n, pa.bool_())
+            for p in pc.unique(pattern).drop_null().to_pylist():
+                out = pc.if_else(pc.equal(pattern, p), pc.match_like(x, p), out)
+        return pc.invert(out) if e.negated else out
+
+    def _Case(self, e: Case) -> Value:
+        if not e.whens:
+            return self.eval(e.default) if e.default is not None else pa.scalar(None)
+        conds = []
+        operand = self.eval(e.operand) if e.operand is not None else None
+        for cond, _ in e.whens:
+            c = self.eval(cond)
+            if operand is not None:
+                c = pc.equal(*_coerce_pair(operand, c))
+            conds.append(pc.fill_null(_broadcast(_as_bool(c), self.n), False))
+        values = [self.eval(r) for _, r in e.whens]
+        if e.default is not None:
+            values.append(self.eval(e.default))
+        target = _common_type([v.type for v in values])
+        values = [_broadcast(_cast_value(v, target), self.n) for v in values]
+        return pc.case_when(pc.make_struct(*conds, field_names=[f"c{i}" for i in range(len(conds))]),
+                            *values)
+
+    def _Cast(self, e: Cast) -> Value:
+        return _cast_value(self.eval(e.operand), spark_type_to_arrow(e.to, e.pos), strict=True)
+
+    def _FunctionCall(self, e: FunctionCall) -> Value:
+        fn = _FUNCTIONS.get(e.name.lower())
+        if fn is None:
+            raise CepUnsupportedError(
+                f"function {e.name}() is not supported by the local evaluator", pos=e.pos)
+        return fn(self, [self.eval(a) for a in e.args], e)
+
+
+_COMPARE: dict[str, Callable] = {
+    "=": pc.equal, "<>": pc.not_equal, "!=": pc.not_equal, "<": pc.less,
+    "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal,
+}
+
+
+# literals and types --------------------------------------------------------
+
+def literal_scalar(e: Literal) -> pa.Scalar:
+    """Arrow scalar with the type Spark gives the same literal."""
+    t, v = e.type, e.value
+    if t == "null" or v is None:
+        return pa.scalar(None)
+    if t == "bool":
+        return pa.scalar(bool(v))
+    if t == "int":
+        n = int(v)
+        if -2**31 <= n < 2**31:
+            return pa.scalar(n, pa.int32())
+        if -2**63 <= n < 2**63:
+            return pa.scalar(n, pa.int64())
+        return _decimal_scalar(Decimal(n))
+    if t == "double":
+        return pa.scalar(float(v), pa.float64())
+    if t == "decimal":
+        return _decimal_scalar(Decimal(str(v)))
+    if t == "string":
+        return pa.scalar(str(v), pa.string())
+    if t == "date":
+        return pa.scalar(datetime.date.fromisoformat(str(v).strip()), pa.date32())
+    if t == "timestamp":
+        ts = datetime.datetime.fromisoformat(str(v).strip())
+        return pa.scalar(ts, pa.timestamp("us", tz=None if ts.tzinfo is None else "UTC"))
+    raise CepUnsupportedError(f"unsupported literal type {t!r}", pos=e.pos)
+
+
+def _decimal_scalar(d: Decimal) -> pa.Scalar:
+    _, digits, exp = d.as_tuple()
+    scale = max(-exp, 0)
+    precision = max(len(digits) + max(exp, 0), scale, 1)
+    if precision > 38:
+        raise CepUnsupportedError(f"decimal literal {d} exceeds precision 38")
+    return pa.scalar(d, pa.decimal128(precision, scale))
+
+
+_SIMPLE_TYPES = {
+    "boolean": pa.bool_(), "bool": pa.bool_(), "tinyint": pa.int8(), "byte": pa.int8(),
+    "smallint": pa.int16(), "short": pa.int16(), "int": pa.int32(), "integer": pa.int32(),
+    "bigint": pa.int64(), "long": pa.int64(), "float": pa.float32(), "real": pa.float32(),
+    "double": pa.float64(), "string": pa.string(), "varchar": pa.string(), "char": pa.string(),
+    "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ltz": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"),
+    "binary": pa.binary(),
+}
+_TYPE_RE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*\Z")
+
+
+def spark_type_to_arrow(text: str, pos: int | None = None) -> pa.DataType:
+    """Arrow type for a Spark SQL type name (the common scalar types)."""
+    m = _TYPE_RE.match(text)
+    if m:
+        name = m.group(1).lower()
+        if name in ("decimal", "dec", "numeric"):
+            return pa.decimal128(int(m.group(2) or 10), int(m.group(3) or 0))
+        if name in _SIMPLE_TYPES:
+            return _SIMPLE_TYPES[name]
+    raise CepUnsupportedError(f"unsupported CAST target type {text!r}", pos=pos)
+
+
+def _common_type(types: list[pa.DataType]) -> pa.DataType:
+    known = [t for t in types if not pa.types.is_null(t)]
+    if not known:
+        return pa.null()
+    if all(t == known[0] for t in known):
+        return known[0]
+    if all(_is_numeric(t) for t in known):
+        if any(pa.types.is_floating(t) for t in known):
+            return pa.float64()
+        if any(pa.types.is_decimal(t) for t in known):
+            return pc.add(*[pa.scalar(0, t) for t in known[:2]]).type if len(known) == 2 else pa.float64()
+        return max(known, key=lambda t: t.bit_width if pa.types.is_signed_integer(t) else 64)
+    if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in known):
+        return pa.string()
+    raise CepAnalysisError(f"incompatible types: {', '.join(str(t) for t in known)}")
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _coerce_pair(a: Value, b: Value) -> tuple[Value, Value]:
+    """Implicit casts Arrow does not do but Spark does: string vs date/timestamp,
+    naive vs zoned timestamps, NULL literals."""
+    ta, tb = a.type, b.type
+    if pa.types.is_null(ta) and not pa.types.is_null(tb):
+        return _cast_value(a, tb), b
+    if pa.types.is_null(tb) and not pa.types.is_null(ta):
+        return a, _cast_value(b, ta)
+    if _is_temporal(ta) and pa.types.is_string(tb):
+        return a, _cast_value(b, ta, strict=True)
+    if _is_temporal(tb) and pa.types.is_string(ta):
+        return _cast_value(a, tb, strict=True), b
+    if pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb) and ta.tz != tb.tz:
+        target = pa.timestamp("us", tz=ta.tz or tb.tz)
+        return _cast_value(a, target), _cast_value(b, target)
+    if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
+        return _cast_value(a, tb), b
+    if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
+        return a, _cast_value(b, ta)
+    return a, b
+
+
+def _is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_date(t) or pa.types.is_timestamp(t)
+
+
+def _cast_value(v: Value, target: pa.DataType, strict: bool = False) -> Value:
+    """CAST with Spark's ANSI behaviour for the common cases: float -> int truncates,
+    strings are trimmed before parsing, string -> boolean accepts Spark's spellings."""
+    src = v.type
+    if src == target:
+        return v
+    if pa.types.is_null(src):
+        return pa.scalar(None, target) if isinstance(v, pa.Scalar) else pa.nulls(len(v), target)
+    if pa.types.is_string(src) and target != pa.string():
+        v = pc.utf8_trim_whitespace(v)
+        if pa.types.is_boolean(target):
+            low = pc.utf8_lower(v)
+            true = pc.is_in(low, value_set=pa.array(["t", "true", "y", "yes", "1"]))
+            false = pc.is_in(low, value_set=pa.array(["f", "false", "n", "no", "0"]))
+            bad = pc.and_(pc.invert(pc.or_(true, false)), pc.is_valid(low))
+            if pc.any(bad).as_py() if not isinstance(bad, pa.Scalar) else bad.as_py():
+                raise CepRuntimeError("invalid input for CAST to boolean")
+            return pc.if_else(true, True, pc.if_else(false, False, pa.scalar(None, pa.bool_())))
+    if pa.types.is_floating(src) and pa.types.is_integer(target):
+        v = pc.trunc(v)
+    if pa.types.is_timestamp(src) and pa.types.is_date(target) and src.tz is not None:
+        v = pc.cast(pc.local_timestamp(v), pa.timestamp(src.unit))
+    if pa.types.is_string(target) and pa.types.is_floating(src):
+        raise CepUnsupportedError("CAST of a floating-point value to string is not supported "
+                                  "by the local evaluator (Spark formats differently)")
+    return pc.cast(v, target, safe=True)
+
+
+def _as_bool(v: Value) -> Value:
+    if pa.types.is_null(v.type):
+        return _cast_value(v, pa.bool_())
+    if not pa.types.is_boolean(v.type):
+        raise CepAnalysisError(f"expected a boolean operand, got {v.type}")
+    return v
+
+
+# arithmetic ---------------------------------------------------------------
+
+def _divide(a: Value, b: Value) -> Value:
+    a = pc.cast(a, pa.float64())
+    b = pc.cast(b, pa.float64())
+    zero = pc.equal(b, 0.0)
+    safe_b = pc.if_else(zero, pa.scalar(None, pa.float64()), b)
+    return pc.divide(a, safe_b)
+
+
+def _modulo(a: Value, b: Value, n: int) -> Value:
+    """Java remainder (sign of the dividend), NULL when the divisor is 0."""
+    target = _common_type([a.type, b.type])
+    if pa.types.is_decimal(target) or not _is_numeric(target):
+        raise CepUnsupportedError(f"% on {target} is not supported by the local evaluator")
+    if pa.types.is_floating(target):
+        target = pa.float64()
+    scalar_out = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)
+    a = _broadcast(pc.cast(a, target), n if not scalar_out else 1)
+    b = _broadcast(pc.cast(b, target), n if not scalar_out else 1)
+    mask = pc.or_(pc.or_(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.equal(b, 0), False))
+    an = np.asarray(pc.fill_null(a, 0).to_numpy(zero_copy_only=False))
+    bn = np.asarray(pc.fill_null(pc.if_else(mask, pa.scalar(1, target), b), 1)
+                    .to_numpy(zero_copy_only=False))
+    with np.errstate(all="ignore"):
+        out = np.fmod(an, bn)
+    mask_np = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+    result = pa.array(out, type=target, mask=mask_np)
+    return result[0] if scalar_out else result
+
+
+# functions ----------------------------------------------------------------
+
+def _arity(e: FunctionCall, args: list, lo: int, hi: int | None = None) -> None:
+    hi = lo if hi is None else hi
+    if not lo <= len(args) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise CepAnalysisError(f"function {e.name}() takes {want} arguments, got {len(args)}",
+                               pos=e.pos)
+
+
+def _unary(fn: Callable) -> Callable:
+    def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+        _arity(e, args, 1)
+        return fn(args[0])
+    return call
+
+
+def _scalar_int(v: Value, e: FunctionCall, what: str) -> int | None:
+    if not isinstance(v, pa.Scalar):
+        raise CepUnsupportedError(f"{e.name}(): the {what} must be a constant in the local "
+                                  "evaluator", pos=e.pos)
+    return None if not v.is_valid else int(v.as_py())
+
+
+def _round(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    _arity(e, args, 1, 2)
+    x = args[0]
+    d = _scalar_int(args[1], e, "scale") if len(args) > 1 else 0
+    if d is None:
+        return pa.scalar(None, x.type)
+    t = x.type
+    if pa.types.is_decimal(t):
+        return pc.round(x, ndigits=d, round_mode="half_up")
+    if pa.types.is_integer(t):
+        if d >= 0:
+            return x
+        return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d),
+                                                                  ROUND_HALF_UP)))
+    if pa.types.is_floating(t):
+        # Spark rounds BigDecimal(Double.toString(x)); Python's repr is the same text
+        q = Decimal(1).scaleb(-d)
+
+        def one(v: float) -> float:
+            if math.isnan(v) or math.isinf(v):
+                return v
+            return float(Decimal(repr(v)).quantize(q, ROUND_HALF_UP))
+        return _rowwise(x, t, one)
+    raise CepAnalysisError(f"round() needs a numeric argument, got {t}", pos=e.pos)
+
+
+def _rowwise(x: Value, t: pa.DataType, fn: Callable) -> Value:
+    if isinstance(x, pa.Scalar):
+        return pa.scalar(None if not x.is_valid else fn(x.as_py()), t)
+    return pa.array([None if v is None else fn(v) for v in x.to_pylist()], type=t)
+
+
+def _floor_ceil(kernel: Callable) -> Callable:
+    def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+        _arity(e, args, 1)
+        x = args[0]
+        if pa.types.is_integer(x.type):
+            return pc.cast(x, pa.int64())
+        if pa.types.is_decimal(x.type):
+            return kernel(x)
+        return pc.cast(kernel(pc.cast(x, pa.float64())), pa.int64())
+    return call
+
+
+def _positive_only(kernel: Callable) -> Callable:
+    """Spark's ln/log10 return NULL for arguments <= 0."""
+    def call(x: Value) -> Value:
+        x = pc.cast(x, pa.float64())
+        return pc.if_else(pc.greater(x, 0.0), kernel(x), pa.scalar(None, pa.float64()))
+    return call
+
+
+def _to_double(kernel: Callable) -> Callable:
+    return lambda x: kernel(pc.cast(x, pa.float64()))
+
+
+def _power(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    _arity(e, args, 2)
+    return pc.power(pc.cast(args[0], pa.float64()), pc.cast(args[1], pa.float64()))
+
+
+def _element_wise(kernel: Callable) -> Callable:
+    def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+        if len(args) < 2:
+            raise CepAnalysisError(f"function {e.name}() needs at least 2 arguments", pos=e.pos)
+        target = _common_type([a.type for a in args])
+        return kernel(*[_cast_value(a, target) for a in args])
+    return call
+
+
+def _greatest_least(kernel: Callable) -> Callable:
+    def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+        if len(args) < 2:
+            raise CepAnalysisError(f"function {e.name}() needs at least 2 arguments", pos=e.pos)
+        target = _common_type([a.type for a in args])
+        return kernel(*[_cast_value(a, target) for a in args], skip_nulls=True)
+    return call
+
+
+def _coalesce(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    if not args:
+        raise CepAnalysisError(f"function {e.name}() needs at least 1 argument", pos=e.pos)
+    if e.name.lower() in ("nvl", "ifnull"):
+        _arity(e, args, 2)
+    target = _common_type([a.type for a in args])
+    return pc.coalesce(*[_cast_value(a, target) for a in args])
+
+
+def _as_string(v: Value) -> Value:
+    if pa.types.is_string(v.type):
+        return v
+    if pa.types.is_floating(v.type):
+        raise CepUnsupportedError("string conversion of floating-point values is not supported "
+                                  "by the local evaluator")
+    return pc.cast(v, pa.string())
+
+
+def _concat(args: list) -> Value:
+    if not args:
+        return pa.scalar("", pa.string())
+    strings = [_as_string(a) for a in args]
+    if len(strings) == 1:
+        return strings[0]
+    return pc.binary_join_element_wise(*strings, "", null_handling="emit_null")
+
+
+def _substr(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """Spark's 1-based substring: pos 0 acts as 1, negative pos counts from the end."""
+    _arity(e, args, 2, 3)
+    x = _as_string(args[0])
+    pos = _scalar_int(args[1], e, "position")
+    length = _scalar_int(args[2], e, "length") if len(args) > 2 else 2**31 - 1
+    if pos is None or length is None:
+        return pa.scalar(None, pa.string())
+    if length <= 0:
+        return pc.if_else(pc.is_valid(x), "", pa.scalar(None, pa.string()))
+    if pos > 0:
+        start, stop = pos - 1, pos - 1 + length
+    elif pos == 0:
+        start, stop = 0, length
+    else:
+        start, stop = pos, (pos + length if pos + length < 0 else None)
+    x = _broadcast(x, ev.n)
+    return pc.utf8_slice_codeunits(x, start=start, stop=stop)
+
+
+def _if(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    _arity(e, args, 3)
+    cond = pc.fill_null(_as_bool(args[0]), False)
+    target = _common_type([args[1].type, args[2].type])
+    return pc.if_else(cond, _cast_value(args[1], target), _cast_value(args[2], target))
+
+
+def _concat_fn(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    return _concat(args)
+
+
+def _datepart(kernel: Callable) -> Callable:
+    return lambda x: pc.cast(kernel(x), pa.int32())
+
+
+_FUNCTIONS: dict[str, Callable] = {
+    "abs": _unary(pc.abs_checked),
+    "round": _round,
+    "floor": _floor_ceil(pc.floor),
+    "ceil": _floor_ceil(pc.ceil),
+    "ceiling": _floor_ceil(pc.ceil),
+    "sqrt": _unary(_to_double(pc.sqrt)),
+    "exp": _unary(_to_double(pc.exp)),
+    "ln": _unary(_positive_only(pc.ln)),
+    "log10": _unary(_positive_only(pc.log10)),
+    "power": _power,
+    "pow": _power,
+    "greatest": _greatest_least(pc.max_element_wise),
+    "least": _greatest_least(pc.min_element_wise),
+    "coalesce": _coalesce,
+    "nvl": _coalesce,
+    "ifnull": _coalesce,
+    "upper": _unary(lambda x: pc.utf8_upper(_as_string(x))),
+    "ucase": _unary(lambda x: pc.utf8_upper(_as_string(x))),
+    "lower": _unary(lambda x: pc.utf8_lower(_as_string(x))),
+    "lcase": _unary(lambda x: pc.utf8_lower(_as_string(x))),
+    "length": _unary(lambda x: pc.utf8_length(_as_string(x))),
+    "char_length": _unary(lambda x: pc.utf8_length(_as_string(x))),
+    "substr": _substr,
+    "substring": _substr,
+    "concat": _concat_fn,
+    "trim": _unary(lambda x: pc.utf8_trim(_as_string(x), characters=" ")),
+    "ltrim": _unary(lambda x: pc.utf8_ltrim(_as_string(x), characters=" ")),
+    "rtrim": _unary(lambda x: pc.utf8_rtrim(_as_string(x), characters=" ")),
+    "if": _if,
+    "year": _unary(_datepart(pc.year)),
+    "month": _unary(_datepart(pc.month)),
+    "day": _unary(_datepart(pc.day)),
+    "dayofmonth": _unary(_datepart(pc.day)),
+    "hour": _unary(_datepart(pc.hour)),
+    "minute": _unary(_datepart(pc.minute)),
+    "second": _unary(_datepart(pc.second)),
+}

@@ -1,0 +1,135 @@
+"""Render the expression IR as Spark SQL text.
+
+Every piece of user text reaching Spark goes through here: identifiers are
+backquoted, strings escaped, function names and type names validated, so the
+rendered text can never carry injected SQL.
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+from ..algebra.expressions import (Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+                                   InList, IsNull, Like, Literal, UnaryOp)
+from ..errors import CepUnsupportedError
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\s*\(\s*\d+\s*(,\s*\d+\s*)?\))?\Z")
+_DECIMAL_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
+_DATETIME_TEXT = re.compile(r"[0-9T:.\-+ Z]+\Z")
+
+_BINARY_OPS = {"+", "-", "*", "=", "<>", "!=", "<", "<=", ">", ">=", "AND", "OR", "||"}
+
+
+def quote_identifier(name: str) -> str:
+    """Backquote one identifier, doubling embedded backquotes."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(value: str) -> str:
+    """A Spark string literal (backslash escapes are on by default in Spark SQL)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def to_spark_sql(expr: Expr) -> str:
+    """Spark SQL text of expr; every compound node is parenthesised."""
+    if isinstance(expr, Literal):
+        return _literal(expr)
+    if isinstance(expr, ColumnRef):
+        if expr.var is not None:
+            raise CepUnsupportedError(
+                f"column reference {expr.var}.{expr.column} cannot be evaluated as a plain "
+                "Spark expression", pos=expr.pos)
+        return quote_identifier(expr.column)
+    if isinstance(expr, BinaryOp):
+        left, right = to_spark_sql(expr.left), to_spark_sql(expr.right)
+        op = expr.op.upper()
+        if op == "/":
+            # Spark semantics we promise: float division, division by zero is NULL
+            return f"try_divide(CAST({left} AS DOUBLE), CAST({right} AS DOUBLE))"
+        if op == "%":
+            return f"try_mod({left}, {right})"
+        if op not in _BINARY_OPS:
+            raise CepUnsupportedError(f"unsupported operator {expr.op!r}", pos=expr.pos)
+        return f"({left} {'<>' if op == '!=' else op} {right})"
+    if isinstance(expr, UnaryOp):
+        op = expr.op.upper()
+        if op not in ("NOT", "-", "+"):
+            raise CepUnsupportedError(f"unsupported operator {expr.op!r}", pos=expr.pos)
+        return f"({op} {to_spark_sql(expr.operand)})"
+    if isinstance(expr, IsNull):
+        return f"({to_spark_sql(expr.operand)} IS {'NOT ' if expr.negated else ''}NULL)"
+    if isinstance(expr, InList):
+        items = ", ".join(to_spark_sql(i) for i in expr.items)
+        return f"({to_spark_sql(expr.operand)} {'NOT ' if expr.negated else ''}IN ({items}))"
+    if isinstance(expr, Between):
+        return (f"({to_spark_sql(expr.operand)} {'NOT ' if expr.negated else ''}BETWEEN "
+                f"{to_spark_sql(expr.low)} AND {to_spark_sql(expr.high)})")
+    if isinstance(expr, Like):
+        return (f"({to_spark_sql(expr.operand)} {'NOT ' if expr.negated else ''}LIKE "
+                f"{to_spark_sql(expr.pattern)})")
+    if isinstance(expr, Case):
+        parts = ["CASE"]
+        if expr.operand is not None:
+            parts.append(to_spark_sql(expr.operand))
+        for cond, res in expr.whens:
+            parts.append(f"WHEN {to_spark_sql(cond)} THEN {to_spark_sql(res)}")
+        if expr.default is not None:
+            parts.append(f"ELSE {to_spark_sql(expr.default)}")
+        parts.append("END")
+        return "(" + " ".join(parts) + ")"
+    if isinstance(expr, Cast):
+        return f"CAST({to_spark_sql(expr.operand)} AS {_type_text(expr.to, expr.pos)})"
+    if isinstance(expr, FunctionCall):
+        if not _IDENT.match(expr.name):
+            raise CepUnsupportedError(f"invalid function name {expr.name!r}", pos=expr.pos)
+        return f"{expr.name}({', '.join(to_spark_sql(a) for a in expr.args)})"
+    raise CepUnsupportedError(
+        f"{type(expr).__name__} cannot be evaluated as a plain Spark expression",
+        pos=getattr(expr, "pos", None))
+
+
+def _type_text(text: str, pos: int | None) -> str:
+    if not _TYPE.match(text.strip()):
+        raise CepUnsupportedError(f"unsupported CAST target type {text!r}", pos=pos)
+    return text.strip()
+
+
+def _literal(lit: Literal) -> str:
+    t, v = lit.type, lit.value
+    if t == "null" or v is None:
+        return "NULL"
+    if t == "bool":
+        return "TRUE" if v else "FALSE"
+    if t == "int":
+        n = int(v)
+        if -2**31 <= n < 2**31:
+            text = str(n)
+        elif -2**63 <= n < 2**63:
+            text = f"{n}L"  # Spark reads an out-of-int literal as bigint anyway
+        else:
+            text = f"{n}BD"
+        return f"({text})" if n < 0 else text
+    if t == "double":
+        f = float(v)
+        if math.isnan(f):
+            return "CAST('NaN' AS DOUBLE)"
+        if math.isinf(f):
+            return f"CAST('{'-' if f < 0 else ''}Infinity' AS DOUBLE)"
+        text = repr(f) + "D"
+        return f"({text})" if f < 0 or text.startswith("-") else text
+    if t == "decimal":
+        text = str(v).strip().lstrip("+")
+        if not _DECIMAL_TEXT.match(text):
+            raise CepUnsupportedError(f"invalid decimal literal {text!r}", pos=lit.pos)
+        try:
+            Decimal(text)
+        except InvalidOperation:  # pragma: no cover - regex already checked
+            raise CepUnsupportedError(f"invalid decimal literal {text!r}", pos=lit.pos)
+        return f"({text}BD)"
+    if t == "string":
+        return quote_string(str(v))
+    if t in ("date", "timestamp"):
+        return f"{t.upper()} {quote_string(str(v))}"
+    raise CepUnsupportedError(f"unsupported literal type {t!r}", pos=lit.pos)

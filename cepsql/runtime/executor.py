@@ -1,0 +1,206 @@
+"""Plan one MATCH_RECOGNIZE clause for execution (driver side).
+
+``plan_query`` checks the clause against the input schema, splits DEFINE conditions
+into row-local columns and cross-row bytecode, turns MEASURES into leaves, and returns
+the backend-neutral QueryPlan (see plan.py). ``bind`` finishes compilation once the
+prepared input's Arrow types are known and returns the picklable worker.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+
+from ..algebra.expressions import ColumnRef, Expr, RowRef, RowValue, children, walk
+from ..algebra.rowrefs import bind_rows, rebuild
+from ..algebra.spec import MatchRecognizeSpec
+from ..errors import CepAnalysisError, CepError, CepUnsupportedError
+from .conditions import compile_conditions
+from .decompose import DerivedColumns, localize, normalize_define_ref
+from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
+from .plan import BoundPlan, QueryPlan, SortColumn
+from .program import compile_pattern
+from .rowsets import LabelSets, RefTable
+from .worker import MatchWorker, WorkerConfig
+
+SKIP_CODES = {"PAST_LAST_ROW": 0, "TO_NEXT_ROW": 1, "TO_FIRST": 2, "TO_LAST": 3}
+EMPTY_CODES = {"SHOW_EMPTY": 0, "OMIT_EMPTY": 1, "WITH_UNMATCHED": 2}
+
+
+def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "") -> QueryPlan:
+    """Plan ``spec`` over an input with ``input_schema``; errors carry positions in sql."""
+    try:
+        return _plan(spec, input_schema)
+    except CepError as err:
+        raise err.with_sql(sql) if sql else err
+
+
+def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
+    if spec.strategy is not None or spec.window is not None:
+        raise CepUnsupportedError("CEP mode (STRATEGY / WITHIN) is not available yet")
+    spec = _canonical_columns(spec, schema)
+    labels = spec.variables
+    sets = LabelSets(labels, dict(spec.subsets))
+    known = set(labels) | set(spec.subsets)
+
+    prepare: list[tuple[str, Expr]] = []
+    partition_cols = []
+    for i, key in enumerate(spec.partition_by):
+        partition_cols.append(_column_or_prepared(key.expr, f"__cep_p{i}", prepare))
+    sort_keys = [SortColumn(c, True, True) for c in partition_cols]
+    order_cols = []
+    for i, key in enumerate(spec.order_by):
+        col = _column_or_prepared(key.expr, f"__cep_o{i}", prepare)
+        order_cols.append(col)
+        sort_keys.append(SortColumn(col, key.ascending, key.effective_nulls_first))
+    used = set(partition_cols) | set(order_cols)
+    for field in schema:
+        if field.name not in used and _sortable(field.type):
+            sort_keys.append(SortColumn(field.name, True, True))
+
+    derived = DerivedColumns()
+    defines = {}
+    for var, cond in spec.defines.items():
+        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
+        _reject_aggregates(bound, "DEFINE")
+        defines[var] = localize(bound, derived,
+                                lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
+    prepare += [(name, expr) for expr, name in derived.columns.items()]
+
+    leaves = Leaves()
+    measures = []
+    for m in spec.measures:
+        bound = bind_rows(m.expr, in_define=False, final_default=spec.rows_per_match == "ONE",
+                          known_vars=known)
+        measures.append((m.name, project_measure(bound, leaves)))
+
+    program = compile_pattern(spec.pattern, labels)
+    skip_set = -1
+    if spec.after_match_skip.kind in ("TO_FIRST", "TO_LAST"):
+        skip_set = sets.set_id(spec.after_match_skip.var)
+
+    input_columns = [f.name for f in schema]
+
+    def bind(prepared: pa.Schema) -> BoundPlan:
+        try:
+            return _bind(prepared)
+        except CepError:
+            raise
+        except (KeyError, ValueError) as exc:  # schema/type mismatches
+            raise CepAnalysisError(str(exc)) from exc
+
+    def _bind(prepared: pa.Schema) -> BoundPlan:
+        refs = RefTable(sets)
+        code = compile_conditions(defines, labels, refs, prepared)
+        full_history = _needs_full_history(refs) or code.reads_other_labels
+        leaf_specs, leaf_fields = [], []
+        for i, (ref, column) in enumerate(leaves.items):
+            kind = 1 if column is None else 0
+            leaf_specs.append([sets.set_id(ref.var), 0 if ref.logical == "FIRST" else 1,
+                               ref.logical_offset, ref.physical_offset, int(ref.final), kind])
+            dtype = pa.string() if column is None else prepared.field(column).type
+            leaf_fields.append(pa.field(f"__cep_l{i}", dtype, nullable=True))
+        if spec.rows_per_match == "ONE":
+            passthrough = list(partition_cols)
+        else:
+            passthrough = input_columns + [c for c in partition_cols if c not in input_columns]
+        fields = [prepared.field(c) for c in passthrough] + leaf_fields
+        fields.append(pa.field(MATCH_NUMBER_COLUMN, pa.int64(), nullable=True))
+        config = WorkerConfig(
+            program=program.ops, n_labels=len(labels), n_slots=program.n_slots,
+            labels=labels, code=code, refs=refs.encode(), membership=sets.membership(),
+            leaves=np.asarray(leaf_specs, dtype=np.int32).reshape(-1, 6),
+            leaf_columns=[c for _, c in leaves.items],
+            skip_mode=SKIP_CODES[spec.after_match_skip.kind], skip_set=skip_set,
+            skip_var=spec.after_match_skip.var,
+            all_rows=spec.rows_per_match == "ALL",
+            empty_mode=EMPTY_CODES[spec.all_rows_option], full_history=full_history,
+            partition_columns=partition_cols, passthrough=passthrough,
+            output_schema=pa.schema(fields))
+        return BoundPlan(MatchWorker(config), config.output_schema,
+                         _final_projection(spec, partition_cols, order_cols, measures,
+                                           input_columns))
+
+    return QueryPlan(prepare, partition_cols, sort_keys, bind)
+
+
+def _final_projection(spec, partition_cols, order_cols, measures, input_columns):
+    out: list[tuple[str, Expr]] = []
+    for key, col in zip(spec.partition_by, partition_cols):
+        out.append((key.name, ColumnRef(None, col)))
+    if spec.rows_per_match == "ALL":
+        for key, col in zip(spec.order_by, order_cols):
+            if isinstance(key.expr, ColumnRef):
+                out.append((col, ColumnRef(None, col)))
+    out += measures
+    if spec.rows_per_match == "ALL":
+        shown = {c.lower() for c in partition_cols} | {
+            c.lower() for k, c in zip(spec.order_by, order_cols) if isinstance(k.expr, ColumnRef)}
+        out += [(c, ColumnRef(None, c)) for c in input_columns if c.lower() not in shown]
+    return out
+
+
+def _column_or_prepared(expr: Expr, name: str, prepare: list) -> str:
+    """A PARTITION BY / ORDER BY item as a column of the prepared input."""
+    if isinstance(expr, ColumnRef):
+        if expr.var is not None:
+            raise CepAnalysisError("PARTITION BY / ORDER BY must not use pattern variables",
+                                   pos=expr.pos)
+        return expr.column
+    for node in walk(expr):
+        if not isinstance(node, ColumnRef) and type(node).__name__ in (
+                "Navigation", "Classifier", "MatchNumber", "Aggregate"):
+            raise CepAnalysisError("PARTITION BY / ORDER BY must be row expressions",
+                                   pos=getattr(node, "pos", None))
+    prepare.append((name, expr))
+    return name
+
+
+def _canonical_columns(spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchRecognizeSpec:
+    """Resolve column names case-insensitively to the schema's spelling; unknown -> error."""
+    by_lower: dict[str, str] = {}
+    for f in schema:
+        by_lower.setdefault(f.name.lower(), f.name)
+
+    def fix(e: Expr) -> Expr:
+        if isinstance(e, ColumnRef):
+            name = by_lower.get(e.column.lower())
+            if name is None:
+                raise CepAnalysisError(f"unknown column {e.column}", pos=e.pos)
+            return replace(e, column=name)
+        kids = children(e)
+        return rebuild(e, [fix(k) for k in kids]) if kids else e
+
+    return replace(
+        spec,
+        partition_by=tuple(replace(k, expr=fix(k.expr), name=_fixed_name(k, by_lower))
+                           for k in spec.partition_by),
+        order_by=tuple(replace(k, expr=fix(k.expr)) for k in spec.order_by),
+        measures=tuple(replace(m, expr=fix(m.expr)) for m in spec.measures),
+        defines={v: fix(e) for v, e in spec.defines.items()})
+
+
+def _fixed_name(key, by_lower) -> str:
+    if isinstance(key.expr, ColumnRef):
+        return by_lower.get(key.expr.column.lower(), key.name)
+    return key.name
+
+
+def _reject_aggregates(expr: Expr, where: str) -> None:
+    for node in walk(expr):
+        if type(node).__name__ == "Aggregate":
+            raise CepUnsupportedError(
+                f"aggregate {node.name}() in {where} is not supported yet", pos=node.pos)
+
+
+def _needs_full_history(refs: RefTable) -> bool:
+    """Whether DEFINE can read deeper into a thread's past than first/last rows."""
+    return any(r.var is not None and r.logical_offset > 0 for r in refs.refs)
+
+
+def _sortable(dtype: pa.DataType) -> bool:
+    return not (pa.types.is_nested(dtype) or pa.types.is_map(dtype))
+
+
+__all__ = ["plan_query", "RowRef", "RowValue"]

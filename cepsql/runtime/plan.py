@@ -1,0 +1,46 @@
+"""The contract between planning (driver side) and execution (Spark or local).
+
+A QueryPlan tells an execution backend, in backend-neutral terms, how to run one
+MATCH_RECOGNIZE clause over its input table:
+
+1. add ``prepare_columns`` to the input (each an expression over the input's own
+   columns: unqualified ``ColumnRef``s only, no navigation), keeping all input columns,
+2. call ``bind(prepared_schema)`` with the Arrow schema of that prepared input,
+3. co-locate rows by ``partition_columns`` and sort them within partitions by
+   ``sort_keys`` (rows of one partition must be contiguous and ordered),
+4. stream the sorted rows, as Arrow record batches, through ``BoundPlan.worker`` (a
+   picklable callable: Iterator[pa.RecordBatch] -> Iterator[pa.RecordBatch] with
+   schema ``worker_schema``),
+5. compute the result as ``final_projection``: output name -> expression over the
+   worker's output columns (unqualified ``ColumnRef``s), in that order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import pyarrow as pa
+
+from ..algebra.expressions import Expr
+
+
+@dataclass(frozen=True)
+class SortColumn:
+    column: str
+    ascending: bool
+    nulls_first: bool
+
+
+@dataclass
+class BoundPlan:
+    worker: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+    worker_schema: pa.Schema
+    final_projection: list[tuple[str, Expr]]
+
+
+@dataclass
+class QueryPlan:
+    prepare_columns: list[tuple[str, Expr]]
+    partition_columns: list[str]
+    sort_keys: list[SortColumn]
+    bind: Callable[[pa.Schema], BoundPlan]

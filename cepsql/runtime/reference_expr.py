@@ -1,0 +1,504 @@
+"""Expression interpreter of the pure-Python reference evaluator (the test oracle).
+
+It evaluates the expression IR *after* ``bind_rows``: every row read is a
+``RowValue(RowRef, value)`` node, resolved here against the labelled match. It is
+written for obviousness, not speed; the compiled evaluators are checked against it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
+                                   ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
+                                   Literal, MatchNumber, Navigation, RowRef, RowValue,
+                                   UnaryOp, walk)
+from ..algebra.rowrefs import bind_rows
+from ..errors import CepAnalysisError
+
+
+@dataclass
+class EvalContext:
+    """The state an expression is evaluated in.
+
+    rows: the ordered rows of the partition. start: absolute index of the match's
+    first row. labels: variables of the match rows visible to this evaluation (DEFINE:
+    up to the current row; measures: the whole match). current: absolute index of the
+    current row, None for an empty match (or a row evaluated outside any match).
+    final_default: whether navigation without RUNNING/FINAL reads the whole match.
+    """
+    rows: list[dict]
+    start: int = 0
+    labels: tuple[str, ...] = ()
+    current: int | None = None
+    final_default: bool = False
+    match_number: int | None = None
+    subsets: dict[str, frozenset[str]] = field(default_factory=dict)
+    known_vars: frozenset[str] = frozenset()
+    colmap: dict[str, str] = field(default_factory=dict)
+
+
+def evaluate(expr: Expr, ctx: EvalContext, at: int | None = None) -> object:
+    """Value of a bound expression; ``at`` is the row that unqualified columns and
+    CLASSIFIER() read (set inside RowValue, or when evaluating PARTITION/ORDER keys)."""
+    handler = _HANDLERS.get(type(expr))
+    if handler is None:
+        raise NotImplementedError(f"reference evaluator cannot evaluate {type(expr).__name__}")
+    return handler(expr, ctx, at)
+
+
+def in_variable(label: str, var: str | None, subsets: dict[str, frozenset[str]]) -> bool:
+    """Whether a row labelled ``label`` belongs to ``var`` (None = universal, or a SUBSET)."""
+    if var is None:
+        return True
+    if var in subsets:
+        return label in subsets[var]
+    return label == var
+
+
+def resolve_row(ref: RowRef, ctx: EvalContext) -> int | None:
+    """Absolute row index a RowRef denotes, or None when there is no such row."""
+    if ctx.current is None:
+        return None
+    last = len(ctx.labels) - 1 if ref.final else ctx.current - ctx.start
+    candidates = [i for i in range(last + 1) if in_variable(ctx.labels[i], ref.var, ctx.subsets)]
+    k = len(candidates) - 1 - ref.logical_offset if ref.logical == "LAST" else ref.logical_offset
+    if not 0 <= k < len(candidates):
+        return None
+    target = ctx.start + candidates[k] + ref.physical_offset
+    return target if 0 <= target < len(ctx.rows) else None
+
+
+# --- leaves -------------------------------------------------------------------------
+
+def _literal(expr: Literal, ctx: EvalContext, at: int | None) -> object:
+    if expr.value is None:
+        return None
+    if expr.type == "decimal":
+        return Decimal(str(expr.value))
+    if expr.type == "date" and isinstance(expr.value, str):
+        return _dt.date.fromisoformat(expr.value)
+    if expr.type == "timestamp" and isinstance(expr.value, str):
+        return _dt.datetime.fromisoformat(expr.value)
+    return expr.value
+
+
+def _column(expr: ColumnRef, ctx: EvalContext, at: int | None) -> object:
+    if at is None:
+        raise ValueError(f"column {expr.column} read outside a row context (not bound?)")
+    row = ctx.rows[at]
+    if expr.column in row:
+        return row[expr.column]
+    name = ctx.colmap.get(expr.column.lower())
+    if name is None:
+        raise CepAnalysisError(f"unknown column {expr.column}", pos=expr.pos)
+    return row[name]
+
+
+def _classifier(expr: Classifier, ctx: EvalContext, at: int | None) -> object:
+    if at is None:
+        raise ValueError("CLASSIFIER() read outside a row context (not bound?)")
+    rel = at - ctx.start
+    return ctx.labels[rel] if 0 <= rel < len(ctx.labels) else None
+
+
+def _row_value(expr: RowValue, ctx: EvalContext, at: int | None) -> object:
+    row = resolve_row(expr.ref, ctx)
+    return None if row is None else evaluate(expr.value, ctx, row)
+
+
+def _match_number(expr: MatchNumber, ctx: EvalContext, at: int | None) -> object:
+    return ctx.match_number
+
+
+def _navigation(expr: Navigation, ctx: EvalContext, at: int | None) -> object:
+    raise ValueError("navigation must be bound with bind_rows before evaluation")
+
+
+# --- comparison and arithmetic helpers ----------------------------------------------
+
+def _coerce(a: object, b: object) -> tuple[object, object]:
+    """Bring two non-null operands to comparable Python types (Spark-like implicit casts)."""
+    num = (int, float, Decimal)
+    if isinstance(a, Decimal) and isinstance(b, float):
+        return float(a), b
+    if isinstance(a, float) and isinstance(b, Decimal):
+        return a, float(b)
+    if isinstance(a, str) and isinstance(b, num) and not isinstance(b, bool):
+        return _cast_value(a, "double"), b
+    if isinstance(b, str) and isinstance(a, num) and not isinstance(a, bool):
+        return a, _cast_value(b, "double")
+    if isinstance(a, str) and isinstance(b, (_dt.date, _dt.datetime)):
+        return _cast_value(a, "timestamp" if isinstance(b, _dt.datetime) else "date"), b
+    if isinstance(b, str) and isinstance(a, (_dt.date, _dt.datetime)):
+        return a, _cast_value(b, "timestamp" if isinstance(a, _dt.datetime) else "date")
+    return a, b
+
+
+def compare(a: object, b: object) -> int:
+    """-1/0/1 for two non-null values; NaN equals NaN and sorts above every number (Spark)."""
+    a, b = _coerce(a, b)
+    a_nan = isinstance(a, float) and math.isnan(a)
+    b_nan = isinstance(b, float) and math.isnan(b)
+    if a_nan or b_nan:
+        return (a_nan > b_nan) - (a_nan < b_nan)
+    if a is None or b is None:
+        return 0 if a is b else (-1 if a is None else 1)
+    return (a > b) - (a < b)
+
+
+_COMPARISONS = {"=": lambda c: c == 0, "<>": lambda c: c != 0, "!=": lambda c: c != 0,
+                "<": lambda c: c < 0, "<=": lambda c: c <= 0, ">": lambda c: c > 0,
+                ">=": lambda c: c >= 0}
+
+
+def _arith(op: str, a: object, b: object) -> object:
+    a, b = _coerce(a, b)
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return None if b == 0 else float(a) / float(b)
+    if op == "%":
+        if b == 0:
+            return None
+        if isinstance(a, int) and isinstance(b, int):
+            r = abs(a) % abs(b)
+            return r if a >= 0 else -r
+        if isinstance(a, Decimal) and isinstance(b, Decimal):
+            return a % b  # Decimal % keeps the dividend's sign, like Java
+        return math.fmod(float(a), float(b))
+    raise NotImplementedError(f"operator {op}")
+
+
+def _binary(expr: BinaryOp, ctx: EvalContext, at: int | None) -> object:
+    op = expr.op.upper()
+    if op == "AND":
+        return _and(evaluate(expr.left, ctx, at), lambda: evaluate(expr.right, ctx, at))
+    if op == "OR":
+        return _or(evaluate(expr.left, ctx, at), lambda: evaluate(expr.right, ctx, at))
+    a = evaluate(expr.left, ctx, at)
+    b = evaluate(expr.right, ctx, at)
+    if op == "<=>":
+        if a is None or b is None:
+            return a is None and b is None
+        return compare(a, b) == 0
+    if a is None or b is None:
+        return None
+    if op in _COMPARISONS:
+        return _COMPARISONS[op](compare(a, b))
+    if op == "||":
+        return _to_string(a) + _to_string(b)
+    return _arith(op, a, b)
+
+
+def _and(a: object, b_thunk) -> object:
+    if a is False:
+        return False
+    b = b_thunk()
+    if b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def _or(a: object, b_thunk) -> object:
+    if a is True:
+        return True
+    b = b_thunk()
+    if b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+def _unary(expr: UnaryOp, ctx: EvalContext, at: int | None) -> object:
+    v = evaluate(expr.operand, ctx, at)
+    if v is None:
+        return None
+    if expr.op.upper() == "NOT":
+        return not v
+    if expr.op == "-":
+        return -v
+    if expr.op == "+":
+        return v
+    raise NotImplementedError(f"unary operator {expr.op}")
+
+
+def _is_null(expr: IsNull, ctx: EvalContext, at: int | None) -> object:
+    v = evaluate(expr.operand, ctx, at)
+    return (v is not None) if expr.negated else (v is None)
+
+
+def _negate(v: object, negated: bool) -> object:
+    return (None if v is None else not v) if negated else v
+
+
+def _in_list(expr: InList, ctx: EvalContext, at: int | None) -> object:
+    v = evaluate(expr.operand, ctx, at)
+    if v is None:
+        return None
+    saw_null = False
+    for item in expr.items:
+        w = evaluate(item, ctx, at)
+        if w is None:
+            saw_null = True
+        elif compare(v, w) == 0:
+            return _negate(True, expr.negated)
+    return _negate(None if saw_null else False, expr.negated)
+
+
+def _between(expr: Between, ctx: EvalContext, at: int | None) -> object:
+    v = evaluate(expr.operand, ctx, at)
+    lo = evaluate(expr.low, ctx, at)
+    hi = evaluate(expr.high, ctx, at)
+    ge = None if v is None or lo is None else compare(v, lo) >= 0
+    le = None if v is None or hi is None else compare(v, hi) <= 0
+    return _negate(_and(ge, lambda: le), expr.negated)
+
+
+def like_regex(pattern: str) -> str:
+    """SQL LIKE pattern (% and _, backslash escapes) as a Python regex."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def _like(expr: Like, ctx: EvalContext, at: int | None) -> object:
+    v = evaluate(expr.operand, ctx, at)
+    p = evaluate(expr.pattern, ctx, at)
+    if v is None or p is None:
+        return None
+    hit = re.fullmatch(like_regex(str(p)), _to_string(v), flags=re.DOTALL) is not None
+    return _negate(hit, expr.negated)
+
+
+def _case(expr: Case, ctx: EvalContext, at: int | None) -> object:
+    subject = None if expr.operand is None else evaluate(expr.operand, ctx, at)
+    for cond, result in expr.whens:
+        c = evaluate(cond, ctx, at)
+        if expr.operand is not None:
+            c = None if subject is None or c is None else compare(subject, c) == 0
+        if c is True:
+            return evaluate(result, ctx, at)
+    return None if expr.default is None else evaluate(expr.default, ctx, at)
+
+
+# --- CAST -------------------------------------------------------------------------
+
+def _to_string(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v) if not v.is_integer() or abs(v) >= 1e16 else f"{v:.1f}"
+    if isinstance(v, _dt.datetime):
+        return v.isoformat(sep=" ")
+    return str(v)
+
+
+def _cast_value(v: object, to: str) -> object:
+    """Spark-like CAST of a non-null value; an unconvertible string gives NULL."""
+    t = to.strip().lower()
+    try:
+        if t in ("int", "integer", "bigint", "long", "smallint", "tinyint", "short", "byte"):
+            if isinstance(v, str):
+                v = Decimal(v.strip())
+            return int(v)  # truncates toward zero like Spark
+        if t in ("double", "float", "real"):
+            return float(v)
+        if t.startswith("decimal") or t.startswith("numeric"):
+            scale = int(t.split(",")[1].rstrip(") ")) if "," in t else 0
+            return Decimal(str(v)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+        if t in ("string", "text") or t.startswith("varchar") or t.startswith("char"):
+            return _to_string(v)
+        if t in ("boolean", "bool"):
+            if isinstance(v, str):
+                s = v.strip().lower()
+                return True if s in ("true", "t", "1", "yes", "y") else (
+                    False if s in ("false", "f", "0", "no", "n") else None)
+            return bool(v)
+        if t == "date":
+            if isinstance(v, _dt.datetime):
+                return v.date()
+            return v if isinstance(v, _dt.date) else _dt.date.fromisoformat(str(v).strip()[:10])
+        if t == "timestamp":
+            if isinstance(v, _dt.datetime):
+                return v
+            if isinstance(v, _dt.date):
+                return _dt.datetime(v.year, v.month, v.day)
+            return _dt.datetime.fromisoformat(str(v).strip())
+    except (ValueError, InvalidOperation, OverflowError):
+        return None
+    raise NotImplementedError(f"CAST to {to}")
+
+
+def _cast(expr: Cast, ctx: EvalContext, at: int | None) -> object:
+    v = evaluate(expr.operand, ctx, at)
+    return None if v is None else _cast_value(v, expr.to)
+
+
+# --- scalar functions ---------------------------------------------------------------
+
+def _round(x: object, digits: int = 0) -> object:
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return x
+    q = Decimal(str(x)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    if isinstance(x, int):
+        return int(q)
+    return q if isinstance(x, Decimal) else float(q)
+
+
+def _sqrt(x: object) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _power(a: object, b: object) -> float:
+    try:
+        return math.pow(float(a), float(b))
+    except (ValueError, OverflowError):
+        return math.nan
+
+
+def _extreme(values: list, sign: int) -> object:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    best = present[0]
+    for v in present[1:]:
+        if compare(v, best) * sign > 0:
+            best = v
+    return best
+
+
+# functions whose result is null when any argument is null
+_STRICT_FUNCTIONS = {
+    "abs": lambda x: abs(x),
+    "round": _round,
+    "floor": lambda x: int(math.floor(x)),
+    "ceil": lambda x: int(math.ceil(x)),
+    "ceiling": lambda x: int(math.ceil(x)),
+    "sqrt": _sqrt,
+    "power": _power,
+    "pow": _power,
+    "upper": lambda s: _to_string(s).upper(),
+    "ucase": lambda s: _to_string(s).upper(),
+    "lower": lambda s: _to_string(s).lower(),
+    "lcase": lambda s: _to_string(s).lower(),
+    "length": lambda s: len(_to_string(s)),
+    "char_length": lambda s: len(_to_string(s)),
+    "concat": lambda *xs: "".join(_to_string(x) for x in xs),
+    "mod": lambda a, b: _arith("%", a, b),
+}
+
+
+def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
+    name = expr.name.lower()
+    args = [evaluate(a, ctx, at) for a in expr.args]
+    if name in ("coalesce", "nvl", "ifnull"):
+        return next((a for a in args if a is not None), None)
+    if name == "greatest":
+        return _extreme(args, 1)
+    if name == "least":
+        return _extreme(args, -1)
+    if name == "nullif":
+        return None if args[0] is None or (args[1] is not None and compare(args[0], args[1]) == 0) \
+            else args[0]
+    if name == "if":
+        return args[1] if args[0] is True else args[2]
+    fn = _STRICT_FUNCTIONS.get(name)
+    if fn is None:
+        raise NotImplementedError(f"reference evaluator has no function {name}")
+    if any(a is None for a in args):
+        return None
+    return fn(*args)
+
+
+# --- aggregates ---------------------------------------------------------------------
+
+def aggregate_variable(agg: Aggregate) -> str | None:
+    """The variable an aggregate ranges over: its star variable, or the one variable
+    its arguments qualify their columns with (None = every row of the match)."""
+    if agg.star_var is not None:
+        return agg.star_var or None
+    found = {n.var for a in agg.args for n in walk(a)
+             if isinstance(n, (ColumnRef, Classifier)) and n.var is not None}
+    if len(found) > 1:
+        raise CepAnalysisError(
+            f"aggregate {agg.name} mixes pattern variables {', '.join(sorted(found))}", pos=agg.pos)
+    return next(iter(found), None)
+
+
+def _aggregate_rows(agg: Aggregate, ctx: EvalContext) -> list[int]:
+    """Absolute indexes of the rows an aggregate reads (running or final, one variable)."""
+    if ctx.current is None:
+        return []
+    final = ctx.final_default if agg.semantics is None else agg.semantics == "FINAL"
+    last = len(ctx.labels) - 1 if final else ctx.current - ctx.start
+    var = aggregate_variable(agg)
+    return [ctx.start + i for i in range(last + 1) if in_variable(ctx.labels[i], var, ctx.subsets)]
+
+
+def _aggregate(expr: Aggregate, ctx: EvalContext, at: int | None) -> object:
+    name = expr.name.lower()
+    rows = _aggregate_rows(expr, ctx)
+    if expr.star_var is not None:
+        if name != "count":
+            raise CepAnalysisError(f"{name}(*) is not an aggregate", pos=expr.pos)
+        return len(rows)
+    if len(expr.args) != 1:
+        raise NotImplementedError(f"aggregate {name} with {len(expr.args)} arguments")
+    # Each aggregated row is read as the current row of a running evaluation, so
+    # A.price is that row and PREV(A.price) the row before it.
+    bound = bind_rows(expr.args[0], in_define=False, final_default=False,
+                      known_vars=set(ctx.known_vars))
+    values = [evaluate(bound, replace(ctx, current=r, final_default=False)) for r in rows]
+    values = [v for v in values if v is not None]
+    if expr.distinct:
+        values = _distinct(values)
+    return _fold(name, values)
+
+
+def _distinct(values: list) -> list:
+    out: list = []
+    for v in values:
+        if not any(compare(v, w) == 0 for w in out):
+            out.append(v)
+    return out
+
+
+def _fold(name: str, values: list) -> object:
+    if name == "count":
+        return len(values)
+    if not values:
+        return None
+    if name == "sum":
+        total = values[0]
+        for v in values[1:]:
+            total = _arith("+", total, v)
+        return total
+    if name in ("avg", "mean"):
+        return float(sum(float(v) for v in values)) / len(values)
+    if name == "min":
+        return _extreme(values, -1)
+    if name == "max":
+        return _extreme(values, 1)
+    raise NotImplementedError(f"reference evaluator has no aggregate {name}")
+
+
+_HANDLERS = {
+    Literal: _literal, ColumnRef: _column, Classifier: _classifier, RowValue: _row_value,
+    MatchNumber: _match_number, Navigation: _navigation, BinaryOp: _binary, UnaryOp: _unary,
+    IsNull: _is_null, InList: _in_list, Between: _between, Like: _like, Case: _case,
+    Cast: _cast, FunctionCall: _function, Aggregate: _aggregate,
+}

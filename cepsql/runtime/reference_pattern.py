@@ -1,0 +1,144 @@
+"""Backtracking row-pattern matcher of the reference evaluator.
+
+It explores label assignments in the standard's preference order (greedy: more
+iterations first, reluctant: fewer first, alternation: left first, PERMUTE:
+lexicographic) and returns the first complete one, checking each row's DEFINE as
+soon as the row is labelled. The continuation of the search is an explicit,
+hashable stack of frames, so a failed (node, position, labels, continuation) state
+is remembered and never explored twice: its future is a function of exactly those.
+
+Empty iterations follow Trino: bounded quantifiers are unrolled (an iteration may be
+empty), and an iteration of an unbounded loop that matched no rows may not loop
+again (it may only leave the loop), which is what Trino's program does when a thread
+comes back to the loop's start with the same state.
+"""
+from __future__ import annotations
+
+from itertools import permutations
+from typing import Callable
+
+from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
+                               Permute, Quantified, Var)
+
+# A labelled prefix: one (variable, excluded) pair per row from the match start.
+Labels = tuple[tuple[str, bool], ...]
+# accept(start, row, variables of the rows start..row) -> DEFINE of the last one holds
+Acceptor = Callable[[int, int, tuple[str, ...]], bool]
+
+
+class SearchBudgetExceeded(RuntimeError):
+    """The search took more steps than allowed (a pathological pattern for an oracle)."""
+
+
+def expand_permutations(node: PatternNode) -> PatternNode:
+    """PERMUTE(a, b, ...) as the alternation of every order, lexicographic by position."""
+    if isinstance(node, Permute):
+        items = [expand_permutations(i) for i in node.items]
+        if len(items) == 1:
+            return items[0]
+        orders = [Concat(tuple(items[i] for i in order))
+                  for order in permutations(range(len(items)))]
+        return Alternation(tuple(orders))
+    if isinstance(node, Concat):
+        return Concat(tuple(expand_permutations(i) for i in node.items))
+    if isinstance(node, Alternation):
+        return Alternation(tuple(expand_permutations(i) for i in node.items))
+    if isinstance(node, Quantified):
+        return Quantified(expand_permutations(node.child), node.min, node.max, node.greedy)
+    if isinstance(node, Exclusion):
+        return Exclusion(expand_permutations(node.child))
+    return node
+
+
+class PatternMatcher:
+    """Finds the preferred match of a pattern at a start row of one partition."""
+
+    def __init__(self, pattern: PatternNode, n_rows: int, accept: Acceptor,
+                 max_steps: int | None = None):
+        self.pattern = expand_permutations(pattern)
+        self.n_rows = n_rows
+        self.accept = accept
+        self.max_steps = max_steps
+        self.steps = 0
+        self._start = 0
+        self._failed: set = set()
+
+    def match(self, start: int) -> Labels | None:
+        """The preferred match starting at row ``start`` (possibly empty), or None."""
+        self._start = start
+        self._failed = set()
+        return self._run(self.pattern, start, (), False, None)
+
+    # -- search ------------------------------------------------------------------
+
+    def _run(self, node: PatternNode, pos: int, labels: Labels, excl: bool, cont) -> Labels | None:
+        key = (node, pos, labels, excl, cont)
+        if key in self._failed:
+            return None
+        self.steps += 1
+        if self.max_steps is not None and self.steps > self.max_steps:
+            raise SearchBudgetExceeded(f"pattern search exceeded {self.max_steps} steps")
+        result = self._step(node, pos, labels, excl, cont)
+        if result is None:
+            self._failed.add(key)
+        return result
+
+    def _step(self, node: PatternNode, pos: int, labels: Labels, excl: bool, cont) -> Labels | None:
+        if isinstance(node, Var):
+            if pos >= self.n_rows:
+                return None
+            new = labels + ((node.name, excl),)
+            if not self.accept(self._start, pos, tuple(v for v, _ in new)):
+                return None
+            return self._resume(cont, pos + 1, new)
+        if isinstance(node, Empty):
+            return self._resume(cont, pos, labels)
+        if isinstance(node, Anchor):
+            at_edge = pos == 0 if node.kind == "start" else pos == self.n_rows
+            return self._resume(cont, pos, labels) if at_edge else None
+        if isinstance(node, Concat):
+            return self._run(node.items[0], pos, labels, excl, (("seq", node, 1, excl), cont))
+        if isinstance(node, Alternation):
+            for item in node.items:
+                result = self._run(item, pos, labels, excl, cont)
+                if result is not None:
+                    return result
+            return None
+        if isinstance(node, Exclusion):
+            return self._run(node.child, pos, labels, True, cont)
+        if isinstance(node, Quantified):
+            return self._loop(node, 0, pos, labels, excl, cont, may_iterate=True)
+        raise TypeError(f"unknown pattern node {node!r}")
+
+    def _resume(self, cont, pos: int, labels: Labels) -> Labels | None:
+        """Continue after a sub-pattern matched up to ``pos``."""
+        if cont is None:
+            return labels
+        frame, rest = cont
+        if frame[0] == "seq":
+            _, node, i, excl = frame
+            nxt = rest if i + 1 == len(node.items) else (("seq", node, i + 1, excl), rest)
+            return self._run(node.items[i], pos, labels, excl, nxt)
+        _, node, count, iter_start, excl = frame
+        empty_loop = pos == iter_start and node.max is None and count >= max(node.min, 1)
+        return self._loop(node, count, pos, labels, excl, rest, may_iterate=not empty_loop)
+
+    def _loop(self, node: Quantified, count: int, pos: int, labels: Labels, excl: bool,
+              cont, may_iterate: bool) -> Labels | None:
+        """After ``count`` iterations: iterate again and/or leave, in preference order."""
+        can_iterate = may_iterate and (node.max is None or count < node.max)
+        can_leave = count >= node.min
+        for choice in (("iterate", "leave") if node.greedy else ("leave", "iterate")):
+            if choice == "iterate" and can_iterate:
+                nxt = count + 1
+                if node.max is None:  # beyond this, the count no longer matters
+                    nxt = min(nxt, max(node.min, 1))
+                frame = ("loop", node, nxt, pos, excl)
+                result = self._run(node.child, pos, labels, excl, (frame, cont))
+            elif choice == "leave" and can_leave:
+                result = self._resume(cont, pos, labels)
+            else:
+                continue
+            if result is not None:
+                return result
+        return None

@@ -1,0 +1,174 @@
+"""The per-partition worker: sorted Arrow batches in, match rows out.
+
+Runs inside Spark's Python workers (mapInArrow) and in the local path. Rows of one
+PARTITION BY group are contiguous; the worker cuts the stream into chunks of whole
+groups, hands each chunk's columns to the Cython matcher as typed arrays, and gathers
+the output columns with Arrow ``take`` — no Python object per row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CepRuntimeError
+from .conditions import STR, ConditionCode
+
+CHUNK_ROWS = 1 << 16
+
+
+@dataclass
+class WorkerConfig:
+    program: np.ndarray
+    n_labels: int
+    n_slots: int
+    labels: list[str]
+    code: ConditionCode
+    refs: np.ndarray
+    membership: np.ndarray
+    leaves: np.ndarray
+    leaf_columns: list[str | None]
+    skip_mode: int
+    skip_set: int
+    skip_var: str | None
+    all_rows: bool
+    empty_mode: int
+    full_history: bool
+    partition_columns: list[str]
+    passthrough: list[str]
+    output_schema: pa.Schema
+
+
+class MatchWorker:
+    """Picklable callable: Iterator[RecordBatch] -> Iterator[RecordBatch]."""
+
+    def __init__(self, config: WorkerConfig):
+        self.config = config
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        matcher = self._new_matcher()
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows < CHUNK_ROWS:
+                continue
+            table = pa.Table.from_batches(pending)
+            starts = self._group_starts(table)
+            last = int(starts[-1])
+            if last == 0:
+                continue  # one group so far: keep accumulating
+            yield from self._process(matcher, table.slice(0, last), starts[starts < last])
+            rest = table.slice(last)
+            pending = rest.to_batches()
+            pending_rows = rest.num_rows
+        if pending_rows:
+            table = pa.Table.from_batches(pending)
+            yield from self._process(matcher, table, self._group_starts(table))
+
+    # ------------------------------------------------------------------
+    def _new_matcher(self):
+        from .._ext.matcher import SqlMatcher
+        c = self.config
+        return SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
+                          c.code.consts, c.refs, c.membership, c.leaves, c.skip_mode,
+                          c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
+
+    def _group_starts(self, table: pa.Table) -> np.ndarray:
+        """Row offsets where a new PARTITION BY group begins (always includes 0)."""
+        n = table.num_rows
+        change = np.zeros(n, dtype=bool)
+        change[0] = True
+        for name in self.config.partition_columns:
+            col = table.column(name).combine_chunks()
+            if n < 2:
+                break
+            prev, cur = col.slice(0, n - 1), col.slice(1)
+            differs = pc.fill_null(pc.not_equal(prev, cur), False)
+            null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
+            change[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
+        return np.flatnonzero(change).astype(np.int64)
+
+    def _process(self, matcher, table: pa.Table, starts: np.ndarray):
+        c = self.config
+        n = table.num_rows
+        values, nulls, consts = self._vm_columns(table)
+        matcher.set_consts(consts)
+        bounds = np.append(starts, n).astype(np.int64)
+        result = matcher.run(values, nulls, bounds)
+        if len(result) == 2:
+            self._raise_runtime(result[0])
+        rows, match_numbers, leaves = result
+        if len(rows) == 0:
+            return
+        columns = [table.column(name).take(pa.array(rows)) for name in c.passthrough]
+        for i, column in enumerate(c.leaf_columns):
+            idx = leaves[:, i]
+            if column is None:
+                labels = pa.array(c.labels, pa.string())
+                codes = pa.array(idx.astype(np.int32), mask=idx < 0)
+                columns.append(labels.take(codes))
+            else:
+                columns.append(table.column(column).take(pa.array(idx, mask=idx < 0)))
+        columns.append(pa.array(match_numbers, mask=match_numbers < 0))
+        out = pa.Table.from_arrays(columns, schema=c.output_schema)
+        yield from out.to_batches()
+
+    def _vm_columns(self, table: pa.Table):
+        """float64 values + null masks of the columns the condition VM reads."""
+        code = self.config.code
+        n = table.num_rows
+        k = len(code.columns)
+        values = np.zeros((k, n), dtype=np.float64)
+        nulls = np.zeros((k, n), dtype=np.uint8)
+        consts = code.consts.copy()
+        strings = [name for name, kind in zip(code.columns, code.column_kinds) if kind == STR]
+        dictionary = _sorted_dictionary(table, strings, [s for _, s in code.string_consts])
+        for slot, text in code.string_consts:
+            consts[slot] = float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
+        for i, (name, kind) in enumerate(zip(code.columns, code.column_kinds)):
+            col = table.column(name).combine_chunks()
+            if kind == STR:
+                num = pc.index_in(col, value_set=dictionary).cast(pa.float64())
+            else:
+                num = _as_float(col)
+            nulls[i] = col.is_null().to_numpy(zero_copy_only=False)
+            values[i] = pc.fill_null(num, 0.0).to_numpy(zero_copy_only=False)
+        return values, nulls, consts
+
+    def _raise_runtime(self, code: int) -> None:
+        var = self.config.skip_var
+        if code == 1:
+            raise CepRuntimeError(
+                f"AFTER MATCH SKIP TO {var}: cannot skip to the first row of the match")
+        if code == 2:
+            raise CepRuntimeError(
+                f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match")
+        raise MemoryError("cepsql matcher ran out of memory")
+
+
+def _sorted_dictionary(table: pa.Table, columns: list[str], literals: list[str]) -> pa.Array:
+    values = [pa.array(literals, pa.string())]
+    for name in columns:
+        values.append(pc.unique(table.column(name).combine_chunks().cast(pa.string())))
+    merged = pc.unique(pa.concat_arrays(values).drop_null())
+    return merged.take(pc.sort_indices(merged))
+
+
+def _as_float(col: pa.Array) -> pa.Array:
+    t = col.type
+    if pa.types.is_timestamp(t) or pa.types.is_time(t) or pa.types.is_duration(t):
+        return col.cast(pa.int64()).cast(pa.float64())
+    if pa.types.is_date32(t):
+        return col.cast(pa.int32()).cast(pa.float64())
+    if pa.types.is_date64(t):
+        return col.cast(pa.int64()).cast(pa.float64())
+    if pa.types.is_boolean(t):
+        return col.cast(pa.int8()).cast(pa.float64())
+    return col.cast(pa.float64(), safe=False)

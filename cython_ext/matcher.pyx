@@ -1,0 +1,948 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""SQL:2016 row-pattern matcher: a Pike-style regex VM over a compiled pattern program,
+with DEFINE conditions run by a small stack VM over typed column arrays.
+
+Threads are kept in preference order. Two threads that reach the same instruction at
+the same row with the same observable state (what DEFINE can still read: the first and
+last rows of the tracked variables, the loop progress slots, or the whole label history
+when conditions look deeper) are equivalent: only the preferred one is kept. That keeps
+nested quantifiers such as (A+)+ polynomial.
+
+Everything in the hot loop works on C arrays; no Python object is touched per row.
+"""
+from libc.stdlib cimport malloc, realloc, free, calloc
+from libc.string cimport memcpy
+from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod, isnan
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+ctypedef long long i64
+
+# pattern program opcodes (cepsql/runtime/program.py)
+DEF OP_LABEL = 0
+DEF OP_SPLIT = 1
+DEF OP_JUMP = 2
+DEF OP_DONE = 3
+DEF OP_ANCHOR_START = 4
+DEF OP_ANCHOR_END = 5
+DEF OP_SAVE = 6
+DEF OP_PROGRESS = 7
+DEF OP_EXCL_BEGIN = 8
+DEF OP_EXCL_END = 9
+
+# condition opcodes (cepsql/runtime/conditions.py)
+DEF C_CONST = 0
+DEF C_NULL = 1
+DEF C_LOAD = 2
+DEF C_LOAD_CLS = 3
+DEF C_MATCHNO = 4
+DEF C_ADD = 10
+DEF C_SUB = 11
+DEF C_MUL = 12
+DEF C_DIV = 13
+DEF C_MOD = 14
+DEF C_NEG = 15
+DEF C_EQ = 20
+DEF C_NE = 21
+DEF C_LT = 22
+DEF C_LE = 23
+DEF C_GT = 24
+DEF C_GE = 25
+DEF C_AND = 30
+DEF C_OR = 31
+DEF C_NOT = 32
+DEF C_ISNULL = 33
+DEF C_ISNOTNULL = 34
+DEF C_JUMP = 40
+DEF C_JUMP_IF_NOT_TRUE = 41
+DEF C_JUMP_IF_NOT_NULL = 42
+DEF C_POP = 43
+DEF C_FUNC1 = 50
+DEF C_FUNC2 = 51
+DEF C_GREATEST = 52
+DEF C_LEAST = 53
+
+# skip modes
+DEF SKIP_PAST_LAST = 0
+DEF SKIP_NEXT_ROW = 1
+DEF SKIP_TO_FIRST = 2
+DEF SKIP_TO_LAST = 3
+
+# error codes returned to Python
+DEF ERR_SKIP_FIRST_ROW = 1
+DEF ERR_SKIP_ABSENT = 2
+DEF ERR_MEMORY = 3
+
+# state layout: [0] history node, [1] exclusion depth, then 3 per tracked set, then slots
+DEF ST_HIST = 0
+DEF ST_EXCL = 1
+DEF ST_SETS = 2
+
+
+cdef struct ThreadList:
+    int n
+    int cap
+    int* pcs
+    i64* states
+    int* next_same      # chain of threads at the same pc
+    int* head           # pc -> first thread at that pc (-1)
+    int* touched        # pcs with a head set, for reset
+    int n_touched
+
+
+cdef struct Buf:
+    i64* data
+    i64 n
+    i64 cap
+
+
+cdef inline int buf_push(Buf* b, i64 v) noexcept nogil:
+    cdef i64* p
+    if b.n == b.cap:
+        b.cap = b.cap * 2 + 64
+        p = <i64*> realloc(b.data, b.cap * sizeof(i64))
+        if p == NULL:
+            return -1
+        b.data = p
+    b.data[b.n] = v
+    b.n += 1
+    return 0
+
+
+cdef class SqlMatcher:
+    """One compiled query. ``run`` matches every partition of a chunk of sorted rows."""
+    # program
+    cdef int* prog
+    cdef int n_prog
+    cdef int n_labels
+    # conditions
+    cdef int* code
+    cdef int* cond_off
+    cdef double* consts
+    cdef int n_consts
+    cdef double* vstack
+    cdef unsigned char* nstack
+    # row refs used by DEFINE: set, logical, loff, poff, final
+    cdef int* refs
+    cdef int n_refs
+    cdef unsigned char* member   # n_sets * n_labels
+    cdef int n_sets
+    cdef int* set_tracked        # set id -> tracked index (-1)
+    cdef int n_tracked
+    cdef int n_slots
+    cdef int S                   # state size (i64 words)
+    cdef int full_history
+    # leaves for output: set, logical, loff, poff, final, kind
+    cdef int* leaves
+    cdef int n_leaves
+    cdef int skip_mode
+    cdef int skip_set
+    cdef int all_rows
+    cdef int empty_mode          # 0 show, 1 omit, 2 with unmatched
+    # per-run data
+    cdef const double* vals
+    cdef const unsigned char* nulls
+    cdef i64 n_rows
+    cdef i64 pstart, pend, s
+    cdef i64 match_no
+    # history arena
+    cdef i64* node_row
+    cdef int* node_label
+    cdef i64* node_parent
+    cdef unsigned char* node_excl
+    cdef i64 n_nodes, cap_nodes
+    # threads
+    cdef ThreadList la, lb
+    cdef i64* tmp
+    cdef i64* winner
+    cdef int oom
+    cdef i64 winner_end_
+
+    def __cinit__(self):
+        self.prog = NULL
+
+    def __init__(self, cnp.ndarray prog, int n_labels, int n_slots,
+                 cnp.ndarray code, cnp.ndarray cond_off, cnp.ndarray consts,
+                 cnp.ndarray refs, cnp.ndarray member, cnp.ndarray leaves,
+                 int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
+        cdef int i, t
+        prog = np.ascontiguousarray(prog, dtype=np.int32)
+        self.n_prog = prog.shape[0]
+        self.prog = <int*> self._copy(prog)
+        self.n_labels = n_labels
+        self.n_slots = n_slots
+        code = np.ascontiguousarray(code, dtype=np.int32)
+        self.code = <int*> self._copy(code if code.size else np.zeros(1, np.int32))
+        self.cond_off = <int*> self._copy(np.ascontiguousarray(cond_off, dtype=np.int32)
+                                          if cond_off.size else np.full(1, -1, np.int32))
+        consts = np.ascontiguousarray(consts, dtype=np.float64)
+        self.n_consts = consts.shape[0]
+        self.consts = <double*> self._copy(consts if consts.size else np.zeros(1))
+        stack = max(int(code.size) + 8, 16)
+        self.vstack = <double*> malloc(stack * sizeof(double))
+        self.nstack = <unsigned char*> malloc(stack)
+        refs = np.ascontiguousarray(refs, dtype=np.int32).reshape(-1, 5)
+        self.n_refs = refs.shape[0]
+        self.refs = <int*> self._copy(refs if refs.size else np.zeros(5, np.int32))
+        member = np.ascontiguousarray(member, dtype=np.uint8)
+        self.n_sets = member.shape[0]
+        self.member = <unsigned char*> self._copy(member)
+        leaves = np.ascontiguousarray(leaves, dtype=np.int32).reshape(-1, 6)
+        self.n_leaves = leaves.shape[0]
+        self.leaves = <int*> self._copy(leaves if leaves.size else np.zeros(6, np.int32))
+        # tracked sets: every non-universal set a DEFINE reference reads
+        self.set_tracked = <int*> malloc(max(self.n_sets, 1) * sizeof(int))
+        for i in range(self.n_sets):
+            self.set_tracked[i] = -1
+        self.n_tracked = 0
+        for i in range(self.n_refs):
+            t = self.refs[i * 5]
+            if t >= 0 and self.set_tracked[t] < 0:
+                self.set_tracked[t] = self.n_tracked
+                self.n_tracked += 1
+        self.S = ST_SETS + 3 * self.n_tracked + n_slots
+        self.full_history = full_history
+        self.skip_mode = skip_mode
+        self.skip_set = skip_set
+        self.all_rows = all_rows
+        self.empty_mode = empty_mode
+        self.cap_nodes = 1024
+        self.node_row = <i64*> malloc(self.cap_nodes * sizeof(i64))
+        self.node_label = <int*> malloc(self.cap_nodes * sizeof(int))
+        self.node_parent = <i64*> malloc(self.cap_nodes * sizeof(i64))
+        self.node_excl = <unsigned char*> malloc(self.cap_nodes)
+        self._list_init(&self.la)
+        self._list_init(&self.lb)
+        self.tmp = <i64*> malloc((self.n_prog + 2) * self.S * sizeof(i64))
+        self.winner = <i64*> malloc(self.S * sizeof(i64))
+
+    cdef void* _copy(self, cnp.ndarray arr):
+        cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
+        cdef void* p = malloc(nbytes)
+        if arr.nbytes > 0:
+            memcpy(p, cnp.PyArray_DATA(arr), arr.nbytes)
+        return p
+
+    cdef void _list_init(self, ThreadList* L):
+        cdef int i
+        L.n = 0
+        L.cap = 16
+        L.pcs = <int*> malloc(L.cap * sizeof(int))
+        L.states = <i64*> malloc(L.cap * self.S * sizeof(i64) + 8)
+        L.next_same = <int*> malloc(L.cap * sizeof(int))
+        L.head = <int*> malloc(self.n_prog * sizeof(int))
+        L.touched = <int*> malloc(self.n_prog * sizeof(int))
+        L.n_touched = 0
+        for i in range(self.n_prog):
+            L.head[i] = -1
+
+    cdef void _list_free(self, ThreadList* L):
+        free(L.pcs); free(L.states); free(L.next_same); free(L.head); free(L.touched)
+
+    def __dealloc__(self):
+        if self.prog == NULL:
+            return
+        free(self.prog); free(self.code); free(self.cond_off); free(self.consts)
+        free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
+        free(self.leaves); free(self.set_tracked)
+        free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
+        self._list_free(&self.la)
+        self._list_free(&self.lb)
+        free(self.tmp); free(self.winner)
+
+    # ------------------------------------------------------------------ threads
+    cdef inline void _list_clear(self, ThreadList* L) noexcept nogil:
+        cdef int i
+        for i in range(L.n_touched):
+            L.head[L.touched[i]] = -1
+        L.n_touched = 0
+        L.n = 0
+
+    cdef int _list_grow(self, ThreadList* L) noexcept nogil:
+        cdef int cap = L.cap * 2
+        cdef int* pcs = <int*> realloc(L.pcs, cap * sizeof(int))
+        cdef int* nxt
+        cdef i64* st
+        if pcs == NULL:
+            return -1
+        L.pcs = pcs
+        nxt = <int*> realloc(L.next_same, cap * sizeof(int))
+        if nxt == NULL:
+            return -1
+        L.next_same = nxt
+        st = <i64*> realloc(L.states, cap * self.S * sizeof(i64) + 8)
+        if st == NULL:
+            return -1
+        L.states = st
+        L.cap = cap
+        return 0
+
+    cdef bint _same_history(self, i64 a, i64 b) noexcept nogil:
+        while a != b:
+            if a < 0 or b < 0:
+                return False
+            if self.node_label[a] != self.node_label[b]:
+                return False
+            a = self.node_parent[a]
+            b = self.node_parent[b]
+        return True
+
+    cdef bint _equivalent(self, i64* x, i64* y) noexcept nogil:
+        cdef int i
+        for i in range(ST_SETS, self.S):
+            if x[i] != y[i]:
+                return False
+        if self.full_history:
+            return self._same_history(x[ST_HIST], y[ST_HIST])
+        return True
+
+    cdef void _add(self, ThreadList* L, int pc, i64* st, i64 r, int depth) noexcept nogil:
+        cdef int op = self.prog[pc * 3]
+        cdef int a = self.prog[pc * 3 + 1]
+        cdef int b = self.prog[pc * 3 + 2]
+        cdef i64* t
+        cdef int k
+        if op == OP_JUMP:
+            self._add(L, a, st, r, depth)
+            return
+        if op == OP_SPLIT:
+            t = self.tmp + (depth + 1) * self.S
+            memcpy(t, st, self.S * sizeof(i64))
+            self._add(L, a, t, r, depth + 1)
+            memcpy(t, st, self.S * sizeof(i64))
+            self._add(L, b, t, r, depth + 1)
+            return
+        if op == OP_ANCHOR_START:
+            if r == self.pstart:
+                self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_ANCHOR_END:
+            if r == self.pend:
+                self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_SAVE:
+            st[ST_SETS + 3 * self.n_tracked + a] = r
+            self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_PROGRESS:
+            if r > st[ST_SETS + 3 * self.n_tracked + a]:
+                self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_EXCL_BEGIN:
+            st[ST_EXCL] += 1
+            self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_EXCL_END:
+            st[ST_EXCL] -= 1
+            self._add(L, pc + 1, st, r, depth)
+            return
+        # LABEL or DONE: a thread waits here; drop it if an equivalent one already does
+        k = L.head[pc]
+        while k >= 0:
+            if self._equivalent(L.states + k * self.S, st):
+                return
+            k = L.next_same[k]
+        if L.n == L.cap:
+            if self._list_grow(L) != 0:
+                self.oom = 1
+                return
+        k = L.n
+        L.pcs[k] = pc
+        memcpy(L.states + k * self.S, st, self.S * sizeof(i64))
+        if L.head[pc] < 0:
+            L.touched[L.n_touched] = pc
+            L.n_touched += 1
+            L.next_same[k] = -1
+        else:
+            # append at the end of the chain (order within the chain does not matter)
+            L.next_same[k] = L.head[pc]
+        L.head[pc] = k
+        L.n += 1
+
+    cdef i64 _new_node(self, i64 row, int label, i64 parent, unsigned char excl) noexcept nogil:
+        cdef i64 cap
+        if self.n_nodes == self.cap_nodes:
+            cap = self.cap_nodes * 2
+            self.node_row = <i64*> realloc(self.node_row, cap * sizeof(i64))
+            self.node_label = <int*> realloc(self.node_label, cap * sizeof(int))
+            self.node_parent = <i64*> realloc(self.node_parent, cap * sizeof(i64))
+            self.node_excl = <unsigned char*> realloc(self.node_excl, cap)
+            if (self.node_row == NULL or self.node_label == NULL or self.node_parent == NULL
+                    or self.node_excl == NULL):
+                self.oom = 1
+                return -1
+            self.cap_nodes = cap
+        self.node_row[self.n_nodes] = row
+        self.node_label[self.n_nodes] = label
+        self.node_parent[self.n_nodes] = parent
+        self.node_excl[self.n_nodes] = excl
+        self.n_nodes += 1
+        return self.n_nodes - 1
+
+    # ------------------------------------------------------------------ DEFINE
+    cdef i64 _kth_last(self, i64 node, int set_id, i64 k) noexcept nogil:
+        """Row of the k-th last (0 = last) history row whose label is in set_id."""
+        while node >= 0:
+            if self.member[set_id * self.n_labels + self.node_label[node]]:
+                if k == 0:
+                    return self.node_row[node]
+                k -= 1
+            node = self.node_parent[node]
+        return -1
+
+    cdef i64 _resolve(self, int ref, i64* st, i64 r, int label) noexcept nogil:
+        """Row a DEFINE reference denotes at row r tentatively labelled label (-1: none)."""
+        cdef int set_id = self.refs[ref * 5]
+        cdef int logical = self.refs[ref * 5 + 1]
+        cdef i64 loff = self.refs[ref * 5 + 2]
+        cdef i64 poff = self.refs[ref * 5 + 3]
+        cdef i64 j, cnt
+        cdef int t
+        cdef bint in_set
+        if set_id < 0:
+            if logical == 1:
+                j = r - loff
+                if j < self.s:
+                    return -1
+            else:
+                j = self.s + loff
+                if j > r:
+                    return -1
+        else:
+            t = self.set_tracked[set_id]
+            in_set = self.member[set_id * self.n_labels + label]
+            cnt = st[ST_SETS + 3 * t + 2]
+            if logical == 1:
+                if in_set:
+                    if loff == 0:
+                        j = r
+                    else:
+                        j = self._kth_last(st[ST_HIST], set_id, loff - 1)
+                elif loff == 0:
+                    j = st[ST_SETS + 3 * t + 1] if cnt > 0 else -1
+                else:
+                    j = self._kth_last(st[ST_HIST], set_id, loff)
+            else:
+                if loff < cnt:
+                    j = st[ST_SETS + 3 * t] if loff == 0 else self._kth_last(
+                        st[ST_HIST], set_id, cnt - 1 - loff)
+                elif loff == cnt and in_set:
+                    j = r
+                else:
+                    j = -1
+            if j < 0:
+                return -1
+        j += poff
+        if j < self.pstart or j >= self.pend:
+            return -1
+        return j
+
+    cdef int _label_at(self, i64 j, i64* st, i64 r, int label) noexcept nogil:
+        cdef i64 node, steps
+        if j < 0:
+            return -1
+        if j == r:
+            return label
+        if j < self.s or j > r:
+            return -1
+        node = st[ST_HIST]
+        steps = r - 1 - j
+        while steps > 0 and node >= 0:
+            node = self.node_parent[node]
+            steps -= 1
+        return self.node_label[node] if node >= 0 else -1
+
+    cdef bint _eval(self, int label, i64* st, i64 r) noexcept nogil:
+        cdef int pc = self.cond_off[label]
+        cdef int sp = 0
+        cdef int op, n, i
+        cdef i64 j
+        cdef double a, b, v
+        cdef unsigned char na, nb
+        cdef double* vs = self.vstack
+        cdef unsigned char* ns = self.nstack
+        if pc < 0:
+            return True
+        while True:
+            op = self.code[pc]
+            if op == C_LOAD:
+                j = self._resolve(self.code[pc + 2], st, r, label)
+                if j < 0:
+                    vs[sp] = 0.0
+                    ns[sp] = 1
+                else:
+                    n = self.code[pc + 1]
+                    vs[sp] = self.vals[n * self.n_rows + j]
+                    ns[sp] = self.nulls[n * self.n_rows + j]
+                sp += 1
+                pc += 3
+            elif op == C_CONST:
+                vs[sp] = self.consts[self.code[pc + 1]]
+                ns[sp] = 0
+                sp += 1
+                pc += 2
+            elif op == C_NULL:
+                vs[sp] = 0.0
+                ns[sp] = 1
+                sp += 1
+                pc += 1
+            elif op == C_LOAD_CLS:
+                j = self._resolve(self.code[pc + 1], st, r, label)
+                n = self._label_at(j, st, r, label)
+                vs[sp] = n
+                ns[sp] = n < 0
+                sp += 1
+                pc += 2
+            elif op == C_MATCHNO:
+                vs[sp] = <double> self.match_no
+                ns[sp] = 0
+                sp += 1
+                pc += 1
+            elif op >= C_ADD and op <= C_MOD:
+                sp -= 1
+                a = vs[sp - 1]
+                b = vs[sp]
+                na = ns[sp - 1] | ns[sp]
+                if op == C_ADD:
+                    v = a + b
+                elif op == C_SUB:
+                    v = a - b
+                elif op == C_MUL:
+                    v = a * b
+                elif op == C_DIV:
+                    if b == 0.0:
+                        na = 1
+                        v = 0.0
+                    else:
+                        v = a / b
+                else:
+                    if b == 0.0:
+                        na = 1
+                        v = 0.0
+                    else:
+                        v = fmod(a, b)
+                vs[sp - 1] = v
+                ns[sp - 1] = na
+                pc += 1
+            elif op == C_NEG:
+                vs[sp - 1] = -vs[sp - 1]
+                pc += 1
+            elif op >= C_EQ and op <= C_GE:
+                sp -= 1
+                a = vs[sp - 1]
+                b = vs[sp]
+                if op == C_EQ:
+                    v = a == b
+                elif op == C_NE:
+                    v = a != b
+                elif op == C_LT:
+                    v = a < b
+                elif op == C_LE:
+                    v = a <= b
+                elif op == C_GT:
+                    v = a > b
+                else:
+                    v = a >= b
+                vs[sp - 1] = v
+                ns[sp - 1] = ns[sp - 1] | ns[sp]
+                pc += 1
+            elif op == C_AND:
+                sp -= 1
+                na = ns[sp - 1]
+                nb = ns[sp]
+                # false wins over null
+                if (not na and vs[sp - 1] == 0.0) or (not nb and vs[sp] == 0.0):
+                    vs[sp - 1] = 0.0
+                    ns[sp - 1] = 0
+                elif na or nb:
+                    ns[sp - 1] = 1
+                else:
+                    vs[sp - 1] = 1.0
+                pc += 1
+            elif op == C_OR:
+                sp -= 1
+                na = ns[sp - 1]
+                nb = ns[sp]
+                if (not na and vs[sp - 1] != 0.0) or (not nb and vs[sp] != 0.0):
+                    vs[sp - 1] = 1.0
+                    ns[sp - 1] = 0
+                elif na or nb:
+                    ns[sp - 1] = 1
+                else:
+                    vs[sp - 1] = 0.0
+                pc += 1
+            elif op == C_NOT:
+                vs[sp - 1] = vs[sp - 1] == 0.0
+                pc += 1
+            elif op == C_ISNULL:
+                vs[sp - 1] = ns[sp - 1]
+                ns[sp - 1] = 0
+                pc += 1
+            elif op == C_ISNOTNULL:
+                vs[sp - 1] = not ns[sp - 1]
+                ns[sp - 1] = 0
+                pc += 1
+            elif op == C_JUMP:
+                if self.code[pc + 1] < 0:
+                    break
+                pc = self.code[pc + 1]
+            elif op == C_JUMP_IF_NOT_TRUE:
+                sp -= 1
+                if ns[sp] or vs[sp] == 0.0:
+                    pc = self.code[pc + 1]
+                else:
+                    pc += 2
+            elif op == C_JUMP_IF_NOT_NULL:
+                if not ns[sp - 1]:
+                    pc = self.code[pc + 1]
+                else:
+                    sp -= 1
+                    pc += 2
+            elif op == C_POP:
+                sp -= 1
+                pc += 1
+            elif op == C_FUNC1:
+                vs[sp - 1] = _func1(self.code[pc + 1], vs[sp - 1], &ns[sp - 1])
+                pc += 2
+            elif op == C_FUNC2:
+                sp -= 1
+                vs[sp - 1] = _func2(self.code[pc + 1], vs[sp - 1], vs[sp], &ns[sp - 1], ns[sp])
+                pc += 2
+            elif op == C_GREATEST or op == C_LEAST:
+                n = self.code[pc + 1]
+                sp -= n
+                na = 1
+                v = 0.0
+                for i in range(n):
+                    if not ns[sp + i]:
+                        if na or (op == C_GREATEST and vs[sp + i] > v) or (
+                                op == C_LEAST and vs[sp + i] < v):
+                            v = vs[sp + i]
+                        na = 0
+                vs[sp] = v
+                ns[sp] = na
+                sp += 1
+                pc += 2
+            else:
+                break
+        return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
+
+    cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
+        """out := st after mapping row r to label."""
+        cdef int s_id, t
+        memcpy(out, st, self.S * sizeof(i64))
+        out[ST_HIST] = self._new_node(r, label, st[ST_HIST], st[ST_EXCL] > 0)
+        for s_id in range(self.n_sets):
+            t = self.set_tracked[s_id]
+            if t >= 0 and self.member[s_id * self.n_labels + label]:
+                if out[ST_SETS + 3 * t + 2] == 0:
+                    out[ST_SETS + 3 * t] = r
+                out[ST_SETS + 3 * t + 1] = r
+                out[ST_SETS + 3 * t + 2] += 1
+
+    # ------------------------------------------------------------------ matching
+    cdef int _try_match(self, i64 start) noexcept nogil:
+        """Preferred match starting at row start; returns 1 and fills self.winner
+        (winner[ST_HIST] = last node, winner[ST_SETS..] unused; end in self.tmp[0]) or 0."""
+        cdef ThreadList* cur = &self.la
+        cdef ThreadList* nxt = &self.lb
+        cdef ThreadList* swap
+        cdef i64* init = self.tmp
+        cdef i64* st
+        cdef i64* nst
+        cdef i64 r
+        cdef int i, pc, op, label, found = 0
+        cdef i64 winner_end = 0
+        self.s = start
+        self.n_nodes = 0
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        for i in range(self.S):
+            init[i] = -1
+        init[ST_EXCL] = 0
+        for i in range(self.n_tracked):
+            init[ST_SETS + 3 * i + 2] = 0
+        # tmp[0..S) is the depth-0 buffer; _add copies it before SPLIT branches
+        self._add(cur, 0, init, start, 0)
+        r = start
+        while cur.n > 0:
+            self._list_clear(nxt)
+            for i in range(cur.n):
+                pc = cur.pcs[i]
+                op = self.prog[pc * 3]
+                st = cur.states + i * self.S
+                if op == OP_DONE:
+                    found = 1
+                    memcpy(self.winner, st, self.S * sizeof(i64))
+                    winner_end = r
+                    break  # lower-preference threads are cut
+                if r >= self.pend:
+                    continue
+                label = self.prog[pc * 3 + 1]
+                if self._eval(label, st, r):
+                    nst = self.tmp + self.S  # depth-1 scratch is free between adds
+                    self._take(st, nst, r, label)
+                    self._add(nxt, pc + 1, nst, r + 1, 1)
+            if self.oom:
+                return -1
+            swap = cur
+            cur = nxt
+            nxt = swap
+            r += 1
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        self.winner_end_ = winner_end
+        return found
+
+    def set_consts(self, cnp.ndarray consts):
+        """Replace the constant pool (string literals are re-ranked per chunk)."""
+        consts = np.ascontiguousarray(consts, dtype=np.float64)
+        if consts.shape[0] != self.n_consts:
+            raise ValueError("constant pool size changed")
+        if consts.shape[0]:
+            memcpy(self.consts, cnp.PyArray_DATA(consts), consts.nbytes)
+
+    def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds):
+        """Match every partition [bounds[k], bounds[k+1]) of the chunk.
+
+        values: float64[n_cols, n_rows]; nulls: uint8[n_cols, n_rows].
+        Returns (rows, match_numbers, leaves[n_out, n_leaves]) as int64 arrays, or raises.
+        """
+        cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
+        cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
+        cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef Buf out_rows, out_mn, out_leaves
+        cdef i64 n_parts = bb.shape[0] - 1
+        cdef i64 k, pos, end, covered, nxt_pos, length, i
+        cdef int found, err = 0
+        cdef i64* labels = NULL
+        cdef unsigned char* excl = NULL
+        cdef i64 cap_labels = 0
+        cdef i64 node
+        cdef int skip_idx
+        out_rows.data = NULL; out_rows.n = 0; out_rows.cap = 0
+        out_mn.data = NULL; out_mn.n = 0; out_mn.cap = 0
+        out_leaves.data = NULL; out_leaves.n = 0; out_leaves.cap = 0
+        self.n_rows = vv.shape[1]
+        self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else NULL
+        self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else NULL
+        self.oom = 0
+        with nogil:
+            for k in range(n_parts):
+                self.pstart = bb[k]
+                self.pend = bb[k + 1]
+                self.match_no = 0
+                pos = self.pstart
+                covered = self.pstart
+                while pos < self.pend:
+                    self.match_no += 1  # tentative number visible to MATCH_NUMBER() in DEFINE
+                    found = self._try_match(pos)
+                    if found < 0:
+                        err = ERR_MEMORY
+                        break
+                    if not found:
+                        self.match_no -= 1
+                        if self.empty_mode == 2 and self.all_rows and pos >= covered:
+                            if (buf_push(&out_rows, pos) or buf_push(&out_mn, -1)):
+                                err = ERR_MEMORY
+                                break
+                            for i in range(self.n_leaves):
+                                buf_push(&out_leaves, -1)
+                        pos += 1
+                        continue
+                    end = self.winner_end_
+                    length = end - pos
+                    if length > cap_labels:
+                        cap_labels = length * 2 + 16
+                        free(labels)
+                        free(excl)
+                        labels = <i64*> malloc(cap_labels * sizeof(i64))
+                        excl = <unsigned char*> malloc(cap_labels)
+                        if labels == NULL or excl == NULL:
+                            err = ERR_MEMORY
+                            break
+                    node = self.winner[ST_HIST]
+                    i = length - 1
+                    while i >= 0:
+                        labels[i] = self.node_label[node]
+                        excl[i] = self.node_excl[node]
+                        node = self.node_parent[node]
+                        i -= 1
+                    if self._emit(pos, length, labels, excl, &out_rows, &out_mn, &out_leaves) != 0:
+                        err = ERR_MEMORY
+                        break
+                    if end > covered:
+                        covered = end
+                    if length == 0:
+                        pos += 1
+                    elif self.skip_mode == SKIP_PAST_LAST:
+                        pos = end
+                    elif self.skip_mode == SKIP_NEXT_ROW:
+                        pos += 1
+                    else:
+                        skip_idx = self._skip_target(labels, length)
+                        if skip_idx < 0:
+                            err = ERR_SKIP_ABSENT
+                            break
+                        if skip_idx == 0:
+                            err = ERR_SKIP_FIRST_ROW
+                            break
+                        pos += skip_idx
+                if err:
+                    break
+        free(labels)
+        free(excl)
+        rows = _to_numpy(&out_rows)
+        mns = _to_numpy(&out_mn)
+        lv = _to_numpy(&out_leaves)
+        lv = lv.reshape(-1, self.n_leaves) if self.n_leaves else np.zeros((len(rows), 0), np.int64)
+        if err:
+            return err, self.match_no
+        return rows, mns, lv
+
+    cdef int _skip_target(self, i64* labels, i64 length) noexcept nogil:
+        cdef i64 i
+        if self.skip_mode == SKIP_TO_FIRST:
+            for i in range(length):
+                if self.member[self.skip_set * self.n_labels + labels[i]]:
+                    return <int> i
+        else:
+            i = length - 1
+            while i >= 0:
+                if self.member[self.skip_set * self.n_labels + labels[i]]:
+                    return <int> i
+                i -= 1
+        return -1
+
+    cdef int _emit(self, i64 start, i64 length, i64* labels, unsigned char* excl,
+                   Buf* out_rows, Buf* out_mn, Buf* out_leaves) noexcept nogil:
+        """Output rows of one match: one row, or one per (non-excluded) matched row."""
+        cdef i64 i
+        if not self.all_rows:
+            if buf_push(out_rows, start) or buf_push(out_mn, self.match_no):
+                return -1
+            return self._emit_leaves(start, length, length, labels, out_leaves)
+        if length == 0:
+            if self.empty_mode == 1:
+                return 0
+            if buf_push(out_rows, start) or buf_push(out_mn, self.match_no):
+                return -1
+            return self._emit_leaves(start, 0, 0, labels, out_leaves)
+        for i in range(length):
+            if excl[i]:
+                continue
+            if buf_push(out_rows, start + i) or buf_push(out_mn, self.match_no):
+                return -1
+            if self._emit_leaves(start, length, i + 1, labels, out_leaves) != 0:
+                return -1
+        return 0
+
+    cdef int _emit_leaves(self, i64 start, i64 length, i64 upto, i64* labels,
+                          Buf* out) noexcept nogil:
+        """Resolve every leaf reference against the match prefix of length upto
+        (RUNNING) or the whole match (FINAL)."""
+        cdef int q, set_id, logical, final, kind
+        cdef i64 loff, poff, p, j, idx, cnt, i
+        for q in range(self.n_leaves):
+            set_id = self.leaves[q * 6]
+            logical = self.leaves[q * 6 + 1]
+            loff = self.leaves[q * 6 + 2]
+            poff = self.leaves[q * 6 + 3]
+            final = self.leaves[q * 6 + 4]
+            kind = self.leaves[q * 6 + 5]
+            p = length if final else upto
+            idx = -1
+            if set_id < 0:
+                if loff < p:
+                    idx = (p - 1 - loff) if logical == 1 else loff
+            elif logical == 1:
+                cnt = 0
+                i = p - 1
+                while i >= 0:
+                    if self.member[set_id * self.n_labels + labels[i]]:
+                        if cnt == loff:
+                            idx = i
+                            break
+                        cnt += 1
+                    i -= 1
+            else:
+                cnt = 0
+                for i in range(p):
+                    if self.member[set_id * self.n_labels + labels[i]]:
+                        if cnt == loff:
+                            idx = i
+                            break
+                        cnt += 1
+            j = -1
+            if idx >= 0:
+                j = start + idx + poff
+                if j < self.pstart or j >= self.pend:
+                    j = -1
+            if kind == 1 and j >= 0:
+                # CLASSIFIER: the label of row j if it lies in the match
+                j = labels[j - start] if (j >= start and j < start + length) else -1
+            if buf_push(out, j):
+                return -1
+        return 0
+
+
+cdef double _func1(int f, double x, unsigned char* isnull) noexcept nogil:
+    if f == 0:
+        return fabs(x)
+    if f == 1:
+        if x < 0:
+            isnull[0] = 1
+            return 0.0
+        return sqrt(x)
+    if f == 2:
+        if x <= 0:
+            isnull[0] = 1
+            return 0.0
+        return log(x)
+    if f == 3:
+        return exp(x)
+    if f == 4:
+        return floor(x)
+    if f == 5:
+        return ceil(x)
+    if f == 6:
+        return (x > 0) - (x < 0)
+    if f == 7:
+        if x <= 0:
+            isnull[0] = 1
+            return 0.0
+        return log10(x)
+    if f == 8:
+        return -x
+    return x
+
+
+cdef double _func2(int f, double x, double y, unsigned char* isnull, unsigned char ny) noexcept nogil:
+    cdef double scale, r
+    isnull[0] = isnull[0] | ny
+    if f == 0:
+        return pow(x, y)
+    if f == 1:
+        # Spark's round: half away from zero
+        scale = pow(10.0, y)
+        r = floor(fabs(x) * scale + 0.5) / scale
+        return r if x >= 0 else -r
+    if y == 0.0:
+        isnull[0] = 1
+        return 0.0
+    r = fmod(x, y)
+    if f == 3 and r < 0:
+        r += fabs(y)
+    return r
+
+
+cdef object _to_numpy(Buf* b):
+    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
+    if b.n > 0:
+        memcpy(cnp.PyArray_DATA(out), b.data, b.n * sizeof(i64))
+    free(b.data)
+    b.data = NULL
+    return out
