@@ -39,6 +39,7 @@ DEF C_NULL = 1
 DEF C_LOAD = 2
 DEF C_LOAD_CLS = 3
 DEF C_MATCHNO = 4
+DEF C_AGG = 5
 DEF C_ADD = 10
 DEF C_SUB = 11
 DEF C_MUL = 12
@@ -71,12 +72,23 @@ DEF SKIP_NEXT_ROW = 1
 DEF SKIP_TO_FIRST = 2
 DEF SKIP_TO_LAST = 3
 
+# aggregate functions (cepsql/runtime/aggregates.py)
+DEF A_COUNT_STAR = 0
+DEF A_COUNT = 1
+DEF A_SUM = 2
+DEF A_AVG = 3
+DEF A_MIN = 4
+DEF A_MAX = 5
+DEF A_LIST = 6
+DEF NULL_BITS = 0x7FF8DEADBEEF0001
+
 # error codes returned to Python
 DEF ERR_SKIP_FIRST_ROW = 1
 DEF ERR_SKIP_ABSENT = 2
 DEF ERR_MEMORY = 3
 
-# state layout: [0] history node, [1] exclusion depth, then 3 per tracked set, then slots
+# state layout: [0] history node, [1] exclusion depth, then 3 per tracked set (first, last,
+# count), then 5 per DEFINE aggregate (rows, non-null rows, sum, min, max), then loop slots
 DEF ST_HIST = 0
 DEF ST_EXCL = 1
 DEF ST_SETS = 2
@@ -112,6 +124,18 @@ cdef inline int buf_push(Buf* b, i64 v) noexcept nogil:
     return 0
 
 
+cdef inline double _bits_to_double(i64 x) noexcept nogil:
+    cdef double d
+    memcpy(&d, &x, sizeof(double))
+    return d
+
+
+cdef inline i64 _double_to_bits(double d) noexcept nogil:
+    cdef i64 x
+    memcpy(&x, &d, sizeof(double))
+    return x
+
+
 cdef class SqlMatcher:
     """One compiled query. ``run`` matches every partition of a chunk of sorted rows."""
     # program
@@ -133,6 +157,14 @@ cdef class SqlMatcher:
     cdef int* set_tracked        # set id -> tracked index (-1)
     cdef int n_tracked
     cdef int n_slots
+    cdef int agg_base            # first state word of the DEFINE aggregates
+    cdef int slot_base           # first state word of the loop slots
+    cdef int* daggs              # DEFINE aggregates: set, function, column
+    cdef int n_daggs
+    cdef int* maggs              # MEASURES aggregates: set, function, column, final
+    cdef int n_maggs
+    cdef i64* acc                # running accumulators per measure aggregate (5 words)
+    cdef i64* facc               # final accumulators
     cdef int S                   # state size (i64 words)
     cdef int full_history
     # leaves for output: set, logical, loff, poff, final, kind
@@ -167,7 +199,7 @@ cdef class SqlMatcher:
     def __init__(self, cnp.ndarray prog, int n_labels, int n_slots,
                  cnp.ndarray code, cnp.ndarray cond_off, cnp.ndarray consts,
                  cnp.ndarray refs, cnp.ndarray member, cnp.ndarray leaves,
-                 int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
+                 cnp.ndarray daggs, cnp.ndarray maggs, int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
         cdef int i, t
         prog = np.ascontiguousarray(prog, dtype=np.int32)
         self.n_prog = prog.shape[0]
@@ -203,7 +235,17 @@ cdef class SqlMatcher:
             if t >= 0 and self.set_tracked[t] < 0:
                 self.set_tracked[t] = self.n_tracked
                 self.n_tracked += 1
-        self.S = ST_SETS + 3 * self.n_tracked + n_slots
+        daggs = np.ascontiguousarray(daggs, dtype=np.int32).reshape(-1, 3)
+        self.n_daggs = daggs.shape[0]
+        self.daggs = <int*> self._copy(daggs if daggs.size else np.zeros(3, np.int32))
+        maggs = np.ascontiguousarray(maggs, dtype=np.int32).reshape(-1, 4)
+        self.n_maggs = maggs.shape[0]
+        self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
+        self.acc = <i64*> calloc(5 * self.n_maggs + 1, sizeof(i64))
+        self.facc = <i64*> calloc(5 * self.n_maggs + 1, sizeof(i64))
+        self.agg_base = ST_SETS + 3 * self.n_tracked
+        self.slot_base = self.agg_base + 5 * self.n_daggs
+        self.S = self.slot_base + n_slots
         self.full_history = full_history
         self.skip_mode = skip_mode
         self.skip_set = skip_set
@@ -248,6 +290,7 @@ cdef class SqlMatcher:
         free(self.prog); free(self.code); free(self.cond_off); free(self.consts)
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         free(self.leaves); free(self.set_tracked)
+        free(self.daggs); free(self.maggs); free(self.acc); free(self.facc)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
         self._list_free(&self.la)
         self._list_free(&self.lb)
@@ -324,11 +367,11 @@ cdef class SqlMatcher:
                 self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_SAVE:
-            st[ST_SETS + 3 * self.n_tracked + a] = r
+            st[self.slot_base + a] = r
             self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_PROGRESS:
-            if r > st[ST_SETS + 3 * self.n_tracked + a]:
+            if r > st[self.slot_base + a]:
                 self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_EXCL_BEGIN:
@@ -496,6 +539,10 @@ cdef class SqlMatcher:
                 ns[sp] = n < 0
                 sp += 1
                 pc += 2
+            elif op == C_AGG:
+                vs[sp] = self._define_aggregate(self.code[pc + 1], st, r, label, &ns[sp])
+                sp += 1
+                pc += 2
             elif op == C_MATCHNO:
                 vs[sp] = <double> self.match_no
                 ns[sp] = 0
@@ -630,10 +677,65 @@ cdef class SqlMatcher:
                 break
         return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
 
+    cdef double _define_aggregate(self, int k, i64* st, i64 r, int label,
+                                  unsigned char* isnull) noexcept nogil:
+        """Aggregate k over the thread's rows plus row r tentatively labelled label."""
+        cdef int set_id = self.daggs[k * 3]
+        cdef int func = self.daggs[k * 3 + 1]
+        cdef int col = self.daggs[k * 3 + 2]
+        cdef int base = self.agg_base + 5 * k
+        cdef i64 rows = st[base]
+        cdef i64 nonnull = st[base + 1]
+        cdef double total = _bits_to_double(st[base + 2])
+        cdef double lo = _bits_to_double(st[base + 3])
+        cdef double hi = _bits_to_double(st[base + 4])
+        cdef double v
+        isnull[0] = 0
+        if set_id < 0 or self.member[set_id * self.n_labels + label]:
+            rows += 1
+            if col >= 0 and not self.nulls[col * self.n_rows + r]:
+                v = self.vals[col * self.n_rows + r]
+                if nonnull == 0 or v < lo:
+                    lo = v
+                if nonnull == 0 or v > hi:
+                    hi = v
+                nonnull += 1
+                total += v
+        if func == A_COUNT_STAR:
+            return <double> rows
+        if func == A_COUNT:
+            return <double> nonnull
+        if nonnull == 0:
+            isnull[0] = 1
+            return 0.0
+        if func == A_SUM:
+            return total
+        if func == A_AVG:
+            return total / nonnull
+        if func == A_MIN:
+            return lo
+        return hi
+
     cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
         """out := st after mapping row r to label."""
-        cdef int s_id, t
+        cdef int s_id, t, k, base, col
+        cdef double v
         memcpy(out, st, self.S * sizeof(i64))
+        for k in range(self.n_daggs):
+            s_id = self.daggs[k * 3]
+            if s_id >= 0 and not self.member[s_id * self.n_labels + label]:
+                continue
+            base = self.agg_base + 5 * k
+            col = self.daggs[k * 3 + 2]
+            out[base] += 1
+            if col >= 0 and not self.nulls[col * self.n_rows + r]:
+                v = self.vals[col * self.n_rows + r]
+                if out[base + 1] == 0 or v < _bits_to_double(out[base + 3]):
+                    out[base + 3] = _double_to_bits(v)
+                if out[base + 1] == 0 or v > _bits_to_double(out[base + 4]):
+                    out[base + 4] = _double_to_bits(v)
+                out[base + 1] += 1
+                out[base + 2] = _double_to_bits(_bits_to_double(out[base + 2]) + v)
         out[ST_HIST] = self._new_node(r, label, st[ST_HIST], st[ST_EXCL] > 0)
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]
@@ -665,6 +767,8 @@ cdef class SqlMatcher:
         init[ST_EXCL] = 0
         for i in range(self.n_tracked):
             init[ST_SETS + 3 * i + 2] = 0
+        for i in range(self.agg_base, self.slot_base):
+            init[i] = 0
         # tmp[0..S) is the depth-0 buffer; _add copies it before SPLIT branches
         self._add(cur, 0, init, start, 0)
         r = start
@@ -709,23 +813,25 @@ cdef class SqlMatcher:
         """Match every partition [bounds[k], bounds[k+1]) of the chunk.
 
         values: float64[n_cols, n_rows]; nulls: uint8[n_cols, n_rows].
-        Returns (rows, match_numbers, leaves[n_out, n_leaves]) as int64 arrays, or raises.
+        Returns (rows, match_numbers, leaves[n_out, n_leaves], aggregates[n_out, n_maggs],
+        list_rows) as int64 arrays, or (error code, match number) for a runtime error.
         """
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
-        cdef Buf out_rows, out_mn, out_leaves
+        cdef Buf out[5]  # rows, match numbers, leaves, aggregates, list rows
         cdef i64 n_parts = bb.shape[0] - 1
-        cdef i64 k, pos, end, covered, nxt_pos, length, i
+        cdef i64 k, pos, end, covered, length, i
         cdef int found, err = 0
         cdef i64* labels = NULL
         cdef unsigned char* excl = NULL
         cdef i64 cap_labels = 0
         cdef i64 node
         cdef int skip_idx
-        out_rows.data = NULL; out_rows.n = 0; out_rows.cap = 0
-        out_mn.data = NULL; out_mn.n = 0; out_mn.cap = 0
-        out_leaves.data = NULL; out_leaves.n = 0; out_leaves.cap = 0
+        for i in range(5):
+            out[i].data = NULL
+            out[i].n = 0
+            out[i].cap = 0
         self.n_rows = vv.shape[1]
         self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else NULL
         self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else NULL
@@ -746,11 +852,9 @@ cdef class SqlMatcher:
                     if not found:
                         self.match_no -= 1
                         if self.empty_mode == 2 and self.all_rows and pos >= covered:
-                            if (buf_push(&out_rows, pos) or buf_push(&out_mn, -1)):
+                            if self._emit_unmatched(pos, out) != 0:
                                 err = ERR_MEMORY
                                 break
-                            for i in range(self.n_leaves):
-                                buf_push(&out_leaves, -1)
                         pos += 1
                         continue
                     end = self.winner_end_
@@ -771,7 +875,7 @@ cdef class SqlMatcher:
                         excl[i] = self.node_excl[node]
                         node = self.node_parent[node]
                         i -= 1
-                    if self._emit(pos, length, labels, excl, &out_rows, &out_mn, &out_leaves) != 0:
+                    if self._emit(pos, length, labels, excl, out) != 0:
                         err = ERR_MEMORY
                         break
                     if end > covered:
@@ -795,13 +899,14 @@ cdef class SqlMatcher:
                     break
         free(labels)
         free(excl)
-        rows = _to_numpy(&out_rows)
-        mns = _to_numpy(&out_mn)
-        lv = _to_numpy(&out_leaves)
-        lv = lv.reshape(-1, self.n_leaves) if self.n_leaves else np.zeros((len(rows), 0), np.int64)
+        rows = _to_numpy(&out[0])
+        mns = _to_numpy(&out[1])
+        lv = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
+        ag = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs)
+        lists = _to_numpy(&out[4])
         if err:
             return err, self.match_no
-        return rows, mns, lv
+        return rows, mns, lv, ag, lists
 
     cdef int _skip_target(self, i64* labels, i64 length) noexcept nogil:
         cdef i64 i
@@ -817,27 +922,108 @@ cdef class SqlMatcher:
                 i -= 1
         return -1
 
+    cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil:
+        """WITH UNMATCHED ROWS: the row with every measure null."""
+        cdef int q, func
+        if buf_push(&out[0], row) or buf_push(&out[1], -1):
+            return -1
+        for q in range(self.n_leaves):
+            if buf_push(&out[2], -1):
+                return -1
+        for q in range(self.n_maggs):
+            func = self.maggs[q * 4 + 1]
+            if buf_push(&out[3], NULL_BITS if (func == A_SUM or func == A_AVG) else -1):
+                return -1
+        return 0
+
     cdef int _emit(self, i64 start, i64 length, i64* labels, unsigned char* excl,
-                   Buf* out_rows, Buf* out_mn, Buf* out_leaves) noexcept nogil:
+                   Buf* out) noexcept nogil:
         """Output rows of one match: one row, or one per (non-excluded) matched row."""
         cdef i64 i
+        cdef int q
+        for q in range(5 * self.n_maggs):
+            self.acc[q] = 0
+            self.facc[q] = 0
+        for i in range(length):
+            for q in range(self.n_maggs):
+                self._acc_add(self.facc + 5 * q, q, start, i, labels[i])
         if not self.all_rows:
-            if buf_push(out_rows, start) or buf_push(out_mn, self.match_no):
+            if buf_push(&out[0], start) or buf_push(&out[1], self.match_no):
                 return -1
-            return self._emit_leaves(start, length, length, labels, out_leaves)
+            return self._emit_measures(start, length, length, labels, out)
         if length == 0:
             if self.empty_mode == 1:
                 return 0
-            if buf_push(out_rows, start) or buf_push(out_mn, self.match_no):
+            if buf_push(&out[0], start) or buf_push(&out[1], self.match_no):
                 return -1
-            return self._emit_leaves(start, 0, 0, labels, out_leaves)
+            return self._emit_measures(start, 0, 0, labels, out)
         for i in range(length):
+            for q in range(self.n_maggs):
+                self._acc_add(self.acc + 5 * q, q, start, i, labels[i])
             if excl[i]:
                 continue
-            if buf_push(out_rows, start + i) or buf_push(out_mn, self.match_no):
+            if buf_push(&out[0], start + i) or buf_push(&out[1], self.match_no):
                 return -1
-            if self._emit_leaves(start, length, i + 1, labels, out_leaves) != 0:
+            if self._emit_measures(start, length, i + 1, labels, out) != 0:
                 return -1
+        return 0
+
+    cdef void _acc_add(self, i64* a, int q, i64 start, i64 i, i64 label) noexcept nogil:
+        """Add match row i to aggregate q's accumulator a (rows, non-null, sum, argmin,
+        argmax) when its label belongs to the aggregate's variable."""
+        cdef int set_id = self.maggs[q * 4]
+        cdef int col = self.maggs[q * 4 + 2]
+        cdef i64 row = start + i
+        cdef double v
+        if set_id >= 0 and not self.member[set_id * self.n_labels + label]:
+            return
+        a[0] += 1
+        if col < 0 or self.nulls[col * self.n_rows + row]:
+            return
+        v = self.vals[col * self.n_rows + row]
+        if a[1] == 0 or v < self.vals[col * self.n_rows + a[3]]:
+            a[3] = row
+        if a[1] == 0 or v > self.vals[col * self.n_rows + a[4]]:
+            a[4] = row
+        a[1] += 1
+        a[2] = _double_to_bits(_bits_to_double(a[2]) + v)
+
+    cdef int _emit_measures(self, i64 start, i64 length, i64 upto, i64* labels,
+                            Buf* out) noexcept nogil:
+        """Leaves and aggregates of one output row (prefix upto = RUNNING, length = FINAL)."""
+        cdef int q, func, set_id, col
+        cdef i64* a
+        cdef i64 i, p, v
+        if self._emit_leaves(start, length, upto, labels, &out[2]) != 0:
+            return -1
+        for q in range(self.n_maggs):
+            set_id = self.maggs[q * 4]
+            func = self.maggs[q * 4 + 1]
+            col = self.maggs[q * 4 + 2]
+            a = (self.facc if (self.maggs[q * 4 + 3] or not self.all_rows) else self.acc) + 5 * q
+            p = length if (self.maggs[q * 4 + 3] or not self.all_rows) else upto
+            if func == A_COUNT_STAR:
+                v = a[0]
+            elif func == A_COUNT or func == A_LIST:
+                v = a[1]
+            elif a[1] == 0:
+                v = NULL_BITS if (func == A_SUM or func == A_AVG) else -1
+            elif func == A_SUM:
+                v = a[2]
+            elif func == A_AVG:
+                v = _double_to_bits(_bits_to_double(a[2]) / a[1])
+            elif func == A_MIN:
+                v = a[3]
+            else:
+                v = a[4]
+            if buf_push(&out[3], v):
+                return -1
+            if func == A_LIST:
+                for i in range(p):
+                    if (set_id < 0 or self.member[set_id * self.n_labels + labels[i]]) and \
+                            not self.nulls[col * self.n_rows + start + i]:
+                        if buf_push(&out[4], start + i):
+                            return -1
         return 0
 
     cdef int _emit_leaves(self, i64 start, i64 length, i64 upto, i64* labels,

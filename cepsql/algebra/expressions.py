@@ -171,6 +171,18 @@ class RowValue(Expr):
     pos: int | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class AggregateValue(Expr):
+    """A normalized aggregate: ``func`` ('COUNT_STAR', 'COUNT', 'SUM', 'AVG', 'MIN', 'MAX',
+    'LIST') over the rows mapped to ``var`` (None = every row of the match), reading the
+    row-local ``column`` (None for COUNT_STAR), with RUNNING or FINAL semantics."""
+    func: str
+    var: str | None
+    column: str | None
+    final: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
 def children(expr: Expr) -> tuple[Expr, ...]:
     """Direct sub-expressions, in evaluation order."""
     if isinstance(expr, Navigation):

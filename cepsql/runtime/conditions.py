@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import (Between, BinaryOp, Case, Cast, Classifier, ColumnRef, Expr,
+from ..algebra.expressions import (AggregateValue, Between, BinaryOp, Case, Cast, Classifier, ColumnRef, Expr,
                                    FunctionCall, InList, IsNull, Literal, MatchNumber, RowRef, RowValue,
                                    UnaryOp)
 from ..errors import CepAnalysisError, CepUnsupportedError
 from .rowsets import RefTable
 
 # opcodes (keep in sync with cython_ext/matcher.pyx)
-C_CONST, C_NULL, C_LOAD, C_LOAD_CLS, C_MATCHNO = 0, 1, 2, 3, 4
+C_CONST, C_NULL, C_LOAD, C_LOAD_CLS, C_MATCHNO, C_AGG = 0, 1, 2, 3, 4, 5
 C_ADD, C_SUB, C_MUL, C_DIV, C_MOD, C_NEG = 10, 11, 12, 13, 14, 15
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = 20, 21, 22, 23, 24, 25
 C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
@@ -59,6 +59,8 @@ class ConditionCode:
     column_kinds: list[str]
     max_stack: int
     reads_other_labels: bool = False  # CLASSIFIER() of a row other than the current one
+    aggregates: np.ndarray = None  # int32[n, 3]: set id, function code, VM column (-1)
+    extra_columns: list[int] = None  # VM column of each requested extra column
 
 
 @dataclass
@@ -74,6 +76,7 @@ class _Emitter:
     depth: int = 0
     max_depth: int = 0
     reads_other_labels: bool = False
+    aggs: list[list[int]] = field(default_factory=list)
 
     def op(self, opcode: int, *args: int, delta: int = 0) -> int:
         self.code.append(opcode)
@@ -98,8 +101,9 @@ class _Emitter:
 
 
 def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTable,
-                       schema: pa.Schema) -> ConditionCode:
-    """defines: label -> localized condition (see decompose.localize)."""
+                       schema: pa.Schema, extra_columns: list[str] = ()) -> ConditionCode:
+    """defines: label -> localized condition (see decompose.localize). extra_columns are
+    also loaded into the VM's column matrix (for aggregates in MEASURES)."""
     em = _Emitter(schema, refs, labels)
     offsets = []
     for label in labels:
@@ -118,7 +122,9 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
         code=np.asarray(em.code, dtype=np.int32), offsets=np.asarray(offsets, dtype=np.int32),
         consts=np.asarray(em.consts or [0.0], dtype=np.float64), string_consts=em.string_consts,
         columns=em.columns, column_kinds=em.kinds, max_stack=len(em.code) + 4,
-        reads_other_labels=em.reads_other_labels)
+        reads_other_labels=em.reads_other_labels,
+        aggregates=np.asarray(em.aggs, dtype=np.int32).reshape(-1, 3),
+        extra_columns=[em.column_index(c)[0] for c in extra_columns])
 
 
 def _compile(em: _Emitter, e: Expr) -> str:
@@ -139,6 +145,8 @@ def _compile(em: _Emitter, e: Expr) -> str:
     if isinstance(e, MatchNumber):
         em.op(C_MATCHNO, delta=1)
         return NUM
+    if isinstance(e, AggregateValue):
+        return _aggregate(em, e)
     if isinstance(e, BinaryOp):
         return _binary(em, e)
     if isinstance(e, UnaryOp):
@@ -301,6 +309,17 @@ def _function(em: _Emitter, e: FunctionCall) -> str:
     raise CepUnsupportedError(
         f"function {e.name} over values of different rows is not supported in DEFINE "
         "(it is supported when all its arguments come from one row)", pos=e.pos)
+
+
+def _aggregate(em: _Emitter, e: AggregateValue) -> str:
+    from .aggregates import FUNC_CODES
+    col, kind = (-1, NUM) if e.column is None else em.column_index(e.column)
+    if e.func in ("SUM", "AVG") and kind != NUM:
+        raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
+    set_id = em.refs.sets.set_id(e.var)
+    em.aggs.append([set_id, FUNC_CODES[e.func], col])
+    em.op(C_AGG, len(em.aggs) - 1, delta=1)
+    return kind if e.func in ("MIN", "MAX") else NUM
 
 
 def _is_string_literal(e: Expr) -> bool:

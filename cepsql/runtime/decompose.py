@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, Literal,
+from ..algebra.expressions import (Aggregate, AggregateValue, Classifier, ColumnRef, Expr, Literal,
                                    MatchNumber, RowRef, RowValue, children)
 from ..algebra.rowrefs import rebuild
 
@@ -64,7 +64,7 @@ def _signature(expr: Expr, normalize):
         if any(isinstance(n, Classifier) for n in _walk(expr.value)):
             return _MIXED
         return normalize(expr.ref)
-    if isinstance(expr, (Classifier, MatchNumber, Aggregate, ColumnRef)):
+    if isinstance(expr, (Classifier, MatchNumber, Aggregate, AggregateValue, ColumnRef)):
         return _MIXED
     sig = None
     for child in children(expr):

@@ -16,6 +16,7 @@ from ..algebra.expressions import ColumnRef, Expr, RowRef, RowValue, children, w
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
+from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
@@ -62,19 +63,22 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
     derived = DerivedColumns()
     defines = {}
     for var, cond in spec.defines.items():
+        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
+                                    known_vars=known, in_define=True)
         bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
-        _reject_aggregates(bound, "DEFINE")
         defines[var] = localize(bound, derived,
                                 lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
-    prepare += [(name, expr) for expr, name in derived.columns.items()]
-
     leaves = Leaves()
     measures = []
     for m in spec.measures:
-        bound = bind_rows(m.expr, in_define=False, final_default=spec.rows_per_match == "ONE",
-                          known_vars=known)
+        final_default = spec.rows_per_match == "ONE"
+        expr = normalize_aggregates(value_navigation(m.expr), derived,
+                                    final_default=final_default, known_vars=known,
+                                    in_define=False)
+        bound = bind_rows(expr, in_define=False, final_default=final_default, known_vars=known)
         measures.append((m.name, project_measure(bound, leaves)))
 
+    prepare += [(name, expr) for expr, name in derived.columns.items()]
     program = compile_pattern(spec.pattern, labels)
     skip_set = -1
     if spec.after_match_skip.kind in ("TO_FIRST", "TO_LAST"):
@@ -92,7 +96,15 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
 
     def _bind(prepared: pa.Schema) -> BoundPlan:
         refs = RefTable(sets)
-        code = compile_conditions(defines, labels, refs, prepared)
+        agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
+        code = compile_conditions(defines, labels, refs, prepared, agg_columns)
+        agg_vm_column = dict(zip(agg_columns, code.extra_columns))
+        agg_specs, agg_fields = [], []
+        for i, agg in enumerate(leaves.aggregates):
+            arg_type = None if agg.column is None else prepared.field(agg.column).type
+            agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
+                              agg_vm_column.get(agg.column, -1), int(agg.final)])
+            agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
         full_history = _needs_full_history(refs) or code.reads_other_labels
         leaf_specs, leaf_fields = [], []
         for i, (ref, column) in enumerate(leaves.items):
@@ -105,13 +117,15 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
             passthrough = list(partition_cols)
         else:
             passthrough = input_columns + [c for c in partition_cols if c not in input_columns]
-        fields = [prepared.field(c) for c in passthrough] + leaf_fields
+        fields = [prepared.field(c) for c in passthrough] + leaf_fields + agg_fields
         fields.append(pa.field(MATCH_NUMBER_COLUMN, pa.int64(), nullable=True))
         config = WorkerConfig(
             program=program.ops, n_labels=len(labels), n_slots=program.n_slots,
             labels=labels, code=code, refs=refs.encode(), membership=sets.membership(),
             leaves=np.asarray(leaf_specs, dtype=np.int32).reshape(-1, 6),
             leaf_columns=[c for _, c in leaves.items],
+            measure_aggregates=np.asarray(agg_specs, dtype=np.int32).reshape(-1, 4),
+            aggregate_columns=[(a.func, a.column) for a in leaves.aggregates],
             skip_mode=SKIP_CODES[spec.after_match_skip.kind], skip_set=skip_set,
             skip_var=spec.after_match_skip.var,
             all_rows=spec.rows_per_match == "ALL",
@@ -185,13 +199,6 @@ def _fixed_name(key, by_lower) -> str:
     if isinstance(key.expr, ColumnRef):
         return by_lower.get(key.expr.column.lower(), key.name)
     return key.name
-
-
-def _reject_aggregates(expr: Expr, where: str) -> None:
-    for node in walk(expr):
-        if type(node).__name__ == "Aggregate":
-            raise CepUnsupportedError(
-                f"aggregate {node.name}() in {where} is not supported yet", pos=node.pos)
 
 
 def _needs_full_history(refs: RefTable) -> bool:

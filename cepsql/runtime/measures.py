@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, RowRef,
+from ..algebra.expressions import (Aggregate, AggregateValue, Classifier, ColumnRef, Expr, MatchNumber, RowRef,
                                    RowValue, children)
 from ..algebra.rowrefs import rebuild
 from ..errors import CepUnsupportedError
 
 MATCH_NUMBER_COLUMN = "__cep_mn"
 LEAF_PREFIX = "__cep_l"
+AGGREGATE_PREFIX = "__cep_a"
 CLASSIFIER_LEAF = None  # leaf "column" meaning the row's label
 
 
@@ -23,6 +24,12 @@ CLASSIFIER_LEAF = None  # leaf "column" meaning the row's label
 class Leaves:
     """Distinct (row reference, column) reads; column None reads CLASSIFIER()."""
     items: list[tuple[RowRef, str | None]] = field(default_factory=list)
+    aggregates: list[AggregateValue] = field(default_factory=list)
+
+    def aggregate_name(self, agg: AggregateValue) -> str:
+        if agg not in self.aggregates:
+            self.aggregates.append(agg)
+        return f"{AGGREGATE_PREFIX}{self.aggregates.index(agg)}"
 
     def name_for(self, ref: RowRef, column: str | None) -> str:
         key = (ref, column)
@@ -37,9 +44,11 @@ def project_measure(expr: Expr, leaves: Leaves) -> Expr:
         return _row_value(expr, leaves)
     if isinstance(expr, MatchNumber):
         return ColumnRef(None, MATCH_NUMBER_COLUMN, expr.pos)
+    if isinstance(expr, AggregateValue):
+        return ColumnRef(None, leaves.aggregate_name(expr), expr.pos)
     if isinstance(expr, Aggregate):
         raise CepUnsupportedError(
-            f"aggregate {expr.name}() in MEASURES is not supported yet", pos=expr.pos)
+            f"aggregate {expr.name}() must be normalized before projection", pos=expr.pos)
     kids = children(expr)
     if not kids:
         return expr

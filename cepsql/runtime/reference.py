@@ -197,15 +197,16 @@ def _next_start(spec: MatchRecognizeSpec, start: int, labels: Labels) -> int:
     if skip.kind == "TO_NEXT_ROW":
         return start + 1
     subsets = {n: frozenset(vs) for n, vs in spec.subsets.items()}
+    what = f"AFTER MATCH SKIP TO {'FIRST' if skip.kind == 'TO_FIRST' else 'LAST'} {skip.var}"
     hits = [i for i, (v, _) in enumerate(labels) if in_variable(v, skip.var, subsets)]
     if not hits:
         raise CepRuntimeError(
-            f"AFTER MATCH SKIP TO {skip.var}: variable {skip.var} is not present in the match",
+            f"{what}: variable {skip.var} is not present in the match",
             pos=skip.pos)
     target = hits[0] if skip.kind == "TO_FIRST" else hits[-1]
     if target == 0:
         raise CepRuntimeError(
-            f"AFTER MATCH SKIP TO {skip.var}: cannot skip to the first row of the match "
+            f"{what}: cannot skip to the first row of the match "
             "(it would loop forever)", pos=skip.pos)
     return start + target
 

@@ -18,6 +18,7 @@ from ..errors import CepRuntimeError
 from .conditions import STR, ConditionCode
 
 CHUNK_ROWS = 1 << 16
+NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
 
 
 @dataclass
@@ -31,6 +32,8 @@ class WorkerConfig:
     membership: np.ndarray
     leaves: np.ndarray
     leaf_columns: list[str | None]
+    measure_aggregates: np.ndarray  # int32[n, 4]: set id, function, VM column, final
+    aggregate_columns: list[tuple[str, str | None]]  # (function, argument column)
     skip_mode: int
     skip_set: int
     skip_var: str | None
@@ -77,7 +80,8 @@ class MatchWorker:
         from .._ext.matcher import SqlMatcher
         c = self.config
         return SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
-                          c.code.consts, c.refs, c.membership, c.leaves, c.skip_mode,
+                          c.code.consts, c.refs, c.membership, c.leaves, c.code.aggregates,
+                          c.measure_aggregates, c.skip_mode,
                           c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
 
     def _group_starts(self, table: pa.Table) -> np.ndarray:
@@ -104,7 +108,7 @@ class MatchWorker:
         result = matcher.run(values, nulls, bounds)
         if len(result) == 2:
             self._raise_runtime(result[0])
-        rows, match_numbers, leaves = result
+        rows, match_numbers, leaves, aggregates, list_rows = result
         if len(rows) == 0:
             return
         columns = [table.column(name).take(pa.array(rows)) for name in c.passthrough]
@@ -116,9 +120,49 @@ class MatchWorker:
                 columns.append(labels.take(codes))
             else:
                 columns.append(table.column(column).take(pa.array(idx, mask=idx < 0)))
+        columns += self._aggregate_columns(table, aggregates, list_rows)
         columns.append(pa.array(match_numbers, mask=match_numbers < 0))
         out = pa.Table.from_arrays(columns, schema=c.output_schema)
         yield from out.to_batches()
+
+    def _aggregate_columns(self, table: pa.Table, raw: np.ndarray,
+                           list_rows: np.ndarray) -> list[pa.Array]:
+        """Decode the matcher's aggregate outputs into typed Arrow columns."""
+        out = []
+        list_counts = [raw[:, q] for q, (func, _) in enumerate(self.config.aggregate_columns)
+                       if func == "LIST"]
+        # list rows are laid out per output row, then per LIST aggregate
+        offsets = np.zeros(0, dtype=np.int64)
+        if list_counts:
+            counts = np.stack(list_counts, axis=1).clip(min=0)
+            offsets = np.concatenate([[0], np.cumsum(counts.ravel())])
+        list_index = 0
+        n_lists = len(list_counts)
+        for q, (func, column) in enumerate(self.config.aggregate_columns):
+            values = raw[:, q]
+            field = self.config.output_schema.field(f"__cep_a{q}")
+            if func in ("COUNT_STAR", "COUNT"):
+                out.append(pa.array(values, pa.int64(), mask=values < 0))
+            elif func in ("SUM", "AVG"):
+                null = values == NULL_BITS
+                floats = values.view(np.float64)
+                arr = pa.array(floats, pa.float64(), mask=null)
+                out.append(arr.cast(field.type) if field.type != pa.float64() else arr)
+            elif func in ("MIN", "MAX"):
+                out.append(table.column(column).take(pa.array(values, mask=values < 0)))
+            else:
+                starts = offsets[list_index:-1:n_lists]
+                lengths = offsets[list_index + 1::n_lists] - starts
+                bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+                picks = (np.arange(bounds[-1]) - np.repeat(bounds[:-1], lengths)
+                         + np.repeat(starts, lengths))
+                flat = table.column(column).take(pa.array(list_rows[picks]))
+                if isinstance(flat, pa.ChunkedArray):
+                    flat = flat.combine_chunks()
+                out.append(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), flat,
+                                                    mask=pa.array(values < 0)))
+                list_index += 1
+        return out
 
     def _vm_columns(self, table: pa.Table):
         """float64 values + null masks of the columns the condition VM reads."""
