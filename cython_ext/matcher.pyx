@@ -165,6 +165,8 @@ cdef class SqlMatcher:
     cdef int n_maggs
     cdef i64* acc                # running accumulators per measure aggregate (5 words)
     cdef i64* facc               # final accumulators
+    cdef unsigned char* row_local  # label -> DEFINE depends on the row alone
+    cdef unsigned char* pre        # precomputed row-local DEFINE results [label, row]
     cdef int S                   # state size (i64 words)
     cdef int full_history
     # leaves for output: set, logical, loff, poff, final, kind
@@ -199,7 +201,7 @@ cdef class SqlMatcher:
     def __init__(self, cnp.ndarray prog, int n_labels, int n_slots,
                  cnp.ndarray code, cnp.ndarray cond_off, cnp.ndarray consts,
                  cnp.ndarray refs, cnp.ndarray member, cnp.ndarray leaves,
-                 cnp.ndarray daggs, cnp.ndarray maggs, int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
+                 cnp.ndarray daggs, cnp.ndarray maggs, cnp.ndarray row_local, int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
         cdef int i, t
         prog = np.ascontiguousarray(prog, dtype=np.int32)
         self.n_prog = prog.shape[0]
@@ -243,6 +245,10 @@ cdef class SqlMatcher:
         self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
         self.acc = <i64*> calloc(5 * self.n_maggs + 1, sizeof(i64))
         self.facc = <i64*> calloc(5 * self.n_maggs + 1, sizeof(i64))
+        self.row_local = <unsigned char*> self._copy(
+            np.ascontiguousarray(row_local, dtype=np.uint8) if row_local.size
+            else np.zeros(1, np.uint8))
+        self.pre = NULL
         self.agg_base = ST_SETS + 3 * self.n_tracked
         self.slot_base = self.agg_base + 5 * self.n_daggs
         self.S = self.slot_base + n_slots
@@ -291,6 +297,7 @@ cdef class SqlMatcher:
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         free(self.leaves); free(self.set_tracked)
         free(self.daggs); free(self.maggs); free(self.acc); free(self.facc)
+        free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
         self._list_free(&self.la)
         self._list_free(&self.lb)
@@ -757,6 +764,7 @@ cdef class SqlMatcher:
         cdef i64* nst
         cdef i64 r
         cdef int i, pc, op, label, found = 0
+        cdef bint ok
         cdef i64 winner_end = 0
         self.s = start
         self.n_nodes = 0
@@ -786,7 +794,11 @@ cdef class SqlMatcher:
                 if r >= self.pend:
                     continue
                 label = self.prog[pc * 3 + 1]
-                if self._eval(label, st, r):
+                if self.row_local[label]:
+                    ok = self.pre[label * self.n_rows + r]
+                else:
+                    ok = self._eval(label, st, r)
+                if ok:
                     nst = self.tmp + self.S  # depth-1 scratch is free between adds
                     self._take(st, nst, r, label)
                     self._add(nxt, pc + 1, nst, r + 1, 1)
@@ -836,11 +848,14 @@ cdef class SqlMatcher:
         self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else NULL
         self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else NULL
         self.oom = 0
+        free(self.pre)
+        self.pre = <unsigned char*> malloc(self.n_labels * self.n_rows + 1)
         with nogil:
             for k in range(n_parts):
                 self.pstart = bb[k]
                 self.pend = bb[k + 1]
                 self.match_no = 0
+                self._precompute()
                 pos = self.pstart
                 covered = self.pstart
                 while pos < self.pend:
@@ -907,6 +922,20 @@ cdef class SqlMatcher:
         if err:
             return err, self.match_no
         return rows, mns, lv, ag, lists
+
+    cdef void _precompute(self) noexcept nogil:
+        """Evaluate once per row the DEFINE conditions that depend on the row alone."""
+        cdef int label, i
+        cdef i64 r
+        cdef i64* st = self.tmp
+        for i in range(self.S):
+            st[i] = -1
+        self.s = self.pstart
+        for label in range(self.n_labels):
+            if not self.row_local[label]:
+                continue
+            for r in range(self.pstart, self.pend):
+                self.pre[label * self.n_rows + r] = self._eval(label, st, r)
 
     cdef int _skip_target(self, i64* labels, i64 length) noexcept nogil:
         cdef i64 i

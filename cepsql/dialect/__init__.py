@@ -1,1 +1,9 @@
 """Parsing: the CepSpark sqlglot dialect, our PATTERN grammar and statement helpers."""
+from .dialect import CepSpark, CepSparkParser
+from .pattern_parser import parse_pattern, pattern_to_text
+from .statements import (ClauseSite, CreateView, find_match_recognize, parse_clause_body,
+                         parse_create_view, parse_drop_view, parse_explain, split_statements)
+
+__all__ = ["CepSpark", "CepSparkParser", "parse_pattern", "pattern_to_text", "ClauseSite",
+           "CreateView", "find_match_recognize", "parse_clause_body", "parse_create_view",
+           "parse_drop_view", "parse_explain", "split_statements"]

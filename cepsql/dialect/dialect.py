@@ -47,15 +47,27 @@ class CepSparkParser(Spark.Parser):
             err.cep_message = message  # type: ignore[attr-defined]
             raise
 
+    def _at_semantics_prefix(self) -> bool:
+        """``RUNNING f(`` / ``FINAL f(``: the word prefixes a call (not a column named so)."""
+        tok = self._curr
+        return (self._cep_active and tok.token_type == TokenType.VAR
+                and tok.text.upper() in ("RUNNING", "FINAL")
+                and bool(self._next)
+                and self._next.token_type not in (TokenType.L_PAREN, TokenType.DOT)
+                and self._index + 2 < self._tokens_size
+                and self._tokens[self._index + 2].token_type == TokenType.L_PAREN)
+
+    def _parse_column_parts_fast(self):
+        if self._cep_active and self._curr and self._at_semantics_prefix():
+            return None  # let the slow path reach _parse_function_call
+        return super()._parse_column_parts_fast()
+
     def _parse_function_call(self, functions=None, anonymous=False, optional_parens=True,
                              any_token=False):
         tok = self._curr
         if not self._cep_active or not tok:
             return super()._parse_function_call(functions, anonymous, optional_parens, any_token)
-        if (tok.token_type == TokenType.VAR and tok.text.upper() in ("RUNNING", "FINAL")
-                and self._next and self._next.token_type not in (TokenType.L_PAREN, TokenType.DOT)
-                and self._index + 2 < self._tokens_size
-                and self._tokens[self._index + 2].token_type == TokenType.L_PAREN):
+        if self._at_semantics_prefix():
             index = self._index
             self._advance()
             result = self._parse_function_call(functions, anonymous, optional_parens, any_token)
@@ -96,6 +108,19 @@ class CepSparkParser(Spark.Parser):
         ``full_sql``; errors carry full_sql and absolute positions. partition_by/order_by
         supplied from outside (table-function form) may not be repeated in the body.
         """
+        return self._run(lambda: self._clause(wrapped, partition_by, order_by),
+                         tokens, sql, base, full_sql)
+
+    def parse_key(self, tokens: list[Token], sql: str, kind: str, *, base: int = 0,
+                  full_sql: str | None = None) -> PartitionKey | SortKey:
+        """One PARTITION BY (kind 'partition') or ORDER BY (kind 'order') item."""
+        def run():
+            key = self._partition_key() if kind == "partition" else self._sort_key()
+            self._expect_end(False)
+            return key
+        return self._run(run, tokens, sql, base, full_sql)
+
+    def _run(self, parse, tokens: list[Token], sql: str, base: int, full_sql: str | None):
         full_sql = sql if full_sql is None else full_sql
         self.reset()
         self.sql = sql
@@ -107,7 +132,7 @@ class CepSparkParser(Spark.Parser):
         self._cep_active, self._cep_base = True, base
         self._conv = ToAlgebra(base)
         try:
-            return self._clause(wrapped, partition_by, order_by)
+            return parse()
         except ParseError as err:
             raise self._syntax_error(err).with_sql(full_sql) from None
         except CepError as err:
@@ -272,7 +297,7 @@ class CepSparkParser(Spark.Parser):
                 return
         elif not tok:
             return
-        expected = "',' or ')'" if wrapped else "',' or the end of the pattern body"
+        expected = "',' or ')'" if wrapped else "',' or the end of the text"
         self._fail(expected)
 
     # --- helpers ----------------------------------------------------------------------
@@ -330,6 +355,8 @@ class CepSparkParser(Spark.Parser):
     def _syntax_error(self, err: ParseError) -> CepSyntaxError:
         tok = getattr(err, "cep_token", None) or self._curr
         message = getattr(err, "cep_message", None) or str(err).split(". Line")[0]
+        if message.startswith("Required keyword"):
+            message = "incomplete expression"
         return CepSyntaxError(f"syntax error in MATCH_RECOGNIZE: {message}, "
                               f"near {self._describe(tok)}", pos=self._token_pos(tok))
 

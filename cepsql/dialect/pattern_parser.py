@@ -178,9 +178,13 @@ class _Parser:
             if lo is None:
                 raise CepSyntaxError("empty quantifier {}", pos=brace.pos)
             return lo, lo
-        self.take(",")
+        if not self.at(","):
+            self.fail("expected ',' or '}' in the quantifier")
+        self.i += 1
         hi = self.number()
-        self.take("}")
+        if not self.at("}"):
+            self.fail("expected '}' closing the quantifier")
+        self.i += 1
         lo = 0 if lo is None else lo
         if hi is not None and lo > hi:
             raise CepSyntaxError(

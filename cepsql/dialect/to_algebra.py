@@ -8,6 +8,8 @@ of the tokenized text to the full SQL statement.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
@@ -61,6 +63,14 @@ class ToAlgebra:
         return sql_pos(node, self.base)
 
     def convert(self, node: exp.Expr) -> Expr:
+        result = self._convert(node)
+        if node.args.get("negate"):  # e.g. `x NOT LIKE y` is Like(negate=True)
+            if isinstance(result, (IsNull, InList, Between, Like)):
+                return replace(result, negated=not result.negated)
+            return UnaryOp("NOT", result, result.pos if hasattr(result, "pos") else None)
+        return result
+
+    def _convert(self, node: exp.Expr) -> Expr:
         semantics = node.meta_get(SEMANTICS_KEY)
         if semantics is not None and not isinstance(node, exp.Anonymous):
             raise CepAnalysisError(
@@ -138,7 +148,6 @@ class ToAlgebra:
         if isinstance(inner, (exp.Is, exp.In, exp.Between, exp.Like)):
             converted = self.convert(inner)
             if isinstance(converted, (IsNull, InList, Between, Like)):
-                from dataclasses import replace
                 return replace(converted, negated=not converted.negated)
             return UnaryOp("NOT", converted, self.pos(node))
         return UnaryOp("NOT", self.convert(inner), self.pos(node))

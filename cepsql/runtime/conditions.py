@@ -60,6 +60,7 @@ class ConditionCode:
     max_stack: int
     reads_other_labels: bool = False  # CLASSIFIER() of a row other than the current one
     aggregates: np.ndarray = None  # int32[n, 3]: set id, function code, VM column (-1)
+    row_local: np.ndarray = None  # uint8[n_labels]: DEFINE depends on the row alone
     extra_columns: list[int] = None  # VM column of each requested extra column
 
 
@@ -77,6 +78,13 @@ class _Emitter:
     max_depth: int = 0
     reads_other_labels: bool = False
     aggs: list[list[int]] = field(default_factory=list)
+    row_local: bool = True  # of the condition being compiled
+
+    def read(self, ref) -> None:
+        """Note a row read: only current-row-relative physical reads keep a condition
+        a function of the row alone (precomputable once per row)."""
+        if ref.var is not None or ref.logical != "LAST" or ref.logical_offset != 0:
+            self.row_local = False
 
     def op(self, opcode: int, *args: int, delta: int = 0) -> int:
         self.code.append(opcode)
@@ -106,24 +114,29 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
     also loaded into the VM's column matrix (for aggregates in MEASURES)."""
     em = _Emitter(schema, refs, labels)
     offsets = []
+    row_local = []
     for label in labels:
         cond = defines.get(label)
         if cond is None:
             offsets.append(-1)
+            row_local.append(0)
             continue
         offsets.append(len(em.code))
         em.depth = 0
+        em.row_local = True
         kind = _compile(em, cond)
         if kind not in (BOOL, NULL):
             raise CepAnalysisError(f"DEFINE condition of {label} is not a boolean expression",
                                    pos=getattr(cond, "pos", None))
         em.op(C_JUMP, -1)  # end marker: the VM stops at a jump to -1
+        row_local.append(int(em.row_local))
     return ConditionCode(
         code=np.asarray(em.code, dtype=np.int32), offsets=np.asarray(offsets, dtype=np.int32),
         consts=np.asarray(em.consts or [0.0], dtype=np.float64), string_consts=em.string_consts,
         columns=em.columns, column_kinds=em.kinds, max_stack=len(em.code) + 4,
         reads_other_labels=em.reads_other_labels,
         aggregates=np.asarray(em.aggs, dtype=np.int32).reshape(-1, 3),
+        row_local=np.asarray(row_local, dtype=np.uint8),
         extra_columns=[em.column_index(c)[0] for c in extra_columns])
 
 
@@ -133,9 +146,11 @@ def _compile(em: _Emitter, e: Expr) -> str:
         return _literal(em, e)
     if isinstance(e, RowValue):
         ref = em.refs.intern(e.ref)
+        em.read(e.ref)
         if isinstance(e.value, Classifier):
             if e.ref != RowRef(None):
                 em.reads_other_labels = True
+                em.row_local = False
             em.op(C_LOAD_CLS, ref, delta=1)
             return CLS
         assert isinstance(e.value, ColumnRef)
@@ -143,6 +158,7 @@ def _compile(em: _Emitter, e: Expr) -> str:
         em.op(C_LOAD, col, ref, delta=1)
         return kind
     if isinstance(e, MatchNumber):
+        em.row_local = False
         em.op(C_MATCHNO, delta=1)
         return NUM
     if isinstance(e, AggregateValue):
@@ -317,6 +333,7 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> str:
     if e.func in ("SUM", "AVG") and kind != NUM:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     set_id = em.refs.sets.set_id(e.var)
+    em.row_local = False
     em.aggs.append([set_id, FUNC_CODES[e.func], col])
     em.op(C_AGG, len(em.aggs) - 1, delta=1)
     return kind if e.func in ("MIN", "MAX") else NUM

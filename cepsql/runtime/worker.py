@@ -54,26 +54,31 @@ class MatchWorker:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         matcher = self._new_matcher()
         pending: list[pa.RecordBatch] = []
+        starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
         pending_rows = 0
+        previous = None  # last row of the previous batch (partition columns only)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
+            starts.append(self._group_starts(batch, previous) + pending_rows)
+            previous = batch.slice(batch.num_rows - 1)
             pending.append(batch)
             pending_rows += batch.num_rows
             if pending_rows < CHUNK_ROWS:
                 continue
-            table = pa.Table.from_batches(pending)
-            starts = self._group_starts(table)
-            last = int(starts[-1])
+            all_starts = np.concatenate(starts)
+            last = int(all_starts[-1]) if len(all_starts) else 0
             if last == 0:
                 continue  # one group so far: keep accumulating
-            yield from self._process(matcher, table.slice(0, last), starts[starts < last])
+            table = pa.Table.from_batches(pending)
+            yield from self._process(matcher, table.slice(0, last), all_starts[all_starts < last])
             rest = table.slice(last)
             pending = rest.to_batches()
+            starts = [np.zeros(1, dtype=np.int64)]
             pending_rows = rest.num_rows
         if pending_rows:
             table = pa.Table.from_batches(pending)
-            yield from self._process(matcher, table, self._group_starts(table))
+            yield from self._process(matcher, table, np.concatenate(starts))
 
     # ------------------------------------------------------------------
     def _new_matcher(self):
@@ -81,23 +86,29 @@ class MatchWorker:
         c = self.config
         return SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
                           c.code.consts, c.refs, c.membership, c.leaves, c.code.aggregates,
-                          c.measure_aggregates, c.skip_mode,
+                          c.measure_aggregates, c.code.row_local, c.skip_mode,
                           c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
 
-    def _group_starts(self, table: pa.Table) -> np.ndarray:
-        """Row offsets where a new PARTITION BY group begins (always includes 0)."""
-        n = table.num_rows
-        change = np.zeros(n, dtype=bool)
-        change[0] = True
+    def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
+                      ) -> np.ndarray:
+        """Offsets in batch where a new PARTITION BY group begins; row 0 counts when it
+        differs from the previous batch's last row (or there is none)."""
+        n = batch.num_rows
+        change = np.zeros(n + 1, dtype=bool)
+        change[0] = True  # the virtual row before the batch
+        if previous is None:
+            change[1] = True
         for name in self.config.partition_columns:
-            col = table.column(name).combine_chunks()
-            if n < 2:
-                break
-            prev, cur = col.slice(0, n - 1), col.slice(1)
+            col = batch.column(name)
+            if previous is not None:
+                col = pa.concat_arrays([previous.column(name), col])
+            else:
+                col = pa.concat_arrays([col.slice(0, 1), col])
+            prev, cur = col.slice(0, n), col.slice(1)
             differs = pc.fill_null(pc.not_equal(prev, cur), False)
             null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
             change[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
-        return np.flatnonzero(change).astype(np.int64)
+        return np.flatnonzero(change[1:]).astype(np.int64)
 
     def _process(self, matcher, table: pa.Table, starts: np.ndarray):
         c = self.config
