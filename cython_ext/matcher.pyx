@@ -22,76 +22,76 @@ cnp.import_array()
 ctypedef long long i64
 
 # pattern program opcodes (cepsql/runtime/program.py)
-DEF OP_LABEL = 0
-DEF OP_SPLIT = 1
-DEF OP_JUMP = 2
-DEF OP_DONE = 3
-DEF OP_ANCHOR_START = 4
-DEF OP_ANCHOR_END = 5
-DEF OP_SAVE = 6
-DEF OP_PROGRESS = 7
-DEF OP_EXCL_BEGIN = 8
-DEF OP_EXCL_END = 9
+cdef enum: OP_LABEL = 0
+cdef enum: OP_SPLIT = 1
+cdef enum: OP_JUMP = 2
+cdef enum: OP_DONE = 3
+cdef enum: OP_ANCHOR_START = 4
+cdef enum: OP_ANCHOR_END = 5
+cdef enum: OP_SAVE = 6
+cdef enum: OP_PROGRESS = 7
+cdef enum: OP_EXCL_BEGIN = 8
+cdef enum: OP_EXCL_END = 9
 
 # condition opcodes (cepsql/runtime/conditions.py)
-DEF C_CONST = 0
-DEF C_NULL = 1
-DEF C_LOAD = 2
-DEF C_LOAD_CLS = 3
-DEF C_MATCHNO = 4
-DEF C_AGG = 5
-DEF C_ADD = 10
-DEF C_SUB = 11
-DEF C_MUL = 12
-DEF C_DIV = 13
-DEF C_MOD = 14
-DEF C_NEG = 15
-DEF C_EQ = 20
-DEF C_NE = 21
-DEF C_LT = 22
-DEF C_LE = 23
-DEF C_GT = 24
-DEF C_GE = 25
-DEF C_AND = 30
-DEF C_OR = 31
-DEF C_NOT = 32
-DEF C_ISNULL = 33
-DEF C_ISNOTNULL = 34
-DEF C_JUMP = 40
-DEF C_JUMP_IF_NOT_TRUE = 41
-DEF C_JUMP_IF_NOT_NULL = 42
-DEF C_POP = 43
-DEF C_FUNC1 = 50
-DEF C_FUNC2 = 51
-DEF C_GREATEST = 52
-DEF C_LEAST = 53
+cdef enum: C_CONST = 0
+cdef enum: C_NULL = 1
+cdef enum: C_LOAD = 2
+cdef enum: C_LOAD_CLS = 3
+cdef enum: C_MATCHNO = 4
+cdef enum: C_AGG = 5
+cdef enum: C_ADD = 10
+cdef enum: C_SUB = 11
+cdef enum: C_MUL = 12
+cdef enum: C_DIV = 13
+cdef enum: C_MOD = 14
+cdef enum: C_NEG = 15
+cdef enum: C_EQ = 20
+cdef enum: C_NE = 21
+cdef enum: C_LT = 22
+cdef enum: C_LE = 23
+cdef enum: C_GT = 24
+cdef enum: C_GE = 25
+cdef enum: C_AND = 30
+cdef enum: C_OR = 31
+cdef enum: C_NOT = 32
+cdef enum: C_ISNULL = 33
+cdef enum: C_ISNOTNULL = 34
+cdef enum: C_JUMP = 40
+cdef enum: C_JUMP_IF_NOT_TRUE = 41
+cdef enum: C_JUMP_IF_NOT_NULL = 42
+cdef enum: C_POP = 43
+cdef enum: C_FUNC1 = 50
+cdef enum: C_FUNC2 = 51
+cdef enum: C_GREATEST = 52
+cdef enum: C_LEAST = 53
 
 # skip modes
-DEF SKIP_PAST_LAST = 0
-DEF SKIP_NEXT_ROW = 1
-DEF SKIP_TO_FIRST = 2
-DEF SKIP_TO_LAST = 3
+cdef enum: SKIP_PAST_LAST = 0
+cdef enum: SKIP_NEXT_ROW = 1
+cdef enum: SKIP_TO_FIRST = 2
+cdef enum: SKIP_TO_LAST = 3
 
 # aggregate functions (cepsql/runtime/aggregates.py)
-DEF A_COUNT_STAR = 0
-DEF A_COUNT = 1
-DEF A_SUM = 2
-DEF A_AVG = 3
-DEF A_MIN = 4
-DEF A_MAX = 5
-DEF A_LIST = 6
-DEF NULL_BITS = 0x7FF8DEADBEEF0001
+cdef enum: A_COUNT_STAR = 0
+cdef enum: A_COUNT = 1
+cdef enum: A_SUM = 2
+cdef enum: A_AVG = 3
+cdef enum: A_MIN = 4
+cdef enum: A_MAX = 5
+cdef enum: A_LIST = 6
+cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
 
 # error codes returned to Python
-DEF ERR_SKIP_FIRST_ROW = 1
-DEF ERR_SKIP_ABSENT = 2
-DEF ERR_MEMORY = 3
+cdef enum: ERR_SKIP_FIRST_ROW = 1
+cdef enum: ERR_SKIP_ABSENT = 2
+cdef enum: ERR_MEMORY = 3
 
 # state layout: [0] history node, [1] exclusion depth, then 3 per tracked set (first, last,
 # count), then 5 per DEFINE aggregate (rows, non-null rows, sum, min, max), then loop slots
-DEF ST_HIST = 0
-DEF ST_EXCL = 1
-DEF ST_SETS = 2
+cdef enum: ST_HIST = 0
+cdef enum: ST_EXCL = 1
+cdef enum: ST_SETS = 2
 
 
 cdef struct ThreadList:

@@ -85,7 +85,7 @@ def pattern_variables(node: PatternNode) -> list[str]:
 def pattern_to_text(node: PatternNode) -> str:
     """Canonical PATTERN text, used by EXPLAIN and view listings."""
     if isinstance(node, Var):
-        return node.name
+        return _variable_text(node.name)
     if isinstance(node, Empty):
         return "()"
     if isinstance(node, Anchor):
@@ -103,6 +103,13 @@ def pattern_to_text(node: PatternNode) -> str:
         q = _quantifier_text(node.min, node.max)
         return inner + q + ("" if node.greedy else "?")
     raise TypeError(f"unknown pattern node {node!r}")
+
+
+def _variable_text(name: str) -> str:
+    """Unquoted when re-parsing gives the same canonical (upper-case) name."""
+    if name.isidentifier() and name == name.upper() and name.upper() not in ("PERMUTE",):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _wrap(node: PatternNode, kinds) -> str:
