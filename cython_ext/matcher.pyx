@@ -29,7 +29,7 @@ cdef enum: OP_DONE = 3
 cdef enum: OP_ANCHOR_START = 4
 cdef enum: OP_ANCHOR_END = 5
 cdef enum: OP_SAVE = 6
-cdef enum: OP_PROGRESS = 7
+cdef enum: OP_LOOP_BACK = 7
 cdef enum: OP_EXCL_BEGIN = 8
 cdef enum: OP_EXCL_END = 9
 
@@ -358,6 +358,11 @@ cdef class SqlMatcher:
         if op == OP_JUMP:
             self._add(L, a, st, r, depth)
             return
+        # every other instruction is entered at most once per equivalent state and
+        # position: the first (preferred) arrival wins. Entries at epsilon instructions
+        # only mark the visit; the matching loop skips them.
+        if not self._insert(L, pc, st):
+            return
         if op == OP_SPLIT:
             t = self.tmp + (depth + 1) * self.S
             memcpy(t, st, self.S * sizeof(i64))
@@ -377,8 +382,10 @@ cdef class SqlMatcher:
             st[self.slot_base + a] = r
             self._add(L, pc + 1, st, r, depth)
             return
-        if op == OP_PROGRESS:
+        if op == OP_LOOP_BACK:
             if r > st[self.slot_base + a]:
+                self._add(L, b, st, r, depth)
+            else:
                 self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_EXCL_BEGIN:
@@ -389,16 +396,18 @@ cdef class SqlMatcher:
             st[ST_EXCL] -= 1
             self._add(L, pc + 1, st, r, depth)
             return
-        # LABEL or DONE: a thread waits here; drop it if an equivalent one already does
-        k = L.head[pc]
+
+    cdef bint _insert(self, ThreadList* L, int pc, i64* st) noexcept nogil:
+        """Add (pc, st) to L unless an equivalent entry is there; False when dropped."""
+        cdef int k = L.head[pc]
         while k >= 0:
             if self._equivalent(L.states + k * self.S, st):
-                return
+                return False
             k = L.next_same[k]
         if L.n == L.cap:
             if self._list_grow(L) != 0:
                 self.oom = 1
-                return
+                return False
         k = L.n
         L.pcs[k] = pc
         memcpy(L.states + k * self.S, st, self.S * sizeof(i64))
@@ -411,6 +420,7 @@ cdef class SqlMatcher:
             L.next_same[k] = L.head[pc]
         L.head[pc] = k
         L.n += 1
+        return True
 
     cdef i64 _new_node(self, i64 row, int label, i64 parent, unsigned char excl) noexcept nogil:
         cdef i64 cap
@@ -786,6 +796,8 @@ cdef class SqlMatcher:
                 pc = cur.pcs[i]
                 op = self.prog[pc * 3]
                 st = cur.states + i * self.S
+                if op != OP_LABEL and op != OP_DONE:
+                    continue  # a visit mark of an epsilon instruction
                 if op == OP_DONE:
                     found = 1
                     memcpy(self.winner, st, self.S * sizeof(i64))

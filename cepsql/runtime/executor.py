@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import ColumnRef, Expr, RowRef, RowValue, children, walk
+from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, RowRef, RowValue, children, walk
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
@@ -147,6 +147,11 @@ def _final_projection(spec, partition_cols, order_cols, measures, input_columns)
         for key, col in zip(spec.order_by, order_cols):
             if isinstance(key.expr, ColumnRef):
                 out.append((col, ColumnRef(None, col)))
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        # unmatched rows carry null measures, whatever the expression would make of nulls
+        unmatched = IsNull(ColumnRef(None, MATCH_NUMBER_COLUMN))
+        measures = [(name, Case(None, ((unmatched, Literal(None, "null")),), expr))
+                    for name, expr in measures]
     out += measures
     if spec.rows_per_match == "ALL":
         shown = {c.lower() for c in partition_cols} | {

@@ -4,10 +4,10 @@ program -> VM).
 Instructions are (op, a, b) triples of ints. Preference is encoded in SPLIT: the VM
 explores ``a`` before ``b``, so threads stay in the standard's preference order.
 
-Empty iterations: the first ``min`` iterations of a quantifier may match nothing; an
-optional iteration (beyond ``min``) must consume at least one row, otherwise its thread
-dies (SAVE/PROGRESS around the body). That keeps the VM finite on ``(A*)*`` and gives
-the same matches as unrestricted regex semantics.
+Empty iterations follow Trino: bounded quantifiers are unrolled and every iteration may
+match nothing; in an unbounded loop an iteration that matched no rows leaves the loop
+instead of looping again (SAVE at the body start, LOOP_BACK at its end). That keeps the
+VM finite on ``(A*)*``.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ OP_DONE = 3       # match found
 OP_ANCHOR_START = 4
 OP_ANCHOR_END = 5
 OP_SAVE = 6       # slot a := current position
-OP_PROGRESS = 7   # die unless current position > slot a
+OP_LOOP_BACK = 7  # go to b if current position > slot a (progress), else fall through
 OP_EXCL_BEGIN = 8
 OP_EXCL_END = 9
 
@@ -47,7 +47,7 @@ class Program:
     def describe(self) -> str:
         names = {OP_LABEL: "LABEL", OP_SPLIT: "SPLIT", OP_JUMP: "JUMP", OP_DONE: "DONE",
                  OP_ANCHOR_START: "ANCHOR ^", OP_ANCHOR_END: "ANCHOR $", OP_SAVE: "SAVE",
-                 OP_PROGRESS: "PROGRESS", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END"}
+                 OP_LOOP_BACK: "LOOP_BACK", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END"}
         lines = []
         for i, (op, a, b) in enumerate(self.ops.tolist()):
             arg = self.labels[a] if op == OP_LABEL else f"{a} {b}"
@@ -155,31 +155,27 @@ class _Builder:
             self.emit_node(node.child)
         if node.max is not None and node.max == node.min:
             return
-        guard = can_be_empty(node.child)
         if node.max is None:
             loop = self.emit(OP_SPLIT)
             body = self.here
-            self.emit_optional_body(node.child, guard)
-            self.emit(OP_JUMP, loop)
+            if can_be_empty(node.child):
+                slot = self.n_slots
+                self.n_slots += 1
+                self.emit(OP_SAVE, slot)
+                self.emit_node(node.child)
+                self.emit(OP_LOOP_BACK, slot, loop)
+            else:
+                self.emit_node(node.child)
+                self.emit(OP_JUMP, loop)
             self.set_split(loop, body, self.here, node.greedy)
             return
         exits = []
         for _ in range(node.max - node.min):
             split = self.emit(OP_SPLIT)
             exits.append((split, self.here))
-            self.emit_optional_body(node.child, guard)
+            self.emit_node(node.child)
         for split, body in exits:
             self.set_split(split, body, self.here, node.greedy)
-
-    def emit_optional_body(self, child: PatternNode, guard: bool) -> None:
-        if not guard:
-            self.emit_node(child)
-            return
-        slot = self.n_slots
-        self.n_slots += 1
-        self.emit(OP_SAVE, slot)
-        self.emit_node(child)
-        self.emit(OP_PROGRESS, slot)
 
     def set_split(self, split: int, body: int, exit_: int, greedy: bool) -> None:
         if greedy:
