@@ -65,13 +65,13 @@ class _Evaluator:
                 f"column reference {e.var}.{e.column} cannot be evaluated as a plain expression",
                 pos=e.pos)
         names = self.table.column_names
-        if e.column in names:
+        if names.count(e.column) == 1:
             return self.table.column(e.column)
-        matches = [n for n in names if n.lower() == e.column.lower()]
-        if len(matches) != 1:
-            raise CepAnalysisError(f"unknown column {e.column!r}" if not matches else
-                                   f"ambiguous column {e.column!r}", pos=e.pos)
-        return self.table.column(matches[0])
+        matches = [k for k, n in enumerate(names) if n.lower() == e.column.lower()]
+        if len(matches) == 1:
+            return self.table.column(matches[0])
+        raise CepAnalysisError(f"unknown column {e.column!r}" if not matches else
+                               f"ambiguous column {e.column!r}", pos=e.pos)
 
     # operators ----------------------------------------------------------
     def _BinaryOp(self, e: BinaryOp) -> Value:
@@ -247,7 +247,10 @@ def _common_type(types: list[pa.DataType]) -> pa.DataType:
         if any(pa.types.is_floating(t) for t in known):
             return pa.float64()
         if any(pa.types.is_decimal(t) for t in known):
-            return pc.add(*[pa.scalar(0, t) for t in known[:2]]).type if len(known) == 2 else pa.float64()
+            out = known[0]
+            for t in known[1:]:  # Arrow's decimal promotion
+                out = pc.add(pa.scalar(0, out), pa.scalar(0, t)).type
+            return out
         return max(known, key=lambda t: t.bit_width if pa.types.is_signed_integer(t) else 64)
     if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in known):
         return pa.string()
@@ -304,6 +307,8 @@ def _cast_value(v: Value, target: pa.DataType, strict: bool = False) -> Value:
             return pc.if_else(true, True, pc.if_else(false, False, pa.scalar(None, pa.bool_())))
     if pa.types.is_floating(src) and pa.types.is_integer(target):
         v = pc.trunc(v)
+    if pa.types.is_integer(src) and pa.types.is_decimal(target):
+        v = pc.cast(v, pa.decimal128(38, target.scale))  # then range-checked below
     if pa.types.is_timestamp(src) and pa.types.is_date(target) and src.tz is not None:
         v = pc.cast(pc.local_timestamp(v), pa.timestamp(src.unit))
     if pa.types.is_string(target) and pa.types.is_floating(src):
@@ -383,7 +388,7 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         return pa.scalar(None, x.type)
     t = x.type
     if pa.types.is_decimal(t):
-        return pc.round(x, ndigits=d, round_mode="half_up")
+        return pc.round(x, ndigits=d, round_mode="half_towards_infinity")  # Spark HALF_UP
     if pa.types.is_integer(t):
         if d >= 0:
             return x

@@ -1,0 +1,58 @@
+"""cepsql: SQL:2016 MATCH_RECOGNIZE and complex event processing for Apache Spark.
+
+``import cepsql`` gives every SparkSession a ``cep`` property (``spark.cep.sql(...)``);
+``cepsql.match_recognize(sql, **tables)`` runs the same SQL in-process without Spark.
+Importing never starts a JVM.
+"""
+from __future__ import annotations
+
+from . import errors
+from .errors import (CepAnalysisError, CepEnvironmentError, CepError, CepRuntimeError,
+                     CepSyntaxError, CepUnsupportedError)
+from .spark.environment import ensure_environment, require_java
+
+__version__ = "0.1.0"
+
+ensure_environment()
+
+from .local import match_recognize  # noqa: E402
+from .spark.session import CepSession, attach as _attach  # noqa: E402
+
+
+def _attach_all() -> None:
+    from pyspark.sql import SparkSession
+    _attach(SparkSession)
+    import importlib.util
+    if importlib.util.find_spec("grpc") is None:  # Spark Connect not installed
+        return
+    try:  # its import checks optional dependencies (and may even sys.exit under -c)
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except (Exception, SystemExit):
+        return
+    _attach(ConnectSession)
+
+
+_attach_all()
+
+
+def get_session(master: str | None = None, conf: dict | None = None):
+    """A SparkSession for local use: app name cepsql, ``local[*]``, shuffle partitions
+    = 2 x cores, Arrow enabled; ``conf`` entries override these defaults."""
+    import os
+
+    from pyspark.sql import SparkSession
+    require_java()
+    settings = {
+        "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    builder = SparkSession.builder.appName("cepsql").master(master or "local[*]")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+__all__ = ["__version__", "errors", "match_recognize", "get_session", "CepSession", "CepError",
+           "CepSyntaxError", "CepAnalysisError", "CepUnsupportedError", "CepRuntimeError",
+           "CepEnvironmentError", "ensure_environment", "require_java"]

@@ -1,0 +1,51 @@
+"""Run a QueryPlan on a Spark DataFrame: prepare columns, co-locate and sort partitions,
+stream Arrow batches through the plan's worker with mapInArrow, project the result."""
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from ..exprs.spark_sql import quote_identifier, to_spark_sql
+from ..runtime.plan import QueryPlan, SortColumn
+
+
+def _col(name: str) -> Column:
+    return F.col(quote_identifier(name))
+
+
+def _sort_column(key: SortColumn) -> Column:
+    col = _col(key.column)
+    if key.ascending:
+        return col.asc_nulls_first() if key.nulls_first else col.asc_nulls_last()
+    return col.desc_nulls_first() if key.nulls_first else col.desc_nulls_last()
+
+
+def shuffle_partitions(df: DataFrame) -> int:
+    return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+
+
+def arrow_schema(df: DataFrame) -> pa.Schema:
+    """The Arrow schema of the batches Spark hands to mapInArrow for df."""
+    conf = df.sparkSession.conf
+    large = (conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "").lower() == "true"
+    return to_arrow_schema(df.schema, timezone=conf.get("spark.sql.session.timeZone"),
+                           prefers_large_types=large)
+
+
+def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
+    """The plan's result over df; columns in ``final_projection`` order."""
+    if plan.prepare_columns:
+        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+    bound = plan.bind(arrow_schema(df))
+    if plan.partition_columns:
+        df = df.repartition(shuffle_partitions(df), *[_col(c) for c in plan.partition_columns])
+    else:
+        df = df.repartition(1)  # one ordered stream
+    sort = [_col(c).asc_nulls_first() for c in plan.partition_columns]
+    sort += [_sort_column(k) for k in plan.sort_keys]
+    if sort:
+        df = df.sortWithinPartitions(*sort)
+    out = df.mapInArrow(bound.worker, from_arrow_schema(bound.worker_schema))
+    return out.select(*[F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection])

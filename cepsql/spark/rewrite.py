@@ -1,0 +1,104 @@
+"""Rewrite one statement for Spark: run each MATCH_RECOGNIZE clause as a DataFrame
+(registered as a temp view with a generated name) and hand the spliced text to spark.sql."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pyspark.errors import AnalysisException, ParseException
+from pyspark.sql import DataFrame, SparkSession
+
+from ..errors import CepAnalysisError, CepError, CepSyntaxError
+from .execute import arrow_schema, run_plan
+from .splice import Source, new_view_name, rewrite_text
+
+
+def default_finder() -> Callable:
+    from ..dialect import find_match_recognize
+    return find_match_recognize
+
+
+def default_planner() -> Callable:
+    from ..runtime.executor import plan_query
+    return plan_query
+
+
+@dataclass
+class ClauseRun:
+    """What one clause site became (for the view registry)."""
+    view: str
+    source: str
+    pattern: str
+
+
+@dataclass
+class Rewritten:
+    sql: str
+    clauses: list[ClauseRun] = field(default_factory=list)
+
+
+def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | None = None,
+            finder: Callable | None = None, planner: Callable | None = None) -> Rewritten:
+    """sql (a query, at ``offset`` in ``full_sql``) with every clause replaced by a
+    generated temp view holding its result."""
+    full = sql if full_sql is None else full_sql
+    find = finder or default_finder()
+    plan_query = planner or default_planner()
+    result = Rewritten(sql)
+
+    def run_clause(site, source: Source) -> str:
+        df = _source_frame(spark, source, full, site)
+        try:
+            plan = plan_query(site.spec, arrow_schema(df), full)
+            out = run_plan(df, plan)
+        except CepError as e:
+            raise e.with_sql(full) from None
+        except AnalysisException as e:
+            raise CepAnalysisError(f"cannot evaluate MATCH_RECOGNIZE: {_message(e)}",
+                                   sql=full, pos=site.start + offset) from None
+        view = new_view_name()
+        out.createOrReplaceTempView(view)
+        result.clauses.append(ClauseRun(view, source.display,
+                                        getattr(site.spec, "pattern_text", "") or ""))
+        return view
+
+    try:
+        result.sql = rewrite_text(sql, run_clause, find, offset=offset, full_sql=full)
+    except CepError as e:
+        raise e.with_sql(full) from None
+    return result
+
+
+def _source_frame(spark: SparkSession, source: Source, full: str, site) -> DataFrame:
+    try:
+        if source.sql is None:
+            return spark.table(source.table)
+        return spark.sql(source.sql)
+    except AnalysisException as e:
+        raise CepAnalysisError(f"cannot read the MATCH_RECOGNIZE input {source.display}: "
+                               f"{_message(e)}", sql=full,
+                               pos=getattr(site, "source_offset", None)) from None
+
+
+def run_sql(spark: SparkSession, rewritten: Rewritten, original: str) -> DataFrame:
+    """spark.sql on rewritten text; Spark's errors become cepsql errors."""
+    try:
+        return spark.sql(rewritten.sql)
+    except ParseException as e:
+        raise CepSyntaxError(_explain(e, rewritten), sql=original) from None
+    except AnalysisException as e:
+        raise CepAnalysisError(_explain(e, rewritten), sql=original) from None
+
+
+def _message(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _explain(e: Exception, rewritten: Rewritten) -> str:
+    msg = _message(e)
+    if rewritten.clauses:
+        names = ", ".join(c.view for c in rewritten.clauses)
+        msg += (f" (in the statement as rewritten by cepsql; {names} are cepsql's views holding "
+                "the MATCH_RECOGNIZE results)")
+    return msg

@@ -1,0 +1,136 @@
+"""``spark.cep``: run statements containing MATCH_RECOGNIZE, and remember the pattern views
+they define (so later tooling can list and plan them together)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..errors import CepAnalysisError
+from .rewrite import rewrite, run_sql
+from .splice import normalize_name
+
+
+@dataclass
+class PatternView:
+    name: str
+    pattern: str
+    source: str
+    sql: str
+
+
+class CepSession:
+    """cepsql's statement runner bound to one SparkSession (obtain it as ``spark.cep``)."""
+
+    def __init__(self, spark: SparkSession, *, finder: Callable | None = None,
+                 planner: Callable | None = None, dialect: object | None = None):
+        self.spark = spark
+        self._dialect = dialect  # parse_create_view / parse_drop_view / split_statements
+        self._finder = finder
+        self._planner = planner
+        self._views: dict[str, PatternView] = {}
+
+    # public API -------------------------------------------------------------
+    def sql(self, text: str) -> DataFrame:
+        """Run one statement (a query, CREATE [OR REPLACE] TEMPORARY VIEW, DROP VIEW, or any
+        other Spark statement) and return its DataFrame; several ';'-separated statements run
+        in order and the last one's DataFrame is returned."""
+        statements = _split(text, self._dialect or _dialect())
+        if not statements:
+            raise CepAnalysisError("no SQL statement given", sql=text)
+        result = None
+        for stmt in statements:
+            result = self._statement(stmt)
+        return result
+
+    def views(self) -> list[dict]:
+        """Pattern views defined through this session: {name, pattern, source, sql}."""
+        return [dict(v.__dict__) for v in self._views.values()]
+
+    def rewrite(self, query: str) -> str:
+        """The Spark SQL text a query runs as (clauses replaced by generated views);
+        evaluates the clauses. For debugging."""
+        return rewrite(self.spark, query, finder=self._finder, planner=self._planner).sql
+
+    # statements -------------------------------------------------------------
+    def _statement(self, stmt: str) -> DataFrame:
+        dialect = self._dialect or _dialect()
+        create = dialect.parse_create_view(stmt) if dialect else None
+        if create is not None:
+            return self._create_view(stmt, create)
+        drop = dialect.parse_drop_view(stmt) if dialect else None
+        if drop is not None:
+            df = self.spark.sql(stmt)
+            name = drop[0] if isinstance(drop, tuple) else drop.name  # (name, if_exists)
+            self._views.pop(normalize_name(name), None)
+            return df
+        rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner)
+        if not rewritten.clauses:
+            return self.spark.sql(stmt)
+        return run_sql(self.spark, rewritten, stmt)
+
+    def _create_view(self, stmt: str, create) -> DataFrame:
+        name = create.name
+        exists = self.spark.catalog.tableExists(name)
+        if exists and create.if_not_exists:
+            return _empty(self.spark)
+        if exists and not create.or_replace:
+            raise CepAnalysisError(f"view {name} already exists (use CREATE OR REPLACE)",
+                                   sql=stmt)
+        rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
+                            full_sql=stmt, finder=self._finder, planner=self._planner)
+        if not rewritten.clauses:
+            self._views.pop(normalize_name(name), None)
+            return self.spark.sql(stmt)
+        df = run_sql(self.spark, rewritten, stmt)
+        df.createOrReplaceTempView(name)
+        clauses = rewritten.clauses
+        self._views[normalize_name(name)] = PatternView(
+            name=name,
+            pattern="; ".join(c.pattern for c in clauses),
+            source=", ".join(dict.fromkeys(c.source for c in clauses)),
+            sql=stmt.strip())
+        return _empty(self.spark)
+
+
+def _empty(spark: SparkSession) -> DataFrame:
+    """What Spark returns for DDL: an empty DataFrame without columns."""
+    return spark.range(0).select()
+
+
+def _dialect():
+    try:
+        from .. import dialect
+    except ImportError:  # pragma: no cover - dialect not built yet
+        return None
+    return dialect if hasattr(dialect, "parse_create_view") else None
+
+
+def _split(text: str, dialect) -> list[str]:
+    if dialect is not None and hasattr(dialect, "split_statements"):
+        parts = dialect.split_statements(text)
+        return [p if isinstance(p, str) else getattr(p, "text", p[0]) for p in parts
+                if (p if isinstance(p, str) else getattr(p, "text", p[0])).strip()]
+    stripped = text.strip()
+    while stripped.endswith(";"):
+        stripped = stripped[:-1].rstrip()
+    return [stripped] if stripped else []
+
+
+def attach(session_cls: type) -> None:
+    """Give session_cls a ``cep`` property returning the session's CepSession."""
+    def cep(self) -> CepSession:
+        existing = getattr(self, "_cepsql_session", None)
+        if existing is None:
+            existing = CepSession(self)
+            try:
+                self._cepsql_session = existing
+            except AttributeError:  # pragma: no cover - slotted session classes
+                pass
+        return existing
+    if not isinstance(getattr(session_cls, "cep", None), property):
+        session_cls.cep = property(cep, doc="cepsql statement runner for this session.")
+
+
+__all__ = ["CepSession", "PatternView", "attach"]
