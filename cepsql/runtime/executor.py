@@ -132,11 +132,25 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
             empty_mode=EMPTY_CODES[spec.all_rows_option], full_history=full_history,
             partition_columns=partition_cols, passthrough=passthrough,
             output_schema=pa.schema(fields))
-        return BoundPlan(MatchWorker(config), config.output_schema,
-                         _final_projection(spec, partition_cols, order_cols, measures,
-                                           input_columns))
+        return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
+    projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)
+    _check_unique_names(projection, spec)
     return QueryPlan(prepare, partition_cols, sort_keys, bind)
+
+
+def _check_unique_names(projection: list[tuple[str, Expr]], spec: MatchRecognizeSpec) -> None:
+    """Output columns must be unambiguous (Spark resolves names case-insensitively)."""
+    seen: set[str] = set()
+    positions = {m.name.lower(): m.pos for m in spec.measures}
+    for name, _ in projection:
+        key = name.lower()
+        if key in seen:
+            raise CepAnalysisError(
+                f"output column {name} is produced twice (a measure has the name of a "
+                "partitioning, ordering or input column); rename the measure",
+                pos=positions.get(key))
+        seen.add(key)
 
 
 def _final_projection(spec, partition_cols, order_cols, measures, input_columns):
