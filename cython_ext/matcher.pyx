@@ -194,6 +194,11 @@ cdef class SqlMatcher:
     cdef i64* winner
     cdef int oom
     cdef i64 winner_end_
+    # streaming: the last partition of a chunk may continue in the next chunk ("open");
+    # anything that would need rows past its end makes the current attempt undecided
+    cdef int open_
+    cdef int undecided
+    cdef i64 anchor_start
 
     def __cinit__(self):
         self.prog = NULL
@@ -371,12 +376,15 @@ cdef class SqlMatcher:
             self._add(L, b, t, r, depth + 1)
             return
         if op == OP_ANCHOR_START:
-            if r == self.pstart:
+            if r == self.anchor_start:
                 self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_ANCHOR_END:
             if r == self.pend:
-                self._add(L, pc + 1, st, r, depth)
+                if self.open_:
+                    self.undecided = 1
+                else:
+                    self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_SAVE:
             st[self.slot_base + a] = r
@@ -497,6 +505,8 @@ cdef class SqlMatcher:
                 return -1
         j += poff
         if j < self.pstart or j >= self.pend:
+            if j >= self.pend and self.open_:
+                self.undecided = 1
             return -1
         return j
 
@@ -774,10 +784,11 @@ cdef class SqlMatcher:
         cdef i64* nst
         cdef i64 r
         cdef int i, pc, op, label, found = 0
-        cdef bint ok
+        cdef int ok
         cdef i64 winner_end = 0
         self.s = start
         self.n_nodes = 0
+        self.undecided = 0
         self._list_clear(cur)
         self._list_clear(nxt)
         for i in range(self.S):
@@ -804,10 +815,15 @@ cdef class SqlMatcher:
                     winner_end = r
                     break  # lower-preference threads are cut
                 if r >= self.pend:
+                    if self.open_:
+                        self.undecided = 1  # this thread could consume rows not seen yet
                     continue
                 label = self.prog[pc * 3 + 1]
                 if self.row_local[label]:
                     ok = self.pre[label * self.n_rows + r]
+                    if ok == 2:
+                        self.undecided = 1
+                        ok = 0
                 else:
                     ok = self._eval(label, st, r)
                 if ok:
@@ -823,6 +839,8 @@ cdef class SqlMatcher:
         self._list_clear(cur)
         self._list_clear(nxt)
         self.winner_end_ = winner_end
+        if self.undecided:
+            return 2
         return found
 
     def set_consts(self, cnp.ndarray consts):
@@ -833,12 +851,20 @@ cdef class SqlMatcher:
         if consts.shape[0]:
             memcpy(self.consts, cnp.PyArray_DATA(consts), consts.nbytes)
 
-    def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds):
+    def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
+            int open_last=0, i64 cont_pos=-1, i64 cont_match_no=0, i64 cont_covered=0,
+            int cont_has_start=0):
         """Match every partition [bounds[k], bounds[k+1]) of the chunk.
 
         values: float64[n_cols, n_rows]; nulls: uint8[n_cols, n_rows].
+        open_last: the last partition may continue in the next chunk; matching stops at
+        the first start row whose outcome depends on rows not seen yet.
+        cont_pos >= 0: the first partition continues one from the previous chunk, resuming
+        at row cont_pos with cont_match_no matches so far and rows < cont_covered matched;
+        cont_has_start says whether its true first row is still row 0 (for ``^``).
         Returns (rows, match_numbers, leaves[n_out, n_leaves], aggregates[n_out, n_maggs],
-        list_rows) as int64 arrays, or (error code, match number) for a runtime error.
+        list_rows, (resume_pos, match_no, covered) of the last partition) or
+        (error code, match number) for a runtime error.
         """
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
@@ -852,6 +878,9 @@ cdef class SqlMatcher:
         cdef i64 cap_labels = 0
         cdef i64 node
         cdef int skip_idx
+        cdef i64 saved[5]
+        cdef int q
+        cdef i64 resume_pos = -1, resume_mn = 0, resume_cov = 0
         for i in range(5):
             out[i].data = NULL
             out[i].n = 0
@@ -866,16 +895,26 @@ cdef class SqlMatcher:
             for k in range(n_parts):
                 self.pstart = bb[k]
                 self.pend = bb[k + 1]
+                self.open_ = open_last and k == n_parts - 1
                 self.match_no = 0
-                self._precompute()
                 pos = self.pstart
                 covered = self.pstart
+                self.anchor_start = self.pstart
+                if k == 0 and cont_pos >= 0:
+                    self.anchor_start = self.pstart if cont_has_start else -1
+                    pos = cont_pos
+                    covered = cont_covered
+                    self.match_no = cont_match_no
+                self._precompute()
                 while pos < self.pend:
                     self.match_no += 1  # tentative number visible to MATCH_NUMBER() in DEFINE
                     found = self._try_match(pos)
                     if found < 0:
                         err = ERR_MEMORY
                         break
+                    if found == 2:
+                        self.match_no -= 1
+                        break  # undecided: resume here when more rows arrive
                     if not found:
                         self.match_no -= 1
                         if self.empty_mode == 2 and self.all_rows and pos >= covered:
@@ -902,8 +941,16 @@ cdef class SqlMatcher:
                         excl[i] = self.node_excl[node]
                         node = self.node_parent[node]
                         i -= 1
+                    for q in range(5):
+                        saved[q] = out[q].n
+                    self.undecided = 0
                     if self._emit(pos, length, labels, excl, out) != 0:
                         err = ERR_MEMORY
+                        break
+                    if self.undecided:  # a measure reads rows not seen yet
+                        for q in range(5):
+                            out[q].n = saved[q]
+                        self.match_no -= 1
                         break
                     if end > covered:
                         covered = end
@@ -924,6 +971,10 @@ cdef class SqlMatcher:
                         pos += skip_idx
                 if err:
                     break
+                if self.open_:
+                    resume_pos = pos if pos < self.pend else self.pend
+                    resume_mn = self.match_no
+                    resume_cov = covered
         free(labels)
         free(excl)
         rows = _to_numpy(&out[0])
@@ -931,9 +982,10 @@ cdef class SqlMatcher:
         lv = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
         ag = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs)
         lists = _to_numpy(&out[4])
+        self.open_ = 0
         if err:
             return err, self.match_no
-        return rows, mns, lv, ag, lists
+        return rows, mns, lv, ag, lists, (resume_pos, resume_mn, resume_cov)
 
     cdef void _precompute(self) noexcept nogil:
         """Evaluate once per row the DEFINE conditions that depend on the row alone."""
@@ -947,7 +999,11 @@ cdef class SqlMatcher:
             if not self.row_local[label]:
                 continue
             for r in range(self.pstart, self.pend):
+                self.undecided = 0
                 self.pre[label * self.n_rows + r] = self._eval(label, st, r)
+                if self.undecided:
+                    self.pre[label * self.n_rows + r] = 2
+        self.undecided = 0
 
     cdef int _skip_target(self, i64* labels, i64 length) noexcept nogil:
         cdef i64 i
@@ -1107,6 +1163,8 @@ cdef class SqlMatcher:
             if idx >= 0:
                 j = start + idx + poff
                 if j < self.pstart or j >= self.pend:
+                    if j >= self.pend and self.open_:
+                        self.undecided = 1
                     j = -1
             if kind == 1 and j >= 0:
                 # CLASSIFIER: the label of row j if it lies in the match

@@ -131,6 +131,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
             all_rows=spec.rows_per_match == "ALL",
             empty_mode=EMPTY_CODES[spec.all_rows_option], full_history=full_history,
             partition_columns=partition_cols, passthrough=passthrough,
+            max_lookback=_max_lookback(refs.refs + [ref for ref, _ in leaves.items]),
             output_schema=pa.schema(fields))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
@@ -218,6 +219,11 @@ def _fixed_name(key, by_lower) -> str:
     if isinstance(key.expr, ColumnRef):
         return by_lower.get(key.expr.column.lower(), key.name)
     return key.name
+
+
+def _max_lookback(refs: list[RowRef]) -> int:
+    """How far before a match's first row any reference can read."""
+    return max([-r.physical_offset for r in refs if r.physical_offset < 0] + [0])
 
 
 def _needs_full_history(refs: RefTable) -> bool:

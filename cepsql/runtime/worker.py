@@ -42,6 +42,7 @@ class WorkerConfig:
     full_history: bool
     partition_columns: list[str]
     passthrough: list[str]
+    max_lookback: int  # deepest PREV reach, rows kept before an undecided start row
     output_schema: pa.Schema
 
 
@@ -52,33 +53,49 @@ class MatchWorker:
         self.config = config
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Stream chunks through the matcher. The last PARTITION BY group of a chunk stays
+        open: rows it may still need (from the first undecided start row, minus the
+        deepest PREV) are carried into the next chunk, so memory follows the longest
+        match attempt rather than the partition size."""
         matcher = self._new_matcher()
         pending: list[pa.RecordBatch] = []
         starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
         pending_rows = 0
         previous = None  # last row of the previous batch (partition columns only)
+        carry = None  # (resume row, match number, covered) of the open group
+        threshold = CHUNK_ROWS
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            starts.append(self._group_starts(batch, previous) + pending_rows)
+            new_starts = self._group_starts(batch, previous)
+            if carry is not None and pending_rows == 0 and len(new_starts) and new_starts[0] == 0:
+                carry = None  # the carried group ended exactly at the previous chunk's end
+            starts.append(new_starts + pending_rows)
             previous = batch.slice(batch.num_rows - 1)
             pending.append(batch)
             pending_rows += batch.num_rows
-            if pending_rows < CHUNK_ROWS:
+            if pending_rows < threshold:
                 continue
-            all_starts = np.concatenate(starts)
-            last = int(all_starts[-1]) if len(all_starts) else 0
-            if last == 0:
-                continue  # one group so far: keep accumulating
             table = pa.Table.from_batches(pending)
-            yield from self._process(matcher, table.slice(0, last), all_starts[all_starts < last])
-            rest = table.slice(last)
+            all_starts = _with_zero(np.concatenate(starts))
+            out, resume = self._process(matcher, table, all_starts, True, carry)
+            yield from out
+            pos, match_no, covered = resume
+            keep = max(min(pos, table.num_rows) - self.config.max_lookback, int(all_starts[-1]))
+            rest = table.slice(keep)
             pending = rest.to_batches()
-            starts = [np.zeros(1, dtype=np.int64)]
             pending_rows = rest.num_rows
+            starts = [np.zeros(0, dtype=np.int64)]
+            group_start = int(all_starts[-1])
+            has_start = keep == group_start and (carry is None or carry[3] or group_start > 0)
+            carry = (pos - keep, match_no, max(covered - keep, 0), has_start)
+            # an attempt spanning the whole chunk is retried only once the data doubled
+            threshold = max(CHUNK_ROWS, 2 * pending_rows)
         if pending_rows:
             table = pa.Table.from_batches(pending)
-            yield from self._process(matcher, table, np.concatenate(starts))
+            out, _ = self._process(matcher, table, _with_zero(np.concatenate(starts)), False,
+                                   carry)
+            yield from out
 
     # ------------------------------------------------------------------
     def _new_matcher(self):
@@ -110,18 +127,25 @@ class MatchWorker:
             change[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
         return np.flatnonzero(change[1:]).astype(np.int64)
 
-    def _process(self, matcher, table: pa.Table, starts: np.ndarray):
-        c = self.config
+    def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool,
+                 carry: tuple[int, int, int, bool] | None):
+        """Match one chunk; returns (output batches, resume state of its last group)."""
         n = table.num_rows
         values, nulls, consts = self._vm_columns(table)
         matcher.set_consts(consts)
         bounds = np.append(starts, n).astype(np.int64)
-        result = matcher.run(values, nulls, bounds)
+        cont_pos, cont_mn, cont_cov, has_start = carry if carry is not None else (-1, 0, 0, True)
+        result = matcher.run(values, nulls, bounds, int(open_last), cont_pos, cont_mn, cont_cov,
+                             int(has_start))
         if len(result) == 2:
             self._raise_runtime(result[0])
-        rows, match_numbers, leaves, aggregates, list_rows = result
+        rows, match_numbers, leaves, aggregates, list_rows, resume = result
         if len(rows) == 0:
-            return
+            return [], resume
+        return self._output(table, rows, match_numbers, leaves, aggregates, list_rows), resume
+
+    def _output(self, table, rows, match_numbers, leaves, aggregates, list_rows):
+        c = self.config
         columns = [table.column(name).take(pa.array(rows)) for name in c.passthrough]
         for i, column in enumerate(c.leaf_columns):
             idx = leaves[:, i]
@@ -134,7 +158,7 @@ class MatchWorker:
         columns += self._aggregate_columns(table, aggregates, list_rows)
         columns.append(pa.array(match_numbers, mask=match_numbers < 0))
         out = pa.Table.from_arrays(columns, schema=c.output_schema)
-        yield from out.to_batches()
+        return out.to_batches()
 
     def _aggregate_columns(self, table: pa.Table, raw: np.ndarray,
                            list_rows: np.ndarray) -> list[pa.Array]:
@@ -206,6 +230,13 @@ class MatchWorker:
             raise CepRuntimeError(
                 f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match")
         raise MemoryError("cepsql matcher ran out of memory")
+
+
+def _with_zero(starts: np.ndarray) -> np.ndarray:
+    """Group starts always include row 0 (the chunk's first group, maybe a carried one)."""
+    if len(starts) and starts[0] == 0:
+        return starts.astype(np.int64)
+    return np.concatenate([[0], starts]).astype(np.int64)
 
 
 def _sorted_dictionary(table: pa.Table, columns: list[str], literals: list[str]) -> pa.Array:
