@@ -1101,8 +1101,10 @@ cdef class SqlMatcher:
             p = length if (self.maggs[q * 4 + 3] or not self.all_rows) else upto
             if func == A_COUNT_STAR:
                 v = a[0]
-            elif func == A_COUNT or func == A_LIST:
+            elif func == A_COUNT:
                 v = a[1]
+            elif func == A_LIST:
+                v = a[1] if a[1] > 0 else -1  # no rows: NULL, like ARRAY_AGG of nothing
             elif a[1] == 0:
                 v = NULL_BITS if (func == A_SUM or func == A_AVG) else -1
             elif func == A_SUM:

@@ -44,9 +44,15 @@ def normalize_define_ref(ref: RowRef, var: str, members_of) -> RowRef:
 
 
 def localize(expr: Expr, derived: DerivedColumns, normalize=lambda r: r) -> Expr:
-    """Replace every maximal single-row sub-expression by a RowValue over one column."""
+    """Replace every maximal single-row sub-expression by a RowValue over one column.
+
+    A row other than the current one may not exist; its columns then read as NULL, so
+    only the navigation argument itself and null-strict operators around it (NULL in,
+    NULL out) may be computed ahead: ``B.p IS NULL`` must stay TRUE when B has no row.
+    """
     sig = _signature(expr, normalize)
-    if sig is not _MIXED and not isinstance(expr, Literal):
+    if sig is not _MIXED and not isinstance(expr, Literal) and (
+            sig is None or sig == _CURRENT or isinstance(expr, RowValue) or _strict(expr)):
         ref = _CURRENT if sig is None else sig
         value = _strip(expr)
         return RowValue(ref, ColumnRef(None, derived.name_for(value)), getattr(expr, "pos", None))
@@ -56,6 +62,31 @@ def localize(expr: Expr, derived: DerivedColumns, normalize=lambda r: r) -> Expr
     if not kids:
         return expr
     return rebuild(expr, [localize(k, derived, normalize) for k in kids])
+
+
+_NON_STRICT_FUNCTIONS = frozenset({
+    "coalesce", "nvl", "nvl2", "ifnull", "if", "iff", "isnull", "isnotnull", "equal_null",
+    "nanvl", "greatest", "least", "concat_ws", "array", "struct", "named_struct", "map",
+    "nullif", "zeroifnull", "nullifzero", "assert_true", "raise_error", "typeof", "rand",
+    "randn", "uuid", "current_timestamp", "current_date", "now", "array_compact",
+    "try_element_at", "elt", "decode", "ilike", "rlike"})
+
+
+def _strict(expr: Expr) -> bool:
+    """True when expr is NULL whenever its row reads are all NULL (SQL's usual rule)."""
+    from ..algebra.expressions import (Between, BinaryOp, Cast, FunctionCall, Like,
+                                       UnaryOp)
+    if isinstance(expr, (RowValue, Literal)):
+        return True
+    if isinstance(expr, BinaryOp):
+        if expr.op.upper() in ("AND", "OR"):
+            return False
+    elif isinstance(expr, FunctionCall):
+        if expr.name.lower() in _NON_STRICT_FUNCTIONS:
+            return False
+    elif not isinstance(expr, (UnaryOp, Cast, Between, Like)):
+        return False  # IS NULL, CASE, IN, ...
+    return all(_strict(k) for k in children(expr))
 
 
 def _signature(expr: Expr, normalize):
