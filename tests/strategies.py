@@ -183,6 +183,15 @@ DEFINE_TEMPLATES = [
     "price / 2 > 2",
     "{v}.vol * 2 < {v}.price",
     "CASE WHEN {v}.tag = 'z' THEN {v}.price > 3 ELSE {v}.price < 6 END",
+    # cross-row CASE / COALESCE / null tests run in the condition VM
+    "coalesce(PREV({v}.price), 0) < {v}.price",
+    "{o}.price IS NULL OR {v}.price > {o}.price",
+    "LAST({v}.price, 1) IS NULL",
+    "CASE WHEN {v}.price > {o}.price THEN {v}.vol IS NULL ELSE NEXT({v}.price) > 3 END",
+    "coalesce({o}.tag, {v}.tag) = 'x'",
+    "greatest(PREV({v}.price), {o}.price) < {v}.price + 1",
+    "abs({v}.price - FIRST({o}.price)) <= 2",
+    "PREV(CLASSIFIER()) = '{o}' OR PREV(CLASSIFIER()) IS NULL",
 ]
 
 DEFINE_AGGREGATE_TEMPLATES = [

@@ -56,6 +56,7 @@ class Anchor(PatternNode):
 class Exclusion(PatternNode):
     """``{- child -}``: rows matched by child are left out of ALL ROWS PER MATCH output."""
     child: PatternNode
+    pos: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ class _Parser:
         if tok.text == "{-":
             inner = self.alternation()
             self.take("-}")
-            return Exclusion(inner)
+            return Exclusion(inner, tok.pos)
         # '('
         if self.at(")"):
             self.i += 1

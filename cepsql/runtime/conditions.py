@@ -87,11 +87,13 @@ class _Emitter:
             self.row_local = False
 
     def op(self, opcode: int, *args: int, delta: int = 0) -> int:
+        """Append an instruction; returns the index of its opcode (args follow it)."""
+        at = len(self.code)
         self.code.append(opcode)
         self.code.extend(args)
         self.depth += delta
         self.max_depth = max(self.max_depth, self.depth)
-        return len(self.code) - 1
+        return at
 
     def const(self, value: float) -> None:
         self.consts.append(float(value))

@@ -12,8 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, RowRef, RowValue, children, walk
+from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, MatchNumber, RowRef, RowValue, children, walk
 from ..algebra.rowrefs import bind_rows, rebuild
+from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
 from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
@@ -41,6 +42,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
     if spec.strategy is not None or spec.window is not None:
         raise CepUnsupportedError("CEP mode (STRATEGY / WITHIN) is not available yet")
     spec = _canonical_columns(spec, schema)
+    _check_standard_restrictions(spec)
     labels = spec.variables
     sets = LabelSets(labels, dict(spec.subsets))
     known = set(labels) | set(spec.subsets)
@@ -138,6 +140,26 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
     projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)
     _check_unique_names(projection, spec)
     return QueryPlan(prepare, partition_cols, sort_keys, bind)
+
+
+def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
+    """Constructs SQL:2016 forbids in combination (Trino rejects them too)."""
+    for cond in spec.defines.values():
+        for node in walk(cond):
+            if isinstance(node, MatchNumber):
+                raise CepAnalysisError("MATCH_NUMBER() is not allowed in DEFINE", pos=node.pos)
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        for node in _pattern_nodes(spec.pattern):
+            if isinstance(node, Exclusion):
+                raise CepAnalysisError(
+                    "pattern exclusion {- -} cannot be used with ALL ROWS PER MATCH WITH "
+                    "UNMATCHED ROWS", pos=node.pos)
+
+
+def _pattern_nodes(node):
+    yield node
+    for child in getattr(node, "items", ()) + ((node.child,) if hasattr(node, "child") else ()):
+        yield from _pattern_nodes(child)
 
 
 def _check_unique_names(projection: list[tuple[str, Expr]], spec: MatchRecognizeSpec) -> None:
