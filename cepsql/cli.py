@@ -104,7 +104,9 @@ def get_spark(master: str | None, conf: dict[str, str]) -> tuple[Any, bool]:
         return active, False
     from cepsql.spark.environment import require_java
     require_java()
-    return cepsql.get_session(master=master, conf=conf or None), True
+    # a progress bar would interleave with the results; the user's --conf still wins
+    conf = {"spark.ui.showConsoleProgress": "false", **conf}
+    return cepsql.get_session(master=master, conf=conf), True
 
 
 # --------------------------------------------------------------------------- output
@@ -279,7 +281,7 @@ def interactive(spark: Any, header: bool = True) -> int:
         if _is_blank(text):
             buffer = []
             continue
-        if not _COMMENTS.sub("", text).rstrip().endswith(";"):
+        if not (text.rstrip().endswith(";") or _COMMENTS.sub("", text).rstrip().endswith(";")):
             continue
         buffer = []
         from cepsql.dialect import split_statements
@@ -297,6 +299,10 @@ def interactive(spark: Any, header: bool = True) -> int:
                 _run_statement(spark, stmt, header)
             except CepError as err:
                 report_error(err, text, stmt, offset)
+            except KeyboardInterrupt:
+                spark.sparkContext.cancelAllJobs()
+                _err("Interrupted.")
+                break
             except Exception as err:  # the prompt survives anything a statement does
                 _err(f"Error: {_first_lines(err)}")
 
@@ -361,6 +367,23 @@ def _arrow(df: Any) -> Any:
     return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
 
 
+def _display_rows(table: Any, time_zone: str) -> list[tuple]:
+    """Rows of table as Python values, timestamps shown in the session time zone
+    (Spark hands them to Arrow in UTC) the way collect() would show them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            try:
+                column = pc.local_timestamp(column.cast(pa.timestamp(column.type.unit, time_zone)))
+            except (pa.ArrowException, ValueError):
+                pass  # unknown zone name for Arrow: keep UTC
+        columns.append(column.to_pylist())
+    return list(zip(*columns))
+
+
 def _match_count(table: Any) -> int:
     """Matches, not rows: ALL ROWS PER MATCH gives several rows per (symbol, match_num)."""
     if "match_num" not in table.column_names:
@@ -395,6 +418,7 @@ def _demo(spark: Any, n_rows: int) -> int:
          f"(Spark {spark.version}, master {spark.sparkContext.master}).")
     failures = 0
     spark_errors = _spark_error_types()
+    time_zone = spark.conf.get("spark.sql.session.timeZone")
     try:
         for example in load_examples(demo_only=True):
             _out("\n" + "=" * 78)
@@ -420,8 +444,7 @@ def _demo(spark: Any, n_rows: int) -> int:
                 if result is None:
                     _out(f"\n-- OK ({elapsed:.2f} s)")
                     continue
-                shown = result.slice(0, SHOW_ROWS)
-                rows = [tuple(r.values()) for r in shown.to_pylist()]
+                rows = _display_rows(result.slice(0, SHOW_ROWS), time_zone)
                 _out(f"\nFirst {len(rows)} of {result.num_rows:,} result rows:")
                 _out(format_table(result.column_names, rows))
                 rate = n_rows / elapsed if elapsed > 0 else float("inf")

@@ -65,7 +65,7 @@ def generate_ticks(n_rows: int, n_symbols: int = 20, seed: int = 7) -> pa.Table:
     as often as the last), ``ts`` (timestamp[us], strictly increasing over the whole
     table, starting 2024-01-02 09:30:00), ``price`` (double, a per-symbol geometric
     random walk rounded to cents, always >= 0.01) and ``volume`` (int64, round lots
-    with rare 8-40x spikes). Rows are in ``ts`` order.
+    500-1500 with rare 8-40x spikes). Rows are in ``ts`` order.
     """
     n_rows = int(n_rows)
     if n_rows < 0:
@@ -96,8 +96,8 @@ def generate_ticks(n_rows: int, n_symbols: int = 20, seed: int = 7) -> pa.Table:
     price = np.round(start_price[sym] * np.exp(walk), 2)
     np.maximum(price, 0.01, out=price)
 
-    # Volumes: 100..5000 shares, with ~0.5% spikes of 8-40x.
-    volume = rng.integers(1, 51, n_rows, dtype=np.int64) * 100
+    # Volumes: 500..1500 shares, with ~0.5% spikes of 8-40x (so a 5x jump is a real spike).
+    volume = rng.integers(5, 16, n_rows, dtype=np.int64) * 100
     spike = rng.random(n_rows) < 0.005
     volume[spike] *= rng.integers(8, 41, int(spike.sum()), dtype=np.int64)
 

@@ -1,7 +1,7 @@
 -- A pattern view: registers the "three rising ticks" pattern as a temporary view,
 -- then queries it with plain SQL (the view works in spark.sql too). Finds, per
 -- symbol, runs of at least three consecutive price rises, and keeps the big ones.
--- Runs over the demo stream `ticks` (symbol, ts, price, volume).
+-- Runs over the demo stream ticks (symbol, ts, price, volume).
 -- demo: yes
 CREATE OR REPLACE TEMPORARY VIEW rising_runs AS
 SELECT *

@@ -1,6 +1,6 @@
 -- V-shape: per symbol, a price that falls for one or more ticks and then rises for
 -- one or more ticks. One row per match with where the V started, bottomed and ended.
--- Runs over the demo stream `ticks` (symbol, ts, price, volume).
+-- Runs over the demo stream ticks (symbol, ts, price, volume).
 -- demo: yes
 SELECT *
 FROM ticks
