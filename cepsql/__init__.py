@@ -35,6 +35,30 @@ def _attach_all() -> None:
 _attach_all()
 
 
+def register(spark) -> None:
+    """Register the SQL table functions ``cep_match`` and ``cep_view`` on ``spark`` so that
+    plain ``spark.sql`` can call them (done automatically for the session active at
+    ``import cepsql`` and on first use of ``spark.cep``). Through ``spark.cep.sql`` the
+    same calls run batch-based; see cepsql/spark/table_function.py."""
+    from .spark.tf_plain import register as _register
+    _register(spark)
+
+
+def _register_active() -> None:
+    """At import: register on the already running session, if any (never starts one)."""
+    from pyspark.sql import SparkSession
+    from .spark.session import register_quietly
+    try:
+        spark = SparkSession.getActiveSession()
+    except Exception:  # pragma: no cover - broken or remote-only environments
+        return
+    if spark is not None:
+        register_quietly(spark)
+
+
+_register_active()
+
+
 def get_session(master: str | None = None, conf: dict | None = None):
     """A SparkSession for local use: app name cepsql, ``local[*]``, shuffle partitions
     = 2 x cores, Arrow enabled; ``conf`` entries override these defaults."""
@@ -50,9 +74,13 @@ def get_session(master: str | None = None, conf: dict | None = None):
     builder = SparkSession.builder.appName("cepsql").master(master or "local[*]")
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    from .spark.session import register_quietly
+    register_quietly(session)
+    return session
 
 
-__all__ = ["__version__", "errors", "match_recognize", "get_session", "CepSession", "CepError",
+__all__ = ["__version__", "errors", "match_recognize", "get_session", "register", "CepSession",
+           "CepError",
            "CepSyntaxError", "CepAnalysisError", "CepUnsupportedError", "CepRuntimeError",
            "CepEnvironmentError", "ensure_environment", "require_java"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
 from .execute import arrow_schema, run_plan
 from .splice import Source, new_view_name, rewrite_text
+from .table_function import TfRewritten, original_pos, rewrite_table_functions
 
 
 def default_finder() -> Callable:
@@ -38,13 +39,20 @@ class Rewritten:
 
 
 def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | None = None,
-            finder: Callable | None = None, planner: Callable | None = None) -> Rewritten:
-    """sql (a query, at ``offset`` in ``full_sql``) with every clause replaced by a
-    generated temp view holding its result."""
-    full = sql if full_sql is None else full_sql
+            finder: Callable | None = None, planner: Callable | None = None,
+            views: Mapping[str, object] | None = None) -> Rewritten:
+    """sql (a query, at ``offset`` in ``full_sql``) with every cep_match / cep_view table
+    function call replaced (table_function.py; ``views`` = the pattern-view registry) and
+    then every clause replaced by a generated temp view holding its result."""
+    original_full = sql if full_sql is None else full_sql
+    tf = _table_functions(spark, sql, offset, original_full, finder, planner, views or {})
+    full = original_full
+    if tf.edits:  # the clause pass works on the edited statement
+        full = original_full[:offset] + tf.sql + original_full[offset + len(sql):]
+    sql = tf.sql
     find = finder or default_finder()
     plan_query = planner or default_planner()
-    result = Rewritten(sql)
+    result = Rewritten(sql, [ClauseRun(r.view, r.source, r.pattern) for r in tf.runs])
 
     def run_clause(site, source: Source) -> str:
         df = _source_frame(spark, source, full, site)
@@ -65,8 +73,19 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
     try:
         result.sql = rewrite_text(sql, run_clause, find, offset=offset, full_sql=full)
     except CepError as e:
+        if tf.edits:  # locate the error in the statement as written
+            raise type(e)(e.message, sql=original_full,
+                          pos=original_pos(e.pos, tf.edits)) from None
         raise e.with_sql(full) from None
     return result
+
+
+def _table_functions(spark, sql, offset, full, finder, planner, views) -> TfRewritten:
+    def run_query(query: str) -> DataFrame:
+        inner = rewrite(spark, query, finder=finder, planner=planner, views=views)
+        return spark.sql(inner.sql)
+    return rewrite_table_functions(spark, sql, offset=offset, full_sql=full, views=views,
+                                   run_query=run_query)
 
 
 def _source_frame(spark: SparkSession, source: Source, full: str, site) -> DataFrame:

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..errors import CepAnalysisError
 from .rewrite import rewrite, run_sql
 from .splice import normalize_name
+from .tf_plain import register as register_table_functions
 
 
 @dataclass
@@ -51,7 +52,8 @@ class CepSession:
     def rewrite(self, query: str) -> str:
         """The Spark SQL text a query runs as (clauses replaced by generated views);
         evaluates the clauses. For debugging."""
-        return rewrite(self.spark, query, finder=self._finder, planner=self._planner).sql
+        return rewrite(self.spark, query, finder=self._finder, planner=self._planner,
+                       views=self._views).sql
 
     # statements -------------------------------------------------------------
     def _statement(self, stmt: str) -> DataFrame:
@@ -65,8 +67,9 @@ class CepSession:
             name = drop[0] if isinstance(drop, tuple) else drop.name  # (name, if_exists)
             self._views.pop(normalize_name(name), None)
             return df
-        rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner)
-        if not rewritten.clauses:
+        rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner,
+                            views=self._views)
+        if not rewritten.clauses and rewritten.sql == stmt:
             return self.spark.sql(stmt)
         return run_sql(self.spark, rewritten, stmt)
 
@@ -79,13 +82,17 @@ class CepSession:
             raise CepAnalysisError(f"view {name} already exists (use CREATE OR REPLACE)",
                                    sql=stmt)
         rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
-                            full_sql=stmt, finder=self._finder, planner=self._planner)
+                            full_sql=stmt, finder=self._finder, planner=self._planner,
+                            views=self._views)
         if not rewritten.clauses:
             self._views.pop(normalize_name(name), None)
-            return self.spark.sql(stmt)
+            if rewritten.sql == create.query_text:
+                return self.spark.sql(stmt)
         df = run_sql(self.spark, rewritten, stmt)
         df.createOrReplaceTempView(name)
         clauses = rewritten.clauses
+        if not clauses:  # e.g. a view over cep_view(...): an ordinary view
+            return _empty(self.spark)
         self._views[normalize_name(name)] = PatternView(
             name=name,
             pattern="; ".join(c.pattern for c in clauses),
@@ -118,12 +125,23 @@ def _split(text: str, dialect) -> list[str]:
     return [stripped] if stripped else []
 
 
+def register_quietly(spark: SparkSession) -> bool:
+    """Register cep_match / cep_view for plain spark.sql; never fails the caller (the
+    spark.cep.sql path does not need them)."""
+    try:
+        register_table_functions(spark)
+        return True
+    except Exception:  # pragma: no cover - e.g. a Spark Connect server without Python UDTFs
+        return False
+
+
 def attach(session_cls: type) -> None:
     """Give session_cls a ``cep`` property returning the session's CepSession."""
     def cep(self) -> CepSession:
         existing = getattr(self, "_cepsql_session", None)
         if existing is None:
             existing = CepSession(self)
+            register_quietly(self)
             try:
                 self._cepsql_session = existing
             except AttributeError:  # pragma: no cover - slotted session classes
@@ -133,4 +151,4 @@ def attach(session_cls: type) -> None:
         session_cls.cep = property(cep, doc="cepsql statement runner for this session.")
 
 
-__all__ = ["CepSession", "PatternView", "attach"]
+__all__ = ["CepSession", "PatternView", "attach", "register_quietly"]

@@ -1,0 +1,197 @@
+"""``cep_match(TABLE(t) PARTITION BY k ORDER BY ts, '<body>')`` and ``cep_view('name')``
+through ``spark.cep.sql`` — the batch-based path.
+
+Each cep_match call is planned on the driver (the output schema depends on the body and
+the input's schema, and an ``@arrow_udtf`` needs a fixed return type), a per-query Arrow
+UDTF carrying the bound plan is registered under a generated name, and the call is
+replaced by a call of that function with Spark's own ``TABLE(...) PARTITION BY ... ORDER
+BY ...`` (parenthesised lists, ``WITH SINGLE PARTITION`` when there is no PARTITION BY).
+Spark shuffles by the partition keys and gives each partition a fresh instance: eval
+buffers Arrow batches, terminate sorts them with the plan's keys (adding the
+deterministic tie-breakers Spark's ORDER BY lacks) and runs the matcher — no Python
+object per row in cepsql's code. ``cep_view('v')`` becomes the view name itself.
+The portable fallback for plain ``spark.sql`` lives in tf_plain.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ..errors import CepAnalysisError, CepError
+from ..exprs.spark_sql import quote_identifier, to_spark_sql
+from .execute import arrow_schema
+from .splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
+                     normalize_name, scan_ctes, wrap_ctes)
+from .tf_calls import MatchCall, ViewCall, find_calls
+from .tf_plan import TablePlan, Typer, build_table_plan, run_table_plan
+from .tf_spec import call_spec, check_keys, relocate
+
+
+@dataclass
+class FunctionRun:
+    """What one cep_match call became (for the pattern-view registry)."""
+    view: str       # the generated function name
+    source: str
+    pattern: str
+
+
+@dataclass
+class TfRewritten:
+    sql: str
+    runs: list[FunctionRun] = field(default_factory=list)
+    edits: list[tuple[int, int, int]] = field(default_factory=list)  # abs (start, end, new len)
+
+
+class CepMatchBatches:
+    """Base of the per-query Arrow UDTFs; subclasses set ``plan``. One instance per
+    partition: eval keeps the batches, terminate matches them all at once (the sort
+    with tie-breakers needs the whole partition)."""
+    plan: TablePlan
+
+    def __init__(self) -> None:
+        self.batches: list[pa.RecordBatch] = []
+
+    def eval(self, batch: pa.RecordBatch) -> Iterator[pa.Table]:
+        self.batches.append(batch)
+        return iter(())
+
+    def terminate(self) -> Iterator[pa.Table]:
+        if self.batches:
+            table = pa.Table.from_batches(self.batches)
+        else:
+            table = self.plan.input_schema.empty_table()
+        self.batches = []
+        yield run_table_plan(table, self.plan)
+
+
+def spark_typer(spark: SparkSession) -> Typer:
+    """Column types as Spark computes them (as ``run_plan`` would), so the table function
+    returns exactly the clause form's types."""
+    def typer(schema: pa.Schema, exprs) -> list[pa.DataType]:
+        if not exprs:
+            return []
+        df = spark.createDataFrame([], from_arrow_schema(schema))
+        out = df.select(*[F.expr(to_spark_sql(e)).alias(f"c{i}") for i, (_, e) in enumerate(exprs)])
+        return [f.type for f in arrow_schema(out)]
+    return typer
+
+
+def rewrite_table_functions(spark: SparkSession, sql: str, *, offset: int, full_sql: str,
+                            views: Mapping[str, object],
+                            run_query: Callable[[str], DataFrame]) -> TfRewritten:
+    """sql with its cep_match / cep_view calls replaced (see module docstring).
+    ``run_query`` runs a query with cepsql's full rewriting (for input schemas)."""
+    calls = find_calls(sql, offset=offset, full_sql=full_sql)
+    result = TfRewritten(sql)
+    if not calls:
+        return result
+    ctes = scan_ctes(sql)
+    done: list[tuple[int, int, str]] = []
+    for call in calls:
+        start, end = call.start - offset, call.end - offset
+        if isinstance(call, ViewCall):
+            text = _view_replacement(call, views, full_sql)
+        else:
+            visible = [c for c in ctes if c[2] <= start]
+            contexts = []
+            if visible:
+                cte_text = ", ".join(apply_replacements(sql, lo, hi, done) for _, lo, hi in visible)
+                contexts.append(CteContext(cte_text, frozenset(n for n, _, _ in visible)))
+            text, run = _match_replacement(spark, call, full_sql, views, run_query, contexts)
+            result.runs.append(run)
+        done.append((start, end, text))
+        result.edits.append((call.start, call.end, len(text)))
+    result.sql = apply_replacements(sql, 0, len(sql), done)
+    return result
+
+
+def original_pos(pos: int | None, edits: list[tuple[int, int, int]]) -> int | None:
+    """A position in the edited statement mapped back to the original one (a position
+    inside a replacement maps to the replaced call's start)."""
+    if pos is None:
+        return None
+    delta = 0
+    for start, end, new_len in sorted(edits):
+        if pos < start + delta:
+            break
+        if pos < start + delta + new_len:
+            return start
+        delta += new_len - (end - start)
+    return pos - delta
+
+
+def _view_replacement(call: ViewCall, views: Mapping[str, object], full: str) -> str:
+    view = views.get(normalize_name(call.name))
+    if view is None:
+        known = ", ".join(sorted(getattr(v, "name", k) for k, v in views.items())) or "none"
+        raise CepAnalysisError(f"unknown pattern view {call.name!r} in cep_view (pattern views "
+                               f"defined through spark.cep.sql: {known})", sql=full,
+                               pos=call.name_pos)
+    return ".".join(quote_identifier(part) for part in getattr(view, "name").split("."))
+
+
+def _match_replacement(spark, call: MatchCall, full: str, views, run_query, contexts):
+    table = call.table
+    source = table.source
+    if table.is_query:  # inner calls first: the query is re-emitted rewritten
+        inner = rewrite_table_functions(spark, source.text, offset=source.pos, full_sql=full,
+                                        views=views, run_query=run_query).sql
+        query = f"SELECT * FROM ({inner}) AS {SOURCE_ALIAS}"
+    else:
+        inner, query = source.text, f"SELECT * FROM {source.text}"
+    try:
+        input_schema = arrow_schema(run_query(wrap_ctes(query, contexts)))
+    except AnalysisException as e:
+        raise CepAnalysisError(f"cannot read the cep_match input: {_first_line(e)}", sql=full,
+                               pos=source.pos) from None
+    except CepError as e:
+        raise type(e)(e.message, sql=full, pos=source.pos) from None
+    spec = call_spec(call, full)
+    check_keys(spec, input_schema, partition=table.partition_by, order=table.order_by, sql=full)
+    try:
+        plan = build_table_plan(spec, input_schema, typer=spark_typer(spark))
+    except CepError as err:
+        raise relocate(err, call, full) from None
+    name = _register(spark, plan)
+    text = f"{quote_identifier(name)}(TABLE({inner}){_partitioning(call, spec)})"
+    return text, FunctionRun(name, "(subquery)" if table.is_query else source.text,
+                             spec.pattern_text or "")
+
+
+def _partitioning(call: MatchCall, spec) -> str:
+    """Spark's partitioning/ordering for the TABLE argument: as written when given there,
+    else from the body; lists always parenthesised (Spark requires it before a comma)."""
+    table = call.table
+    if table.partition_by:
+        text = " PARTITION BY (" + ", ".join(p.text for p in table.partition_by) + ")"
+    elif spec.partition_by and not table.single_partition:
+        text = " PARTITION BY (" + ", ".join(to_spark_sql(k.expr) for k in spec.partition_by) + ")"
+    else:
+        text = " WITH SINGLE PARTITION"
+    if table.order_by:
+        text += " ORDER BY (" + ", ".join(p.text for p in table.order_by) + ")"
+    elif spec.order_by:
+        text += " ORDER BY (" + ", ".join(
+            f"{to_spark_sql(k.expr)} {'ASC' if k.ascending else 'DESC'} NULLS "
+            f"{'FIRST' if k.effective_nulls_first else 'LAST'}" for k in spec.order_by) + ")"
+    return text
+
+
+def _register(spark: SparkSession, plan: TablePlan) -> str:
+    from pyspark.sql.functions import arrow_udtf
+    name = new_view_name().replace("__cep_mr_", "__cep_tf_")
+    handler = type("CepMatchQuery", (CepMatchBatches,), {"plan": plan,
+                                                         "__module__": __name__})
+    spark.udtf.register(name, arrow_udtf(handler, returnType=from_arrow_schema(plan.output_schema)))
+    return name
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
