@@ -65,8 +65,30 @@ class Permute(PatternNode):
     items: tuple[PatternNode, ...]
 
 
+@dataclass(frozen=True)
+class Negation(PatternNode):
+    """CEP mode ``NOT(child)``: absence of a child match between the SEQ neighbours
+    (or, inside AND, within the AND's span). Never matches rows itself."""
+    child: PatternNode
+    pos: int | None = field(default=None, compare=False)
+
+
+CEP_OPERATORS = ("SEQ", "AND", "OR", "NOT", "KL")
+
+
+def contains_negation(node: PatternNode) -> bool:
+    """Whether a NOT(...) occurs anywhere in the pattern (CEP mode only)."""
+    if isinstance(node, Negation):
+        return True
+    if isinstance(node, (Concat, Alternation, Permute)):
+        return any(contains_negation(i) for i in node.items)
+    if isinstance(node, (Quantified, Exclusion)):
+        return contains_negation(node.child)
+    return False
+
+
 def pattern_variables(node: PatternNode) -> list[str]:
-    """Primary variables in order of first appearance."""
+    """Primary variables in order of first appearance (negated ones included)."""
     seen: list[str] = []
 
     def walk(n: PatternNode) -> None:
@@ -76,7 +98,7 @@ def pattern_variables(node: PatternNode) -> list[str]:
         elif isinstance(n, (Concat, Alternation, Permute)):
             for item in n.items:
                 walk(item)
-        elif isinstance(n, (Quantified, Exclusion)):
+        elif isinstance(n, (Quantified, Exclusion, Negation)):
             walk(n.child)
 
     walk(node)
@@ -99,6 +121,8 @@ def pattern_to_text(node: PatternNode) -> str:
         return "{- " + pattern_to_text(node.child) + " -}"
     if isinstance(node, Permute):
         return "PERMUTE(" + ", ".join(pattern_to_text(i) for i in node.items) + ")"
+    if isinstance(node, Negation):
+        return "NOT(" + pattern_to_text(node.child) + ")"
     if isinstance(node, Quantified):
         inner = _wrap(node.child, (Concat, Alternation, Quantified))
         q = _quantifier_text(node.min, node.max)
@@ -108,7 +132,8 @@ def pattern_to_text(node: PatternNode) -> str:
 
 def _variable_text(name: str) -> str:
     """Unquoted when re-parsing gives the same canonical (upper-case) name."""
-    if name.isidentifier() and name == name.upper() and name.upper() not in ("PERMUTE",):
+    if name.isidentifier() and name == name.upper() and \
+            name.upper() not in ("PERMUTE",) + CEP_OPERATORS:
         return name
     return '"' + name.replace('"', '""') + '"'
 

@@ -36,15 +36,19 @@ class Measure:
 @dataclass(frozen=True)
 class SkipTo:
     """AFTER MATCH SKIP ...; kind: 'PAST_LAST_ROW' | 'TO_NEXT_ROW' | 'TO_FIRST' | 'TO_LAST'.
-    ``TO v`` is parsed as TO_LAST v (the standard's definition)."""
+    ``TO v`` is parsed as TO_LAST v (the standard's definition).
+    ``explicit``: the clause was written (CEP mode outputs all matches unless
+    AFTER MATCH SKIP PAST LAST ROW is written); not part of equality."""
     kind: str = "PAST_LAST_ROW"
     var: str | None = None
     pos: int | None = field(default=None, compare=False)
+    explicit: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
 class Window:
-    """WITHIN clause (CEP mode): kind 'time' (size in microseconds) or 'rows'."""
+    """WITHIN clause: kind 'time' (size in microseconds; a match's last - first ORDER BY
+    timestamp must be <= size) or 'rows' (last position - first position < size)."""
     kind: str
     size: int
 
@@ -61,7 +65,9 @@ class MatchRecognizeSpec:
     # ALL ROWS PER MATCH option: 'SHOW_EMPTY' (default) | 'OMIT_EMPTY' | 'WITH_UNMATCHED'
     all_rows_option: str = "SHOW_EMPTY"
     subsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # CEP mode (None = SQL:2016 mode)
+    # CEP mode (None = SQL:2016 mode): 'STRICT_CONTIGUITY' | 'PARTITION_CONTIGUITY' |
+    # 'SKIP_TILL_NEXT_MATCH' | 'SKIP_TILL_ANY_MATCH'. A window without a strategy is
+    # SQL:2016 mode with the window as an extra constraint on every match.
     strategy: str | None = None
     window: Window | None = None
     pattern_text: str = ""  # the PATTERN text as written, for listings

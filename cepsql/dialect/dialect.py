@@ -17,9 +17,11 @@ from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokens import Token, TokenType
 
 from ..algebra.expressions import Expr
-from ..algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipTo, SortKey
-from ..errors import CepError, CepSyntaxError
-from .pattern_parser import canonical_name, parse_pattern
+from ..algebra.pattern import Negation, PatternNode, contains_negation
+from ..algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipTo, SortKey, Window
+from ..errors import CepAnalysisError, CepError, CepSyntaxError
+from .cep_clauses import rows_window, strategy_name, time_window
+from .pattern_parser import canonical_name, check_negation_placement, parse_pattern
 from .to_algebra import SEMANTICS_KEY, SEMANTICS_POS_KEY, ToAlgebra
 from .validate import NamePositions, check_input_expr, check_spec
 
@@ -29,7 +31,7 @@ __all__ = ["CepSpark", "CepSparkParser", "tokenize", "matching_paren"]
 _SPECIAL_SYNTAX = frozenset({"CAST", "TRY_CAST", "EXTRACT", "SUBSTRING", "SUBSTR", "TRIM",
                              "POSITION", "OVERLAY"})
 # words that start the next clause section; never taken as a measure name without AS
-_SECTION_WORDS = frozenset({"ONE", "ALL", "AFTER", "PATTERN", "SUBSET", "DEFINE"})
+_SECTION_WORDS = frozenset({"ONE", "ALL", "AFTER", "STRATEGY", "PATTERN", "SUBSET", "DEFINE"})
 
 
 class CepSparkParser(Spark.Parser):
@@ -158,9 +160,15 @@ class CepSparkParser(Spark.Parser):
             self._check_measure_names(measures)
         rows, option = self._rows_per_match()
         skip = self._after_match_skip()
+        strategy = self._strategy()
         if not self._match_text_seq("PATTERN"):
             self._fail("PATTERN")
         pattern, pattern_text = self._pattern()
+        check_negation_placement(pattern)
+        if strategy is None and contains_negation(pattern):
+            raise CepAnalysisError("NOT(...) needs CEP mode: add a STRATEGY clause before PATTERN",
+                                   pos=_first_negation_pos(pattern))
+        window = self._within()
         names = NamePositions()
         subsets: dict[str, tuple[str, ...]] = {}
         if self._match_text_seq("SUBSET"):
@@ -174,7 +182,8 @@ class CepSparkParser(Spark.Parser):
         spec = MatchRecognizeSpec(
             partition_by=tuple(partition), order_by=tuple(order), measures=tuple(measures),
             rows_per_match=rows, pattern=pattern, defines=defines, after_match_skip=skip,
-            all_rows_option=option, subsets=subsets, pattern_text=pattern_text)
+            all_rows_option=option, subsets=subsets, strategy=strategy, window=window,
+            pattern_text=pattern_text)
         check_spec(spec, names)
         return spec
 
@@ -238,18 +247,57 @@ class CepSparkParser(Spark.Parser):
         if not self._match_text_seq("MATCH", "SKIP"):
             self._fail("MATCH SKIP after AFTER")
         if self._match_text_seq("PAST", "LAST", "ROW"):
-            return SkipTo("PAST_LAST_ROW")
+            return SkipTo("PAST_LAST_ROW", explicit=True)
         if self._match_text_seq("TO", "NEXT", "ROW"):
-            return SkipTo("TO_NEXT_ROW")
+            return SkipTo("TO_NEXT_ROW", explicit=True)
         if not self._match_text_seq("TO"):
             self._fail("PAST LAST ROW, TO NEXT ROW, TO FIRST v, TO LAST v or TO v")
         kind = "TO_LAST"
         if self._curr.text.upper() in ("FIRST", "LAST") and self._next and \
-                self._next.token_type != TokenType.R_PAREN and self._next.text.upper() != "PATTERN":
+                self._next.token_type != TokenType.R_PAREN and \
+                self._next.text.upper() not in ("PATTERN", "STRATEGY"):
             kind = "TO_" + self._curr.text.upper()
             self._advance()
         var, pos = self._var_name("a pattern variable after AFTER MATCH SKIP TO")
-        return SkipTo(kind, var, pos)
+        return SkipTo(kind, var, pos, explicit=True)
+
+    def _strategy(self) -> str | None:
+        """``STRATEGY name`` (CEP mode), or None when absent."""
+        if not self._match_text_seq("STRATEGY"):
+            return None
+        tok = self._curr
+        if not tok or tok.token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
+            self._fail("a strategy name (STRICT_CONTIGUITY, PARTITION_CONTIGUITY, "
+                       "SKIP_TILL_NEXT_MATCH or SKIP_TILL_ANY_MATCH)")
+        self._advance()
+        return strategy_name(tok.text, self._token_pos(tok))
+
+    def _within(self) -> Window | None:
+        """``WITHIN INTERVAL 'n' unit`` | ``WITHIN INTERVAL n unit`` | ``WITHIN n ROWS``."""
+        if not self._match_text_seq("WITHIN"):
+            return None
+        if self._match(TokenType.INTERVAL):
+            amount = self._curr
+            if not amount or amount.token_type not in (TokenType.STRING, TokenType.NUMBER):
+                self._fail("the interval amount, e.g. INTERVAL '20' MINUTE")
+            self._advance()
+            text, unit_tok = amount.text, self._curr
+            if amount.token_type == TokenType.STRING and len(text.split()) == 2:
+                text, unit_text = text.split()  # INTERVAL '20 minutes'
+                return time_window(text, self._token_pos(amount), unit_text,
+                                   self._token_pos(amount))
+            if not unit_tok or unit_tok.token_type == TokenType.R_PAREN:
+                self._fail("an interval unit (MILLISECOND, SECOND, MINUTE, HOUR or DAY)")
+            self._advance()
+            return time_window(text, self._token_pos(amount), unit_tok.text,
+                               self._token_pos(unit_tok))
+        count = self._curr
+        if not count or count.token_type != TokenType.NUMBER:
+            self._fail("INTERVAL '<n>' <unit> or <n> ROWS after WITHIN")
+        self._advance()
+        if not self._match_text_seq("ROWS") and not self._match_text_seq("ROW"):
+            self._fail("ROWS after the WITHIN row count")
+        return rows_window(count.text, self._token_pos(count))
 
     def _pattern(self):
         if not self._match(TokenType.L_PAREN, advance=False):
@@ -386,4 +434,16 @@ def matching_paren(tokens: list[Token], index: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return i
+    return None
+
+
+def _first_negation_pos(node: PatternNode) -> int | None:
+    """Position of the first NOT(...) in the pattern (for error messages)."""
+    if isinstance(node, Negation):
+        return node.pos
+    for child in getattr(node, "items", ()) or (
+            (node.child,) if hasattr(node, "child") else ()):
+        pos = _first_negation_pos(child)
+        if pos is not None:
+            return pos
     return None

@@ -15,16 +15,29 @@ Grammar (SQL:2016 / Trino)::
     quantifier  := ('*' | '+' | '?' | '{' n? (',' m?)? '}') '?'?
     primary     := var | '(' ')' | '(' pattern ')' | '^' | '$'
                  | '{-' pattern '-}' | PERMUTE '(' pattern (',' pattern)* ')'
+                 | cep_op
+
+CEP mode operators (an operator name is a keyword only when '(' follows it, so a
+variable may still be called ``seq``; ``seq (a)`` is the operator)::
+
+    cep_op      := SEQ '(' pattern (',' pattern)* ')'      -> Concat (flattened)
+                 | AND '(' pattern (',' pattern)* ')'      -> Permute
+                 | OR '(' pattern (',' pattern)* ')'       -> Alternation (flattened)
+                 | NOT '(' pattern ')'                     -> Negation
+                 | KL '(' pattern (',' n (',' m?)?)? ')'   -> Quantified(n, m)
+                                                     (default n=1, m unbounded)
+
+``check_negation_placement`` then enforces where NOT may stand.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
-                               Permute, Quantified, Var, pattern_to_text)
+from ..algebra.pattern import (CEP_OPERATORS, Alternation, Anchor, Concat, Empty, Exclusion,
+                               Negation, PatternNode, Permute, Quantified, Var, pattern_to_text)
 from ..errors import CepSyntaxError
 
-__all__ = ["parse_pattern", "pattern_to_text", "canonical_name"]
+__all__ = ["parse_pattern", "pattern_to_text", "canonical_name", "check_negation_placement"]
 
 _SYMBOLS = ("{-", "-}", "(", ")", "|", "*", "+", "?", "{", "}", ",", "^", "$")
 
@@ -208,6 +221,8 @@ class _Parser:
                 items.append(self.alternation())
             self.take(")")
             return Permute(tuple(items))
+        if tok.kind == "ident" and tok.text.upper() in CEP_OPERATORS and self._next_is("("):
+            return self.cep_operator(tok)
         if tok.kind in ("ident", "qident"):
             self.i += 1
             return Var(canonical_name(tok.text, tok.kind == "qident"), tok.pos)
@@ -227,6 +242,47 @@ class _Parser:
         inner = self.alternation()
         self.take(")")
         return inner
+
+    def cep_operator(self, tok: _Tok) -> PatternNode:
+        """SEQ/AND/OR/NOT/KL '(' ... ')' (the name token is current, '(' follows)."""
+        name = tok.text.upper()
+        self.i += 2
+        items = [self.alternation()]
+        if name == "KL":
+            return self.kleene(tok, items[0])
+        while self.at(","):
+            self.i += 1
+            items.append(self.alternation())
+        self.take(")")
+        if name == "NOT":
+            if len(items) != 1:
+                raise CepSyntaxError("NOT takes exactly one pattern", pos=tok.pos)
+            return Negation(items[0], tok.pos)
+        if name == "SEQ":
+            return _flatten(Concat, items)
+        if name == "OR":
+            return _flatten(Alternation, items)
+        return items[0] if len(items) == 1 else Permute(tuple(items))
+
+    def kleene(self, tok: _Tok, child: PatternNode) -> PatternNode:
+        """KL(p) = p+; KL(p, n) = p{n,}; KL(p, n, m) = p{n,m}; KL(p, n, ) = p{n,}."""
+        lo, hi = 1, None
+        if self.at(","):
+            self.i += 1
+            lo = self.number()
+            if lo is None:
+                self.fail("expected the KL lower bound (a non-negative integer)")
+            if self.at(","):
+                self.i += 1
+                hi = self.number()
+        if not self.at(")"):
+            self.fail("expected ',' or ')' in KL(pattern, min, max)")
+        self.i += 1
+        if hi is not None and lo > hi:
+            raise CepSyntaxError(f"KL lower bound {lo} exceeds upper bound {hi}", pos=tok.pos)
+        if hi == 0:
+            raise CepSyntaxError("KL upper bound must be at least 1", pos=tok.pos)
+        return Quantified(child, lo, hi, True)
 
     def _next_is(self, sym: str) -> bool:
         nxt = self.toks[self.i + 1]
@@ -252,3 +308,42 @@ def parse_pattern(text: str, base: int = 0) -> PatternNode:
     if parser.cur.kind != "end":
         parser.fail("expected '|', a pattern variable or the end of PATTERN")
     return node
+
+
+def check_negation_placement(node: PatternNode) -> None:
+    """NOT(p) may only be an item of a SEQ/concatenation or of an AND, next to at least
+    one positive item, and may not contain another NOT; raises CepSyntaxError at the NOT."""
+    if isinstance(node, Negation):
+        raise CepSyntaxError("NOT(...) cannot be the whole pattern: it needs a positive "
+                             "neighbour in a SEQ or AND", pos=node.pos)
+    _check_negations(node)
+
+
+def _check_negations(node: PatternNode) -> None:
+    if isinstance(node, (Concat, Permute)):
+        negations = [i for i in node.items if isinstance(i, Negation)]
+        if negations and len(negations) == len(node.items):
+            raise CepSyntaxError("a SEQ or AND made only of NOT(...) items matches nothing; "
+                                 "add a positive item", pos=negations[0].pos)
+        for item in node.items:
+            if isinstance(item, Negation):
+                _no_inner_negation(item.child)
+            else:
+                _check_negations(item)
+        return
+    children = node.items if isinstance(node, Alternation) else (
+        (node.child,) if isinstance(node, (Quantified, Exclusion)) else ())
+    for child in children:
+        if isinstance(child, Negation):
+            where = "an OR/alternation" if isinstance(node, Alternation) else (
+                "a KL/quantifier" if isinstance(node, Quantified) else "an exclusion")
+            raise CepSyntaxError(f"NOT(...) cannot stand directly inside {where}; "
+                                 "use it as an item of SEQ or AND", pos=child.pos)
+        _check_negations(child)
+
+
+def _no_inner_negation(node: PatternNode) -> None:
+    if isinstance(node, Negation):
+        raise CepSyntaxError("NOT(...) cannot be nested inside NOT(...)", pos=node.pos)
+    for child in getattr(node, "items", ()) or ((node.child,) if hasattr(node, "child") else ()):
+        _no_inner_negation(child)

@@ -1,0 +1,801 @@
+"""Pure-Python reference evaluator of CEP mode (STRATEGY / WITHIN): the test oracle.
+
+Obviously correct, not fast: it enumerates candidate matches per partition and checks
+every rule on the complete match. The exact rules (which the compiled evaluators must
+reproduce) are listed in ``docs``-style form in the module-level ``RULES`` below.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from itertools import permutations
+from typing import Callable, Iterator
+
+import pyarrow as pa
+
+from ..algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber,
+                                   RowValue, children, walk)
+from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
+                               PatternNode, Permute, Quantified, Var)
+from ..algebra.rowrefs import bind_rows, rebuild
+from ..algebra.spec import MatchRecognizeSpec, Window
+from ..errors import CepAnalysisError, CepUnsupportedError
+from .reference import (_all_rows_row, _next_start, _ordered, _partition_values, _partitions,
+                        _Query, _unmatched_row, evaluate_reference)
+from .reference_expr import EvalContext, aggregate_variable, evaluate
+
+__all__ = ["evaluate_reference_cep", "RULES"]
+
+RULES = """
+CEP-mode semantics (reference_cep):
+ R1 Rows are partitioned and ordered as in SQL mode; a position is the ORDER BY index in
+    the partition. A match is a non-empty set of (position, variable) pairs; empty matches
+    are never output in CEP mode.
+ R2 DEFINE of V holds at each row r labelled V, evaluated on the complete match with
+    current row r: references to V (or a SUBSET containing V) and unqualified references
+    are RUNNING (matched rows at positions <= r, so LAST(v.x, 1) = previous V element,
+    avg(v.x) = over V elements up to r); references to any other variable are FINAL
+    (its rows in the complete match). Unqualified columns/navigation/aggregates range over
+    the match rows only (rows skipped between them are invisible), PREV/NEXT move in the
+    partition. MATCH_NUMBER() is NULL in DEFINE. A NULL condition is false.
+ R3 WITHIN INTERVAL w: ts = first ORDER BY key (timestamp -> microseconds, date -> days,
+    number -> seconds); max(ts) - min(ts) over the match rows <= w; a NULL ts fails.
+    WITHIN n ROWS: max position - min position < n.
+ R4 SKIP_TILL_ANY_MATCH: every structural assignment: SEQ items in strictly increasing
+    position blocks; AND items all present with disjoint rows in any order (interleaving
+    allowed); OR exactly one branch; p{n,m} / KL = n..m non-empty iterations in increasing
+    blocks (missing iterations may be empty only when p can match empty).
+ R5 SKIP_TILL_NEXT_MATCH / PARTITION_CONTIGUITY / STRICT_CONTIGUITY: runs over the
+    Thompson NFA of the pattern (AND = alternation of the permutations of its positive
+    items, no interleaving). A run starts at every row r where the first variable's take
+    condition holds. A run needing variable V takes: NEXT_MATCH - the first later row whose
+    take condition holds (no branching); PARTITION_CONTIGUITY - the next row of the
+    partition, or dies; STRICT_CONTIGUITY - the next row of the whole input in ORDER BY
+    order (ignoring PARTITION BY) if it is in the same partition, else dies. Every epsilon
+    choice (Kleene: stay or proceed, optional, OR) forks the run. The take condition of V
+    at r = the top-level AND conjuncts of V's DEFINE all of whose referenced variables are
+    V or already bound in the run, evaluated on the partial match plus r (rule R2).
+    A run whose state reaches the end emits its assignment; it continues if it can.
+    An emitted assignment must then pass R2 (all conditions, complete match), R3 and R6.
+ R6 NOT(p) as an item of a SEQ: no match of p (any-match, its DEFINEs evaluated with the
+    positive match bound) on rows outside the match strictly between the previous item's
+    last row and the next item's first row in that SEQ (nearest non-empty items). With no
+    previous (next) row in the SEQ the side is open: every row before (after) that still
+    fits the WITHIN window together with the match; the whole partition side without
+    WITHIN. NOT(p) as an item of AND: no such p match strictly inside the span of the
+    AND's positive rows. Under contiguity strategies SEQ neighbours are adjacent, so
+    only leading/trailing NOTs can fail.
+ R7 Output: distinct assignments. AFTER MATCH SKIP PAST LAST ROW written explicitly:
+    candidates in order (last position, first position, positions, labels); keep one when
+    none of its rows is in an already kept match. Default or TO NEXT ROW: all matches.
+    MATCH_NUMBER numbers the output matches per partition by (first position, last
+    position, positions, labels). ONE ROW: partition keys + measures (FINAL, current =
+    last row); ALL ROWS: one row per matched, non-excluded row in position order
+    (RUNNING measures at that row); WITH UNMATCHED ROWS adds rows in no output match.
+ R8 WITHIN without STRATEGY: SQL:2016 semantics where a row may join a match only if the
+    match so far still fits the window (so the preferred match is the first one in
+    preference order satisfying the DEFINEs and the window).
+"""
+
+_MATCH = "\x00match"   # the universal variable restricted to the match rows
+_GAP = ""              # label of a skipped row inside the match span (no variable)
+
+# A match row: (position, variable, excluded); a match: rows sorted by position.
+Row = tuple[int, str, bool]
+Rows = tuple[Row, ...]
+
+
+def evaluate_reference_cep(spec: MatchRecognizeSpec,
+                           table: pa.Table) -> tuple[list[str], list[tuple]]:
+    """(output column names, output rows) of a CEP-mode spec (or a windowed SQL-mode one)."""
+    if spec.strategy is None and spec.window is None:
+        return evaluate_reference(spec, table)
+    if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
+        raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY on a timestamp column")
+    rows = table.to_pylist()
+    query = _Query(spec, list(table.column_names))
+    parts = _partitions(spec, rows, query.colmap)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20_000 + 50 * len(rows)))
+    try:
+        if spec.strategy is None:
+            out = [r for part in parts for r in _sql_mode_partition(query, part)]
+        else:
+            _check_cep_spec(spec)
+            global_index = _global_order(spec, rows, query) \
+                if spec.strategy == "STRICT_CONTIGUITY" else None
+            out = [r for part in parts for r in _cep_partition(query, part, global_index)]
+    finally:
+        sys.setrecursionlimit(old_limit)
+    return query.output_names, out
+
+
+def _check_cep_spec(spec: MatchRecognizeSpec) -> None:
+    skip = spec.after_match_skip
+    if skip.explicit and skip.kind in ("TO_FIRST", "TO_LAST"):
+        raise CepUnsupportedError("AFTER MATCH SKIP TO FIRST/LAST is not available in CEP mode; "
+                                  "use SKIP PAST LAST ROW (non-overlapping) or omit it (all "
+                                  "matches)", pos=skip.pos)
+    for node in _nodes(spec.pattern):
+        if isinstance(node, Anchor):
+            raise CepUnsupportedError("anchors ^ and $ are not available in CEP mode")
+
+
+def _nodes(node: PatternNode) -> Iterator[PatternNode]:
+    yield node
+    for child in getattr(node, "items", ()) or (
+            (node.child,) if hasattr(node, "child") else ()):
+        yield from _nodes(child)
+
+
+# --- time and windows ----------------------------------------------------------------
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def time_micros(v: object) -> object:
+    """A window-comparable value of the first ORDER BY key (R3), None for NULL."""
+    if v is None:
+        return None
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        delta = v - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(v, _dt.date):
+        return (v - _EPOCH.date()).days * 86_400_000_000
+    if isinstance(v, bool):
+        raise CepAnalysisError("WITHIN INTERVAL needs a timestamp or numeric ORDER BY key")
+    if isinstance(v, (int, Decimal)):
+        return v * 1_000_000
+    if isinstance(v, float):
+        return v * 1e6
+    raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {type(v).__name__} values")
+
+
+class _Span:
+    """Window test of a set of positions in one partition."""
+
+    def __init__(self, window: Window | None, ts: list[object]):
+        self.window = window
+        self.ts = ts
+
+    def fits(self, lo: int, hi: int) -> bool:
+        """Whether rows at positions lo <= hi (the extremes of a match) fit the window."""
+        w = self.window
+        if w is None:
+            return True
+        if w.kind == "rows":
+            return hi - lo < w.size
+        a, b = self.ts[lo], self.ts[hi]
+        if a is None or b is None:
+            return False
+        return abs(b - a) <= w.size
+
+
+# --- conditions ----------------------------------------------------------------------
+
+def _map(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Bottom-up rewrite; fn returns a replacement or None to keep the (rebuilt) node."""
+    kids = children(expr)
+    if kids and not isinstance(expr, Aggregate):
+        expr = rebuild(expr, [_map(k, fn) for k in kids])
+    out = fn(expr)
+    return expr if out is None else out
+
+
+def _qualify_aggregate(agg: Aggregate) -> Aggregate:
+    """Aggregates over the universal variable range over the match rows only (R2)."""
+    if agg.star_var == "":
+        return replace(agg, star_var=_MATCH)
+    if agg.star_var is not None or aggregate_variable(agg) is not None:
+        return agg
+
+    def qualify(e: Expr) -> Expr | None:
+        if isinstance(e, ColumnRef) and e.var is None:
+            return ColumnRef(_MATCH, e.column, e.pos)
+        if isinstance(e, Classifier) and e.var is None:
+            return Classifier(_MATCH, e.pos)
+        return None
+    return replace(agg, args=tuple(_map(a, qualify) for a in agg.args))
+
+
+def _is_own(ref_var: str | None, var: str | None, subsets: dict[str, frozenset[str]]) -> bool:
+    """Whether a reference reads RUNNING in var's DEFINE (var itself, its subsets, universal)."""
+    return ref_var in (None, _MATCH, var) or (var is not None and var in subsets.get(ref_var, ()))
+
+
+def _cep_bind(expr: Expr, var: str | None, known: set[str], subsets: dict[str, frozenset[str]],
+              final_default: bool) -> Expr:
+    """bind_rows, then: universal -> match rows; in a DEFINE (var set) other variables FINAL."""
+    bound = bind_rows(expr, in_define=var is not None, final_default=final_default,
+                      known_vars=known)
+
+    def fix(e: Expr) -> Expr | None:
+        if isinstance(e, RowValue):
+            ref = e.ref
+            if ref.var is None:
+                ref = replace(ref, var=_MATCH)
+            if var is not None and not _is_own(ref.var, var, subsets):
+                ref = replace(ref, final=True)
+            return replace(e, ref=ref)
+        if isinstance(e, Aggregate):
+            agg = _qualify_aggregate(e)
+            if var is not None:
+                own = _is_own(aggregate_variable(agg) if agg.star_var is None
+                              else agg.star_var, var, subsets)
+                agg = replace(agg, semantics="RUNNING" if own else "FINAL")
+            return agg
+        return None
+    return _map(bound, fix)
+
+
+def _referenced(expr: Expr, subsets: dict[str, frozenset[str]]) -> set[str]:
+    """Primary variables a bound condition reads (subsets expand to their members)."""
+    names: set[str] = set()
+    for e in walk(expr):
+        if isinstance(e, RowValue):
+            names.add(e.ref.var)
+        elif isinstance(e, Aggregate):
+            names.add(e.star_var if e.star_var is not None else aggregate_variable(e))
+    out: set[str] = set()
+    for n in names - {None, _MATCH}:
+        out |= set(subsets.get(n, (n,)))
+    return out
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    from ..algebra.expressions import BinaryOp
+    if isinstance(expr, BinaryOp) and expr.op.upper() == "AND":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return [expr]
+
+
+def _is_local(expr: Expr, var: str, subsets: dict[str, frozenset[str]]) -> bool:
+    """Whether a condition reads only its current row (and rows physically around it)."""
+    for e in walk(expr):
+        if isinstance(e, (Aggregate, MatchNumber)):
+            return False
+        if isinstance(e, RowValue):
+            ref = e.ref
+            if ref.final or ref.logical != "LAST" or ref.logical_offset != 0 or \
+                    not _is_own(ref.var, var, subsets):
+                return False
+    return True
+
+
+class _Conditions:
+    """DEFINE conditions of one query, evaluated on (partial or complete) assignments."""
+
+    def __init__(self, q: _Query):
+        self.q = q
+        self.subsets = dict(q.subsets)
+        self.subsets[_MATCH] = frozenset(q.spec.variables)
+        self.known = set(q.known) | {_MATCH}
+        self.defines = {v: _cep_bind(e, v, self.known, self.subsets, False)
+                        for v, e in q.spec.defines.items()}
+        self.conjuncts = {v: [(c, _referenced(c, self.subsets) - {v}) for c in _conjuncts(e)]
+                          for v, e in self.defines.items()}
+        self.local = {v: _is_local(e, v, self.subsets) for v, e in self.defines.items()}
+        one = q.spec.rows_per_match == "ONE"
+        self.measures = [_cep_bind(m.expr, None, self.known, self.subsets, one)
+                         for m in q.spec.measures]
+
+    def context(self, rows: list[dict], labels: dict[int, str], current: int | None,
+                final_default: bool = False, match_number: int | None = None) -> EvalContext:
+        start, end = min(labels), max(labels)
+        seq = tuple(labels.get(p, _GAP) for p in range(start, end + 1))
+        return EvalContext(rows=rows, start=start, labels=seq, current=current,
+                           final_default=final_default, match_number=match_number,
+                           subsets=self.subsets, known_vars=frozenset(self.known),
+                           colmap=self.q.colmap)
+
+    def holds(self, rows: list[dict], var: str, pos: int, labels: dict[int, str]) -> bool:
+        """V's whole DEFINE at pos, labels = the complete assignment (R2)."""
+        cond = self.defines.get(var)
+        return cond is None or evaluate(cond, self.context(rows, labels, pos)) is True
+
+    def take_ok(self, rows: list[dict], var: str, pos: int, labels: dict[int, str]) -> bool:
+        """V's immediate conjuncts at pos on a partial assignment (R5)."""
+        bound = set(labels.values())
+        ctx = None
+        for cond, refs in self.conjuncts.get(var, ()):
+            if refs <= bound:
+                ctx = ctx or self.context(rows, labels, pos)
+                if evaluate(cond, ctx) is not True:
+                    return False
+        return True
+
+    def all_hold(self, rows: list[dict], match: Rows) -> bool:
+        labels = {p: v for p, v, _ in match}
+        return all(self.holds(rows, v, p, labels) for p, v, _ in match)
+
+
+# --- negation ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _NegCheck:
+    """No match of ``child`` strictly between lo and hi (None = open, window-bounded side)."""
+    child: PatternNode
+    lo: int | None
+    hi: int | None
+
+
+class _Partition:
+    """One ordered partition with everything the matchers need."""
+
+    def __init__(self, q: _Query, conds: _Conditions, rows: list[dict]):
+        self.q, self.conds, self.rows, self.n = q, conds, rows, len(rows)
+        spec = q.spec
+        ts: list[object] = []
+        if spec.window is not None and spec.window.kind == "time":
+            ctx = EvalContext(rows=rows, colmap=q.colmap)
+            ts = [time_micros(evaluate(spec.order_by[0].expr, ctx, i)) for i in range(self.n)]
+        self.span = _Span(spec.window, ts)
+        self.cands: dict[str, list[int]] = {}
+        for var in spec.variables:
+            if conds.local.get(var, False):
+                self.cands[var] = [p for p in range(self.n)
+                                   if conds.holds(rows, var, p, {p: var})]
+            else:
+                self.cands[var] = list(range(self.n))
+        self.cand_sets = {v: set(c) for v, c in self.cands.items()}
+
+    def fits(self, match: Rows) -> bool:
+        return not match or self.span.fits(match[0][0], match[-1][0])
+
+    def negation_ok(self, match: Rows, check: _NegCheck) -> bool:
+        used = {p for p, _, _ in match}
+        first, last = match[0][0], match[-1][0]
+        region = []
+        for r in range(self.n):
+            if r in used or (check.lo is not None and r <= check.lo) or \
+                    (check.hi is not None and r >= check.hi):
+                continue
+            if (check.lo is None or check.hi is None) and \
+                    not self.span.fits(min(first, r), max(last, r)):
+                continue
+            region.append(r)
+        labels = {p: v for p, v, _ in match}
+        allowed = set(region)
+        for seg, _ in any_match(self, check.child, 0, allowed):
+            if not seg:
+                continue
+            trial = dict(labels)
+            trial.update({p: v for p, v, _ in seg})
+            if all(self.conds.holds(self.rows, v, p, trial) for p, v, _ in seg):
+                return False
+        return True
+
+    def accept(self, match: Rows, checks: tuple[_NegCheck, ...]) -> bool:
+        """R2 + R3 + R6 on a complete candidate."""
+        return bool(match) and self.fits(match) and self.conds.all_hold(self.rows, match) and \
+            all(self.negation_ok(match, c) for c in checks)
+
+
+# --- SKIP_TILL_ANY_MATCH: structural enumeration (R4) -----------------------------------
+
+Seg = tuple[Rows, tuple[_NegCheck, ...]]
+
+
+def _nullable(node: PatternNode) -> bool:
+    if isinstance(node, (Empty, Negation)):
+        return True
+    if isinstance(node, Var):
+        return False
+    if isinstance(node, Concat | Permute):
+        return all(_nullable(i) for i in node.items)
+    if isinstance(node, Alternation):
+        return any(_nullable(i) for i in node.items)
+    if isinstance(node, Quantified):
+        return node.min == 0 or _nullable(node.child)
+    if isinstance(node, Exclusion):
+        return _nullable(node.child)
+    return False
+
+
+def any_match(part: _Partition, node: PatternNode, lo: int, allowed: set[int] | None,
+              excl: bool = False) -> Iterator[Seg]:
+    """Every structural assignment of node to rows >= lo (restricted to ``allowed``)."""
+    if isinstance(node, Var):
+        for p in part.cands.get(node.name, range(part.n)):
+            if p >= lo and (allowed is None or p in allowed):
+                yield ((p, node.name, excl),), ()
+    elif isinstance(node, Empty):
+        yield (), ()
+    elif isinstance(node, Exclusion):
+        yield from any_match(part, node.child, lo, allowed, True)
+    elif isinstance(node, Alternation):
+        for item in node.items:
+            yield from any_match(part, item, lo, allowed, excl)
+    elif isinstance(node, Concat):
+        yield from _seq(part, node.items, 0, lo, allowed, excl, (), (), ())
+    elif isinstance(node, Permute):
+        yield from _and(part, node, lo, allowed, excl)
+    elif isinstance(node, Quantified):
+        yield from _loop(part, node, 0, lo, allowed, excl, (), ())
+    elif isinstance(node, Negation):
+        raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
+    else:
+        raise CepUnsupportedError(f"{type(node).__name__} is not available in CEP mode")
+
+
+def _merge(a: Rows, b: Rows) -> Rows:
+    return tuple(sorted(a + b))
+
+
+def _seq(part, items, i, lo, allowed, excl, rows: Rows, checks, pending) -> Iterator[Seg]:
+    """SEQ items[i:] after ``rows`` (the SEQ's rows so far); pending = NOTs awaiting hi."""
+    if i == len(items):
+        done = tuple(_NegCheck(c, l, None) for c, l in pending)
+        yield rows, checks + done
+        return
+    item = items[i]
+    if isinstance(item, Negation):
+        prev = rows[-1][0] if rows else None
+        yield from _seq(part, items, i + 1, lo, allowed, excl, rows, checks,
+                        pending + ((item.child, prev),))
+        return
+    for seg, seg_checks in any_match(part, item, lo, allowed, excl):
+        if not seg:
+            yield from _seq(part, items, i + 1, lo, allowed, excl, rows,
+                            checks + seg_checks, pending)
+            continue
+        new_rows = rows + seg
+        if not part.fits(new_rows):
+            continue
+        done = tuple(_NegCheck(c, l, seg[0][0]) for c, l in pending)
+        yield from _seq(part, items, i + 1, seg[-1][0] + 1, allowed, excl, new_rows,
+                        checks + seg_checks + done, ())
+
+
+def _and(part, node: Permute, lo, allowed, excl) -> Iterator[Seg]:
+    positives = [i for i in node.items if not isinstance(i, Negation)]
+    negated = [i.child for i in node.items if isinstance(i, Negation)]
+
+    def combine(k: int, rows: Rows, checks) -> Iterator[Seg]:
+        if k == len(positives):
+            if rows:
+                span = tuple(_NegCheck(c, rows[0][0], rows[-1][0]) for c in negated)
+            else:
+                span = tuple(_NegCheck(c, None, None) for c in negated)
+            yield rows, checks + span
+            return
+        used = {p for p, _, _ in rows}
+        for seg, seg_checks in any_match(part, positives[k], lo, allowed, excl):
+            if any(p in used for p, _, _ in seg):
+                continue
+            merged = _merge(rows, seg)
+            if part.fits(merged):
+                yield from combine(k + 1, merged, checks + seg_checks)
+    yield from combine(0, (), ())
+
+
+def _loop(part, node: Quantified, count, lo, allowed, excl, rows: Rows, checks) -> Iterator[Seg]:
+    if count >= node.min or _nullable(node.child):
+        yield rows, checks
+    if node.max is not None and count >= node.max:
+        return
+    for seg, seg_checks in any_match(part, node.child, lo, allowed, excl):
+        if not seg:
+            continue
+        new_rows = rows + seg
+        if part.fits(new_rows):
+            yield from _loop(part, node, count + 1, seg[-1][0] + 1, allowed, excl, new_rows,
+                             checks + seg_checks)
+
+
+# --- run-based strategies: Thompson NFA (R5) ------------------------------------------
+
+@dataclass
+class _State:
+    var: str | None = None          # consuming state: the variable it takes
+    excl: bool = False
+    target: int = -1                # consuming state: state after taking
+    eps: list = None                # epsilon edges: [(target, action or None)]
+
+
+class _Nfa:
+    """Thompson construction; actions on epsilon edges record SEQ/AND scopes and NOTs."""
+
+    def __init__(self, pattern: PatternNode):
+        self.states: list[_State] = []
+        self._ids = 0
+        self.start, self.final = self.build(pattern, False)
+
+    def new(self, **kw) -> int:
+        self.states.append(_State(eps=[], **kw))
+        return len(self.states) - 1
+
+    def edge(self, a: int, b: int, action=None) -> None:
+        self.states[a].eps.append((b, action))
+
+    def scope(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def build(self, node: PatternNode, excl: bool) -> tuple[int, int]:
+        if isinstance(node, Var):
+            out = self.new()
+            return self.new(var=node.name, excl=excl, target=out), out
+        if isinstance(node, Empty):
+            s = self.new()
+            return s, s
+        if isinstance(node, Exclusion):
+            return self.build(node.child, True)
+        if isinstance(node, Alternation):
+            s, t = self.new(), self.new()
+            for item in node.items:
+                a, b = self.build(item, excl)
+                self.edge(s, a)
+                self.edge(b, t)
+            return s, t
+        if isinstance(node, Concat):
+            return self.build_seq(node.items, excl)
+        if isinstance(node, Permute):
+            return self.build_and(node, excl)
+        if isinstance(node, Quantified):
+            return self.build_loop(node, excl)
+        if isinstance(node, Negation):
+            raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
+        raise CepUnsupportedError(f"{type(node).__name__} is not available in CEP mode")
+
+    def build_seq(self, items, excl: bool) -> tuple[int, int]:
+        sid = self.scope()
+        s = self.new()
+        cur = self.new()
+        self.edge(s, cur, ("open", sid))
+        for item in items:
+            if isinstance(item, Negation):
+                nxt = self.new()
+                self.edge(cur, nxt, ("neg", sid, item.child))
+                cur = nxt
+                continue
+            a, b = self.build(item, excl)
+            self.edge(cur, a)
+            cur = b
+        t = self.new()
+        self.edge(cur, t, ("close", sid))
+        return s, t
+
+    def build_and(self, node: Permute, excl: bool) -> tuple[int, int]:
+        positives = [i for i in node.items if not isinstance(i, Negation)]
+        negated = tuple(i.child for i in node.items if isinstance(i, Negation))
+        s, t = self.new(), self.new()
+        for order in permutations(positives):
+            aid = self.scope()
+            a, b = self.build_seq(order, excl) if len(order) > 1 else self.build(order[0], excl)
+            self.edge(s, a, ("and_open", aid))
+            self.edge(b, t, ("and_close", aid, negated))
+        return s, t
+
+    def build_loop(self, node: Quantified, excl: bool) -> tuple[int, int]:
+        s = self.new()
+        cur = s
+        for _ in range(node.min):
+            a, b = self.build(node.child, excl)
+            self.edge(cur, a)
+            cur = b
+        t = self.new()
+        if node.max is None:
+            a, b = self.build(node.child, excl)
+            self.edge(cur, a)
+            self.edge(b, cur)
+            self.edge(cur, t)
+            return s, t
+        for _ in range(node.max - node.min):
+            a, b = self.build(node.child, excl)
+            self.edge(cur, t)
+            self.edge(cur, a)
+            cur = b
+        self.edge(cur, t)
+        return s, t
+
+    def closure(self, state: int) -> Iterator[tuple[int, tuple]]:
+        """(consuming or final state, actions on the way) for every acyclic epsilon path."""
+        def walk_(s: int, acts: tuple, seen: frozenset) -> Iterator[tuple[int, tuple]]:
+            st = self.states[s]
+            if st.var is not None or s == self.final:
+                yield s, acts
+            for b, action in st.eps:
+                if b not in seen:
+                    yield from walk_(b, acts if action is None else acts + (action,),
+                                     seen | {b})
+        seen_out: set = set()
+        for item in walk_(state, (), frozenset({state})):
+            if item not in seen_out:
+                seen_out.add(item)
+                yield item
+
+
+def _log_rows(log: tuple) -> Rows:
+    return tuple(sorted(e[1:] for e in log if e[0] == "row"))
+
+
+def _log_checks(log: tuple) -> tuple[_NegCheck, ...]:
+    """Negation checks of a complete run from its action log (R6)."""
+    checks = []
+    for i, e in enumerate(log):
+        if e[0] == "neg":
+            sid = e[1]
+            opened = max(j for j in range(i) if log[j][:2] == ("open", sid))
+            closed = min(j for j in range(i, len(log)) if log[j][:2] == ("close", sid))
+            before = [x[1] for x in log[opened:i] if x[0] == "row"]
+            after = [x[1] for x in log[i:closed] if x[0] == "row"]
+            checks.append(_NegCheck(e[2], before[-1] if before else None,
+                                    after[0] if after else None))
+        elif e[0] == "and_close":
+            aid = e[1]
+            opened = max(j for j in range(i) if log[j][:2] == ("and_open", aid))
+            inside = [x[1] for x in log[opened:i] if x[0] == "row"]
+            for child in e[2]:
+                checks.append(_NegCheck(child, min(inside) - 1 if inside else None,
+                                        max(inside) + 1 if inside else None))
+    return tuple(checks)
+
+
+def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
+                global_index: list[int] | None) -> set[Rows]:
+    """Accepted assignments of the run-based strategies."""
+    conds, rows = part.conds, part.rows
+    found: set[Rows] = set()
+
+    def labels_of(log: tuple) -> dict[int, str]:
+        return {e[1]: e[2] for e in log if e[0] == "row"}
+
+    def take(q: int, pos: int, log: tuple) -> None:
+        st = nfa.states[q]
+        log = log + (("row", pos, st.var, st.excl),)
+        if not part.fits(_log_rows(log)):
+            return
+        for s, acts in nfa.closure(st.target):
+            full = log + acts
+            if s == nfa.final:
+                match = _log_rows(full)
+                if match not in found and part.accept(match, _log_checks(full)):
+                    found.add(match)
+            else:
+                advance(s, full, pos)
+
+    def ok(q: int, r: int, log: tuple) -> bool:
+        var = nfa.states[q].var
+        if r not in part.cand_sets[var]:
+            return False
+        labels = labels_of(log)
+        labels[r] = var
+        return conds.take_ok(rows, var, r, labels)
+
+    def advance(q: int, log: tuple, last: int) -> None:
+        if strategy == "SKIP_TILL_NEXT_MATCH":
+            for r in range(last + 1, part.n):
+                if ok(q, r, log):
+                    take(q, r, log)
+                    return
+            return
+        r = last + 1
+        if r >= part.n:
+            return
+        if global_index is not None and global_index[r] != global_index[last] + 1:
+            return
+        if ok(q, r, log):
+            take(q, r, log)
+
+    starts = list(nfa.closure(nfa.start))
+    for pos in range(part.n):
+        for q, acts in starts:
+            if q != nfa.final and ok(q, pos, acts):
+                take(q, pos, acts)
+    return found
+
+
+# --- per partition -------------------------------------------------------------------
+
+def _global_order(spec: MatchRecognizeSpec, rows: list[dict], q: _Query) -> dict[int, int]:
+    """id(row) -> index in the ORDER BY order of the whole input (STRICT_CONTIGUITY)."""
+    ordered = _ordered(spec.order_by, rows, list(q.colmap.values()), q.colmap)
+    return {id(r): i for i, r in enumerate(ordered)}
+
+
+def _cep_partition(q: _Query, rows: list[dict], global_order: dict[int, int] | None) -> list[tuple]:
+    spec = q.spec
+    conds = _Conditions(q)
+    part = _Partition(q, conds, rows)
+    if spec.strategy == "SKIP_TILL_ANY_MATCH":
+        matches: set[Rows] = set()
+        for match, checks in any_match(part, spec.pattern, 0, None):
+            if match not in matches and part.accept(match, checks):
+                matches.add(match)
+    else:
+        gidx = None if global_order is None else [global_order[id(r)] for r in rows]
+        matches = run_matches(part, _Nfa(spec.pattern), spec.strategy, gidx)
+    selected = _select(spec, matches)
+    return _output(q, conds, rows, selected)
+
+
+def _order_key(m: Rows) -> tuple:
+    return (m[0][0], m[-1][0], tuple(p for p, _, _ in m), tuple(v for _, v, _ in m))
+
+
+def _selection_key(m: Rows) -> tuple:
+    """SASE non-overlap order: completion (last position) first, then the match order."""
+    first, last, positions, labels = _order_key(m)
+    return (last, first, positions, labels)
+
+
+def _select(spec: MatchRecognizeSpec, matches: set[Rows]) -> list[Rows]:
+    """R7: all matches, or SASE's non-overlapping selection; in MATCH_NUMBER order."""
+    if spec.after_match_skip.explicit and spec.after_match_skip.kind == "PAST_LAST_ROW":
+        kept, used = [], set()
+        for m in sorted(matches, key=_selection_key):
+            positions = {p for p, _, _ in m}
+            if not positions & used:
+                kept.append(m)
+                used |= positions
+        matches = set(kept)
+    return sorted(matches, key=_order_key)
+
+
+def _output(q: _Query, conds: _Conditions, rows: list[dict], matches: list[Rows]) -> list[tuple]:
+    spec = q.spec
+    keys = _partition_values(q, rows)
+    out: list[tuple] = []
+    for number, m in enumerate(matches, 1):
+        labels = {p: v for p, v, _ in m}
+        if spec.rows_per_match == "ONE":
+            ctx = conds.context(rows, labels, m[-1][0], True, number)
+            out.append(keys + tuple(evaluate(e, ctx) for e in conds.measures))
+            continue
+        for p, _, excluded in m:
+            if not excluded:
+                ctx = conds.context(rows, labels, p, False, number)
+                values = [evaluate(e, ctx) for e in conds.measures]
+                out.append(_all_rows_row(q, rows[p], keys, values))
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        covered = {p for m in matches for p, _, _ in m}
+        out.extend(_unmatched_row(q, rows, keys, p) for p in range(len(rows)) if p not in covered)
+    return out
+
+
+# --- SQL:2016 mode with a WITHIN window (R8) ------------------------------------------
+
+def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
+    """The SQL reference's partition loop with the window added to every row's acceptance."""
+    from .reference import DEFAULT_MAX_STEPS, _match_rows
+    from .reference_pattern import PatternMatcher
+    spec = q.spec
+    ts: list[object] = []
+    if spec.window.kind == "time":
+        ctx0 = EvalContext(rows=rows, colmap=q.colmap)
+        ts = [time_micros(evaluate(spec.order_by[0].expr, ctx0, i)) for i in range(len(rows))]
+    span = _Span(spec.window, ts)
+    state = {"number": 0}
+
+    def accept(start: int, row: int, labels: tuple[str, ...]) -> bool:
+        if not span.fits(start, row):
+            return False
+        cond = q.defines.get(labels[-1])
+        if cond is None:
+            return True
+        ctx = q.context(rows, start=start, labels=labels, current=row,
+                        match_number=state["number"] + 1)
+        return evaluate(cond, ctx) is True
+
+    matcher = PatternMatcher(spec.pattern, len(rows), accept, DEFAULT_MAX_STEPS)
+    keys = _partition_values(q, rows)
+    out: list[tuple] = []
+    pos, covered = 0, -1
+    while pos < len(rows):
+        labels = matcher.match(pos)
+        if labels is None:
+            if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED" \
+                    and pos > covered:
+                out.append(_unmatched_row(q, rows, keys, pos))
+            pos += 1
+            continue
+        state["number"] += 1
+        out.extend(_match_rows(q, rows, keys, pos, labels, state["number"]))
+        covered = max(covered, pos + len(labels) - 1)
+        pos = _next_start(spec, pos, labels)
+    return out

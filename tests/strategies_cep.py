@@ -1,0 +1,161 @@
+"""Hypothesis strategies for CEP-mode queries (STRATEGY / WITHIN / SEQ AND OR NOT KL).
+
+Streams come from ``strategies.streams`` capped at 14 rows with unique ts (so ORDER BY ts
+has no ties and the any-match enumeration of the reference stays tractable). Queries
+are SQL text over table ``t(part, ts, price, vol, tag)``; ts is numeric, so
+``WITHIN INTERVAL 'n' SECOND`` spans n ts units (numbers count as seconds).
+
+Patterns draw at most one unbounded Kleene closure and use each variable once, which
+keeps SKIP_TILL_ANY_MATCH enumeration small (a closure over <= 14 rows).
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from strategies import streams
+
+STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY", "SKIP_TILL_NEXT_MATCH",
+              "SKIP_TILL_ANY_MATCH")
+MAX_ROWS = 14
+
+
+def cep_streams(max_rows: int = MAX_ROWS):
+    """Small streams for CEP-mode property tests (unique ts)."""
+    return streams(max_rows=min(max_rows, MAX_ROWS), unique_ts=True)
+
+
+# --- patterns ----------------------------------------------------------------------------
+# A tree: ('var', name) | ('kl', child, lo, hi) | ('seq'|'and'|'or', [children]) | ('not', name)
+
+@st.composite
+def _tree(draw, names: list[str], depth: int, kleene_left: list[int]):
+    """A positive pattern over the variables popped from ``names``."""
+    if depth == 0 or len(names) < 2 or draw(st.booleans()):
+        name = names.pop(0)
+        node = ("var", name)
+        if draw(st.integers(0, 3)) == 0:
+            bounded = kleene_left[0] == 0 or draw(st.booleans())
+            if bounded:
+                lo = draw(st.integers(0, 2))
+                node = ("kl", node, lo, draw(st.integers(max(lo, 1), 3)))
+            else:
+                kleene_left[0] -= 1
+                node = ("kl", node, draw(st.sampled_from([0, 1, 1, 2])), None)
+        return node
+    op = draw(st.sampled_from(["seq", "seq", "and", "or"]))
+    k = draw(st.integers(2, min(3, len(names))))
+    items = []
+    for _ in range(k):
+        if not names:
+            break
+        items.append(draw(_tree(names, depth - 1, kleene_left)))
+    if len(items) == 1:
+        return items[0]
+    if op in ("seq", "and") and names and draw(st.integers(0, 2)) == 0:
+        at = draw(st.integers(0, len(items)))
+        items.insert(at, ("not", names.pop(0)))
+    return (op, items)
+
+
+def render(node, regex: bool = False) -> str:
+    """Operator syntax; with regex, SEQ and KL use the regex forms where possible."""
+    kind = node[0]
+    if kind == "var":
+        return node[1]
+    if kind == "not":
+        return f"NOT({node[1]})"
+    if kind == "kl":
+        _, child, lo, hi = node
+        inner = render(child, regex)
+        if regex and child[0] == "var":
+            if (lo, hi) == (1, None):
+                return inner + "+"
+            return inner + ("{%d,}" % lo if hi is None else "{%d,%d}" % (lo, hi))
+        return f"KL({inner})" if (lo, hi) == (1, None) else (
+            f"KL({inner}, {lo})" if hi is None else f"KL({inner}, {lo}, {hi})")
+    items = [render(i, regex) for i in node[1]]
+    if kind == "seq" and regex:
+        return "(" + " ".join(items) + ")"
+    return f"{kind.upper()}(" + ", ".join(items) + ")"
+
+
+def variables(node) -> list[str]:
+    kind = node[0]
+    if kind in ("var", "not"):
+        return [node[1]]
+    if kind == "kl":
+        return variables(node[1])
+    return [v for i in node[1] for v in variables(i)]
+
+
+def kleene_vars(node) -> set[str]:
+    kind = node[0]
+    if kind == "kl":
+        return set(variables(node[1]))
+    if kind in ("seq", "and", "or"):
+        return set().union(*(kleene_vars(i) for i in node[1]))
+    return set()
+
+
+@st.composite
+def cep_patterns(draw):
+    """(pattern tree, pattern text). A top-level NOT-only pattern is never drawn."""
+    names = ["A", "B", "C", "D", "E"]
+    tree = draw(_tree(names, draw(st.integers(0, 2)), [1]))
+    if tree[0] == "var" and draw(st.booleans()):
+        tree = ("seq", [tree])
+    return tree, render(tree, regex=draw(st.booleans()))
+
+
+# --- conditions and the query ---------------------------------------------------------
+
+_SINGLE = ["tag = 'x'", "tag <> 'z'", "price > 3", "price <= 6", "vol >= 1.5",
+           "price IS NOT NULL", "{v}.price < 8", "PREV({v}.price) < {v}.price"]
+_CROSS = ["{v}.price > {o}.price", "{v}.vol <= {o}.vol", "{v}.tag = {o}.tag"]
+_KLEENE = ["count({v}.*) = 1 OR {v}.price >= LAST({v}.price, 1)",
+           "{v}.price >= avg({v}.price)", "count({v}.*) <= 2"]
+
+
+@st.composite
+def _define(draw, var: str, others: list[str], kleene: bool) -> str | None:
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        return None
+    parts = [draw(st.sampled_from(_SINGLE)).format(v=var)]
+    if others and draw(st.integers(0, 2)) == 0:
+        parts.append(draw(st.sampled_from(_CROSS)).format(v=var, o=draw(st.sampled_from(others))))
+    if kleene and draw(st.booleans()):
+        parts.append("(" + draw(st.sampled_from(_KLEENE)).format(v=var) + ")")
+    return " AND ".join(parts)
+
+
+@st.composite
+def cep_queries(draw, strategy: str | None = None) -> str:
+    """A CEP-mode SELECT over t (strategy drawn unless given)."""
+    tree, text = draw(cep_patterns())
+    names = variables(tree)
+    kl = kleene_vars(tree)
+    strategy = strategy or draw(st.sampled_from(STRATEGIES))
+    defines = []
+    for v in names:
+        cond = draw(_define(v, [o for o in names if o != v], v in kl))
+        if cond is not None:
+            defines.append(f"{v} AS {cond}")
+    first = names[0]
+    measures = ["count(*) AS n", f"FIRST({first}.ts) AS t0", "LAST(ts) AS t1",
+                "MATCH_NUMBER() AS mn"]
+    measures = draw(st.lists(st.sampled_from(measures), min_size=1, max_size=3, unique=True))
+    rows = draw(st.sampled_from(["ONE ROW PER MATCH", "ONE ROW PER MATCH", "ALL ROWS PER MATCH"]))
+    if rows.startswith("ALL"):
+        measures = [m for m in measures if not m.startswith("LAST(ts)")] or ["count(*) AS n"]
+        measures.append("CLASSIFIER() AS cls")
+    skip = draw(st.sampled_from(["", "", "AFTER MATCH SKIP PAST LAST ROW"]))
+    window = draw(st.sampled_from(["", "WITHIN 3 ROWS", "WITHIN 5 ROWS",
+                                   "WITHIN INTERVAL '4' SECOND", "WITHIN INTERVAL 6 SECONDS"]))
+    if kl and strategy == "SKIP_TILL_ANY_MATCH" and not window:
+        window = "WITHIN 6 ROWS"   # keeps any-match enumeration of a closure small
+    partition = draw(st.sampled_from(["PARTITION BY part", "PARTITION BY part", ""]))
+    define = ("DEFINE " + ", ".join(defines)) if defines else ""
+    return (f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts "
+            f"MEASURES {', '.join(measures)} {rows} {skip} STRATEGY {strategy} "
+            f"PATTERN ({text}) {window} {define})")
