@@ -1,25 +1,32 @@
 """Run a statement with MATCH_RECOGNIZE in-process, without Spark: the clauses run through
 the same QueryPlan as on Spark (expressions via Arrow compute), the SQL around them through
-sqlglot's Python executor. Meant for small data, notebooks and tests.
+``local_sql``, our vectorised evaluator of a subset of Spark SQL (see its docstring; other
+constructs raise CepUnsupportedError pointing to ``spark.cep.sql``). Nothing derived from
+the SQL text is ever passed to eval/exec. Meant for small data, notebooks and tests.
 
 Results are pandas DataFrames; integer and boolean columns use pandas' nullable dtypes
 (Int8..Int64, UInt.., boolean) so NULLs never turn integers into floats.
 """
 from __future__ import annotations
 
+import itertools
+from functools import partial
 from typing import Callable, Mapping
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import CepAnalysisError, CepError, CepSyntaxError, CepUnsupportedError
+from .errors import CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow
+from .local_sql import Scope, Virtual, run_sql, sort_table, unsupported
 from .runtime.plan import QueryPlan, SortColumn
-from .spark.splice import Source, new_view_name, normalize_name, rewrite_text, \
-    is_select_star_from
+from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
+
+__all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
 
 TableLike = pd.DataFrame | pa.Table
+_placeholders = itertools.count(1)
 
 
 def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
@@ -35,36 +42,76 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
         from .dialect import find_match_recognize as finder
     if planner is None:
         from .runtime.executor import plan_query as planner
-    given = {normalize_name(k): to_arrow(v) for k, v in tables.items()}
-    generated: dict[str, pa.Table] = {}
     stmt = sql.rstrip().rstrip(";")
-    top_sites: list = []
-
-    def find(text: str, *, offset: int = 0, full_sql: str | None = None):
-        sites = finder(text, offset=offset, full_sql=full_sql)
-        if text is stmt and offset == 0:
-            top_sites.extend(sites)
-        return sites
-
-    def run_clause(site, source: Source) -> str:
-        table = _source_table(source, given, generated, stmt, site)
-        plan = planner(site.spec, table.schema, stmt)
-        name = new_view_name()
-        generated[name] = execute_plan(table, plan)
-        return name
-
+    scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
+    run = _LocalStatement(stmt, finder, planner)
     try:
-        rewritten = rewrite_text(stmt, run_clause, find, full_sql=stmt)
-        if len(top_sites) == 1 and is_select_star_from(stmt, top_sites[0].start, top_sites[0].end):
-            return generated[_only_view(rewritten)]
-        return run_sqlglot(rewritten, {**given, **generated}, stmt)
+        sites = finder(stmt, offset=0, full_sql=stmt)
+        if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
+            return run.clause(sites[0], scope)  # fast path: no SQL around the clause
+        return run.query(stmt, 0, scope, sites)
     except CepError as e:
         raise e.with_sql(stmt) from None
 
 
-def _only_view(rewritten: str) -> str:
-    start = rewritten.index("`") + 1
-    return rewritten[start:rewritten.index("`", start)]
+class _LocalStatement:
+    """One statement on the in-process path. Each query text has its MATCH_RECOGNIZE
+    clauses masked by placeholder names (padded to the clause's length, so every position
+    in the masked text is a position in the statement); local_sql evaluates the rest and
+    runs a clause when it reads its placeholder, in the scope of that point (so a CTE name
+    as the clause's source resolves like any table name)."""
+
+    def __init__(self, stmt: str, finder: Callable, planner: Callable):
+        self.stmt, self.finder, self.planner = stmt, finder, planner
+
+    def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
+              ) -> pa.Table:
+        """Result of the query text starting at offset in the statement."""
+        if sites is None:
+            sites = self.finder(text, offset=offset, full_sql=self.stmt)
+        parts, cursor, virtual = [], 0, {}
+        for site in sorted(sites, key=lambda s: s.start):
+            lo, hi = site.start - offset, site.end - offset
+            name = f"#cep{next(_placeholders)}"
+            token = quote_identifier(name)
+            if len(token) > hi - lo:  # cannot happen: a clause is longer than its name
+                raise CepUnsupportedError("MATCH_RECOGNIZE clause too short", pos=site.start)
+            parts += [text[cursor:lo], token.ljust(hi - lo)]
+            cursor = hi
+            alias = None if site.alias is None else normalize_name(site.alias)
+            virtual[name] = Virtual(partial(self.clause, site), alias)
+        parts.append(text[cursor:])
+        return run_sql("".join(parts), scope.with_virtual(virtual), base=offset)
+
+    def clause(self, site, scope: Scope) -> pa.Table:
+        """One clause's result: its source's rows through the QueryPlan."""
+        table = self.source(site, scope)
+        return execute_plan(table, self.planner(site.spec, table.schema, self.stmt))
+
+    def source(self, site, scope: Scope) -> pa.Table:
+        if site.source_is_query:
+            inner, shift = strip_parens(site.source_text)
+            return self.query(inner, site.source_offset + shift, scope)
+        name = site.source_text.strip()
+        if "(" in name:
+            raise unsupported(f"the table-valued function {name} as a MATCH_RECOGNIZE source",
+                              site.source_offset)
+        parts = [normalize_name(p) for p in _split_dotted(name)]
+        return scope.lookup(parts, name, site.source_offset)[0]
+
+
+def _split_dotted(name: str) -> list[str]:
+    """Parts of a dotted name, keeping dots inside backquotes."""
+    parts, current, quoted = [], "", False
+    for ch in name:
+        if ch == "`":
+            quoted = not quoted
+        if ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return parts + [current]
 
 
 def to_arrow(table: TableLike) -> pa.Table:
@@ -87,18 +134,32 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
-def _source_table(source: Source, given: dict[str, pa.Table], generated: dict[str, pa.Table],
-                  stmt: str, site) -> pa.Table:
-    if source.sql is not None:
-        return run_sqlglot(source.sql, {**given, **generated}, stmt)
-    key = normalize_name(source.table or "")
-    if key not in given and "." in key:
-        key = normalize_name(source.table.split(".")[-1])
-    if key not in given:
-        raise CepAnalysisError(
-            f"unknown table {source.table}: pass it as match_recognize(sql, {key}=...)",
-            pos=getattr(site, "source_offset", None))
-    return given[key]
+def _sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
+    """Sort by PARTITION BY + ORDER BY; the tie-breaking keys are added only when that
+    order actually has ties (sorting on every column is the expensive part)."""
+    primary = plan.primary_sort_keys
+    if primary is None or primary >= len(plan.sort_keys):
+        return sort_table(table, keys)
+    head = keys[:len(keys) - len(plan.sort_keys) + primary]
+    if not head:
+        return sort_table(table, keys)
+    ordered = sort_table(table, head)
+    if ordered.num_rows < 2 or not _has_ties(ordered, [k.column for k in head]):
+        return ordered
+    return sort_table(table, keys)
+
+
+def _has_ties(table: pa.Table, columns: list[str]) -> bool:
+    """Whether two adjacent rows agree on every column (NULL equal to NULL)."""
+    n = table.num_rows
+    same = None
+    for name in columns:
+        col = table.column(name).combine_chunks()
+        a, b = col.slice(0, n - 1), col.slice(1)
+        eq = pc.or_kleene(pc.equal(a, b), pc.and_(pc.is_null(a), pc.is_null(b)))
+        eq = pc.fill_null(eq, False)
+        same = eq if same is None else pc.and_(same, eq)
+    return bool(pc.any(same).as_py())
 
 
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> pa.Table:
@@ -108,50 +169,13 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> p
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
     bound = plan.bind(prepared.schema)
-    keys = [SortColumn(c, True, True) for c in plan.partition_columns] + list(plan.sort_keys)
-    ordered = sort_table(prepared, keys).combine_chunks()
+    keys = list(plan.sort_keys)
+    leading = {k.column for k in keys[:len(plan.partition_columns)]}
+    if leading != set(plan.partition_columns):  # the contract: partitions contiguous
+        keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
+    ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
     batches = ordered.to_batches(max_chunksize=batch_rows)
     out = pa.Table.from_batches(list(bound.worker(iter(batches))), schema=bound.worker_schema)
     names = [n for n, _ in bound.final_projection]
     return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)
-
-
-def sort_table(table: pa.Table, keys: list[SortColumn]) -> pa.Table:
-    """Stable multi-key sort with per-key NULL placement; NaN sorts above every number
-    (Spark's order)."""
-    if not keys or table.num_rows == 0:
-        return table
-    arrays, sort_keys = [], []
-    for key in keys:
-        col = table.column(key.column)
-        order = "ascending" if key.ascending else "descending"
-        arrays.append(pc.is_valid(col) if key.nulls_first else pc.is_null(col))
-        sort_keys.append((f"k{len(arrays) - 1}", "ascending"))
-        if pa.types.is_floating(col.type):
-            arrays.append(pc.fill_null(pc.is_nan(col), False))
-            sort_keys.append((f"k{len(arrays) - 1}", order))
-        arrays.append(col)
-        sort_keys.append((f"k{len(arrays) - 1}", order))
-    key_table = pa.Table.from_arrays(arrays, names=[f"k{i}" for i in range(len(arrays))])
-    return table.take(pc.sort_indices(key_table, sort_keys=sort_keys))
-
-
-def run_sqlglot(sql: str, tables: Mapping[str, pa.Table], stmt: str) -> pa.Table:
-    """sql (Spark dialect, no MATCH_RECOGNIZE left) over tables with sqlglot's executor."""
-    import sqlglot
-    from sqlglot.errors import ExecuteError, ParseError
-    from sqlglot.executor import execute
-
-    try:
-        result = execute(sql, dialect="spark", tables={k: v.to_pylist() for k, v in tables.items()})
-    except ParseError as e:
-        raise CepSyntaxError(f"cannot parse the SQL around MATCH_RECOGNIZE: {e}", sql=stmt) from None
-    except ExecuteError as e:
-        raise CepAnalysisError(f"cannot run the SQL around MATCH_RECOGNIZE locally: {e}",
-                               sql=stmt) from None
-    except (sqlglot.errors.SqlglotError, NotImplementedError, KeyError) as e:
-        raise CepUnsupportedError(f"the local executor cannot run this statement: {e!r}",
-                                  sql=stmt) from None
-    columns = list(zip(*result.rows)) if result.rows else [[] for _ in result.columns]
-    return pa.Table.from_arrays([pa.array(list(c)) for c in columns], names=list(result.columns))

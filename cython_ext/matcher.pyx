@@ -199,6 +199,11 @@ cdef class SqlMatcher:
     cdef int open_
     cdef int undecided
     cdef i64 anchor_start
+    # WITHIN window (SQL:2016 mode): 0 none, 1 rows, 2 time (microseconds)
+    cdef int window_kind
+    cdef double window_size
+    cdef const double* wts
+    cdef const unsigned char* wnull
 
     def __cinit__(self):
         self.prog = NULL
@@ -818,6 +823,8 @@ cdef class SqlMatcher:
                     if self.open_:
                         self.undecided = 1  # this thread could consume rows not seen yet
                     continue
+                if self.window_kind and not self._fits(r):
+                    continue  # row r would stretch the match beyond WITHIN
                 label = self.prog[pc * 3 + 1]
                 if self.row_local[label]:
                     ok = self.pre[label * self.n_rows + r]
@@ -843,6 +850,19 @@ cdef class SqlMatcher:
             return 2
         return found
 
+    cdef bint _fits(self, i64 r) noexcept nogil:
+        """Whether rows start..r stay within the WITHIN window."""
+        if self.window_kind == 1:
+            return r - self.s < self.window_size
+        if self.wnull[self.s] or self.wnull[r]:
+            return False
+        return fabs(self.wts[r] - self.wts[self.s]) <= self.window_size
+
+    def set_window(self, int kind, double size):
+        """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
+        self.window_kind = kind
+        self.window_size = size
+
     def set_consts(self, cnp.ndarray consts):
         """Replace the constant pool (string literals are re-ranked per chunk)."""
         consts = np.ascontiguousarray(consts, dtype=np.float64)
@@ -853,7 +873,7 @@ cdef class SqlMatcher:
 
     def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
             int open_last=0, i64 cont_pos=-1, i64 cont_match_no=0, i64 cont_covered=0,
-            int cont_has_start=0):
+            int cont_has_start=0, window_ts=None, window_nulls=None):
         """Match every partition [bounds[k], bounds[k+1]) of the chunk.
 
         values: float64[n_cols, n_rows]; nulls: uint8[n_cols, n_rows].
@@ -869,6 +889,15 @@ cdef class SqlMatcher:
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef const double[::1] wt
+        cdef const unsigned char[::1] wn
+        if self.window_kind == 2:
+            wt = np.ascontiguousarray(window_ts, dtype=np.float64)
+            wn = np.ascontiguousarray(window_nulls, dtype=np.uint8)
+            if wt.shape[0] != values.shape[1] or wn.shape[0] != values.shape[1]:
+                raise ValueError("window time column has the wrong length")
+            self.wts = &wt[0] if wt.shape[0] > 0 else NULL
+            self.wnull = &wn[0] if wn.shape[0] > 0 else NULL
         cdef Buf out[5]  # rows, match numbers, leaves, aggregates, list rows
         cdef i64 n_parts = bb.shape[0] - 1
         cdef i64 k, pos, end, covered, length, i

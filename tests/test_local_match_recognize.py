@@ -28,7 +28,7 @@ def test_select_star_returns_the_clause_result(run):
         {"sym": "a", "ts": 3, "price": 1.0, "price2": 2.0, "rn": 3}]
 
 
-def test_outer_sql_runs_through_sqlglot(run):
+def test_outer_sql_runs_through_local_sql(run):
     out = run("SELECT sym, max(rn) AS m FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts) "
               "GROUP BY sym ORDER BY sym", ticks=pa.Table.from_pandas(TICKS))
     assert out.to_pylist() == [{"sym": "a", "m": 3}, {"sym": "b", "m": 2}]

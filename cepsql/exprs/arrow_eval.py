@@ -257,6 +257,16 @@ def _common_type(types: list[pa.DataType]) -> pa.DataType:
     raise CepAnalysisError(f"incompatible types: {', '.join(str(t) for t in known)}")
 
 
+def common_type(types: list[pa.DataType]) -> pa.DataType:
+    """The type Spark widens the given types to (for CASE branches, UNION ALL columns)."""
+    return _common_type(types)
+
+
+def cast_value(v: Value, target: pa.DataType) -> Value:
+    """Implicit (non-strict) cast of v to target with this module's Spark rules."""
+    return _cast_value(v, target)
+
+
 def _is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 

@@ -39,8 +39,12 @@ def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "")
 
 
 def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
-    if spec.strategy is not None or spec.window is not None:
-        raise CepUnsupportedError("CEP mode (STRATEGY / WITHIN) is not available yet")
+    if spec.strategy is not None:
+        raise CepUnsupportedError(
+            f"STRATEGY {spec.strategy}: CEP-mode evaluation is not available yet "
+            "(SQL:2016 mode, with or without WITHIN, is)")
+    if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
+        raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = _canonical_columns(spec, schema)
     _check_standard_restrictions(spec)
     labels = spec.variables
@@ -134,12 +138,16 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
             empty_mode=EMPTY_CODES[spec.all_rows_option], full_history=full_history,
             partition_columns=partition_cols, passthrough=passthrough,
             max_lookback=_max_lookback(refs.refs + [ref for ref, _ in leaves.items]),
+            window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
+            window_size=0 if spec.window is None else spec.window.size,
+            window_column=order_cols[0] if order_cols else None,
             output_schema=pa.schema(fields))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
     projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)
     _check_unique_names(projection, spec)
-    return QueryPlan(prepare, partition_cols, sort_keys, bind)
+    return QueryPlan(prepare, partition_cols, sort_keys, bind,
+                     primary_sort_keys=len(partition_cols) + len(order_cols))
 
 
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:

@@ -44,3 +44,5 @@ class QueryPlan:
     partition_columns: list[str]
     sort_keys: list[SortColumn]
     bind: Callable[[pa.Schema], BoundPlan]
+    # sort_keys[:primary_sort_keys] are PARTITION BY + ORDER BY; the rest only break ties
+    primary_sort_keys: int | None = None

@@ -44,6 +44,9 @@ class WorkerConfig:
     passthrough: list[str]
     max_lookback: int  # deepest PREV reach, rows kept before an undecided start row
     output_schema: pa.Schema
+    window_kind: int = 0  # WITHIN: 0 none, 1 rows, 2 time
+    window_size: float = 0  # rows, or microseconds
+    window_column: str | None = None  # the first ORDER BY key, for time windows
 
 
 class MatchWorker:
@@ -101,10 +104,12 @@ class MatchWorker:
     def _new_matcher(self):
         from .._ext.matcher import SqlMatcher
         c = self.config
-        return SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
+        matcher = SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
                           c.code.consts, c.refs, c.membership, c.leaves, c.code.aggregates,
                           c.measure_aggregates, c.code.row_local, c.skip_mode,
                           c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
+        matcher.set_window(c.window_kind, float(c.window_size))
+        return matcher
 
     def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
                       ) -> np.ndarray:
@@ -135,8 +140,11 @@ class MatchWorker:
         matcher.set_consts(consts)
         bounds = np.append(starts, n).astype(np.int64)
         cont_pos, cont_mn, cont_cov, has_start = carry if carry is not None else (-1, 0, 0, True)
+        wts, wnulls = (None, None)
+        if self.config.window_kind == 2:
+            wts, wnulls = window_micros(table.column(self.config.window_column))
         result = matcher.run(values, nulls, bounds, int(open_last), cont_pos, cont_mn, cont_cov,
-                             int(has_start))
+                             int(has_start), wts, wnulls)
         if len(result) == 2:
             self._raise_runtime(result[0])
         rows, match_numbers, leaves, aggregates, list_rows, resume = result
@@ -230,6 +238,25 @@ class MatchWorker:
             raise CepRuntimeError(
                 f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match")
         raise MemoryError("cepsql matcher ran out of memory")
+
+
+def window_micros(column) -> tuple[np.ndarray, np.ndarray]:
+    """The ORDER BY key as microseconds for WITHIN INTERVAL: timestamps as they are,
+    dates as whole days, numbers as seconds (Spark's numeric-to-timestamp rule)."""
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    t = col.type
+    if pa.types.is_timestamp(t):
+        micros = col.cast(pa.timestamp("us", t.tz)).cast(pa.int64()).cast(pa.float64())
+    elif pa.types.is_date(t):
+        days = col.cast(pa.date32()).cast(pa.int32()).cast(pa.float64())
+        micros = pc.multiply(days, 86_400_000_000.0)
+    elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        micros = pc.multiply(col.cast(pa.float64()), 1_000_000.0)
+    else:
+        from ..errors import CepAnalysisError
+        raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {t} values")
+    nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    return pc.fill_null(micros, 0.0).to_numpy(zero_copy_only=False), nulls
 
 
 def _with_zero(starts: np.ndarray) -> np.ndarray:
