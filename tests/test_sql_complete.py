@@ -537,6 +537,12 @@ def test_pattern_views_spark(spark):
     assert "cep_rises" in names
     view = next(v for v in spark.cep.views() if v["name"] == "cep_rises")
     assert "A B+" in view["pattern"] and "cep_ticks_v" in view["source"]
+    spark.cep.sql("""CREATE TEMPORARY VIEW cep_falls AS
+        SELECT * FROM cep_ticks_v MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts
+          MEASURES A.ts AS start_ts PATTERN (A B+) DEFINE B AS price < PREV(price))""")
+    # views over the same source form one workload
+    assert sorted(spark.cep.workloads()["cep_ticks_v"]) == ["cep_falls", "cep_rises"]
+    spark.cep.sql("DROP VIEW cep_falls")
     spark.cep.sql("DROP VIEW cep_rises")
     assert "cep_rises" not in [v["name"] for v in spark.cep.views()]
     assert not spark.catalog.tableExists("cep_rises")

@@ -49,6 +49,15 @@ class CepSession:
         """Pattern views defined through this session: {name, pattern, source, sql}."""
         return [dict(v.__dict__) for v in self._views.values()]
 
+    def workloads(self) -> dict[str, list[str]]:
+        """Pattern views grouped by source table: each group is one workload, the unit a
+        multi-pattern plan shares work across (one scan, shared subpatterns)."""
+        groups: dict[str, list[str]] = {}
+        for view in self._views.values():
+            for source in view.source.split(", "):
+                groups.setdefault(normalize_name(source), []).append(view.name)
+        return groups
+
     def rewrite(self, query: str) -> str:
         """The Spark SQL text a query runs as (clauses replaced by generated views);
         evaluates the clauses. For debugging."""
