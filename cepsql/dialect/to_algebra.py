@@ -125,6 +125,30 @@ class ToAlgebra:
             return Literal(float(text), "double", pos)
         return Literal(text, "decimal", pos)  # Spark: 1.5 is a DECIMAL literal
 
+    def _interval(self, node: exp.Interval) -> Expr:
+        """A day-time interval literal as microseconds (``INTERVAL '5' MINUTE``)."""
+        from decimal import Decimal, InvalidOperation
+
+        from .cep_clauses import unit_micros
+        pos = self.pos(node)
+        amount, unit = node.this, node.args.get("unit")
+        if not isinstance(amount, exp.Literal) or unit is None:
+            raise CepUnsupportedError(
+                f"unsupported interval {node.sql(dialect='spark')}: write INTERVAL '<n>' <unit>",
+                pos=pos)
+        unit_text = unit.name.upper()
+        if unit_text.rstrip("S") in ("YEAR", "MONTH", "WEEK"):
+            raise CepUnsupportedError(
+                f"{unit_text} intervals are not supported; use DAY, HOUR, MINUTE, SECOND, "
+                "MILLISECOND or MICROSECOND", pos=pos)
+        try:
+            micros = Decimal(str(amount.this).strip()) * unit_micros(unit_text, pos)
+        except InvalidOperation:
+            raise CepAnalysisError(f"invalid interval amount {amount.this!r}", pos=pos) from None
+        if micros != micros.to_integral_value():
+            raise CepAnalysisError("interval must be a whole number of microseconds", pos=pos)
+        return Literal(int(micros), "interval", pos)
+
     def _boolean(self, node: exp.Boolean) -> Expr:
         return Literal(bool(node.this), "bool", self.pos(node))
 

@@ -198,6 +198,8 @@ def literal_scalar(e: Literal) -> pa.Scalar:
         return pa.scalar(str(v), pa.string())
     if t == "date":
         return pa.scalar(datetime.date.fromisoformat(str(v).strip()), pa.date32())
+    if t == "interval":
+        return pa.scalar(int(v), pa.duration("us"))
     if t == "timestamp":
         ts = datetime.datetime.fromisoformat(str(v).strip())
         return pa.scalar(ts, pa.timestamp("us", tz=None if ts.tzinfo is None else "UTC"))

@@ -132,4 +132,7 @@ def _literal(lit: Literal) -> str:
         return quote_string(str(v))
     if t in ("date", "timestamp"):
         return f"{t.upper()} {quote_string(str(v))}"
+    if t == "interval":  # microseconds, as a day-time interval in seconds
+        seconds = Decimal(int(v)).scaleb(-6)
+        return f"INTERVAL '{seconds:f}' SECOND"
     raise CepUnsupportedError(f"unsupported literal type {t!r}", pos=lit.pos)

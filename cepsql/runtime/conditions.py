@@ -216,8 +216,8 @@ def _literal(em: _Emitter, e: Literal) -> str:
     if e.type == "bool":
         em.const(1.0 if e.value else 0.0)
         return BOOL
-    if e.type in ("int", "double", "decimal"):
-        em.const(float(e.value))
+    if e.type in ("int", "double", "decimal", "interval"):
+        em.const(float(e.value))  # intervals in microseconds, like timestamps in the VM
         return NUM
     if e.type == "string":
         em.const(0.0)

@@ -83,6 +83,8 @@ def _literal(expr: Literal, ctx: EvalContext, at: int | None) -> object:
         return _dt.date.fromisoformat(expr.value)
     if expr.type == "timestamp" and isinstance(expr.value, str):
         return _dt.datetime.fromisoformat(expr.value)
+    if expr.type == "interval":
+        return _dt.timedelta(microseconds=int(expr.value))
     return expr.value
 
 

@@ -276,7 +276,11 @@ def _sorted_dictionary(table: pa.Table, columns: list[str], literals: list[str])
 
 def _as_float(col: pa.Array) -> pa.Array:
     t = col.type
-    if pa.types.is_timestamp(t) or pa.types.is_time(t) or pa.types.is_duration(t):
+    if pa.types.is_timestamp(t):  # microseconds, whatever the unit: intervals are too
+        return col.cast(pa.timestamp("us", t.tz)).cast(pa.int64()).cast(pa.float64())
+    if pa.types.is_duration(t):
+        return col.cast(pa.duration("us")).cast(pa.int64()).cast(pa.float64())
+    if pa.types.is_time(t):
         return col.cast(pa.int64()).cast(pa.float64())
     if pa.types.is_date32(t):
         return col.cast(pa.int32()).cast(pa.float64())
