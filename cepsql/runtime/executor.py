@@ -20,6 +20,7 @@ from ..errors import CepAnalysisError, CepError, CepUnsupportedError
 from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
+from .explain import explain_clause
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .program import compile_pattern
@@ -146,8 +147,13 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
 
     projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)
     _check_unique_names(projection, spec)
-    return QueryPlan(prepare, partition_cols, sort_keys, bind,
-                     primary_sort_keys=len(partition_cols) + len(order_cols))
+    primary = len(partition_cols) + len(order_cols)
+    explain = explain_clause(spec, defines=defines,
+                             derived=[(n, e) for e, n in derived.columns.items()],
+                             program_size=len(program), sort_keys=sort_keys,
+                             primary_sort_keys=primary)
+    return QueryPlan(prepare, partition_cols, sort_keys, bind, primary_sort_keys=primary,
+                     explain=explain)
 
 
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:

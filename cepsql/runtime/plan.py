@@ -46,3 +46,4 @@ class QueryPlan:
     bind: Callable[[pa.Schema], BoundPlan]
     # sort_keys[:primary_sort_keys] are PARTITION BY + ORDER BY; the rest only break ties
     primary_sort_keys: int | None = None
+    explain: str = ""  # EXPLAIN text of the clause (see runtime/explain.py)

@@ -8,7 +8,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import CepAnalysisError
-from .rewrite import rewrite, run_sql
+from .rewrite import default_planner, rewrite, run_sql
 from .splice import normalize_name
 from .tf_plain import register as register_table_functions
 
@@ -49,6 +49,29 @@ class CepSession:
         """Pattern views defined through this session: {name, pattern, source, sql}."""
         return [dict(v.__dict__) for v in self._views.values()]
 
+    def explain(self, text: str) -> str:
+        """EXPLAIN of a query (or of ``EXPLAIN <query>``): each MATCH_RECOGNIZE clause's
+        plan, then the Spark SQL the statement runs as. Nothing is executed."""
+        dialect = self._dialect or _dialect()
+        explained = dialect.parse_explain(text) if dialect else None
+        query = explained[0] if explained else text
+        recorded: list[tuple[object, object]] = []
+        base = self._planner or default_planner()
+
+        def recording_planner(spec, schema, sql):
+            plan = base(spec, schema, sql)
+            recorded.append((spec, plan))
+            return plan
+
+        rewritten = rewrite(self.spark, query, finder=self._finder, planner=recording_planner,
+                            views=self._views)
+        blocks = []
+        for i, (spec, plan) in enumerate(recorded, 1):
+            body = getattr(plan, "explain", "") or "(no plan details)"
+            blocks.append(f"== MATCH_RECOGNIZE clause {i} ==\n{body}")
+        blocks.append("== Spark SQL after rewriting ==\n" + rewritten.sql.strip())
+        return "\n\n".join(blocks)
+
     def workloads(self) -> dict[str, list[str]]:
         """Pattern views grouped by source table: each group is one workload, the unit a
         multi-pattern plan shares work across (one scan, shared subpatterns)."""
@@ -70,6 +93,9 @@ class CepSession:
         create = dialect.parse_create_view(stmt) if dialect else None
         if create is not None:
             return self._create_view(stmt, create)
+        if dialect is not None and dialect.parse_explain(stmt) is not None:
+            text = self.explain(stmt)
+            return self.spark.createDataFrame([(text,)], "plan string")
         drop = dialect.parse_drop_view(stmt) if dialect else None
         if drop is not None:
             df = self.spark.sql(stmt)
