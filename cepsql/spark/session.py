@@ -53,7 +53,8 @@ class CepSession:
         """EXPLAIN of a query (or of ``EXPLAIN <query>``): each MATCH_RECOGNIZE clause's
         plan, then the Spark SQL the statement runs as. Nothing is executed."""
         dialect = self._dialect or _dialect()
-        explained = dialect.parse_explain(text) if dialect else None
+        parse_explain = getattr(dialect, "parse_explain", None)
+        explained = parse_explain(text) if parse_explain else None
         query = explained[0] if explained else text
         recorded: list[tuple[object, object]] = []
         base = self._planner or default_planner()
@@ -93,7 +94,8 @@ class CepSession:
         create = dialect.parse_create_view(stmt) if dialect else None
         if create is not None:
             return self._create_view(stmt, create)
-        if dialect is not None and dialect.parse_explain(stmt) is not None:
+        parse_explain = getattr(dialect, "parse_explain", None)
+        if parse_explain is not None and parse_explain(stmt) is not None:
             text = self.explain(stmt)
             return self.spark.createDataFrame([(text,)], "plan string")
         drop = dialect.parse_drop_view(stmt) if dialect else None
