@@ -41,9 +41,8 @@ def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "")
 
 def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
     if spec.strategy is not None:
-        raise CepUnsupportedError(
-            f"STRATEGY {spec.strategy}: CEP-mode evaluation is not available yet "
-            "(SQL:2016 mode, with or without WITHIN, is)")
+        from .cep_plan import plan_cep
+        return plan_cep(spec, schema)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = _canonical_columns(spec, schema)

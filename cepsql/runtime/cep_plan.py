@@ -1,0 +1,325 @@
+"""Plan a CEP-mode clause (STRATEGY ...) for the Cython run-based evaluator (cep.pyx).
+
+Supported shapes: the pattern expands into a union of *linear sequences* of components
+(a variable, or V* / V+ / V{n,m} / KL(V, ...) of one variable) -- SEQ / regex
+concatenation, top-level or nested OR (union of branches), AND (permutations of its
+items; under SKIP_TILL_ANY_MATCH only AND of single variables, where permutations are
+exactly the interleavings) and NOT(var) items of SEQ or AND (rule R6). In every
+sequence each positive variable occurs once and no NOT variable is also positive.
+Everything else raises CepUnsupportedError naming the construct.
+
+DEFINE follows rule R2: each top-level AND conjunct is compiled separately with the
+set of other variables it reads; the evaluator applies a conjunct when a run takes a
+row (once those variables are bound, R5) and re-checks the rest on completion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import permutations, product
+
+import numpy as np
+import pyarrow as pa
+
+from ..algebra.expressions import (AggregateValue, BinaryOp, Classifier, Expr, RowValue,
+                                   children, walk)
+from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
+                               Permute, Quantified, Var)
+from ..algebra.rowrefs import bind_rows, rebuild
+from ..algebra.spec import MatchRecognizeSpec
+from ..errors import CepAnalysisError, CepError, CepUnsupportedError
+from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from .conditions import compile_conditions
+from .decompose import DerivedColumns, localize, normalize_define_ref
+from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
+from .plan import BoundPlan, QueryPlan, SortColumn
+from .rowsets import LabelSets, RefTable
+
+STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
+                  "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
+MAX_SEQUENCES = 256
+
+
+@dataclass
+class _Seq:
+    comps: list            # (label, min, max or -1)
+    negs: list             # (label, kind 0 seq / 1 and, a, b, c) comp indices
+    pos: int | None = None
+
+
+def _shift(negs, k):
+    return [(lab, kind, a + k, b + k, c + k) for lab, kind, a, b, c in negs]
+
+
+def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
+    out = []
+    for combo in product(*parts):
+        comps, negs = [], []
+        for s in combo:
+            negs += _shift(s.negs, len(comps))
+            comps += s.comps
+        out.append(_Seq(comps, negs))
+        if len(out) > MAX_SEQUENCES:
+            raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+    return out
+
+
+def expand(node, strategy: str) -> list[_Seq]:
+    """The pattern as a union of linear sequences (see module docstring)."""
+    if isinstance(node, Var):
+        return [_Seq([(node.name, 1, 1)], [])]
+    if isinstance(node, Empty):
+        return [_Seq([], [])]
+    if isinstance(node, Quantified):
+        if not isinstance(node.child, Var):
+            raise CepUnsupportedError(
+                "CEP mode evaluates Kleene closure of a single variable only (KL(var), "
+                "var+, var{n,m})", pos=getattr(node, "pos", None))
+        if node.max == 0:
+            return [_Seq([], [])]
+        return [_Seq([(node.child.name, node.min, -1 if node.max is None else node.max)], [])]
+    if isinstance(node, Alternation):
+        out = []
+        for item in node.items:
+            out += expand(item, strategy)
+        return out
+    if isinstance(node, Concat):
+        parts: list[list[_Seq]] = []
+        neg_at: list[tuple[str, int]] = []   # (label, index of the next part)
+        for item in node.items:
+            if isinstance(item, Negation):
+                if not isinstance(item.child, Var):
+                    raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable "
+                                              "only", pos=getattr(item, "pos", None))
+                neg_at.append((item.child.name, len(parts)))
+                continue
+            parts.append(expand(item, strategy))
+        out = []
+        for combo in product(*parts):
+            comps, negs, starts = [], [], []
+            for s in combo:
+                starts.append(len(comps))
+                negs += _shift(s.negs, len(comps))
+                comps += s.comps
+            starts.append(len(comps))
+            for label, at in neg_at:
+                negs.append((label, 0, 0, starts[at], len(comps)))
+            out.append(_Seq(comps, negs))
+            if len(out) > MAX_SEQUENCES:
+                raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+        return out
+    if isinstance(node, Permute):
+        positives = [i for i in node.items if not isinstance(i, Negation)]
+        negated = [i.child for i in node.items if isinstance(i, Negation)]
+        for child in negated:
+            if not isinstance(child, Var):
+                raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable only",
+                                          pos=getattr(child, "pos", None))
+        if strategy == "SKIP_TILL_ANY_MATCH" and not all(isinstance(i, Var) for i in positives):
+            raise CepUnsupportedError(
+                "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
+                "closures) is not supported by the CEP evaluator", pos=getattr(node, "pos", None))
+        out = []
+        for order in permutations(positives):
+            for s in _concat([expand(i, strategy) for i in order]):
+                s.negs += [(c.name, 1, 0, 0, len(s.comps)) for c in negated]
+                out.append(s)
+            if len(out) > MAX_SEQUENCES:
+                raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+        return out
+    if isinstance(node, Negation):
+        raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
+    if isinstance(node, Anchor):
+        raise CepUnsupportedError("anchors ^ and $ are not available in CEP mode",
+                                  pos=getattr(node, "pos", None))
+    if isinstance(node, Exclusion):
+        raise CepUnsupportedError("pattern exclusion {- -} is not supported by the CEP "
+                                  "evaluator", pos=getattr(node, "pos", None))
+    raise CepUnsupportedError(f"{type(node).__name__} is not supported by the CEP evaluator",
+                              pos=getattr(node, "pos", None))
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    if isinstance(expr, BinaryOp) and expr.op.upper() == "AND":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return [expr]
+
+
+def _map(expr: Expr, fn) -> Expr:
+    kids = children(expr)
+    if kids:
+        expr = rebuild(expr, [_map(k, fn) for k in kids])
+    out = fn(expr)
+    return expr if out is None else out
+
+
+def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
+    from . import executor as ex
+    strategy = spec.strategy
+    skip = spec.after_match_skip
+    if skip.explicit and skip.kind in ("TO_FIRST", "TO_LAST"):
+        raise CepUnsupportedError("AFTER MATCH SKIP TO FIRST/LAST is not available in CEP mode; "
+                                  "use SKIP PAST LAST ROW (non-overlapping) or omit it (all "
+                                  "matches)", pos=skip.pos)
+    if strategy == "STRICT_CONTIGUITY" and spec.partition_by:
+        raise CepUnsupportedError(
+            "STRATEGY STRICT_CONTIGUITY with PARTITION BY needs the global row order across "
+            "partitions, which the CEP evaluator does not compute; use PARTITION_CONTIGUITY")
+    if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
+        raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
+    spec = ex._canonical_columns(spec, schema)
+    ex._check_standard_restrictions(spec)
+    seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
+    labels = list(spec.variables)
+    if len(labels) > 63:
+        raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
+    for s in seqs:
+        names = [c[0] for c in s.comps]
+        if len(set(names)) != len(names):
+            raise CepUnsupportedError(
+                "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
+                "each variable once per sequence (rename the second occurrence)")
+        if any(n[0] in names for n in s.negs):
+            raise CepUnsupportedError("a variable is used both in NOT(...) and positively")
+    sets = LabelSets(labels, dict(spec.subsets))
+    known = set(labels) | set(spec.subsets)
+
+    def own(ref_var, var):
+        return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
+
+    prepare: list = []
+    partition_cols = [ex._column_or_prepared(k.expr, f"__cep_p{i}", prepare)
+                      for i, k in enumerate(spec.partition_by)]
+    sort_keys = [SortColumn(c, True, True) for c in partition_cols]
+    order_cols = []
+    for i, key in enumerate(spec.order_by):
+        col = ex._column_or_prepared(key.expr, f"__cep_o{i}", prepare)
+        order_cols.append(col)
+        sort_keys.append(SortColumn(col, key.ascending, key.effective_nulls_first))
+    used = set(partition_cols) | set(order_cols)
+    for field in schema:
+        if field.name not in used and ex._sortable(field.type):
+            sort_keys.append(SortColumn(field.name, True, True))
+
+    derived = DerivedColumns()
+    conj_exprs: list[Expr] = []
+    conj_label: list[int] = []
+    conj_mask: list[int] = []
+    for var, cond in spec.defines.items():
+        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
+                                    known_vars=known, in_define=True)
+        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
+
+        def fix(e, var=var):
+            if isinstance(e, RowValue) and not own(e.ref.var, var):
+                return replace(e, ref=replace(e.ref, final=True))
+            return None
+        bound = _map(bound, fix)
+        for conj in _conjuncts(bound):
+            refs = set()
+            for e in walk(conj):
+                if isinstance(e, RowValue) and e.ref.var is not None:
+                    refs |= sets.members(e.ref.var)
+                elif isinstance(e, AggregateValue) and e.var is not None:
+                    refs |= sets.members(e.var)
+            refs.discard(var)
+            local = localize(conj, derived,
+                             lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
+            for e in walk(local):
+                if isinstance(e, RowValue) and isinstance(e.value, Classifier) and \
+                        e.ref.physical_offset != 0:
+                    raise CepUnsupportedError("PREV/NEXT of CLASSIFIER() in DEFINE is not "
+                                              "supported in CEP mode", pos=e.pos)
+            conj_exprs.append(local)
+            conj_label.append(labels.index(var))
+            conj_mask.append(sum(1 << labels.index(v) for v in refs))
+
+    one = spec.rows_per_match == "ONE"
+    leaves = Leaves()
+    measures = []
+    for m in spec.measures:
+        expr = normalize_aggregates(value_navigation(m.expr), derived, final_default=one,
+                                    known_vars=known, in_define=False)
+        bound = bind_rows(expr, in_define=False, final_default=one, known_vars=known)
+        measures.append((m.name, project_measure(bound, leaves)))
+    for agg in leaves.aggregates:
+        if agg.func == "LIST":
+            raise CepUnsupportedError("array_agg/collect_list measures are not supported in "
+                                      "CEP mode", pos=agg.pos)
+    prepare += [(name, expr) for expr, name in derived.columns.items()]
+
+    comps, seq_start, negs = [], [0], []
+    for k, s in enumerate(seqs):
+        base = len(comps)
+        comps += [[k, labels.index(n), lo, hi] for n, lo, hi in s.comps]
+        negs += [[k, labels.index(n), kind, base + a, base + b, base + c]
+                 for n, kind, a, b, c in s.negs]
+        seq_start.append(len(comps))
+    order = sorted(labels)
+    rank = [order.index(n) for n in labels]
+    input_columns = [f.name for f in schema]
+    pseudo = [f"\x00conj{i}" for i in range(len(conj_exprs))]
+
+    def bind(prepared: pa.Schema) -> BoundPlan:
+        try:
+            return _bind(prepared)
+        except CepError:
+            raise
+        except (KeyError, ValueError) as exc:
+            raise CepAnalysisError(str(exc)) from exc
+
+    def _bind(prepared: pa.Schema) -> BoundPlan:
+        from .cep_worker import CepConfig, CepWorker
+        refs = RefTable(sets)
+        agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
+        code = compile_conditions(dict(zip(pseudo, conj_exprs)), labels + pseudo, refs,
+                                  prepared, agg_columns)
+        agg_vm_column = dict(zip(agg_columns, code.extra_columns))
+        agg_specs, agg_fields = [], []
+        for i, agg in enumerate(leaves.aggregates):
+            arg_type = None if agg.column is None else prepared.field(agg.column).type
+            agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
+                              agg_vm_column.get(agg.column, -1), int(agg.final)])
+            agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+        leaf_specs, leaf_fields = [], []
+        for i, (ref, column) in enumerate(leaves.items):
+            leaf_specs.append([sets.set_id(ref.var), 0 if ref.logical == "FIRST" else 1,
+                               ref.logical_offset, ref.physical_offset, int(ref.final),
+                               1 if column is None else 0])
+            dtype = pa.string() if column is None else prepared.field(column).type
+            leaf_fields.append(pa.field(f"__cep_l{i}", dtype, nullable=True))
+        if one:
+            passthrough = list(partition_cols)
+        else:
+            passthrough = input_columns + [c for c in partition_cols if c not in input_columns]
+        fields = [prepared.field(c) for c in passthrough] + leaf_fields + agg_fields
+        fields.append(pa.field(MATCH_NUMBER_COLUMN, pa.int64(), nullable=True))
+        n_labels = len(labels)
+        config = CepConfig(
+            labels=labels, code=code,
+            conj_off=np.asarray(code.offsets[n_labels:], dtype=np.int32),
+            conj_label=np.asarray(conj_label, dtype=np.int32),
+            conj_mask=np.asarray(conj_mask, dtype=np.uint64),
+            refs=refs.encode(), membership=sets.membership(),
+            comps=np.asarray(comps, dtype=np.int32).reshape(-1, 4),
+            seq_start=np.asarray(seq_start, dtype=np.int32),
+            negs=np.asarray(negs, dtype=np.int32).reshape(-1, 6),
+            leaves=np.asarray(leaf_specs, dtype=np.int32).reshape(-1, 6),
+            leaf_columns=[c for _, c in leaves.items],
+            measure_aggregates=np.asarray(agg_specs, dtype=np.int32).reshape(-1, 4),
+            aggregate_columns=[(a.func, a.column) for a in leaves.aggregates],
+            rank=np.asarray(rank, dtype=np.int32),
+            strategy=STRATEGY_CODES[strategy],
+            all_rows=not one,
+            with_unmatched=spec.all_rows_option == "WITH_UNMATCHED",
+            select_past_last=skip.explicit and skip.kind == "PAST_LAST_ROW",
+            partition_columns=partition_cols, passthrough=passthrough,
+            window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
+            window_size=0 if spec.window is None else spec.window.size,
+            window_column=order_cols[0] if order_cols else None,
+            output_schema=pa.schema(fields))
+        return BoundPlan(CepWorker(config), config.output_schema, projection)
+
+    projection = ex._final_projection(spec, partition_cols, order_cols, measures, input_columns)
+    ex._check_unique_names(projection, spec)
+    return QueryPlan(prepare, partition_cols, sort_keys, bind,
+                     primary_sort_keys=len(partition_cols) + len(order_cols))

@@ -1,0 +1,1423 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""CEP-mode evaluator (STRATEGY ...): a run-based SASE+ NFA^b over linear sequences.
+
+The planner (cepsql/runtime/cep_plan.py) expands the pattern into linear *sequences* of
+components (a variable taken once, or V{min,max} Kleene closure of one variable) with
+NOT(var) checks attached by component ranges. Per partition, rows are fed in ORDER BY
+order to a set of *runs*; a run waits for one component's variable (SASE's NFA^b state:
+take / proceed edges of a Kleene state are the forks made after each take).
+
+Shared versioned match buffer (SASE+ 5.2.1): every taken event is an arena node
+(row, label, parent) shared by all runs that extend it -- a fork after a take copies
+only the run record, never the history. Merging equivalent runs (SASE+ 5.2.2) adds ALT
+nodes (histories(ALT) = histories(a) U histories(b), both ending at the same row); a
+run's tail node thus stands for a set of versions (paths to a root), which is what
+SASE's version-numbered pointers encode. A match is emitted per path.
+
+Computation state (SASE+ 5.2): each run carries a fixed vector of what future edge
+formulas can read: per tracked row set (a variable, a SUBSET, or the whole match) its
+count, first F rows and last K rows (packed row*64+label), and per DEFINE aggregate
+(rows, non-null rows, sum, min, max). Take conditions (the top-level AND conjuncts whose
+other variables are already bound, rule R5) are evaluated against that vector plus
+the current row; conjuncts that could not be evaluated at take time are re-checked per
+path on completion (R2), with NOT(var) (R6) and the window (R3).
+
+Two runs created at the same row are equivalent when (sequence, component, count class,
+bound-variable mask, computation vector) are equal: their future takes are identical,
+so one run with an ALT node continues for both. The window does not enter the key:
+paths whose first row no longer fits are dropped when enumerated, and a run is pruned
+once its youngest path (node.maxfirst) cannot fit the current row.
+
+No Python object is touched per event; everything runs on C arrays.
+"""
+from libc.stdlib cimport malloc, realloc, free, calloc, qsort
+from libc.string cimport memcpy, memset
+from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+ctypedef long long i64
+ctypedef unsigned long long u64
+
+cdef enum: C_CONST = 0
+cdef enum: C_NULL = 1
+cdef enum: C_LOAD = 2
+cdef enum: C_LOAD_CLS = 3
+cdef enum: C_MATCHNO = 4
+cdef enum: C_AGG = 5
+cdef enum: C_ADD = 10
+cdef enum: C_SUB = 11
+cdef enum: C_MUL = 12
+cdef enum: C_DIV = 13
+cdef enum: C_MOD = 14
+cdef enum: C_NEG = 15
+cdef enum: C_EQ = 20
+cdef enum: C_NE = 21
+cdef enum: C_LT = 22
+cdef enum: C_LE = 23
+cdef enum: C_GT = 24
+cdef enum: C_GE = 25
+cdef enum: C_AND = 30
+cdef enum: C_OR = 31
+cdef enum: C_NOT = 32
+cdef enum: C_ISNULL = 33
+cdef enum: C_ISNOTNULL = 34
+cdef enum: C_JUMP = 40
+cdef enum: C_JUMP_IF_NOT_TRUE = 41
+cdef enum: C_JUMP_IF_NOT_NULL = 42
+cdef enum: C_POP = 43
+cdef enum: C_FUNC1 = 50
+cdef enum: C_FUNC2 = 51
+cdef enum: C_GREATEST = 52
+cdef enum: C_LEAST = 53
+
+cdef enum: A_COUNT_STAR = 0
+cdef enum: A_COUNT = 1
+cdef enum: A_SUM = 2
+cdef enum: A_AVG = 3
+cdef enum: A_MIN = 4
+cdef enum: A_MAX = 5
+cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
+
+# strategies
+cdef enum: S_STRICT = 0
+cdef enum: S_PARTITION = 1
+cdef enum: S_NEXT = 2
+cdef enum: S_ANY = 3
+
+# run record: seq, comp, count, node, mask, then the computation vector
+cdef enum: R_SEQ = 0
+cdef enum: R_COMP = 1
+cdef enum: R_CNT = 2
+cdef enum: R_NODE = 3
+cdef enum: R_MASK = 4
+cdef enum: R_HDR = 5
+
+
+cdef struct Buf:
+    i64* data
+    i64 n
+    i64 cap
+
+
+cdef inline int buf_reserve(Buf* b, i64 extra) noexcept nogil:
+    cdef i64* p
+    cdef i64 cap
+    if b.n + extra <= b.cap:
+        return 0
+    cap = b.cap * 2 + 64
+    while cap < b.n + extra:
+        cap *= 2
+    p = <i64*> realloc(b.data, cap * sizeof(i64))
+    if p == NULL:
+        return -1
+    b.data = p
+    b.cap = cap
+    return 0
+
+
+cdef inline int buf_push(Buf* b, i64 v) noexcept nogil:
+    if b.n == b.cap and buf_reserve(b, 1):
+        return -1
+    b.data[b.n] = v
+    b.n += 1
+    return 0
+
+
+cdef inline double _b2d(i64 x) noexcept nogil:
+    cdef double d
+    memcpy(&d, &x, sizeof(double))
+    return d
+
+
+cdef inline i64 _d2b(double d) noexcept nogil:
+    cdef i64 x
+    memcpy(&x, &d, sizeof(double))
+    return x
+
+
+# sort context (qsort has no user pointer)
+cdef i64* g_off
+cdef i64* g_len
+cdef i64* g_pos
+cdef i64* g_lab
+cdef int* g_rank
+cdef int g_sel
+
+
+cdef int _cmp_match(const void* pa, const void* pb) noexcept nogil:
+    cdef i64 a = (<i64*> pa)[0]
+    cdef i64 b = (<i64*> pb)[0]
+    cdef i64 oa = g_off[a], ob = g_off[b], la = g_len[a], lb = g_len[b]
+    cdef i64 x, y, i, n
+    if g_sel:
+        x = g_pos[oa + la - 1]
+        y = g_pos[ob + lb - 1]
+        if x != y:
+            return -1 if x < y else 1
+    x = g_pos[oa]
+    y = g_pos[ob]
+    if x != y:
+        return -1 if x < y else 1
+    if not g_sel:
+        x = g_pos[oa + la - 1]
+        y = g_pos[ob + lb - 1]
+        if x != y:
+            return -1 if x < y else 1
+    n = la if la < lb else lb
+    for i in range(n):
+        if g_pos[oa + i] != g_pos[ob + i]:
+            return -1 if g_pos[oa + i] < g_pos[ob + i] else 1
+    if la != lb:
+        return -1 if la < lb else 1
+    for i in range(n):
+        x = g_rank[g_lab[oa + i]]
+        y = g_rank[g_lab[ob + i]]
+        if x != y:
+            return -1 if x < y else 1
+    return 0
+
+
+cdef class CepMatcher:
+    """One compiled CEP query; ``run`` evaluates every partition of a chunk."""
+    # conditions
+    cdef int* code
+    cdef int* conj_off
+    cdef int* conj_label
+    cdef u64* conj_mask
+    cdef int n_conj
+    cdef int* lab_conj_start   # n_labels + 1
+    cdef int* lab_conj
+    cdef double* consts
+    cdef double* vstack
+    cdef unsigned char* nstack
+    cdef int* refs
+    cdef int n_refs
+    cdef unsigned char* member
+    cdef int n_sets
+    cdef int n_labels
+    cdef int* daggs            # set, func, col (FINAL = set not containing the label)
+    cdef int n_daggs
+    # computation vector layout
+    cdef int* trk_of_set       # set id + 1 (0 = universal) -> tracked index (-1)
+    cdef int* trk_set          # tracked -> set id (-1 universal)
+    cdef int* trk_base
+    cdef int* trk_f
+    cdef int* trk_k
+    cdef int n_trk
+    cdef int agg_base
+    cdef int S
+    cdef int RW
+    # sequences
+    cdef int* comps            # seq, label, min, max(-1)
+    cdef int* seq_start        # n_seq + 1
+    cdef int n_seq
+    cdef int* negs             # seq, label, kind(0 seq, 1 and), a, b, c
+    cdef int n_negs
+    cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
+    # output
+    cdef int* leaves
+    cdef int n_leaves
+    cdef int* maggs
+    cdef int n_maggs
+    cdef int* rank
+    cdef int strategy
+    cdef int all_rows
+    cdef int with_unmatched
+    cdef int select_past_last
+    cdef int dedup
+    cdef public int merging
+    cdef int window_kind
+    cdef double window_size
+    # per chunk
+    cdef const double* vals
+    cdef const unsigned char* nulls
+    cdef const double* wts
+    cdef const unsigned char* wnull
+    cdef i64 n_rows
+    cdef i64 ps, pe
+    # buffer (arena)
+    cdef Buf n_row, n_lab, n_a, n_b, n_first
+    # runs
+    cdef Buf cur, nxt, fresh
+    cdef i64* tmpst
+    cdef i64* startst
+    cdef i64* tpos
+    cdef i64* tlab
+    # path / match scratch
+    cdef i64* ppos
+    cdef i64* plab
+    cdef i64* mpos
+    cdef i64* mlab
+    cdef i64 cap_path
+    cdef i64 emit_last
+    cdef int emit_seq
+    # matches of the partition
+    cdef Buf m_off, m_len, m_pos, m_lab
+    cdef int oom
+    # stats
+    cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
+
+    def __cinit__(self):
+        self.code = NULL
+
+    def __init__(self, cnp.ndarray code, cnp.ndarray conj_off, cnp.ndarray conj_label,
+                 cnp.ndarray conj_mask, cnp.ndarray consts, cnp.ndarray refs,
+                 cnp.ndarray membership, cnp.ndarray daggs, cnp.ndarray comps,
+                 cnp.ndarray seq_start, cnp.ndarray negs, cnp.ndarray leaves,
+                 cnp.ndarray maggs, cnp.ndarray rank, int strategy, int all_rows,
+                 int with_unmatched, int select_past_last, int window_kind,
+                 double window_size, int max_stack):
+        cdef int i, j, s, t, lab, loff, logical, n_comps
+        self.n_labels = rank.shape[0]
+        self.code = <int*> self._copy(np.ascontiguousarray(code, dtype=np.int32))
+        self.conj_off = <int*> self._copy(np.ascontiguousarray(conj_off, dtype=np.int32))
+        self.conj_label = <int*> self._copy(np.ascontiguousarray(conj_label, dtype=np.int32))
+        self.conj_mask = <u64*> self._copy(np.ascontiguousarray(conj_mask, dtype=np.uint64))
+        self.n_conj = conj_off.shape[0]
+        self.consts = <double*> self._copy(np.ascontiguousarray(consts, dtype=np.float64))
+        self.refs = <int*> self._copy(np.ascontiguousarray(refs, dtype=np.int32))
+        self.n_refs = refs.shape[0]
+        self.member = <unsigned char*> self._copy(np.ascontiguousarray(membership, dtype=np.uint8))
+        self.n_sets = membership.shape[0]
+        self.daggs = <int*> self._copy(np.ascontiguousarray(daggs, dtype=np.int32))
+        self.n_daggs = daggs.shape[0]
+        self.comps = <int*> self._copy(np.ascontiguousarray(comps, dtype=np.int32))
+        n_comps = comps.shape[0]
+        self.seq_start = <int*> self._copy(np.ascontiguousarray(seq_start, dtype=np.int32))
+        self.n_seq = seq_start.shape[0] - 1
+        self.negs = <int*> self._copy(np.ascontiguousarray(negs, dtype=np.int32))
+        self.n_negs = negs.shape[0]
+        self.leaves = <int*> self._copy(np.ascontiguousarray(leaves, dtype=np.int32))
+        self.n_leaves = leaves.shape[0]
+        self.maggs = <int*> self._copy(np.ascontiguousarray(maggs, dtype=np.int32))
+        self.n_maggs = maggs.shape[0]
+        self.rank = <int*> self._copy(np.ascontiguousarray(rank, dtype=np.int32))
+        self.strategy = strategy
+        self.all_rows = all_rows
+        self.with_unmatched = with_unmatched
+        self.select_past_last = select_past_last
+        self.dedup = self.n_seq > 1
+        self.merging = 1
+        self.window_kind = window_kind
+        self.window_size = window_size
+        self.vstack = <double*> malloc((max_stack + 8) * sizeof(double))
+        self.nstack = <unsigned char*> malloc(max_stack + 8)
+        # conjuncts per label
+        self.lab_conj_start = <int*> calloc(self.n_labels + 2, sizeof(int))
+        self.lab_conj = <int*> malloc((self.n_conj + 1) * sizeof(int))
+        t = 0
+        for lab in range(self.n_labels):
+            self.lab_conj_start[lab] = t
+            for i in range(self.n_conj):
+                if self.conj_label[i] == lab:
+                    self.lab_conj[t] = i
+                    t += 1
+        self.lab_conj_start[self.n_labels] = t
+        # component of a label in each sequence
+        self.comp_of = <int*> malloc((self.n_seq * self.n_labels + 1) * sizeof(int))
+        for i in range(self.n_seq * self.n_labels):
+            self.comp_of[i] = -1
+        for i in range(n_comps):
+            self.comp_of[self.comps[i * 4] * self.n_labels + self.comps[i * 4 + 1]] = i
+        # tracked sets: every set a conjunct reference reads (first F / last K rows)
+        self.trk_of_set = <int*> malloc((self.n_sets + 1) * sizeof(int))
+        self.trk_set = <int*> malloc((self.n_sets + 1) * sizeof(int))
+        self.trk_base = <int*> malloc((self.n_sets + 1) * sizeof(int))
+        self.trk_f = <int*> calloc(self.n_sets + 1, sizeof(int))
+        self.trk_k = <int*> calloc(self.n_sets + 1, sizeof(int))
+        for i in range(self.n_sets + 1):
+            self.trk_of_set[i] = -1
+        self.n_trk = 0
+        for i in range(self.n_refs):
+            s = self.refs[i * 5]
+            logical = self.refs[i * 5 + 1]
+            loff = self.refs[i * 5 + 2]
+            t = self.trk_of_set[s + 1]
+            if t < 0:
+                t = self.n_trk
+                self.n_trk += 1
+                self.trk_of_set[s + 1] = t
+                self.trk_set[t] = s
+            if logical == 0:
+                if loff + 1 > self.trk_f[t]:
+                    self.trk_f[t] = loff + 1
+            else:
+                if loff + 1 > self.trk_k[t]:
+                    self.trk_k[t] = loff + 1
+        j = 0
+        for t in range(self.n_trk):
+            self.trk_base[t] = j
+            j += 1 + self.trk_f[t] + self.trk_k[t]
+        self.agg_base = j
+        self.S = j + 5 * self.n_daggs
+        self.RW = R_HDR + self.S
+        self.tmpst = <i64*> malloc((self.RW + 1) * sizeof(i64))
+        self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
+        self.tpos = NULL
+        self.tlab = NULL
+        self.cap_path = 0
+        self.ppos = NULL
+        self.plab = NULL
+        self.mpos = NULL
+        self.mlab = NULL
+
+    cdef void* _copy(self, cnp.ndarray arr):
+        cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
+        cdef void* p = malloc(nbytes)
+        if arr.nbytes > 0:
+            memcpy(p, arr.data, arr.nbytes)
+        return p
+
+    def __dealloc__(self):
+        cdef Buf* bufs[14]
+        cdef int i
+        if self.code == NULL:
+            return
+        free(self.code); free(self.conj_off); free(self.conj_label); free(self.conj_mask)
+        free(self.consts); free(self.refs); free(self.member); free(self.daggs)
+        free(self.comps); free(self.seq_start); free(self.negs); free(self.leaves)
+        free(self.maggs); free(self.rank); free(self.vstack); free(self.nstack)
+        free(self.lab_conj_start); free(self.lab_conj); free(self.comp_of)
+        free(self.trk_of_set); free(self.trk_set); free(self.trk_base); free(self.trk_f)
+        free(self.trk_k); free(self.tmpst); free(self.startst)
+        free(self.tpos); free(self.tlab)
+        free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab)
+        bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
+        bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
+        bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
+        bufs[9] = &self.m_len; bufs[10] = &self.m_pos; bufs[11] = &self.m_lab
+        for i in range(12):
+            free(bufs[i].data)
+
+    # ------------------------------------------------------------------ windows
+    cdef inline bint _fits(self, i64 lo, i64 hi) noexcept nogil:
+        if self.window_kind == 0:
+            return True
+        if self.window_kind == 1:
+            return hi - lo < self.window_size
+        if self.wnull[lo] or self.wnull[hi]:
+            return False
+        return fabs(self.wts[hi] - self.wts[lo]) <= self.window_size
+
+    cdef inline bint _alive(self, i64 first, i64 r) noexcept nogil:
+        """Whether some path whose youngest first row is first may still fit row r."""
+        if self.window_kind == 0:
+            return True
+        if self.window_kind == 1:
+            return r - first < self.window_size
+        if self.wnull[first] or self.wnull[r]:
+            return True  # conservative: never prune on NULL time
+        return fabs(self.wts[r] - self.wts[first]) <= self.window_size
+
+    # ------------------------------------------------------------------ resolve
+    cdef inline bint _in(self, int set_id, int label) noexcept nogil:
+        return set_id < 0 or self.member[set_id * self.n_labels + label]
+
+    cdef i64 _resolve_take(self, int ref, i64* st, i64 r, int label, int* cls) noexcept nogil:
+        """Row (or -1) of reference ref for a run with vector st taking row r as label."""
+        cdef int s = self.refs[ref * 5]
+        cdef int logical = self.refs[ref * 5 + 1]
+        cdef i64 loff = self.refs[ref * 5 + 2]
+        cdef i64 poff = self.refs[ref * 5 + 3]
+        cdef int t = self.trk_of_set[s + 1]
+        cdef int base = self.trk_base[t]
+        cdef i64 cnt = st[base]
+        cdef bint inset = self._in(s, label)
+        cdef i64 packed = -1, j
+        cdef i64 k
+        if logical == 1:
+            if inset:
+                if loff == 0:
+                    packed = r * 64 + label
+                else:
+                    k = loff - 1
+                    if k < cnt and k < self.trk_k[t]:
+                        packed = st[base + 1 + self.trk_f[t] + k]
+            else:
+                if loff < cnt and loff < self.trk_k[t]:
+                    packed = st[base + 1 + self.trk_f[t] + loff]
+        else:
+            if loff < cnt:
+                packed = st[base + 1 + loff]
+            elif loff == cnt and inset:
+                packed = r * 64 + label
+        if packed < 0:
+            cls[0] = -1
+            return -1
+        j = (packed >> 6) + poff
+        cls[0] = <int> (packed & 63) if poff == 0 else -1
+        if j < self.ps or j >= self.pe:
+            return -1
+        return j
+
+    cdef i64 _resolve_explicit(self, int ref, i64* pos, i64* lab, i64 m, i64 r,
+                               int* cls) noexcept nogil:
+        """Row (or -1) of reference ref on the explicit match pos/lab (sorted), current r."""
+        cdef int s = self.refs[ref * 5]
+        cdef int logical = self.refs[ref * 5 + 1]
+        cdef i64 loff = self.refs[ref * 5 + 2]
+        cdef i64 poff = self.refs[ref * 5 + 3]
+        cdef int final = self.refs[ref * 5 + 4]
+        cdef i64 limit = m, i, cnt = 0, idx = -1, j
+        if not final:
+            limit = 0
+            while limit < m and pos[limit] <= r:
+                limit += 1
+        if logical == 1:
+            i = limit - 1
+            while i >= 0:
+                if self._in(s, <int> lab[i]):
+                    if cnt == loff:
+                        idx = i
+                        break
+                    cnt += 1
+                i -= 1
+        else:
+            for i in range(limit):
+                if self._in(s, <int> lab[i]):
+                    if cnt == loff:
+                        idx = i
+                        break
+                    cnt += 1
+        if idx < 0:
+            cls[0] = -1
+            return -1
+        j = pos[idx] + poff
+        cls[0] = <int> lab[idx] if poff == 0 else -1
+        if j < self.ps or j >= self.pe:
+            return -1
+        return j
+
+    cdef double _agg_take(self, int k, i64* st, i64 r, int label, unsigned char* isnull) noexcept nogil:
+        cdef int s = self.daggs[k * 3]
+        cdef int func = self.daggs[k * 3 + 1]
+        cdef int col = self.daggs[k * 3 + 2]
+        cdef int base = self.agg_base + 5 * k
+        cdef i64 rows = st[base], nonnull = st[base + 1]
+        cdef double total = _b2d(st[base + 2]), lo = _b2d(st[base + 3]), hi = _b2d(st[base + 4])
+        cdef double v
+        if self._in(s, label):
+            rows += 1
+            if col >= 0 and not self.nulls[col * self.n_rows + r]:
+                v = self.vals[col * self.n_rows + r]
+                if nonnull == 0 or v < lo:
+                    lo = v
+                if nonnull == 0 or v > hi:
+                    hi = v
+                nonnull += 1
+                total += v
+        return _agg_value(func, rows, nonnull, total, lo, hi, isnull)
+
+    cdef double _agg_explicit(self, int k, i64* pos, i64* lab, i64 m, i64 r, int label,
+                              unsigned char* isnull) noexcept nogil:
+        cdef int s = self.daggs[k * 3]
+        cdef int func = self.daggs[k * 3 + 1]
+        cdef int col = self.daggs[k * 3 + 2]
+        cdef bint final = not self._in(s, label)  # R2: other variables FINAL
+        cdef i64 rows = 0, nonnull = 0, i, row
+        cdef double total = 0.0, lo = 0.0, hi = 0.0, v
+        for i in range(m):
+            if not final and pos[i] > r:
+                break
+            if not self._in(s, <int> lab[i]):
+                continue
+            rows += 1
+            row = pos[i]
+            if col >= 0 and not self.nulls[col * self.n_rows + row]:
+                v = self.vals[col * self.n_rows + row]
+                if nonnull == 0 or v < lo:
+                    lo = v
+                if nonnull == 0 or v > hi:
+                    hi = v
+                nonnull += 1
+                total += v
+        return _agg_value(func, rows, nonnull, total, lo, hi, isnull)
+
+    # ------------------------------------------------------------------ condition VM
+    cdef bint _eval(self, int c, int label, i64* st, i64* pos, i64* lab, i64 m,
+                    i64 r) noexcept nogil:
+        """Conjunct c at row r labelled label: on run vector st (take time) when st is
+        not NULL, else on the explicit match pos/lab[0..m)."""
+        cdef int pc = self.conj_off[c]
+        cdef int sp = 0
+        cdef int op, n, i, cls
+        cdef i64 j
+        cdef double a, b, v
+        cdef unsigned char na, nb
+        cdef double* vs = self.vstack
+        cdef unsigned char* ns = self.nstack
+        if pc < 0:
+            return True
+        while True:
+            op = self.code[pc]
+            if op == C_LOAD:
+                if st != NULL:
+                    j = self._resolve_take(self.code[pc + 2], st, r, label, &cls)
+                else:
+                    j = self._resolve_explicit(self.code[pc + 2], pos, lab, m, r, &cls)
+                if j < 0:
+                    vs[sp] = 0.0
+                    ns[sp] = 1
+                else:
+                    n = self.code[pc + 1]
+                    vs[sp] = self.vals[n * self.n_rows + j]
+                    ns[sp] = self.nulls[n * self.n_rows + j]
+                sp += 1
+                pc += 3
+            elif op == C_CONST:
+                vs[sp] = self.consts[self.code[pc + 1]]
+                ns[sp] = 0
+                sp += 1
+                pc += 2
+            elif op == C_NULL or op == C_MATCHNO:
+                vs[sp] = 0.0
+                ns[sp] = 1
+                sp += 1
+                pc += 1
+            elif op == C_LOAD_CLS:
+                if st != NULL:
+                    j = self._resolve_take(self.code[pc + 1], st, r, label, &cls)
+                else:
+                    j = self._resolve_explicit(self.code[pc + 1], pos, lab, m, r, &cls)
+                if j < 0:
+                    cls = -1
+                vs[sp] = cls
+                ns[sp] = cls < 0
+                sp += 1
+                pc += 2
+            elif op == C_AGG:
+                if st != NULL:
+                    vs[sp] = self._agg_take(self.code[pc + 1], st, r, label, &ns[sp])
+                else:
+                    vs[sp] = self._agg_explicit(self.code[pc + 1], pos, lab, m, r, label, &ns[sp])
+                sp += 1
+                pc += 2
+            elif op >= C_ADD and op <= C_MOD:
+                sp -= 1
+                a = vs[sp - 1]
+                b = vs[sp]
+                na = ns[sp - 1] | ns[sp]
+                if op == C_ADD:
+                    v = a + b
+                elif op == C_SUB:
+                    v = a - b
+                elif op == C_MUL:
+                    v = a * b
+                elif op == C_DIV:
+                    if b == 0.0:
+                        na = 1
+                        v = 0.0
+                    else:
+                        v = a / b
+                else:
+                    if b == 0.0:
+                        na = 1
+                        v = 0.0
+                    else:
+                        v = fmod(a, b)
+                vs[sp - 1] = v
+                ns[sp - 1] = na
+                pc += 1
+            elif op == C_NEG:
+                vs[sp - 1] = -vs[sp - 1]
+                pc += 1
+            elif op >= C_EQ and op <= C_GE:
+                sp -= 1
+                a = vs[sp - 1]
+                b = vs[sp]
+                if op == C_EQ:
+                    v = a == b
+                elif op == C_NE:
+                    v = a != b
+                elif op == C_LT:
+                    v = a < b
+                elif op == C_LE:
+                    v = a <= b
+                elif op == C_GT:
+                    v = a > b
+                else:
+                    v = a >= b
+                vs[sp - 1] = v
+                ns[sp - 1] = ns[sp - 1] | ns[sp]
+                pc += 1
+            elif op == C_AND:
+                sp -= 1
+                na = ns[sp - 1]
+                nb = ns[sp]
+                if (not na and vs[sp - 1] == 0.0) or (not nb and vs[sp] == 0.0):
+                    vs[sp - 1] = 0.0
+                    ns[sp - 1] = 0
+                elif na or nb:
+                    ns[sp - 1] = 1
+                else:
+                    vs[sp - 1] = 1.0
+                pc += 1
+            elif op == C_OR:
+                sp -= 1
+                na = ns[sp - 1]
+                nb = ns[sp]
+                if (not na and vs[sp - 1] != 0.0) or (not nb and vs[sp] != 0.0):
+                    vs[sp - 1] = 1.0
+                    ns[sp - 1] = 0
+                elif na or nb:
+                    ns[sp - 1] = 1
+                else:
+                    vs[sp - 1] = 0.0
+                pc += 1
+            elif op == C_NOT:
+                vs[sp - 1] = vs[sp - 1] == 0.0
+                pc += 1
+            elif op == C_ISNULL:
+                vs[sp - 1] = ns[sp - 1]
+                ns[sp - 1] = 0
+                pc += 1
+            elif op == C_ISNOTNULL:
+                vs[sp - 1] = not ns[sp - 1]
+                ns[sp - 1] = 0
+                pc += 1
+            elif op == C_JUMP:
+                if self.code[pc + 1] < 0:
+                    break
+                pc = self.code[pc + 1]
+            elif op == C_JUMP_IF_NOT_TRUE:
+                sp -= 1
+                if ns[sp] or vs[sp] == 0.0:
+                    pc = self.code[pc + 1]
+                else:
+                    pc += 2
+            elif op == C_JUMP_IF_NOT_NULL:
+                if not ns[sp - 1]:
+                    pc = self.code[pc + 1]
+                else:
+                    sp -= 1
+                    pc += 2
+            elif op == C_POP:
+                sp -= 1
+                pc += 1
+            elif op == C_FUNC1:
+                vs[sp - 1] = _func1(self.code[pc + 1], vs[sp - 1], &ns[sp - 1])
+                pc += 2
+            elif op == C_FUNC2:
+                sp -= 1
+                vs[sp - 1] = _func2(self.code[pc + 1], vs[sp - 1], vs[sp], &ns[sp - 1], ns[sp])
+                pc += 2
+            elif op == C_GREATEST or op == C_LEAST:
+                n = self.code[pc + 1]
+                sp -= n
+                na = 1
+                v = 0.0
+                for i in range(n):
+                    if not ns[sp + i]:
+                        if na or (op == C_GREATEST and vs[sp + i] > v) or (
+                                op == C_LEAST and vs[sp + i] < v):
+                            v = vs[sp + i]
+                        na = 0
+                vs[sp] = v
+                ns[sp] = na
+                sp += 1
+                pc += 2
+            else:
+                break
+        return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
+
+    # ------------------------------------------------------------------ runs
+    cdef bint _take_ok(self, i64* run, int label, i64 r) noexcept nogil:
+        """R5 take condition: label's conjuncts whose other variables are bound."""
+        cdef u64 bound = (<u64> run[R_MASK]) | ((<u64> 1) << label)
+        cdef int i, c
+        for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
+            c = self.lab_conj[i]
+            if (self.conj_mask[c] & ~bound) == 0:
+                if not self._eval(c, label, run + R_HDR, NULL, NULL, 0, r):
+                    return False
+        return True
+
+    cdef i64 _new_node(self, i64 row, int label, i64 a, i64 b, i64 first) noexcept nogil:
+        if buf_push(&self.n_row, row) or buf_push(&self.n_lab, label) or \
+                buf_push(&self.n_a, a) or buf_push(&self.n_b, b) or \
+                buf_push(&self.n_first, first):
+            self.oom = 1
+            return -1
+        self.nodes_created += 1
+        return self.n_row.n - 1
+
+    cdef void _update(self, i64* st, i64 r, int label) noexcept nogil:
+        """Computation vector after the run takes row r as label."""
+        cdef int t, s, base, f, k, i, col
+        cdef i64 cnt
+        cdef double v
+        for t in range(self.n_trk):
+            s = self.trk_set[t]
+            if not self._in(s, label):
+                continue
+            base = self.trk_base[t]
+            f = self.trk_f[t]
+            k = self.trk_k[t]
+            cnt = st[base]
+            if cnt < f:
+                st[base + 1 + cnt] = r * 64 + label
+            i = k - 1
+            while i > 0:
+                st[base + 1 + f + i] = st[base + 1 + f + i - 1]
+                i -= 1
+            if k > 0:
+                st[base + 1 + f] = r * 64 + label
+            st[base] = cnt + 1
+        for t in range(self.n_daggs):
+            s = self.daggs[t * 3]
+            if not self._in(s, label):
+                continue
+            base = self.agg_base + 5 * t
+            col = self.daggs[t * 3 + 2]
+            st[base] += 1
+            if col >= 0 and not self.nulls[col * self.n_rows + r]:
+                v = self.vals[col * self.n_rows + r]
+                if st[base + 1] == 0 or v < _b2d(st[base + 3]):
+                    st[base + 3] = _d2b(v)
+                if st[base + 1] == 0 or v > _b2d(st[base + 4]):
+                    st[base + 4] = _d2b(v)
+                st[base + 1] += 1
+                st[base + 2] = _d2b(_b2d(st[base + 2]) + v)
+
+    cdef int _push_run(self, Buf* L, i64* proto, int comp, i64 cnt) noexcept nogil:
+        if buf_reserve(L, self.RW):
+            self.oom = 1
+            return -1
+        memcpy(L.data + L.n, proto, self.RW * sizeof(i64))
+        L.data[L.n + R_COMP] = comp
+        L.data[L.n + R_CNT] = cnt
+        L.n += self.RW
+        self.runs_created += 1
+        return 0
+
+    cdef int _take(self, i64* run, i64 r) noexcept nogil:
+        """Run takes row r: new buffer node, forks (stay / proceed), emission."""
+        cdef i64* proto = self.tmpst
+        cdef int seq = <int> run[R_SEQ]
+        cdef int comp = <int> run[R_COMP]
+        cdef int label = self.comps[comp * 4 + 1]
+        cdef i64 cnt = run[R_CNT] + 1
+        cdef int mx = self.comps[comp * 4 + 3]
+        cdef int j, end = self.seq_start[seq + 1]
+        cdef i64 node, first
+        memcpy(proto, run, self.RW * sizeof(i64))
+        first = r if run[R_NODE] < 0 else self.n_first.data[run[R_NODE]]
+        node = self._new_node(r, label, run[R_NODE], -2, first)
+        if node < 0:
+            return -1
+        proto[R_NODE] = node
+        proto[R_MASK] = <i64> ((<u64> run[R_MASK]) | ((<u64> 1) << label))
+        self._update(proto + R_HDR, r, label)
+        if mx < 0 or cnt < mx:
+            if self._push_run(&self.fresh, proto, comp, cnt):
+                return -1
+        if cnt >= self.comps[comp * 4 + 2]:
+            j = comp + 1
+            while True:
+                if j == end:
+                    if self._emit_paths(node, seq, r):
+                        return -1
+                    break
+                if self._push_run(&self.fresh, proto, j, 0):
+                    return -1
+                if self.comps[j * 4 + 2] > 0:
+                    break
+                j += 1
+        return 0
+
+    cdef void _merge_fresh(self) noexcept nogil:
+        """SASE+ 5.2.2: runs created at this row with equal key share one run."""
+        cdef i64 n = self.fresh.n // self.RW
+        cdef i64 cap = 16, i, h, slot, w, other
+        cdef i64* table
+        cdef i64* a
+        cdef i64* b
+        cdef u64 hv
+        cdef int comp, mn, mx, same, keep
+        cdef i64 cls_a, cls_b
+        if n < 2:
+            return
+        while cap < 2 * n:
+            cap *= 2
+        table = <i64*> malloc(cap * sizeof(i64))
+        if table == NULL:
+            return
+        for i in range(cap):
+            table[i] = -1
+        keep = 0
+        for i in range(n):
+            a = self.fresh.data + i * self.RW
+            comp = <int> a[R_COMP]
+            mn = self.comps[comp * 4 + 2]
+            mx = self.comps[comp * 4 + 3]
+            cls_a = a[R_CNT] if (mx >= 0 or a[R_CNT] < mn) else mn
+            hv = <u64> (a[R_SEQ] * 1000003 + comp * 7919 + cls_a * 31 + a[R_MASK])
+            for w in range(self.S):
+                hv = (hv ^ (<u64> a[R_HDR + w])) * (<u64> 1099511628211)
+            slot = <i64> (hv & (<u64> (cap - 1)))
+            same = 0
+            while table[slot] >= 0:
+                other = table[slot]
+                b = self.fresh.data + other * self.RW
+                cls_b = b[R_CNT] if (mx >= 0 or b[R_CNT] < mn) else mn
+                if b[R_SEQ] == a[R_SEQ] and b[R_COMP] == comp and cls_b == cls_a and \
+                        b[R_MASK] == a[R_MASK]:
+                    same = 1
+                    for w in range(self.S):
+                        if a[R_HDR + w] != b[R_HDR + w]:
+                            same = 0
+                            break
+                    if same:
+                        break
+                slot = (slot + 1) & (cap - 1)
+            if same:
+                # b keeps running for both; a's histories join through an ALT node
+                h = self._new_node(self.n_row.data[b[R_NODE]], <int> self.n_lab.data[b[R_NODE]],
+                                   b[R_NODE], a[R_NODE],
+                                   max(self.n_first.data[a[R_NODE]],
+                                       self.n_first.data[b[R_NODE]]))
+                if h >= 0:
+                    b[R_NODE] = h
+                    if cls_a > cls_b:
+                        b[R_CNT] = a[R_CNT]
+                self.runs_merged += 1
+                a[R_SEQ] = -1
+            else:
+                table[slot] = i
+        free(table)
+        # compact
+        w = 0
+        for i in range(n):
+            a = self.fresh.data + i * self.RW
+            if a[R_SEQ] < 0:
+                continue
+            if w != i:
+                memcpy(self.fresh.data + w * self.RW, a, self.RW * sizeof(i64))
+            w += 1
+        self.fresh.n = w * self.RW
+
+    # ------------------------------------------------------------------ emission
+    cdef int _emit_paths(self, i64 node, int seq, i64 last) noexcept nogil:
+        self.emit_last = last
+        self.emit_seq = seq
+        return self._paths(node, 0)
+
+    cdef int _paths(self, i64 node, i64 depth) noexcept nogil:
+        cdef int rc
+        while True:
+            if node < 0:
+                return self._finish(depth)
+            if not self._fits(self.n_first.data[node], self.emit_last) and \
+                    self.window_kind != 0:
+                # no path through node has a young enough first row
+                if self.window_kind == 1 or not (self.wnull[self.n_first.data[node]]):
+                    return 0
+            if self.n_b.data[node] != -2:
+                rc = self._paths(self.n_a.data[node], depth)
+                if rc:
+                    return rc
+                node = self.n_b.data[node]
+                continue
+            self.ppos[depth] = self.n_row.data[node]
+            self.plab[depth] = self.n_lab.data[node]
+            depth += 1
+            node = self.n_a.data[node]
+
+    cdef int _finish(self, i64 m) noexcept nogil:
+        """A complete path (reversed in ppos/plab): R2 re-checks, R3, R6; then store."""
+        cdef i64 i, k
+        cdef i64* pos = self.mpos
+        cdef i64* lab = self.mlab
+        cdef u64 prefix = 0, bit
+        cdef int label, c, q
+        for i in range(m):
+            pos[i] = self.ppos[m - 1 - i]
+            lab[i] = self.plab[m - 1 - i]
+        if not self._fits(pos[0], pos[m - 1]):
+            return 0
+        for i in range(m):
+            label = <int> lab[i]
+            bit = (<u64> 1) << label
+            for k in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
+                c = self.lab_conj[k]
+                if (self.conj_mask[c] & ~(prefix | bit)) != 0:
+                    if not self._eval(c, label, NULL, pos, lab, m, pos[i]):
+                        return 0
+            prefix |= bit
+        for q in range(self.n_negs):
+            if self.negs[q * 6] == self.emit_seq and not self._neg_ok(q, pos, lab, m):
+                return 0
+        if buf_push(&self.m_off, self.m_pos.n) or buf_push(&self.m_len, m) or \
+                buf_reserve(&self.m_pos, m) or buf_reserve(&self.m_lab, m):
+            self.oom = 1
+            return -1
+        memcpy(self.m_pos.data + self.m_pos.n, pos, m * sizeof(i64))
+        memcpy(self.m_lab.data + self.m_lab.n, lab, m * sizeof(i64))
+        self.m_pos.n += m
+        self.m_lab.n += m
+        self.matches_found += 1
+        return 0
+
+    cdef bint _neg_ok(self, int q, i64* pos, i64* lab, i64 m) noexcept nogil:
+        """R6: no row outside the match in the NOT's region satisfies its DEFINE."""
+        cdef int seq = self.negs[q * 6]
+        cdef int nlab = self.negs[q * 6 + 1]
+        cdef int kind = self.negs[q * 6 + 2]
+        cdef int a = self.negs[q * 6 + 3], b = self.negs[q * 6 + 4], cc = self.negs[q * 6 + 5]
+        cdef i64 lo = -1, hi = -1, i, r, k, ins, lo_r, hi_r
+        cdef int comp, c
+        cdef bint has_lo = False, has_hi = False, ok
+        cdef i64* tp = self.tpos   # scratch for the trial match
+        cdef i64* tl = self.tlab
+        for i in range(m):
+            comp = self.comp_of[seq * self.n_labels + lab[i]]
+            if kind == 0:
+                if comp >= a and comp < b:
+                    lo = pos[i]
+                    has_lo = True
+                elif comp >= b and comp < cc and not has_hi:
+                    hi = pos[i]
+                    has_hi = True
+            else:
+                if comp >= a and comp < cc:
+                    if not has_lo:
+                        lo = pos[i] - 1
+                        has_lo = True
+                    hi = pos[i] + 1
+                    has_hi = True
+        lo_r = lo + 1 if has_lo else self.ps
+        hi_r = hi if has_hi else self.pe
+        k = 0
+        for r in range(lo_r, hi_r):
+            while k < m and pos[k] < r:
+                k += 1
+            if k < m and pos[k] == r:
+                continue
+            if not (has_lo and has_hi):
+                if not self._fits(pos[0] if pos[0] < r else r, pos[m - 1] if pos[m - 1] > r else r):
+                    continue
+            # trial = match + (r, NOT label)
+            for i in range(k):
+                tp[i] = pos[i]
+                tl[i] = lab[i]
+            tp[k] = r
+            tl[k] = nlab
+            for i in range(k, m):
+                tp[i + 1] = pos[i]
+                tl[i + 1] = lab[i]
+            ok = True
+            for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                c = self.lab_conj[i]
+                if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
+                    ok = False
+                    break
+            if ok:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ partition
+    cdef int _partition(self) noexcept nogil:
+        cdef i64 r, i, nr
+        cdef i64* run
+        cdef Buf swap
+        cdef int seq, j, end
+        cdef bint ok
+        cdef i64* proto = self.startst
+        self.cur.n = 0
+        self.nxt.n = 0
+        self.n_row.n = 0
+        self.n_lab.n = 0
+        self.n_a.n = 0
+        self.n_b.n = 0
+        self.n_first.n = 0
+        for r in range(self.ps, self.pe):
+            self.fresh.n = 0
+            self.nxt.n = 0
+            nr = self.cur.n // self.RW
+            for i in range(nr):
+                run = self.cur.data + i * self.RW
+                if not self._alive(self.n_first.data[run[R_NODE]], r):
+                    continue
+                ok = self._take_ok(run, self.comps[run[R_COMP] * 4 + 1], r)
+                if ok:
+                    if self._take(run, r):
+                        return -1
+                    run = self.cur.data + i * self.RW
+                if self.strategy == S_ANY or (self.strategy == S_NEXT and not ok):
+                    if buf_reserve(&self.nxt, self.RW):
+                        return -1
+                    memcpy(self.nxt.data + self.nxt.n, run, self.RW * sizeof(i64))
+                    self.nxt.n += self.RW
+            # new runs start at r
+            for seq in range(self.n_seq):
+                end = self.seq_start[seq + 1]
+                j = self.seq_start[seq]
+                while j < end:
+                    memset(proto, 0, self.RW * sizeof(i64))
+                    proto[R_SEQ] = seq
+                    proto[R_COMP] = j
+                    proto[R_NODE] = -1
+                    if self._take_ok(proto, self.comps[j * 4 + 1], r):
+                        if self._take(proto, r):
+                            return -1
+                    if self.comps[j * 4 + 2] > 0:
+                        break
+                    j += 1
+            if self.merging:
+                self._merge_fresh()
+            if buf_reserve(&self.nxt, self.fresh.n):
+                return -1
+            memcpy(self.nxt.data + self.nxt.n, self.fresh.data, self.fresh.n * sizeof(i64))
+            self.nxt.n += self.fresh.n
+            swap = self.cur
+            self.cur = self.nxt
+            self.nxt = swap
+            if self.cur.n // self.RW > self.peak_runs:
+                self.peak_runs = self.cur.n // self.RW
+            if self.cur.n == 0:
+                # no live run: the whole buffer is garbage
+                self.n_row.n = 0
+                self.n_lab.n = 0
+                self.n_a.n = 0
+                self.n_b.n = 0
+                self.n_first.n = 0
+            if self.oom:
+                return -1
+        return 0
+
+    def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
+            wts=None, wnulls=None):
+        """Match every partition [bounds[k], bounds[k+1]). Returns (rows, match numbers,
+        leaves[n, n_leaves], aggregates[n, n_maggs])."""
+        cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
+        cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
+        cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef const double[::1] wt
+        cdef const unsigned char[::1] wn
+        cdef Buf out[4]
+        cdef i64 k, n_parts = bb.shape[0] - 1
+        cdef int err = 0
+        cdef double dummy_d = 0.0
+        cdef unsigned char dummy_u = 0
+        self.n_rows = vv.shape[1]
+        self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else &dummy_d
+        self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else &dummy_u
+        if self.window_kind == 2:
+            wt = np.ascontiguousarray(wts, dtype=np.float64)
+            wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
+            self.wts = &wt[0] if wt.shape[0] > 0 else &dummy_d
+            self.wnull = &wn[0] if wn.shape[0] > 0 else &dummy_u
+        memset(out, 0, sizeof(out))
+        self.oom = 0
+        if self.cap_path < self.n_rows + 2:
+            self.cap_path = self.n_rows + 2
+            self.ppos = <i64*> realloc(self.ppos, self.cap_path * sizeof(i64))
+            self.plab = <i64*> realloc(self.plab, self.cap_path * sizeof(i64))
+            self.mpos = <i64*> realloc(self.mpos, self.cap_path * sizeof(i64))
+            self.mlab = <i64*> realloc(self.mlab, self.cap_path * sizeof(i64))
+            self.tpos = <i64*> realloc(self.tpos, self.cap_path * sizeof(i64))
+            self.tlab = <i64*> realloc(self.tlab, self.cap_path * sizeof(i64))
+        with nogil:
+            for k in range(n_parts):
+                self.ps = bb[k]
+                self.pe = bb[k + 1]
+                if self.pe <= self.ps:
+                    continue
+                self.m_off.n = 0
+                self.m_len.n = 0
+                self.m_pos.n = 0
+                self.m_lab.n = 0
+                if self._partition() != 0 or self._output(out) != 0:
+                    err = 1
+                    break
+        if err:
+            for k in range(4):
+                free(out[k].data)
+            raise MemoryError("cepsql CEP matcher ran out of memory")
+        rows = _to_numpy(&out[0])
+        numbers = _to_numpy(&out[1])
+        leaves = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
+        aggs = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs)
+        for k in range(4):
+            free(out[k].data)
+        return rows, numbers, leaves, aggs
+
+    def set_consts(self, cnp.ndarray consts):
+        cdef cnp.ndarray c = np.ascontiguousarray(consts, dtype=np.float64)
+        free(self.consts)
+        self.consts = <double*> self._copy(c)
+
+    def stats(self):
+        return dict(runs_created=self.runs_created, runs_merged=self.runs_merged,
+                    nodes_created=self.nodes_created, peak_runs=self.peak_runs,
+                    matches_found=self.matches_found)
+
+    # ------------------------------------------------------------------ output
+    cdef int _output(self, Buf* out) noexcept nogil:
+        """R7: distinct matches, optional non-overlapping selection, numbering, rows."""
+        global g_off, g_len, g_pos, g_lab, g_rank, g_sel
+        cdef i64 n = self.m_off.n, i, w, p, o, l, number
+        cdef i64* order
+        cdef unsigned char* used
+        cdef unsigned char* covered = NULL
+        cdef bint clash
+        if n == 0 and not (self.all_rows and self.with_unmatched):
+            return 0
+        order = <i64*> malloc((n + 1) * sizeof(i64))
+        if order == NULL:
+            return -1
+        for i in range(n):
+            order[i] = i
+        g_off = self.m_off.data
+        g_len = self.m_len.data
+        g_pos = self.m_pos.data
+        g_lab = self.m_lab.data
+        g_rank = self.rank
+        g_sel = 0
+        qsort(order, n, sizeof(i64), _cmp_match)
+        if self.dedup and n > 1:
+            w = 1
+            for i in range(1, n):
+                if _cmp_match(&order[i], &order[w - 1]) != 0:
+                    order[w] = order[i]
+                    w += 1
+            n = w
+        if self.select_past_last and n > 1:
+            g_sel = 1
+            qsort(order, n, sizeof(i64), _cmp_match)
+            used = <unsigned char*> calloc(self.pe - self.ps + 1, 1)
+            w = 0
+            for i in range(n):
+                o = self.m_off.data[order[i]]
+                l = self.m_len.data[order[i]]
+                clash = False
+                for p in range(l):
+                    if used[self.m_pos.data[o + p] - self.ps]:
+                        clash = True
+                        break
+                if clash:
+                    continue
+                for p in range(l):
+                    used[self.m_pos.data[o + p] - self.ps] = 1
+                order[w] = order[i]
+                w += 1
+            free(used)
+            n = w
+            g_sel = 0
+            qsort(order, n, sizeof(i64), _cmp_match)
+        if self.all_rows and self.with_unmatched:
+            covered = <unsigned char*> calloc(self.pe - self.ps + 1, 1)
+        for i in range(n):
+            number = i + 1
+            o = self.m_off.data[order[i]]
+            l = self.m_len.data[order[i]]
+            if covered != NULL:
+                for p in range(l):
+                    covered[self.m_pos.data[o + p] - self.ps] = 1
+            if self._emit_match(self.m_pos.data + o, self.m_lab.data + o, l, number, out):
+                free(order)
+                free(covered)
+                return -1
+        if covered != NULL:
+            for p in range(self.ps, self.pe):
+                if not covered[p - self.ps]:
+                    if self._emit_unmatched(p, out):
+                        free(order)
+                        free(covered)
+                        return -1
+            free(covered)
+        free(order)
+        return 0
+
+    cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil:
+        cdef int q, func
+        if buf_push(&out[0], row) or buf_push(&out[1], -1):
+            return -1
+        for q in range(self.n_leaves):
+            if buf_push(&out[2], -1):
+                return -1
+        for q in range(self.n_maggs):
+            func = self.maggs[q * 4 + 1]
+            if buf_push(&out[3], NULL_BITS if (func == A_SUM or func == A_AVG) else -1):
+                return -1
+        return 0
+
+    cdef int _emit_match(self, i64* pos, i64* lab, i64 m, i64 number, Buf* out) noexcept nogil:
+        cdef i64 i
+        if not self.all_rows:
+            if buf_push(&out[0], pos[m - 1]) or buf_push(&out[1], number):
+                return -1
+            return self._emit_measures(pos, lab, m, m, out)
+        for i in range(m):
+            if buf_push(&out[0], pos[i]) or buf_push(&out[1], number):
+                return -1
+            if self._emit_measures(pos, lab, m, i + 1, out):
+                return -1
+        return 0
+
+    cdef int _emit_measures(self, i64* pos, i64* lab, i64 m, i64 upto, Buf* out) noexcept nogil:
+        cdef int q, s, logical, final, kind, func, col
+        cdef i64 loff, poff, p, idx, cnt, i, j, v, rows, nonnull, amin, amax, row
+        cdef double total, x
+        for q in range(self.n_leaves):
+            s = self.leaves[q * 6]
+            logical = self.leaves[q * 6 + 1]
+            loff = self.leaves[q * 6 + 2]
+            poff = self.leaves[q * 6 + 3]
+            final = self.leaves[q * 6 + 4]
+            kind = self.leaves[q * 6 + 5]
+            p = m if (final or not self.all_rows) else upto
+            idx = -1
+            cnt = 0
+            if logical == 1:
+                i = p - 1
+                while i >= 0:
+                    if self._in(s, <int> lab[i]):
+                        if cnt == loff:
+                            idx = i
+                            break
+                        cnt += 1
+                    i -= 1
+            else:
+                for i in range(p):
+                    if self._in(s, <int> lab[i]):
+                        if cnt == loff:
+                            idx = i
+                            break
+                        cnt += 1
+            j = -1
+            if idx >= 0:
+                j = pos[idx] + poff
+                if j < self.ps or j >= self.pe:
+                    j = -1
+            if kind == 1 and j >= 0:
+                v = -1
+                for i in range(m):
+                    if pos[i] == j:
+                        v = lab[i]
+                        break
+                j = v
+            if buf_push(&out[2], j):
+                return -1
+        for q in range(self.n_maggs):
+            s = self.maggs[q * 4]
+            func = self.maggs[q * 4 + 1]
+            col = self.maggs[q * 4 + 2]
+            final = self.maggs[q * 4 + 3]
+            p = m if (final or not self.all_rows) else upto
+            rows = 0
+            nonnull = 0
+            total = 0.0
+            amin = -1
+            amax = -1
+            for i in range(p):
+                if not self._in(s, <int> lab[i]):
+                    continue
+                rows += 1
+                row = pos[i]
+                if col < 0 or self.nulls[col * self.n_rows + row]:
+                    continue
+                x = self.vals[col * self.n_rows + row]
+                if nonnull == 0 or x < self.vals[col * self.n_rows + amin]:
+                    amin = row
+                if nonnull == 0 or x > self.vals[col * self.n_rows + amax]:
+                    amax = row
+                nonnull += 1
+                total += x
+            if func == A_COUNT_STAR:
+                v = rows
+            elif func == A_COUNT:
+                v = nonnull
+            elif nonnull == 0:
+                v = NULL_BITS if (func == A_SUM or func == A_AVG) else -1
+            elif func == A_SUM:
+                v = _d2b(total)
+            elif func == A_AVG:
+                v = _d2b(total / nonnull)
+            elif func == A_MIN:
+                v = amin
+            else:
+                v = amax
+            if buf_push(&out[3], v):
+                return -1
+        return 0
+
+
+cdef inline double _agg_value(int func, i64 rows, i64 nonnull, double total, double lo,
+                              double hi, unsigned char* isnull) noexcept nogil:
+    isnull[0] = 0
+    if func == A_COUNT_STAR:
+        return <double> rows
+    if func == A_COUNT:
+        return <double> nonnull
+    if nonnull == 0:
+        isnull[0] = 1
+        return 0.0
+    if func == A_SUM:
+        return total
+    if func == A_AVG:
+        return total / nonnull
+    if func == A_MIN:
+        return lo
+    return hi
+
+
+cdef double _func1(int f, double x, unsigned char* isnull) noexcept nogil:
+    if f == 0:
+        return fabs(x)
+    if f == 1:
+        if x < 0:
+            isnull[0] = 1
+            return 0.0
+        return sqrt(x)
+    if f == 2:
+        if x <= 0:
+            isnull[0] = 1
+            return 0.0
+        return log(x)
+    if f == 3:
+        return exp(x)
+    if f == 4:
+        return floor(x)
+    if f == 5:
+        return ceil(x)
+    if f == 6:
+        return (x > 0) - (x < 0)
+    if f == 7:
+        if x <= 0:
+            isnull[0] = 1
+            return 0.0
+        return log10(x)
+    if f == 8:
+        return -x
+    return x
+
+
+cdef double _func2(int f, double x, double y, unsigned char* isnull, unsigned char ny) noexcept nogil:
+    cdef double scale, r
+    isnull[0] = isnull[0] | ny
+    if f == 0:
+        return pow(x, y)
+    if f == 1:
+        # Spark's round: half away from zero
+        scale = pow(10.0, y)
+        r = floor(fabs(x) * scale + 0.5) / scale
+        return r if x >= 0 else -r
+    if y == 0.0:
+        isnull[0] = 1
+        return 0.0
+    r = fmod(x, y)
+    if f == 3 and r < 0:
+        r += fabs(y)
+    return r
+
+
+cdef object _to_numpy(Buf* b):
+    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
+    if b.n > 0:
+        memcpy(out.data, b.data, b.n * sizeof(i64))
+    return out
