@@ -1,0 +1,13 @@
+"""Statistics stage: per-variable arrival rates and pairwise predicate selectivities
+estimated from (a bounded sample of) the input, cached per input and pattern.
+
+    from cepsql.stats import CACHE, estimate_from_spark
+    stats = CACHE.get_or_estimate(spec, df)            # or estimate_from_spark(spec, df)
+    stats.rates["A"], stats.selectivities[("A", "B")]
+"""
+from .cache import CACHE, StatisticsCache
+from .estimate import estimate_from_spark, estimate_from_table, estimate_prepared
+from .model import PatternStatistics
+
+__all__ = ["CACHE", "PatternStatistics", "StatisticsCache", "estimate_from_spark",
+           "estimate_from_table", "estimate_prepared"]

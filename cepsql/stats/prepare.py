@@ -1,0 +1,62 @@
+"""The prepared sample: one row per sampled input row, with exactly what estimation
+reads — PARTITION BY keys, the first ORDER BY key, one boolean per variable (its
+single-row conditions hold) and the raw columns the pair conditions read.
+
+Both inputs end up in this shape (Spark computes it inside the sampled query, an Arrow
+table through ``arrow_eval``), so the estimator itself has a single code path.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..algebra.expressions import ColumnRef
+from ..algebra.spec import MatchRecognizeSpec
+from ..errors import CepUnsupportedError
+from ..exprs.arrow_eval import evaluate_arrow
+from .conjuncts import COLUMN_PREFIX, ConditionSplit
+
+ORDER_COLUMN = "__cep_o"
+
+
+def partition_column(i: int) -> str:
+    return f"__cep_p{i}"
+
+
+def unary_column(var_index: int) -> str:
+    return f"__cep_u{var_index}"
+
+
+def sample_table(table: pa.Table, max_rows: int,
+                 rng: np.random.Generator) -> tuple[pa.Table, float]:
+    """Uniform sample of at most max_rows rows (input order kept) and its fraction."""
+    n = table.num_rows
+    if n <= max_rows:
+        return table, 1.0
+    idx = np.sort(rng.choice(n, size=max_rows, replace=False))
+    return table.take(pa.array(idx)), max_rows / n
+
+
+def prepare_table(spec: MatchRecognizeSpec, split: ConditionSplit, table: pa.Table,
+                  notes: list[str]) -> pa.Table:
+    """Prepared columns of a (sampled) Arrow table, evaluated with arrow_eval."""
+    n = table.num_rows
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {}
+    for i, key in enumerate(spec.partition_by):
+        columns[partition_column(i)] = evaluate_arrow(key.expr, table)
+    if spec.order_by:
+        columns[ORDER_COLUMN] = evaluate_arrow(spec.order_by[0].expr, table)
+    for idx, var in enumerate(split.variables):
+        flag: pa.Array | pa.ChunkedArray = pa.repeat(pa.scalar(True), n)
+        for conjunct in split.unary[var]:
+            try:
+                value = evaluate_arrow(conjunct, table)
+            except CepUnsupportedError as exc:
+                notes.append(f"{var}: single-row condition left out ({exc})")
+                continue
+            flag = pc.and_kleene(flag, value)
+        columns[unary_column(idx)] = pc.fill_null(flag, False)
+    for k, name in enumerate(split.columns):
+        columns[f"{COLUMN_PREFIX}{k}"] = evaluate_arrow(ColumnRef(None, name), table)
+    return pa.table(columns) if columns else pa.table({"__cep_n": pa.nulls(n)})
