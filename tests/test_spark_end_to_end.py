@@ -1,6 +1,5 @@
 """spark.cep.sql with the real dialect and planner (one small query)."""
 import pandas as pd
-import pytest
 
 QUERY = """SELECT * FROM ticks MATCH_RECOGNIZE (
   PARTITION BY sym ORDER BY ts
@@ -15,7 +14,6 @@ EXPECTED = [("a", 3, 6, 1), ("b", 1, 2, 1), ("b", 1, 2, 2)]
 
 
 def test_spark_and_local_agree(spark):
-    pytest.importorskip("cepsql.runtime.executor")
     import cepsql
     spark.createDataFrame(TICKS).createOrReplaceTempView("ticks")
     got = spark.cep.sql(f"SELECT sym, start_price, top, mn FROM ({QUERY}) ORDER BY sym, mn")

@@ -16,7 +16,7 @@ from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, MatchN
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec
-from ..errors import CepAnalysisError, CepError, CepUnsupportedError
+from ..errors import CepAnalysisError, CepError
 from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref

@@ -41,12 +41,17 @@ class EvalContext:
     colmap: dict[str, str] = field(default_factory=dict)
 
 
+
+class ReferenceUnsupported(Exception):
+    """The test oracle has no rule for this construct (a limit of the oracle, not of
+    cepsql: property tests reject such examples instead of comparing them)."""
+
 def evaluate(expr: Expr, ctx: EvalContext, at: int | None = None) -> object:
     """Value of a bound expression; ``at`` is the row that unqualified columns and
     CLASSIFIER() read (set inside RowValue, or when evaluating PARTITION/ORDER keys)."""
     handler = _HANDLERS.get(type(expr))
     if handler is None:
-        raise NotImplementedError(f"reference evaluator cannot evaluate {type(expr).__name__}")
+        raise ReferenceUnsupported(f"reference evaluator cannot evaluate {type(expr).__name__}")
     return handler(expr, ctx, at)
 
 
@@ -176,7 +181,7 @@ def _arith(op: str, a: object, b: object) -> object:
         if isinstance(a, Decimal) and isinstance(b, Decimal):
             return a % b  # Decimal % keeps the dividend's sign, like Java
         return math.fmod(float(a), float(b))
-    raise NotImplementedError(f"operator {op}")
+    raise ReferenceUnsupported(f"operator {op}")
 
 
 def _binary(expr: BinaryOp, ctx: EvalContext, at: int | None) -> object:
@@ -228,7 +233,7 @@ def _unary(expr: UnaryOp, ctx: EvalContext, at: int | None) -> object:
         return -v
     if expr.op == "+":
         return v
-    raise NotImplementedError(f"unary operator {expr.op}")
+    raise ReferenceUnsupported(f"unary operator {expr.op}")
 
 
 def _is_null(expr: IsNull, ctx: EvalContext, at: int | None) -> object:
@@ -342,7 +347,7 @@ def _cast_value(v: object, to: str) -> object:
             return _dt.datetime.fromisoformat(str(v).strip())
     except (ValueError, InvalidOperation, OverflowError):
         return None
-    raise NotImplementedError(f"CAST to {to}")
+    raise ReferenceUnsupported(f"CAST to {to}")
 
 
 def _cast(expr: Cast, ctx: EvalContext, at: int | None) -> object:
@@ -420,7 +425,7 @@ def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
         return args[1] if args[0] is True else args[2]
     fn = _STRICT_FUNCTIONS.get(name)
     if fn is None:
-        raise NotImplementedError(f"reference evaluator has no function {name}")
+        raise ReferenceUnsupported(f"reference evaluator has no function {name}")
     if any(a is None for a in args):
         return None
     return fn(*args)
@@ -459,7 +464,7 @@ def _aggregate(expr: Aggregate, ctx: EvalContext, at: int | None) -> object:
             raise CepAnalysisError(f"{name}(*) is not an aggregate", pos=expr.pos)
         return len(rows)
     if len(expr.args) != 1:
-        raise NotImplementedError(f"aggregate {name} with {len(expr.args)} arguments")
+        raise ReferenceUnsupported(f"aggregate {name} with {len(expr.args)} arguments")
     # Each aggregated row is read as the current row of a running evaluation, so
     # A.price is that row and PREV(A.price) the row before it.
     bound = bind_rows(expr.args[0], in_define=False, final_default=False,
@@ -495,7 +500,7 @@ def _fold(name: str, values: list) -> object:
         return _extreme(values, -1)
     if name == "max":
         return _extreme(values, 1)
-    raise NotImplementedError(f"reference evaluator has no aggregate {name}")
+    raise ReferenceUnsupported(f"reference evaluator has no aggregate {name}")
 
 
 _HANDLERS = {
