@@ -28,10 +28,16 @@ so one run with an ALT node continues for both. The window does not enter the ke
 paths whose first row no longer fits are dropped when enumerated, and a run is pruned
 once its youngest path (node.maxfirst) cannot fit the current row.
 
+Bounded state: when the buffer outgrows a threshold (twice the last live size, at
+least 4096 nodes) it is compacted to the nodes reachable from live runs, ALT branches
+whose paths no longer fit the window cut off; with WITHIN the open partition of a chunk
+streams into the next call (``run(..., open_last, cont)``, see run) carrying runs,
+buffer and undecided matches with row indices rebased.
+
 No Python object is touched per event; everything runs on C arrays.
 """
 from libc.stdlib cimport malloc, realloc, free, calloc, qsort
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy, memset, memmove
 from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod
 
 import numpy as np
@@ -257,9 +263,24 @@ cdef class CepMatcher:
     cdef int emit_seq
     # matches of the partition
     cdef Buf m_off, m_len, m_pos, m_lab
+    cdef Buf m_st              # 0 found, 1 awaiting a trailing NOT, 2 selected, 3 gone
+    cdef Buf m_sq              # sequence of the match (its NOT checks)
+    cdef Buf m_chk             # NOT regions checked on rows below this one
+    cdef Buf stk               # path enumeration stack
     cdef int oom
+    # streaming state of the open partition (rows rebased to the next chunk)
+    cdef unsigned char* used   # rows of selected matches (SKIP PAST LAST ROW)
+    cdef unsigned char* covered  # rows of output matches (WITH UNMATCHED ROWS)
+    cdef i64 cap_flags
+    cdef i64 pproc             # rows below are processed (the rest only lookahead)
+    cdef int closed            # the partition ends in this chunk
+    cdef int has_state
+    cdef i64 match_no, unmatched_done, resume, compact_at
+    cdef public int lookback, lookahead
+    cdef public i64 keep
     # stats
     cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
+    cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
 
     def __cinit__(self):
         self.code = NULL
@@ -364,6 +385,24 @@ cdef class CepMatcher:
         self.plab = NULL
         self.mpos = NULL
         self.mlab = NULL
+        self.used = NULL
+        self.covered = NULL
+        self.cap_flags = 0
+        self.has_state = 0
+        self.keep = 0
+        # deepest PREV / NEXT reach (DEFINE references and measure leaves)
+        self.lookback = 0
+        self.lookahead = 0
+        for i in range(self.n_refs):
+            self._reach(self.refs[i * 5 + 3])
+        for i in range(self.n_leaves):
+            self._reach(self.leaves[i * 6 + 3])
+
+    cdef void _reach(self, int poff):
+        if poff < 0 and -poff > self.lookback:
+            self.lookback = -poff
+        if poff > self.lookahead:
+            self.lookahead = poff
 
     cdef void* _copy(self, cnp.ndarray arr):
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
@@ -373,7 +412,7 @@ cdef class CepMatcher:
         return p
 
     def __dealloc__(self):
-        cdef Buf* bufs[14]
+        cdef Buf* bufs[16]
         cdef int i
         if self.code == NULL:
             return
@@ -390,8 +429,11 @@ cdef class CepMatcher:
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
         bufs[9] = &self.m_len; bufs[10] = &self.m_pos; bufs[11] = &self.m_lab
-        for i in range(12):
+        bufs[12] = &self.m_st; bufs[13] = &self.m_sq; bufs[14] = &self.m_chk
+        bufs[15] = &self.stk
+        for i in range(16):
             free(bufs[i].data)
+        free(self.used); free(self.covered)
 
     # ------------------------------------------------------------------ windows
     cdef inline bint _fits(self, i64 lo, i64 hi) noexcept nogil:
@@ -410,7 +452,7 @@ cdef class CepMatcher:
         if self.window_kind == 1:
             return r - first < self.window_size
         if self.wnull[first] or self.wnull[r]:
-            return True  # conservative: never prune on NULL time
+            return False  # R3: a NULL time fails the window; rows are ordered by it
         return fabs(self.wts[r] - self.wts[first]) <= self.window_size
 
     # ------------------------------------------------------------------ resolve
@@ -904,28 +946,43 @@ cdef class CepMatcher:
     cdef int _emit_paths(self, i64 node, int seq, i64 last) noexcept nogil:
         self.emit_last = last
         self.emit_seq = seq
-        return self._paths(node, 0)
+        return self._paths(node)
 
-    cdef int _paths(self, i64 node, i64 depth) noexcept nogil:
+    cdef int _paths(self, i64 node) noexcept nogil:
+        """Every path from node to a root (depth-first, an explicit stack of the ALT
+        branches still to visit, so deep merge histories do not recurse)."""
         cdef int rc
-        while True:
-            if node < 0:
-                return self._finish(depth)
-            if not self._fits(self.n_first.data[node], self.emit_last) and \
-                    self.window_kind != 0:
-                # no path through node has a young enough first row
-                if self.window_kind == 1 or not (self.wnull[self.n_first.data[node]]):
-                    return 0
-            if self.n_b.data[node] != -2:
-                rc = self._paths(self.n_a.data[node], depth)
-                if rc:
-                    return rc
-                node = self.n_b.data[node]
-                continue
-            self.ppos[depth] = self.n_row.data[node]
-            self.plab[depth] = self.n_lab.data[node]
-            depth += 1
-            node = self.n_a.data[node]
+        cdef i64 depth = 0
+        self.stk.n = 0
+        if buf_push(&self.stk, node) or buf_push(&self.stk, 0):
+            self.oom = 1
+            return -1
+        while self.stk.n > 0:
+            self.stk.n -= 2
+            node = self.stk.data[self.stk.n]
+            depth = self.stk.data[self.stk.n + 1]
+            while True:
+                if node < 0:
+                    rc = self._finish(depth)
+                    if rc:
+                        return rc
+                    break
+                if not self._fits(self.n_first.data[node], self.emit_last) and \
+                        self.window_kind != 0:
+                    # no path through node has a young enough first row
+                    if self.window_kind == 1 or not (self.wnull[self.n_first.data[node]]):
+                        break
+                if self.n_b.data[node] != -2:
+                    if buf_push(&self.stk, self.n_b.data[node]) or buf_push(&self.stk, depth):
+                        self.oom = 1
+                        return -1
+                    node = self.n_a.data[node]
+                    continue
+                self.ppos[depth] = self.n_row.data[node]
+                self.plab[depth] = self.n_lab.data[node]
+                depth += 1
+                node = self.n_a.data[node]
+        return 0
 
     cdef int _finish(self, i64 m) noexcept nogil:
         """A complete path (reversed in ppos/plab): R2 re-checks, R3, R6; then store."""
@@ -933,7 +990,8 @@ cdef class CepMatcher:
         cdef i64* pos = self.mpos
         cdef i64* lab = self.mlab
         cdef u64 prefix = 0, bit
-        cdef int label, c, q
+        cdef int label, c, q, rc
+        cdef i64 state
         for i in range(m):
             pos[i] = self.ppos[m - 1 - i]
             lab[i] = self.plab[m - 1 - i]
@@ -948,10 +1006,17 @@ cdef class CepMatcher:
                     if not self._eval(c, label, NULL, pos, lab, m, pos[i]):
                         return 0
             prefix |= bit
+        state = 0
         for q in range(self.n_negs):
-            if self.negs[q * 6] == self.emit_seq and not self._neg_ok(q, pos, lab, m):
-                return 0
+            if self.negs[q * 6] == self.emit_seq:
+                rc = self._neg_ok(q, pos, lab, m, self.ps)
+                if rc == 0:
+                    return 0
+                if rc == 2:
+                    state = 1   # a trailing NOT still sees rows to come
         if buf_push(&self.m_off, self.m_pos.n) or buf_push(&self.m_len, m) or \
+                buf_push(&self.m_st, state) or buf_push(&self.m_sq, self.emit_seq) or \
+                buf_push(&self.m_chk, self.pproc) or \
                 buf_reserve(&self.m_pos, m) or buf_reserve(&self.m_lab, m):
             self.oom = 1
             return -1
@@ -962,8 +1027,10 @@ cdef class CepMatcher:
         self.matches_found += 1
         return 0
 
-    cdef bint _neg_ok(self, int q, i64* pos, i64* lab, i64 m) noexcept nogil:
-        """R6: no row outside the match in the NOT's region satisfies its DEFINE."""
+    cdef int _neg_ok(self, int q, i64* pos, i64* lab, i64 m, i64 from_row) noexcept nogil:
+        """R6: no row outside the match in the NOT's region satisfies its DEFINE.
+        0: violated; 1: holds; 2: holds on the rows seen so far (an open trailing region
+        that later rows may still enter). Rows below from_row were checked before."""
         cdef int seq = self.negs[q * 6]
         cdef int nlab = self.negs[q * 6 + 1]
         cdef int kind = self.negs[q * 6 + 2]
@@ -990,7 +1057,9 @@ cdef class CepMatcher:
                     hi = pos[i] + 1
                     has_hi = True
         lo_r = lo + 1 if has_lo else self.ps
-        hi_r = hi if has_hi else self.pe
+        hi_r = hi if has_hi else self.pproc
+        if lo_r < from_row:
+            lo_r = from_row
         k = 0
         for r in range(lo_r, hi_r):
             while k < m and pos[k] < r:
@@ -1016,25 +1085,21 @@ cdef class CepMatcher:
                     ok = False
                     break
             if ok:
-                return False
-        return True
+                return 0
+        if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
+            return 2
+        return 1
 
     # ------------------------------------------------------------------ partition
-    cdef int _partition(self) noexcept nogil:
+    cdef int _partition(self, i64 start, i64 stop) noexcept nogil:
+        """Feed rows [start, stop) of the current partition to the runs."""
         cdef i64 r, i, nr
         cdef i64* run
         cdef Buf swap
         cdef int seq, j, end
         cdef bint ok
         cdef i64* proto = self.startst
-        self.cur.n = 0
-        self.nxt.n = 0
-        self.n_row.n = 0
-        self.n_lab.n = 0
-        self.n_a.n = 0
-        self.n_b.n = 0
-        self.n_first.n = 0
-        for r in range(self.ps, self.pe):
+        for r in range(start, stop):
             self.fresh.n = 0
             self.nxt.n = 0
             nr = self.cur.n // self.RW
@@ -1078,32 +1143,206 @@ cdef class CepMatcher:
             self.nxt = swap
             if self.cur.n // self.RW > self.peak_runs:
                 self.peak_runs = self.cur.n // self.RW
+            if self.n_row.n > self.peak_nodes:
+                self.peak_nodes = self.n_row.n
             if self.cur.n == 0:
                 # no live run: the whole buffer is garbage
-                self.n_row.n = 0
-                self.n_lab.n = 0
-                self.n_a.n = 0
-                self.n_b.n = 0
-                self.n_first.n = 0
+                self._clear_nodes()
+            elif self.n_row.n > self.compact_at:
+                if self._compact(r):
+                    return -1
             if self.oom:
                 return -1
         return 0
 
+    cdef void _clear_nodes(self) noexcept nogil:
+        self.n_row.n = 0
+        self.n_lab.n = 0
+        self.n_a.n = 0
+        self.n_b.n = 0
+        self.n_first.n = 0
+
+    cdef int _compact(self, i64 r) noexcept nogil:
+        """Keep the buffer nodes reachable from the runs still alive after row r: dead
+        runs go, ALT branches whose paths cannot fit the window any more are cut (an ALT
+        left with one branch becomes that branch); parents are remapped. Nodes only point
+        to older nodes, so one backward marking pass and one forward sweep suffice."""
+        cdef i64 n = self.n_row.n, i, w, a, b, node, nr
+        cdef unsigned char* mark
+        cdef i64* remap
+        cdef i64* run
+        self.compactions += 1
+        mark = <unsigned char*> calloc(n + 1, 1)
+        remap = <i64*> malloc((n + 1) * sizeof(i64))
+        if mark == NULL or remap == NULL:
+            free(mark)
+            free(remap)
+            self.oom = 1
+            return -1
+        nr = self.cur.n // self.RW
+        w = 0
+        for i in range(nr):
+            run = self.cur.data + i * self.RW
+            node = run[R_NODE]
+            if not self._alive(self.n_first.data[node], r):
+                continue
+            mark[node] = 1
+            if w != i:
+                memcpy(self.cur.data + w * self.RW, run, self.RW * sizeof(i64))
+            w += 1
+        self.cur.n = w * self.RW
+        # bit 0 marked, bit 1 / bit 2: ALT branch a / b alive
+        i = n - 1
+        while i >= 0:
+            if mark[i]:
+                a = self.n_a.data[i]
+                b = self.n_b.data[i]
+                if b != -2:
+                    if self._alive(self.n_first.data[a], r):
+                        mark[i] |= 2
+                        mark[a] |= 1
+                    if self._alive(self.n_first.data[b], r):
+                        mark[i] |= 4
+                        mark[b] |= 1
+                elif a >= 0:
+                    mark[a] |= 1
+            i -= 1
+        w = 0
+        for i in range(n):
+            if not mark[i]:
+                continue
+            a = self.n_a.data[i]
+            b = self.n_b.data[i]
+            if b != -2:
+                if (mark[i] & 6) == 2:
+                    remap[i] = remap[a]
+                    continue
+                if (mark[i] & 6) == 4:
+                    remap[i] = remap[b]
+                    continue
+                a = remap[a]
+                b = remap[b]
+            elif a >= 0:
+                a = remap[a]
+            self.n_row.data[w] = self.n_row.data[i]
+            self.n_lab.data[w] = self.n_lab.data[i]
+            self.n_first.data[w] = self.n_first.data[i]
+            self.n_a.data[w] = a
+            self.n_b.data[w] = b
+            remap[i] = w
+            w += 1
+        self.n_row.n = w
+        self.n_lab.n = w
+        self.n_a.n = w
+        self.n_b.n = w
+        self.n_first.n = w
+        for i in range(self.cur.n // self.RW):
+            run = self.cur.data + i * self.RW
+            run[R_NODE] = remap[run[R_NODE]]
+        free(mark)
+        free(remap)
+        self.compact_at = 2 * w if 2 * w > 4096 else 4096
+        return 0
+
+    cdef void _reset(self) noexcept nogil:
+        """A new partition starts at self.ps."""
+        self.cur.n = 0
+        self.nxt.n = 0
+        self._clear_nodes()
+        self.m_off.n = 0
+        self.m_len.n = 0
+        self.m_pos.n = 0
+        self.m_lab.n = 0
+        self.m_st.n = 0
+        self.m_sq.n = 0
+        self.m_chk.n = 0
+        self.match_no = 0
+        self.unmatched_done = self.ps
+        self.compact_at = 4096
+
+    cdef i64 _future_first(self) noexcept nogil:
+        """Lower bound of the first row of every match still to be found: it ends at or
+        after row pproc, so its first row fits the window with row pproc - 1 (R3; the
+        window key is monotonic in the partition and a NULL time never fits)."""
+        cdef i64 f, last = self.pproc - 1
+        if last < self.ps:
+            return self.ps
+        if self.window_kind == 1:
+            f = last - <i64> ceil(self.window_size) + 1
+            if f < self.ps:
+                f = self.ps
+        else:
+            f = self.ps
+        while f <= last and not self._fits(f, last):
+            f += 1
+        return f
+
+    cdef int _rebase(self, i64 d) noexcept nogil:
+        """Drop the first d rows of the chunk from every row index the state holds."""
+        cdef i64 i, nr, dd = d * 64, cnt
+        cdef int t, base, f, k, x
+        cdef i64* st
+        if d <= 0:
+            return 0
+        for i in range(self.n_row.n):
+            self.n_row.data[i] -= d
+            self.n_first.data[i] -= d
+        nr = self.cur.n // self.RW
+        for i in range(nr):
+            st = self.cur.data + i * self.RW + R_HDR
+            for t in range(self.n_trk):
+                base = self.trk_base[t]
+                f = self.trk_f[t]
+                k = self.trk_k[t]
+                cnt = st[base]
+                for x in range(f):
+                    if x < cnt:
+                        st[base + 1 + x] -= dd
+                for x in range(k):
+                    if x < cnt:
+                        st[base + 1 + f + x] -= dd
+        for i in range(self.m_pos.n):
+            self.m_pos.data[i] -= d
+        for i in range(self.m_chk.n):
+            self.m_chk.data[i] -= d
+        if self.n_rows > d:
+            memmove(self.used, self.used + d, self.n_rows - d)
+            memmove(self.covered, self.covered + d, self.n_rows - d)
+        self.unmatched_done -= d
+        self.pproc -= d
+        return 0
+
     def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
-            wts=None, wnulls=None):
+            wts=None, wnulls=None, int open_last=0, int cont=0):
         """Match every partition [bounds[k], bounds[k+1]). Returns (rows, match numbers,
-        leaves[n, n_leaves], aggregates[n, n_maggs])."""
+        leaves[n, n_leaves], aggregates[n, n_maggs]).
+
+        Streaming (WITHIN only): with open_last the last partition continues in the next
+        call; rows are processed up to the deepest NEXT before the chunk end, matches are
+        output once their MATCH_NUMBER order is final, and ``keep`` tells the first row
+        the next call must get again (every row index of the carried state is rebased
+        to it). With cont the first partition continues the carried state."""
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
         cdef const double[::1] wt
         cdef const unsigned char[::1] wn
         cdef Buf out[4]
-        cdef i64 k, n_parts = bb.shape[0] - 1
-        cdef int err = 0
+        cdef i64 k, n_parts = bb.shape[0] - 1, start, carried = 0, need, i
+        cdef int err = 0, is_cont, is_open
         cdef double dummy_d = 0.0
         cdef unsigned char dummy_u = 0
+        cdef unsigned char* p
+        if cont and self.has_state:
+            carried = self.n_rows - self.keep   # rows of the previous chunk passed again
+        if carried <= 0 or carried > values.shape[1]:
+            cont = 0   # nothing carried: the state held nothing alive
+            carried = 0
+        self.has_state = 0
         self.n_rows = vv.shape[1]
+        if self.n_rows > self.peak_rows:
+            self.peak_rows = self.n_rows
+        self.keep = 0
         self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else &dummy_d
         self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else &dummy_u
         if self.window_kind == 2:
@@ -1121,22 +1360,77 @@ cdef class CepMatcher:
             self.mlab = <i64*> realloc(self.mlab, self.cap_path * sizeof(i64))
             self.tpos = <i64*> realloc(self.tpos, self.cap_path * sizeof(i64))
             self.tlab = <i64*> realloc(self.tlab, self.cap_path * sizeof(i64))
+        if self.cap_flags < self.n_rows + 1:
+            self.cap_flags = self.n_rows + 1
+            p = <unsigned char*> realloc(self.used, self.cap_flags)
+            if p == NULL:
+                raise MemoryError("cepsql CEP matcher ran out of memory")
+            self.used = p
+            p = <unsigned char*> realloc(self.covered, self.cap_flags)
+            if p == NULL:
+                raise MemoryError("cepsql CEP matcher ran out of memory")
+            self.covered = p
+        if self.ppos == NULL or self.tlab == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         with nogil:
+            if self.n_rows > carried:
+                memset(self.used + carried, 0, self.n_rows - carried)
+                memset(self.covered + carried, 0, self.n_rows - carried)
             for k in range(n_parts):
                 self.ps = bb[k]
                 self.pe = bb[k + 1]
-                if self.pe <= self.ps:
+                is_cont = k == 0 and cont
+                is_open = k == n_parts - 1 and open_last
+                if self.pe <= self.ps and not is_cont:
                     continue
-                self.m_off.n = 0
-                self.m_len.n = 0
-                self.m_pos.n = 0
-                self.m_lab.n = 0
-                if self._partition() != 0 or self._output(out) != 0:
+                if is_cont:
+                    start = self.pproc   # rebased: the first row not yet processed
+                else:
+                    self._reset()
+                    start = self.ps
+                if is_open:
+                    self.closed = 0
+                    self.pproc = self.pe - self.lookahead
+                    if self.pproc < start:
+                        self.pproc = start
+                else:
+                    self.closed = 1
+                    self.pproc = self.pe
+                if self._partition(start, self.pproc) != 0:
+                    err = 1
+                    break
+                if is_open:
+                    if self.cur.n > 0 and self.pproc > self.ps:
+                        if self._compact(self.pproc - 1):
+                            err = 1
+                            break
+                    elif self.cur.n == 0:
+                        self._clear_nodes()
+                    need = self._future_first()
+                    if self._emit_ready(out, need) != 0:
+                        err = 1
+                        break
+                    # rows the carried state may still read
+                    for i in range(self.m_off.n):
+                        if self.m_pos.data[self.m_off.data[i]] < need:
+                            need = self.m_pos.data[self.m_off.data[i]]
+                    if self.all_rows and self.with_unmatched and self.unmatched_done < need:
+                        need = self.unmatched_done
+                    need -= self.lookback
+                    if need < self.ps:
+                        need = self.ps
+                    if need > self.pproc:
+                        need = self.pproc
+                    self.keep = need
+                    self._rebase(need)
+                    self.has_state = 1
+                elif self._emit_ready(out, self.pe + 1) != 0:
                     err = 1
                     break
         if err:
             for k in range(4):
                 free(out[k].data)
+            self.has_state = 0
             raise MemoryError("cepsql CEP matcher ran out of memory")
         rows = _to_numpy(&out[0])
         numbers = _to_numpy(&out[1])
@@ -1154,83 +1448,175 @@ cdef class CepMatcher:
     def stats(self):
         return dict(runs_created=self.runs_created, runs_merged=self.runs_merged,
                     nodes_created=self.nodes_created, peak_runs=self.peak_runs,
-                    matches_found=self.matches_found)
+                    matches_found=self.matches_found, peak_nodes=self.peak_nodes,
+                    peak_rows=self.peak_rows, peak_stored=self.peak_stored,
+                    compactions=self.compactions)
 
     # ------------------------------------------------------------------ output
-    cdef int _output(self, Buf* out) noexcept nogil:
-        """R7: distinct matches, optional non-overlapping selection, numbering, rows."""
-        global g_off, g_len, g_pos, g_lab, g_rank, g_sel
-        cdef i64 n = self.m_off.n, i, w, p, o, l, number
-        cdef i64* order
-        cdef unsigned char* used
-        cdef unsigned char* covered = NULL
-        cdef bint clash
-        if n == 0 and not (self.all_rows and self.with_unmatched):
-            return 0
-        order = <i64*> malloc((n + 1) * sizeof(i64))
+    cdef i64* _order(self, int lo, int hi, i64* n_out) noexcept nogil:
+        """Indices of the stored matches whose state is in [lo, hi]."""
+        cdef i64 n = self.m_off.n, i, w = 0
+        cdef i64* order = <i64*> malloc((n + 1) * sizeof(i64))
         if order == NULL:
-            return -1
+            return NULL
         for i in range(n):
-            order[i] = i
+            if self.m_st.data[i] >= lo and self.m_st.data[i] <= hi:
+                order[w] = i
+                w += 1
+        n_out[0] = w
+        return order
+
+    cdef i64 _group(self, i64* order, i64 i, i64 n, i64* pick) noexcept nogil:
+        """End of the run of equal matches (distinct assignments, R7) starting at order[i];
+        pick = one of them already found complete (state 0), or -1."""
+        cdef i64 j = i + 1, k
+        if self.dedup:
+            while j < n and _cmp_match(&order[j], &order[i]) == 0:
+                j += 1
+        pick[0] = -1
+        for k in range(i, j):
+            if self.m_st.data[order[k]] == 0:
+                pick[0] = order[k]
+                break
+        return j
+
+    cdef int _emit_ready(self, Buf* out, i64 future) noexcept nogil:
+        """R7, incrementally: output (numbered) every stored match whose MATCH_NUMBER
+        order is final -- no match still to be found (first row >= future) and no stored
+        one still undecided can sort before it; then unmatched rows below that frontier.
+        With future past the partition end everything is output."""
+        global g_off, g_len, g_pos, g_lab, g_rank, g_sel
+        cdef i64 n, i, j, w, p, o, l, pick, x, q, frontier
+        cdef i64* order
+        cdef int rc, sq
+        cdef bint clash
+        # 1. matches waiting for a trailing NOT: check the rows that arrived since
+        for i in range(self.m_off.n):
+            if self.m_st.data[i] != 1:
+                continue
+            o = self.m_off.data[i]
+            l = self.m_len.data[i]
+            sq = <int> self.m_sq.data[i]
+            self.m_st.data[i] = 0
+            for q in range(self.n_negs):
+                if self.negs[q * 6] != sq:
+                    continue
+                rc = self._neg_ok(<int> q, self.m_pos.data + o, self.m_lab.data + o, l,
+                                  self.m_chk.data[i])
+                if rc == 0:
+                    self.m_st.data[i] = 3
+                    break
+                if rc == 2:
+                    self.m_st.data[i] = 1
+            self.m_chk.data[i] = self.pproc
         g_off = self.m_off.data
         g_len = self.m_len.data
         g_pos = self.m_pos.data
         g_lab = self.m_lab.data
         g_rank = self.rank
-        g_sel = 0
-        qsort(order, n, sizeof(i64), _cmp_match)
-        if self.dedup and n > 1:
-            w = 1
-            for i in range(1, n):
-                if _cmp_match(&order[i], &order[w - 1]) != 0:
-                    order[w] = order[i]
-                    w += 1
-            n = w
-        if self.select_past_last and n > 1:
+        frontier = future
+        if self.select_past_last:
+            # 2a. non-overlapping selection in (last, first, ...) order up to the first
+            # undecided candidate
+            order = self._order(0, 1, &n)
+            if order == NULL:
+                return -1
             g_sel = 1
             qsort(order, n, sizeof(i64), _cmp_match)
-            used = <unsigned char*> calloc(self.pe - self.ps + 1, 1)
-            w = 0
-            for i in range(n):
-                o = self.m_off.data[order[i]]
-                l = self.m_len.data[order[i]]
+            i = 0
+            while i < n:
+                j = self._group(order, i, n, &pick)
+                if pick < 0:
+                    break
+                o = self.m_off.data[pick]
+                l = self.m_len.data[pick]
                 clash = False
                 for p in range(l):
-                    if used[self.m_pos.data[o + p] - self.ps]:
+                    if self.used[self.m_pos.data[o + p]]:
                         clash = True
                         break
-                if clash:
-                    continue
+                for x in range(i, j):
+                    self.m_st.data[order[x]] = 3
+                if not clash:
+                    for p in range(l):
+                        self.used[self.m_pos.data[o + p]] = 1
+                    self.m_st.data[pick] = 2
+                i = j
+            for x in range(i, n):
+                p = self.m_pos.data[self.m_off.data[order[x]]]
+                if p < frontier:
+                    frontier = p
+            free(order)
+            order = self._order(2, 2, &n)
+        else:
+            order = self._order(0, 1, &n)
+        if order == NULL:
+            return -1
+        # 2b. numbering in (first, last, ...) order
+        g_sel = 0
+        qsort(order, n, sizeof(i64), _cmp_match)
+        i = 0
+        while i < n:
+            if self.m_pos.data[self.m_off.data[order[i]]] > frontier:
+                break
+            j = self._group(order, i, n, &pick)
+            if self.select_past_last:
+                pick = order[i]
+            if pick < 0:
+                break
+            for x in range(i, j):
+                self.m_st.data[order[x]] = 3
+            self.match_no += 1
+            o = self.m_off.data[pick]
+            l = self.m_len.data[pick]
+            if self.all_rows and self.with_unmatched:
                 for p in range(l):
-                    used[self.m_pos.data[o + p] - self.ps] = 1
-                order[w] = order[i]
-                w += 1
-            free(used)
-            n = w
-            g_sel = 0
-            qsort(order, n, sizeof(i64), _cmp_match)
-        if self.all_rows and self.with_unmatched:
-            covered = <unsigned char*> calloc(self.pe - self.ps + 1, 1)
-        for i in range(n):
-            number = i + 1
-            o = self.m_off.data[order[i]]
-            l = self.m_len.data[order[i]]
-            if covered != NULL:
-                for p in range(l):
-                    covered[self.m_pos.data[o + p] - self.ps] = 1
-            if self._emit_match(self.m_pos.data + o, self.m_lab.data + o, l, number, out):
+                    self.covered[self.m_pos.data[o + p]] = 1
+            if self._emit_match(self.m_pos.data + o, self.m_lab.data + o, l, self.match_no,
+                                out):
                 free(order)
-                free(covered)
                 return -1
-        if covered != NULL:
-            for p in range(self.ps, self.pe):
-                if not covered[p - self.ps]:
-                    if self._emit_unmatched(p, out):
-                        free(order)
-                        free(covered)
-                        return -1
-            free(covered)
+            i = j
         free(order)
+        # 3. drop what is gone; the unmatched-row frontier
+        w = 0
+        l = 0
+        for i in range(self.m_off.n):
+            if self.m_st.data[i] == 3:
+                continue
+            o = self.m_off.data[i]
+            p = self.m_pos.data[o]
+            if p < frontier:
+                frontier = p
+            memmove(self.m_pos.data + l, self.m_pos.data + o,
+                    self.m_len.data[i] * sizeof(i64))
+            memmove(self.m_lab.data + l, self.m_lab.data + o,
+                    self.m_len.data[i] * sizeof(i64))
+            self.m_off.data[w] = l
+            self.m_len.data[w] = self.m_len.data[i]
+            self.m_st.data[w] = self.m_st.data[i]
+            self.m_sq.data[w] = self.m_sq.data[i]
+            self.m_chk.data[w] = self.m_chk.data[i]
+            l += self.m_len.data[i]
+            w += 1
+        self.m_off.n = w
+        self.m_len.n = w
+        self.m_st.n = w
+        self.m_sq.n = w
+        self.m_chk.n = w
+        self.m_pos.n = l
+        self.m_lab.n = l
+        if w > self.peak_stored:
+            self.peak_stored = w
+        if self.all_rows and self.with_unmatched:
+            if frontier > self.pproc:
+                frontier = self.pproc
+            for p in range(self.unmatched_done, frontier):
+                if not self.covered[p]:
+                    if self._emit_unmatched(p, out):
+                        return -1
+            if frontier > self.unmatched_done:
+                self.unmatched_done = frontier
         return 0
 
     cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil:

@@ -1,10 +1,20 @@
 """The CEP-mode worker: sorted Arrow batches in, match rows out (cep.pyx does the work).
 
 Same contract and output layout as the SQL-mode MatchWorker (whose column encoding and
-output assembly it reuses). CEP state lives per PARTITION BY group: the worker cuts the
-stream at group boundaries into chunks of whole groups (at least CHUNK_ROWS rows), so
-the input rows of the group being matched are held in memory until the group ends
-(inside the evaluator, runs and the shared match buffer are pruned by the window).
+output assembly it reuses).
+
+With WITHIN the stream is cut into chunks of about CHUNK_ROWS rows regardless of the
+PARTITION BY groups: the last group of a chunk stays open, the evaluator carries its
+runs, match buffer and undecided matches into the next chunk and says which rows it may
+still read (``keep``: the window back from the newest row, the first row of any match not
+yet output, minus the deepest PREV); only those rows are passed again. Memory thus
+follows the window, not the partition.
+
+Held per group (the group's rows stay until it ends):
+  * no WITHIN -- runs may live, and a leading NOT(...) may look back, over the whole
+    partition;
+  * MIN/MAX over a string column in a DEFINE -- the running value is a code of the
+    chunk's string dictionary, which changes between chunks.
 """
 from __future__ import annotations
 
@@ -15,7 +25,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from .conditions import ConditionCode
+from .conditions import STR, ConditionCode
 from .worker import CHUNK_ROWS, MatchWorker, _with_zero, window_micros
 
 
@@ -59,7 +69,21 @@ class CepWorker(MatchWorker):
         self.config = config
         self.last_stats: dict | None = None
 
+    def streamable(self) -> bool:
+        """Whether the open group's rows can be dropped as the window moves on."""
+        c = self.config
+        if c.window_kind == 0:
+            return False
+        aggs = np.asarray(c.code.aggregates).reshape(-1, 3)
+        for _, func, col in aggs:
+            if func in (4, 5) and col >= 0 and c.code.column_kinds[col] == STR:
+                return False
+        return True
+
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if self.streamable():
+            yield from self._stream(batches)
+            return
         matcher = self._new_matcher()
         pending: list[pa.RecordBatch] = []
         starts: list[np.ndarray] = []
@@ -94,6 +118,38 @@ class CepWorker(MatchWorker):
         LAST_STATS.clear()
         LAST_STATS.update(self.last_stats)
 
+    def _stream(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        matcher = self._new_matcher()
+        pending: list[pa.RecordBatch] = []
+        starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
+        pending_rows = 0
+        carried = 0  # leading pending rows the evaluator's open state refers to
+        previous = None
+        threshold = CHUNK_ROWS
+        for batch in _pieces(batches):
+            starts.append(self._group_starts(batch, previous) + pending_rows)
+            previous = batch.slice(batch.num_rows - 1)
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows < threshold:
+                continue
+            table = pa.Table.from_batches(pending)
+            all_starts = _with_zero(np.concatenate(starts))
+            yield from self._process(matcher, table, all_starts, True, carried > 0)
+            rest = table.slice(matcher.keep)
+            pending = rest.to_batches()
+            pending_rows = carried = rest.num_rows
+            starts = [np.zeros(0, dtype=np.int64)]
+            # rows held back (a long undecided match) are retried once the data doubled
+            threshold = max(CHUNK_ROWS, 2 * pending_rows)
+        if pending_rows:
+            table = pa.Table.from_batches(pending)
+            yield from self._process(matcher, table, _with_zero(np.concatenate(starts)),
+                                     False, carried > 0)
+        self.last_stats = matcher.stats()
+        LAST_STATS.clear()
+        LAST_STATS.update(self.last_stats)
+
     def _new_matcher(self):
         from .._ext.cep import CepMatcher
         c = self.config
@@ -106,7 +162,8 @@ class CepWorker(MatchWorker):
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
         return matcher
 
-    def _process(self, matcher, table: pa.Table, starts: np.ndarray):
+    def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool = False,
+                 cont: bool = False):
         n = table.num_rows
         values, nulls, consts = self._vm_columns(table)
         matcher.set_consts(consts)
@@ -114,8 +171,17 @@ class CepWorker(MatchWorker):
         wts = wnulls = None
         if self.config.window_kind == 2:
             wts, wnulls = window_micros(table.column(self.config.window_column))
-        rows, numbers, leaves, aggregates = matcher.run(values, nulls, bounds, wts, wnulls)
+        rows, numbers, leaves, aggregates = matcher.run(values, nulls, bounds, wts, wnulls,
+                                                        int(open_last), int(cont))
         if len(rows) == 0:
             return []
         return self._output(table, rows, numbers, leaves, aggregates,
                             np.zeros(0, dtype=np.int64))
+
+
+def _pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Non-empty batches of at most CHUNK_ROWS rows (a large input batch would otherwise
+    be one chunk)."""
+    for batch in batches:
+        for i in range(0, batch.num_rows, CHUNK_ROWS):
+            yield batch.slice(i, CHUNK_ROWS)

@@ -1,0 +1,157 @@
+"""CEP-mode streaming: with WITHIN the worker cuts a partition into chunks and the
+evaluator carries its runs, match buffer and undecided matches across them, dropping
+rows the window no longer reaches. Tiny chunks and one-row batches must give exactly
+the reference's rows, and a long partition must be matched in bounded memory."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cepsql.runtime import cep_worker as cep_worker_module
+
+try:
+    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .test_property_cep import HAND, _ticks, assert_cep_matches
+    from .test_property_sql import SETTINGS
+except ImportError:
+    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from test_property_cep import HAND, _ticks, assert_cep_matches
+    from test_property_sql import SETTINGS
+
+
+def _chunked(monkeypatch, rows: int, batch_rows: int = 1):
+    monkeypatch.setattr(cep_worker_module, "CHUNK_ROWS", rows)
+    original = cep_worker_module.CepWorker.__call__
+
+    def small_batches(self, batches):
+        def split():
+            for batch in batches:
+                for i in range(0, batch.num_rows, batch_rows):
+                    yield batch.slice(i, batch_rows)
+        return original(self, split())
+
+    monkeypatch.setattr(cep_worker_module.CepWorker, "__call__", small_batches)
+
+
+@pytest.fixture()
+def tiny_chunks(monkeypatch):
+    """Chunks of 3 rows, fed one row per batch."""
+    _chunked(monkeypatch, 3)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_tiny_chunks_match_reference(tiny_chunks, strategy):
+    @settings(max_examples=150, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
+    @given(sql=cep_queries(strategy), table=cep_streams())
+    def check(sql, table):
+        assert_cep_matches(sql, table)
+    check()
+
+
+@st.composite
+def _varied(draw, strategy: str):
+    """A CEP query with a window (so the worker streams) and, at random, the options the
+    base strategy leaves out: NEXT in DEFINE, PREV/NEXT in MEASURES, WITH UNMATCHED
+    ROWS, descending ORDER BY, a NULL ORDER BY key."""
+    sql = draw(cep_queries(strategy))
+    if "WITHIN" not in sql:
+        window = draw(st.sampled_from(["WITHIN 4 ROWS", "WITHIN INTERVAL '3' SECOND"]))
+        if " DEFINE " in sql:
+            sql = sql.replace(" DEFINE ", f" {window} DEFINE ", 1)
+        else:
+            sql = sql[:-1] + f" {window})"
+    if draw(st.booleans()):
+        sql = sql.replace("PREV(", "NEXT(")
+    if draw(st.integers(0, 2)) == 0:
+        sql = sql.replace("MEASURES ", "MEASURES PREV(ts, 2) AS pv, NEXT(ts) AS nx, ", 1)
+    if draw(st.booleans()):
+        sql = sql.replace("ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS")
+    if draw(st.integers(0, 3)) == 0:
+        sql = sql.replace("ORDER BY ts ", "ORDER BY ts DESC ", 1)
+    return sql
+
+
+@st.composite
+def _streams_with_null_ts(draw):
+    table = draw(cep_streams())
+    if table.num_rows and draw(st.booleans()):
+        ts = table.column("ts").to_pylist()
+        ts[draw(st.integers(0, len(ts) - 1))] = None
+        table = table.set_column(table.schema.get_field_index("ts"), "ts",
+                                 pa.array(ts, table.schema.field("ts").type))
+    return table
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_tiny_chunks_varied_options(tiny_chunks, strategy):
+    @settings(max_examples=150, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
+    @given(sql=_varied(strategy), table=_streams_with_null_ts())
+    def check(sql, table):
+        assert_cep_matches(sql, table)
+    check()
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7])
+@pytest.mark.parametrize("strategy", ["SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH"])
+def test_other_chunk_sizes(monkeypatch, rows, strategy):
+    _chunked(monkeypatch, rows, batch_rows=2)
+
+    @settings(max_examples=60, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
+    @given(sql=_varied(strategy), table=_streams_with_null_ts())
+    def check(sql, table):
+        assert_cep_matches(sql, table)
+    check()
+
+
+@pytest.mark.parametrize("strategy", ["PARTITION_CONTIGUITY", "SKIP_TILL_NEXT_MATCH",
+                                      "SKIP_TILL_ANY_MATCH"])
+@pytest.mark.parametrize("query", range(len(HAND)))
+def test_hand_queries_tiny_chunks(tiny_chunks, strategy, query):
+    assert_cep_matches(HAND[query].format(s=strategy), _ticks())
+
+
+LONG = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(a.ts) AS t0, "
+        "LAST(ts) AS t1, count(b.*) AS nb, MATCH_NUMBER() AS mn ONE ROW PER MATCH {skip} "
+        "STRATEGY {s} PATTERN (a b+ NOT(d) c) WITHIN {w} ROWS "
+        "DEFINE a AS a.v = 0, b AS b.v > PREV(b.v) OR b.v = 7, c AS c.v < 3, d AS d.v = 10)")
+
+
+@pytest.mark.parametrize("strategy,skip,window", [
+    ("SKIP_TILL_NEXT_MATCH", "", 50),
+    ("SKIP_TILL_NEXT_MATCH", "AFTER MATCH SKIP PAST LAST ROW", 50),
+    ("SKIP_TILL_ANY_MATCH", "AFTER MATCH SKIP PAST LAST ROW", 8),
+])
+def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
+    """50,000 rows in one partition: streamed in small chunks the result equals the
+    whole-partition evaluation, while the rows held per chunk and the match buffer stay
+    bounded by the window (not by the partition)."""
+    import cepsql
+    n = 50_000
+    table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
+    sql = LONG.format(s=strategy, skip=skip, w=window)
+    whole = cepsql.match_recognize(sql, t=table)
+    assert cep_worker_module.LAST_STATS["peak_rows"] == n
+    assert len(whole) > 100
+    _chunked(monkeypatch, 256, batch_rows=100)
+    streamed = cepsql.match_recognize(sql, t=table)
+    stats = dict(cep_worker_module.LAST_STATS)
+    assert streamed.equals(whole) or sorted(map(tuple, streamed.values.tolist())) == \
+        sorted(map(tuple, whole.values.tolist()))
+    assert stats["peak_rows"] <= 2 * 256 + 100 + 4 * window
+    assert stats["peak_nodes"] <= 4096 + 64 * window
+    assert stats["peak_stored"] <= 4 * window
+
+
+def test_without_within_the_partition_is_held(monkeypatch):
+    import cepsql
+    n = 2_000
+    table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
+    sql = LONG.format(s="SKIP_TILL_NEXT_MATCH", skip="", w=50).replace(" WITHIN 50 ROWS", "")
+    _chunked(monkeypatch, 256, batch_rows=100)
+    cepsql.match_recognize(sql, t=table)
+    assert cep_worker_module.LAST_STATS["peak_rows"] == n
