@@ -1,5 +1,6 @@
 """The ``cepsql`` command line: a spark-sql-like shell that understands MATCH_RECOGNIZE,
-and a demo that runs the shipped examples over a generated tick stream.
+and a demo that runs the shipped examples over generated streams (stock ticks, RFID
+readings, shipments).
 
     cepsql demo [--rows N] [--master M] [--conf k=v ...]
     cepsql sql  [-e "<statements>" | -f file.sql] [--master M] [--conf k=v ...] [--no-header]
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                             metavar="KEY=VALUE", help="Spark configuration (repeatable)")
 
     demo = sub.add_parser("demo", parents=[spark_opts],
-                          help="run the shipped example queries over generated stock ticks")
+                          help="run the shipped example queries over generated event streams")
     demo.add_argument("--rows", type=int, default=DEMO_ROWS,
                       help=f"number of generated ticks (default {DEMO_ROWS})")
 
@@ -385,10 +386,10 @@ def _display_rows(table: Any, time_zone: str) -> list[tuple]:
 
 
 def _match_count(table: Any) -> int:
-    """Matches, not rows: ALL ROWS PER MATCH gives several rows per (symbol, match_num)."""
+    """Matches, not rows: ALL ROWS PER MATCH gives several rows per (partition, match_num)."""
     if "match_num" not in table.column_names:
         return table.num_rows
-    keys = [c for c in ("symbol", "match_num") if c in table.column_names]
+    keys = [c for c in ("symbol", "tag_id", "match_num") if c in table.column_names]
     return table.group_by(keys).aggregate([]).num_rows
 
 
@@ -404,18 +405,43 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             spark.stop()
 
 
+def _demo_tables(n_rows: int) -> list[tuple[str, Any, str]]:
+    """(view name, Arrow table, description) of every stream the examples read."""
+    from cepsql.datagen import generate_rfid, generate_shipments, generate_ticks
+
+    n_shipments = max(n_rows // 10, 1)
+    return [
+        ("ticks", generate_ticks(n_rows), f"{n_rows:,} ticks (symbol, ts, price, volume) "
+                                          "for 20 symbols"),
+        ("rfid", generate_rfid(n_rows), f"{n_rows:,} RFID readings (ts, tag_id, reader)"),
+        ("shipments", generate_shipments(n_shipments),
+         f"{n_shipments:,} alerts and shipments (ts, kind, site, shipment_id, from_site, "
+         "to_site)"),
+    ]
+
+
+def _input_rows(stmt: str, sizes: dict[str, int], default: int) -> int:
+    """Rows of the demo tables a statement reads (for events/s); default if none."""
+    names = {m.lower() for m in re.findall(r"\bFROM\s+(\w+)", stmt, re.I)}
+    found = [n for name, n in sizes.items() if name in names]
+    return sum(found) if found else default
+
+
 def _demo(spark: Any, n_rows: int) -> int:
-    from cepsql.datagen import generate_ticks
     from cepsql.dialect import split_statements
 
-    started = time.perf_counter()
-    table = generate_ticks(n_rows)
-    ticks = spark.createDataFrame(table).cache()
-    ticks.count()
-    ticks.createOrReplaceTempView("ticks")
-    _out(f"Generated {n_rows:,} ticks (symbol, ts, price, volume) for 20 symbols and cached "
-         f"them as view `ticks` in {time.perf_counter() - started:.2f} s "
-         f"(Spark {spark.version}, master {spark.sparkContext.master}).")
+    cached = []
+    sizes: dict[str, int] = {}
+    for name, table, description in _demo_tables(n_rows):
+        started = time.perf_counter()
+        df = spark.createDataFrame(table).cache()
+        df.count()
+        df.createOrReplaceTempView(name)
+        cached.append(df)
+        sizes[name] = table.num_rows
+        _out(f"Generated {description} and cached them as view `{name}` in "
+             f"{time.perf_counter() - started:.2f} s.")
+    _out(f"(Spark {spark.version}, master {spark.sparkContext.master})")
     failures = 0
     spark_errors = _spark_error_types()
     time_zone = spark.conf.get("spark.sql.session.timeZone")
@@ -447,11 +473,13 @@ def _demo(spark: Any, n_rows: int) -> int:
                 rows = _display_rows(result.slice(0, SHOW_ROWS), time_zone)
                 _out(f"\nFirst {len(rows)} of {result.num_rows:,} result rows:")
                 _out(format_table(result.column_names, rows))
-                rate = n_rows / elapsed if elapsed > 0 else float("inf")
+                events = _input_rows(stmt, sizes, n_rows)
+                rate = events / elapsed if elapsed > 0 else float("inf")
                 _out(f"matches: {_match_count(result):,}   elapsed: {elapsed:.2f} s   "
                      f"events/s: {rate:,.0f}")
     finally:
-        ticks.unpersist()
+        for df in cached:
+            df.unpersist()
     _out("")
     if failures:
         _err(f"{failures} example(s) failed.")

@@ -1,4 +1,8 @@
-"""Deterministic synthetic stock ticks for the demo, the examples, tests and benchmarks.
+"""Deterministic synthetic event streams for the demo, the examples, tests and benchmarks.
+
+``generate_ticks``: stock ticks (SASE+ Figure 1, Query 3, and the SQL examples).
+``generate_rfid``: RFID readings of tagged items in a shop (Query 1, shoplifting).
+``generate_shipments``: contamination alerts and shipments between sites (Query 2).
 
 Why synthetic: the project must not depend on outside data at run time, and benchmarks
 need streams of any size. The stream is shaped like a real tick feed where it matters
@@ -14,8 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-__all__ = ["TICKS_SCHEMA", "START", "generate_ticks", "ticks_to_pandas", "symbol_names"]
+__all__ = ["TICKS_SCHEMA", "RFID_SCHEMA", "SHIPMENTS_SCHEMA", "START", "generate_ticks",
+           "generate_rfid", "generate_shipments", "ticks_to_pandas", "symbol_names",
+           "tag_names", "site_names"]
 
 #: Schema of every table generate_ticks returns.
 TICKS_SCHEMA = pa.schema([
@@ -136,3 +143,177 @@ def ticks_to_pandas(table: pa.Table | int, n_symbols: int = 20, seed: int = 7) -
     if df["ts"].dtype != "datetime64[us]":
         df["ts"] = df["ts"].astype("datetime64[us]")
     return df
+
+
+# --------------------------------------------------------------------------- helpers
+
+_US_PER_S = 1_000_000
+_DAY_US = 86_400 * _US_PER_S
+
+
+def _grouped_cumsum(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Cumulative sums restarting at every group (groups = consecutive runs of lengths)."""
+    cs = np.cumsum(values)
+    ends = np.cumsum(lengths)
+    before = np.concatenate(([0], cs))[ends - lengths]
+    return cs - np.repeat(before, lengths)
+
+
+def _strictly_increasing(ts: np.ndarray) -> np.ndarray:
+    """Sorted int64 times nudged forward by a microsecond where they tie (order kept)."""
+    if len(ts) == 0:
+        return ts
+    step = np.arange(len(ts), dtype=np.int64)
+    return np.maximum.accumulate(ts - step) + step
+
+
+# --------------------------------------------------------------------------- RFID
+
+#: Schema of every table generate_rfid returns.
+RFID_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us")),
+    ("tag_id", pa.string()),
+    ("reader", pa.string()),
+])
+
+_READERS = ["shelf", "register", "exit"]
+_BROWSED, _BOUGHT, _STOLEN = 0, 1, 2
+
+
+def tag_names(n_tags: int) -> list[str]:
+    """RFID tag ids T00000, T00001, ..."""
+    if n_tags < 1:
+        raise ValueError("n_tags must be at least 1")
+    return [f"T{i:05d}" for i in range(n_tags)]
+
+
+def generate_rfid(n_rows: int, n_tags: int = 500, seed: int = 11,
+                  shoplift_rate: float = 0.05) -> pa.Table:
+    """A deterministic stream of RFID readings in a shop (SASE+ Query 1).
+
+    Columns: ``ts`` (timestamp[us], strictly increasing, days from 2024-01-02),
+    ``tag_id`` (string, T00000...) and ``reader`` ('shelf', 'register' or 'exit').
+    Every tagged item goes through one life cycle a day, between 08:00 and midnight:
+    one to three shelf readings minutes apart, then either nothing (browsed, 25%),
+    a register then an exit reading (bought), or -- with probability
+    ``shoplift_rate`` -- an exit reading without a register reading (shoplifted: what
+    Query 1 finds). Life cycles of the ``n_tags`` tags fill day after day until the
+    stream has ``n_rows`` rows (the last, latest life cycles may be cut). Rows are in
+    ``ts`` order.
+    """
+    n_rows = int(n_rows)
+    if n_rows < 0:
+        raise ValueError("n_rows must be >= 0")
+    if not 0.0 <= shoplift_rate <= 0.75:
+        raise ValueError("shoplift_rate must be between 0 and 0.75")
+    names = tag_names(n_tags)
+    rng = np.random.default_rng(seed)
+
+    # Life cycles: kind and number of shelf readings; enough of them for n_rows rows
+    # (each has at least one row, so n_rows life cycles always suffice).
+    m = max(n_rows, 1)
+    u = rng.random(m)
+    kind = np.where(u < 0.25, _BROWSED, np.where(u < 0.25 + shoplift_rate, _STOLEN, _BOUGHT))
+    n_shelf = rng.integers(1, 4, m)
+    length = n_shelf + np.select([kind == _BOUGHT, kind == _STOLEN], [2, 1], 0)
+    m = int(np.searchsorted(np.cumsum(length), n_rows)) + 1 if n_rows else 0
+    kind, n_shelf, length = kind[:m], n_shelf[:m], length[:m]
+
+    # Life cycle l is tag l % n_tags on day l // n_tags, starting 08:00-14:00.
+    cycle = np.arange(m, dtype=np.int64)
+    day_start = START.astype("datetime64[D]").astype("datetime64[us]").astype(np.int64)
+    begin = (day_start + (cycle // n_tags) * _DAY_US
+             + rng.integers(8 * 3600, 14 * 3600, m) * _US_PER_S)
+
+    # Events: position j inside the life cycle decides the reader.
+    n_events = int(length.sum())
+    owner = np.repeat(cycle, length)
+    j = np.arange(n_events) - np.repeat(np.cumsum(length) - length, length)
+    k = n_shelf[owner]
+    kind_e = kind[owner]
+    reader = np.where(j < k, 0, np.where((j == k) & (kind_e == _BOUGHT), 1, 2)).astype(np.int32)
+    # Gaps before each reading, whole seconds, capped at 2 hours (a life cycle ends
+    # before midnight): shelf ~15 min apart, register ~10 min later, exit ~3 min later.
+    mean_gap = np.array([900.0, 600.0, 180.0])[reader]
+    gap = np.minimum(1 + rng.exponential(1.0, n_events) * mean_gap, 7200).astype(np.int64)
+    gap[j == 0] = 0
+    ts = begin[owner] + _grouped_cumsum(gap, length) * _US_PER_S
+
+    order = np.argsort(ts, kind="stable")[:n_rows]
+    ts = _strictly_increasing(ts[order])
+    tags = (owner[order] % n_tags).astype(np.int32)
+    return pa.Table.from_arrays(
+        [pa.array(ts, pa.timestamp("us")), _string_column(names, tags),
+         _string_column(_READERS, reader[order])],
+        schema=RFID_SCHEMA,
+    )
+
+
+# --------------------------------------------------------------------------- shipments
+
+#: Schema of every table generate_shipments returns.
+SHIPMENTS_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us")),
+    ("kind", pa.string()),
+    ("site", pa.string()),
+    ("shipment_id", pa.int64()),
+    ("from_site", pa.string()),
+    ("to_site", pa.string()),
+])
+
+
+def site_names(n_sites: int) -> list[str]:
+    """Supply-chain site names: farms, plants and warehouses, then SITE12, SITE13, ..."""
+    if n_sites < 2:
+        raise ValueError("n_sites must be at least 2")
+    base = ["FARM_A", "FARM_B", "FARM_C", "PLANT_N", "PLANT_S", "MILL", "DEPOT_1", "DEPOT_2",
+            "WAREHOUSE_E", "WAREHOUSE_W", "MARKET_1", "MARKET_2"]
+    names = base[:n_sites]
+    return names + [f"SITE{i:02d}" for i in range(len(names), n_sites)]
+
+
+def generate_shipments(n_rows: int, n_sites: int = 12, seed: int = 13,
+                       alert_rate: float = 0.01,
+                       shipments_per_site_hour: float = 1.0) -> pa.Table:
+    """A deterministic stream of contamination alerts and shipments (SASE+ Query 2).
+
+    Columns: ``ts`` (timestamp[us], strictly increasing from 2024-01-02 09:30:00),
+    ``kind`` ('alert' or 'shipment'), ``site`` (the contaminated site of an alert,
+    NULL for shipments), ``shipment_id`` (1, 2, ... for shipments, NULL for alerts),
+    ``from_site`` and ``to_site`` (two different sites of a shipment, NULL for alerts).
+    Every site sends ``shipments_per_site_hour`` shipments an hour on average to
+    random other sites, so from any alert's site a chain of shipments -- each leaving
+    the site where the previous one arrived -- soon follows: the transitive spread of
+    contamination Query 2 reports. About ``alert_rate`` of the events are alerts.
+    """
+    n_rows = int(n_rows)
+    if n_rows < 0:
+        raise ValueError("n_rows must be >= 0")
+    if not 0.0 <= alert_rate < 1.0:
+        raise ValueError("alert_rate must be in [0, 1)")
+    names = site_names(n_sites)
+    rng = np.random.default_rng(seed)
+
+    events_per_hour = n_sites * shipments_per_site_hour / (1.0 - alert_rate)
+    mean_gap_s = 3600.0 / events_per_hour
+    gaps = (1 + rng.exponential(mean_gap_s - 1 if mean_gap_s > 1 else 1.0, n_rows)).astype(np.int64)
+    ts = START.astype(np.int64) + (np.cumsum(gaps) - (gaps[0] if n_rows else 0)) * _US_PER_S
+    is_alert = rng.random(n_rows) < alert_rate
+    src = rng.integers(0, n_sites, n_rows).astype(np.int32)
+    dst = ((src + rng.integers(1, n_sites, n_rows)) % n_sites).astype(np.int32)
+    shipment_id = np.cumsum(~is_alert).astype(np.int64)
+
+    site_col = _string_column(names, src)
+    from_col = site_col
+    to_col = _string_column(names, dst)
+    alert_mask = pa.array(is_alert)
+    null_str = pa.nulls(n_rows, pa.string())
+    kind = _string_column(["shipment", "alert"], is_alert.astype(np.int32))
+    return pa.Table.from_arrays(
+        [pa.array(ts, pa.timestamp("us")), kind,
+         pc.if_else(alert_mask, site_col, null_str),
+         pa.array(shipment_id, pa.int64(), mask=is_alert),
+         pc.if_else(alert_mask, null_str, from_col),
+         pc.if_else(alert_mask, null_str, to_col)],
+        schema=SHIPMENTS_SCHEMA,
+    )

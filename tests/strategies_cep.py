@@ -1,7 +1,9 @@
 """Hypothesis strategies for CEP-mode queries (STRATEGY / WITHIN / SEQ AND OR NOT KL).
 
 Streams come from ``strategies.streams`` capped at 14 rows with unique ts (so ORDER BY ts
-has no ties and the any-match enumeration of the reference stays tractable). Queries
+has no ties and the any-match enumeration of the reference stays tractable);
+``cep_streams(unique_ts=False, with_nulls=True)`` gives ties in ts and nulls in every
+column instead. Queries
 are SQL text over table ``t(part, ts, price, vol, tag)``; ts is numeric, so
 ``WITHIN INTERVAL 'n' SECOND`` spans n ts units (numbers count as seconds).
 
@@ -10,18 +12,50 @@ keeps SKIP_TILL_ANY_MATCH enumeration small (a closure over <= 14 rows).
 """
 from __future__ import annotations
 
+import pyarrow as pa
 from hypothesis import strategies as st
 
-from strategies import streams
+from strategies import STREAM_SCHEMA, streams
 
 STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY", "SKIP_TILL_NEXT_MATCH",
               "SKIP_TILL_ANY_MATCH")
 MAX_ROWS = 14
 
 
-def cep_streams(max_rows: int = MAX_ROWS):
-    """Small streams for CEP-mode property tests (unique ts)."""
-    return streams(max_rows=min(max_rows, MAX_ROWS), unique_ts=True)
+def cep_streams(max_rows: int = MAX_ROWS, unique_ts: bool = True, with_nulls: bool = False):
+    """Small streams for CEP-mode property tests.
+
+    By default ts is unique. ``unique_ts=False`` draws ts with ties (several rows per ts;
+    the engine and the reference break them by the remaining columns, ascending, nulls
+    first). ``with_nulls=True`` also makes tag nullable and nulls in ts (with ties),
+    part, price and vol more frequent.
+    """
+    max_rows = min(max_rows, MAX_ROWS)
+    if unique_ts and not with_nulls:
+        return streams(max_rows=max_rows, unique_ts=True)
+    return _tied_streams(max_rows, unique_ts, with_nulls)
+
+
+@st.composite
+def _tied_streams(draw, max_rows: int, unique_ts: bool, with_nulls: bool) -> pa.Table:
+    n = draw(st.integers(0, max_rows))
+
+    def column(values: list, null_weight: int) -> list:
+        pool = list(values) + [None] * (null_weight if with_nulls else 0)
+        return draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n))
+
+    if unique_ts:
+        ts = draw(st.permutations(list(range(1, n + 1))))
+    else:  # about two rows per ts value, so ties are common
+        ts = column(list(range(1, max(n // 2, 1) + 2)), 1)
+    table = {
+        "part": column(["a", "a", "b", "b", "c"], 1),
+        "ts": ts,
+        "price": column(list(range(10)), 3),
+        "vol": column([0.5, 1.0, 1.5, 2.25, 3.0, 4.75], 2),
+        "tag": column(["x", "y", "z"], 2),
+    }
+    return pa.table(table, schema=STREAM_SCHEMA)
 
 
 # --- patterns ----------------------------------------------------------------------------
@@ -114,31 +148,40 @@ _SINGLE = ["tag = 'x'", "tag <> 'z'", "price > 3", "price <= 6", "vol >= 1.5",
 _CROSS = ["{v}.price > {o}.price", "{v}.vol <= {o}.vol", "{v}.tag = {o}.tag"]
 _KLEENE = ["count({v}.*) = 1 OR {v}.price >= LAST({v}.price, 1)",
            "{v}.price >= avg({v}.price)", "count({v}.*) <= 2"]
+# Conditions whose truth depends on how nulls are handled (with_nulls streams).
+_NULLISH = ["tag IS NULL", "{v}.tag IS NOT NULL AND {v}.tag <> 'y'", "COALESCE({v}.price, 0) < 5",
+            "{v}.price + {v}.vol > 4", "NOT ({v}.price > 4)", "{v}.tag IN ('x', 'z')"]
+_NULLISH_CROSS = ["COALESCE({v}.price, -1) >= COALESCE({o}.price, -1)",
+                  "{v}.tag <> {o}.tag", "{v}.price > LAST({o}.price)"]
 
 
 @st.composite
-def _define(draw, var: str, others: list[str], kleene: bool) -> str | None:
+def _define(draw, var: str, others: list[str], kleene: bool,
+            null_conditions: bool = False) -> str | None:
     choice = draw(st.integers(0, 5))
     if choice == 0:
         return None
-    parts = [draw(st.sampled_from(_SINGLE)).format(v=var)]
+    single = _SINGLE + _NULLISH if null_conditions else _SINGLE
+    cross = _CROSS + _NULLISH_CROSS if null_conditions else _CROSS
+    parts = [draw(st.sampled_from(single)).format(v=var)]
     if others and draw(st.integers(0, 2)) == 0:
-        parts.append(draw(st.sampled_from(_CROSS)).format(v=var, o=draw(st.sampled_from(others))))
+        parts.append(draw(st.sampled_from(cross)).format(v=var, o=draw(st.sampled_from(others))))
     if kleene and draw(st.booleans()):
         parts.append("(" + draw(st.sampled_from(_KLEENE)).format(v=var) + ")")
     return " AND ".join(parts)
 
 
 @st.composite
-def cep_queries(draw, strategy: str | None = None) -> str:
-    """A CEP-mode SELECT over t (strategy drawn unless given)."""
+def cep_queries(draw, strategy: str | None = None, null_conditions: bool = False) -> str:
+    """A CEP-mode SELECT over t (strategy drawn unless given); with null_conditions the
+    DEFINEs also draw null-sensitive conditions (IS NULL, COALESCE, NOT, IN, arithmetic)."""
     tree, text = draw(cep_patterns())
     names = variables(tree)
     kl = kleene_vars(tree)
     strategy = strategy or draw(st.sampled_from(STRATEGIES))
     defines = []
     for v in names:
-        cond = draw(_define(v, [o for o in names if o != v], v in kl))
+        cond = draw(_define(v, [o for o in names if o != v], v in kl, null_conditions))
         if cond is not None:
             defines.append(f"{v} AS {cond}")
     first = names[0]

@@ -1,0 +1,1 @@
+../cepsql/examples/05_shoplifting.sql

@@ -1,0 +1,1 @@
+../cepsql/examples/06_contamination.sql

@@ -1,0 +1,1 @@
+../cepsql/examples/07_stock_trend.sql
