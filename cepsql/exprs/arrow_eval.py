@@ -23,7 +23,7 @@ Value = pa.Array | pa.ChunkedArray | pa.Scalar
 def evaluate_arrow(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
     """expr over every row of table (unqualified column references only)."""
     try:
-        value = _Evaluator(table).eval(expr)
+        value = _Evaluator(table).value_of(expr)
     except CepError:
         raise
     except pa.ArrowInvalid as e:  # overflow, invalid cast ...
@@ -44,7 +44,7 @@ class _Evaluator:
         self.table = table
         self.n = table.num_rows
 
-    def eval(self, e: Expr) -> Value:
+    def value_of(self, e: Expr) -> Value:
         method = getattr(self, "_" + type(e).__name__, None)
         if method is None:
             raise CepUnsupportedError(
@@ -53,7 +53,7 @@ class _Evaluator:
         return method(e)
 
     def arr(self, e: Expr) -> pa.Array | pa.ChunkedArray:
-        return _broadcast(self.eval(e), self.n)
+        return _broadcast(self.value_of(e), self.n)
 
     # leaves -------------------------------------------------------------
     def _Literal(self, e: Literal) -> Value:
@@ -77,9 +77,9 @@ class _Evaluator:
     def _BinaryOp(self, e: BinaryOp) -> Value:
         op = e.op.upper()
         if op in ("AND", "OR"):
-            a, b = _as_bool(self.eval(e.left)), _as_bool(self.eval(e.right))
+            a, b = _as_bool(self.value_of(e.left)), _as_bool(self.value_of(e.right))
             return pc.and_kleene(a, b) if op == "AND" else pc.or_kleene(a, b)
-        a, b = self.eval(e.left), self.eval(e.right)
+        a, b = self.value_of(e.left), self.value_of(e.right)
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
             return _COMPARE[op](a, b)
@@ -98,7 +98,7 @@ class _Evaluator:
         raise CepUnsupportedError(f"unsupported operator {e.op!r}", pos=e.pos)
 
     def _UnaryOp(self, e: UnaryOp) -> Value:
-        v = self.eval(e.operand)
+        v = self.value_of(e.operand)
         op = e.op.upper()
         if op == "NOT":
             return pc.invert(_as_bool(v))
@@ -109,25 +109,25 @@ class _Evaluator:
         raise CepUnsupportedError(f"unsupported operator {e.op!r}", pos=e.pos)
 
     def _IsNull(self, e: IsNull) -> Value:
-        v = self.eval(e.operand)
+        v = self.value_of(e.operand)
         return pc.is_valid(v) if e.negated else pc.is_null(v)
 
     def _InList(self, e: InList) -> Value:
-        x = self.eval(e.operand)
+        x = self.value_of(e.operand)
         out: Value = pa.scalar(False)
         for item in e.items:  # OR of equalities gives SQL's three-valued IN
-            out = pc.or_kleene(out, pc.equal(*_coerce_pair(x, self.eval(item))))
+            out = pc.or_kleene(out, pc.equal(*_coerce_pair(x, self.value_of(item))))
         return pc.invert(out) if e.negated else out
 
     def _Between(self, e: Between) -> Value:
-        x = self.eval(e.operand)
-        out = pc.and_kleene(pc.greater_equal(*_coerce_pair(x, self.eval(e.low))),
-                            pc.less_equal(*_coerce_pair(x, self.eval(e.high))))
+        x = self.value_of(e.operand)
+        out = pc.and_kleene(pc.greater_equal(*_coerce_pair(x, self.value_of(e.low))),
+                            pc.less_equal(*_coerce_pair(x, self.value_of(e.high))))
         return pc.invert(out) if e.negated else out
 
     def _Like(self, e: Like) -> Value:
         x = self.arr(e.operand)
-        pattern = self.eval(e.pattern)
+        pattern = self.value_of(e.pattern)
         if isinstance(pattern, pa.Scalar):
             if not pattern.is_valid:
                 out = pa.nulls(self.n, pa.bool_())
@@ -141,31 +141,31 @@ class _Evaluator:
 
     def _Case(self, e: Case) -> Value:
         if not e.whens:
-            return self.eval(e.default) if e.default is not None else pa.scalar(None)
+            return self.value_of(e.default) if e.default is not None else pa.scalar(None)
         conds = []
-        operand = self.eval(e.operand) if e.operand is not None else None
+        operand = self.value_of(e.operand) if e.operand is not None else None
         for cond, _ in e.whens:
-            c = self.eval(cond)
+            c = self.value_of(cond)
             if operand is not None:
                 c = pc.equal(*_coerce_pair(operand, c))
             conds.append(pc.fill_null(_broadcast(_as_bool(c), self.n), False))
-        values = [self.eval(r) for _, r in e.whens]
+        values = [self.value_of(r) for _, r in e.whens]
         if e.default is not None:
-            values.append(self.eval(e.default))
+            values.append(self.value_of(e.default))
         target = _common_type([v.type for v in values])
         values = [_broadcast(_cast_value(v, target), self.n) for v in values]
         return pc.case_when(pc.make_struct(*conds, field_names=[f"c{i}" for i in range(len(conds))]),
                             *values)
 
     def _Cast(self, e: Cast) -> Value:
-        return _cast_value(self.eval(e.operand), spark_type_to_arrow(e.to, e.pos), strict=True)
+        return _cast_value(self.value_of(e.operand), spark_type_to_arrow(e.to, e.pos), strict=True)
 
     def _FunctionCall(self, e: FunctionCall) -> Value:
         fn = _FUNCTIONS.get(e.name.lower())
         if fn is None:
             raise CepUnsupportedError(
                 f"function {e.name}() is not supported by the local evaluator", pos=e.pos)
-        return fn(self, [self.eval(a) for a in e.args], e)
+        return fn(self, [self.value_of(a) for a in e.args], e)
 
 
 _COMPARE: dict[str, Callable] = {
