@@ -22,6 +22,8 @@ cnp.import_array()
 ctypedef long long i64
 
 # pattern program opcodes (cepsql/runtime/program.py)
+include "condition_ops.pxi"
+
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
 cdef enum: OP_JUMP = 2
@@ -580,133 +582,10 @@ cdef class SqlMatcher:
                 ns[sp] = 0
                 sp += 1
                 pc += 1
-            elif op >= C_ADD and op <= C_MOD:
-                sp -= 1
-                a = vs[sp - 1]
-                b = vs[sp]
-                na = ns[sp - 1] | ns[sp]
-                if op == C_ADD:
-                    v = a + b
-                elif op == C_SUB:
-                    v = a - b
-                elif op == C_MUL:
-                    v = a * b
-                elif op == C_DIV:
-                    if b == 0.0:
-                        na = 1
-                        v = 0.0
-                    else:
-                        v = a / b
-                else:
-                    if b == 0.0:
-                        na = 1
-                        v = 0.0
-                    else:
-                        v = fmod(a, b)
-                vs[sp - 1] = v
-                ns[sp - 1] = na
-                pc += 1
-            elif op == C_NEG:
-                vs[sp - 1] = -vs[sp - 1]
-                pc += 1
-            elif op >= C_EQ and op <= C_GE:
-                sp -= 1
-                a = vs[sp - 1]
-                b = vs[sp]
-                if op == C_EQ:
-                    v = a == b
-                elif op == C_NE:
-                    v = a != b
-                elif op == C_LT:
-                    v = a < b
-                elif op == C_LE:
-                    v = a <= b
-                elif op == C_GT:
-                    v = a > b
-                else:
-                    v = a >= b
-                vs[sp - 1] = v
-                ns[sp - 1] = ns[sp - 1] | ns[sp]
-                pc += 1
-            elif op == C_AND:
-                sp -= 1
-                na = ns[sp - 1]
-                nb = ns[sp]
-                # false wins over null
-                if (not na and vs[sp - 1] == 0.0) or (not nb and vs[sp] == 0.0):
-                    vs[sp - 1] = 0.0
-                    ns[sp - 1] = 0
-                elif na or nb:
-                    ns[sp - 1] = 1
-                else:
-                    vs[sp - 1] = 1.0
-                pc += 1
-            elif op == C_OR:
-                sp -= 1
-                na = ns[sp - 1]
-                nb = ns[sp]
-                if (not na and vs[sp - 1] != 0.0) or (not nb and vs[sp] != 0.0):
-                    vs[sp - 1] = 1.0
-                    ns[sp - 1] = 0
-                elif na or nb:
-                    ns[sp - 1] = 1
-                else:
-                    vs[sp - 1] = 0.0
-                pc += 1
-            elif op == C_NOT:
-                vs[sp - 1] = vs[sp - 1] == 0.0
-                pc += 1
-            elif op == C_ISNULL:
-                vs[sp - 1] = ns[sp - 1]
-                ns[sp - 1] = 0
-                pc += 1
-            elif op == C_ISNOTNULL:
-                vs[sp - 1] = not ns[sp - 1]
-                ns[sp - 1] = 0
-                pc += 1
-            elif op == C_JUMP:
-                if self.code[pc + 1] < 0:
-                    break
-                pc = self.code[pc + 1]
-            elif op == C_JUMP_IF_NOT_TRUE:
-                sp -= 1
-                if ns[sp] or vs[sp] == 0.0:
-                    pc = self.code[pc + 1]
-                else:
-                    pc += 2
-            elif op == C_JUMP_IF_NOT_NULL:
-                if not ns[sp - 1]:
-                    pc = self.code[pc + 1]
-                else:
-                    sp -= 1
-                    pc += 2
-            elif op == C_POP:
-                sp -= 1
-                pc += 1
-            elif op == C_FUNC1:
-                vs[sp - 1] = _func1(self.code[pc + 1], vs[sp - 1], &ns[sp - 1])
-                pc += 2
-            elif op == C_FUNC2:
-                sp -= 1
-                vs[sp - 1] = _func2(self.code[pc + 1], vs[sp - 1], vs[sp], &ns[sp - 1], ns[sp])
-                pc += 2
-            elif op == C_GREATEST or op == C_LEAST:
-                n = self.code[pc + 1]
-                sp -= n
-                na = 1
-                v = 0.0
-                for i in range(n):
-                    if not ns[sp + i]:
-                        if na or (op == C_GREATEST and vs[sp + i] > v) or (
-                                op == C_LEAST and vs[sp + i] < v):
-                            v = vs[sp + i]
-                        na = 0
-                vs[sp] = v
-                ns[sp] = na
-                sp += 1
-                pc += 2
             else:
-                break
+                pc = _stack_op(op, self.code, pc, vs, ns, &sp)
+                if pc < 0:
+                    break
         return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
 
     cdef double _define_aggregate(self, int k, i64* st, i64 r, int label,
@@ -1203,56 +1082,6 @@ cdef class SqlMatcher:
             if buf_push(out, j):
                 return -1
         return 0
-
-
-cdef double _func1(int f, double x, unsigned char* isnull) noexcept nogil:
-    if f == 0:
-        return fabs(x)
-    if f == 1:
-        if x < 0:
-            isnull[0] = 1
-            return 0.0
-        return sqrt(x)
-    if f == 2:
-        if x <= 0:
-            isnull[0] = 1
-            return 0.0
-        return log(x)
-    if f == 3:
-        return exp(x)
-    if f == 4:
-        return floor(x)
-    if f == 5:
-        return ceil(x)
-    if f == 6:
-        return (x > 0) - (x < 0)
-    if f == 7:
-        if x <= 0:
-            isnull[0] = 1
-            return 0.0
-        return log10(x)
-    if f == 8:
-        return -x
-    return x
-
-
-cdef double _func2(int f, double x, double y, unsigned char* isnull, unsigned char ny) noexcept nogil:
-    cdef double scale, r
-    isnull[0] = isnull[0] | ny
-    if f == 0:
-        return pow(x, y)
-    if f == 1:
-        # Spark's round: half away from zero
-        scale = pow(10.0, y)
-        r = floor(fabs(x) * scale + 0.5) / scale
-        return r if x >= 0 else -r
-    if y == 0.0:
-        isnull[0] = 1
-        return 0.0
-    r = fmod(x, y)
-    if f == 3 and r < 0:
-        r += fabs(y)
-    return r
 
 
 cdef object _to_numpy(Buf* b):
