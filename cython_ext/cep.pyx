@@ -50,44 +50,7 @@ ctypedef unsigned long long u64
 
 include "condition_ops.pxi"
 
-cdef enum: C_CONST = 0
-cdef enum: C_NULL = 1
-cdef enum: C_LOAD = 2
-cdef enum: C_LOAD_CLS = 3
-cdef enum: C_MATCHNO = 4
-cdef enum: C_AGG = 5
-cdef enum: C_ADD = 10
-cdef enum: C_SUB = 11
-cdef enum: C_MUL = 12
-cdef enum: C_DIV = 13
-cdef enum: C_MOD = 14
-cdef enum: C_NEG = 15
-cdef enum: C_EQ = 20
-cdef enum: C_NE = 21
-cdef enum: C_LT = 22
-cdef enum: C_LE = 23
-cdef enum: C_GT = 24
-cdef enum: C_GE = 25
-cdef enum: C_AND = 30
-cdef enum: C_OR = 31
-cdef enum: C_NOT = 32
-cdef enum: C_ISNULL = 33
-cdef enum: C_ISNOTNULL = 34
-cdef enum: C_JUMP = 40
-cdef enum: C_JUMP_IF_NOT_TRUE = 41
-cdef enum: C_JUMP_IF_NOT_NULL = 42
-cdef enum: C_POP = 43
-cdef enum: C_FUNC1 = 50
-cdef enum: C_FUNC2 = 51
-cdef enum: C_GREATEST = 52
-cdef enum: C_LEAST = 53
 
-cdef enum: A_COUNT_STAR = 0
-cdef enum: A_COUNT = 1
-cdef enum: A_SUM = 2
-cdef enum: A_AVG = 3
-cdef enum: A_MIN = 4
-cdef enum: A_MAX = 5
 cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
 
 # strategies

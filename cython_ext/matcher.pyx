@@ -35,38 +35,7 @@ cdef enum: OP_LOOP_BACK = 7
 cdef enum: OP_EXCL_BEGIN = 8
 cdef enum: OP_EXCL_END = 9
 
-# condition opcodes (cepsql/runtime/conditions.py)
-cdef enum: C_CONST = 0
-cdef enum: C_NULL = 1
-cdef enum: C_LOAD = 2
-cdef enum: C_LOAD_CLS = 3
-cdef enum: C_MATCHNO = 4
-cdef enum: C_AGG = 5
-cdef enum: C_ADD = 10
-cdef enum: C_SUB = 11
-cdef enum: C_MUL = 12
-cdef enum: C_DIV = 13
-cdef enum: C_MOD = 14
-cdef enum: C_NEG = 15
-cdef enum: C_EQ = 20
-cdef enum: C_NE = 21
-cdef enum: C_LT = 22
-cdef enum: C_LE = 23
-cdef enum: C_GT = 24
-cdef enum: C_GE = 25
-cdef enum: C_AND = 30
-cdef enum: C_OR = 31
-cdef enum: C_NOT = 32
-cdef enum: C_ISNULL = 33
-cdef enum: C_ISNOTNULL = 34
-cdef enum: C_JUMP = 40
-cdef enum: C_JUMP_IF_NOT_TRUE = 41
-cdef enum: C_JUMP_IF_NOT_NULL = 42
-cdef enum: C_POP = 43
-cdef enum: C_FUNC1 = 50
-cdef enum: C_FUNC2 = 51
-cdef enum: C_GREATEST = 52
-cdef enum: C_LEAST = 53
+# condition opcodes and aggregate function codes: condition_ops.pxi
 
 # skip modes
 cdef enum: SKIP_PAST_LAST = 0
@@ -74,14 +43,7 @@ cdef enum: SKIP_NEXT_ROW = 1
 cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
-# aggregate functions (cepsql/runtime/aggregates.py)
-cdef enum: A_COUNT_STAR = 0
-cdef enum: A_COUNT = 1
-cdef enum: A_SUM = 2
-cdef enum: A_AVG = 3
-cdef enum: A_MIN = 4
-cdef enum: A_MAX = 5
-cdef enum: A_LIST = 6
+cdef enum: A_LIST = 6  # ARRAY_AGG (MEASURES only)
 cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
 
 # error codes returned to Python
