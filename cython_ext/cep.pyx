@@ -49,9 +49,8 @@ ctypedef long long i64
 ctypedef unsigned long long u64
 
 include "condition_ops.pxi"
+include "buffers.pxi"
 
-
-cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
 
 # strategies
 cdef enum: S_STRICT = 0
@@ -66,48 +65,6 @@ cdef enum: R_CNT = 2
 cdef enum: R_NODE = 3
 cdef enum: R_MASK = 4
 cdef enum: R_HDR = 5
-
-
-cdef struct Buf:
-    i64* data
-    i64 n
-    i64 cap
-
-
-cdef inline int buf_reserve(Buf* b, i64 extra) noexcept nogil:
-    cdef i64* p
-    cdef i64 cap
-    if b.n + extra <= b.cap:
-        return 0
-    cap = b.cap * 2 + 64
-    while cap < b.n + extra:
-        cap *= 2
-    p = <i64*> realloc(b.data, cap * sizeof(i64))
-    if p == NULL:
-        return -1
-    b.data = p
-    b.cap = cap
-    return 0
-
-
-cdef inline int buf_push(Buf* b, i64 v) noexcept nogil:
-    if b.n == b.cap and buf_reserve(b, 1):
-        return -1
-    b.data[b.n] = v
-    b.n += 1
-    return 0
-
-
-cdef inline double _b2d(i64 x) noexcept nogil:
-    cdef double d
-    memcpy(&d, &x, sizeof(double))
-    return d
-
-
-cdef inline i64 _d2b(double d) noexcept nogil:
-    cdef i64 x
-    memcpy(&x, &d, sizeof(double))
-    return x
 
 
 # sort context (qsort has no user pointer)
@@ -505,7 +462,7 @@ cdef class CepMatcher:
         cdef int col = self.daggs[k * 3 + 2]
         cdef int base = self.agg_base + 5 * k
         cdef i64 rows = st[base], nonnull = st[base + 1]
-        cdef double total = _b2d(st[base + 2]), lo = _b2d(st[base + 3]), hi = _b2d(st[base + 4])
+        cdef double total = _bits_to_double(st[base + 2]), lo = _bits_to_double(st[base + 3]), hi = _bits_to_double(st[base + 4])
         cdef double v
         if self._in(s, label):
             rows += 1
@@ -661,12 +618,12 @@ cdef class CepMatcher:
             st[base] += 1
             if col >= 0 and not self.nulls[col * self.n_rows + r]:
                 v = self.vals[col * self.n_rows + r]
-                if st[base + 1] == 0 or v < _b2d(st[base + 3]):
-                    st[base + 3] = _d2b(v)
-                if st[base + 1] == 0 or v > _b2d(st[base + 4]):
-                    st[base + 4] = _d2b(v)
+                if st[base + 1] == 0 or v < _bits_to_double(st[base + 3]):
+                    st[base + 3] = _double_to_bits(v)
+                if st[base + 1] == 0 or v > _bits_to_double(st[base + 4]):
+                    st[base + 4] = _double_to_bits(v)
                 st[base + 1] += 1
-                st[base + 2] = _d2b(_b2d(st[base + 2]) + v)
+                st[base + 2] = _double_to_bits(_bits_to_double(st[base + 2]) + v)
 
     cdef int _push_run(self, Buf* L, i64* proto, int comp, i64 cnt) noexcept nogil:
         if buf_reserve(L, self.RW):
@@ -1564,9 +1521,9 @@ cdef class CepMatcher:
             elif nonnull == 0:
                 v = NULL_BITS if (func == A_SUM or func == A_AVG) else -1
             elif func == A_SUM:
-                v = _d2b(total)
+                v = _double_to_bits(total)
             elif func == A_AVG:
-                v = _d2b(total / nonnull)
+                v = _double_to_bits(total / nonnull)
             elif func == A_MIN:
                 v = amin
             else:

@@ -23,6 +23,7 @@ ctypedef long long i64
 
 # pattern program opcodes (cepsql/runtime/program.py)
 include "condition_ops.pxi"
+include "buffers.pxi"
 
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
@@ -44,8 +45,6 @@ cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
 cdef enum: A_LIST = 6  # ARRAY_AGG (MEASURES only)
-cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
-
 # error codes returned to Python
 cdef enum: ERR_SKIP_FIRST_ROW = 1
 cdef enum: ERR_SKIP_ABSENT = 2
@@ -67,37 +66,6 @@ cdef struct ThreadList:
     int* head           # pc -> first thread at that pc (-1)
     int* touched        # pcs with a head set, for reset
     int n_touched
-
-
-cdef struct Buf:
-    i64* data
-    i64 n
-    i64 cap
-
-
-cdef inline int buf_push(Buf* b, i64 v) noexcept nogil:
-    cdef i64* p
-    if b.n == b.cap:
-        b.cap = b.cap * 2 + 64
-        p = <i64*> realloc(b.data, b.cap * sizeof(i64))
-        if p == NULL:
-            return -1
-        b.data = p
-    b.data[b.n] = v
-    b.n += 1
-    return 0
-
-
-cdef inline double _bits_to_double(i64 x) noexcept nogil:
-    cdef double d
-    memcpy(&d, &x, sizeof(double))
-    return d
-
-
-cdef inline i64 _double_to_bits(double d) noexcept nogil:
-    cdef i64 x
-    memcpy(&x, &d, sizeof(double))
-    return x
 
 
 cdef class SqlMatcher:
