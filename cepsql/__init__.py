@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 ensure_environment()
 
 from .local import match_recognize  # noqa: E402
+from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
 from .spark.session import CepSession, attach as _attach  # noqa: E402
 
 
@@ -80,7 +81,7 @@ def get_session(master: str | None = None, conf: dict | None = None):
     return session
 
 
-__all__ = ["__version__", "errors", "match_recognize", "get_session", "register", "CepSession",
+__all__ = ["__version__", "errors", "match_recognize", "planner_options", "PlannerOptions", "get_session", "register", "CepSession",
            "CepError",
            "CepSyntaxError", "CepAnalysisError", "CepUnsupportedError", "CepRuntimeError",
            "CepEnvironmentError", "ensure_environment", "require_java"]

@@ -86,7 +86,9 @@ class _LocalStatement:
     def clause(self, site, scope: Scope) -> pa.Table:
         """One clause's result: its source's rows through the QueryPlan."""
         table = self.source(site, scope)
-        return execute_plan(table, self.planner(site.spec, table.schema, self.stmt))
+        plan = self.planner(site.spec, table.schema, self.stmt,
+                            statistics=partial(_table_statistics, table=table))
+        return execute_plan(table, plan)
 
     def source(self, site, scope: Scope) -> pa.Table:
         if site.source_is_query:
@@ -98,6 +100,15 @@ class _LocalStatement:
                               site.source_offset)
         parts = [normalize_name(p) for p in _split_dotted(name)]
         return scope.lookup(parts, name, site.source_offset)[0]
+
+
+def _table_statistics(spec, table: pa.Table):
+    """Statistics of spec over an in-process input (cached per table object)."""
+    from .runtime.planner_options import current_options
+    from .stats import CACHE
+    opts = current_options()
+    return CACHE.get_or_estimate(spec, table, sample_rows=opts.sample_rows,
+                                 time_budget_s=opts.sample_seconds)
 
 
 def _split_dotted(name: str) -> list[str]:

@@ -165,6 +165,7 @@ cdef class CepMatcher:
     cdef const unsigned char* nulls
     cdef const double* wts
     cdef const unsigned char* wnull
+    cdef const unsigned char* gbreak   # STRICT: 1 = another partition's row precedes
     cdef i64 n_rows
     cdef i64 ps, pe
     # buffer (arena)
@@ -907,7 +908,8 @@ cdef class CepMatcher:
                 run = self.cur.data + i * self.RW
                 if not self._alive(self.n_first.data[run[R_NODE]], r):
                     continue
-                ok = self._take_ok(run, self.comps[run[R_COMP] * 4 + 1], r)
+                ok = not (self.gbreak != NULL and self.gbreak[r]) and \
+                    self._take_ok(run, self.comps[run[R_COMP] * 4 + 1], r)
                 if ok:
                     if self._take(run, r):
                         return -1
@@ -1113,7 +1115,7 @@ cdef class CepMatcher:
         return 0
 
     def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
-            wts=None, wnulls=None, int open_last=0, int cont=0):
+            wts=None, wnulls=None, int open_last=0, int cont=0, breaks=None):
         """Match every partition [bounds[k], bounds[k+1]). Returns (rows, match numbers,
         leaves[n, n_leaves], aggregates[n, n_maggs]).
 
@@ -1121,7 +1123,10 @@ cdef class CepMatcher:
         call; rows are processed up to the deepest NEXT before the chunk end, matches are
         output once their MATCH_NUMBER order is final, and ``keep`` tells the first row
         the next call must get again (every row index of the carried state is rebased
-        to it). With cont the first partition continues the carried state."""
+        to it). With cont the first partition continues the carried state. ``breaks``
+        (STRICT_CONTIGUITY with PARTITION BY): one flag per row, 1 when the row's
+        predecessor in the global ORDER BY order belongs to another partition -- every
+        run waiting at such a row dies (R5)."""
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
@@ -1150,6 +1155,12 @@ cdef class CepMatcher:
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
             self.wts = &wt[0] if wt.shape[0] > 0 else &dummy_d
             self.wnull = &wn[0] if wn.shape[0] > 0 else &dummy_u
+        self.gbreak = NULL
+        if breaks is not None:
+            gb = np.ascontiguousarray(breaks, dtype=np.uint8)
+            if gb.shape[0] != self.n_rows:
+                raise ValueError("breaks must have one flag per row")
+            self.gbreak = <const unsigned char*> cnp.PyArray_DATA(gb)
         memset(out, 0, sizeof(out))
         self.oom = 0
         if self.cap_path < self.n_rows + 2:

@@ -133,7 +133,7 @@ def fake_find(sql: str, *, offset: int = 0, full_sql: str | None = None) -> list
             if not any(o is not x and o.start <= x.start and x.end <= o.end for o in sites)]
 
 
-def fake_plan(spec, schema: pa.Schema, sql: str) -> QueryPlan:
+def fake_plan(spec, schema: pa.Schema, sql: str, **planning) -> QueryPlan:
     """Body mini-language: `PARTITION BY c`, `ORDER BY c [DESC]`, `DOUBLE c` (prepare c2 =
     c * 2), `FAIL`. The worker appends rn = row number within the partition and checks that
     the batches have the bound schema and arrive in order."""

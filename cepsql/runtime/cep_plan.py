@@ -152,7 +152,8 @@ def _map(expr: Expr, fn) -> Expr:
     return expr if out is None else out
 
 
-def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
+def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
+             statistics=None) -> QueryPlan:
     from . import executor as ex
     strategy = spec.strategy
     skip = spec.after_match_skip
@@ -322,4 +323,4 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
     projection = ex._final_projection(spec, partition_cols, order_cols, measures, input_columns)
     ex._check_unique_names(projection, spec)
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
-                     primary_sort_keys=len(partition_cols) + len(order_cols))
+                     primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec)

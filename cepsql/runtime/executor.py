@@ -8,6 +8,7 @@ prepared input's Arrow types are known and returns the picklable worker.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +24,7 @@ from .decompose import DerivedColumns, localize, normalize_define_ref
 from .explain import explain_clause
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
+from .planner_options import PlannerOptions, current_options
 from .program import compile_pattern
 from .rowsets import LabelSets, RefTable
 from .worker import MatchWorker, WorkerConfig
@@ -31,18 +33,25 @@ SKIP_CODES = {"PAST_LAST_ROW": 0, "TO_NEXT_ROW": 1, "TO_FIRST": 2, "TO_LAST": 3}
 EMPTY_CODES = {"SHOW_EMPTY": 0, "OMIT_EMPTY": 1, "WITH_UNMATCHED": 2}
 
 
-def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "") -> QueryPlan:
-    """Plan ``spec`` over an input with ``input_schema``; errors carry positions in sql."""
+def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "", *,
+               options: PlannerOptions | None = None,
+               statistics: Callable[[MatchRecognizeSpec], object] | None = None) -> QueryPlan:
+    """Plan ``spec`` over an input with ``input_schema``; errors carry positions in sql.
+
+    CEP-mode clauses are planned cost-based: ``statistics(spec)`` (called only when a plan
+    choice needs it) returns the input's PatternStatistics; ``options`` default to the
+    in-process ``current_options()``."""
     try:
-        return _plan(spec, input_schema)
+        return _plan(spec, input_schema, options or current_options(), statistics)
     except CepError as err:
         raise err.with_sql(sql) if sql else err
 
 
-def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
+def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
+          statistics) -> QueryPlan:
     if spec.strategy is not None:
         from .cep_plan import plan_cep
-        return plan_cep(spec, schema)
+        return plan_cep(spec, schema, options=options, statistics=statistics)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = _canonical_columns(spec, schema)
@@ -152,7 +161,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema) -> QueryPlan:
                              program_size=len(program), sort_keys=sort_keys,
                              primary_sort_keys=primary)
     return QueryPlan(prepare, partition_cols, sort_keys, bind, primary_sort_keys=primary,
-                     explain=explain)
+                     explain=explain, spec=spec)
 
 
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:

@@ -47,3 +47,4 @@ class QueryPlan:
     # sort_keys[:primary_sort_keys] are PARTITION BY + ORDER BY; the rest only break ties
     primary_sort_keys: int | None = None
     explain: str = ""  # EXPLAIN text of the clause (see runtime/explain.py)
+    spec: object = None  # the MatchRecognizeSpec planned (backends may inspect it)

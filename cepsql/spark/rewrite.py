@@ -57,7 +57,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
     def run_clause(site, source: Source) -> str:
         df = _source_frame(spark, source, full, site)
         try:
-            plan = plan_query(site.spec, arrow_schema(df), full)
+            plan = plan_query(site.spec, arrow_schema(df), full, **planning_inputs(spark, df))
             out = run_plan(df, plan)
         except CepError as e:
             raise e.with_sql(full) from None
@@ -78,6 +78,18 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
                           pos=original_pos(e.pos, tf.edits)) from None
         raise e.with_sql(full) from None
     return result
+
+
+def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
+    """Planner options from the session's conf and a lazy, cached statistics sampler."""
+    from ..runtime.planner_options import options_from_conf
+    from ..stats import CACHE
+    options = options_from_conf(lambda k: spark.conf.get(k, None))
+
+    def statistics(spec):
+        return CACHE.get_or_estimate(spec, df, sample_rows=options.sample_rows,
+                                     time_budget_s=options.sample_seconds)
+    return {"options": options, "statistics": statistics}
 
 
 def _table_functions(spark, sql, offset, full, finder, planner, views) -> TfRewritten:

@@ -59,8 +59,8 @@ class CepSession:
         recorded: list[tuple[object, object]] = []
         base = self._planner or default_planner()
 
-        def recording_planner(spec, schema, sql):
-            plan = base(spec, schema, sql)
+        def recording_planner(spec, schema, sql, **planning):
+            plan = base(spec, schema, sql, **planning)
             recorded.append((spec, plan))
             return plan
 
