@@ -37,6 +37,7 @@ from .rowsets import LabelSets, RefTable
 STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
                   "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
 MAX_SEQUENCES = 256
+BREAK_COLUMN = "__cep_gbreak"
 
 
 @dataclass
@@ -161,10 +162,6 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         raise CepUnsupportedError("AFTER MATCH SKIP TO FIRST/LAST is not available in CEP mode; "
                                   "use SKIP PAST LAST ROW (non-overlapping) or omit it (all "
                                   "matches)", pos=skip.pos)
-    if strategy == "STRICT_CONTIGUITY" and spec.partition_by:
-        raise CepUnsupportedError(
-            "STRATEGY STRICT_CONTIGUITY with PARTITION BY needs the global row order across "
-            "partitions, which the CEP evaluator does not compute; use PARTITION_CONTIGUITY")
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = ex._canonical_columns(spec, schema)
@@ -201,6 +198,13 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         if field.name not in used and ex._sortable(field.type):
             sort_keys.append(SortColumn(field.name, True, True))
 
+    # STRICT_CONTIGUITY across partitions (R5): the backend adds BREAK_COLUMN, 1 where a
+    # row's predecessor in this global order lies in another partition
+    global_order = None
+    if strategy == "STRICT_CONTIGUITY" and partition_cols:
+        global_order = sort_keys[len(partition_cols):len(partition_cols) + len(order_cols)]
+        global_order += [SortColumn(f.name, True, True) for f in schema
+                         if f.name not in order_cols and ex._sortable(f.type)]
     derived = DerivedColumns()
     conj_exprs: list[Expr] = []
     conj_label: list[int] = []
@@ -317,10 +321,13 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
-            output_schema=pa.schema(fields))
+            output_schema=pa.schema(fields),
+            breaks_column=BREAK_COLUMN if global_order else None)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
     projection = ex._final_projection(spec, partition_cols, order_cols, measures, input_columns)
     ex._check_unique_names(projection, spec)
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
-                     primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec)
+                     primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
+                     global_order=global_order,
+                     break_column=BREAK_COLUMN if global_order else None)

@@ -57,6 +57,7 @@ class CepConfig:
     window_column: str | None
     output_schema: pa.Schema
     merging: bool = True
+    breaks_column: str | None = None  # STRICT_CONTIGUITY across partitions (see plan.py)
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process

@@ -48,3 +48,8 @@ class QueryPlan:
     primary_sort_keys: int | None = None
     explain: str = ""  # EXPLAIN text of the clause (see runtime/explain.py)
     spec: object = None  # the MatchRecognizeSpec planned (backends may inspect it)
+    # STRICT_CONTIGUITY with PARTITION BY: before bind, add break_column (uint8/boolean) to
+    # the prepared input: 1 where the row's predecessor in the *global* order global_order
+    # (ORDER BY + tie-breakers, ignoring PARTITION BY) has other partition_columns values
+    global_order: list[SortColumn] | None = None
+    break_column: str | None = None
