@@ -3,6 +3,8 @@
 ``generate_ticks``: stock ticks (SASE+ Figure 1, Query 3, and the SQL examples).
 ``generate_rfid``: RFID readings of tagged items in a shop (Query 1, shoplifting).
 ``generate_shipments``: contamination alerts and shipments between sites (Query 2).
+``generate_stock_stream``: one merged stream of per-symbol Poisson arrivals at rates of
+1-45 events per second (the CEP planner benchmarks, VLDB 2018 section 6.2).
 
 Why synthetic: the project must not depend on outside data at run time, and benchmarks
 need streams of any size. The stream is shaped like a real tick feed where it matters
@@ -20,9 +22,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["TICKS_SCHEMA", "RFID_SCHEMA", "SHIPMENTS_SCHEMA", "START", "generate_ticks",
-           "generate_rfid", "generate_shipments", "ticks_to_pandas", "symbol_names",
-           "tag_names", "site_names"]
+__all__ = ["TICKS_SCHEMA", "RFID_SCHEMA", "SHIPMENTS_SCHEMA", "STOCK_SCHEMA", "START",
+           "generate_ticks", "generate_rfid", "generate_shipments", "generate_stock_stream",
+           "stock_rates", "ticks_to_pandas", "symbol_names", "tag_names", "site_names"]
 
 #: Schema of every table generate_ticks returns.
 TICKS_SCHEMA = pa.schema([
@@ -317,3 +319,90 @@ def generate_shipments(n_rows: int, n_sites: int = 12, seed: int = 13,
          pc.if_else(alert_mask, null_str, to_col)],
         schema=SHIPMENTS_SCHEMA,
     )
+
+
+# --------------------------------------------------------------------------- stock stream
+
+#: Schema of generate_stock_stream's tables (``difference`` only with difference=True).
+STOCK_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us")),
+    ("symbol", pa.string()),
+    ("price", pa.float64()),
+    ("volume", pa.int64()),
+])
+
+
+def stock_rates(n_symbols: int = 20, rate_range: tuple[float, float] = (1.0, 45.0),
+                seed: int = 2018) -> dict[str, float]:
+    """Arrival rate (events per second) of every symbol of generate_stock_stream.
+
+    Log-uniform draws in rate_range, with the lowest pinned to rate_range[0] and the
+    highest to rate_range[1] (so the whole range always occurs); symbols are named by
+    symbol_names, most frequent first.
+    """
+    lo, hi = (float(r) for r in rate_range)
+    if not 0 < lo <= hi:
+        raise ValueError("rate_range must be (low, high) with 0 < low <= high")
+    names = symbol_names(n_symbols)
+    rng = np.random.default_rng([seed, 45])
+    rates = np.sort(np.exp(rng.uniform(np.log(lo), np.log(hi), n_symbols)))[::-1]
+    rates[0] = hi
+    if n_symbols > 1:
+        rates[-1] = lo
+    return dict(zip(names, rates.tolist()))
+
+
+def generate_stock_stream(n_events: int, n_symbols: int = 20,
+                          rate_range: tuple[float, float] = (1.0, 45.0), seed: int = 2018,
+                          difference: bool = False) -> pa.Table:
+    """A deterministic stock-update stream shaped like the VLDB 2018 experiments.
+
+    Every symbol is an independent Poisson process with its own rate (``stock_rates``:
+    ~1..45 events per second); the table is their merge, the first n_events events in
+    time. Columns: ``ts`` (timestamp[us], strictly increasing, from 2024-01-02 09:30:00),
+    ``symbol`` (string), ``price`` (double: a per-symbol geometric random walk from a
+    random level in 20..500, one step per update, rounded to cents) and ``volume``
+    (int64, round lots 100-2000). With difference=True a fifth column ``difference``
+    (double) holds price minus the symbol's previous price (0 for its first update):
+    the attribute the paper's predicates compare. Rows are in ts order.
+    """
+    n_events = int(n_events)
+    if n_events < 0:
+        raise ValueError("n_events must be >= 0")
+    rate_of = stock_rates(n_symbols, rate_range, seed)
+    names = list(rate_of)
+    rates = np.array(list(rate_of.values()))
+    rng = np.random.default_rng(seed)
+
+    # The superposition of independent Poisson processes is a Poisson process of the
+    # summed rate whose events belong to process i with probability r_i / sum(r).
+    total = rates.sum()
+    gaps = rng.exponential(_US_PER_S / total, n_events)
+    ts = START.astype(np.int64) + np.floor(np.cumsum(gaps) - (gaps[0] if n_events else 0))
+    ts = _strictly_increasing(ts.astype(np.int64))
+    cdf = np.cumsum(rates / total)
+    cdf[-1] = 1.0
+    sym = np.searchsorted(cdf, rng.random(n_events), side="right").astype(np.int32)
+
+    # Prices: grouped cumulative sum of log steps per symbol, scattered back.
+    start_price = rng.uniform(20.0, 500.0, n_symbols)
+    steps = rng.normal(0.0, 0.001, n_events)
+    order = np.argsort(sym, kind="stable")
+    counts = np.bincount(sym, minlength=n_symbols)
+    walk = np.empty(n_events)
+    walk[order] = _grouped_cumsum(steps[order], counts)
+    price = np.maximum(np.round(start_price[sym] * np.exp(walk), 2), 0.01)
+    volume = rng.integers(1, 21, n_events, dtype=np.int64) * 100
+
+    arrays = [pa.array(ts, pa.timestamp("us")), _string_column(names, sym),
+              pa.array(price, pa.float64()), pa.array(volume, pa.int64())]
+    schema = STOCK_SCHEMA
+    if difference:
+        by_symbol = price[order]
+        diff = np.empty(n_events)
+        diff[order] = np.diff(by_symbol, prepend=by_symbol[:1])
+        first = np.cumsum(counts) - counts  # first update of each symbol, in sorted order
+        diff[order[first[counts > 0]]] = 0.0
+        arrays.append(pa.array(np.round(diff, 2), pa.float64()))
+        schema = schema.append(pa.field("difference", pa.float64()))
+    return pa.Table.from_arrays(arrays, schema=schema)

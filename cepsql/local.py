@@ -13,13 +13,14 @@ import itertools
 from functools import partial
 from typing import Callable, Mapping
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow
-from .local_sql import Scope, Virtual, run_sql, sort_table, unsupported
+from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
 from .runtime.plan import QueryPlan, SortColumn
 from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
@@ -173,12 +174,36 @@ def _has_ties(table: pa.Table, columns: list[str]) -> bool:
     return bool(pc.any(same).as_py())
 
 
+def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
+    """STRICT_CONTIGUITY with PARTITION BY (docs/cep_mode.md R5): per row 1 when its
+    predecessor in ``plan.global_order`` (the whole input, PARTITION BY ignored) has other
+    partition keys, NULL keys compared as values; 0 for the globally first row. The keys
+    are compared as the worker compares them to find its partitions."""
+    n = prepared.num_rows
+    if n == 0:
+        return pa.array([], pa.uint8())
+    order = sort_indices(prepared, plan.global_order) if plan.global_order else \
+        pa.array(np.arange(n))
+    changed = np.zeros(n, dtype=bool)
+    for name in plan.partition_columns:
+        col = prepared.column(name).take(order).combine_chunks()
+        prev, cur = col.slice(0, n - 1), col.slice(1)
+        differs = pc.fill_null(pc.not_equal(prev, cur), False)
+        null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
+        changed[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
+    flags = np.zeros(n, dtype=np.uint8)
+    flags[np.asarray(order)] = changed
+    return pa.array(flags, pa.uint8())
+
+
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker,
     project."""
     prepared = table
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+    if plan.break_column is not None:
+        prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
     bound = plan.bind(prepared.schema)
     keys = list(plan.sort_keys)
     leading = {k.column for k in keys[:len(plan.partition_columns)]}

@@ -166,6 +166,21 @@ cdef class CepMatcher:
     cdef const double* wts
     cdef const unsigned char* wnull
     cdef const unsigned char* gbreak   # STRICT: 1 = another partition's row precedes
+    # planned evaluation (see set_plan)
+    cdef int planned, pn
+    cdef int* pl_node            # node * 5: term, left, right, comp (leaf) or -1, parent
+    cdef int* pl_leaf_of         # component -> its leaf node
+    cdef u64* pl_after           # component -> components (of its term) whose rows follow
+    cdef int* pl_cs              # node -> start of its conjunct list (pn + 1)
+    cdef int* pl_c
+    cdef unsigned char* c_late   # conjunct decided on the complete match only
+    cdef unsigned char* c_rowlocal
+    cdef Buf* nd_inst            # per node: instances (entry offset, length, first row)
+    cdef Buf* nd_ent             # per node: (row, component) entries of the instances
+    cdef Buf* nd_tmp             # per node: the instance being formed
+    cdef Buf* nd_dfs             # per Kleene leaf: closure enumeration state
+    cdef i64* nd_live
+    cdef i64 cur_row
     cdef i64 n_rows
     cdef i64 ps, pe
     # buffer (arena)
@@ -204,6 +219,7 @@ cdef class CepMatcher:
     # stats
     cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
+    cdef public i64 pm_created, pm_stored, peak_pm
 
     def __cinit__(self):
         self.code = NULL
@@ -357,6 +373,7 @@ cdef class CepMatcher:
         for i in range(16):
             free(bufs[i].data)
         free(self.used); free(self.covered)
+        self._plan_free()
 
     # ------------------------------------------------------------------ windows
     cdef inline bint _fits(self, i64 lo, i64 hi) noexcept nogil:
@@ -815,8 +832,12 @@ cdef class CepMatcher:
                     return 0
                 if rc == 2:
                     state = 1   # a trailing NOT still sees rows to come
+        return self._store_match(pos, lab, m, state, self.emit_seq)
+
+    cdef int _store_match(self, i64* pos, i64* lab, i64 m, i64 state, int seq) noexcept nogil:
+        """Keep a checked match of the partition (emitted by _emit_ready)."""
         if buf_push(&self.m_off, self.m_pos.n) or buf_push(&self.m_len, m) or \
-                buf_push(&self.m_st, state) or buf_push(&self.m_sq, self.emit_seq) or \
+                buf_push(&self.m_st, state) or buf_push(&self.m_sq, seq) or \
                 buf_push(&self.m_chk, self.pproc) or \
                 buf_reserve(&self.m_pos, m) or buf_reserve(&self.m_lab, m):
             self.oom = 1
@@ -891,6 +912,401 @@ cdef class CepMatcher:
             return 2
         return 1
 
+    # ------------------------------------------------------------------ planned evaluation
+    # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/runtime/cep_planner.py): per OR-free
+    # disjunct ("term") a join tree whose leaves are its components. A plain leaf keeps
+    # the rows that pass its single-row conditions (the lazy NFA's input buffer); an inner
+    # node keeps the instances (partial matches) of its subtree. A new row enters every
+    # leaf it qualifies for and climbs: joined with each live instance of the sibling
+    # (disjoint rows, SEQ precedence, window, the conjuncts whose variables the node
+    # completes), stored, and joined further up; at the root it is a match candidate
+    # (conditions that read the whole match, NOT checks), stored like the run NFA's. Each
+    # combination is formed once: when its youngest part arrives. A Kleene leaf keeps its
+    # candidate rows only; its closures (every non-empty ordered subset allowed by min/max
+    # and its own conditions, enumerated depth-first) are produced on demand: those ending
+    # at a new row when it arrives, all of them when the sibling delivers an instance.
+    # Order plans run as left-deep trees: prefix stores = the lazy chain NFA's states.
+
+    def set_plan(self, cnp.ndarray nodes, cnp.ndarray leaf_of, cnp.ndarray after,
+                 cnp.ndarray conj_start, cnp.ndarray conj, cnp.ndarray late,
+                 cnp.ndarray rowlocal):
+        """Switch to planned evaluation (arrays from cep_plan._tree_arrays)."""
+        self.pl_node = <int*> self._copy(np.ascontiguousarray(nodes, dtype=np.int32))
+        self.pn = nodes.shape[0]
+        self.pl_leaf_of = <int*> self._copy(np.ascontiguousarray(leaf_of, dtype=np.int32))
+        self.pl_after = <u64*> self._copy(np.ascontiguousarray(after, dtype=np.uint64))
+        self.pl_cs = <int*> self._copy(np.ascontiguousarray(conj_start, dtype=np.int32))
+        self.pl_c = <int*> self._copy(np.ascontiguousarray(conj, dtype=np.int32))
+        self.c_late = <unsigned char*> self._copy(np.ascontiguousarray(late, dtype=np.uint8))
+        self.c_rowlocal = <unsigned char*> self._copy(
+            np.ascontiguousarray(rowlocal, dtype=np.uint8))
+        self.nd_inst = <Buf*> calloc(self.pn + 1, sizeof(Buf))
+        self.nd_ent = <Buf*> calloc(self.pn + 1, sizeof(Buf))
+        self.nd_tmp = <Buf*> calloc(self.pn + 1, sizeof(Buf))
+        self.nd_dfs = <Buf*> calloc(self.pn + 1, sizeof(Buf))
+        self.nd_live = <i64*> calloc(self.pn + 1, sizeof(i64))
+        if self.nd_inst == NULL or self.nd_ent == NULL or self.nd_tmp == NULL or \
+                self.nd_dfs == NULL or self.nd_live == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
+        self.planned = 1
+
+    cdef void _plan_free(self):
+        cdef int i
+        if not self.planned:
+            return
+        for i in range(self.pn):
+            free(self.nd_inst[i].data); free(self.nd_ent[i].data)
+            free(self.nd_tmp[i].data); free(self.nd_dfs[i].data)
+        free(self.nd_inst); free(self.nd_ent); free(self.nd_tmp); free(self.nd_dfs)
+        free(self.nd_live); free(self.pl_node); free(self.pl_leaf_of); free(self.pl_after)
+        free(self.pl_cs); free(self.pl_c); free(self.c_late); free(self.c_rowlocal)
+
+    cdef inline bint _plain(self, int comp) noexcept nogil:
+        return self.comps[comp * 4 + 2] == 1 and self.comps[comp * 4 + 3] == 1
+
+    cdef void _plan_clear(self) noexcept nogil:
+        cdef int i
+        if not self.planned:
+            return
+        for i in range(self.pn):
+            self.nd_inst[i].n = 0
+            self.nd_ent[i].n = 0
+            self.nd_live[i] = 0
+
+    cdef int _plan_store(self, int node, i64* pos, i64* cmp, i64 m, i64 mn) noexcept nogil:
+        """Append an instance (rows pos, components cmp) to node's store."""
+        cdef Buf* e = &self.nd_ent[node]
+        cdef Buf* s = &self.nd_inst[node]
+        cdef i64 i
+        if buf_reserve(e, 2 * m) or buf_reserve(s, 3):
+            self.oom = 1
+            return -1
+        s.data[s.n] = e.n // 2
+        s.data[s.n + 1] = m
+        s.data[s.n + 2] = mn
+        s.n += 3
+        for i in range(m):
+            e.data[e.n + 2 * i] = pos[i]
+            e.data[e.n + 2 * i + 1] = cmp[i]
+        e.n += 2 * m
+        self.pm_stored += 1
+        if self.pm_stored > self.peak_pm:
+            self.peak_pm = self.pm_stored
+        return 0
+
+    cdef void _plan_compact(self, int node, i64 r) noexcept nogil:
+        """Drop node's instances that can no longer fit the window with row r."""
+        cdef Buf* e = &self.nd_ent[node]
+        cdef Buf* s = &self.nd_inst[node]
+        cdef i64 k, n = s.n // 3, w = 0, we = 0, off, m
+        for k in range(n):
+            off = s.data[3 * k]
+            m = s.data[3 * k + 1]
+            if not self._alive(s.data[3 * k + 2], r):
+                continue
+            if we != 2 * off:
+                memmove(e.data + we, e.data + 2 * off, 2 * m * sizeof(i64))
+            s.data[3 * w] = we // 2
+            s.data[3 * w + 1] = m
+            s.data[3 * w + 2] = s.data[3 * k + 2]
+            w += 1
+            we += 2 * m
+        self.pm_stored -= n - w
+        s.n = 3 * w
+        e.n = we
+        self.nd_live[node] = w
+
+    cdef void _plan_rebase(self, i64 d) noexcept nogil:
+        cdef int node
+        cdef i64 k
+        if not self.planned:
+            return
+        for node in range(self.pn):
+            self._plan_compact(node, self.pproc - 1)
+            for k in range(0, self.nd_ent[node].n, 2):
+                self.nd_ent[node].data[k] -= d
+            for k in range(0, self.nd_inst[node].n, 3):
+                self.nd_inst[node].data[k + 2] -= d
+
+    cdef bint _leaf_ok(self, int leaf, int label, i64 r, bint rowlocal_only) noexcept nogil:
+        cdef i64 p = r, l = label
+        cdef int k, c
+        for k in range(self.pl_cs[leaf], self.pl_cs[leaf + 1]):
+            c = self.pl_c[k]
+            if rowlocal_only and not self.c_rowlocal[c]:
+                continue
+            if not self._eval(c, label, NULL, &p, &l, 1, r):
+                return False
+        return True
+
+    cdef int _plan_rows(self, i64 start, i64 stop) noexcept nogil:
+        """Feed rows [start, stop) of the current partition to the plan trees."""
+        cdef i64 r, total
+        cdef i64 pos[1]
+        cdef i64 cmp[1]
+        cdef int j, n_comps = self.seq_start[self.n_seq], leaf, label, node
+        cdef bint plain
+        for r in range(start, stop):
+            self.cur_row = r
+            for j in range(n_comps):
+                leaf = self.pl_leaf_of[j]
+                label = self.comps[j * 4 + 1]
+                plain = self._plain(j)
+                if not self._leaf_ok(leaf, label, r, not plain):
+                    continue
+                pos[0] = r
+                cmp[0] = j
+                if self._plan_store(leaf, pos, cmp, 1, r):
+                    return -1
+                if plain:
+                    if self._up(leaf, pos, cmp, 1, r):
+                        return -1
+                elif self._closures(leaf, NULL, NULL, 0, r, -1):
+                    return -1
+            for node in range(self.pn):
+                total = self.nd_inst[node].n // 3
+                if total > 2 * self.nd_live[node] + 256:
+                    self._plan_compact(node, r)
+            if self.oom:
+                return -1
+        return 0
+
+    cdef int _up(self, int node, i64* pos, i64* cmp, i64 m, i64 mn) noexcept nogil:
+        """A new instance of node: to the root's check, or joined with the sibling's."""
+        cdef int parent = self.pl_node[node * 5 + 4], sib
+        cdef i64 k, off, jm
+        cdef Buf* s
+        cdef Buf* e
+        if parent < 0:
+            return self._plan_finish(self.pl_node[node * 5], pos, cmp, m)
+        sib = self.pl_node[parent * 5 + 1]
+        if sib == node:
+            sib = self.pl_node[parent * 5 + 2]
+        if self.pl_node[sib * 5 + 3] >= 0 and not self._plain(self.pl_node[sib * 5 + 3]):
+            return self._closures(sib, pos, cmp, m, -1, node)
+        s = &self.nd_inst[sib]
+        e = &self.nd_ent[sib]
+        for k in range(s.n // 3):
+            if not self._alive(s.data[3 * k + 2], self.cur_row):
+                continue
+            off = s.data[3 * k]
+            jm = s.data[3 * k + 1]
+            if self._join(parent, pos, cmp, m, mn, e.data + 2 * off, jm, s.data[3 * k + 2], 2):
+                return -1
+        return 0
+
+    cdef int _join(self, int parent, i64* ip, i64* ic, i64 im, i64 imin,
+                   i64* jent, i64 jm, i64 jmin, int jstride) noexcept nogil:
+        """Join instance I (rows ip, comps ic) with J (interleaved row/comp entries when
+        jstride is 2) at parent; store and climb on success."""
+        cdef i64 lo = imin if imin < jmin else jmin
+        cdef i64 ilast = ip[im - 1], jlast = jent[(jm - 1) * jstride], hi
+        cdef i64 a, b, p, q, m = im + jm, x
+        cdef int term = self.pl_node[parent * 5], base = self.seq_start[term]
+        cdef int cp, cq, k, c, lab
+        cdef Buf* t
+        cdef i64* mp
+        cdef i64* ml
+        cdef i64* mc
+        hi = ilast if ilast > jlast else jlast
+        if not self._fits(lo, hi):
+            return 0
+        for a in range(im):
+            p = ip[a]
+            cp = <int> ic[a]
+            for b in range(jm):
+                q = jent[b * jstride]
+                cq = <int> jent[b * jstride + 1]
+                if p == q:
+                    return 0
+                if (self.pl_after[cp] >> (cq - base)) & 1:
+                    if not p < q:
+                        return 0
+                elif (self.pl_after[cq] >> (cp - base)) & 1:
+                    if not q < p:
+                        return 0
+        t = &self.nd_tmp[parent]
+        if buf_reserve(t, 3 * m):
+            self.oom = 1
+            return -1
+        mp = t.data
+        ml = t.data + m
+        mc = t.data + 2 * m
+        a = 0
+        b = 0
+        for x in range(m):
+            if b >= jm or (a < im and ip[a] < jent[b * jstride]):
+                mp[x] = ip[a]
+                mc[x] = ic[a]
+                a += 1
+            else:
+                mp[x] = jent[b * jstride]
+                mc[x] = jent[b * jstride + 1]
+                b += 1
+            ml[x] = self.comps[mc[x] * 4 + 1]
+        for k in range(self.pl_cs[parent], self.pl_cs[parent + 1]):
+            c = self.pl_c[k]
+            lab = self.conj_label[c]
+            for x in range(m):
+                if ml[x] == lab and not self._eval(c, lab, NULL, mp, ml, m, mp[x]):
+                    return 0
+        self.pm_created += 1
+        if self.pl_node[parent * 5 + 4] < 0:
+            return self._plan_finish(term, mp, mc, m)
+        if self._plan_store(parent, mp, mc, m, lo):
+            return -1
+        return self._up(parent, mp, mc, m, lo)
+
+    cdef int _closures(self, int leaf, i64* xp, i64* xc, i64 xm, i64 end_row,
+                       int from_node) noexcept nogil:
+        """Closures of a Kleene leaf: those ending at end_row (arrival, from_node -1), or
+        all that fit the sibling instance X (rows xp, comps xc) from from_node."""
+        cdef int comp = self.pl_node[leaf * 5 + 3]
+        cdef int term = self.pl_node[leaf * 5], base = self.seq_start[term]
+        cdef int label = self.comps[comp * 4 + 1]
+        cdef i64 lo_n = self.comps[comp * 4 + 2], hi_n = self.comps[comp * 4 + 3]
+        cdef i64 lo_b = -1, hi_b = -1, xmin = -1, xmax = -1, k, n, nc, row, a, depth, i
+        cdef int cx, c, kk
+        cdef Buf* s = &self.nd_inst[leaf]
+        cdef Buf* e = &self.nd_ent[leaf]
+        cdef Buf* d = &self.nd_dfs[leaf]
+        cdef Buf* t = &self.nd_tmp[leaf]
+        cdef i64* cand
+        cdef i64* idx
+        cdef i64* tp
+        cdef i64* tl
+        cdef bint ok, skip
+        cdef int parent = -1
+        if from_node >= 0:
+            parent = self.pl_node[from_node * 5 + 4]
+        for a in range(xm):
+            row = xp[a]
+            cx = <int> xc[a]
+            if xmin < 0 or row < xmin:
+                xmin = row
+            if row > xmax:
+                xmax = row
+            if (self.pl_after[cx] >> (comp - base)) & 1:
+                if row > lo_b:
+                    lo_b = row
+            elif (self.pl_after[comp] >> (cx - base)) & 1:
+                if hi_b < 0 or row < hi_b:
+                    hi_b = row
+        n = s.n // 3
+        if buf_reserve(d, 4 * (n + 1)) or buf_reserve(t, 2 * (n + 1)):
+            self.oom = 1
+            return -1
+        cand = d.data
+        idx = d.data + (n + 1)
+        tp = d.data + 2 * (n + 1)
+        tl = d.data + 3 * (n + 1)
+        nc = 0
+        for k in range(n):
+            row = e.data[2 * s.data[3 * k]]
+            if not self._alive(row, self.cur_row):
+                continue
+            if row <= lo_b or (hi_b >= 0 and row >= hi_b):
+                continue
+            if end_row >= 0 and row > end_row:
+                continue
+            skip = False
+            for a in range(xm):
+                if xp[a] == row:
+                    skip = True
+                    break
+            if skip:
+                continue
+            if xm > 0 and not self._fits(xmin if xmin < row else row, xmax if xmax > row else row):
+                continue
+            cand[nc] = row
+            nc += 1
+        if nc == 0 or (end_row >= 0 and cand[nc - 1] != end_row):
+            return 0
+        # depth-first over increasing index sequences: idx[0..depth) chosen
+        depth = 0
+        idx[0] = -1
+        while True:
+            # advance position depth to its next candidate
+            idx[depth] += 1
+            if idx[depth] >= nc:
+                if depth == 0:
+                    break
+                depth -= 1
+                continue
+            row = cand[idx[depth]]
+            tp[depth] = row
+            tl[depth] = label
+            ok = True
+            if depth > 0 and not self._fits(xmin if (xmin >= 0 and xmin < tp[0]) else tp[0],
+                                            xmax if xmax > row else row):
+                # later candidates are later still: no extension at this depth fits
+                depth -= 1
+                continue
+            for kk in range(self.pl_cs[leaf], self.pl_cs[leaf + 1]):
+                c = self.pl_c[kk]
+                if self.c_rowlocal[c]:
+                    continue
+                if not self._eval(c, label, NULL, tp, tl, depth + 1, row):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            if depth + 1 >= lo_n and (end_row < 0 or row == end_row):
+                for i in range(depth + 1):
+                    t.data[2 * i] = tp[i]
+                    t.data[2 * i + 1] = comp
+                if from_node < 0:
+                    if self._up_closure(leaf, t.data, depth + 1, tp[0]):
+                        return -1
+                else:
+                    if self._join(parent, xp, xc, xm, xmin, t.data, depth + 1, tp[0], 2):
+                        return -1
+                # tp/tl/idx live in d, which nothing above reallocates
+            if (hi_n < 0 or depth + 1 < hi_n) and not (end_row >= 0 and row == end_row):
+                depth += 1
+                idx[depth] = idx[depth - 1]
+        return 0
+
+    cdef int _up_closure(self, int leaf, i64* ent, i64 m, i64 mn) noexcept nogil:
+        """A new closure (interleaved entries) climbs like a plain leaf instance."""
+        cdef i64 i
+        cdef i64* pos = <i64*> malloc((2 * m + 1) * sizeof(i64))
+        cdef int rc
+        if pos == NULL:
+            self.oom = 1
+            return -1
+        for i in range(m):
+            pos[i] = ent[2 * i]
+            pos[m + i] = ent[2 * i + 1]
+        rc = self._up(leaf, pos, pos + m, m, mn)
+        free(pos)
+        return rc
+
+    cdef int _plan_finish(self, int term, i64* pos, i64* cmp, i64 m) noexcept nogil:
+        """A candidate of term: whole-match conditions (R2), NOT checks (R6); store."""
+        cdef i64* lab = self.mlab
+        cdef i64 i
+        cdef int k, c, label, q, rc
+        cdef i64 state = 0
+        for i in range(m):
+            lab[i] = self.comps[cmp[i] * 4 + 1]
+        if not self._fits(pos[0], pos[m - 1]):
+            return 0
+        for i in range(m):
+            label = <int> lab[i]
+            for k in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
+                c = self.lab_conj[k]
+                if self.c_late[c] and not self._eval(c, label, NULL, pos, lab, m, pos[i]):
+                    return 0
+        for q in range(self.n_negs):
+            if self.negs[q * 6] == term:
+                rc = self._neg_ok(q, pos, lab, m, self.ps)
+                if rc == 0:
+                    return 0
+                if rc == 2:
+                    state = 1
+        return self._store_match(pos, lab, m, state, term)
+
     # ------------------------------------------------------------------ partition
     cdef int _partition(self, i64 start, i64 stop) noexcept nogil:
         """Feed rows [start, stop) of the current partition to the runs."""
@@ -900,6 +1316,8 @@ cdef class CepMatcher:
         cdef int seq, j, end
         cdef bint ok
         cdef i64* proto = self.startst
+        if self.planned:
+            return self._plan_rows(start, stop)
         for r in range(start, stop):
             self.fresh.n = 0
             self.nxt.n = 0
@@ -1061,6 +1479,8 @@ cdef class CepMatcher:
         self.match_no = 0
         self.unmatched_done = self.ps
         self.compact_at = 4096
+        self._plan_clear()
+        self.pm_stored = 0
 
     cdef i64 _future_first(self) noexcept nogil:
         """Lower bound of the first row of every match still to be found: it ends at or
@@ -1086,6 +1506,7 @@ cdef class CepMatcher:
         cdef i64* st
         if d <= 0:
             return 0
+        self._plan_rebase(d)
         for i in range(self.n_row.n):
             self.n_row.data[i] -= d
             self.n_first.data[i] -= d
@@ -1261,6 +1682,8 @@ cdef class CepMatcher:
                     nodes_created=self.nodes_created, peak_runs=self.peak_runs,
                     matches_found=self.matches_found, peak_nodes=self.peak_nodes,
                     peak_rows=self.peak_rows, peak_stored=self.peak_stored,
+                    planned=self.planned, partial_matches=self.pm_created,
+                    peak_partial_matches=self.peak_pm,
                     compactions=self.compactions)
 
     # ------------------------------------------------------------------ output

@@ -32,6 +32,9 @@ from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
+from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
+                          choose_cep_plan, describe_choice, pattern_terms)
+from .planner_options import PlannerOptions
 from .rowsets import LabelSets, RefTable
 
 STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
@@ -166,7 +169,11 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = ex._canonical_columns(spec, schema)
     ex._check_standard_restrictions(spec)
-    seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
+    terms = _planned_terms(spec)
+    if terms is not None:
+        seqs = [_Seq(list(t.comps), list(t.negs)) for t in terms]
+    else:
+        seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
     labels = list(spec.variables)
     if len(labels) > 63:
         raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
@@ -209,6 +216,8 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     conj_exprs: list[Expr] = []
     conj_label: list[int] = []
     conj_mask: list[int] = []
+    conj_late: list[int] = []      # reads the match beyond named variables: check on completion
+    conj_rowlocal: list[int] = []  # reads the current row only
     for var, cond in spec.defines.items():
         cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
                                     known_vars=known, in_define=True)
@@ -237,6 +246,9 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             conj_exprs.append(local)
             conj_label.append(labels.index(var))
             conj_mask.append(sum(1 << labels.index(v) for v in refs))
+            late, rowlocal = _conjunct_scope(local, refs)
+            conj_late.append(late)
+            conj_rowlocal.append(rowlocal)
 
     one = spec.rows_per_match == "ONE"
     leaves = Leaves()
@@ -261,6 +273,11 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         seq_start.append(len(comps))
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
+    choice = None
+    if terms is not None:
+        choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
+    tree_arrays = _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask,
+                               conj_late)
     input_columns = [f.name for f in schema]
     pseudo = [f"\x00conj{i}" for i in range(len(conj_exprs))]
 
@@ -322,7 +339,10 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
             output_schema=pa.schema(fields),
-            breaks_column=BREAK_COLUMN if global_order else None)
+            breaks_column=BREAK_COLUMN if global_order else None,
+            conj_late=np.asarray(conj_late, dtype=np.uint8),
+            conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
+            **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
     projection = ex._final_projection(spec, partition_cols, order_cols, measures, input_columns)
@@ -330,4 +350,151 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
+                     explain=_explain(spec, choice, terms, seqs),
                      break_column=BREAK_COLUMN if global_order else None)
+
+
+def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
+    """The disjuncts the planned evaluator runs, or None (in-order evaluation)."""
+    if spec.strategy != PLANNED_STRATEGY:
+        return None
+    for node in _pattern_nodes(spec.pattern):
+        if isinstance(node, (Exclusion, Anchor)):
+            return None   # expand() raises the precise error
+        if isinstance(node, (Concat, Permute)) and \
+                any(isinstance(i, Negation) for i in node.items) and \
+                all(_nullable(i) for i in node.items if not isinstance(i, Negation)):
+            return None   # a NOT whose SEQ/AND may be empty still checks (R6); DNF drops it
+    if _flattened_negation(spec.pattern, None):
+        return None
+    try:
+        terms = pattern_terms(spec.pattern)
+    except CepUnsupportedError:
+        return None
+    for t in terms:
+        if any(n[0] in {c[0] for c in t.comps} for n in t.negs):
+            return None
+    return terms or None
+
+
+def _flattened_negation(node, container) -> bool:
+    """Whether a SEQ (AND) with NOT items sits directly in another SEQ (AND): the DNF
+    flattens it, which would widen the NOT's region (R6 scopes it to its own SEQ/AND)."""
+    if isinstance(node, (Concat, Permute)):
+        if container is type(node) and any(isinstance(i, Negation) for i in node.items):
+            return True
+        container = type(node)
+    return any(_flattened_negation(c, container) for c in
+               list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
+               if c is not None)
+
+
+def _nullable(node) -> bool:
+    """Whether node can match no row at all."""
+    if isinstance(node, (Empty, Negation)):
+        return True
+    if isinstance(node, Quantified):
+        return node.min == 0 or _nullable(node.child)
+    if isinstance(node, Alternation):
+        return any(_nullable(i) for i in node.items)
+    if isinstance(node, (Concat, Permute)):
+        return all(_nullable(i) for i in node.items)
+    return False
+
+
+def _pattern_nodes(node):
+    yield node
+    for child in getattr(node, "items", ()) or ():
+        yield from _pattern_nodes(child)
+    child = getattr(node, "child", None)
+    if child is not None:
+        yield from _pattern_nodes(child)
+
+
+def _conjunct_scope(local: Expr, refs: set) -> tuple[int, int]:
+    """(late, rowlocal) of a localized conjunct: late when it reads rows of the match
+    other than its own variable's and the named variables' (unqualified FIRST/LAST with
+    an offset, unqualified aggregates), so only the complete match decides it; rowlocal
+    when it reads nothing but the current row (and rows PREV/NEXT of it)."""
+    late, rowlocal = False, True
+    for e in walk(local):
+        if isinstance(e, RowValue):
+            current = e.ref.logical == "LAST" and e.ref.logical_offset == 0
+            if e.ref.var is None and not current:
+                late = True
+            if not current:
+                rowlocal = False
+        elif isinstance(e, AggregateValue):
+            rowlocal = False
+            if e.var is None:
+                late = True
+    return int(late), int(rowlocal and not refs)
+
+
+def _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask, conj_late) -> dict:
+    """The plans as arrays for cep.pyx: nodes (term, left, right, comp, parent) in
+    post-order, each term's root last; per node the conjuncts to check when it forms an
+    instance (the lowest node holding every variable a conjunct reads)."""
+    if choice is None or not choice.planned:
+        return {}
+    nodes, node_conj, leaf_of, after = [], [], [], []
+    for t, (term, root) in enumerate(zip(terms, choice.trees())):
+        base = seq_start[t]
+        comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
+        after += term.after_masks()
+        leaf_of += [0] * len(term.comps)
+
+        masks = {}
+
+        def walk_tree(tn):
+            i = len(nodes)
+            if not tn.is_leaf:
+                walk_tree(tn.left)
+                li = len(nodes) - 1
+                walk_tree(tn.right)
+                ri = len(nodes) - 1
+                nodes.append([t, li, ri, -1, -1])
+                nodes[li][4] = nodes[ri][4] = len(nodes) - 1
+            else:
+                nodes.append([t, -1, -1, base + tn.leaf, -1])
+                leaf_of[base + tn.leaf] = len(nodes) - 1
+            node_conj.append([])
+            masks[len(nodes) - 1] = tn.mask
+            return i
+
+        walk_tree(root)
+        for c, (lab, mask, late) in enumerate(zip(conj_label, conj_mask, conj_late)):
+            name = labels[lab]
+            if name not in comp_of or late:
+                continue
+            need = 1 << comp_of[name]
+            for v, i in comp_of.items():
+                if mask >> labels.index(v) & 1:
+                    need |= 1 << i
+            lowest = min((k for k, m in masks.items() if m & need == need),
+                         key=lambda k: bin(masks[k]).count("1"))
+            node_conj[lowest].append(c)
+    starts = [0]
+    for lst in node_conj:
+        starts.append(starts[-1] + len(lst))
+    return dict(
+        plan_nodes=np.asarray(nodes, dtype=np.int32).reshape(-1, 5),
+        plan_leaf_of=np.asarray(leaf_of, dtype=np.int32),
+        plan_after=np.asarray(after, dtype=np.uint64),
+        plan_conj_start=np.asarray(starts, dtype=np.int32),
+        plan_conj=np.asarray([c for lst in node_conj for c in lst], dtype=np.int32))
+
+
+def _explain(spec, choice, terms, seqs) -> str:
+    lines = [f"CEP mode: STRATEGY {spec.strategy}"
+             + (f", WITHIN {spec.window.size:g} {spec.window.kind}" if spec.window else "")]
+    if choice is None:
+        if spec.strategy != PLANNED_STRATEGY:
+            reason = (f"STRATEGY {spec.strategy} decides each take by the rows taken before "
+                      "it, so out-of-order plans would change the result")
+        else:
+            reason = "pattern shape not plannable (see docs/cep_mode.md)"
+        choice = CepPlanChoice(EVALUATOR_IN_ORDER, reason)
+        lines.append(f"linear sequences: {len(seqs)}")
+    lines.append(describe_choice(choice, terms))
+    return "\n".join(lines)

@@ -24,6 +24,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .conditions import STR, ConditionCode
 from .worker import CHUNK_ROWS, MatchWorker, _with_zero, window_micros
@@ -58,6 +59,14 @@ class CepConfig:
     output_schema: pa.Schema
     merging: bool = True
     breaks_column: str | None = None  # STRICT_CONTIGUITY across partitions (see plan.py)
+    # planned evaluation (cep_planner.py; arrays built by cep_plan._tree_arrays)
+    conj_late: np.ndarray | None = None
+    conj_rowlocal: np.ndarray | None = None
+    plan_nodes: np.ndarray | None = None
+    plan_leaf_of: np.ndarray | None = None
+    plan_after: np.ndarray | None = None
+    plan_conj_start: np.ndarray | None = None
+    plan_conj: np.ndarray | None = None
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -161,6 +170,9 @@ class CepWorker(MatchWorker):
             int(c.select_past_last), c.window_kind, float(c.window_size), c.code.max_stack)
         # CEPSQL_CEP_MERGE=0 switches run merging off (benchmarks/bench_cep.py)
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
+        if c.plan_nodes is not None:
+            matcher.set_plan(c.plan_nodes, c.plan_leaf_of, c.plan_after, c.plan_conj_start,
+                             c.plan_conj, c.conj_late, c.conj_rowlocal)
         return matcher
 
     def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool = False,
@@ -172,12 +184,23 @@ class CepWorker(MatchWorker):
         wts = wnulls = None
         if self.config.window_kind == 2:
             wts, wnulls = window_micros(table.column(self.config.window_column))
+        breaks = None
+        if self.config.breaks_column is not None:
+            breaks = break_flags(table.column(self.config.breaks_column))
         rows, numbers, leaves, aggregates = matcher.run(values, nulls, bounds, wts, wnulls,
-                                                        int(open_last), int(cont))
+                                                        int(open_last), int(cont),
+                                                        breaks=breaks)
         if len(rows) == 0:
             return []
         return self._output(table, rows, numbers, leaves, aggregates,
                             np.zeros(0, dtype=np.int64))
+
+
+def break_flags(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The STRICT_CONTIGUITY break column of a chunk as one uint8 flag per row (NULL = 0).
+    It is read from the chunk itself, so carried rows passed again keep their flags."""
+    flags = pc.fill_null(column.cast(pa.uint8()), 0)
+    return np.ascontiguousarray(flags.to_numpy(zero_copy_only=False), dtype=np.uint8)
 
 
 def _pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -38,6 +38,9 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
     if plan.prepare_columns:
         df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+    if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
+        from .strict_breaks import with_global_breaks
+        df = with_global_breaks(df, plan, shuffle_partitions(df))
     bound = plan.bind(arrow_schema(df))
     if plan.partition_columns:
         df = df.repartition(shuffle_partitions(df), *[_col(c) for c in plan.partition_columns])

@@ -4,7 +4,9 @@ UDTF's return type must be known before it runs), picklable, no pyspark import.
 
 Inside a UDTF the prepared columns, the sort and the final projection cannot be left to
 Spark as in ``run_plan``; they are computed with ``evaluate_arrow`` and cast to the
-types the plan was bound with.
+types the plan was bound with. STRICT_CONTIGUITY with PARTITION BY is rejected here: it
+needs each row's neighbour in the whole input (``QueryPlan.break_column``), and an
+instance sees only its partition.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pyarrow as pa
 
 from ..algebra.expressions import Expr
 from ..algebra.spec import MatchRecognizeSpec
+from ..errors import CepUnsupportedError
 from ..exprs.arrow_eval import evaluate_arrow
 from ..runtime.plan import BoundPlan, SortColumn
 
@@ -47,6 +50,12 @@ def build_table_plan(spec: MatchRecognizeSpec, input_schema: pa.Schema, *, sql: 
     form exactly)."""
     from ..runtime.executor import plan_query
     plan = plan_query(spec, input_schema, sql)
+    if plan.break_column is not None:
+        raise CepUnsupportedError(
+            "STRATEGY STRICT_CONTIGUITY with PARTITION BY is not available in the table "
+            "function form (cep_match): each function instance sees one partition, not the "
+            "next row of the whole input that this strategy needs. Use the MATCH_RECOGNIZE "
+            "clause through spark.cep.sql, or STRATEGY PARTITION_CONTIGUITY")
     prepared = input_schema
     for (name, _), dtype in zip(plan.prepare_columns, typer(input_schema, plan.prepare_columns)):
         prepared = prepared.append(pa.field(name, dtype))
