@@ -486,8 +486,16 @@ def _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask, conj_l
 
 
 def _explain(spec, choice, terms, seqs) -> str:
-    lines = [f"CEP mode: STRATEGY {spec.strategy}"
-             + (f", WITHIN {spec.window.size:g} {spec.window.kind}" if spec.window else "")]
+    window = ""
+    if spec.window is not None:
+        window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
+                  f", WITHIN {spec.window.size / 1e6:g} SECONDS")
+    lines = [f"CEP mode: STRATEGY {spec.strategy}{window}",
+             f"pattern:       {getattr(spec, 'pattern_text', '') or ''}".rstrip()]
+    if spec.partition_by:
+        lines.append("partition by:  " + ", ".join(k.name or "<expr>" for k in spec.partition_by))
+    if terms is not None and len(terms) > 1:
+        lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
     if choice is None:
         if spec.strategy != PLANNED_STRATEGY:
             reason = (f"STRATEGY {spec.strategy} decides each take by the rows taken before "

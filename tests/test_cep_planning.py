@@ -1,0 +1,104 @@
+"""Cost-based planning of CEP clauses: options, the planner's choice, EXPLAIN, Spark conf."""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import cepsql
+from cepsql.dialect import find_match_recognize
+from cepsql.errors import CepAnalysisError
+from cepsql.local import _table_statistics
+from cepsql.runtime.executor import plan_query
+from cepsql.runtime.planner_options import PlannerOptions, options_from_conf
+
+SQL = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts "
+       "MEASURES a.ts AS ta, b.ts AS tb, c.ts AS tc STRATEGY {strategy} "
+       "PATTERN (SEQ(a, b, c)) WITHIN INTERVAL '30' SECOND "
+       "DEFINE a AS a.sym = 'A', b AS b.sym = 'B' AND b.price > a.price, "
+       "c AS c.sym = 'C' AND c.price < b.price)")
+
+
+def rare_last_ticks(n: int = 600) -> pa.Table:
+    """A and B frequent, C rare: the lazy plan starts from C."""
+    rng = np.random.default_rng(7)
+    sym = rng.choice(["A", "B", "C"], size=n, p=[0.49, 0.49, 0.02])
+    ts = (np.arange(n, dtype=np.int64) * 1_000_000).astype("datetime64[us]")
+    return pa.table({"ts": ts, "sym": sym, "price": rng.normal(100, 5, n)})
+
+
+def _plan(sql: str, table: pa.Table, **options):
+    site = find_match_recognize(sql)[0]
+    with cepsql.planner_options(**options):
+        return plan_query(site.spec, table.schema, sql,
+                          statistics=partial(_table_statistics, table=table))
+
+
+def test_default_plan_starts_from_the_rare_variable():
+    table = rare_last_ticks()
+    text = _plan(SQL.format(strategy="SKIP_TILL_ANY_MATCH"), table).explain
+    assert "evaluator: lazy chain NFA" in text or "evaluator: instance-based tree" in text
+    assert "statistics: 600 sampled rows of 600" in text
+    rates = text.split("rates (rows per second): ")[1].splitlines()[0]
+    c_rate = float(rates.split("C=")[1].split(",")[0])
+    assert c_rate < 0.1  # about 2% of one row per second
+    assert "ORDER PLAN [DP_LD]" in text and "C -> B -> A" in text
+    assert "alternatives (total cost" in text
+    for name in ("TRIVIAL", "EFREQ", "GREEDY", "II_RANDOM", "II_GREEDY", "DP_LD",
+                 "ZSTREAM", "ZSTREAM_ORD", "DP_B"):
+        assert f"\n  {name} " in text
+
+
+def test_algorithm_option_selects_the_plan_and_results_do_not_change():
+    table = rare_last_ticks()
+    sql = SQL.format(strategy="SKIP_TILL_ANY_MATCH")
+    assert "TREE PLAN [ZSTREAM]" in _plan(sql, table, algorithm="zstream").explain
+    assert "ORDER PLAN [TRIVIAL]" in _plan(sql, table, algorithm="TRIVIAL").explain
+    results = []
+    for algorithm in ("TRIVIAL", "GREEDY", "DP_B", None):
+        with cepsql.planner_options(algorithm=algorithm):
+            df = cepsql.match_recognize(sql, ticks=table)
+        results.append(sorted(map(tuple, df.astype(str).itertuples(index=False))))
+    assert len(results[0]) > 0
+    assert all(r == results[0] for r in results)
+
+
+def test_arrival_order_strategies_fall_back_and_say_so():
+    text = _plan(SQL.format(strategy="SKIP_TILL_NEXT_MATCH"), rare_last_ticks()).explain
+    assert "evaluator: in-order SASE+ run NFA" in text
+    assert "out-of-order plans would change the result" in text
+
+
+def test_options_from_conf_validates_values():
+    conf = {"cepsql.planner.algorithm": "dp_b", "cepsql.planner.alpha": "0.5"}
+    opts = options_from_conf(conf.get)
+    assert opts == PlannerOptions(algorithm="DP_B", alpha=0.5)
+    assert options_from_conf({"cepsql.planner.algorithm": "auto"}.get).algorithm is None
+    with pytest.raises(CepAnalysisError, match="cepsql.planner.algorithm"):
+        options_from_conf({"cepsql.planner.algorithm": "FASTEST"}.get)
+    with pytest.raises(CepAnalysisError, match=r"range \[0, 1\]"):
+        options_from_conf({"cepsql.planner.alpha": "2"}.get)
+    with pytest.raises(TypeError, match="unknown planner option"):
+        with cepsql.planner_options(algo="GREEDY"):
+            pass
+
+
+def test_spark_conf_selects_the_algorithm(spark):
+    table = rare_last_ticks(200)
+    spark.createDataFrame(table.to_pandas()).createOrReplaceTempView("ticks")
+    sql = SQL.format(strategy="SKIP_TILL_ANY_MATCH")
+    try:
+        spark.conf.set("cepsql.planner.algorithm", "ZSTREAM_ORD")
+        text = spark.cep.explain(sql)
+        assert "TREE PLAN [ZSTREAM_ORD]" in text
+        assert "statistics:" in text
+        got = spark.cep.sql(sql).toPandas()
+    finally:
+        spark.conf.unset("cepsql.planner.algorithm")
+    want = cepsql.match_recognize(sql, ticks=table)
+    key = ["ta", "tb", "tc"]
+    assert len(got) == len(want) > 0
+    assert sorted(map(tuple, got[key].astype(str).values)) == \
+        sorted(map(tuple, want[key].astype(str).values))
