@@ -173,6 +173,8 @@ cdef class CepMatcher:
     cdef u64* pl_after           # component -> components (of its term) whose rows follow
     cdef int* pl_cs              # node -> start of its conjunct list (pn + 1)
     cdef int* pl_c
+    cdef int* pl_ns              # node -> start of its early NOT checks (pn + 1)
+    cdef int* pl_n
     cdef unsigned char* c_late   # conjunct decided on the complete match only
     cdef unsigned char* c_rowlocal
     cdef Buf* nd_inst            # per node: instances (entry offset, length, first row)
@@ -929,7 +931,7 @@ cdef class CepMatcher:
 
     def set_plan(self, cnp.ndarray nodes, cnp.ndarray leaf_of, cnp.ndarray after,
                  cnp.ndarray conj_start, cnp.ndarray conj, cnp.ndarray late,
-                 cnp.ndarray rowlocal):
+                 cnp.ndarray rowlocal, cnp.ndarray neg_start, cnp.ndarray neg):
         """Switch to planned evaluation (arrays from cep_plan._tree_arrays)."""
         self.pl_node = <int*> self._copy(np.ascontiguousarray(nodes, dtype=np.int32))
         self.pn = nodes.shape[0]
@@ -940,6 +942,8 @@ cdef class CepMatcher:
         self.c_late = <unsigned char*> self._copy(np.ascontiguousarray(late, dtype=np.uint8))
         self.c_rowlocal = <unsigned char*> self._copy(
             np.ascontiguousarray(rowlocal, dtype=np.uint8))
+        self.pl_ns = <int*> self._copy(np.ascontiguousarray(neg_start, dtype=np.int32))
+        self.pl_n = <int*> self._copy(np.ascontiguousarray(neg, dtype=np.int32))
         self.nd_inst = <Buf*> calloc(self.pn + 1, sizeof(Buf))
         self.nd_ent = <Buf*> calloc(self.pn + 1, sizeof(Buf))
         self.nd_tmp = <Buf*> calloc(self.pn + 1, sizeof(Buf))
@@ -960,6 +964,7 @@ cdef class CepMatcher:
         free(self.nd_inst); free(self.nd_ent); free(self.nd_tmp); free(self.nd_dfs)
         free(self.nd_live); free(self.pl_node); free(self.pl_leaf_of); free(self.pl_after)
         free(self.pl_cs); free(self.pl_c); free(self.c_late); free(self.c_rowlocal)
+        free(self.pl_ns); free(self.pl_n)
 
     cdef inline bint _plain(self, int comp) noexcept nogil:
         return self.comps[comp * 4 + 2] == 1 and self.comps[comp * 4 + 3] == 1
@@ -1150,6 +1155,9 @@ cdef class CepMatcher:
             for x in range(m):
                 if ml[x] == lab and not self._eval(c, lab, NULL, mp, ml, m, mp[x]):
                     return 0
+        for k in range(self.pl_ns[parent], self.pl_ns[parent + 1]):
+            if self._neg_ok(self.pl_n[k], mp, ml, m, self.ps) == 0:
+                return 0
         self.pm_created += 1
         if self.pl_node[parent * 5 + 4] < 0:
             return self._plan_finish(term, mp, mc, m)

@@ -278,6 +278,9 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
     tree_arrays = _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask,
                                conj_late)
+    if tree_arrays:
+        tree_arrays.update(_negation_nodes(choice, terms, labels, conj_label, conj_mask,
+                                           conj_late, len(tree_arrays["plan_nodes"])))
     input_columns = [f.name for f in schema]
     pseudo = [f"\x00conj{i}" for i in range(len(conj_exprs))]
 
@@ -483,6 +486,46 @@ def _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask, conj_l
         plan_after=np.asarray(after, dtype=np.uint64),
         plan_conj_start=np.asarray(starts, dtype=np.int32),
         plan_conj=np.asarray([c for lst in node_conj for c in lst], dtype=np.int32))
+
+
+def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late,
+                    n_nodes: int) -> dict:
+    """Per plan node, the NOT checks to run as soon as it forms an instance (VLDB 2018
+    section 4: the lowest node binding the region's neighbours and every variable the
+    NOT's DEFINE reads). Open (window-bounded) regions and NOTs whose DEFINE needs the
+    whole match stay on the complete match only."""
+    lists = [[] for _ in range(n_nodes)]
+    node_base, q_base = 0, 0
+    for term, root in zip(terms, choice.trees()):
+        masks = []   # post-order, as _tree_arrays numbers the nodes
+
+        def post(tn):
+            if not tn.is_leaf:
+                post(tn.left)
+                post(tn.right)
+            masks.append(tn.mask)
+        post(root)
+        comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
+        for q, ((label, *_), required) in enumerate(zip(term.negs, term.neg_required)):
+            conjs = [c for c, lab in enumerate(conj_label) if labels[lab] == label]
+            if not required or any(conj_late[c] for c in conjs):
+                continue
+            need = required
+            for c in conjs:
+                for v, i in comp_of.items():
+                    if conj_mask[c] >> labels.index(v) & 1:
+                        need |= 1 << i
+            lowest = min((k for k, m in enumerate(masks) if m & need == need),
+                         key=lambda k: bin(masks[k]).count("1"))
+            if lowest != len(masks) - 1:   # the root checks every NOT anyway
+                lists[node_base + lowest].append(q_base + q)
+        node_base += len(masks)
+        q_base += len(term.negs)
+    starts = [0]
+    for lst in lists:
+        starts.append(starts[-1] + len(lst))
+    return dict(plan_neg_start=np.asarray(starts, dtype=np.int32),
+                plan_neg=np.asarray([q for lst in lists for q in lst], dtype=np.int32))
 
 
 def _explain(spec, choice, terms, seqs) -> str:

@@ -44,6 +44,9 @@ class Term:
     comps: list = field(default_factory=list)   # (label, min, max or -1)
     negs: list = field(default_factory=list)    # (label, kind 0 seq / 1 and, a, b, c)
     precedes: set = field(default_factory=set)  # (i, j): rows of comp i before comp j
+    # per NOT (aligned with negs): mask of the components that fix its region (the SEQ
+    # neighbours' last / first components, every component of an AND), 0 = open side
+    neg_required: list = field(default_factory=list)
 
     def after_masks(self) -> list[int]:
         """Per component, the bit mask of components whose rows must all come later
@@ -107,6 +110,9 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
         for label, at in neg_at:
             mid = spans[at][0] if at < len(spans) else end
             term.negs.append((label, 0, start, mid, end))
+            closed = 0 < at < len(spans)
+            term.neg_required.append(
+                _mask(spans[at - 1][1][1] | spans[at][1][0]) if closed else 0)
         return spans[0][1][0], spans[-1][1][1]
     if isinstance(node, Permute):
         start = len(term.comps)
@@ -119,9 +125,14 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
                 f, l = _walk(item, term)
                 first, last = first | f, last | l
         term.negs += [(label, 1, start, start, len(term.comps)) for label in negated]
+        term.neg_required += [_mask(range(start, len(term.comps)))] * len(negated)
         return first, last
     raise CepUnsupportedError(f"{type(node).__name__} inside a planned CEP pattern",
                               pos=getattr(node, "pos", None))
+
+
+def _mask(indices) -> int:
+    return sum(1 << i for i in indices)
 
 
 def _negated(item: Negation) -> str:

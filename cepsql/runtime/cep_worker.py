@@ -67,6 +67,8 @@ class CepConfig:
     plan_after: np.ndarray | None = None
     plan_conj_start: np.ndarray | None = None
     plan_conj: np.ndarray | None = None
+    plan_neg_start: np.ndarray | None = None
+    plan_neg: np.ndarray | None = None
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -172,7 +174,8 @@ class CepWorker(MatchWorker):
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
         if c.plan_nodes is not None:
             matcher.set_plan(c.plan_nodes, c.plan_leaf_of, c.plan_after, c.plan_conj_start,
-                             c.plan_conj, c.conj_late, c.conj_rowlocal)
+                             c.plan_conj, c.conj_late, c.conj_rowlocal, c.plan_neg_start,
+                             c.plan_neg)
         return matcher
 
     def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool = False,
