@@ -128,7 +128,8 @@ def _split_dotted(name: str) -> list[str]:
 
 def to_arrow(table: TableLike) -> pa.Table:
     if isinstance(table, pa.Table):
-        return table.replace_schema_metadata(None)
+        # the same object when possible: statistics are cached per input table object
+        return table if table.schema.metadata is None else table.replace_schema_metadata(None)
     if isinstance(table, pd.DataFrame):
         return pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(None)
     raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
