@@ -1064,9 +1064,9 @@ cdef class CepMatcher:
                 if self._plan_store(leaf, pos, cmp, 1, r):
                     return -1
                 if plain:
-                    if self._up(leaf, pos, cmp, 1, r):
+                    if self._up(leaf, pos, cmp, 1, 1, r):
                         return -1
-                elif self._closures(leaf, NULL, NULL, 0, r, -1):
+                elif self._kleene_arrival(leaf, r):
                     return -1
             for node in range(self.pn):
                 total = self.nd_inst[node].n // 3
@@ -1076,36 +1076,68 @@ cdef class CepMatcher:
                 return -1
         return 0
 
-    cdef int _up(self, int node, i64* pos, i64* cmp, i64 m, i64 mn) noexcept nogil:
-        """A new instance of node: to the root's check, or joined with the sibling's."""
-        cdef int parent = self.pl_node[node * 5 + 4], sib
-        cdef i64 k, off, jm
+    cdef inline int _sibling(self, int node, int parent) noexcept nogil:
+        cdef int sib = self.pl_node[parent * 5 + 1]
+        return self.pl_node[parent * 5 + 2] if sib == node else sib
+
+    cdef inline bint _is_kleene_leaf(self, int node) noexcept nogil:
+        return self.pl_node[node * 5 + 3] >= 0 and not self._plain(self.pl_node[node * 5 + 3])
+
+    cdef int _kleene_arrival(self, int leaf, i64 r) noexcept nogil:
+        """Row r joined a Kleene leaf: every closure ending at r, formed in the context of
+        each live sibling instance (so the conditions linking the closure to the
+        sibling's variables prune the enumeration), or alone at the root."""
+        cdef int parent = self.pl_node[leaf * 5 + 4], sib
+        cdef i64 k, off
         cdef Buf* s
         cdef Buf* e
         if parent < 0:
-            return self._plan_finish(self.pl_node[node * 5], pos, cmp, m)
-        sib = self.pl_node[parent * 5 + 1]
-        if sib == node:
-            sib = self.pl_node[parent * 5 + 2]
-        if self.pl_node[sib * 5 + 3] >= 0 and not self._plain(self.pl_node[sib * 5 + 3]):
-            return self._closures(sib, pos, cmp, m, -1, node)
+            return self._closures(leaf, NULL, NULL, 1, 0, r, -1, -1, -1)
+        sib = self._sibling(leaf, parent)
+        if self._is_kleene_leaf(sib):
+            # every closure of the sibling (alone), then ours ending at r in its context
+            return self._closures(sib, NULL, NULL, 1, 0, -1, parent, leaf, r)
+        s = &self.nd_inst[sib]
+        e = &self.nd_ent[sib]
+        for k in range(s.n // 3):
+            if not self._alive(s.data[3 * k + 2], r):
+                continue
+            off = s.data[3 * k]
+            if self._closures(leaf, e.data + 2 * off, e.data + 2 * off + 1, 2,
+                              s.data[3 * k + 1], r, parent, -1, -1):
+                return -1
+        return 0
+
+    cdef int _up(self, int node, i64* pos, i64* cmp, i64 stride, i64 m,
+                 i64 mn) noexcept nogil:
+        """A new instance of node: to the root's check, or joined with the sibling's."""
+        cdef int parent = self.pl_node[node * 5 + 4], sib
+        cdef i64 k, off
+        cdef Buf* s
+        cdef Buf* e
+        if parent < 0:
+            return self._plan_finish(self.pl_node[node * 5], pos, cmp, stride, m)
+        sib = self._sibling(node, parent)
+        if self._is_kleene_leaf(sib):
+            return self._closures(sib, pos, cmp, stride, m, -1, parent, -1, -1)
         s = &self.nd_inst[sib]
         e = &self.nd_ent[sib]
         for k in range(s.n // 3):
             if not self._alive(s.data[3 * k + 2], self.cur_row):
                 continue
             off = s.data[3 * k]
-            jm = s.data[3 * k + 1]
-            if self._join(parent, pos, cmp, m, mn, e.data + 2 * off, jm, s.data[3 * k + 2], 2):
+            if self._join(parent, pos, cmp, stride, m, mn, e.data + 2 * off,
+                          e.data + 2 * off + 1, 2, s.data[3 * k + 1], s.data[3 * k + 2]):
                 return -1
         return 0
 
-    cdef int _join(self, int parent, i64* ip, i64* ic, i64 im, i64 imin,
-                   i64* jent, i64 jm, i64 jmin, int jstride) noexcept nogil:
-        """Join instance I (rows ip, comps ic) with J (interleaved row/comp entries when
-        jstride is 2) at parent; store and climb on success."""
+    cdef int _join(self, int parent, i64* ip, i64* ic, i64 ist, i64 im, i64 imin,
+                   i64* jp, i64* jc, i64 jst, i64 jm, i64 jmin) noexcept nogil:
+        """Join instances I and J (rows ip/jp, components ic/jc, with strides) at parent:
+        disjoint rows, precedence, window, parent's conjuncts and NOT checks; then store
+        the result and climb (or check it as a match at the root)."""
         cdef i64 lo = imin if imin < jmin else jmin
-        cdef i64 ilast = ip[im - 1], jlast = jent[(jm - 1) * jstride], hi
+        cdef i64 ilast = ip[(im - 1) * ist], jlast = jp[(jm - 1) * jst], hi
         cdef i64 a, b, p, q, m = im + jm, x
         cdef int term = self.pl_node[parent * 5], base = self.seq_start[term]
         cdef int cp, cq, k, c, lab
@@ -1117,11 +1149,11 @@ cdef class CepMatcher:
         if not self._fits(lo, hi):
             return 0
         for a in range(im):
-            p = ip[a]
-            cp = <int> ic[a]
+            p = ip[a * ist]
+            cp = <int> ic[a * ist]
             for b in range(jm):
-                q = jent[b * jstride]
-                cq = <int> jent[b * jstride + 1]
+                q = jp[b * jst]
+                cq = <int> jc[b * jst]
                 if p == q:
                     return 0
                 if (self.pl_after[cp] >> (cq - base)) & 1:
@@ -1140,13 +1172,13 @@ cdef class CepMatcher:
         a = 0
         b = 0
         for x in range(m):
-            if b >= jm or (a < im and ip[a] < jent[b * jstride]):
-                mp[x] = ip[a]
-                mc[x] = ic[a]
+            if b >= jm or (a < im and ip[a * ist] < jp[b * jst]):
+                mp[x] = ip[a * ist]
+                mc[x] = ic[a * ist]
                 a += 1
             else:
-                mp[x] = jent[b * jstride]
-                mc[x] = jent[b * jstride + 1]
+                mp[x] = jp[b * jst]
+                mc[x] = jc[b * jst]
                 b += 1
             ml[x] = self.comps[mc[x] * 4 + 1]
         for k in range(self.pl_cs[parent], self.pl_cs[parent + 1]):
@@ -1160,36 +1192,40 @@ cdef class CepMatcher:
                 return 0
         self.pm_created += 1
         if self.pl_node[parent * 5 + 4] < 0:
-            return self._plan_finish(term, mp, mc, m)
+            return self._plan_finish(term, mp, mc, 1, m)
         if self._plan_store(parent, mp, mc, m, lo):
             return -1
-        return self._up(parent, mp, mc, m, lo)
+        return self._up(parent, mp, mc, 1, m, lo)
 
-    cdef int _closures(self, int leaf, i64* xp, i64* xc, i64 xm, i64 end_row,
-                       int from_node) noexcept nogil:
-        """Closures of a Kleene leaf: those ending at end_row (arrival, from_node -1), or
-        all that fit the sibling instance X (rows xp, comps xc) from from_node."""
+    cdef int _closures(self, int leaf, i64* xp, i64* xc, i64 xst, i64 xm, i64 end_row,
+                       int parent, int then_leaf, i64 then_end) noexcept nogil:
+        """Closures of a Kleene leaf (ending at end_row unless -1) in the context of
+        instance X (rows xp, components xc, stride xst; the sibling's, joined at parent;
+        none at the root). Depth-first over increasing candidate rows; each element must
+        pass the leaf's own conditions and, with X, the parent's conditions on the leaf's
+        variable (X binds every other variable they read), checked on X plus the elements
+        so far (R2: own references RUNNING). Each closure is joined with X at parent, or
+        checked as a match (no parent), or -- with then_leaf -- used as the context of
+        then_leaf's closures ending at then_end."""
         cdef int comp = self.pl_node[leaf * 5 + 3]
         cdef int term = self.pl_node[leaf * 5], base = self.seq_start[term]
         cdef int label = self.comps[comp * 4 + 1]
         cdef i64 lo_n = self.comps[comp * 4 + 2], hi_n = self.comps[comp * 4 + 3]
-        cdef i64 lo_b = -1, hi_b = -1, xmin = -1, xmax = -1, k, n, nc, row, a, depth, i
+        cdef i64 lo_b = -1, hi_b = -1, xmin = -1, xmax = -1, k, n, nc, row, a, b, depth, i, tm
         cdef int cx, c, kk
         cdef Buf* s = &self.nd_inst[leaf]
         cdef Buf* e = &self.nd_ent[leaf]
         cdef Buf* d = &self.nd_dfs[leaf]
-        cdef Buf* t = &self.nd_tmp[leaf]
         cdef i64* cand
         cdef i64* idx
         cdef i64* tp
-        cdef i64* tl
+        cdef i64* tc
+        cdef i64* mp
+        cdef i64* ml
         cdef bint ok, skip
-        cdef int parent = -1
-        if from_node >= 0:
-            parent = self.pl_node[from_node * 5 + 4]
         for a in range(xm):
-            row = xp[a]
-            cx = <int> xc[a]
+            row = xp[a * xst]
+            cx = <int> xc[a * xst]
             if xmin < 0 or row < xmin:
                 xmin = row
             if row > xmax:
@@ -1201,13 +1237,15 @@ cdef class CepMatcher:
                 if hi_b < 0 or row < hi_b:
                     hi_b = row
         n = s.n // 3
-        if buf_reserve(d, 4 * (n + 1)) or buf_reserve(t, 2 * (n + 1)):
+        if buf_reserve(d, 6 * (n + 1) + 2 * (xm + 1)):
             self.oom = 1
             return -1
         cand = d.data
-        idx = d.data + (n + 1)
-        tp = d.data + 2 * (n + 1)
-        tl = d.data + 3 * (n + 1)
+        idx = cand + (n + 1)
+        tp = idx + (n + 1)
+        tc = tp + (n + 1)
+        mp = tc + (n + 1)            # X + elements so far, merged by row
+        ml = mp + (n + xm + 1)
         nc = 0
         for k in range(n):
             row = e.data[2 * s.data[3 * k]]
@@ -1219,7 +1257,7 @@ cdef class CepMatcher:
                 continue
             skip = False
             for a in range(xm):
-                if xp[a] == row:
+                if xp[a * xst] == row:
                     skip = True
                     break
             if skip:
@@ -1230,11 +1268,9 @@ cdef class CepMatcher:
             nc += 1
         if nc == 0 or (end_row >= 0 and cand[nc - 1] != end_row):
             return 0
-        # depth-first over increasing index sequences: idx[0..depth) chosen
         depth = 0
         idx[0] = -1
         while True:
-            # advance position depth to its next candidate
             idx[depth] += 1
             if idx[depth] >= nc:
                 if depth == 0:
@@ -1243,61 +1279,64 @@ cdef class CepMatcher:
                 continue
             row = cand[idx[depth]]
             tp[depth] = row
-            tl[depth] = label
-            ok = True
+            tc[depth] = comp
             if depth > 0 and not self._fits(xmin if (xmin >= 0 and xmin < tp[0]) else tp[0],
                                             xmax if xmax > row else row):
-                # later candidates are later still: no extension at this depth fits
-                depth -= 1
+                depth -= 1   # later candidates are later still: none fits at this depth
                 continue
+            # trial: X and the elements so far, by row
+            a = 0
+            b = 0
+            tm = xm + depth + 1
+            for i in range(tm):
+                if b > depth or (a < xm and xp[a * xst] < tp[b]):
+                    mp[i] = xp[a * xst]
+                    ml[i] = self.comps[xc[a * xst] * 4 + 1]
+                    a += 1
+                else:
+                    mp[i] = tp[b]
+                    ml[i] = label
+                    b += 1
+            ok = True
             for kk in range(self.pl_cs[leaf], self.pl_cs[leaf + 1]):
                 c = self.pl_c[kk]
-                if self.c_rowlocal[c]:
-                    continue
-                if not self._eval(c, label, NULL, tp, tl, depth + 1, row):
+                if not self.c_rowlocal[c] and not self._eval(c, label, NULL, mp, ml, tm, row):
                     ok = False
                     break
+            if ok and xm > 0 and parent >= 0:
+                for kk in range(self.pl_cs[parent], self.pl_cs[parent + 1]):
+                    c = self.pl_c[kk]
+                    if self.conj_label[c] == label and \
+                            not self._eval(c, label, NULL, mp, ml, tm, row):
+                        ok = False
+                        break
             if not ok:
                 continue
             if depth + 1 >= lo_n and (end_row < 0 or row == end_row):
-                for i in range(depth + 1):
-                    t.data[2 * i] = tp[i]
-                    t.data[2 * i + 1] = comp
-                if from_node < 0:
-                    if self._up_closure(leaf, t.data, depth + 1, tp[0]):
+                if then_leaf >= 0:
+                    if self._closures(then_leaf, tp, tc, 1, depth + 1, then_end, parent, -1, -1):
                         return -1
-                else:
-                    if self._join(parent, xp, xc, xm, xmin, t.data, depth + 1, tp[0], 2):
+                elif parent < 0:
+                    if self._up(leaf, tp, tc, 1, depth + 1, tp[0]):
                         return -1
-                # tp/tl/idx live in d, which nothing above reallocates
+                elif self._join(parent, xp, xc, xst, xm, xmin, tp, tc, 1, depth + 1, tp[0]):
+                    return -1
             if (hi_n < 0 or depth + 1 < hi_n) and not (end_row >= 0 and row == end_row):
                 depth += 1
                 idx[depth] = idx[depth - 1]
         return 0
 
-    cdef int _up_closure(self, int leaf, i64* ent, i64 m, i64 mn) noexcept nogil:
-        """A new closure (interleaved entries) climbs like a plain leaf instance."""
-        cdef i64 i
-        cdef i64* pos = <i64*> malloc((2 * m + 1) * sizeof(i64))
-        cdef int rc
-        if pos == NULL:
-            self.oom = 1
-            return -1
-        for i in range(m):
-            pos[i] = ent[2 * i]
-            pos[m + i] = ent[2 * i + 1]
-        rc = self._up(leaf, pos, pos + m, m, mn)
-        free(pos)
-        return rc
-
-    cdef int _plan_finish(self, int term, i64* pos, i64* cmp, i64 m) noexcept nogil:
+    cdef int _plan_finish(self, int term, i64* rows, i64* cmp, i64 stride,
+                          i64 m) noexcept nogil:
         """A candidate of term: whole-match conditions (R2), NOT checks (R6); store."""
         cdef i64* lab = self.mlab
+        cdef i64* pos = self.mpos
         cdef i64 i
         cdef int k, c, label, q, rc
         cdef i64 state = 0
         for i in range(m):
-            lab[i] = self.comps[cmp[i] * 4 + 1]
+            pos[i] = rows[i * stride]
+            lab[i] = self.comps[cmp[i * stride] * 4 + 1]
         if not self._fits(pos[0], pos[m - 1]):
             return 0
         for i in range(m):

@@ -62,7 +62,7 @@ def _counting():
 def test_every_algorithm_matches_reference(algorithm):
     seen, run = _counting()
 
-    @settings(max_examples=40, **SETTINGS)
+    @settings(max_examples=60, **SETTINGS)
     @given(sql=planned_queries(), table=cep_streams())
     def check(sql, table):
         with cepsql.planner_options(algorithm=algorithm):
@@ -96,7 +96,7 @@ def random_trees(monkeypatch):
 
 
 def test_random_trees_match_reference(random_trees):
-    @settings(max_examples=150, **{**SETTINGS, "suppress_health_check": [
+    @settings(max_examples=300, **{**SETTINGS, "suppress_health_check": [
         *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
     @given(sql=planned_queries(), table=cep_streams(), seed=st.integers(0, 10**6))
     def check(sql, table, seed):

@@ -506,19 +506,23 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late,
             masks.append(tn.mask)
         post(root)
         comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
-        for q, ((label, *_), required) in enumerate(zip(term.negs, term.neg_required)):
+        after = term.after_masks()
+        for q, ((label, kind, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
             conjs = [c for c, lab in enumerate(conj_label) if labels[lab] == label]
-            if not required or any(conj_late[c] for c in conjs):
+            if not left or any(conj_late[c] for c in conjs):
                 continue
-            need = required
+            need = left | right
             for c in conjs:
                 for v, i in comp_of.items():
                     if conj_mask[c] >> labels.index(v) & 1:
                         need |= 1 << i
-            lowest = min((k for k, m in enumerate(masks) if m & need == need),
-                         key=lambda k: bin(masks[k]).count("1"))
-            if lowest != len(masks) - 1:   # the root checks every NOT anyway
-                lists[node_base + lowest].append(q_base + q)
+            for k in sorted((k for k, m in enumerate(masks) if m & need == need),
+                            key=lambda k: bin(masks[k]).count("1")):
+                if k == len(masks) - 1:
+                    break   # the root checks every NOT anyway
+                if _region_settled(masks[k], kind, left, right, after, len(term.comps)):
+                    lists[node_base + k].append(q_base + q)
+                    break
         node_base += len(masks)
         q_base += len(term.negs)
     starts = [0]
@@ -526,6 +530,26 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late,
         starts.append(starts[-1] + len(lst))
     return dict(plan_neg_start=np.asarray(starts, dtype=np.int32),
                 plan_neg=np.asarray([q for lst in lists for q in lst], dtype=np.int32))
+
+
+def _region_settled(mask: int, kind: int, left: int, right: int, after: list[int],
+                    n: int) -> bool:
+    """Whether no component outside the instance (mask) can put a row inside the NOT's
+    region -- rows of the match are not NOT candidates, so before that the check could
+    reject an instance whose complete match passes."""
+    bits = [i for i in range(n) if (left | right) >> i & 1]
+    for x in range(n):
+        if mask >> x & 1:
+            continue
+        if kind == 0:
+            before = any(after[x] >> b & 1 for b in bits if left >> b & 1)
+            behind = any(after[b] >> x & 1 for b in bits if right >> b & 1)
+        else:
+            before = all(after[x] >> b & 1 for b in bits)
+            behind = all(after[b] >> x & 1 for b in bits)
+        if not (before or behind):
+            return False
+    return True
 
 
 def _explain(spec, choice, terms, seqs) -> str:

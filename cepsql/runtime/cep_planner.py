@@ -44,9 +44,10 @@ class Term:
     comps: list = field(default_factory=list)   # (label, min, max or -1)
     negs: list = field(default_factory=list)    # (label, kind 0 seq / 1 and, a, b, c)
     precedes: set = field(default_factory=set)  # (i, j): rows of comp i before comp j
-    # per NOT (aligned with negs): mask of the components that fix its region (the SEQ
-    # neighbours' last / first components, every component of an AND), 0 = open side
-    neg_required: list = field(default_factory=list)
+    # per NOT (aligned with negs): (left, right) masks of the components that fix its
+    # region: the SEQ neighbours' last / first components, or every component of the AND
+    # twice; (0, 0) for an open (window-bounded) side
+    neg_sides: list = field(default_factory=list)
 
     def after_masks(self) -> list[int]:
         """Per component, the bit mask of components whose rows must all come later
@@ -111,8 +112,8 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
             mid = spans[at][0] if at < len(spans) else end
             term.negs.append((label, 0, start, mid, end))
             closed = 0 < at < len(spans)
-            term.neg_required.append(
-                _mask(spans[at - 1][1][1] | spans[at][1][0]) if closed else 0)
+            term.neg_sides.append((_mask(spans[at - 1][1][1]), _mask(spans[at][1][0]))
+                                  if closed else (0, 0))
         return spans[0][1][0], spans[-1][1][1]
     if isinstance(node, Permute):
         start = len(term.comps)
@@ -125,7 +126,8 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
                 f, l = _walk(item, term)
                 first, last = first | f, last | l
         term.negs += [(label, 1, start, start, len(term.comps)) for label in negated]
-        term.neg_required += [_mask(range(start, len(term.comps)))] * len(negated)
+        everything = _mask(range(start, len(term.comps)))
+        term.neg_sides += [(everything, everything)] * len(negated)
         return first, last
     raise CepUnsupportedError(f"{type(node).__name__} inside a planned CEP pattern",
                               pos=getattr(node, "pos", None))
