@@ -102,3 +102,30 @@ def test_spark_conf_selects_the_algorithm(spark):
     assert len(got) == len(want) > 0
     assert sorted(map(tuple, got[key].astype(str).values)) == \
         sorted(map(tuple, want[key].astype(str).values))
+
+
+VEHICLES = ("SELECT * FROM trips MATCH_RECOGNIZE (ORDER BY ts "
+            "MEASURES a.vehicle AS v, a.ts AS ta, b.ts AS tb, c.ts AS tc "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN INTERVAL '5' SECOND "
+            "DEFINE a AS a.kind = 'start', b AS b.kind = 'stop' AND b.vehicle = a.vehicle "
+            "AND c.vehicle = a.vehicle, c AS c.kind = 'end')")
+
+
+def test_partition_key_inferred_from_linking_equalities():
+    from cepsql.runtime.reference_cep import evaluate_reference_cep
+    rng = np.random.default_rng(3)
+    n = 80
+    table = pa.table({"ts": np.arange(n, dtype=np.int64),
+                      "vehicle": rng.choice(["v1", "v2", "v3"], n),
+                      "kind": rng.choice(["start", "stop", "end"], n)})
+    text = _plan(VEHICLES, table).explain
+    assert "partition by:  vehicle (inferred:" in text
+    assert "vehicle (inferred" not in _plan(VEHICLES, table, infer_partitions=False).explain
+    inferred = cepsql.match_recognize(VEHICLES, trips=table)
+    with cepsql.planner_options(infer_partitions=False):
+        plain = cepsql.match_recognize(VEHICLES, trips=table)
+    assert list(inferred.columns) == list(plain.columns) == ["v", "ta", "tb", "tc"]
+    rows = sorted(map(tuple, inferred.astype(str).values))
+    assert len(rows) > 0 and rows == sorted(map(tuple, plain.astype(str).values))
+    _, want = evaluate_reference_cep(find_match_recognize(VEHICLES)[0].spec, table)
+    assert rows == sorted(tuple(str(x) for x in r) for r in want)

@@ -34,6 +34,7 @@ from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
                           choose_cep_plan, describe_choice, pattern_terms)
+from .partition_inference import visible_partitions, with_inferred_partitions
 from .planner_options import PlannerOptions
 from .rowsets import LabelSets, RefTable
 
@@ -168,6 +169,9 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = ex._canonical_columns(spec, schema)
+    inferred: list[tuple[str, str]] = []
+    if options is None or options.infer_partitions:
+        spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
     ex._check_standard_restrictions(spec)
     terms = _planned_terms(spec)
     if terms is not None:
@@ -348,12 +352,13 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
-    projection = ex._final_projection(spec, partition_cols, order_cols, measures, input_columns)
+    projection = ex._final_projection(*visible_partitions(spec, partition_cols), order_cols,
+                                      measures, input_columns)
     ex._check_unique_names(projection, spec)
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
-                     explain=_explain(spec, choice, terms, seqs),
+                     explain=_explain(spec, choice, terms, seqs, inferred),
                      break_column=BREAK_COLUMN if global_order else None)
 
 
@@ -552,14 +557,16 @@ def _region_settled(mask: int, kind: int, left: int, right: int, after: list[int
     return True
 
 
-def _explain(spec, choice, terms, seqs) -> str:
+def _explain(spec, choice, terms, seqs, inferred) -> str:
     window = ""
     if spec.window is not None:
         window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
                   f", WITHIN {spec.window.size / 1e6:g} SECONDS")
     lines = [f"CEP mode: STRATEGY {spec.strategy}{window}",
              f"pattern:       {getattr(spec, 'pattern_text', '') or ''}".rstrip()]
-    if spec.partition_by:
+    if inferred:
+        lines += [f"partition by:  {col} (inferred: {why})" for col, why in inferred]
+    elif spec.partition_by:
         lines.append("partition by:  " + ", ".join(k.name or "<expr>" for k in spec.partition_by))
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
 from .execute import arrow_schema, run_plan
+from .slicing import slice_plan
 from .splice import Source, new_view_name, rewrite_text
 from .table_function import TfRewritten, original_pos, rewrite_table_functions
 
@@ -57,8 +58,16 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
     def run_clause(site, source: Source) -> str:
         df = _source_frame(spark, source, full, site)
         try:
-            plan = plan_query(site.spec, arrow_schema(df), full, **planning_inputs(spark, df))
+            inputs = planning_inputs(spark, df)
+            plan = plan_query(site.spec, arrow_schema(df), full, **inputs)
+            sliced = slice_plan(spark, df, plan, **inputs)  # unpartitioned, time-windowed
+            if sliced is not None:  # (plan.explain notes it; the sliced plan is internal)
+                df = sliced.frame
+                plan = default_planner()(sliced.spec, arrow_schema(df), full,
+                                         **sliced.planning_inputs)
             out = run_plan(df, plan)
+            if sliced is not None:
+                out = sliced.finish(out)
         except CepError as e:
             raise e.with_sql(full) from None
         except AnalysisException as e:

@@ -1,0 +1,262 @@
+"""Time slicing: run an unpartitioned, time-windowed CEP clause on many Spark tasks.
+
+Without PARTITION BY the whole input is one ordered stream (one task). With WITHIN
+INTERVAL w every match, and every row its conditions can read, lies within w of the
+match's first row (rule R3; R6 bounds open NOT regions by the window too). So the time
+axis is cut into K slices; slice j is evaluated over the rows of its *core*
+[t_j, t_j+1) plus the rows within w after it (the match's extent) and, with NOT(...) in
+the pattern, within w before it (a leading NOT looks back); a match is output only by the
+slice whose core holds its first row. Each match is thus output exactly once, with the
+same rows, measures and NOT checks as on the whole stream.
+
+Mechanics (no change to the planner): rows are copied into every slice that may need
+them (column SLICE_COLUMN) and tagged with their core slice (HOME_COLUMN); the clause
+gets PARTITION BY SLICE_COLUMN and a hidden measure ``FIRST(HOME_COLUMN)`` (the core
+slice of the match's first row); ``SlicedClause.finish`` keeps the rows where the two
+agree and drops the helper columns, which restores the clause's own output layout.
+
+Slice labels are chosen so that Spark's hash partitioning (``repartition(n, col)`` in
+run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
+
+K = min(max_slices (default spark.sql.shuffle.partitions), span / (min_slice_windows *
+w)): slices at least ``min_slice_windows`` windows wide, so the copies add at most
+2 / min_slice_windows of the input (default 4: at most 50 % more rows). Slices have equal
+width: skew in time means unequal tasks. One small aggregate job finds the time span.
+
+Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
+columns (written or inferred, see runtime/partition_inference.py), no PREV/NEXT (they count rows, not time),
+no MATCH_NUMBER() in MEASURES, no explicit AFTER MATCH SKIP PAST LAST ROW (its selection
+chains across slices), no WITH UNMATCHED ROWS (rows with a NULL time are dropped: they
+never fit a window, and nothing else makes them visible), first ORDER BY key of a
+timestamp, date or numeric type.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..algebra.expressions import ColumnRef, MatchNumber, Navigation, walk
+from ..algebra.pattern import contains_negation
+from ..algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
+from ..exprs.spark_sql import quote_identifier, to_spark_sql
+from .execute import shuffle_partitions
+
+__all__ = [
+    "FIRST_MEASURE",
+    "HOME_COLUMN",
+    "SLICE_COLUMN",
+    "SlicedClause",
+    "slice_labels",
+    "slice_plan",
+    "slicing_blocker",
+    "spark_hash_long",
+]
+
+SLICE_COLUMN = "__cep_slice"        # the slice a copy of a row is evaluated in
+HOME_COLUMN = "__cep_slice_home"    # the slice whose core holds the row
+FIRST_MEASURE = "__cep_slice_first"  # hidden measure: HOME_COLUMN of the match's first row
+HIDDEN = (SLICE_COLUMN, HOME_COLUMN, FIRST_MEASURE)
+MIN_SLICE_WINDOWS = 4
+
+
+@dataclass
+class SlicedClause:
+    """The clause rewritten for slicing: plan ``spec`` over ``frame`` (with
+    ``planning_inputs``), run it, then pass the result through ``finish``."""
+    frame: DataFrame
+    spec: MatchRecognizeSpec
+    slices: int
+    planning_inputs: dict = field(default_factory=dict)
+
+    def finish(self, out: DataFrame) -> DataFrame:
+        """Matches of the slice holding their first row, in the clause's own layout."""
+        kept = out.where(_col(FIRST_MEASURE) == _col(SLICE_COLUMN))
+        return kept.select(*[_col(c) for c in out.columns if c not in HIDDEN])
+
+
+def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
+               statistics: Callable | None = None, max_slices: int | None = None,
+               min_slice_windows: float = MIN_SLICE_WINDOWS) -> SlicedClause | None:
+    """The sliced form of a planned clause over ``df``, or None (run ``plan`` as it is).
+
+    plan: the clause's QueryPlan; only a plan without partition columns is sliced (an
+    inferred PARTITION BY already spreads the work). options: PlannerOptions (``slicing``
+    off -> None). statistics: the caller's statistics callable; it is handed the clause
+    without the slicing additions. max_slices defaults to spark.sql.shuffle.partitions."""
+    spec = getattr(plan, "spec", None)
+    if plan.partition_columns or not isinstance(spec, MatchRecognizeSpec):
+        return None
+    if (options is not None and not options.slicing) or slicing_blocker(spec) is not None:
+        return None
+    taken = {c.lower() for c in df.columns} | {m.name.lower() for m in spec.measures}
+    if taken & {h.lower() for h in HIDDEN}:
+        return None
+    try:
+        time = _micros(df, to_spark_sql(spec.order_by[0].expr))
+    except Exception:  # noqa: BLE001  (Spark cannot evaluate it: the planner will say why)
+        return None
+    if time is None:
+        return None
+    finite = time.isNotNull() & ~F.isnan(time) & (F.abs(time) != F.lit(math.inf))
+    bounds = df.where(finite).agg(F.min(time).alias("lo"), F.max(time).alias("hi")).first()
+    if bounds is None or bounds["lo"] is None:
+        return None
+    lo, hi = float(bounds["lo"]), float(bounds["hi"])
+    partitions = shuffle_partitions(df)  # what run_plan repartitions into
+    count = _slice_count(hi - lo, float(spec.window.size),
+                         partitions if max_slices is None else max_slices, min_slice_windows)
+    if count < 2:
+        return None
+    width = (hi - lo) / count
+    labels = slice_labels(count, partitions)
+    label_of = F.array(*[F.lit(v).cast("long") for v in labels])
+    window = float(spec.window.size)
+    back = window if contains_negation(spec.pattern) else 0.0
+    ascending = spec.order_by[0].ascending
+    # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
+    # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
+    after, before = (window, back) if ascending else (back, window)
+    slack = 1.0 + 1e-12 * (abs(lo) + abs(hi))  # rounding of the micros arithmetic
+
+    def slice_at(t: Column) -> Column:
+        j = F.floor((t - F.lit(lo)) / F.lit(width)).cast("int")
+        return F.least(F.greatest(j, F.lit(0)), F.lit(count - 1))
+
+    index = "__cep_slice_index"
+    frame = (df.where(finite)
+             .select("*", F.element_at(label_of, slice_at(time) + 1).alias(HOME_COLUMN),
+                     F.explode(F.sequence(slice_at(time - F.lit(after + slack)),
+                                          slice_at(time + F.lit(before + slack)))).alias(index))
+             .withColumn(SLICE_COLUMN, F.element_at(label_of, _col(index) + 1))
+             .drop(index))
+    # without PARTITION BY strict contiguity is partition contiguity (R5), and a slice is
+    # a contiguous range of the input (STRICT_CONTIGUITY with the slice key would compare
+    # with the global order, where every row has copies in other slices)
+    strategy = "PARTITION_CONTIGUITY" if spec.strategy == "STRICT_CONTIGUITY" else spec.strategy
+    sliced = replace(
+        spec, strategy=strategy,
+        partition_by=(PartitionKey(ColumnRef(None, SLICE_COLUMN), SLICE_COLUMN),),
+        measures=spec.measures + (Measure(FIRST_MEASURE,
+                                          Navigation("FIRST", ColumnRef(None, HOME_COLUMN), 0)),))
+    plan.explain = (plan.explain + "\n" if plan.explain else "") + (
+        f"Time slicing: {count} slices of {width / 1e6:g} s of the ORDER BY time, each "
+        f"also reading {after / 1e6:g} s after and {before / 1e6:g} s before itself; a "
+        "match is output by the slice holding its first row")
+    inputs: dict = {} if options is None else {"options": options}
+    if statistics is not None:
+        inputs["statistics"] = lambda s: statistics(_unsliced(s))
+    return SlicedClause(frame, sliced, count, inputs)
+
+
+def slicing_blocker(spec: MatchRecognizeSpec) -> str | None:
+    """Why the clause cannot be sliced exactly (None: it can)."""
+    if spec.strategy is None:
+        return "SQL:2016 mode: each match depends on where the previous one ended"
+    if spec.window is None or spec.window.kind != "time":
+        return "no WITHIN INTERVAL bounds a match in time"
+    if spec.partition_by:
+        return "PARTITION BY is written: partitions already run in parallel"
+    if not spec.order_by:
+        return "no ORDER BY"
+    skip = spec.after_match_skip
+    if skip.explicit and skip.kind != "TO_NEXT_ROW":
+        return "AFTER MATCH SKIP selects matches across slice borders"
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        return "WITH UNMATCHED ROWS"
+    for m in spec.measures:
+        if any(isinstance(e, MatchNumber) for e in walk(m.expr)):
+            return "MATCH_NUMBER() numbers matches of the whole input"
+    for expr in list(spec.defines.values()) + [m.expr for m in spec.measures]:
+        for e in walk(expr):
+            if isinstance(e, Navigation) and e.kind in ("PREV", "NEXT"):
+                return f"{e.kind} counts rows, not time"
+    return None
+
+
+def _slice_count(span: float, window: float, max_slices: int, min_slice_windows: float) -> int:
+    if span <= 0 or max_slices < 2:
+        return 1
+    if window > 0 and min_slice_windows > 0:
+        return max(1, min(max_slices, int(span // (min_slice_windows * window))))
+    return max_slices
+
+
+def _micros(df: DataFrame, key_sql: str) -> Column | None:
+    """The ORDER BY key as the evaluator's window time (cep_worker window_micros):
+    timestamps in microseconds, dates as whole days, numbers as seconds; as a double."""
+    key = F.expr(key_sql)
+    dtype = df.select(key.alias("t")).schema["t"].dataType
+    if isinstance(dtype, T.TimestampType):
+        return F.unix_micros(key).cast("double")
+    if isinstance(dtype, T.TimestampNTZType):
+        return F.expr(f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', "
+                      f"{key_sql})").cast("double")
+    if isinstance(dtype, T.DateType):
+        return F.unix_date(key).cast("double") * F.lit(86_400_000_000.0)
+    if isinstance(dtype, T.NumericType):
+        return key.cast("double") * F.lit(1_000_000.0)
+    return None
+
+
+def _unsliced(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
+    """The clause as written (for statistics): slicing's key and measure removed."""
+    return replace(spec,
+                   partition_by=tuple(k for k in spec.partition_by if k.name != SLICE_COLUMN),
+                   measures=tuple(m for m in spec.measures if m.name != FIRST_MEASURE))
+
+
+def _col(name: str) -> Column:
+    return F.col(quote_identifier(name))
+
+
+# --- slice labels: one task per slice under Spark's hash partitioning --------------------
+
+def slice_labels(count: int, partitions: int) -> list[int]:
+    """``count`` bigint labels whose Spark hash partitions (pmod(hash(label), partitions))
+    differ while count <= partitions, so repartition(partitions, label) gives each slice a
+    task of its own. Pure arithmetic (Spark's Murmur3, seed 42): no job."""
+    labels: list[int] = []
+    used: set[int] = set()
+    candidate = 0
+    limit = 64 * partitions + 1024
+    while len(labels) < count and candidate < limit:
+        p = spark_hash_long(candidate) % partitions
+        if p not in used or len(used) >= partitions:
+            used.add(p)
+            labels.append(candidate)
+        candidate += 1
+    while len(labels) < count:  # not reached in practice; any label is still correct
+        labels.append(candidate)
+        candidate += 1
+    return labels
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+
+def _mix_k1(k1: int) -> int:
+    k1 = (k1 * 0xCC9E2D51) & 0xFFFFFFFF
+    return (_rotl(k1, 15) * 0x1B873593) & 0xFFFFFFFF
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash(bigint)`` (Murmur3_x86_32.hashLong), a signed 32-bit int."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    h1 = _mix_h1(_mix_h1(seed, _mix_k1(value & 0xFFFFFFFF)), _mix_k1(value >> 32))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1

@@ -1,0 +1,276 @@
+"""Time slicing on Spark (cepsql/spark/slicing.py): spark.cep.sql on an unpartitioned,
+time-windowed CEP clause returns exactly the in-process result (which never slices).
+
+The session has 4 shuffle partitions, so spark.cep.sql cuts the data below into 4 slices
+(the span is far wider than 4 slices of 4 windows); the direct tests pass max_slices.
+Data are small; matches straddle slice borders (checked in test_matches_straddle_borders).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+import cepsql
+from cepsql.dialect import find_match_recognize
+from cepsql.runtime.executor import plan_query
+from cepsql.spark.execute import arrow_schema, run_plan
+from cepsql.spark.slicing import (
+    HOME_COLUMN,
+    SLICE_COLUMN,
+    slice_labels,
+    slice_plan,
+    slicing_blocker,
+    spark_hash_long,
+)
+
+
+def _events(n: int = 150, seed: int = 7) -> pa.Table:
+    rnd = random.Random(seed)
+    ts = sorted(rnd.sample(range(240), n))
+    return pa.table({
+        "id": list(range(n)),
+        "ts": ts,
+        "tag": [rnd.choice("xyz") for _ in range(n)],
+        "price": [rnd.randint(0, 9) for _ in range(n)],
+        "at": [dt.datetime(2024, 1, 1) + dt.timedelta(minutes=t) for t in ts],
+    })
+
+
+EVENTS = _events()
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    spark.createDataFrame(EVENTS.to_pandas()).createOrReplaceTempView("ev")
+    return spark.table("ev")
+
+
+def _normal(v):
+    if isinstance(v, float):
+        return round(v, 6)
+    if hasattr(v, "item"):
+        return v.item()
+    if v is not None and type(v).__name__ == "Timestamp":
+        return v.to_pydatetime()
+    try:
+        import pandas as pd
+        if v is pd.NA or v is pd.NaT:
+            return None
+    except ImportError:  # pragma: no cover
+        pass
+    return v
+
+
+def assert_same_as_local(spark, sql: str) -> list:
+    got_df = spark.cep.sql(sql)
+    want = cepsql.match_recognize(sql.replace(" ev ", " t "), t=EVENTS)
+    assert got_df.columns == list(want.columns)
+    got = Counter(tuple(_normal(v) for v in r) for r in got_df.collect())
+    expected = Counter(tuple(_normal(v) for v in r) for r in want.itertuples(index=False))
+    assert got == expected, f"missing {expected - got}\nextra {got - expected}"
+    assert sum(expected.values()) > 0, "the query should have matches"
+    return list(expected)
+
+
+def clause(body: str, order: str = "ORDER BY ts") -> str:
+    return f"SELECT * FROM ev MATCH_RECOGNIZE ({order} {body})"
+
+
+QUERIES = {
+    "any-match one row": clause(
+        "MEASURES a.ts AS t0, c.ts AS t2, c.price AS cp ONE ROW PER MATCH "
+        "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN INTERVAL '6' SECOND "
+        "DEFINE a AS a.tag = 'x', b AS b.price > a.price, c AS c.tag = 'z'"),
+    "next-match all rows with a closure": clause(
+        "MEASURES FIRST(a.ts) AS t0, CLASSIFIER() AS cls, count(b.*) AS nb ALL ROWS PER MATCH "
+        "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, KL(b), c)) WITHIN INTERVAL '8' SECOND "
+        "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z' AND c.price >= a.price"),
+    "leading NOT": clause(
+        "MEASURES a.ts AS t0, b.ts AS t1 STRATEGY SKIP_TILL_ANY_MATCH "
+        "PATTERN (SEQ(NOT(n), a, b)) WITHIN INTERVAL '6' SECOND "
+        "DEFINE n AS n.price = 9, a AS a.tag = 'x', b AS b.tag = 'y'"),
+    "trailing NOT, all rows": clause(
+        "MEASURES a.ts AS t0, CLASSIFIER() AS cls ALL ROWS PER MATCH "
+        "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b, NOT(n))) WITHIN INTERVAL '5' SECOND "
+        "DEFINE a AS a.tag = 'y', b AS b.tag = 'x', n AS n.price < b.price"),
+    "AND with a NOT inside": clause(
+        "MEASURES a.ts AS ta, b.ts AS tb STRATEGY SKIP_TILL_ANY_MATCH "
+        "PATTERN (AND(a, b, NOT(n))) WITHIN INTERVAL '4' SECOND "
+        "DEFINE a AS a.tag = 'x', b AS b.tag = 'z', n AS n.tag = 'y' AND n.price > 6"),
+    "strict contiguity": clause(
+        "MEASURES a.ts AS t0, LAST(b.ts) AS t1 STRATEGY STRICT_CONTIGUITY "
+        "PATTERN (SEQ(a, KL(b))) WITHIN INTERVAL '7' SECOND "
+        "DEFINE a AS a.price < 3, b AS b.price >= 3"),
+    "timestamps, descending": clause(
+        "MEASURES a.id AS ia, b.id AS ib STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, NOT(n), b)) "
+        "WITHIN INTERVAL '5' MINUTE DEFINE a AS a.tag = 'x', b AS b.tag = 'y', "
+        "n AS n.tag = 'z' AND n.price > 7", order="ORDER BY at DESC"),
+}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_sliced_equals_in_process(spark, events, name):
+    assert_same_as_local(spark, QUERIES[name])
+
+
+def _planned(spark, events, sql: str):
+    spec = find_match_recognize(sql)[0].spec
+    return plan_query(spec, arrow_schema(events), sql)
+
+
+def test_clauses_are_really_sliced(spark, events):
+    sql = QUERIES["any-match one row"]
+    plan = _planned(spark, events, sql)
+    sliced = slice_plan(spark, events, plan, max_slices=3, min_slice_windows=1)
+    assert sliced is not None and sliced.slices == 3
+    assert "Time slicing: 3 slices" in plan.explain
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    assert inner.partition_columns == [SLICE_COLUMN]
+    out = run_plan(sliced.frame, inner)
+    per_task = (out.select(F.spark_partition_id().alias("task"), SLICE_COLUMN).distinct()
+                .groupBy("task").count().collect())
+    assert len(per_task) == 3                     # three matching tasks ...
+    assert all(r["count"] == 1 for r in per_task)  # ... one slice each
+    result = sliced.finish(out)
+    assert result.columns == ["t0", "t2", "cp"]
+    assert sorted(result.collect()) == sorted(spark.cep.sql(sql).collect())
+
+
+def _sliced_result(spark, events, sql: str, **slicing):
+    plan = _planned(spark, events, sql)
+    sliced = slice_plan(spark, events, plan, **slicing)
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    return sliced, sliced.finish(run_plan(sliced.frame, inner))
+
+
+def test_matches_straddle_borders(spark, events):
+    sql = QUERIES["any-match one row"]
+    sliced = slice_plan(spark, events, _planned(spark, events, sql))  # as spark.cep.sql does
+    assert sliced.slices == 4
+    home = {r.ts: r[HOME_COLUMN] for r in sliced.frame.select("ts", HOME_COLUMN).collect()}
+    matches = assert_same_as_local(spark, sql)
+    assert any(home[t0] != home[t2] for t0, t2, _ in matches)
+
+
+@pytest.mark.parametrize("name", ["any-match one row", "leading NOT", "trailing NOT, all rows",
+                                  "timestamps, descending"])
+def test_many_thin_slices(spark, events, name):
+    # slices one window wide (about 10 s): most matches and NOT regions cross a border
+    sql = QUERIES[name]
+    sliced, out = _sliced_result(spark, events, sql, max_slices=24, min_slice_windows=1)
+    assert sliced.slices == 24
+    want = cepsql.match_recognize(sql.replace(" ev ", " t "), t=EVENTS)
+    assert out.columns == list(want.columns)
+    got = Counter(tuple(_normal(v) for v in r) for r in out.collect())
+    assert got == Counter(tuple(_normal(v) for v in r) for r in want.itertuples(index=False))
+    if name == "any-match one row":
+        home = {r.ts: r[HOME_COLUMN] for r in sliced.frame.select("ts", HOME_COLUMN).collect()}
+        assert sum(home[t0] != home[t2] for t0, t2, _ in got) >= 5
+
+
+def _border_table(rows: list[tuple[int, str]]) -> pa.Table:
+    """Rows (ts, tag) between two fillers at 0 and 100: with max_slices=2 and
+    min_slice_windows=1 the slice border is at 50."""
+    rows = [(0, "q")] + rows + [(100, "q")]
+    return pa.table({"id": list(range(len(rows))), "ts": [t for t, _ in rows],
+                     "tag": [g for _, g in rows], "price": [0] * len(rows),
+                     "at": [dt.datetime(2024, 1, 1)] * len(rows)})
+
+
+@pytest.mark.parametrize("pattern,order,rows", [
+    # n at 48 (slice 0) forbids the match (51, 53) of slice 1: read before slice 1's core
+    ("SEQ(NOT(n), a, b)", "ts", [(48, "n"), (51, "x"), (53, "y")]),
+    # n at 51 (slice 1) forbids (45, 47): the window after slice 0's core
+    ("SEQ(a, b, NOT(n))", "ts", [(45, "x"), (47, "y"), (51, "n")]),
+    # descending: a leading NOT looks forward in time, past slice 0's core
+    ("SEQ(NOT(n), a, b)", "ts DESC", [(47, "y"), (49, "x"), (51, "n")]),
+    ("SEQ(a, b, NOT(n))", "ts DESC", [(48, "n"), (51, "y"), (53, "x")]),
+])
+def test_not_regions_across_a_border(spark, pattern, order, rows):
+    table = _border_table(rows)
+    spark.createDataFrame(table.to_pandas()).createOrReplaceTempView("border")
+    sql = ("SELECT * FROM border MATCH_RECOGNIZE (ORDER BY " + order + " MEASURES a.ts AS ta, "
+           "b.ts AS tb STRATEGY SKIP_TILL_ANY_MATCH PATTERN (" + pattern + ") "
+           "WITHIN INTERVAL '6' SECOND DEFINE a AS a.tag = 'x', b AS b.tag = 'y', "
+           "n AS n.tag = 'n')")
+    frame = spark.table("border")
+    plan = plan_query(find_match_recognize(sql)[0].spec, arrow_schema(frame), sql)
+    sliced = slice_plan(spark, frame, plan, max_slices=2, min_slice_windows=1)
+    assert sliced.slices == 2
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    got = sorted(tuple(r) for r in sliced.finish(run_plan(sliced.frame, inner)).collect())
+    local = sql.replace(" border ", " t ")
+    want = cepsql.match_recognize(local, t=table)
+    assert got == sorted(tuple(int(v) for v in r) for r in want.itertuples(index=False, name=None))
+    # the NOT row across the border decides: without it the match is output
+    assert len(want) == 0
+    assert len(cepsql.match_recognize(local.replace("= 'n')", "= 'none')"), t=table)) == 1
+
+
+def test_slice_count_follows_the_span(spark, events):
+    plan = _planned(spark, events, QUERIES["any-match one row"])
+    lo, hi = min(EVENTS["ts"].to_pylist()), max(EVENTS["ts"].to_pylist())
+    # window 6 s, at least 4 windows per slice
+    assert slice_plan(spark, events, plan, max_slices=100).slices == (hi - lo) // 24
+    assert slice_plan(spark, events, plan, max_slices=1) is None
+
+
+@pytest.mark.parametrize("body", [
+    "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) DEFINE a AS a.tag = 'x'",  # no WITHIN
+    "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN 5 ROWS DEFINE a AS a.tag = 'x'",
+    "PATTERN (a b) WITHIN INTERVAL '5' SECOND DEFINE a AS a.tag = 'x'",  # SQL:2016 mode
+    "AFTER MATCH SKIP PAST LAST ROW STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
+    "WITHIN INTERVAL '5' SECOND DEFINE a AS a.tag = 'x'",
+    "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '5' SECOND "
+    "DEFINE a AS PREV(a.price) > a.price",
+])
+def test_not_sliced(spark, events, body):
+    sql = clause("MEASURES a.ts AS t0 " + body)
+    plan = _planned(spark, events, sql)
+    assert slicing_blocker(plan.spec) is not None
+    assert slice_plan(spark, events, plan) is None
+
+
+def test_match_number_and_unmatched_rows_block():
+    for body in ("MEASURES MATCH_NUMBER() AS mn", "MEASURES a.ts AS t0 ALL ROWS PER MATCH WITH "
+                                                   "UNMATCHED ROWS"):
+        spec = find_match_recognize(clause(
+            body + " STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '5' SECOND "
+            "DEFINE a AS a.tag = 'x'"))[0].spec
+        assert slicing_blocker(spec) is not None
+
+
+def test_slicing_option_off(spark, events):
+    from cepsql.runtime.planner_options import PlannerOptions
+    plan = _planned(spark, events, QUERIES["leading NOT"])
+    assert slice_plan(spark, events, plan, options=PlannerOptions(slicing=False)) is None
+    assert slice_plan(spark, events, plan, options=PlannerOptions()) is not None
+
+
+def test_null_times_are_dropped_only_where_they_cannot_match(spark):
+    table = pa.table({"ts": [None, 1, 2, None, 30, 31, 60, 61, 90, 91],
+                      "tag": ["x", "x", "y", "y", "x", "y", "x", "y", "x", "y"]})
+    spark.createDataFrame(table.to_pandas()).createOrReplaceTempView("nt")
+    sql = ("SELECT * FROM nt MATCH_RECOGNIZE (ORDER BY ts MEASURES a.ts AS t0, b.ts AS t1 "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+           "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')")
+    got = sorted(tuple(r) for r in spark.cep.sql(sql).collect())
+    want = sorted(cepsql.match_recognize(sql.replace(" nt ", " t "), t=table)
+                  .itertuples(index=False, name=None))
+    assert got == [tuple(int(v) for v in r) for r in want] == [(1, 2), (30, 31), (60, 61),
+                                                                (90, 91)]
+
+
+def test_labels_get_a_task_each(spark):
+    labels = slice_labels(4, 4)
+    df = spark.createDataFrame([(v,) for v in labels], "label long").repartition(4, "label")
+    tasks = df.select(F.spark_partition_id().alias("p")).distinct().count()
+    assert tasks == 4
+    values = [0, 1, -1, 2 ** 40 + 3, -(2 ** 63), 2 ** 63 - 1]
+    hashed = spark.createDataFrame([(v,) for v in values], "v long").selectExpr("v", "hash(v) h")
+    assert all(r.h == spark_hash_long(r.v) for r in hashed.collect())
