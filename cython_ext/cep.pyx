@@ -58,13 +58,15 @@ cdef enum: S_PARTITION = 1
 cdef enum: S_NEXT = 2
 cdef enum: S_ANY = 3
 
-# run record: seq, comp, count, node, mask, then the computation vector
+# run record: seq, comp, count, node, mask, guard, then the computation vector
 cdef enum: R_SEQ = 0
 cdef enum: R_COMP = 1
 cdef enum: R_CNT = 2
 cdef enum: R_NODE = 3
 cdef enum: R_MASK = 4
-cdef enum: R_HDR = 5
+cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see set_guards)
+cdef enum: R_HDR = 6
+cdef u64 PEEK = (<u64> 1) << 63   # R_GUARD flag: the run peeks from a Kleene state
 
 
 # sort context (qsort has no user pointer)
@@ -166,6 +168,7 @@ cdef class CepMatcher:
     cdef const double* wts
     cdef const unsigned char* wnull
     cdef const unsigned char* gbreak   # STRICT: 1 = another partition's row precedes
+    cdef u64* comp_proceed             # NEXT_MATCH: comp -> labels it may proceed to
     # planned evaluation (see set_plan)
     cdef int planned, pn
     cdef int* pl_node            # node * 5: term, left, right, comp (leaf) or -1, parent
@@ -375,6 +378,7 @@ cdef class CepMatcher:
         for i in range(16):
             free(bufs[i].data)
         free(self.used); free(self.covered)
+        free(self.comp_proceed)
         self._plan_free()
 
     # ------------------------------------------------------------------ windows
@@ -645,13 +649,14 @@ cdef class CepMatcher:
                 st[base + 1] += 1
                 st[base + 2] = _double_to_bits(_bits_to_double(st[base + 2]) + v)
 
-    cdef int _push_run(self, Buf* L, i64* proto, int comp, i64 cnt) noexcept nogil:
+    cdef int _push_run(self, Buf* L, i64* proto, int comp, i64 cnt, u64 closure) noexcept nogil:
         if buf_reserve(L, self.RW):
             self.oom = 1
             return -1
         memcpy(L.data + L.n, proto, self.RW * sizeof(i64))
         L.data[L.n + R_COMP] = comp
         L.data[L.n + R_CNT] = cnt
+        L.data[L.n + R_GUARD] = <i64> (closure & ~((<u64> 1) << self.comps[comp * 4 + 1]))
         L.n += self.RW
         self.runs_created += 1
         return 0
@@ -666,6 +671,7 @@ cdef class CepMatcher:
         cdef int mx = self.comps[comp * 4 + 3]
         cdef int j, end = self.seq_start[seq + 1]
         cdef i64 node, first
+        cdef u64 closure = 0
         memcpy(proto, run, self.RW * sizeof(i64))
         first = r if run[R_NODE] < 0 else self.n_first.data[run[R_NODE]]
         node = self._new_node(r, label, run[R_NODE], -2, first)
@@ -674,8 +680,15 @@ cdef class CepMatcher:
         proto[R_NODE] = node
         proto[R_MASK] = <i64> ((<u64> run[R_MASK]) | ((<u64> 1) << label))
         self._update(proto + R_HDR, r, label)
+        if self.comp_proceed != NULL:   # NEXT_MATCH: the epsilon closure after this take (R5)
+            if mx != 1 and (mx < 0 or cnt < mx):
+                # a Kleene state that takes more: the following states only peek (they
+                # branch off on rows they take) until it takes a row
+                closure = PEEK | ((<u64> 1) << label)
+            else:
+                closure = self.comp_proceed[comp]
         if mx < 0 or cnt < mx:
-            if self._push_run(&self.fresh, proto, comp, cnt):
+            if self._push_run(&self.fresh, proto, comp, cnt, 0):
                 return -1
         if cnt >= self.comps[comp * 4 + 2]:
             j = comp + 1
@@ -684,7 +697,7 @@ cdef class CepMatcher:
                     if self._emit_paths(node, seq, r):
                         return -1
                     break
-                if self._push_run(&self.fresh, proto, j, 0):
+                if self._push_run(&self.fresh, proto, j, 0, closure):
                     return -1
                 if self.comps[j * 4 + 2] > 0:
                     break
@@ -717,7 +730,8 @@ cdef class CepMatcher:
             mn = self.comps[comp * 4 + 2]
             mx = self.comps[comp * 4 + 3]
             cls_a = a[R_CNT] if (mx >= 0 or a[R_CNT] < mn) else mn
-            hv = <u64> (a[R_SEQ] * 1000003 + comp * 7919 + cls_a * 31 + a[R_MASK])
+            hv = <u64> (a[R_SEQ] * 1000003 + comp * 7919 + cls_a * 31 + a[R_MASK]
+                        + a[R_GUARD] * 131)
             for w in range(self.S):
                 hv = (hv ^ (<u64> a[R_HDR + w])) * (<u64> 1099511628211)
             slot = <i64> (hv & (<u64> (cap - 1)))
@@ -727,7 +741,7 @@ cdef class CepMatcher:
                 b = self.fresh.data + other * self.RW
                 cls_b = b[R_CNT] if (mx >= 0 or b[R_CNT] < mn) else mn
                 if b[R_SEQ] == a[R_SEQ] and b[R_COMP] == comp and cls_b == cls_a and \
-                        b[R_MASK] == a[R_MASK]:
+                        b[R_MASK] == a[R_MASK] and b[R_GUARD] == a[R_GUARD]:
                     same = 1
                     for w in range(self.S):
                         if a[R_HDR + w] != b[R_HDR + w]:
@@ -928,6 +942,26 @@ cdef class CepMatcher:
     # and its own conditions, enumerated depth-first) are produced on demand: those ending
     # at a new row when it arrives, all of them when the sibling delivers an instance.
     # Order plans run as left-deep trees: prefix stores = the lazy chain NFA's states.
+
+    def set_guards(self, cnp.ndarray proceed):
+        """SKIP_TILL_NEXT_MATCH (R5): a run waits in every state of its epsilon closure
+        at once, so it ignores a row only when none of them can take it. Runs are forked
+        per state eagerly; each carries the labels of its sibling states (proceed[comp]:
+        the labels reachable without taking comp again, across sequences sharing the NFA
+        states) and dies at a row one of them takes."""
+        free(self.comp_proceed)
+        self.comp_proceed = <u64*> self._copy(np.ascontiguousarray(proceed, dtype=np.uint64))
+
+    cdef bint _guard_takes(self, i64* run, i64 r) noexcept nogil:
+        cdef u64 g = (<u64> run[R_GUARD]) & ~PEEK
+        cdef int lab = 0
+        while g != 0:
+            if g & 1:
+                if self._take_ok(run, lab, r):
+                    return True
+            g >>= 1
+            lab += 1
+        return False
 
     def set_plan(self, cnp.ndarray nodes, cnp.ndarray leaf_of, cnp.ndarray after,
                  cnp.ndarray conj_start, cnp.ndarray conj, cnp.ndarray late,
@@ -1379,6 +1413,11 @@ cdef class CepMatcher:
                     if self._take(run, r):
                         return -1
                     run = self.cur.data + i * self.RW
+                if self.strategy == S_NEXT and run[R_GUARD] != 0:
+                    if self._guard_takes(run, r):
+                        continue   # a sibling state of the closure takes r (R5)
+                    if (<u64> run[R_GUARD]) & PEEK:
+                        ok = False  # a peeking state keeps waiting after a take
                 if self.strategy == S_ANY or (self.strategy == S_NEXT and not ok):
                     if buf_reserve(&self.nxt, self.RW):
                         return -1

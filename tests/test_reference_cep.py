@@ -282,9 +282,14 @@ def test_sase_query3_stock_trend():
            "OR (count(a.*) > 1 AND a.price > avg(a.price)), "
            "b AS b.volume < 0.8 * LAST(a.volume))")
     _, out = evaluate_reference_cep(find_match_recognize(sql)[0].spec, table)
-    # runs from rows 0, 1, 2 (volume > 1000); see the derivation in the report
-    assert [r[1:] for r in out] == [(10, 1, 9), (10, 2, 14), (10, 3, 13), (12, 1, 14),
-                                    (12, 2, 13), (9, 2, 13), (9, 1, 13)]
+    # runs start at rows 0, 1, 2 (volume > 1000). A run waits in a (stay) and b (proceed)
+    # at once and ignores a row only when neither takes it (R5): run 0 takes row 1 as a
+    # (so a={0} never meets b), ignores row 2, then takes row 3 both ways (b: match
+    # 10,2,14) and row 4 both ways (match 10,3,13); run 1 ignores row 2, takes row 3 both
+    # ways (12,1,14), then row 4 only as b (13 is not above avg 13: 12,2,13); run 2 takes
+    # row 3 as a (900 is not below 0.8 * 1100) and row 4 both ways (9,2,13)
+    assert [r[1:] for r in out] == [(10, 2, 14), (10, 3, 13), (12, 1, 14), (12, 2, 13),
+                                    (9, 2, 13)]
 
 
 # --- generated queries (strategies_cep) ---------------------------------------------------

@@ -48,6 +48,7 @@ BREAK_COLUMN = "__cep_gbreak"
 class _Seq:
     comps: list            # (label, min, max or -1)
     negs: list             # (label, kind 0 seq / 1 and, a, b, c) comp indices
+    ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
     pos: int | None = None
 
 
@@ -58,11 +59,12 @@ def _shift(negs, k):
 def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
     out = []
     for combo in product(*parts):
-        comps, negs = [], []
+        comps, negs, ids = [], [], []
         for s in combo:
             negs += _shift(s.negs, len(comps))
             comps += s.comps
-        out.append(_Seq(comps, negs))
+            ids += s.ids
+        out.append(_Seq(comps, negs, ids))
         if len(out) > MAX_SEQUENCES:
             raise CepUnsupportedError("CEP pattern expands into too many alternatives")
     return out
@@ -71,17 +73,18 @@ def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
 def expand(node, strategy: str) -> list[_Seq]:
     """The pattern as a union of linear sequences (see module docstring)."""
     if isinstance(node, Var):
-        return [_Seq([(node.name, 1, 1)], [])]
+        return [_Seq([(node.name, 1, 1)], [], [(id(node),)])]
     if isinstance(node, Empty):
-        return [_Seq([], [])]
+        return [_Seq([], [], [])]
     if isinstance(node, Quantified):
         if not isinstance(node.child, Var):
             raise CepUnsupportedError(
                 "CEP mode evaluates Kleene closure of a single variable only (KL(var), "
                 "var+, var{n,m})", pos=getattr(node, "pos", None))
         if node.max == 0:
-            return [_Seq([], [])]
-        return [_Seq([(node.child.name, node.min, -1 if node.max is None else node.max)], [])]
+            return [_Seq([], [], [])]
+        return [_Seq([(node.child.name, node.min, -1 if node.max is None else node.max)], [],
+                     [(id(node),)])]
     if isinstance(node, Alternation):
         out = []
         for item in node.items:
@@ -100,15 +103,16 @@ def expand(node, strategy: str) -> list[_Seq]:
             parts.append(expand(item, strategy))
         out = []
         for combo in product(*parts):
-            comps, negs, starts = [], [], []
+            comps, negs, starts, ids = [], [], [], []
             for s in combo:
                 starts.append(len(comps))
                 negs += _shift(s.negs, len(comps))
                 comps += s.comps
+                ids += s.ids
             starts.append(len(comps))
             for label, at in neg_at:
                 negs.append((label, 0, 0, starts[at], len(comps)))
-            out.append(_Seq(comps, negs))
+            out.append(_Seq(comps, negs, ids))
             if len(out) > MAX_SEQUENCES:
                 raise CepUnsupportedError("CEP pattern expands into too many alternatives")
         return out
@@ -124,9 +128,10 @@ def expand(node, strategy: str) -> list[_Seq]:
                 "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
                 "closures) is not supported by the CEP evaluator", pos=getattr(node, "pos", None))
         out = []
-        for order in permutations(positives):
+        for k, order in enumerate(permutations(positives)):
             for s in _concat([expand(i, strategy) for i in order]):
                 s.negs += [(c.name, 1, 0, 0, len(s.comps)) for c in negated]
+                s.ids = [("and", id(node), k) + x for x in s.ids]   # own states per order
                 out.append(s)
             if len(out) > MAX_SEQUENCES:
                 raise CepUnsupportedError("CEP pattern expands into too many alternatives")
@@ -175,7 +180,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     ex._check_standard_restrictions(spec)
     terms = _planned_terms(spec)
     if terms is not None:
-        seqs = [_Seq(list(t.comps), list(t.negs)) for t in terms]
+        seqs = [_Seq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
     else:
         seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
     labels = list(spec.variables)
@@ -277,6 +282,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         seq_start.append(len(comps))
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
+    proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None
     choice = None
     if terms is not None:
         choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
@@ -347,6 +353,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             window_column=order_cols[0] if order_cols else None,
             output_schema=pa.schema(fields),
             breaks_column=BREAK_COLUMN if global_order else None,
+            comp_proceed=proceed,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
             **tree_arrays)
@@ -360,6 +367,27 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                      global_order=global_order,
                      explain=_explain(spec, choice, terms, seqs, inferred),
                      break_column=BREAK_COLUMN if global_order else None)
+
+
+def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
+    """Per component (global index): the labels a run may take next without taking this
+    component again -- the proceed states of the epsilon closure after a take there, in
+    its own sequence and in every sequence that shares the NFA states up to it (same
+    pattern nodes, same AND order). SKIP_TILL_NEXT_MATCH ignores a row only when no
+    state of the closure takes it (R5): a waiting run dies when a sibling state could."""
+    out = []
+    for s in seqs:
+        for i in range(len(s.comps)):
+            mask = 0
+            for t in seqs:
+                if len(t.comps) <= i or t.ids[:i + 1] != s.ids[:i + 1]:
+                    continue
+                for j in range(i + 1, len(t.comps)):
+                    mask |= 1 << labels.index(t.comps[j][0])
+                    if t.comps[j][1] > 0:
+                        break
+            out.append(mask)
+    return np.asarray(out, dtype=np.uint64)
 
 
 def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:

@@ -69,6 +69,7 @@ class CepConfig:
     plan_conj: np.ndarray | None = None
     plan_neg_start: np.ndarray | None = None
     plan_neg: np.ndarray | None = None
+    comp_proceed: np.ndarray | None = None  # SKIP_TILL_NEXT_MATCH closure guards
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -172,6 +173,8 @@ class CepWorker(MatchWorker):
             int(c.select_past_last), c.window_kind, float(c.window_size), c.code.max_stack)
         # CEPSQL_CEP_MERGE=0 switches run merging off (benchmarks/bench_cep.py)
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
+        if c.comp_proceed is not None:
+            matcher.set_guards(c.comp_proceed)
         if c.plan_nodes is not None:
             matcher.set_plan(c.plan_nodes, c.plan_leaf_of, c.plan_after, c.plan_conj_start,
                              c.plan_conj, c.conj_late, c.conj_rowlocal, c.plan_neg_start,

@@ -50,11 +50,19 @@ CEP-mode semantics (reference_cep):
  R5 SKIP_TILL_NEXT_MATCH / PARTITION_CONTIGUITY / STRICT_CONTIGUITY: runs over the
     Thompson NFA of the pattern (AND = alternation of the permutations of its positive
     items, no interleaving). A run starts at every row r where the first variable's take
-    condition holds. A run needing variable V takes: NEXT_MATCH - the first later row whose
-    take condition holds (no branching); PARTITION_CONTIGUITY - the next row of the
-    partition, or dies; STRICT_CONTIGUITY - the next row of the whole input in ORDER BY
-    order (ignoring PARTITION BY) if it is in the same partition, else dies. Every epsilon
-    choice (Kleene: stay or proceed, optional, OR) forks the run. The take condition of V
+    condition holds. After a take the run is in every state of its epsilon closure
+    (Kleene: stay or proceed, optional items, OR branches) at once. NEXT_MATCH, after a
+    take in a Kleene state that can take more (SASE+'s a[i] state): the state ignores
+    every row it cannot take and takes the first it can; each row some following state
+    takes meanwhile branches off there (SASE+'s proceed edge, evaluated on the row read:
+    take-proceed and ignore-proceed branching), until the Kleene state takes a row.
+    NEXT_MATCH otherwise: a row no state of the closure can take is ignored; the first
+    row some state can take is taken in every state that can (no take-vs-ignore
+    branching), and the run waits no longer. PARTITION_CONTIGUITY - the next row of the
+    partition, taken
+    in every state that can, else the run dies; STRICT_CONTIGUITY - likewise with the next
+    row of the whole input in ORDER BY order (ignoring PARTITION BY), which must be in
+    the same partition. The take condition of V
     at r = the top-level AND conjuncts of V's DEFINE all of whose referenced variables are
     V or already bound in the run, evaluated on the partial match plus r (rule R2).
     A run whose state reaches the end emits its assignment; it continues if it can.
@@ -495,6 +503,7 @@ class _State:
     excl: bool = False
     target: int = -1                # consuming state: state after taking
     eps: list = None                # epsilon edges: [(target, action or None)]
+    loop: int | None = None         # consuming state of a closure of one variable: its id
 
 
 class _Nfa:
@@ -572,6 +581,17 @@ class _Nfa:
         return s, t
 
     def build_loop(self, node: Quantified, excl: bool) -> tuple[int, int]:
+        start = len(self.states)
+        try:
+            return self._build_loop(node, excl)
+        finally:
+            child = node.child.child if isinstance(node.child, Exclusion) else node.child
+            if isinstance(child, Var):   # every copy of the variable is one Kleene state
+                for st in self.states[start:]:
+                    if st.var is not None:
+                        st.loop = id(node)
+
+    def _build_loop(self, node: Quantified, excl: bool) -> tuple[int, int]:
         s = self.new()
         cur = s
         for _ in range(node.min):
@@ -650,14 +670,32 @@ def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
         log = log + (("row", pos, st.var, st.excl),)
         if not part.fits(_log_rows(log)):
             return
+        home, waiting = None, []
         for s, acts in nfa.closure(st.target):
             full = log + acts
             if s == nfa.final:
                 match = _log_rows(full)
                 if match not in found and part.accept(match, _log_checks(full)):
                     found.add(match)
+            elif home is None and st.loop is not None and nfa.states[s].loop == st.loop:
+                home = (s, full)   # the Kleene state takes more
             else:
-                advance(s, full, pos)
+                waiting.append((s, full))
+        if strategy == "SKIP_TILL_NEXT_MATCH" and home is not None:
+            advance([home], pos)
+            for s, full in waiting:
+                peek(s, full, home, pos)
+        else:
+            advance(([home] if home else []) + waiting, pos)
+
+    def peek(q: int, log: tuple, home: tuple, last: int) -> None:
+        """SASE+ proceed edge: while the run stays in its Kleene state (which ignores
+        the rows it does not take), every row the next state takes branches off."""
+        for r in range(last + 1, part.n):
+            if ok(q, r, log):
+                take(q, r, log)
+            if ok(home[0], r, home[1]):
+                return   # the Kleene state took r: this prefix waits no longer
 
     def ok(q: int, r: int, log: tuple) -> bool:
         var = nfa.states[q].var
@@ -667,11 +705,16 @@ def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
         labels[r] = var
         return conds.take_ok(rows, var, r, labels)
 
-    def advance(q: int, log: tuple, last: int) -> None:
+    def advance(waiting: list, last: int) -> None:
+        """The run after row last, in every state of its epsilon closure at once."""
         if strategy == "SKIP_TILL_NEXT_MATCH":
+            # ignore a row only when no state of the closure can take it; otherwise
+            # take it in every state that can (take-proceed branching) and stop waiting
             for r in range(last + 1, part.n):
-                if ok(q, r, log):
-                    take(q, r, log)
+                takers = [(q, log) for q, log in waiting if ok(q, r, log)]
+                if takers:
+                    for q, log in takers:
+                        take(q, r, log)
                     return
             return
         r = last + 1
@@ -679,8 +722,9 @@ def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
             return
         if global_index is not None and global_index[r] != global_index[last] + 1:
             return
-        if ok(q, r, log):
-            take(q, r, log)
+        for q, log in waiting:
+            if ok(q, r, log):
+                take(q, r, log)
 
     starts = list(nfa.closure(nfa.start))
     for pos in range(part.n):
