@@ -145,6 +145,20 @@ def visible_partitions(spec: MatchRecognizeSpec, partition_cols: Sequence[str]
             [partition_cols[i] for i in keep])
 
 
+def whole_input_output(spec: MatchRecognizeSpec) -> str | None:
+    """Why the output depends on the matches of the whole input at once (so it cannot be
+    computed per partition or per slice), or None."""
+    skip = spec.after_match_skip
+    if skip.explicit and skip.kind != "TO_NEXT_ROW":
+        return "AFTER MATCH SKIP PAST LAST ROW selects non-overlapping matches of the whole input"
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        return "WITH UNMATCHED ROWS"
+    for m in spec.measures:
+        if any(isinstance(e, MatchNumber) for e in walk(m.expr)):
+            return "MATCH_NUMBER() numbers the matches of the whole input"
+    return None
+
+
 def inference_blocker(spec: MatchRecognizeSpec) -> str | None:
     """Why no key can be inferred from the clause's form (None: the DEFINEs decide)."""
     if spec.strategy not in STRATEGIES:
@@ -153,13 +167,9 @@ def inference_blocker(spec: MatchRecognizeSpec) -> str | None:
         return "PARTITION BY is written"
     if spec.window is not None and spec.window.kind != "time":
         return "WITHIN n ROWS counts positions of the whole input"
-    if spec.after_match_skip.explicit and spec.after_match_skip.kind != "TO_NEXT_ROW":
-        return "AFTER MATCH SKIP PAST LAST ROW (not inferred under non-overlapping output)"
-    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
-        return "WITH UNMATCHED ROWS"
-    for m in spec.measures:
-        if any(isinstance(e, MatchNumber) for e in walk(m.expr)):
-            return "MATCH_NUMBER() numbers matches across keys"
+    reason = whole_input_output(spec)
+    if reason:
+        return reason
     for expr in list(spec.defines.values()) + [m.expr for m in spec.measures]:
         reason = _cross_row_reason(expr)
         if reason:

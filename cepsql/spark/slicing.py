@@ -40,10 +40,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..algebra.expressions import ColumnRef, MatchNumber, Navigation, walk
+from ..algebra.expressions import ColumnRef, Navigation, walk
 from ..algebra.pattern import contains_negation
 from ..algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
 from ..exprs.spark_sql import quote_identifier, to_spark_sql
+from ..runtime.partition_inference import whole_input_output
 from .execute import shuffle_partitions
 
 __all__ = [
@@ -163,14 +164,9 @@ def slicing_blocker(spec: MatchRecognizeSpec) -> str | None:
         return "PARTITION BY is written: partitions already run in parallel"
     if not spec.order_by:
         return "no ORDER BY"
-    skip = spec.after_match_skip
-    if skip.explicit and skip.kind != "TO_NEXT_ROW":
-        return "AFTER MATCH SKIP selects matches across slice borders"
-    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
-        return "WITH UNMATCHED ROWS"
-    for m in spec.measures:
-        if any(isinstance(e, MatchNumber) for e in walk(m.expr)):
-            return "MATCH_NUMBER() numbers matches of the whole input"
+    reason = whole_input_output(spec)
+    if reason:
+        return reason
     for expr in list(spec.defines.values()) + [m.expr for m in spec.measures]:
         for e in walk(expr):
             if isinstance(e, Navigation) and e.kind in ("PREV", "NEXT"):
