@@ -290,7 +290,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                                conj_late)
     if tree_arrays:
         tree_arrays.update(_negation_nodes(choice, terms, labels, conj_label, conj_mask,
-                                           conj_late, len(tree_arrays["plan_nodes"])))
+                                           conj_late))
     input_columns = [f.name for f in schema]
     pseudo = [f"\x00conj{i}" for i in range(len(conj_exprs))]
 
@@ -467,6 +467,29 @@ def _conjunct_scope(local: Expr, refs: set) -> tuple[int, int]:
     return int(late), int(rowlocal and not refs)
 
 
+def _post_order(root) -> list:
+    """The plan tree's nodes, children before parents (the order cep.pyx numbers them)."""
+    if root.is_leaf:
+        return [root]
+    return _post_order(root.left) + _post_order(root.right) + [root]
+
+
+def _label_comps(comp_of: dict, labels: list[str], label_mask: int) -> int:
+    """Components (bit mask) of a term that hold the variables in label_mask."""
+    return sum(1 << i for v, i in comp_of.items() if label_mask >> labels.index(v) & 1)
+
+
+def _covering(masks: list[int], need: int) -> list[int]:
+    """Indices of the nodes holding every component in need, lowest first."""
+    return sorted((k for k, m in enumerate(masks) if m & need == need),
+                  key=lambda k: bin(masks[k]).count("1"))
+
+
+def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
+    return starts, np.asarray([v for x in lists for v in x], dtype=np.int32)
+
+
 def _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask, conj_late) -> dict:
     """The plans as arrays for cep.pyx: nodes (term, left, right, comp, parent) in
     post-order, each term's root last; per node the conjuncts to check when it forms an
@@ -479,65 +502,42 @@ def _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask, conj_l
         comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
         after += term.after_masks()
         leaf_of += [0] * len(term.comps)
-
-        masks = {}
-
-        def walk_tree(tn):
-            i = len(nodes)
-            if not tn.is_leaf:
-                walk_tree(tn.left)
-                li = len(nodes) - 1
-                walk_tree(tn.right)
-                ri = len(nodes) - 1
-                nodes.append([t, li, ri, -1, -1])
-                nodes[li][4] = nodes[ri][4] = len(nodes) - 1
-            else:
+        order = _post_order(root)
+        index = {id(tn): len(nodes) + k for k, tn in enumerate(order)}
+        for tn in order:
+            if tn.is_leaf:
+                leaf_of[base + tn.leaf] = index[id(tn)]
                 nodes.append([t, -1, -1, base + tn.leaf, -1])
-                leaf_of[base + tn.leaf] = len(nodes) - 1
-            node_conj.append([])
-            masks[len(nodes) - 1] = tn.mask
-            return i
-
-        walk_tree(root)
+            else:
+                li, ri = index[id(tn.left)], index[id(tn.right)]
+                nodes[li][4] = nodes[ri][4] = index[id(tn)]
+                nodes.append([t, li, ri, -1, -1])
+        masks = [tn.mask for tn in order]
+        lists = [[] for _ in order]
         for c, (lab, mask, late) in enumerate(zip(conj_label, conj_mask, conj_late)):
             name = labels[lab]
             if name not in comp_of or late:
                 continue
-            need = 1 << comp_of[name]
-            for v, i in comp_of.items():
-                if mask >> labels.index(v) & 1:
-                    need |= 1 << i
-            lowest = min((k for k, m in masks.items() if m & need == need),
-                         key=lambda k: bin(masks[k]).count("1"))
-            node_conj[lowest].append(c)
-    starts = [0]
-    for lst in node_conj:
-        starts.append(starts[-1] + len(lst))
+            need = 1 << comp_of[name] | _label_comps(comp_of, labels, mask)
+            lists[_covering(masks, need)[0]].append(c)
+        node_conj += lists
+    starts, flat = _csr(node_conj)
     return dict(
         plan_nodes=np.asarray(nodes, dtype=np.int32).reshape(-1, 5),
         plan_leaf_of=np.asarray(leaf_of, dtype=np.int32),
         plan_after=np.asarray(after, dtype=np.uint64),
-        plan_conj_start=np.asarray(starts, dtype=np.int32),
-        plan_conj=np.asarray([c for lst in node_conj for c in lst], dtype=np.int32))
+        plan_conj_start=starts, plan_conj=flat)
 
 
-def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late,
-                    n_nodes: int) -> dict:
+def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> dict:
     """Per plan node, the NOT checks to run as soon as it forms an instance (VLDB 2018
     section 4: the lowest node binding the region's neighbours and every variable the
     NOT's DEFINE reads). Open (window-bounded) regions and NOTs whose DEFINE needs the
     whole match stay on the complete match only."""
-    lists = [[] for _ in range(n_nodes)]
-    node_base, q_base = 0, 0
+    lists, q_base = [], 0
     for term, root in zip(terms, choice.trees()):
-        masks = []   # post-order, as _tree_arrays numbers the nodes
-
-        def post(tn):
-            if not tn.is_leaf:
-                post(tn.left)
-                post(tn.right)
-            masks.append(tn.mask)
-        post(root)
+        masks = [tn.mask for tn in _post_order(root)]
+        term_lists = [[] for _ in masks]
         comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
         after = term.after_masks()
         for q, ((label, kind, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
@@ -546,23 +546,17 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late,
                 continue
             need = left | right
             for c in conjs:
-                for v, i in comp_of.items():
-                    if conj_mask[c] >> labels.index(v) & 1:
-                        need |= 1 << i
-            for k in sorted((k for k, m in enumerate(masks) if m & need == need),
-                            key=lambda k: bin(masks[k]).count("1")):
+                need |= _label_comps(comp_of, labels, conj_mask[c])
+            for k in _covering(masks, need):
                 if k == len(masks) - 1:
                     break   # the root checks every NOT anyway
                 if _region_settled(masks[k], kind, left, right, after, len(term.comps)):
-                    lists[node_base + k].append(q_base + q)
+                    term_lists[k].append(q_base + q)
                     break
-        node_base += len(masks)
+        lists += term_lists
         q_base += len(term.negs)
-    starts = [0]
-    for lst in lists:
-        starts.append(starts[-1] + len(lst))
-    return dict(plan_neg_start=np.asarray(starts, dtype=np.int32),
-                plan_neg=np.asarray([q for lst in lists for q in lst], dtype=np.int32))
+    starts, flat = _csr(lists)
+    return dict(plan_neg_start=starts, plan_neg=flat)
 
 
 def _region_settled(mask: int, kind: int, left: int, right: int, after: list[int],
