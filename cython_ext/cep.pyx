@@ -442,6 +442,27 @@ cdef class CepMatcher:
             return -1
         return j
 
+    cdef inline i64 _nth_in_set(self, int s, i64* lab, i64 limit, int logical,
+                                i64 loff) noexcept nogil:
+        """Index among lab[0..limit) of the loff-th row of set s, counted from the first
+        (logical 0) or the last (logical 1) such row; -1 when there are fewer."""
+        cdef i64 i, cnt = 0
+        if logical == 1:
+            i = limit - 1
+            while i >= 0:
+                if self._in(s, <int> lab[i]):
+                    if cnt == loff:
+                        return i
+                    cnt += 1
+                i -= 1
+        else:
+            for i in range(limit):
+                if self._in(s, <int> lab[i]):
+                    if cnt == loff:
+                        return i
+                    cnt += 1
+        return -1
+
     cdef i64 _resolve_explicit(self, int ref, i64* pos, i64* lab, i64 m, i64 r,
                                int* cls) noexcept nogil:
         """Row (or -1) of reference ref on the explicit match pos/lab (sorted), current r."""
@@ -455,22 +476,7 @@ cdef class CepMatcher:
             limit = 0
             while limit < m and pos[limit] <= r:
                 limit += 1
-        if logical == 1:
-            i = limit - 1
-            while i >= 0:
-                if self._in(s, <int> lab[i]):
-                    if cnt == loff:
-                        idx = i
-                        break
-                    cnt += 1
-                i -= 1
-        else:
-            for i in range(limit):
-                if self._in(s, <int> lab[i]):
-                    if cnt == loff:
-                        idx = i
-                        break
-                    cnt += 1
+        idx = self._nth_in_set(s, lab, limit, logical, loff)
         if idx < 0:
             cls[0] = -1
             return -1
@@ -1977,24 +1983,7 @@ cdef class CepMatcher:
             final = self.leaves[q * 6 + 4]
             kind = self.leaves[q * 6 + 5]
             p = m if (final or not self.all_rows) else upto
-            idx = -1
-            cnt = 0
-            if logical == 1:
-                i = p - 1
-                while i >= 0:
-                    if self._in(s, <int> lab[i]):
-                        if cnt == loff:
-                            idx = i
-                            break
-                        cnt += 1
-                    i -= 1
-            else:
-                for i in range(p):
-                    if self._in(s, <int> lab[i]):
-                        if cnt == loff:
-                            idx = i
-                            break
-                        cnt += 1
+            idx = self._nth_in_set(s, lab, p, logical, loff)
             j = -1
             if idx >= 0:
                 j = pos[idx] + poff
