@@ -1858,11 +1858,14 @@ cdef class CepMatcher:
         return 0
 
     cdef void _drop_gone(self) noexcept nogil:
-        """Remove the stored matches in state 3 (output or never to be output)."""
-        cdef i64 i, o, w = 0, l = 0
+        """Remove the stored matches in state 3 (output or never to be output); the peak
+        counts the undecided ones (selected ones wait only for the chunk's output)."""
+        cdef i64 i, o, w = 0, l = 0, undecided = 0
         for i in range(self.m_off.n):
             if self.m_st.data[i] == 3:
                 continue
+            if self.m_st.data[i] != 2:
+                undecided += 1
             o = self.m_off.data[i]
             memmove(self.m_pos.data + l, self.m_pos.data + o,
                     self.m_len.data[i] * sizeof(i64))
@@ -1882,8 +1885,8 @@ cdef class CepMatcher:
         self.m_chk.n = w
         self.m_pos.n = l
         self.m_lab.n = l
-        if w > self.peak_stored:
-            self.peak_stored = w
+        if undecided > self.peak_stored:
+            self.peak_stored = undecided
 
     cdef int _emit_ready(self, Buf* out, i64 future) noexcept nogil:
         """R7, incrementally: output (numbered) every stored match whose MATCH_NUMBER
