@@ -1932,6 +1932,8 @@ cdef class CepMatcher:
             order = self._order(2, 2, &n)
         else:
             order = self._order(0, 1, &n)
+        if order == NULL:
+            return -1
         # 2b. numbering in (first, last, ...) order
         g_sel = 0
         qsort(order, n, sizeof(i64), _cmp_match)
