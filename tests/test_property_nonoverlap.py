@@ -44,17 +44,6 @@ def non_overlapping(sql: str) -> str:
     return sql.replace(" STRATEGY ", f" {PAST} STRATEGY ", 1)
 
 
-@st.composite
-def past_queries(draw, strategy: str, partitioned: bool | None = None) -> str:
-    sql = non_overlapping(draw(cep_queries(strategy)))
-    if partitioned is False:
-        sql = sql.replace("PARTITION BY part ", "")
-    elif partitioned and "PARTITION BY" not in sql:
-        sql = sql.replace("MATCH_RECOGNIZE ( ORDER BY", "MATCH_RECOGNIZE (PARTITION BY part "
-                                                       "ORDER BY", 1)
-    return sql
-
-
 # Shapes where candidates overlap in time without sharing rows (two runs in flight),
 # with trailing NOTs (candidates undecided until later rows arrive) and closures.
 _SHAPES = ["SEQ(A, B)", "SEQ(A, B, C)", "AND(A, B)", "SEQ(A, KL(B), C)", "A B+",
@@ -112,9 +101,32 @@ def busy_streams(draw, min_rows: int = 6, max_rows: int = 12) -> pa.Table:
                      "tag": column(["x", "x", "y", "y", "z"])}, schema=STREAM_SCHEMA)
 
 
+@st.composite
+def cases(draw, strategy: str, partitioned: bool | None = None,
+          window: bool = False) -> tuple[str, pa.Table]:
+    """(query, stream): half from overlap_queries over busy streams (where the selection
+    decides), half from the general CEP generator (every construct) with SKIP PAST LAST
+    ROW added. ``window`` adds a WITHIN where none was drawn (chunked streaming)."""
+    if draw(st.booleans()):
+        sql, table = draw(overlap_queries(strategy)), draw(busy_streams())
+    else:
+        sql = non_overlapping(draw(cep_queries(strategy)))
+        table = draw(cep_streams(unique_ts=draw(st.booleans()), with_nulls=True))
+    if partitioned is False:
+        sql = sql.replace("PARTITION BY part ", "")
+    elif partitioned and "PARTITION BY" not in sql:
+        sql = sql.replace("MATCH_RECOGNIZE ( ORDER BY",
+                          "MATCH_RECOGNIZE (PARTITION BY part ORDER BY", 1)
+    if window and "WITHIN" not in sql:   # the worker streams only with a window
+        within = draw(st.sampled_from(["WITHIN 4 ROWS", "WITHIN INTERVAL '3' SECOND"]))
+        sql = sql.replace(" DEFINE ", f" {within} DEFINE ", 1) if " DEFINE " in sql \
+            else sql[:-1] + f" {within})"
+    return sql, table
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_overlapping_candidates_match_reference(strategy):
-    @settings(max_examples=100, **SETTINGS)
+    @settings(max_examples=80, **SETTINGS)
     @given(sql=overlap_queries(strategy), table=busy_streams())
     def check(sql, table):
         assert_cep_matches(sql, table)
@@ -122,22 +134,21 @@ def test_overlapping_candidates_match_reference(strategy):
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_run_nfa_matches_reference(strategy):
-    @settings(max_examples=80, **SETTINGS)
-    @given(sql=past_queries(strategy), table=cep_streams())
-    def check(sql, table):
-        assert_cep_matches(sql, table)
+def test_every_strategy_matches_reference(strategy):
+    @settings(max_examples=60, **SETTINGS)
+    @given(case=cases(strategy))
+    def check(case):
+        assert_cep_matches(*case)
     check()
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_without_partition_by_matches_reference(strategy):
-    # one stream: matches of different tags/prices overlap in time without sharing rows
-    @settings(max_examples=60, **SETTINGS)
-    @given(sql=past_queries(strategy, partitioned=False),
-           table=cep_streams(unique_ts=False, with_nulls=True))
-    def check(sql, table):
-        assert_cep_matches(sql, table)
+    # one stream: matches of different tags overlap in time without sharing rows
+    @settings(max_examples=40, **SETTINGS)
+    @given(case=cases(strategy, partitioned=False))
+    def check(case):
+        assert_cep_matches(*case)
     check()
 
 
@@ -145,12 +156,12 @@ def test_without_partition_by_matches_reference(strategy):
 def test_planned_evaluator_matches_reference(algorithm):
     seen = {"planned": 0}
 
-    @settings(max_examples=60, **SETTINGS)
-    @given(sql=past_queries(ANY), table=cep_streams())
-    def check(sql, table):
+    @settings(max_examples=40, **SETTINGS)
+    @given(case=cases(ANY))
+    def check(case):
         cep_worker_module.LAST_STATS.clear()
         with cepsql.planner_options(algorithm=algorithm):
-            assert_cep_matches(sql, table)
+            assert_cep_matches(*case)
         seen["planned"] += int(cep_worker_module.LAST_STATS.get("planned", 0))
     check()
     assert seen["planned"] > 0
@@ -159,16 +170,13 @@ def test_planned_evaluator_matches_reference(algorithm):
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_tiny_chunks_match_reference(monkeypatch, rows, strategy):
+    """The last selected row carries across chunks (rebased with the state)."""
     _chunked(monkeypatch, rows)
 
-    @settings(max_examples=60, **FIXTURE_SETTINGS)
-    @given(sql=past_queries(strategy), table=cep_streams(), window=st.sampled_from(
-        ["WITHIN 4 ROWS", "WITHIN INTERVAL '3' SECOND"]))
-    def check(sql, table, window):
-        if "WITHIN" not in sql:   # the worker streams only with a window
-            sql = sql.replace(" DEFINE ", f" {window} DEFINE ", 1) if " DEFINE " in sql \
-                else sql[:-1] + f" {window})"
-        assert_cep_matches(sql, table)
+    @settings(max_examples=40, **FIXTURE_SETTINGS)
+    @given(case=cases(strategy, window=True))
+    def check(case):
+        assert_cep_matches(*case)
     check()
 
 
@@ -176,11 +184,11 @@ def test_tiny_chunks_match_reference(monkeypatch, rows, strategy):
 def test_planned_tiny_chunks_match_reference(monkeypatch, algorithm):
     _chunked(monkeypatch, 2)
 
-    @settings(max_examples=60, **FIXTURE_SETTINGS)
-    @given(sql=past_queries(ANY), table=cep_streams())
-    def check(sql, table):
+    @settings(max_examples=40, **FIXTURE_SETTINGS)
+    @given(case=cases(ANY, window=True))
+    def check(case):
         with cepsql.planner_options(algorithm=algorithm):
-            assert_cep_matches(sql, table)
+            assert_cep_matches(*case)
     check()
 
 
@@ -188,21 +196,23 @@ def test_strict_contiguity_with_partition_by_matches_reference(monkeypatch):
     # the oracle selects over the whole input, the evaluators per partition
     _chunked(monkeypatch, 3)
 
-    @settings(max_examples=80, **FIXTURE_SETTINGS)
-    @given(sql=past_queries("STRICT_CONTIGUITY", partitioned=True),
-           table=cep_streams(unique_ts=False, with_nulls=True))
-    def check(sql, table):
-        assert_cep_matches(sql, table)
+    @settings(max_examples=60, **FIXTURE_SETTINGS)
+    @given(case=cases("STRICT_CONTIGUITY", partitioned=True))
+    def check(case):
+        assert_cep_matches(*case)
     check()
 
 
 @st.composite
 def _stream_and_query(draw):
+    """A case with unique ts (the invariants below compare ts as positions)."""
     strategy = draw(st.sampled_from(STRATEGIES))
-    return draw(past_queries(strategy)), draw(cep_streams())
+    if draw(st.booleans()):
+        return draw(overlap_queries(strategy)), draw(busy_streams())
+    return non_overlapping(draw(cep_queries(strategy))), draw(cep_streams())
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(case=_stream_and_query())
 def test_output_is_the_greedy_non_overlapping_subset(case):
     """The oracle's own invariants, per partition (also under STRICT_CONTIGUITY, whose
@@ -231,5 +241,5 @@ def _summary(sql: str) -> str:
     (ts is unique, so ts order is position order)."""
     import re
     key = "" if "PARTITION BY part" in sql else "0 AS k, "
-    return re.sub(r"MEASURES .*? (ONE|ALL) ROWS? PER MATCH",
+    return re.sub(r"MEASURES .*? (ONE|ALL) ROWS? PER MATCH( WITH UNMATCHED ROWS)?",
                   f"MEASURES {key}FIRST(ts) AS f, LAST(ts) AS l ONE ROW PER MATCH", sql)
