@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CepRuntimeError
+from ..exprs.arrow_eval import spark_compare
 from .conditions import STR, ConditionCode, aggregate_lane
 
 CHUNK_ROWS = 1 << 16
@@ -129,7 +130,7 @@ class MatchWorker:
             else:
                 col = pa.concat_arrays([col.slice(0, 1), col])
             prev, cur = col.slice(0, n), col.slice(1)
-            differs = pc.fill_null(pc.not_equal(prev, cur), False)
+            differs = pc.fill_null(spark_compare("<>", prev, cur), False)  # NaN = NaN
             null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
             change[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
         return np.flatnonzero(change[1:]).astype(np.int64)
