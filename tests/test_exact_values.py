@@ -86,80 +86,89 @@ OVERFLOWS = [
 ]
 
 
-def _rows() -> list[dict]:
-    return [{"id": k + 1, **{name: col[2][k] for name, col in COLUMNS.items()}}
-            for k in range(N)]
+def _rows(copies: int) -> list[tuple]:
+    return [(k, i + 1, *(col[2][i] for col in COLUMNS.values()))
+            for k in range(copies) for i in range(N)]
 
 
-def _arrow() -> pa.Table:
-    arrays = {"id": pa.array(range(1, N + 1), pa.int64())}
+def _arrow(copies: int) -> pa.Table:
+    arrays = {"k": pa.array([k for k in range(copies) for _ in range(N)], pa.int32()),
+              "id": pa.array(list(range(1, N + 1)) * copies, pa.int64())}
     for name, (_, arrow_type, values) in COLUMNS.items():
-        arrays[name] = pa.array(values, arrow_type)
+        arrays[name] = pa.array(values * copies, arrow_type)
     return pa.table(arrays)
+
+
+def _switch(conds: list[str]) -> str:
+    """One condition per partition k (so one query checks every case)."""
+    if len(conds) == 1:
+        return conds[0]
+    whens = " ".join(f"WHEN {k} THEN {c}" for k, c in enumerate(conds))
+    return f"CASE k {whens} END"
 
 
 @pytest.fixture(scope="module")
 def exact_view(spark):
-    schema = "id BIGINT, " + ", ".join(f"{n} {t}" for n, (t, _, _) in COLUMNS.items())
-    spark.createDataFrame([tuple(r.values()) for r in _rows()], schema) \
-        .createOrReplaceTempView("exact_rows")
+    schema = "k INT, id BIGINT, " + ", ".join(f"{n} {t}" for n, (t, _, _) in COLUMNS.items())
+    spark.createDataFrame(_rows(len(CASES)), schema).createOrReplaceTempView("exact_rows")
     return "exact_rows"
 
 
-def _query(cond: str, cep: bool) -> str:
-    strategy = "STRATEGY STRICT_CONTIGUITY " if cep else ""
-    return ("SELECT * FROM exact_rows MATCH_RECOGNIZE (ORDER BY id MEASURES B.id AS bid "
-            f"ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW {strategy}PATTERN (A B) "
-            f"DEFINE B AS {cond})")
+def _query(conds: list[str], cep: bool) -> str:
+    strategy = "STRATEGY PARTITION_CONTIGUITY " if cep else ""
+    return ("SELECT * FROM exact_rows MATCH_RECOGNIZE (PARTITION BY k ORDER BY id "
+            "MEASURES B.id AS bid ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+            f"{strategy}PATTERN (A B) DEFINE B AS {_switch(conds)})")
 
 
-def _oracle(spark, cond: str) -> list[int]:
-    return _oracles(spark, [cond])[0]
+def _oracle(spark, conds: list[str]) -> list[list[int]]:
+    """Spark's own answer: condition k over partition k, with LAG for A."""
+    lags = ", ".join(f"{n} AS c_{n}, LAG({n}) OVER (PARTITION BY k ORDER BY id) AS p_{n}"
+                     for n in COLUMNS)
+    rows = spark.sql(f"SELECT k, id FROM (SELECT k, id, {lags} FROM exact_rows) "
+                     f"WHERE id > 1 AND k < {len(conds)} AND ({_switch(conds)}) "
+                     "ORDER BY k, id").collect()
+    return _by_case([(r.k, r.id) for r in rows], len(conds))
 
 
-def _oracles(spark, conds: list[str]) -> list[list[int]]:
-    """Spark's own answer for every condition, in one query."""
-    lags = ", ".join(f"{n} AS c_{n}, LAG({n}) OVER (ORDER BY id) AS p_{n}" for n in COLUMNS)
-    flags = ", ".join(f"({c}) AS ok{k}" for k, c in enumerate(conds))
-    rows = spark.sql(f"SELECT id, {flags} FROM (SELECT id, {lags} FROM exact_rows) "
-                     "WHERE id > 1 ORDER BY id").collect()
-    return [[r.id for r in rows if r[f"ok{k}"]] for k in range(len(conds))]
+def _by_case(pairs, n: int) -> list[list[int]]:
+    out: list[list[int]] = [[] for _ in range(n)]
+    for k, i in pairs:
+        out[k].append(int(i))
+    return [sorted(ids) for ids in out]
 
 
-def _spark_ids(spark, cond: str, cep: bool) -> list[int]:
-    return sorted(r.bid for r in spark.cep.sql(_query(cond, cep)).collect())
+def _spark_ids(spark, conds: list[str], cep: bool) -> list[list[int]]:
+    rows = spark.cep.sql(_query(conds, cep)).collect()
+    return _by_case([(r.k, r.bid) for r in rows if r.k < len(conds)], len(conds))
 
 
-def _local_ids(cond: str, cep: bool) -> list[int]:
-    return sorted(int(v) for v in cepsql.match_recognize(_query(cond, cep),
-                                                         exact_rows=_arrow())["bid"])
+def _local_ids(conds: list[str], cep: bool) -> list[list[int]]:
+    out = cepsql.match_recognize(_query(conds, cep), exact_rows=_arrow(len(conds)))
+    return _by_case(zip(out["k"], out["bid"]), len(conds))
 
 
 @pytest.fixture(scope="module")
-def spark_answers(spark, exact_view):
-    """(Spark's answers, spark.cep.sql's answers per (case, mode)): every case and both
-    modes in one statement, so the suite pays for one Spark job per side."""
-    expected = _oracles(spark, [c for _, c in CASES])
-    parts = [f"SELECT {k} AS k, {int(cep)} AS cep, bid FROM ({_query(cond, cep)})"
-             for k, (cond, _) in enumerate(CASES) for cep in (False, True)]
-    got: dict[tuple[int, int], list[int]] = {}
-    for r in spark.cep.sql(" UNION ALL ".join(parts)).collect():
-        got.setdefault((r.k, r.cep), []).append(r.bid)
-    return expected, got
+def answers(spark, exact_view):
+    """Spark's answers, then (spark.cep.sql, cepsql.match_recognize) per mode."""
+    conds = [c for c, _ in CASES]
+    return (_oracle(spark, [c for _, c in CASES]),
+            {cep: (_spark_ids(spark, conds, cep), _local_ids(conds, cep))
+             for cep in (False, True)})
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[c for c, _ in CASES])
-def test_matches_spark_on_boundary_values(spark_answers, case):
-    expected, got = spark_answers
-    cond = CASES[case][0]
+def test_matches_spark_on_boundary_values(answers, case):
+    expected, got = answers
     for cep in (False, True):
-        assert sorted(got.get((case, int(cep)), [])) == expected[case], (cond, cep)
-        assert _local_ids(cond, cep) == expected[case], (cond, cep)
+        spark_ids, local_ids = got[cep]
+        assert spark_ids[case] == expected[case], (CASES[case][0], cep)
+        assert local_ids[case] == expected[case], (CASES[case][0], cep)
 
 
-def test_cases_cover_both_outcomes(spark_answers):
+def test_cases_cover_both_outcomes(answers):
     """The boundary rows make most conditions true somewhere and false somewhere."""
-    expected, _ = spark_answers
+    expected, _ = answers
     assert sum(0 < len(ids) < N - 1 for ids in expected) >= len(CASES) - 2
 
 
@@ -167,11 +176,11 @@ def test_cases_cover_both_outcomes(spark_answers):
 def test_overflow_is_null_without_ansi(spark, exact_view, cond, spark_cond):
     spark.conf.set("spark.sql.ansi.enabled", "false")
     try:
-        expected = _oracle(spark, spark_cond)
+        expected = _oracle(spark, [spark_cond])
+        assert _spark_ids(spark, [cond], False) == expected
         for cep in (False, True):
-            assert _spark_ids(spark, cond, cep) == expected
             with cepsql.planner_options(ansi=False):
-                assert _local_ids(cond, cep) == expected
+                assert _local_ids([cond], cep) == expected
     finally:
         spark.conf.unset("spark.sql.ansi.enabled")
 
@@ -181,12 +190,12 @@ def test_overflow_raises_under_ansi(spark, exact_view, cond, spark_cond):
     spark.conf.set("spark.sql.ansi.enabled", "true")
     try:
         with pytest.raises(Exception, match="OVERFLOW|OUT_OF_RANGE"):
-            _oracle(spark, spark_cond)
+            _oracle(spark, [spark_cond])
         with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
-            _spark_ids(spark, cond, False)
+            _spark_ids(spark, [cond], False)
         for cep in (False, True):
             with pytest.raises(CepRuntimeError, match="ARITHMETIC_OVERFLOW"):
-                _local_ids(cond, cep)
+                _local_ids([cond], cep)
     finally:
         spark.conf.unset("spark.sql.ansi.enabled")
 
