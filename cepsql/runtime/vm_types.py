@@ -10,7 +10,7 @@ the value Spark computes for the same expression.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 
 import pyarrow as pa
 
@@ -124,7 +124,7 @@ def decimal_literal(text: str) -> tuple[VmType, int]:
     d = Decimal(text)
     sign, digits, exponent = d.as_tuple()
     scale = max(-exponent, 0)
-    unscaled = int(d.scaleb(scale))
+    unscaled = int(d.scaleb(scale, context=Context(prec=100)))  # exact, not 28 digits
     precision = max(len(str(abs(unscaled))) if unscaled else 1, scale)
     if precision > MAX_PRECISION:
         raise CepUnsupportedError(f"decimal literal {text} exceeds precision 38")
