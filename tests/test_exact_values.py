@@ -209,3 +209,63 @@ def test_division_by_zero_follows_ansi():
         cepsql.match_recognize(sql, t=table)
     with cepsql.planner_options(ansi=False):  # NULL OR TRUE
         assert list(cepsql.match_recognize(sql, t=table)["bid"]) == [2]
+
+
+AGGREGATES = "SUM({c}.price) AS sp, AVG({c}.price) AS ap, SUM({c}.wide) AS sw, " \
+             "AVG({c}.wide) AS aw, SUM({c}.i) AS si, AVG({c}.i) AS ai, MIN({c}.x) AS mnx, " \
+             "MAX({c}.x) AS mxx, MAX({c}.ts_ns) AS mxn, COUNT({c}.price) AS cp"
+
+
+def test_measure_aggregates_have_sparks_values_and_types(spark, exact_view):
+    """Matcher-computed SUM/AVG/MIN/MAX/COUNT over one match of every row equal Spark's
+    GROUP BY aggregates over the same rows, with the same result types (without ANSI:
+    avg(wide) overflows its DECIMAL(38, 14) result and is NULL on both sides)."""
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        _compare_aggregates(spark)
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+
+
+def _compare_aggregates(spark) -> None:
+    plain = spark.sql(f"SELECT {AGGREGATES.format(c='exact_rows')} FROM exact_rows "
+                      "WHERE k = 0")
+    sql = ("SELECT * FROM exact_rows MATCH_RECOGNIZE (PARTITION BY k ORDER BY id "
+           f"MEASURES {AGGREGATES.format(c='A')} ONE ROW PER MATCH PATTERN (A+) "
+           "DEFINE A AS A.id > 0)")
+    matched = spark.cep.sql(f"SELECT sp, ap, sw, aw, si, ai, mnx, mxx, mxn, cp FROM ({sql}) "
+                            "WHERE k = 0")
+    assert [f.dataType for f in matched.schema] == [f.dataType for f in plain.schema]
+    expected = _normalize(plain.collect()[0])
+    assert _normalize(matched.collect()[0]) == expected
+    with cepsql.planner_options(ansi=False):
+        local = cepsql.match_recognize(sql, exact_rows=_arrow(1))
+    assert _normalize(tuple(local[c][0] for c in ("sp", "ap", "sw", "aw", "si", "ai", "mnx",
+                                                   "mxx", "mxn", "cp"))) == expected
+
+
+def _normalize(row) -> tuple:
+    """NaN compares equal to itself; numpy scalars as Python values."""
+    out = []
+    for v in row:
+        v = v.item() if hasattr(v, "item") else v
+        out.append("NaN" if isinstance(v, float) and v != v else v)
+    return tuple(out)
+
+
+def test_define_aggregates_are_exact():
+    """sum() in DEFINE over DECIMAL(38,10) and BIGINT near 2^62: the running sums that
+    doubles would round decide the match."""
+    big = 2 ** 62
+    table = pa.table({
+        "id": pa.array(range(1, 6), pa.int64()),
+        "w": pa.array([Decimal("1234567890123456789012345678.0000000001")] * 5,
+                      pa.decimal128(38, 10)),
+        "n": pa.array([big, 1, 1, 1, 1], pa.int64())})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(A.*) AS c, "
+           "SUM(A.n) AS s ONE ROW PER MATCH PATTERN (A+) DEFINE A AS "
+           "sum(A.n) <= {n} AND sum(A.w) <= 4938271560493827156049382712.0000000004)")
+    got = cepsql.match_recognize(sql.format(n=big + 2), t=table)
+    assert list(got["c"]) == [3, 2] and list(got["s"]) == [big + 2, 2]
+    got = cepsql.match_recognize(sql.format(n=big + 3), t=table)  # the decimal sum decides
+    assert list(got["c"]) == [4, 1]
