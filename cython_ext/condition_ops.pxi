@@ -185,8 +185,8 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
     cdef double a, b, v
     cdef unsigned char na, nb
     if op >= X_CONST:
-        pc = _exact_op(op, code, pc, vs, ns, xl, &sp)
-    elif op >= C_ADD and op <= C_MOD:
+        return _exact_op(op, code, pc, vs, ns, xl, sp_io)
+    if op >= C_ADD and op <= C_MOD:
         sp -= 1
         a = vs[sp - 1]
         b = vs[sp]
@@ -214,7 +214,24 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
         pc += 1
     elif op >= C_EQ and op <= C_GE:
         sp -= 1
-        vs[sp - 1] = _cmp_result(op - C_EQ, _dcmp(vs[sp - 1], vs[sp]))
+        a = vs[sp - 1]
+        b = vs[sp]
+        if a == a and b == b:  # no NaN: IEEE order is Spark's order
+            if op == C_EQ:
+                v = a == b
+            elif op == C_NE:
+                v = a != b
+            elif op == C_LT:
+                v = a < b
+            elif op == C_LE:
+                v = a <= b
+            elif op == C_GT:
+                v = a > b
+            else:
+                v = a >= b
+        else:
+            v = _cmp_result(op - C_EQ, (a != a) - (b != b))
+        vs[sp - 1] = v
         ns[sp - 1] = ns[sp - 1] | ns[sp]
         pc += 1
     elif op == C_AND:
@@ -358,7 +375,13 @@ cdef inline int _exact_op(int op, const int* code, int pc, double* vs, unsigned 
     cdef x_i128* xs = xl.xs
     cdef x_i128 r
     cdef unsigned char na
-    if op == X_CONST:
+    if op == X_CMP:
+        sp -= 1
+        vs[sp - 1] = _cmp_result(code[pc + 1],
+                                 x_dec_cmp(xs[sp - 1], code[pc + 2], xs[sp], code[pc + 3]))
+        ns[sp - 1] = ns[sp - 1] | ns[sp]
+        pc += 4
+    elif op == X_CONST:
         xs[sp] = xl.consts[code[pc + 1]]
         ns[sp] = 0
         sp += 1
@@ -385,12 +408,6 @@ cdef inline int _exact_op(int op, const int* code, int pc, double* vs, unsigned 
             elif x_int_fit(-xs[sp - 1], code[pc + 1], not xl.ansi, &xs[sp - 1]) != XS_OK:
                 _lane_fail(xl, XS_OVERFLOW, &ns[sp - 1])
         pc += 2
-    elif op == X_CMP:
-        sp -= 1
-        vs[sp - 1] = _cmp_result(code[pc + 1],
-                                 x_dec_cmp(xs[sp - 1], code[pc + 2], xs[sp], code[pc + 3]))
-        ns[sp - 1] = ns[sp - 1] | ns[sp]
-        pc += 4
     elif op == X_TO_DOUBLE:
         vs[sp - 1] = x_to_double(xs[sp - 1], code[pc + 1])
         pc += 2
