@@ -37,6 +37,8 @@ cdef enum: C_JUMP = 40
 cdef enum: C_JUMP_IF_NOT_TRUE = 41
 cdef enum: C_JUMP_IF_NOT_NULL = 42
 cdef enum: C_POP = 43
+cdef enum: C_SHORT_AND = 44   # target: FALSE on top decides AND (kept), else go on
+cdef enum: C_SHORT_OR = 45    # target: TRUE on top decides OR (kept), else go on
 cdef enum: C_FUNC1 = 50
 cdef enum: C_FUNC2 = 51
 cdef enum: C_GREATEST = 52
@@ -289,6 +291,13 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
     elif op == C_POP:
         sp -= 1
         pc += 1
+    elif op == C_SHORT_AND or op == C_SHORT_OR:
+        # Spark evaluates the right side of AND/OR only when the left does not decide,
+        # so its errors (ANSI) are raised only then
+        if not ns[sp - 1] and ((vs[sp - 1] != 0.0) == (op == C_SHORT_OR)):
+            pc = code[pc + 1]
+        else:
+            pc += 2
     elif op == C_FUNC1:
         vs[sp - 1] = _func1(code[pc + 1], vs[sp - 1], &ns[sp - 1])
         pc += 2

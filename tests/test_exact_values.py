@@ -269,3 +269,37 @@ def test_define_aggregates_are_exact():
     assert list(got["c"]) == [3, 2] and list(got["s"]) == [big + 2, 2]
     got = cepsql.match_recognize(sql.format(n=big + 3), t=table)  # the decimal sum decides
     assert list(got["c"]) == [4, 1]
+
+
+TYPE_CASES = [("+", (18, 6), (5, 4)), ("-", (38, 10), (38, 10)), ("*", (18, 6), (18, 6)),
+              ("*", (38, 0), (38, 0)), ("/", (18, 6), (18, 6)), ("/", (29, 0), (1, 0)),
+              ("/", (38, 10), (10, 2)), ("%", (18, 6), (5, 4)), ("%", (38, 38), (3, 0)),
+              ("+", (38, 38), (38, 0)), ("*", (10, 9), (30, 25))]
+
+
+def test_decimal_result_types_are_sparks(spark):
+    """vm_types' DecimalPrecision rules give the type Spark's typeof() reports."""
+    from cepsql.runtime import vm_types as T
+    exprs = [f"typeof(CAST(1 AS DECIMAL{a}) {op} CAST(1 AS DECIMAL{b}))"
+             for op, a, b in TYPE_CASES]
+    got = list(spark.sql("SELECT " + ", ".join(exprs)).collect()[0])
+    ours = [str(T.arithmetic_type(op, T.decimal(*a), T.decimal(*b))) for op, a, b in TYPE_CASES]
+    assert ours == got
+    sums = spark.sql("SELECT typeof(sum(d)), typeof(avg(d)), typeof(sum(i)), typeof(avg(i)) "
+                     "FROM VALUES (CAST(1 AS DECIMAL(30,5)), 1) AS v(d, i)").collect()[0]
+    assert [str(T.sum_type(T.decimal(30, 5))), str(T.avg_type(T.decimal(30, 5))),
+            str(T.sum_type(T.INT)), str(T.avg_type(T.INT))] == list(sums)
+
+
+def test_and_or_skip_the_right_side_like_spark():
+    """Spark evaluates the right side of OR/AND only when the left does not decide, so a
+    division by zero there raises nothing even under ANSI."""
+    table = pa.table({"id": pa.array([1, 2, 3], pa.int64()),
+                      "p": pa.array([10, 12, 11], pa.int64())})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(A.*) AS n "
+           "PATTERN (A+) DEFINE A AS count(A.*) = 1 OR "
+           "A.p > (sum(A.p) - A.p) / (count(A.*) - 1))")
+    assert list(cepsql.match_recognize(sql, t=table)["n"]) == [2, 1]
+    sql_and = sql.replace("count(A.*) = 1 OR", "NOT (count(A.*) = 1) AND").replace(
+        "PATTERN (A+)", "PATTERN (B A*)").replace("DEFINE", "DEFINE B AS TRUE,")
+    assert list(cepsql.match_recognize(sql_and, t=table)["n"]) == [0, 0, 0]

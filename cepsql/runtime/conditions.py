@@ -33,6 +33,7 @@ C_ADD, C_SUB, C_MUL, C_DIV, C_MOD, C_NEG = 10, 11, 12, 13, 14, 15
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = 20, 21, 22, 23, 24, 25
 C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
 C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
+C_SHORT_AND, C_SHORT_OR = 44, 45
 C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST = 50, 51, 52, 53
 X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
 X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
@@ -351,9 +352,12 @@ def _literal(em: _Emitter, e: Literal) -> VmType:
 def _binary(em: _Emitter, e: BinaryOp) -> VmType:
     op = e.op.upper()
     if op in ("AND", "OR"):
-        for side in (e.left, e.right):
-            _expect(_compile(em, side), ("boolean", "null"), e, f"{op} needs boolean operands")
+        # short-circuit like Spark: the right side runs only when the left does not decide
+        _expect(_compile(em, e.left), ("boolean", "null"), e, f"{op} needs boolean operands")
+        jump = em.op(C_SHORT_AND if op == "AND" else C_SHORT_OR, 0)
+        _expect(_compile(em, e.right), ("boolean", "null"), e, f"{op} needs boolean operands")
         em.op(C_AND if op == "AND" else C_OR, delta=-1)
+        em.code[jump + 1] = len(em.code)
         return T.BOOLEAN
     if op in _COMPARE:
         return _compare(em, op, e)

@@ -286,9 +286,9 @@ def raise_vm_error(code: int) -> None:
     """An ANSI-mode runtime error of the condition VM (spark.sql.ansi.enabled=true)."""
     if code == 1:
         raise CepRuntimeError(
-            "[ARITHMETIC_OVERFLOW] arithmetic overflow in a DEFINE condition (a DECIMAL result "
-            "exceeds its precision or an integer its width); set spark.sql.ansi.enabled=false "
-            "to get NULL instead")
+            "[ARITHMETIC_OVERFLOW] arithmetic overflow in a DEFINE condition or an aggregate "
+            "over pattern variables (a DECIMAL result exceeds its precision or an integer its "
+            "width); set spark.sql.ansi.enabled=false to get NULL instead")
     if code == 2:
         raise CepRuntimeError(
             "[DIVIDE_BY_ZERO] division by zero in a DEFINE condition; set "
@@ -300,6 +300,8 @@ def exact_lane(col: pa.Array, out: np.ndarray) -> None:
     unscaled (Arrow's decimal128 buffer is that layout already), integers sign-extended,
     timestamps and durations in microseconds, dates in days. NULL rows stay 0."""
     t = col.type
+    if pa.types.is_decimal(t) and t.bit_width != 128:
+        col, t = col.cast(pa.decimal128(t.precision, t.scale)), pa.decimal128(t.precision, t.scale)
     if pa.types.is_decimal(t):
         buf = col.buffers()[1]
         raw = np.frombuffer(buf, dtype=np.int64).reshape(-1, 2)[col.offset:col.offset + len(col)]
