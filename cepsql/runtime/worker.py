@@ -230,7 +230,8 @@ class MatchWorker:
         k = len(code.columns)
         values = np.zeros((k, n), dtype=np.float64)
         nulls = np.zeros((k, n), dtype=np.uint8)
-        exact = np.zeros((k, n, 2), dtype=np.int64)
+        any_exact = any(t.exact for t in code.column_types)
+        exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
         consts = code.consts.copy()
         strings = [name for name, kind in zip(code.columns, code.column_kinds) if kind == STR]
         dictionary = _sorted_dictionary(table, strings, [s for _, s in code.string_consts])
