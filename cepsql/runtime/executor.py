@@ -150,6 +150,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
+            closure_depth=program.closure_depth,
             output_schema=pa.schema(fields))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
