@@ -12,9 +12,10 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
-                                   ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
-                                   Literal, MatchNumber, Navigation, UnaryOp)
+from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Aggregate, Between, BinaryOp,
+                                   Case, Cast, Classifier, ColumnRef, Expr, FunctionCall,
+                                   InList, IsNull, Like, Literal, MatchNumber, Navigation,
+                                   UnaryOp)
 from ..errors import CepAnalysisError, CepUnsupportedError
 from .pattern_parser import canonical_name
 
@@ -92,10 +93,22 @@ class ToAlgebra:
 
     # --- leaves -----------------------------------------------------------------------
     def _column(self, node: exp.Column) -> Expr:
-        if node.args.get("db") is not None or node.args.get("catalog") is not None:
-            raise CepUnsupportedError(
-                f"nested field access is not supported: {node.sql(dialect='spark')}",
-                pos=self.pos(node))
+        if node.args.get("db") is not None:
+            # var.column.field[.field]: the first part names the pattern variable
+            parts = [node.args.get(k) for k in ("catalog", "db", "table")] + [node.this]
+            parts = [p for p in parts if p is not None]
+            if any(not isinstance(p, exp.Identifier) for p in parts):
+                raise CepUnsupportedError(
+                    f"unsupported column reference {node.sql(dialect='spark')}",
+                    pos=self.pos(node))
+            var, column = parts[0], parts[1]
+            pos = self.pos(var)
+            result: Expr = ColumnRef(canonical_name(var.name, bool(var.quoted)), column.name,
+                                     pos)
+            for part in parts[2:]:
+                result = FunctionCall(FIELD_ACCESS, (result, Literal(part.name, "string")),
+                                      pos)
+            return result
         if isinstance(node.this, exp.Star):
             raise CepAnalysisError(f"{node.sql(dialect='spark')} is only allowed in count()",
                                    pos=self.pos(node))
@@ -108,8 +121,19 @@ class ToAlgebra:
         left, right = node.this, node.expression
         if isinstance(left, exp.Literal) and left.is_string and isinstance(right, exp.Identifier):
             return ColumnRef(left.this, right.name, self.pos(node))
+        if isinstance(right, exp.Identifier):  # a struct field of a subscript: A.arr[0].f
+            return FunctionCall(FIELD_ACCESS, (self.convert(left),
+                                               Literal(right.name, "string")), self.pos(node))
         raise CepUnsupportedError(
             f"nested field access is not supported: {node.sql(dialect='spark')}", pos=self.pos(node))
+
+    def _bracket(self, node: exp.Bracket) -> Expr:
+        """``A.arr[0]`` (0-based, like Spark) / ``A.m['k']``; the planner resolves which."""
+        if len(node.expressions) != 1 or node.args.get("safe") or node.args.get("offset"):
+            raise CepUnsupportedError(
+                f"unsupported subscript {node.sql(dialect='spark')}", pos=self.pos(node))
+        return FunctionCall(SUBSCRIPT, (self.convert(node.this),
+                                        self.convert(node.expressions[0])), self.pos(node))
 
     def _star(self, node: exp.Star) -> Expr:
         raise CepAnalysisError("* is only allowed in count(*)", pos=self.pos(node))

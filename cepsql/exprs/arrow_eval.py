@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..algebra.expressions import (Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
 from ..errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 
@@ -533,7 +533,62 @@ def _datepart(kernel: Callable) -> Callable:
     return lambda x: pc.cast(kernel(x), pa.int32())
 
 
+def _struct_field(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """``x.f``: the field of a struct (NULL where the struct is NULL)."""
+    base, name = args[0], str(args[1].as_py())
+    if isinstance(base, pa.Scalar):
+        value = base[name] if base.is_valid else None
+        return pa.scalar(None if value is None else value.as_py(), base.type.field(name).type)
+    if isinstance(base, pa.ChunkedArray):
+        base = base.combine_chunks()
+    child = base.field(name)
+    return child if base.null_count == 0 else pc.if_else(pc.is_null(base), None, child)
+
+
+def _array_element(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """``arr[i]``, 0-based; NULL for a NULL array or index and out of range (Spark's get)."""
+    _arity(e, args, 2)
+    n = _length_of(args)
+    arr = _as_array(args[0], n)
+    index = pc.cast(_as_array(args[1], n), pa.int64())
+    lengths = pc.cast(pc.list_value_length(arr), pa.int64())
+    inside = pc.and_(pc.greater_equal(index, 0), pc.less(index, lengths))
+    starts = pc.cast(arr.offsets[:-1], pa.int64())  # into arr.values, slices included
+    target = pc.if_else(inside, pc.add(starts, index), None)
+    return pc.take(arr.values, target)
+
+
+def _map_value(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """``m[k]``: the value of key k, NULL when absent (Spark's try_element_at on a map)."""
+    _arity(e, args, 2)
+    base, key = args
+    if isinstance(key, pa.Scalar) and not isinstance(base, pa.Scalar):
+        if not key.is_valid:
+            return pa.nulls(len(base), base.type.item_type)
+        key = pc.cast(key, base.type.key_type)
+        return pc.map_lookup(base, key, "first")
+    n = _length_of(args)
+    out = []
+    for entries, k in zip(_as_array(base, n).to_pylist(), _as_array(key, n).to_pylist()):
+        out.append(None if entries is None or k is None else
+                   next((v for ek, v in entries if ek == k), None))
+    return pa.array(out, base.type.item_type)
+
+
+def _length_of(args: list) -> int:
+    return next((len(a) for a in args if not isinstance(a, pa.Scalar)), 1)
+
+
+def _as_array(v: Value, n: int) -> pa.Array:
+    if isinstance(v, pa.Scalar):
+        return pa.repeat(v, n)
+    return v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+
+
 _FUNCTIONS: dict[str, Callable] = {
+    FIELD_ACCESS: _struct_field,
+    ARRAY_ELEMENT: _array_element,
+    MAP_VALUE: _map_value,
     "abs": _unary(pc.abs_checked),
     "round": _round,
     "floor": _floor_ceil(pc.floor),

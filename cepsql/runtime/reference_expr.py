@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
+from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, SUBSCRIPT,
+                                   Aggregate, Between, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
                                    Literal, MatchNumber, Navigation, RowRef, RowValue,
                                    UnaryOp, walk)
@@ -409,6 +410,24 @@ _STRICT_FUNCTIONS = {
 }
 
 
+def _nested(name: str, base: object, key: object) -> object:
+    """Struct field / 0-based array element / map value; NULL when absent (Python rows:
+    structs are dicts, arrays lists, maps lists of (key, value) pairs)."""
+    if base is None or key is None:
+        return None
+    if name == FIELD_ACCESS:
+        return base.get(key) if key in base else next(
+            (v for k, v in base.items() if k.lower() == str(key).lower()), None)
+    if isinstance(base, dict):  # a map given as a dict
+        return base.get(key)
+    is_map = name == MAP_VALUE or (name == SUBSCRIPT and bool(base) and
+                                   all(isinstance(x, tuple) and len(x) == 2 for x in base))
+    if is_map:
+        return next((v for k, v in base if k == key), None)
+    index = int(key)
+    return base[index] if 0 <= index < len(base) else None
+
+
 def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
     name = expr.name.lower()
     args = [evaluate(a, ctx, at) for a in expr.args]
@@ -423,6 +442,8 @@ def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
             else args[0]
     if name == "if":
         return args[1] if args[0] is True else args[2]
+    if name in (FIELD_ACCESS, SUBSCRIPT, ARRAY_ELEMENT, MAP_VALUE):
+        return _nested(name, *args)
     fn = _STRICT_FUNCTIONS.get(name)
     if fn is None:
         raise ReferenceUnsupported(f"reference evaluator has no function {name}")
