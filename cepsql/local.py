@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .dialect.statements import clause_output_names
 from .errors import CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow
 from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
@@ -89,7 +90,11 @@ class _LocalStatement:
         table = self.source(site, scope)
         plan = self.planner(site.spec, table.schema, self.stmt,
                             statistics=partial(_table_statistics, table=table))
-        return execute_plan(table, plan)
+        out = execute_plan(table, plan)
+        try:
+            return out.rename_columns(clause_output_names(site, out.column_names))
+        except CepError as err:
+            raise err.with_sql(self.stmt) from None
 
     def source(self, site, scope: Scope) -> pa.Table:
         if site.source_is_query:

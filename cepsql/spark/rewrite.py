@@ -8,6 +8,7 @@ from typing import Callable, Mapping
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 
+from ..dialect.statements import clause_output_names
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
 from .execute import arrow_schema, run_plan
 from .slicing import slice_plan
@@ -68,6 +69,9 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             out = run_plan(df, plan)
             if sliced is not None:
                 out = sliced.finish(out)
+            names = clause_output_names(site, out.columns)
+            if names != out.columns:
+                out = out.toDF(*names)
         except CepError as e:
             raise e.with_sql(full) from None
         except AnalysisException as e:
