@@ -54,6 +54,18 @@ def sql_pos(node: exp.Expr, base: int = 0) -> int | None:
     return best
 
 
+def _year_to_month(text: str, pos: int | None) -> int:
+    """``'[-]y-m'`` of ``INTERVAL '1-2' YEAR TO MONTH`` as a signed count of months."""
+    body = text.strip()
+    sign = -1 if body.startswith("-") else 1
+    years, _, months = body.lstrip("+-").partition("-")
+    if not (years.isdigit() and months.isdigit()) or int(months) > 11:
+        raise CepAnalysisError(
+            f"invalid YEAR TO MONTH interval {text!r}: expected 'y-m' with m from 0 to 11",
+            pos=pos)
+    return sign * (int(years) * 12 + int(months))
+
+
 class ToAlgebra:
     """Converts one clause's sqlglot expressions; ``base`` = offset of the tokenized text."""
 
@@ -160,8 +172,24 @@ class ToAlgebra:
             raise CepUnsupportedError(
                 f"unsupported interval {node.sql(dialect='spark')}: write INTERVAL '<n>' <unit>",
                 pos=pos)
+        if isinstance(unit, exp.IntervalSpan):
+            span = f"{unit.this.name.upper()} TO {unit.expression.name.upper()}"
+            if span != "YEAR TO MONTH":
+                raise CepUnsupportedError(
+                    f"INTERVAL ... {span} is not supported; use YEAR TO MONTH or one unit",
+                    pos=pos)
+            return Literal(_year_to_month(str(amount.this), pos), "month_interval", pos)
         unit_text = unit.name.upper()
-        if unit_text.rstrip("S") in ("YEAR", "MONTH", "WEEK"):
+        if unit_text.rstrip("S") in ("YEAR", "MONTH"):
+            try:
+                count = int(str(amount.this).strip())
+            except ValueError:
+                raise CepAnalysisError(
+                    f"invalid {unit_text} interval amount {amount.this!r}: a whole number",
+                    pos=pos) from None
+            factor = 12 if unit_text.rstrip("S") == "YEAR" else 1
+            return Literal(count * factor, "month_interval", pos)
+        if unit_text.rstrip("S") == "WEEK":
             raise CepUnsupportedError(
                 f"{unit_text} intervals are not supported; use DAY, HOUR, MINUTE, SECOND, "
                 "MILLISECOND or MICROSECOND", pos=pos)

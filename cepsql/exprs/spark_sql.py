@@ -137,6 +137,8 @@ def _literal(lit: Literal) -> str:
         return quote_string(str(v))
     if t in ("date", "timestamp"):
         return f"{t.upper()} {quote_string(str(v))}"
+    if t == "month_interval":  # a year-month interval as a count of months
+        return f"INTERVAL '{int(v)}' MONTH"
     if t == "interval":  # microseconds, as a day-time interval in seconds
         seconds = Decimal(int(v)).scaleb(-6)
         return f"INTERVAL '{seconds:f}' SECOND"

@@ -6,6 +6,7 @@ written for obviousness, not speed; the compiled evaluators are checked against 
 """
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 import math
 import re
@@ -91,7 +92,25 @@ def _literal(expr: Literal, ctx: EvalContext, at: int | None) -> object:
         return _dt.datetime.fromisoformat(expr.value)
     if expr.type == "interval":
         return _dt.timedelta(microseconds=int(expr.value))
+    if expr.type == "month_interval":
+        return MonthInterval(int(expr.value))
     return expr.value
+
+
+@dataclass(frozen=True)
+class MonthInterval:
+    """A year-month interval: calendar months, not a fixed length."""
+    months: int
+
+
+def _plus_months(value: object, months: int) -> object:
+    """date/datetime moved by calendar months, the day clamped to the month's last day."""
+    if not isinstance(value, _dt.date):
+        raise ReferenceUnsupported("year-month interval added to a non-temporal value")
+    index = value.year * 12 + value.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return value.replace(year=year, month=month + 1, day=min(value.day, last))
 
 
 def _column(expr: ColumnRef, ctx: EvalContext, at: int | None) -> object:
@@ -164,6 +183,10 @@ _COMPARISONS = {"=": lambda c: c == 0, "<>": lambda c: c != 0, "!=": lambda c: c
 
 
 def _arith(op: str, a: object, b: object) -> object:
+    if isinstance(b, MonthInterval) and op in ("+", "-"):
+        return _plus_months(a, b.months if op == "+" else -b.months)
+    if isinstance(a, MonthInterval) and op == "+":
+        return _plus_months(b, a.months)
     a, b = _coerce(a, b)
     if op == "+":
         return a + b
