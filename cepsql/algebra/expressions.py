@@ -194,6 +194,15 @@ class AggregateValue(Expr):
     pos: int | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class ScalarSubquery(Expr):
+    """An uncorrelated scalar subquery ``(SELECT ...)``, as Spark SQL text. Backends
+    evaluate it once per statement and replace it by a typed constant before planning
+    (``cepsql.runtime.subqueries``)."""
+    sql: str
+    pos: int | None = field(default=None, compare=False)
+
+
 def children(expr: Expr) -> tuple[Expr, ...]:
     """Direct sub-expressions, in evaluation order."""
     if isinstance(expr, Navigation):

@@ -15,7 +15,7 @@ from sqlglot import exp
 from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Aggregate, Between, BinaryOp,
                                    Case, Cast, Classifier, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, MatchNumber, Navigation,
-                                   UnaryOp)
+                                   ScalarSubquery, UnaryOp)
 from ..errors import CepAnalysisError, CepUnsupportedError
 from .pattern_parser import canonical_name
 
@@ -308,8 +308,14 @@ class ToAlgebra:
                                pos=self.pos(node))
 
     def _subquery(self, node: exp.Expr) -> Expr:
-        raise CepUnsupportedError("subqueries are not allowed in MATCH_RECOGNIZE",
-                                  pos=self.pos(node))
+        """``(SELECT ...)``: an uncorrelated scalar subquery (a constant per statement);
+        EXISTS and set subqueries stay unsupported."""
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Query) \
+                and not node.args.get("alias"):
+            from .dialect import CepSpark
+            return ScalarSubquery(node.this.sql(dialect=CepSpark), self.pos(node))
+        raise CepUnsupportedError("only scalar subqueries (SELECT ...) are allowed in "
+                                  "MATCH_RECOGNIZE", pos=self.pos(node))
 
     _exists = _select = _subquery
 

@@ -26,6 +26,7 @@ from .decompose import DerivedColumns, localize, normalize_define_ref
 from .explain import explain_clause
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .nested import resolve_nested
+from .subqueries import reject_unbound_subqueries
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .planner_options import PlannerOptions, current_options
 from .program import compile_pattern
@@ -52,6 +53,7 @@ def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "",
 
 def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
           statistics) -> QueryPlan:
+    reject_unbound_subqueries(spec)
     if spec.strategy is not None:
         from .cep_plan import plan_cep
         return plan_cep(spec, schema, options=options, statistics=statistics)

@@ -363,7 +363,7 @@ def _cast_value(v: object, to: str) -> object:
             if isinstance(v, _dt.datetime):
                 return v.date()
             return v if isinstance(v, _dt.date) else _dt.date.fromisoformat(str(v).strip()[:10])
-        if t == "timestamp":
+        if t in ("timestamp", "timestamp_ntz"):
             if isinstance(v, _dt.datetime):
                 return v
             if isinstance(v, _dt.date):
