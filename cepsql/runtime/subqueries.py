@@ -22,6 +22,8 @@ Evaluator = Callable[[ScalarSubquery], tuple[list[str | None], str]]
 
 
 def has_subqueries(spec: MatchRecognizeSpec) -> bool:
+    if not isinstance(spec, MatchRecognizeSpec):  # a planner's own clause form
+        return False
     return any(isinstance(n, ScalarSubquery) for e in _expressions(spec) for n in _walk(e))
 
 
