@@ -104,3 +104,59 @@ def test_nested_access_through_spark(spark):
     for sql, expected in CASES:
         got = spark.cep.sql(sql.replace("FROM t ", "FROM nested_t ")).orderBy("a").collect()
         assert [tuple(r) for r in got] == expected, sql
+
+
+# --- property: nested access against the reference on generated streams --------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+try:
+    from .test_property_sql import SETTINGS
+except ImportError:
+    from test_property_sql import SETTINGS
+
+NESTED_DEFINES = ["{v}.s.f > PREV({v}.s.f)", "{v}.arr[{i}] >= {v}.s.f", "{v}.m['k'] IS NULL",
+                  "{v}.m['k'] < {v}.arr[0] + 3", "{v}.s.f = LAST({o}.s.f, 1)",
+                  "coalesce({v}.arr[{i}], -1) < NEXT({v}.m['j'])"]
+NESTED_MEASURES = ["LAST({v}.s.f)", "FIRST({v}.arr[{i}])", "{v}.m['j']", "PREV({v}.s.f, 2)",
+                   "LAST({v}.arr[1]) - FIRST({v}.m['k'])"]
+
+
+@st.composite
+def nested_streams(draw):
+    n = draw(st.integers(0, 12))
+    small = st.one_of(st.none(), st.integers(0, 5))
+    rows = {"id": list(range(n)),
+            "s": draw(st.lists(st.one_of(st.none(), st.builds(lambda f: {"f": f, "Name": "x"},
+                                                                small)), min_size=n, max_size=n)),
+            "m": draw(st.lists(st.one_of(st.none(), st.lists(st.tuples(
+                st.sampled_from(["k", "j"]), small), max_size=2, unique_by=lambda kv: kv[0])),
+                min_size=n, max_size=n)),
+            "arr": draw(st.lists(st.one_of(st.none(), st.lists(small, max_size=3)),
+                                 min_size=n, max_size=n))}
+    return pa.table(rows, schema=SCHEMA)
+
+
+@st.composite
+def nested_queries(draw):
+    pattern = draw(st.sampled_from(["A B+", "A+ B", "A B? C", "(A | B)+", "A B*? C"]))
+    variables = sorted(set(pattern) & set("ABC"))
+    defines = []
+    for v in variables:
+        if draw(st.booleans()):
+            o = draw(st.sampled_from(variables))
+            defines.append(f"{v} AS " + draw(st.sampled_from(NESTED_DEFINES)).format(
+                v=v, o=o, i=draw(st.integers(0, 2))))
+    measures = [draw(st.sampled_from(NESTED_MEASURES)).format(
+        v=draw(st.sampled_from(variables)), i=draw(st.integers(0, 2))) + f" AS x{k}"
+        for k in range(2)]
+    define = f" DEFINE {', '.join(defines)}" if defines else ""
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.id AS a, "
+            f"{', '.join(measures)} AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}){define})")
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(sql=nested_queries(), table=nested_streams())
+def test_nested_access_matches_reference_on_generated_streams(sql, table):
+    assert_engine_matches(sql, table)

@@ -443,7 +443,9 @@ def _nested(name: str, base: object, key: object) -> object:
             (v for k, v in base.items() if k.lower() == str(key).lower()), None)
     if isinstance(base, dict):  # a map given as a dict
         return base.get(key)
-    is_map = name == MAP_VALUE or (name == SUBSCRIPT and bool(base) and
+    if not base:
+        return None
+    is_map = name == MAP_VALUE or (name == SUBSCRIPT and
                                    all(isinstance(x, tuple) and len(x) == 2 for x in base))
     if is_map:
         return next((v for k, v in base if k == key), None)
