@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import cepsql
+from cepsql.runtime.reference_cep import evaluate_reference_cep
 from cepsql.algebra.expressions import Literal
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import add_months
@@ -18,9 +19,9 @@ from cepsql.exprs.spark_sql import to_spark_sql
 from _sqlhelp import loc, run
 
 try:
-    from .test_property_sql import assert_engine_matches
+    from .test_property_sql import assert_engine_matches, row_multiset, spec_of
 except ImportError:
-    from test_property_sql import assert_engine_matches
+    from test_property_sql import assert_engine_matches, row_multiset, spec_of
 
 T = pa.table({
     "id": [1, 2, 3, 4, 5],
@@ -101,3 +102,19 @@ def test_month_arithmetic_through_spark(spark):
                           ).createOrReplaceTempView("months_t")
     got = spark.cep.sql(WITHIN_A_MONTH.replace("FROM t ", "FROM months_t ")).collect()
     assert [tuple(r) for r in got] == run(WITHIN_A_MONTH, t=T)[1]
+
+
+def test_month_arithmetic_in_cep_mode_matches_reference():
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.id AS a, B.id AS b "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(A, B)) "
+           "DEFINE B AS B.ts <= A.ts + INTERVAL '1' MONTH)")
+    assert sorted(run(sql, t=T)[1]) == [(1, 2)]
+    assert_cep_reference(sql, T)
+
+
+def assert_cep_reference(sql: str, table: pa.Table) -> None:
+    """CEP mode: the engine's rows equal the CEP reference evaluator's."""
+    names, rows = evaluate_reference_cep(spec_of(sql), table)
+    got = cepsql.match_recognize(sql, t=table)
+    assert list(got.columns) == names
+    assert row_multiset(got.itertuples(index=False, name=None)) == row_multiset(rows)

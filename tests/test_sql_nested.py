@@ -8,15 +8,16 @@ import pyarrow as pa
 import pytest
 
 import cepsql
+from cepsql.runtime.reference_cep import evaluate_reference_cep
 from cepsql.errors import CepAnalysisError
 from _sqlhelp import loc, run
 
 from cepsql.runtime.reference import evaluate_reference
 
 try:
-    from .test_property_sql import assert_engine_matches, spec_of
+    from .test_property_sql import assert_engine_matches, row_multiset, spec_of
 except ImportError:
-    from test_property_sql import assert_engine_matches, spec_of
+    from test_property_sql import assert_engine_matches, row_multiset, spec_of
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),
@@ -118,7 +119,8 @@ except ImportError:
 
 NESTED_DEFINES = ["{v}.s.f > PREV({v}.s.f)", "{v}.arr[{i}] >= {v}.s.f", "{v}.m['k'] IS NULL",
                   "{v}.m['k'] < {v}.arr[0] + 3", "{v}.s.f = LAST({o}.s.f, 1)",
-                  "coalesce({v}.arr[{i}], -1) < NEXT({v}.m['j'])"]
+                  "coalesce({v}.arr[{i}], -1) < NEXT({v}.m['j'])", "{v}.m['k'] > {o}.m['j']",
+                  "{v}.arr[{i}] <> FIRST({o}.arr[0])"]
 NESTED_MEASURES = ["LAST({v}.s.f)", "FIRST({v}.arr[{i}])", "{v}.m['j']", "PREV({v}.s.f, 2)",
                    "LAST({v}.arr[1]) - FIRST({v}.m['k'])"]
 
@@ -160,3 +162,19 @@ def nested_queries(draw):
 @given(sql=nested_queries(), table=nested_streams())
 def test_nested_access_matches_reference_on_generated_streams(sql, table):
     assert_engine_matches(sql, table)
+
+
+def test_nested_access_in_cep_mode_matches_reference():
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.id AS a, B.id AS b, "
+           "B.arr[0] AS b0 STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(A, B)) "
+           "DEFINE B AS B.s.f > A.s.f AND B.m['k'] > A.m['k'])")
+    assert sorted(run(sql, t=NESTED)[1]) == [(1, 2, 5)]
+    assert_cep_reference(sql, NESTED)
+
+
+def assert_cep_reference(sql: str, table: pa.Table) -> None:
+    """CEP mode: the engine's rows equal the CEP reference evaluator's."""
+    names, rows = evaluate_reference_cep(spec_of(sql), table)
+    got = cepsql.match_recognize(sql, t=table)
+    assert list(got.columns) == names
+    assert row_multiset(got.itertuples(index=False, name=None)) == row_multiset(rows)
