@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .dialect.statements import clause_output_names
-from .runtime.subqueries import arrow_constant, bind_subqueries
 from .errors import CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow
 from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
+from .runtime.subqueries import arrow_constant, bind_subqueries
 from .runtime.plan import QueryPlan, SortColumn
 from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 

@@ -21,7 +21,6 @@ of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE item
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from itertools import permutations
 
 import numpy as np

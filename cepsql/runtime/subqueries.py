@@ -9,8 +9,13 @@ timestamps, bigints). Zero rows give NULL; more than one row is an error, as in 
 """
 from __future__ import annotations
 
+import datetime as dt
+import math
 from dataclasses import replace
+from decimal import Decimal
 from typing import Callable
+
+import pyarrow as pa
 
 from ..algebra.expressions import Cast, Expr, Literal, ScalarSubquery, children
 from ..algebra.rowrefs import rebuild
@@ -77,9 +82,8 @@ def _walk(e: Expr):
         yield from _walk(k)
 
 
-def arrow_constant(table) -> tuple[list[str | None], str]:
+def arrow_constant(table: pa.Table) -> tuple[list[str | None], str]:
     """A one-column Arrow result as (Spark text of each value, Spark type name)."""
-    import pyarrow as pa
     if table.num_columns != 1:
         raise CepUnsupportedError(
             f"a scalar subquery must return one column, not {table.num_columns}")
@@ -87,8 +91,8 @@ def arrow_constant(table) -> tuple[list[str | None], str]:
     return [_text(v) for v in column.to_pylist()], spark_type_name(column.type)
 
 
-def spark_type_name(t) -> str:
-    import pyarrow as pa
+def spark_type_name(t: pa.DataType) -> str:
+    """Spark's name of an Arrow scalar type (the CAST target of a subquery's value)."""
     names = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int",
              pa.int64(): "bigint", pa.float32(): "float", pa.float64(): "double",
              pa.string(): "string", pa.large_string(): "string", pa.bool_(): "boolean",
@@ -104,10 +108,8 @@ def spark_type_name(t) -> str:
     raise CepUnsupportedError(f"a scalar subquery of type {t} is not supported")
 
 
-def _text(v) -> str | None:
-    import datetime as dt
-    import math
-    from decimal import Decimal
+def _text(v: object) -> str | None:
+    """A value as Spark's CAST(... AS STRING) writes it (read back exactly by CAST)."""
     if v is None:
         return None
     if isinstance(v, bool):
