@@ -97,3 +97,12 @@ def test_scalar_subqueries_through_spark(spark):
     bad = sql.replace("SELECT max(v) FROM subq_t", "SELECT v FROM subq_t")
     with pytest.raises(CepRuntimeError, match="more than one row"):
         spark.cep.sql(bad).collect()
+
+
+def test_scalar_subquery_in_a_table_function_body_is_unsupported(spark):
+    spark.createDataFrame(T.to_pandas(), schema="id long, v long, price decimal(5,2)"
+                          ).createOrReplaceTempView("subq_tf")
+    sql = ("SELECT * FROM cep_match(TABLE(subq_tf) ORDER BY id, 'MEASURES A.id AS a "
+           "PATTERN (A) DEFINE A AS A.v > (SELECT 1)')")
+    with pytest.raises(CepUnsupportedError, match="scalar subqueries"):
+        spark.cep.sql(sql).collect()
