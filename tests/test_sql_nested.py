@@ -178,3 +178,14 @@ def assert_cep_reference(sql: str, table: pa.Table) -> None:
     got = cepsql.match_recognize(sql, t=table)
     assert list(got.columns) == names
     assert row_multiset(got.itertuples(index=False, name=None)) == row_multiset(rows)
+
+
+def test_unqualified_struct_field_and_subscripts_in_keys():
+    table = pa.table({"id": [3, 1, 2], "s": [{"f": 3}, {"f": 1}, {"f": 2}],
+                      "arr": [[1], [1], [2]]})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY arr[0] ORDER BY (s).f "
+           "MEASURES A.id AS a, (A.s).f AS f ONE ROW PER MATCH PATTERN (A) DEFINE A AS (s).f > 1)")
+    cols, rows = run(sql, t=table)
+    assert sorted(rows) == [(1, 3, 3), (2, 2, 2)]
+    with pytest.raises(CepAnalysisError, match=r"written \(s\)\.f"):
+        cepsql.match_recognize(sql.replace("ORDER BY (s).f", "ORDER BY s.f"), t=table)
