@@ -97,7 +97,16 @@ def _permute_query(k: int, body: str, measure: str) -> str:
 def wide_permute_queries(draw):
     k = draw(st.integers(8, 10))
     names = [f"X{i}" for i in range(k)]
-    body = "PERMUTE(" + ", ".join(names) + ")"
+    items = list(names)
+    shape = draw(st.sampled_from(["vars", "pair", "repeat", "anchor"]))
+    j = draw(st.integers(0, k - 1))
+    if shape == "pair":  # fixed sequences stay single-path items
+        items[j] = f"{names[j]} {names[(j + 1) % k]}"
+    elif shape == "repeat":
+        items[j] = f"{names[j]}{{2}}"
+    elif shape == "anchor":
+        items[j] = f"^ {names[j]}"
+    body = "PERMUTE(" + ", ".join(items) + ")"
     body = draw(st.sampled_from([body, f"{body}+", f"X0 {body}", f"{body} X1?",
                                  f"({body} | X2)"]))
     measure = draw(st.sampled_from([
