@@ -48,6 +48,7 @@ class WorkerConfig:
     window_kind: int = 0  # WITHIN: 0 none, 1 rows, 2 time
     window_size: float = 0  # rows, or microseconds
     window_column: str | None = None  # the first ORDER BY key, for time windows
+    closure_depth: int = 0  # scratch depth for epsilon paths (program.Program.closure_depth)
 
 
 class MatchWorker:
@@ -110,6 +111,7 @@ class MatchWorker:
                           c.measure_aggregates, c.code.row_local, c.skip_mode,
                           c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
         matcher.set_window(c.window_kind, float(c.window_size))
+        matcher.set_closure_depth(c.closure_depth)
         matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
                           measure_lanes(c.code, c.aggregate_columns))
         return matcher
