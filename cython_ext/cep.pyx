@@ -145,8 +145,12 @@ cdef class CepMatcher:
     cdef int* comps            # seq, label, min, max(-1)
     cdef int* seq_start        # n_seq + 1
     cdef int n_seq
-    cdef int* negs             # seq, label, kind(0 seq, 1 and), a, b, c
+    cdef int* negs             # seq, NOT program, a, b, c, d (see _neg_ok)
     cdef int n_negs
+    cdef int* nt_sub           # NOT program -> its first sequence (n_programs + 1)
+    cdef int* nt_seq           # NOT sequence -> its first component (n + 1)
+    cdef int* nt_comp          # NOT component: label, min, max (-1 unbounded)
+    cdef unsigned char* nt_early   # conjunct: may be checked when its NOT row is placed
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
     cdef int* leaves
@@ -324,6 +328,10 @@ cdef class CepMatcher:
         self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
         self.tpos = NULL
         self.tlab = NULL
+        self.nt_sub = NULL
+        self.nt_seq = NULL
+        self.nt_comp = NULL
+        self.nt_early = NULL
         self.cap_path = 0
         self.ppos = NULL
         self.plab = NULL
@@ -379,6 +387,7 @@ cdef class CepMatcher:
             free(bufs[i].data)
         free(self.used); free(self.covered)
         free(self.comp_proceed)
+        free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
         self._plan_free()
 
     # ------------------------------------------------------------------ windows
@@ -871,68 +880,178 @@ cdef class CepMatcher:
         self.matches_found += 1
         return 0
 
+    def set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
+                         cnp.ndarray comps, cnp.ndarray early):
+        """What each NOT negates (cep_plan._not_programs): per program its linear
+        sequences of (label, min, max) components, searched with any-match semantics
+        (R6a); early[c]: conjunct c reads no other variable of its NOT, so it can prune
+        the search as soon as its row is placed."""
+        free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
+        self.nt_sub = <int*> self._copy(np.ascontiguousarray(sub_start, dtype=np.int32))
+        self.nt_seq = <int*> self._copy(np.ascontiguousarray(seq_start, dtype=np.int32))
+        self.nt_comp = <int*> self._copy(np.ascontiguousarray(comps, dtype=np.int32))
+        self.nt_early = <unsigned char*> self._copy(np.ascontiguousarray(early, dtype=np.uint8))
+
     cdef int _neg_ok(self, int q, i64* pos, i64* lab, i64 m, i64 from_row) noexcept nogil:
-        """R6: no row outside the match in the NOT's region satisfies its DEFINE.
+        """R6: no match of the NOT's program on rows outside the match in its region
+        (after the last row of components [a, b), before the first row of components
+        [c, d); a side without such a row is open, bounded by the window).
         0: violated; 1: holds; 2: holds on the rows seen so far (an open trailing region
-        that later rows may still enter). Rows below from_row were checked before."""
+        that later rows may still enter). Rows below from_row were checked before (a
+        single-row NOT only: a composite one may combine old and new rows)."""
         cdef int seq = self.negs[q * 6]
-        cdef int nlab = self.negs[q * 6 + 1]
-        cdef int kind = self.negs[q * 6 + 2]
-        cdef int a = self.negs[q * 6 + 3], b = self.negs[q * 6 + 4], cc = self.negs[q * 6 + 5]
-        cdef i64 lo = -1, hi = -1, i, r, k, ins, lo_r, hi_r
-        cdef int comp, c
+        cdef int sub = self.negs[q * 6 + 1]
+        cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
+        cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
+        cdef int nlab, first_comp
+        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r
+        cdef int comp, c, rc
         cdef bint has_lo = False, has_hi = False, ok
         cdef i64* tp = self.tpos   # scratch for the trial match
         cdef i64* tl = self.tlab
         for i in range(m):
             comp = self.comp_of[seq * self.n_labels + lab[i]]
-            if kind == 0:
-                if comp >= a and comp < b:
-                    lo = pos[i]
-                    has_lo = True
-                elif comp >= b and comp < cc and not has_hi:
-                    hi = pos[i]
-                    has_hi = True
-            else:
-                if comp >= a and comp < cc:
-                    if not has_lo:
-                        lo = pos[i] - 1
-                        has_lo = True
-                    hi = pos[i] + 1
-                    has_hi = True
+            if comp >= a and comp < b:
+                lo = pos[i]
+                has_lo = True
+            elif comp >= cc and comp < d and not has_hi:
+                hi = pos[i]
+                has_hi = True
         lo_r = lo + 1 if has_lo else self.ps
         hi_r = hi if has_hi else self.pproc
-        if lo_r < from_row:
-            lo_r = from_row
-        k = 0
+        first_comp = self.nt_seq[self.nt_sub[sub]]
+        if self.nt_sub[sub + 1] - self.nt_sub[sub] != 1 or \
+                self.nt_seq[self.nt_sub[sub] + 1] - first_comp != 1 or \
+                self.nt_comp[first_comp * 3 + 1] != 1 or self.nt_comp[first_comp * 3 + 2] != 1:
+            rc = self._neg_program(sub, pos, lab, m, lo_r, hi_r, has_lo and has_hi)
+            if rc != 1:
+                return rc
+        else:
+            nlab = self.nt_comp[first_comp * 3]
+            if lo_r < from_row:
+                lo_r = from_row
+            k = 0
+            for r in range(lo_r, hi_r):
+                while k < m and pos[k] < r:
+                    k += 1
+                if k < m and pos[k] == r:
+                    continue
+                if not (has_lo and has_hi):
+                    if not self._fits(pos[0] if pos[0] < r else r,
+                                      pos[m - 1] if pos[m - 1] > r else r):
+                        continue
+                # trial = match + (r, NOT label)
+                for i in range(k):
+                    tp[i] = pos[i]
+                    tl[i] = lab[i]
+                tp[k] = r
+                tl[k] = nlab
+                for i in range(k, m):
+                    tp[i + 1] = pos[i]
+                    tl[i + 1] = lab[i]
+                ok = True
+                for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                    c = self.lab_conj[i]
+                    if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
+                        ok = False
+                        break
+                if ok:
+                    return 0
+        if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
+            return 2
+        return 1
+
+    cdef int _neg_program(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
+                          bint closed_region) noexcept nogil:
+        """R6a: 0 when some sequence of NOT program sub matches (any-match) on the
+        region's rows outside the match, 1 when none does, -1 out of memory."""
+        cdef i64 n = hi_r - lo_r if hi_r > lo_r else 0
+        cdef i64 nreg = 0, r, k = 0
+        cdef int s, rc = 0
+        cdef i64* reg = <i64*> malloc((n + 1) * sizeof(i64))
+        cdef i64* tp = <i64*> malloc((m + n + 1) * sizeof(i64))
+        cdef i64* tl = <i64*> malloc((m + n + 1) * sizeof(i64))
+        cdef i64* placed = <i64*> malloc((n + 1) * 2 * sizeof(i64))
+        if reg == NULL or tp == NULL or tl == NULL or placed == NULL:
+            free(reg); free(tp); free(tl); free(placed)
+            self.oom = 1
+            return -1
         for r in range(lo_r, hi_r):
             while k < m and pos[k] < r:
                 k += 1
             if k < m and pos[k] == r:
                 continue
-            if not (has_lo and has_hi):
-                if not self._fits(pos[0] if pos[0] < r else r, pos[m - 1] if pos[m - 1] > r else r):
-                    continue
-            # trial = match + (r, NOT label)
-            for i in range(k):
-                tp[i] = pos[i]
-                tl[i] = lab[i]
-            tp[k] = r
-            tl[k] = nlab
-            for i in range(k, m):
-                tp[i + 1] = pos[i]
-                tl[i + 1] = lab[i]
+            if not closed_region and not self._fits(pos[0] if pos[0] < r else r,
+                                                    pos[m - 1] if pos[m - 1] > r else r):
+                continue
+            reg[nreg] = r
+            nreg += 1
+        memcpy(tp, pos, m * sizeof(i64))
+        memcpy(tl, lab, m * sizeof(i64))
+        for s in range(self.nt_sub[sub], self.nt_sub[sub + 1]):
+            rc = self._nt_search(s, self.nt_seq[s], 0, 0, reg, nreg, tp, tl, m, placed, 0)
+            if rc != 0:
+                break
+        free(reg); free(tp); free(tl); free(placed)
+        if rc < 0:
+            return -1
+        return 0 if rc == 1 else 1
+
+    cdef int _nt_search(self, int s, int j, i64 cnt, i64 x0, i64* reg, i64 nreg, i64* tp,
+                        i64* tl, i64 tm, i64* placed, i64 k) noexcept nogil:
+        """Depth-first: component j of NOT sequence s has taken cnt rows; the next row
+        comes from reg[x0:]. tp/tl: the trial match (sorted), placed: the k NOT rows
+        (row, label) in order. 1 when a complete NOT match holds, else 0."""
+        cdef int end = self.nt_seq[s + 1]
+        cdef int label, mn, mx, rc, i, c
+        cdef i64 x, r, at, w
+        cdef bint ok
+        if j == end:
+            if k == 0:
+                return 0
+            for w in range(k):   # R2 on the complete trial: every NOT row's DEFINE
+                label = <int> placed[2 * w + 1]
+                for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
+                    c = self.lab_conj[i]
+                    if not self.nt_early[c] and \
+                            not self._eval(c, label, NULL, tp, tl, tm, placed[2 * w]):
+                        return 0
+            return 1
+        label = self.nt_comp[j * 3]
+        mn = self.nt_comp[j * 3 + 1]
+        mx = self.nt_comp[j * 3 + 2]
+        if cnt >= mn:
+            rc = self._nt_search(s, j + 1, 0, x0, reg, nreg, tp, tl, tm, placed, k)
+            if rc != 0:
+                return rc
+        if mx >= 0 and cnt >= mx:
+            return 0
+        for x in range(x0, nreg):
+            r = reg[x]
+            at = tm
+            while at > 0 and tp[at - 1] > r:
+                at -= 1
+            memmove(tp + at + 1, tp + at, (tm - at) * sizeof(i64))
+            memmove(tl + at + 1, tl + at, (tm - at) * sizeof(i64))
+            tp[at] = r
+            tl[at] = label
+            placed[2 * k] = r
+            placed[2 * k + 1] = label
             ok = True
-            for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+            for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
                 c = self.lab_conj[i]
-                if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
+                if self.nt_early[c] and not self._eval(c, label, NULL, tp, tl, tm + 1, r):
                     ok = False
                     break
+            rc = 0
             if ok:
-                return 0
-        if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
-            return 2
-        return 1
+                rc = self._nt_search(s, j, cnt + 1, x + 1, reg, nreg, tp, tl, tm + 1,
+                                     placed, k + 1)
+            memmove(tp + at, tp + at + 1, (tm - at) * sizeof(i64))
+            memmove(tl + at, tl + at + 1, (tm - at) * sizeof(i64))
+            if rc != 0:
+                return rc
+        return 0
 
     # ------------------------------------------------------------------ planned evaluation
     # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/runtime/cep_planner.py): per OR-free

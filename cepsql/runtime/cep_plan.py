@@ -4,8 +4,9 @@ Supported shapes: the pattern expands into a union of *linear sequences* of comp
 (a variable, or V* / V+ / V{n,m} / KL(V, ...) of one variable) -- SEQ / regex
 concatenation, top-level or nested OR (union of branches), AND (permutations of its
 items; under SKIP_TILL_ANY_MATCH only AND of single variables, where permutations are
-exactly the interleavings) and NOT(var) items of SEQ or AND (rule R6). In every
-sequence each positive variable occurs once and no NOT variable is also positive.
+exactly the interleavings) and NOT(p) items of SEQ or AND (rules R6, R6a), p itself
+such a union (a NOT *program*, searched with any-match semantics). In every sequence
+each positive variable occurs once and no NOT variable is also positive.
 Everything else raises CepUnsupportedError naming the construct.
 
 DEFINE follows rule R2: each top-level AND conjunct is compiled separately with the
@@ -47,13 +48,16 @@ BREAK_COLUMN = "__cep_gbreak"
 @dataclass
 class _Seq:
     comps: list            # (label, min, max or -1)
-    negs: list             # (label, kind 0 seq / 1 and, a, b, c) comp indices
+    # NOT checks: (negated node, a, b, c, d, pending): the region lies after the last row
+    # of components [a, b) and before the first row of components [c, d) (R6); pending:
+    # an AND's NOT whose region the enclosing SEQ still has to fix
+    negs: list
     ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
     pos: int | None = None
 
 
 def _shift(negs, k):
-    return [(lab, kind, a + k, b + k, c + k) for lab, kind, a, b, c in negs]
+    return [(node, a + k, b + k, c + k, d + k, p) for node, a, b, c, d, p in negs]
 
 
 def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
@@ -68,6 +72,13 @@ def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
         if len(out) > MAX_SEQUENCES:
             raise CepUnsupportedError("CEP pattern expands into too many alternatives")
     return out
+
+
+def settle_open_negations(seqs: list) -> None:
+    """AND NOTs no SEQ encloses: both sides open (window-bounded, R6)."""
+    for s in seqs:
+        s.negs = [(node, b, b, c, c, False) if p else (node, a, b, c, d, p)
+                  for node, a, b, c, d, p in s.negs]
 
 
 def expand(node, strategy: str) -> list[_Seq]:
@@ -92,26 +103,29 @@ def expand(node, strategy: str) -> list[_Seq]:
         return out
     if isinstance(node, Concat):
         parts: list[list[_Seq]] = []
-        neg_at: list[tuple[str, int]] = []   # (label, index of the next part)
+        neg_at: list[tuple[object, int]] = []   # (negated node, index of the next part)
         for item in node.items:
             if isinstance(item, Negation):
-                if not isinstance(item.child, Var):
-                    raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable "
-                                              "only", pos=getattr(item, "pos", None))
-                neg_at.append((item.child.name, len(parts)))
+                neg_at.append((item.child, len(parts)))
                 continue
             parts.append(expand(item, strategy))
         out = []
         for combo in product(*parts):
-            comps, negs, starts, ids = [], [], [], []
-            for s in combo:
+            comps, negs, starts, ids, owner = [], [], [], [], []
+            for k, s in enumerate(combo):
                 starts.append(len(comps))
                 negs += _shift(s.negs, len(comps))
+                owner += [k] * len(s.negs)
                 comps += s.comps
                 ids += s.ids
             starts.append(len(comps))
-            for label, at in neg_at:
-                negs.append((label, 0, 0, starts[at], len(comps)))
+            n = len(comps)
+            # an item's pending AND NOTs: the item's slot in this SEQ (R6)
+            negs = [(child, 0, starts[k], starts[k + 1], n, False) if p else
+                    (child, a, b, c, d, p)
+                    for k, (child, a, b, c, d, p) in zip(owner, negs)]
+            for child, at in neg_at:
+                negs.append((child, 0, starts[at], starts[at], n, False))
             out.append(_Seq(comps, negs, ids))
             if len(out) > MAX_SEQUENCES:
                 raise CepUnsupportedError("CEP pattern expands into too many alternatives")
@@ -119,10 +133,6 @@ def expand(node, strategy: str) -> list[_Seq]:
     if isinstance(node, Permute):
         positives = [i for i in node.items if not isinstance(i, Negation)]
         negated = [i.child for i in node.items if isinstance(i, Negation)]
-        for child in negated:
-            if not isinstance(child, Var):
-                raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable only",
-                                          pos=getattr(child, "pos", None))
         if strategy == "SKIP_TILL_ANY_MATCH" and not all(isinstance(i, Var) for i in positives):
             raise CepUnsupportedError(
                 "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
@@ -130,7 +140,11 @@ def expand(node, strategy: str) -> list[_Seq]:
         out = []
         for k, order in enumerate(permutations(positives)):
             for s in _concat([expand(i, strategy) for i in order]):
-                s.negs += [(c.name, 1, 0, 0, len(s.comps)) for c in negated]
+                n = len(s.comps)
+                # pending NOTs of nested ANDs share this AND's slot (R6)
+                s.negs = [(c, a, 0, n, d, True) if p else (c, a, b, cc, d, p)
+                          for c, a, b, cc, d, p in s.negs]
+                s.negs += [(c, 0, 0, n, n, True) for c in negated]
                 s.ids = [("and", id(node), k) + x for x in s.ids]   # own states per order
                 out.append(s)
             if len(out) > MAX_SEQUENCES:
@@ -146,6 +160,58 @@ def expand(node, strategy: str) -> list[_Seq]:
                                   "evaluator", pos=getattr(node, "pos", None))
     raise CepUnsupportedError(f"{type(node).__name__} is not supported by the CEP evaluator",
                               pos=getattr(node, "pos", None))
+
+
+def negated_variables(node) -> set[str]:
+    """The variables a NOT's pattern names."""
+    if isinstance(node, Var):
+        return {node.name}
+    out: set[str] = set()
+    for child in list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]:
+        if child is not None:
+            out |= negated_variables(child)
+    return out
+
+
+def _not_programs(seqs: list, labels: list[str]) -> tuple[dict, list[list]]:
+    """Each distinct negated node -> its index, and per index the linear sequences of
+    (label index, min, max) the evaluator searches (any-match, R6a)."""
+    index: dict = {}
+    programs: list[list] = []
+    for s in seqs:
+        for child, *_ in s.negs:
+            if child in index:
+                continue
+            expanded = [x for x in expand(child, PLANNED_STRATEGY) if x.comps]
+            if any(x.negs for x in expanded):
+                raise CepAnalysisError("NOT(...) cannot be nested inside NOT(...)",
+                                       pos=getattr(child, "pos", None))
+            index[child] = len(programs)
+            programs.append([[(labels.index(n), lo, hi) for n, lo, hi in x.comps]
+                             for x in expanded])
+    return index, programs
+
+
+def _pack_not_programs(programs: list[list], conj_label, conj_mask, conj_late,
+                       labels: list[str]) -> dict:
+    """Arrays of set_not_programs: programs -> sequences -> components, and per conjunct
+    whether it reads no other variable of a NOT it belongs to (checked on placement)."""
+    sub_start, seq_start, comps = [0], [0], []
+    others: dict[int, int] = {}
+    for prog in programs:
+        members = {lab for seq in prog for lab, _, _ in seq}
+        for lab in members:
+            others[lab] = others.get(lab, 0) | sum(1 << x for x in members if x != lab)
+        for seq in prog:
+            comps += [list(c) for c in seq]
+            seq_start.append(len(comps))
+        sub_start.append(len(seq_start) - 1)
+    early = [int(lab in others and not late and not (int(mask) & others[lab]))
+             for lab, mask, late in zip(conj_label, conj_mask, conj_late)]
+    return dict(not_sub_start=np.asarray(sub_start, dtype=np.int32),
+                not_seq_start=np.asarray(seq_start, dtype=np.int32),
+                not_comps=np.asarray(comps, dtype=np.int32).reshape(-1, 3),
+                not_early=np.asarray(early, dtype=np.uint8))
 
 
 def _conjuncts(expr: Expr) -> list[Expr]:
@@ -183,6 +249,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         seqs = [_Seq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
     else:
         seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
+        settle_open_negations(seqs)
     labels = list(spec.variables)
     if len(labels) > 63:
         raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
@@ -192,7 +259,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             raise CepUnsupportedError(
                 "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
                 "each variable once per sequence (rename the second occurrence)")
-        if any(n[0] in names for n in s.negs):
+        if any(negated_variables(n[0]) & set(names) for n in s.negs):
             raise CepUnsupportedError("a variable is used both in NOT(...) and positively")
     sets = LabelSets(labels, dict(spec.subsets))
     known = set(labels) | set(spec.subsets)
@@ -273,13 +340,15 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                                       "CEP mode", pos=agg.pos)
     prepare += [(name, expr) for expr, name in derived.columns.items()]
 
+    program_of, programs = _not_programs(seqs, labels)
     comps, seq_start, negs = [], [0], []
     for k, s in enumerate(seqs):
         base = len(comps)
         comps += [[k, labels.index(n), lo, hi] for n, lo, hi in s.comps]
-        negs += [[k, labels.index(n), kind, base + a, base + b, base + c]
-                 for n, kind, a, b, c in s.negs]
+        negs += [[k, program_of[child], base + a, base + b, base + c, base + d]
+                 for child, a, b, c, d, _ in s.negs]
         seq_start.append(len(comps))
+    not_arrays = _pack_not_programs(programs, conj_label, conj_mask, conj_late, labels)
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
     proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None
@@ -356,7 +425,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             comp_proceed=proceed,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
-            **tree_arrays)
+            **not_arrays, **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
     projection = ex._final_projection(*visible_partitions(spec, partition_cols), order_cols,
@@ -408,21 +477,30 @@ def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
     except CepUnsupportedError:
         return None
     for t in terms:
-        if any(n[0] in {c[0] for c in t.comps} for n in t.negs):
+        if any(negated_variables(n[0]) & {c[0] for c in t.comps} for n in t.negs):
             return None
     return terms or None
 
 
 def _flattened_negation(node, container) -> bool:
-    """Whether a SEQ (AND) with NOT items sits directly in another SEQ (AND): the DNF
-    flattens it, which would widen the NOT's region (R6 scopes it to its own SEQ/AND)."""
+    """Whether a SEQ holding a NOT (its own item, or an AND's NOT whose slot it fixes)
+    sits directly in another SEQ: the DNF flattens it, which would move the NOT's region
+    (R6 scopes it to its own SEQ). An AND in an AND shares its slot, so flattening it is
+    exact."""
     if isinstance(node, (Concat, Permute)):
-        if container is type(node) and any(isinstance(i, Negation) for i in node.items):
+        if container is Concat and isinstance(node, Concat) and _has_negation(node):
             return True
         container = type(node)
     return any(_flattened_negation(c, container) for c in
                list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
                if c is not None)
+
+
+def _has_negation(node) -> bool:
+    return isinstance(node, Negation) or any(
+        _has_negation(c) for c in
+        list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
+        if c is not None)
 
 
 def _nullable(node) -> bool:
@@ -540,8 +618,9 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> 
         term_lists = [[] for _ in masks]
         comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
         after = term.after_masks()
-        for q, ((label, kind, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
-            conjs = [c for c, lab in enumerate(conj_label) if labels[lab] == label]
+        for q, ((child, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
+            names = negated_variables(child)
+            conjs = [c for c, lab in enumerate(conj_label) if labels[lab] in names]
             if not left or any(conj_late[c] for c in conjs):
                 continue
             need = left | right
@@ -550,7 +629,7 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> 
             for k in _covering(masks, need):
                 if k == len(masks) - 1:
                     break   # the root checks every NOT anyway
-                if _region_settled(masks[k], kind, left, right, after, len(term.comps)):
+                if _region_settled(masks[k], left, right, after, len(term.comps)):
                     term_lists[k].append(q_base + q)
                     break
         lists += term_lists
@@ -559,21 +638,17 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> 
     return dict(plan_neg_start=starts, plan_neg=flat)
 
 
-def _region_settled(mask: int, kind: int, left: int, right: int, after: list[int],
-                    n: int) -> bool:
+def _region_settled(mask: int, left: int, right: int, after: list[int], n: int) -> bool:
     """Whether no component outside the instance (mask) can put a row inside the NOT's
-    region -- rows of the match are not NOT candidates, so before that the check could
-    reject an instance whose complete match passes."""
+    region (after the left components, before the right ones) -- rows of the match are
+    not NOT candidates, so before that the check could reject an instance whose
+    complete match passes."""
     bits = [i for i in range(n) if (left | right) >> i & 1]
     for x in range(n):
         if mask >> x & 1:
             continue
-        if kind == 0:
-            before = any(after[x] >> b & 1 for b in bits if left >> b & 1)
-            behind = any(after[b] >> x & 1 for b in bits if right >> b & 1)
-        else:
-            before = all(after[x] >> b & 1 for b in bits)
-            behind = all(after[b] >> x & 1 for b in bits)
+        before = any(after[x] >> b & 1 for b in bits if left >> b & 1)
+        behind = any(after[b] >> x & 1 for b in bits if right >> b & 1)
         if not (before or behind):
             return False
     return True
