@@ -1028,6 +1028,8 @@ cdef class CepMatcher:
             return 0
         for x in range(x0, nreg):
             r = reg[x]
+            if k > 0 and not self._fits(placed[0], r):
+                continue   # the NOT match itself fits the window (R6a)
             at = tm
             while at > 0 and tp[at - 1] > r:
                 at -= 1

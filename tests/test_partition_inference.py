@@ -99,6 +99,8 @@ def _define(draw, var: str, others: list[str], earlier: list[str], linked: bool,
 def _negated(tree) -> set[str]:
     if tree[0] == "not":
         return {tree[1]}
+    if tree[0] == "notp":
+        return set(variables(tree[1]))
     if tree[0] == "kl":
         return _negated(tree[1])
     if tree[0] in ("seq", "and", "or"):

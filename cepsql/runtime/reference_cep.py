@@ -79,8 +79,9 @@ CEP-mode semantics (reference_cep):
     items are match rows, never NOT rows. Under contiguity strategies SEQ neighbours (and
     an AND's rows) are adjacent, so only NOTs with an open side can fail.
  R6a NOT(p) of a composite p (SEQ/AND/OR/KL of variables): one region as in R6; p is
-    searched with SKIP_TILL_ANY_MATCH semantics (R4) over the region's rows, whatever the
-    clause's strategy, each NOT row's DEFINE evaluated on the match plus that p match
+    searched with SKIP_TILL_ANY_MATCH semantics (R4, its own rows within the WITHIN
+    window) over the region's rows, whatever the clause's strategy, each NOT row's
+    DEFINE evaluated on the match plus that p match
     (R2: p's own variables RUNNING, the match's variables FINAL). NOT inside NOT is a
     syntax error.
  R6b KL(p) of a composite p: n..m iterations, each a match of p (R4 inside it under
