@@ -63,7 +63,8 @@ def _tied_streams(draw, max_rows: int, unique_ts: bool, with_nulls: bool) -> pa.
 # | ('notp', tree): NOT of a composite pattern
 
 @st.composite
-def _tree(draw, names: list[str], depth: int, kleene_left: list[int]):
+def _tree(draw, names: list[str], depth: int, kleene_left: list[int],
+          composite_nots: bool = True):
     """A positive pattern over the variables popped from ``names``."""
     if depth == 0 or len(names) < 2 or draw(st.booleans()):
         name = names.pop(0)
@@ -83,12 +84,12 @@ def _tree(draw, names: list[str], depth: int, kleene_left: list[int]):
     for _ in range(k):
         if not names:
             break
-        items.append(draw(_tree(names, depth - 1, kleene_left)))
+        items.append(draw(_tree(names, depth - 1, kleene_left, composite_nots)))
     if len(items) == 1:
         return items[0]
     if op in ("seq", "and") and names and draw(st.integers(0, 2)) == 0:
         at = draw(st.integers(0, len(items)))
-        items.insert(at, draw(_negation(names)))
+        items.insert(at, draw(_negation(names)) if composite_nots else ("not", names.pop(0)))
     return (op, items)
 
 
