@@ -65,7 +65,8 @@ cdef enum: R_CNT = 2
 cdef enum: R_NODE = 3
 cdef enum: R_MASK = 4
 cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see set_guards)
-cdef enum: R_HDR = 6
+cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
+cdef enum: R_HDR = 7
 cdef u64 PEEK = (<u64> 1) << 63   # R_GUARD flag: the run peeks from a Kleene state
 
 
@@ -151,6 +152,12 @@ cdef class CepMatcher:
     cdef int* nt_seq           # NOT sequence -> its first component (n + 1)
     cdef int* nt_comp          # NOT component: label, min, max (-1 unbounded)
     cdef unsigned char* nt_early   # conjunct: may be checked when its NOT row is placed
+    cdef int* g_first          # comp -> first comp of its iteration group (KL(SEQ)) or -1
+    cdef int* g_last           # comp -> last comp of its group or -1
+    cdef int* g_min            # comp -> its group's min / max (-1) iterations
+    cdef int* g_max
+    cdef unsigned char* seq_recheck   # sequence with a group: re-check every conjunct (R2)
+    cdef unsigned char* take_skip     # conjunct not decided at take time (ANY in a group)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
     cdef int* leaves
@@ -195,7 +202,7 @@ cdef class CepMatcher:
     # buffer (arena)
     cdef Buf n_row, n_lab, n_a, n_b, n_first
     # runs
-    cdef Buf cur, nxt, fresh
+    cdef Buf cur, nxt, fresh, starts
     cdef i64* tmpst
     cdef i64* startst
     cdef i64* tpos
@@ -332,6 +339,12 @@ cdef class CepMatcher:
         self.nt_seq = NULL
         self.nt_comp = NULL
         self.nt_early = NULL
+        self.g_first = NULL
+        self.g_last = NULL
+        self.g_min = NULL
+        self.g_max = NULL
+        self.seq_recheck = NULL
+        self.take_skip = NULL
         self.cap_path = 0
         self.ppos = NULL
         self.plab = NULL
@@ -385,9 +398,12 @@ cdef class CepMatcher:
         bufs[15] = &self.stk
         for i in range(16):
             free(bufs[i].data)
+        free(self.starts.data)
         free(self.used); free(self.covered)
         free(self.comp_proceed)
         free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
+        free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
+        free(self.seq_recheck); free(self.take_skip)
         self._plan_free()
 
     # ------------------------------------------------------------------ windows
@@ -612,6 +628,8 @@ cdef class CepMatcher:
         cdef int i, c
         for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
             c = self.lab_conj[i]
+            if self.take_skip != NULL and self.take_skip[c]:
+                continue
             if (self.conj_mask[c] & ~bound) == 0:
                 if not self._eval(c, label, run + R_HDR, NULL, NULL, 0, r):
                     return False
@@ -706,18 +724,64 @@ cdef class CepMatcher:
             if self._push_run(&self.fresh, proto, comp, cnt, 0):
                 return -1
         if cnt >= self.comps[comp * 4 + 2]:
-            j = comp + 1
-            while True:
-                if j == end:
-                    if self._emit_paths(node, seq, r):
-                        return -1
-                    break
-                if self._push_run(&self.fresh, proto, j, 0, closure):
-                    return -1
-                if self.comps[j * 4 + 2] > 0:
-                    break
-                j += 1
+            if self.g_last != NULL and self.g_last[comp] == comp:
+                return self._cross(&self.fresh, proto, comp, proto[R_ITER], end, node, r,
+                                   closure)
+            return self._walk(&self.fresh, proto, comp + 1, proto[R_ITER], end, node, r,
+                              closure, False)
         return 0
+
+    cdef int _walk(self, Buf* L, i64* proto, int j, i64 it, int end, i64 node, i64 r,
+                   u64 closure, bint looped) noexcept nogil:
+        """The epsilon closure from just before component j (it: iterations completed
+        of the group j is in): a run waits at every component up to the first one that
+        must take a row; reaching the end emits (node >= 0). Entering a group from
+        outside starts its count; a group that may iterate zero times is also skipped;
+        passing a group's last component completes an iteration (_cross)."""
+        cdef int f
+        while True:
+            if j == end:
+                if node >= 0:
+                    return self._emit_paths(node, <int> proto[R_SEQ], r)
+                return 0
+            if self.g_first != NULL and self.g_first[j] == j and not looped:
+                it = 0
+                if self.g_min[j] == 0:
+                    if self._walk(L, proto, self.g_last[j] + 1, 0, end, node, r, closure,
+                                  False):
+                        return -1
+            looped = False
+            proto[R_ITER] = it
+            if self._push_run(L, proto, j, 0, closure):
+                return -1
+            if self.comps[j * 4 + 2] > 0:
+                return 0
+            if self.g_last != NULL and self.g_last[j] == j:
+                return self._cross(L, proto, j, it, end, node, r, closure)
+            j += 1
+
+    cdef int _cross(self, Buf* L, i64* proto, int last, i64 it, int end, i64 node, i64 r,
+                    u64 closure) noexcept nogil:
+        """A run passes the end of an iteration group: one more iteration done; loop
+        back to the group's first component and/or leave the group (R6b)."""
+        cdef i64 k = it + 1
+        cdef int mx = self.g_max[last]
+        if mx < 0 or k < mx:
+            if self._walk(L, proto, self.g_first[last], k, end, node, r, closure, True):
+                return -1
+        if k >= self.g_min[last]:
+            return self._walk(L, proto, last + 1, 0, end, node, r, closure, False)
+        return 0
+
+    cdef inline i64 _iter_class(self, i64* run) noexcept nogil:
+        """Iterations that decide a run's future: beyond an unbounded group's min all
+        counts are equivalent."""
+        cdef int comp = <int> run[R_COMP]
+        if self.g_first == NULL or self.g_first[comp] < 0:
+            return 0
+        if self.g_max[comp] < 0 and run[R_ITER] >= self.g_min[comp]:
+            return self.g_min[comp]
+        return run[R_ITER]
 
     cdef void _merge_fresh(self) noexcept nogil:
         """SASE+ 5.2.2: runs created at this row with equal key share one run."""
@@ -746,7 +810,7 @@ cdef class CepMatcher:
             mx = self.comps[comp * 4 + 3]
             cls_a = a[R_CNT] if (mx >= 0 or a[R_CNT] < mn) else mn
             hv = <u64> (a[R_SEQ] * 1000003 + comp * 7919 + cls_a * 31 + a[R_MASK]
-                        + a[R_GUARD] * 131)
+                        + a[R_GUARD] * 131 + self._iter_class(a) * 524287)
             for w in range(self.S):
                 hv = (hv ^ (<u64> a[R_HDR + w])) * (<u64> 1099511628211)
             slot = <i64> (hv & (<u64> (cap - 1)))
@@ -756,7 +820,8 @@ cdef class CepMatcher:
                 b = self.fresh.data + other * self.RW
                 cls_b = b[R_CNT] if (mx >= 0 or b[R_CNT] < mn) else mn
                 if b[R_SEQ] == a[R_SEQ] and b[R_COMP] == comp and cls_b == cls_a and \
-                        b[R_MASK] == a[R_MASK] and b[R_GUARD] == a[R_GUARD]:
+                        b[R_MASK] == a[R_MASK] and b[R_GUARD] == a[R_GUARD] and \
+                        self._iter_class(a) == self._iter_class(b):
                     same = 1
                     for w in range(self.S):
                         if a[R_HDR + w] != b[R_HDR + w]:
@@ -851,7 +916,8 @@ cdef class CepMatcher:
             bit = (<u64> 1) << label
             for k in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
                 c = self.lab_conj[k]
-                if (self.conj_mask[c] & ~(prefix | bit)) != 0:
+                if (self.conj_mask[c] & ~(prefix | bit)) != 0 or \
+                        (self.seq_recheck != NULL and self.seq_recheck[self.emit_seq]):
                     if not self._eval(c, label, NULL, pos, lab, m, pos[i]):
                         return 0
             prefix |= bit
@@ -879,6 +945,29 @@ cdef class CepMatcher:
         self.m_lab.n += m
         self.matches_found += 1
         return 0
+
+    def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip):
+        """Iteration groups of KL over a SEQ (cep_plan: per component first, last, min,
+        max of its group, or -1s): after the group's last component a run loops back to
+        its first or leaves (R6b). seq_recheck: sequences whose conjuncts are all
+        re-checked on the complete match; take_skip: conjuncts not decided at take time."""
+        cdef int n = groups.shape[0], i
+        cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
+        free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
+        free(self.seq_recheck); free(self.take_skip)
+        self.g_first = <int*> malloc((n + 1) * sizeof(int))
+        self.g_last = <int*> malloc((n + 1) * sizeof(int))
+        self.g_min = <int*> malloc((n + 1) * sizeof(int))
+        self.g_max = <int*> malloc((n + 1) * sizeof(int))
+        for i in range(n):
+            self.g_first[i] = g[i, 0]
+            self.g_last[i] = g[i, 1]
+            self.g_min[i] = g[i, 2]
+            self.g_max[i] = g[i, 3]
+        self.seq_recheck = <unsigned char*> self._copy(
+            np.ascontiguousarray(seq_recheck, dtype=np.uint8))
+        self.take_skip = <unsigned char*> self._copy(
+            np.ascontiguousarray(take_skip, dtype=np.uint8))
 
     def set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
                          cnp.ndarray comps, cnp.ndarray early):
@@ -1554,6 +1643,20 @@ cdef class CepMatcher:
             for seq in range(self.n_seq):
                 end = self.seq_start[seq + 1]
                 j = self.seq_start[seq]
+                if self.g_first != NULL:
+                    # the start states, through groups (R6b)
+                    memset(proto, 0, self.RW * sizeof(i64))
+                    proto[R_SEQ] = seq
+                    proto[R_NODE] = -1
+                    self.starts.n = 0
+                    if self._walk(&self.starts, proto, j, 0, end, -1, r, 0, False):
+                        return -1
+                    for i in range(self.starts.n // self.RW):
+                        memcpy(proto, self.starts.data + i * self.RW, self.RW * sizeof(i64))
+                        if self._take_ok(proto, self.comps[proto[R_COMP] * 4 + 1], r):
+                            if self._take(proto, r):
+                                return -1
+                    continue
                 while j < end:
                     memset(proto, 0, self.RW * sizeof(i64))
                     proto[R_SEQ] = seq

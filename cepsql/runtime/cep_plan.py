@@ -54,21 +54,28 @@ class _Seq:
     negs: list
     ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
     pos: int | None = None
+    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1)
+    groups: list = None
 
 
 def _shift(negs, k):
     return [(node, a + k, b + k, c + k, d + k, p) for node, a, b, c, d, p in negs]
 
 
+def _shift_groups(groups, k):
+    return [(f + k, l + k, lo, hi) for f, l, lo, hi in groups or ()]
+
+
 def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
     out = []
     for combo in product(*parts):
-        comps, negs, ids = [], [], []
+        comps, negs, ids, groups = [], [], [], []
         for s in combo:
             negs += _shift(s.negs, len(comps))
+            groups += _shift_groups(s.groups, len(comps))
             comps += s.comps
             ids += s.ids
-        out.append(_Seq(comps, negs, ids))
+        out.append(_Seq(comps, negs, ids, groups=groups))
         if len(out) > MAX_SEQUENCES:
             raise CepUnsupportedError("CEP pattern expands into too many alternatives")
     return out
@@ -89,9 +96,7 @@ def expand(node, strategy: str) -> list[_Seq]:
         return [_Seq([], [], [])]
     if isinstance(node, Quantified):
         if not isinstance(node.child, Var):
-            raise CepUnsupportedError(
-                "CEP mode evaluates Kleene closure of a single variable only (KL(var), "
-                "var+, var{n,m})", pos=getattr(node, "pos", None))
+            return _expand_group(node, strategy)
         if node.max == 0:
             return [_Seq([], [], [])]
         return [_Seq([(node.child.name, node.min, -1 if node.max is None else node.max)], [],
@@ -111,10 +116,11 @@ def expand(node, strategy: str) -> list[_Seq]:
             parts.append(expand(item, strategy))
         out = []
         for combo in product(*parts):
-            comps, negs, starts, ids, owner = [], [], [], [], []
+            comps, negs, starts, ids, owner, groups = [], [], [], [], [], []
             for k, s in enumerate(combo):
                 starts.append(len(comps))
                 negs += _shift(s.negs, len(comps))
+                groups += _shift_groups(s.groups, len(comps))
                 owner += [k] * len(s.negs)
                 comps += s.comps
                 ids += s.ids
@@ -126,7 +132,7 @@ def expand(node, strategy: str) -> list[_Seq]:
                     for k, (child, a, b, c, d, p) in zip(owner, negs)]
             for child, at in neg_at:
                 negs.append((child, 0, starts[at], starts[at], n, False))
-            out.append(_Seq(comps, negs, ids))
+            out.append(_Seq(comps, negs, ids, groups=groups))
             if len(out) > MAX_SEQUENCES:
                 raise CepUnsupportedError("CEP pattern expands into too many alternatives")
         return out
@@ -160,6 +166,59 @@ def expand(node, strategy: str) -> list[_Seq]:
                                   "evaluator", pos=getattr(node, "pos", None))
     raise CepUnsupportedError(f"{type(node).__name__} is not supported by the CEP evaluator",
                               pos=getattr(node, "pos", None))
+
+
+def _expand_group(node: Quantified, strategy: str) -> list[_Seq]:
+    """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
+    expand into one linear sequence (SEQ of variables and closures of variables) that
+    takes at least one row, without NOT items or inner groups."""
+    pos = getattr(node, "pos", None)
+    if strategy == "SKIP_TILL_NEXT_MATCH":
+        raise CepUnsupportedError(
+            "KL(...) of a composite pattern under SKIP_TILL_NEXT_MATCH is not supported by "
+            "the CEP evaluator (its next-match closure changes with the iteration count)",
+            pos=pos)
+    inner = [s for s in expand(node.child, strategy) if s.comps]
+    if len(inner) != 1 or inner[0].negs or inner[0].groups or \
+            all(lo == 0 for _, lo, _ in inner[0].comps) or \
+            len(expand(node.child, strategy)) != 1:
+        raise CepUnsupportedError(
+            "the CEP evaluator runs KL(...) of a composite pattern only when the pattern is "
+            "one sequence of variables and closures of variables (e.g. KL(SEQ(a, b+))) "
+            "without NOT", pos=pos)
+    if node.max == 0:
+        return [_Seq([], [], [])]
+    body = inner[0]
+    hi = -1 if node.max is None else node.max
+    group = (0, len(body.comps) - 1, node.min, hi)
+    return [_Seq(list(body.comps), [], [("group", id(node)) + tuple(x) for x in body.ids],
+                 groups=[group])]
+
+
+def _group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> dict:
+    """cep.pyx set_groups arrays, or {} when no sequence has a group."""
+    if not any(s.groups for s in seqs):
+        return {}
+    rows, recheck = [], []
+    in_group: dict[int, int] = {}   # label index -> mask of its group's labels
+    for s in seqs:
+        per = [[-1, -1, 0, 0] for _ in s.comps]
+        for f, l, lo, hi in s.groups or ():
+            members = sum(1 << labels.index(s.comps[i][0]) for i in range(f, l + 1))
+            for i in range(f, l + 1):
+                per[i] = [f + len(rows), l + len(rows), lo, hi]
+                lab = labels.index(s.comps[i][0])
+                in_group[lab] = in_group.get(lab, 0) | members
+        rows += per
+        recheck.append(int(bool(s.groups)))
+    # under SKIP_TILL_ANY_MATCH a take must not be refused on another group variable's
+    # row of an earlier iteration: R2 reads its FINAL row, decided on completion
+    skip = [int(strategy == PLANNED_STRATEGY and
+                bool(int(mask) & (in_group.get(lab, 0) & ~(1 << lab))))
+            for lab, mask in zip(conj_label, conj_mask)]
+    return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 4),
+                seq_recheck=np.asarray(recheck, dtype=np.uint8),
+                take_skip=np.asarray(skip, dtype=np.uint8))
 
 
 def negated_variables(node) -> set[str]:
@@ -349,6 +408,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                  for child, a, b, c, d, _ in s.negs]
         seq_start.append(len(comps))
     not_arrays = _pack_not_programs(programs, conj_label, conj_mask, conj_late, labels)
+    not_arrays.update(_group_arrays(seqs, strategy, conj_label, conj_mask, labels))
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
     proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None

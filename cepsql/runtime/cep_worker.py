@@ -75,6 +75,10 @@ class CepConfig:
     not_seq_start: np.ndarray | None = None
     not_comps: np.ndarray | None = None
     not_early: np.ndarray | None = None
+    # iteration groups of KL over a SEQ (cep_plan._group_arrays; R6b)
+    groups: np.ndarray | None = None
+    seq_recheck: np.ndarray | None = None
+    take_skip: np.ndarray | None = None
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -180,6 +184,8 @@ class CepWorker(MatchWorker):
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
         if c.comp_proceed is not None:
             matcher.set_guards(c.comp_proceed)
+        if c.groups is not None:
+            matcher.set_groups(c.groups, c.seq_recheck, c.take_skip)
         if c.not_sub_start is not None:
             matcher.set_not_programs(c.not_sub_start, c.not_seq_start, c.not_comps,
                                      c.not_early)
