@@ -24,7 +24,7 @@ import pyarrow as pa
 from ..algebra.expressions import (AggregateValue, BinaryOp, Classifier, Expr, RowValue,
                                    children, walk)
 from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
-                               Permute, Quantified, Var)
+                               Permute, Quantified, Var, pattern_to_text)
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
@@ -303,7 +303,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     if options is None or options.infer_partitions:
         spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
     ex._check_standard_restrictions(spec)
-    terms = _planned_terms(spec)
+    terms, in_order_reason = _plannable(spec)
     if terms is not None:
         seqs = [_Seq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
     else:
@@ -494,7 +494,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
-                     explain=_explain(spec, choice, terms, seqs, inferred),
+                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason),
                      break_column=BREAK_COLUMN if global_order else None)
 
 
@@ -521,25 +521,38 @@ def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
 
 def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
     """The disjuncts the planned evaluator runs, or None (in-order evaluation)."""
+    return _plannable(spec)[0]
+
+
+def _plannable(spec: MatchRecognizeSpec) -> tuple[list[Term] | None, str]:
+    """(terms, "") for a planned clause, else (None, why it runs in order)."""
     if spec.strategy != PLANNED_STRATEGY:
-        return None
+        return None, (f"STRATEGY {spec.strategy} decides each take by the rows taken "
+                      "before it, so out-of-order plans would change the result")
     for node in _pattern_nodes(spec.pattern):
         if isinstance(node, (Exclusion, Anchor)):
-            return None   # expand() raises the precise error
+            return None, "pattern shape not plannable"   # expand() raises the precise error
+        if isinstance(node, Quantified) and not isinstance(node.child, Var):
+            return None, ("KL over a composite pattern has no JQPG reduction (the reduction "
+                          "applies Kleene closure to single events only)")
         if isinstance(node, (Concat, Permute)) and \
                 any(isinstance(i, Negation) for i in node.items) and \
                 all(_nullable(i) for i in node.items if not isinstance(i, Negation)):
-            return None   # a NOT whose SEQ/AND may be empty still checks (R6); DNF drops it
+            # a NOT whose SEQ/AND may be empty still checks (R6); DNF drops it
+            return None, "a NOT whose SEQ/AND may match no row has no disjunct to check it"
     if _flattened_negation(spec.pattern, None):
-        return None
+        return None, ("a SEQ holding a NOT nested in another SEQ: the DNF would flatten it "
+                      "and move the NOT's region")
     try:
         terms = pattern_terms(spec.pattern)
-    except CepUnsupportedError:
-        return None
+    except CepUnsupportedError as exc:
+        return None, f"pattern shape not plannable ({exc.message})"
     for t in terms:
         if any(negated_variables(n[0]) & {c[0] for c in t.comps} for n in t.negs):
-            return None
-    return terms or None
+            return None, "a variable is both negated and positive in one disjunct"
+    if not terms:
+        return None, "pattern shape not plannable"
+    return terms, ""
 
 
 def _flattened_negation(node, container) -> bool:
@@ -714,7 +727,7 @@ def _region_settled(mask: int, left: int, right: int, after: list[int], n: int) 
     return True
 
 
-def _explain(spec, choice, terms, seqs, inferred) -> str:
+def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "") -> str:
     window = ""
     if spec.window is not None:
         window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
@@ -727,13 +740,16 @@ def _explain(spec, choice, terms, seqs, inferred) -> str:
         lines.append("partition by:  " + ", ".join(k.name or "<expr>" for k in spec.partition_by))
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
+    for node in _pattern_nodes(spec.pattern):
+        if isinstance(node, Negation) and not isinstance(node.child, Var):
+            lines.append(f"negation:      NOT({pattern_to_text(node.child)}) -- absence of any "
+                         "match of it in its region (any-match search, R6a)")
+        elif isinstance(node, Quantified) and not isinstance(node.child, Var):
+            lines.append(f"kleene:        KL({pattern_to_text(node.child)}) -- iterations "
+                         "looped in order on the run NFA (R6b)")
     if choice is None:
-        if spec.strategy != PLANNED_STRATEGY:
-            reason = (f"STRATEGY {spec.strategy} decides each take by the rows taken before "
-                      "it, so out-of-order plans would change the result")
-        else:
-            reason = "pattern shape not plannable (see docs/cep_mode.md)"
-        choice = CepPlanChoice(EVALUATOR_IN_ORDER, reason)
+        choice = CepPlanChoice(EVALUATOR_IN_ORDER, in_order_reason or
+                               "pattern shape not plannable (see docs/cep_mode.md)")
         lines.append(f"linear sequences: {len(seqs)}")
     lines.append(describe_choice(choice, terms))
     return "\n".join(lines)
