@@ -202,7 +202,7 @@ cdef class CepMatcher:
     # buffer (arena)
     cdef Buf n_row, n_lab, n_a, n_b, n_first
     # runs
-    cdef Buf cur, nxt, fresh, starts
+    cdef Buf cur, nxt, fresh, starts, walkbuf
     cdef i64* tmpst
     cdef i64* startst
     cdef i64* tpos
@@ -399,6 +399,7 @@ cdef class CepMatcher:
         for i in range(16):
             free(bufs[i].data)
         free(self.starts.data)
+        free(self.walkbuf.data)
         free(self.used); free(self.covered)
         free(self.comp_proceed)
         free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
@@ -724,11 +725,46 @@ cdef class CepMatcher:
             if self._push_run(&self.fresh, proto, comp, cnt, 0):
                 return -1
         if cnt >= self.comps[comp * 4 + 2]:
+            if self.comp_proceed != NULL and (closure & PEEK) == 0 and \
+                    self.seq_recheck != NULL and self.seq_recheck[seq]:
+                return self._proceed_dynamic(proto, comp, end, node, r, closure)
             if self.g_last != NULL and self.g_last[comp] == comp:
                 return self._cross(&self.fresh, proto, comp, proto[R_ITER], end, node, r,
                                    closure)
             return self._walk(&self.fresh, proto, comp + 1, proto[R_ITER], end, node, r,
                               closure, False)
+        return 0
+
+    cdef int _proceed_dynamic(self, i64* proto, int comp, int end, i64 node, i64 r,
+                              u64 closure) noexcept nogil:
+        """NEXT_MATCH in a sequence with an iteration group: which states the epsilon
+        closure holds depends on the iteration count (loop back, leave), so the sibling
+        labels every forked run guards against are collected from the walk itself (plus
+        the static ones of other sequences sharing the states, in closure)."""
+        cdef i64 i, n
+        cdef u64 mask = closure
+        cdef int rc
+        cdef i64* q
+        self.walkbuf.n = 0
+        if self.g_last[comp] == comp:
+            rc = self._cross(&self.walkbuf, proto, comp, proto[R_ITER], end, node, r, 0)
+        else:
+            rc = self._walk(&self.walkbuf, proto, comp + 1, proto[R_ITER], end, node, r, 0,
+                            False)
+        if rc:
+            return rc
+        n = self.walkbuf.n // self.RW
+        for i in range(n):
+            q = self.walkbuf.data + i * self.RW
+            mask |= (<u64> 1) << self.comps[q[R_COMP] * 4 + 1]
+        if buf_reserve(&self.fresh, self.walkbuf.n):
+            self.oom = 1
+            return -1
+        for i in range(n):
+            q = self.walkbuf.data + i * self.RW
+            q[R_GUARD] = <i64> (mask & ~((<u64> 1) << self.comps[q[R_COMP] * 4 + 1]))
+            memcpy(self.fresh.data + self.fresh.n, q, self.RW * sizeof(i64))
+            self.fresh.n += self.RW
         return 0
 
     cdef int _walk(self, Buf* L, i64* proto, int j, i64 it, int end, i64 node, i64 r,

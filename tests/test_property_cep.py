@@ -115,7 +115,7 @@ def test_rising_run_finds_expected_matches():
 
 
 @pytest.mark.parametrize("strategy,pattern,message", [
-    ("SKIP_TILL_NEXT_MATCH", "KL(SEQ(a, b))", "SKIP_TILL_NEXT_MATCH"),
+    ("SKIP_TILL_NEXT_MATCH", "SEQ(KL(SEQ(a, b)), OR(c, d))", "followed by alternatives"),
     ("SKIP_TILL_ANY_MATCH", "KL(OR(a, b))", "one sequence"),
     ("PARTITION_CONTIGUITY", "KL(AND(a, b))", "one sequence"),
     ("SKIP_TILL_ANY_MATCH", "KL(SEQ(a, NOT(c), b))", "without NOT"),
@@ -123,12 +123,13 @@ def test_rising_run_finds_expected_matches():
 def test_composite_kleene_outside_the_run_nfa_is_unsupported(strategy, pattern, message):
     import cepsql
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
-           f"STRATEGY {strategy} PATTERN ({pattern}) DEFINE a AS tag = 'a')")
+           f"STRATEGY {strategy} PATTERN ({pattern}) DEFINE a AS tag = 'a', b AS tag = 'b')")
     with pytest.raises(CepUnsupportedError, match=message):
         cepsql.match_recognize(sql, t=_ticks())
 
 
-@pytest.mark.parametrize("strategy", ["SKIP_TILL_ANY_MATCH", "PARTITION_CONTIGUITY"])
+@pytest.mark.parametrize("strategy", ["SKIP_TILL_ANY_MATCH", "PARTITION_CONTIGUITY",
+                                      "SKIP_TILL_NEXT_MATCH"])
 def test_kleene_of_sequence_runs_in_order(strategy):
     # rising prices across iterations: a's DEFINE reads the previous iteration's a (R6b)
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "

@@ -173,11 +173,6 @@ def _expand_group(node: Quantified, strategy: str) -> list[_Seq]:
     expand into one linear sequence (SEQ of variables and closures of variables) that
     takes at least one row, without NOT items or inner groups."""
     pos = getattr(node, "pos", None)
-    if strategy == "SKIP_TILL_NEXT_MATCH":
-        raise CepUnsupportedError(
-            "KL(...) of a composite pattern under SKIP_TILL_NEXT_MATCH is not supported by "
-            "the CEP evaluator (its next-match closure changes with the iteration count)",
-            pos=pos)
     inner = [s for s in expand(node.child, strategy) if s.comps]
     if len(inner) != 1 or inner[0].negs or inner[0].groups or \
             all(lo == 0 for _, lo, _ in inner[0].comps) or \
@@ -506,11 +501,22 @@ def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
     state of the closure takes it (R5): a waiting run dies when a sibling state could."""
     out = []
     for s in seqs:
+        first_group = min((f for f, _, _, _ in s.groups or ()), default=None)
         for i in range(len(s.comps)):
             mask = 0
             for t in seqs:
                 if len(t.comps) <= i or t.ids[:i + 1] != s.ids[:i + 1]:
                     continue
+                if first_group is not None:
+                    # the evaluator walks its own closure (it depends on the iteration
+                    # count); other sequences may share states only before the group
+                    if t is s:
+                        continue
+                    if i >= first_group:
+                        raise CepUnsupportedError(
+                            "KL(...) of a composite pattern followed by alternatives "
+                            "under SKIP_TILL_NEXT_MATCH is not supported by the CEP "
+                            "evaluator")
                 for j in range(i + 1, len(t.comps)):
                     mask |= 1 << labels.index(t.comps[j][0])
                     if t.comps[j][1] > 0:
