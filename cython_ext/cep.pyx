@@ -156,6 +156,8 @@ cdef class CepMatcher:
     cdef int* g_last           # comp -> last comp of its group or -1
     cdef int* g_min            # comp -> its group's min / max (-1) iterations
     cdef int* g_max
+    cdef int* g_alt_last       # comp -> last comp of its alternative in the group (or -1)
+    cdef int* g_alt_next       # first comp of an alternative -> first comp of the next (-1)
     cdef unsigned char* seq_recheck   # sequence with a group: re-check every conjunct (R2)
     cdef unsigned char* take_skip     # conjunct not decided at take time (ANY in a group)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
@@ -343,6 +345,8 @@ cdef class CepMatcher:
         self.g_last = NULL
         self.g_min = NULL
         self.g_max = NULL
+        self.g_alt_last = NULL
+        self.g_alt_next = NULL
         self.seq_recheck = NULL
         self.take_skip = NULL
         self.cap_path = 0
@@ -404,6 +408,7 @@ cdef class CepMatcher:
         free(self.comp_proceed)
         free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
         free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
+        free(self.g_alt_last); free(self.g_alt_next)
         free(self.seq_recheck); free(self.take_skip)
         self._plan_free()
 
@@ -728,7 +733,7 @@ cdef class CepMatcher:
             if self.comp_proceed != NULL and (closure & PEEK) == 0 and \
                     self.seq_recheck != NULL and self.seq_recheck[seq]:
                 return self._proceed_dynamic(proto, comp, end, node, r, closure)
-            if self.g_last != NULL and self.g_last[comp] == comp:
+            if self.g_alt_last != NULL and self.g_alt_last[comp] == comp:
                 return self._cross(&self.fresh, proto, comp, proto[R_ITER], end, node, r,
                                    closure)
             return self._walk(&self.fresh, proto, comp + 1, proto[R_ITER], end, node, r,
@@ -746,7 +751,7 @@ cdef class CepMatcher:
         cdef int rc
         cdef i64* q
         self.walkbuf.n = 0
-        if self.g_last[comp] == comp:
+        if self.g_alt_last[comp] == comp:
             rc = self._cross(&self.walkbuf, proto, comp, proto[R_ITER], end, node, r, 0)
         else:
             rc = self._walk(&self.walkbuf, proto, comp + 1, proto[R_ITER], end, node, r, 0,
@@ -768,45 +773,59 @@ cdef class CepMatcher:
         return 0
 
     cdef int _walk(self, Buf* L, i64* proto, int j, i64 it, int end, i64 node, i64 r,
-                   u64 closure, bint looped) noexcept nogil:
+                   u64 closure, bint entered) noexcept nogil:
         """The epsilon closure from just before component j (it: iterations completed
         of the group j is in): a run waits at every component up to the first one that
-        must take a row; reaching the end emits (node >= 0). Entering a group from
-        outside starts its count; a group that may iterate zero times is also skipped;
-        passing a group's last component completes an iteration (_cross)."""
-        cdef int f
+        must take a row; reaching the end emits (node >= 0). Reaching a group's first
+        component enters the group (_enter) unless entered says that was done; passing
+        the last component of one of its alternatives completes an iteration (_cross)."""
         while True:
             if j == end:
                 if node >= 0:
                     return self._emit_paths(node, <int> proto[R_SEQ], r)
                 return 0
-            if self.g_first != NULL and self.g_first[j] == j and not looped:
-                it = 0
-                if self.g_min[j] == 0:
-                    if self._walk(L, proto, self.g_last[j] + 1, 0, end, node, r, closure,
-                                  False):
-                        return -1
-            looped = False
+            if self.g_first != NULL and self.g_first[j] == j and not entered:
+                return self._enter(L, proto, j, 0, False, end, node, r, closure)
+            entered = False
             proto[R_ITER] = it
             if self._push_run(L, proto, j, 0, closure):
                 return -1
             if self.comps[j * 4 + 2] > 0:
                 return 0
-            if self.g_last != NULL and self.g_last[j] == j:
+            if self.g_alt_last != NULL and self.g_alt_last[j] == j:
                 return self._cross(L, proto, j, it, end, node, r, closure)
             j += 1
 
+    cdef int _enter(self, Buf* L, i64* proto, int first, i64 it, bint looped, int end,
+                    i64 node, i64 r, u64 closure) noexcept nogil:
+        """Start an iteration of the group beginning at first, in each of its
+        alternatives (KL of an OR); from outside (not looped) the count starts at 0 and
+        a group that may iterate zero times is also skipped."""
+        cdef int a = first
+        if not looped:
+            it = 0
+            if self.g_min[first] == 0:
+                if self._walk(L, proto, self.g_last[first] + 1, 0, end, node, r, closure,
+                              False):
+                    return -1
+        while a >= 0:
+            if self._walk(L, proto, a, it, end, node, r, closure, True):
+                return -1
+            a = self.g_alt_next[a]
+        return 0
+
     cdef int _cross(self, Buf* L, i64* proto, int last, i64 it, int end, i64 node, i64 r,
                     u64 closure) noexcept nogil:
-        """A run passes the end of an iteration group: one more iteration done; loop
-        back to the group's first component and/or leave the group (R6b)."""
+        """A run passes the end of an iteration (the last component of one of the
+        group's alternatives): loop back into the group and/or leave it (R6b)."""
         cdef i64 k = it + 1
         cdef int mx = self.g_max[last]
         if mx < 0 or k < mx:
-            if self._walk(L, proto, self.g_first[last], k, end, node, r, closure, True):
+            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure):
                 return -1
         if k >= self.g_min[last]:
-            return self._walk(L, proto, last + 1, 0, end, node, r, closure, False)
+            return self._walk(L, proto, self.g_last[last] + 1, 0, end, node, r, closure,
+                              False)
         return 0
 
     cdef inline i64 _iter_class(self, i64* run) noexcept nogil:
@@ -983,14 +1002,18 @@ cdef class CepMatcher:
         return 0
 
     def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip):
-        """Iteration groups of KL over a SEQ (cep_plan: per component first, last, min,
-        max of its group, or -1s): after the group's last component a run loops back to
-        its first or leaves (R6b). seq_recheck: sequences whose conjuncts are all
+        """Iteration groups of KL over a SEQ or an OR of SEQs (cep_plan: per component
+        first, last, min, max of its group, last component of its alternative, next
+        alternative's first component; -1s outside groups): after an alternative's last
+        component a run loops back into every alternative or leaves (R6b). seq_recheck: sequences whose conjuncts are all
         re-checked on the complete match; take_skip: conjuncts not decided at take time."""
         cdef int n = groups.shape[0], i
         cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
         free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
+        free(self.g_alt_last); free(self.g_alt_next)
         free(self.seq_recheck); free(self.take_skip)
+        self.g_alt_last = <int*> malloc((n + 1) * sizeof(int))
+        self.g_alt_next = <int*> malloc((n + 1) * sizeof(int))
         self.g_first = <int*> malloc((n + 1) * sizeof(int))
         self.g_last = <int*> malloc((n + 1) * sizeof(int))
         self.g_min = <int*> malloc((n + 1) * sizeof(int))
@@ -1000,8 +1023,11 @@ cdef class CepMatcher:
             self.g_last[i] = g[i, 1]
             self.g_min[i] = g[i, 2]
             self.g_max[i] = g[i, 3]
+            self.g_alt_last[i] = g[i, 4]
+            self.g_alt_next[i] = g[i, 5]
         self.seq_recheck = <unsigned char*> self._copy(
             np.ascontiguousarray(seq_recheck, dtype=np.uint8))
+        self.dedup = 1   # one assignment may arise from several iteration splits
         self.take_skip = <unsigned char*> self._copy(
             np.ascontiguousarray(take_skip, dtype=np.uint8))
 

@@ -79,16 +79,17 @@ def _tree(draw, names: list[str], depth: int, kleene_left: list[int],
                 node = ("kl", node, draw(st.sampled_from([0, 1, 1, 2])), None)
         return node
     op = draw(st.sampled_from(["seq", "seq", "and", "or", "klseq"]))
-    if op == "klseq":   # KL of a SEQ (R6b): iterations of two variables
+    if op == "klseq":   # KL of a SEQ or an OR (R6b): iterations over two variables
         first = ("var", names.pop(0))
         second = ("var", names.pop(0))
         if draw(st.integers(0, 3)) == 0:
             second = ("kl", second, 1, 2)
+        body = (draw(st.sampled_from(["seq", "seq", "or"])), [first, second])
         if kleene_left[0] > 0 and draw(st.booleans()):
             kleene_left[0] -= 1
-            return ("kl", ("seq", [first, second]), draw(st.sampled_from([0, 1, 1])), None)
+            return ("kl", body, draw(st.sampled_from([0, 1, 1])), None)
         lo = draw(st.integers(0, 1))
-        return ("kl", ("seq", [first, second]), lo, draw(st.integers(max(lo, 1), 2)))
+        return ("kl", body, lo, draw(st.integers(max(lo, 1), 2)))
     k = draw(st.integers(2, min(3, len(names))))
     items = []
     for _ in range(k):

@@ -63,7 +63,8 @@ def _shift(negs, k):
 
 
 def _shift_groups(groups, k):
-    return [(f + k, l + k, lo, hi) for f, l, lo, hi in groups or ()]
+    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts])
+            for f, l, lo, hi, alts in groups or ()]
 
 
 def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
@@ -170,24 +171,28 @@ def expand(node, strategy: str) -> list[_Seq]:
 
 def _expand_group(node: Quantified, strategy: str) -> list[_Seq]:
     """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
-    expand into one linear sequence (SEQ of variables and closures of variables) that
-    takes at least one row, without NOT items or inner groups."""
+    expand into linear sequences (alternatives: SEQs of variables and closures of
+    variables) that each take at least one row, name distinct variables and hold no NOT
+    item or inner group; an iteration runs one alternative."""
     pos = getattr(node, "pos", None)
-    inner = [s for s in expand(node.child, strategy) if s.comps]
-    if len(inner) != 1 or inner[0].negs or inner[0].groups or \
-            all(lo == 0 for _, lo, _ in inner[0].comps) or \
-            len(expand(node.child, strategy)) != 1:
+    expanded = expand(node.child, strategy)
+    names = [n for x in expanded for n, _, _ in x.comps]
+    if any(x.negs or x.groups for x in expanded) or len(set(names)) != len(names) or \
+            any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
         raise CepUnsupportedError(
-            "the CEP evaluator runs KL(...) of a composite pattern only when the pattern is "
-            "one sequence of variables and closures of variables (e.g. KL(SEQ(a, b+))) "
+            "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
+            "variables and closures of variables, or an OR of such SEQs naming distinct "
+            "variables (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c)))), each taking a row, "
             "without NOT", pos=pos)
     if node.max == 0:
         return [_Seq([], [], [])]
-    body = inner[0]
+    comps, ids, alts = [], [], []
+    for x in expanded:
+        alts.append((len(comps), len(comps) + len(x.comps) - 1))
+        comps += x.comps
+        ids += [("group", id(node)) + tuple(i) for i in x.ids]
     hi = -1 if node.max is None else node.max
-    group = (0, len(body.comps) - 1, node.min, hi)
-    return [_Seq(list(body.comps), [], [("group", id(node)) + tuple(x) for x in body.ids],
-                 groups=[group])]
+    return [_Seq(comps, [], ids, groups=[(0, len(comps) - 1, node.min, hi, alts)])]
 
 
 def _group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> dict:
@@ -197,13 +202,16 @@ def _group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> d
     rows, recheck = [], []
     in_group: dict[int, int] = {}   # label index -> mask of its group's labels
     for s in seqs:
-        per = [[-1, -1, 0, 0] for _ in s.comps]
-        for f, l, lo, hi in s.groups or ():
+        per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
+        base = len(rows)
+        for f, l, lo, hi, alts in s.groups or ():
             members = sum(1 << labels.index(s.comps[i][0]) for i in range(f, l + 1))
-            for i in range(f, l + 1):
-                per[i] = [f + len(rows), l + len(rows), lo, hi]
-                lab = labels.index(s.comps[i][0])
-                in_group[lab] = in_group.get(lab, 0) | members
+            for k, (a, b) in enumerate(alts):
+                nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
+                for i in range(a, b + 1):
+                    per[i] = [f + base, l + base, lo, hi, b + base, nxt if i == a else -1]
+                    lab = labels.index(s.comps[i][0])
+                    in_group[lab] = in_group.get(lab, 0) | members
         rows += per
         recheck.append(int(bool(s.groups)))
     # under SKIP_TILL_ANY_MATCH a take must not be refused on another group variable's
@@ -211,7 +219,7 @@ def _group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> d
     skip = [int(strategy == PLANNED_STRATEGY and
                 bool(int(mask) & (in_group.get(lab, 0) & ~(1 << lab))))
             for lab, mask in zip(conj_label, conj_mask)]
-    return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 4),
+    return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 6),
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
                 take_skip=np.asarray(skip, dtype=np.uint8))
 
@@ -501,7 +509,7 @@ def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
     state of the closure takes it (R5): a waiting run dies when a sibling state could."""
     out = []
     for s in seqs:
-        first_group = min((f for f, _, _, _ in s.groups or ()), default=None)
+        first_group = min((g[0] for g in s.groups or ()), default=None)
         for i in range(len(s.comps)):
             mask = 0
             for t in seqs:
