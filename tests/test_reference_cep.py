@@ -244,6 +244,13 @@ def test_kleene_of_seq_iterates(strategy, expected):
     assert rows(body.format(strategy)) == expected
 
 
+def test_kleene_of_or_takes_either_branch_per_iteration():
+    body = ("MEASURES count(a.*) AS na, count(c.*) AS nc STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (KL(OR(a, c))) " + TAGS)
+    # every non-empty ordered subset of the rows {0, 4} (a) and {2} (c)
+    assert sorted(rows(body)) == [(0, 1), (1, 0), (1, 0), (1, 1), (1, 1), (2, 0), (2, 1)]
+
+
 def test_kleene_of_seq_previous_iteration():
     # LAST(a.price, 1) inside a's DEFINE is a's row of the previous iteration (R6b)
     body = ("MEASURES FIRST(a.ts) AS at, LAST(a.ts) AS lt STRATEGY SKIP_TILL_ANY_MATCH "
