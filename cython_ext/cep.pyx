@@ -695,7 +695,12 @@ cdef class CepMatcher:
         memcpy(L.data + L.n, proto, self.RW * sizeof(i64))
         L.data[L.n + R_COMP] = comp
         L.data[L.n + R_CNT] = cnt
-        L.data[L.n + R_GUARD] = <i64> (closure & ~((<u64> 1) << self.comps[comp * 4 + 1]))
+        if closure & PEEK:
+            # a peeking state (even one of the Kleene variable itself, in the next
+            # iteration of a group) waits only until the Kleene state takes a row
+            L.data[L.n + R_GUARD] = <i64> closure
+        else:
+            L.data[L.n + R_GUARD] = <i64> (closure & ~((<u64> 1) << self.comps[comp * 4 + 1]))
         L.n += self.RW
         self.runs_created += 1
         return 0

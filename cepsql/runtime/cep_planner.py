@@ -42,7 +42,7 @@ class Term:
     """One OR-free disjunct as the evaluators see it."""
     node: PatternNode
     comps: list = field(default_factory=list)   # (label, min, max or -1)
-    # NOT checks laid out as cep_plan._Seq.negs: (negated node, a, b, c, d, pending)
+    # NOT checks laid out as cep_expand.LinearSeq.negs: (negated node, a, b, c, d, pending)
     negs: list = field(default_factory=list)
     precedes: set = field(default_factory=set)  # (i, j): rows of comp i before comp j
     # per NOT (aligned with negs): (left, right) masks of the components that fix its
