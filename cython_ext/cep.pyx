@@ -1,11 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """CEP-mode evaluator (STRATEGY ...): a run-based SASE+ NFA^b over linear sequences.
 
-The planner (cepsql/runtime/cep_plan.py) expands the pattern into linear *sequences* of
-components (a variable taken once, or V{min,max} Kleene closure of one variable) with
-NOT(var) checks attached by component ranges. Per partition, rows are fed in ORDER BY
-order to a set of *runs*; a run waits for one component's variable (SASE's NFA^b state:
-take / proceed edges of a Kleene state are the forks made after each take).
+The planner (cepsql/runtime/cep_expand.py) expands the pattern into linear *sequences*
+of components (a variable taken once, or V{min,max} Kleene closure of one variable) with
+NOT checks attached by component ranges (what a NOT negates is a small program of such
+sequences, searched depth-first with any-match semantics) and, for KL over a SEQ or an
+OR of SEQs, an iteration group of components a run loops through. Per partition, rows
+are fed in ORDER BY order to a set of *runs*; a run waits for one component's variable
+(SASE's NFA^b state: take / proceed edges of a Kleene state are the forks made after
+each take).
 
 Shared versioned match buffer (SASE+ 5.2.1): every taken event is an arena node
 (row, label, parent) shared by all runs that extend it -- a fork after a take copies
