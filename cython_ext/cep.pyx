@@ -1,11 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """CEP-mode evaluator (STRATEGY ...): a run-based SASE+ NFA^b over linear sequences.
 
-The planner (cepsql/runtime/cep_plan.py) expands the pattern into linear *sequences* of
-components (a variable taken once, or V{min,max} Kleene closure of one variable) with
-NOT(var) checks attached by component ranges. Per partition, rows are fed in ORDER BY
-order to a set of *runs*; a run waits for one component's variable (SASE's NFA^b state:
-take / proceed edges of a Kleene state are the forks made after each take).
+The planner (cepsql/runtime/cep_expand.py) expands the pattern into linear *sequences*
+of components (a variable taken once, or V{min,max} Kleene closure of one variable) with
+NOT checks attached by component ranges (what a NOT negates is a small program of such
+sequences, searched depth-first with any-match semantics) and, for KL over a SEQ or an
+OR of SEQs, an iteration group of components a run loops through. Per partition, rows
+are fed in ORDER BY order to a set of *runs*; a run waits for one component's variable
+(SASE's NFA^b state: take / proceed edges of a Kleene state are the forks made after
+each take).
 
 Shared versioned match buffer (SASE+ 5.2.1): every taken event is an arena node
 (row, label, parent) shared by all runs that extend it -- a fork after a take copies
@@ -66,7 +69,8 @@ cdef enum: R_CNT = 2
 cdef enum: R_NODE = 3
 cdef enum: R_MASK = 4
 cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see set_guards)
-cdef enum: R_HDR = 6
+cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
+cdef enum: R_HDR = 7
 cdef u64 PEEK = (<u64> 1) << 63   # R_GUARD flag: the run peeks from a Kleene state
 
 
@@ -148,8 +152,20 @@ cdef class CepMatcher:
     cdef int* comps            # seq, label, min, max(-1)
     cdef int* seq_start        # n_seq + 1
     cdef int n_seq
-    cdef int* negs             # seq, label, kind(0 seq, 1 and), a, b, c
+    cdef int* negs             # seq, NOT program, a, b, c, d (see _neg_ok)
     cdef int n_negs
+    cdef int* nt_sub           # NOT program -> its first sequence (n_programs + 1)
+    cdef int* nt_seq           # NOT sequence -> its first component (n + 1)
+    cdef int* nt_comp          # NOT component: label, min, max (-1 unbounded)
+    cdef unsigned char* nt_early   # conjunct: may be checked when its NOT row is placed
+    cdef int* g_first          # comp -> first comp of its iteration group (KL(SEQ)) or -1
+    cdef int* g_last           # comp -> last comp of its group or -1
+    cdef int* g_min            # comp -> its group's min / max (-1) iterations
+    cdef int* g_max
+    cdef int* g_alt_last       # comp -> last comp of its alternative in the group (or -1)
+    cdef int* g_alt_next       # first comp of an alternative -> first comp of the next (-1)
+    cdef unsigned char* seq_recheck   # sequence with a group: re-check every conjunct (R2)
+    cdef unsigned char* take_skip     # conjunct not decided at take time (ANY in a group)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
     cdef int* leaves
@@ -194,7 +210,7 @@ cdef class CepMatcher:
     # buffer (arena)
     cdef Buf n_row, n_lab, n_a, n_b, n_first
     # runs
-    cdef Buf cur, nxt, fresh
+    cdef Buf cur, nxt, fresh, starts, walkbuf
     cdef i64* tmpst
     cdef i64* startst
     cdef i64* tpos
@@ -329,6 +345,18 @@ cdef class CepMatcher:
         self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
         self.tpos = NULL
         self.tlab = NULL
+        self.nt_sub = NULL
+        self.nt_seq = NULL
+        self.nt_comp = NULL
+        self.nt_early = NULL
+        self.g_first = NULL
+        self.g_last = NULL
+        self.g_min = NULL
+        self.g_max = NULL
+        self.g_alt_last = NULL
+        self.g_alt_next = NULL
+        self.seq_recheck = NULL
+        self.take_skip = NULL
         self.cap_path = 0
         self.ppos = NULL
         self.plab = NULL
@@ -382,8 +410,14 @@ cdef class CepMatcher:
         bufs[15] = &self.stk
         for i in range(16):
             free(bufs[i].data)
+        free(self.starts.data)
+        free(self.walkbuf.data)
         free(self.covered)
         free(self.comp_proceed)
+        free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
+        free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
+        free(self.g_alt_last); free(self.g_alt_next)
+        free(self.seq_recheck); free(self.take_skip)
         self._plan_free()
 
     # ------------------------------------------------------------------ windows
@@ -602,6 +636,8 @@ cdef class CepMatcher:
         cdef int i, c
         for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
             c = self.lab_conj[i]
+            if self.take_skip != NULL and self.take_skip[c]:
+                continue
             if (self.conj_mask[c] & ~bound) == 0:
                 if not self._eval(c, label, run + R_HDR, NULL, NULL, 0, r):
                     return False
@@ -651,7 +687,12 @@ cdef class CepMatcher:
         memcpy(L.data + L.n, proto, self.RW * sizeof(i64))
         L.data[L.n + R_COMP] = comp
         L.data[L.n + R_CNT] = cnt
-        L.data[L.n + R_GUARD] = <i64> (closure & ~((<u64> 1) << self.comps[comp * 4 + 1]))
+        if closure & PEEK:
+            # a peeking state (even one of the Kleene variable itself, in the next
+            # iteration of a group) waits only until the Kleene state takes a row
+            L.data[L.n + R_GUARD] = <i64> closure
+        else:
+            L.data[L.n + R_GUARD] = <i64> (closure & ~((<u64> 1) << self.comps[comp * 4 + 1]))
         L.n += self.RW
         self.runs_created += 1
         return 0
@@ -686,18 +727,113 @@ cdef class CepMatcher:
             if self._push_run(&self.fresh, proto, comp, cnt, 0):
                 return -1
         if cnt >= self.comps[comp * 4 + 2]:
-            j = comp + 1
-            while True:
-                if j == end:
-                    if self._emit_paths(node, seq, r):
-                        return -1
-                    break
-                if self._push_run(&self.fresh, proto, j, 0, closure):
-                    return -1
-                if self.comps[j * 4 + 2] > 0:
-                    break
-                j += 1
+            if self.comp_proceed != NULL and (closure & PEEK) == 0 and \
+                    self.seq_recheck != NULL and self.seq_recheck[seq]:
+                return self._proceed_dynamic(proto, comp, end, node, r, closure)
+            if self.g_alt_last != NULL and self.g_alt_last[comp] == comp:
+                return self._cross(&self.fresh, proto, comp, proto[R_ITER], end, node, r,
+                                   closure)
+            return self._walk(&self.fresh, proto, comp + 1, proto[R_ITER], end, node, r,
+                              closure, False)
         return 0
+
+    cdef int _proceed_dynamic(self, i64* proto, int comp, int end, i64 node, i64 r,
+                              u64 closure) noexcept nogil:
+        """NEXT_MATCH in a sequence with an iteration group: which states the epsilon
+        closure holds depends on the iteration count (loop back, leave), so the sibling
+        labels every forked run guards against are collected from the walk itself (plus
+        the static ones of other sequences sharing the states, in closure)."""
+        cdef i64 i, n
+        cdef u64 mask = closure
+        cdef int rc
+        cdef i64* q
+        self.walkbuf.n = 0
+        if self.g_alt_last[comp] == comp:
+            rc = self._cross(&self.walkbuf, proto, comp, proto[R_ITER], end, node, r, 0)
+        else:
+            rc = self._walk(&self.walkbuf, proto, comp + 1, proto[R_ITER], end, node, r, 0,
+                            False)
+        if rc:
+            return rc
+        n = self.walkbuf.n // self.RW
+        for i in range(n):
+            q = self.walkbuf.data + i * self.RW
+            mask |= (<u64> 1) << self.comps[q[R_COMP] * 4 + 1]
+        if buf_reserve(&self.fresh, self.walkbuf.n):
+            self.oom = 1
+            return -1
+        for i in range(n):
+            q = self.walkbuf.data + i * self.RW
+            q[R_GUARD] = <i64> (mask & ~((<u64> 1) << self.comps[q[R_COMP] * 4 + 1]))
+            memcpy(self.fresh.data + self.fresh.n, q, self.RW * sizeof(i64))
+            self.fresh.n += self.RW
+        return 0
+
+    cdef int _walk(self, Buf* L, i64* proto, int j, i64 it, int end, i64 node, i64 r,
+                   u64 closure, bint entered) noexcept nogil:
+        """The epsilon closure from just before component j (it: iterations completed
+        of the group j is in): a run waits at every component up to the first one that
+        must take a row; reaching the end emits (node >= 0). Reaching a group's first
+        component enters the group (_enter) unless entered says that was done; passing
+        the last component of one of its alternatives completes an iteration (_cross)."""
+        while True:
+            if j == end:
+                if node >= 0:
+                    return self._emit_paths(node, <int> proto[R_SEQ], r)
+                return 0
+            if self.g_first != NULL and self.g_first[j] == j and not entered:
+                return self._enter(L, proto, j, 0, False, end, node, r, closure)
+            entered = False
+            proto[R_ITER] = it
+            if self._push_run(L, proto, j, 0, closure):
+                return -1
+            if self.comps[j * 4 + 2] > 0:
+                return 0
+            if self.g_alt_last != NULL and self.g_alt_last[j] == j:
+                return self._cross(L, proto, j, it, end, node, r, closure)
+            j += 1
+
+    cdef int _enter(self, Buf* L, i64* proto, int first, i64 it, bint looped, int end,
+                    i64 node, i64 r, u64 closure) noexcept nogil:
+        """Start an iteration of the group beginning at first, in each of its
+        alternatives (KL of an OR); from outside (not looped) the count starts at 0 and
+        a group that may iterate zero times is also skipped."""
+        cdef int a = first
+        if not looped:
+            it = 0
+            if self.g_min[first] == 0:
+                if self._walk(L, proto, self.g_last[first] + 1, 0, end, node, r, closure,
+                              False):
+                    return -1
+        while a >= 0:
+            if self._walk(L, proto, a, it, end, node, r, closure, True):
+                return -1
+            a = self.g_alt_next[a]
+        return 0
+
+    cdef int _cross(self, Buf* L, i64* proto, int last, i64 it, int end, i64 node, i64 r,
+                    u64 closure) noexcept nogil:
+        """A run passes the end of an iteration (the last component of one of the
+        group's alternatives): loop back into the group and/or leave it (R6b)."""
+        cdef i64 k = it + 1
+        cdef int mx = self.g_max[last]
+        if mx < 0 or k < mx:
+            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure):
+                return -1
+        if k >= self.g_min[last]:
+            return self._walk(L, proto, self.g_last[last] + 1, 0, end, node, r, closure,
+                              False)
+        return 0
+
+    cdef inline i64 _iter_class(self, i64* run) noexcept nogil:
+        """Iterations that decide a run's future: beyond an unbounded group's min all
+        counts are equivalent."""
+        cdef int comp = <int> run[R_COMP]
+        if self.g_first == NULL or self.g_first[comp] < 0:
+            return 0
+        if self.g_max[comp] < 0 and run[R_ITER] >= self.g_min[comp]:
+            return self.g_min[comp]
+        return run[R_ITER]
 
     cdef void _merge_fresh(self) noexcept nogil:
         """SASE+ 5.2.2: runs created at this row with equal key share one run."""
@@ -726,7 +862,7 @@ cdef class CepMatcher:
             mx = self.comps[comp * 4 + 3]
             cls_a = a[R_CNT] if (mx >= 0 or a[R_CNT] < mn) else mn
             hv = <u64> (a[R_SEQ] * 1000003 + comp * 7919 + cls_a * 31 + a[R_MASK]
-                        + a[R_GUARD] * 131)
+                        + a[R_GUARD] * 131 + self._iter_class(a) * 524287)
             for w in range(self.S):
                 hv = (hv ^ (<u64> a[R_HDR + w])) * (<u64> 1099511628211)
             slot = <i64> (hv & (<u64> (cap - 1)))
@@ -736,7 +872,8 @@ cdef class CepMatcher:
                 b = self.fresh.data + other * self.RW
                 cls_b = b[R_CNT] if (mx >= 0 or b[R_CNT] < mn) else mn
                 if b[R_SEQ] == a[R_SEQ] and b[R_COMP] == comp and cls_b == cls_a and \
-                        b[R_MASK] == a[R_MASK] and b[R_GUARD] == a[R_GUARD]:
+                        b[R_MASK] == a[R_MASK] and b[R_GUARD] == a[R_GUARD] and \
+                        self._iter_class(a) == self._iter_class(b):
                     same = 1
                     for w in range(self.S):
                         if a[R_HDR + w] != b[R_HDR + w]:
@@ -833,7 +970,8 @@ cdef class CepMatcher:
             bit = (<u64> 1) << label
             for k in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
                 c = self.lab_conj[k]
-                if (self.conj_mask[c] & ~(prefix | bit)) != 0:
+                if (self.conj_mask[c] & ~(prefix | bit)) != 0 or \
+                        (self.seq_recheck != NULL and self.seq_recheck[self.emit_seq]):
                     if not self._eval(c, label, NULL, pos, lab, m, pos[i]):
                         return 0
             prefix |= bit
@@ -867,68 +1005,210 @@ cdef class CepMatcher:
         self.matches_found += 1
         return 0
 
+    def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip):
+        """Iteration groups of KL over a SEQ or an OR of SEQs (cep_plan: per component
+        first, last, min, max of its group, last component of its alternative, next
+        alternative's first component; -1s outside groups): after an alternative's last
+        component a run loops back into every alternative or leaves (R6b). seq_recheck: sequences whose conjuncts are all
+        re-checked on the complete match; take_skip: conjuncts not decided at take time."""
+        cdef int n = groups.shape[0], i
+        cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
+        free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
+        free(self.g_alt_last); free(self.g_alt_next)
+        free(self.seq_recheck); free(self.take_skip)
+        self.g_alt_last = <int*> malloc((n + 1) * sizeof(int))
+        self.g_alt_next = <int*> malloc((n + 1) * sizeof(int))
+        self.g_first = <int*> malloc((n + 1) * sizeof(int))
+        self.g_last = <int*> malloc((n + 1) * sizeof(int))
+        self.g_min = <int*> malloc((n + 1) * sizeof(int))
+        self.g_max = <int*> malloc((n + 1) * sizeof(int))
+        for i in range(n):
+            self.g_first[i] = g[i, 0]
+            self.g_last[i] = g[i, 1]
+            self.g_min[i] = g[i, 2]
+            self.g_max[i] = g[i, 3]
+            self.g_alt_last[i] = g[i, 4]
+            self.g_alt_next[i] = g[i, 5]
+        self.seq_recheck = <unsigned char*> self._copy(
+            np.ascontiguousarray(seq_recheck, dtype=np.uint8))
+        self.dedup = 1   # one assignment may arise from several iteration splits
+        self.take_skip = <unsigned char*> self._copy(
+            np.ascontiguousarray(take_skip, dtype=np.uint8))
+
+    def set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
+                         cnp.ndarray comps, cnp.ndarray early):
+        """What each NOT negates (cep_plan._not_programs): per program its linear
+        sequences of (label, min, max) components, searched with any-match semantics
+        (R6a); early[c]: conjunct c reads no other variable of its NOT, so it can prune
+        the search as soon as its row is placed."""
+        free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
+        self.nt_sub = <int*> self._copy(np.ascontiguousarray(sub_start, dtype=np.int32))
+        self.nt_seq = <int*> self._copy(np.ascontiguousarray(seq_start, dtype=np.int32))
+        self.nt_comp = <int*> self._copy(np.ascontiguousarray(comps, dtype=np.int32))
+        self.nt_early = <unsigned char*> self._copy(np.ascontiguousarray(early, dtype=np.uint8))
+
     cdef int _neg_ok(self, int q, i64* pos, i64* lab, i64 m, i64 from_row) noexcept nogil:
-        """R6: no row outside the match in the NOT's region satisfies its DEFINE.
+        """R6: no match of the NOT's program on rows outside the match in its region
+        (after the last row of components [a, b), before the first row of components
+        [c, d); a side without such a row is open, bounded by the window).
         0: violated; 1: holds; 2: holds on the rows seen so far (an open trailing region
-        that later rows may still enter). Rows below from_row were checked before."""
+        that later rows may still enter). Rows below from_row were checked before (a
+        single-row NOT only: a composite one may combine old and new rows)."""
         cdef int seq = self.negs[q * 6]
-        cdef int nlab = self.negs[q * 6 + 1]
-        cdef int kind = self.negs[q * 6 + 2]
-        cdef int a = self.negs[q * 6 + 3], b = self.negs[q * 6 + 4], cc = self.negs[q * 6 + 5]
-        cdef i64 lo = -1, hi = -1, i, r, k, ins, lo_r, hi_r
-        cdef int comp, c
+        cdef int sub = self.negs[q * 6 + 1]
+        cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
+        cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
+        cdef int nlab, first_comp
+        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r
+        cdef int comp, c, rc
         cdef bint has_lo = False, has_hi = False, ok
         cdef i64* tp = self.tpos   # scratch for the trial match
         cdef i64* tl = self.tlab
         for i in range(m):
             comp = self.comp_of[seq * self.n_labels + lab[i]]
-            if kind == 0:
-                if comp >= a and comp < b:
-                    lo = pos[i]
-                    has_lo = True
-                elif comp >= b and comp < cc and not has_hi:
-                    hi = pos[i]
-                    has_hi = True
-            else:
-                if comp >= a and comp < cc:
-                    if not has_lo:
-                        lo = pos[i] - 1
-                        has_lo = True
-                    hi = pos[i] + 1
-                    has_hi = True
+            if comp >= a and comp < b:
+                lo = pos[i]
+                has_lo = True
+            elif comp >= cc and comp < d and not has_hi:
+                hi = pos[i]
+                has_hi = True
         lo_r = lo + 1 if has_lo else self.ps
         hi_r = hi if has_hi else self.pproc
-        if lo_r < from_row:
-            lo_r = from_row
-        k = 0
+        first_comp = self.nt_seq[self.nt_sub[sub]]
+        if self.nt_sub[sub + 1] - self.nt_sub[sub] != 1 or \
+                self.nt_seq[self.nt_sub[sub] + 1] - first_comp != 1 or \
+                self.nt_comp[first_comp * 3 + 1] != 1 or self.nt_comp[first_comp * 3 + 2] != 1:
+            rc = self._neg_program(sub, pos, lab, m, lo_r, hi_r, has_lo and has_hi)
+            if rc != 1:
+                return rc
+        else:
+            nlab = self.nt_comp[first_comp * 3]
+            if lo_r < from_row:
+                lo_r = from_row
+            k = 0
+            for r in range(lo_r, hi_r):
+                while k < m and pos[k] < r:
+                    k += 1
+                if k < m and pos[k] == r:
+                    continue
+                if not (has_lo and has_hi):
+                    if not self._fits(pos[0] if pos[0] < r else r,
+                                      pos[m - 1] if pos[m - 1] > r else r):
+                        continue
+                # trial = match + (r, NOT label)
+                for i in range(k):
+                    tp[i] = pos[i]
+                    tl[i] = lab[i]
+                tp[k] = r
+                tl[k] = nlab
+                for i in range(k, m):
+                    tp[i + 1] = pos[i]
+                    tl[i + 1] = lab[i]
+                ok = True
+                for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                    c = self.lab_conj[i]
+                    if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
+                        ok = False
+                        break
+                if ok:
+                    return 0
+        if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
+            return 2
+        return 1
+
+    cdef int _neg_program(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
+                          bint closed_region) noexcept nogil:
+        """R6a: 0 when some sequence of NOT program sub matches (any-match) on the
+        region's rows outside the match, 1 when none does, -1 out of memory."""
+        cdef i64 n = hi_r - lo_r if hi_r > lo_r else 0
+        cdef i64 nreg = 0, r, k = 0
+        cdef int s, rc = 0
+        cdef i64* reg = <i64*> malloc((n + 1) * sizeof(i64))
+        cdef i64* tp = <i64*> malloc((m + n + 1) * sizeof(i64))
+        cdef i64* tl = <i64*> malloc((m + n + 1) * sizeof(i64))
+        cdef i64* placed = <i64*> malloc((n + 1) * 2 * sizeof(i64))
+        if reg == NULL or tp == NULL or tl == NULL or placed == NULL:
+            free(reg); free(tp); free(tl); free(placed)
+            self.oom = 1
+            return -1
         for r in range(lo_r, hi_r):
             while k < m and pos[k] < r:
                 k += 1
             if k < m and pos[k] == r:
                 continue
-            if not (has_lo and has_hi):
-                if not self._fits(pos[0] if pos[0] < r else r, pos[m - 1] if pos[m - 1] > r else r):
-                    continue
-            # trial = match + (r, NOT label)
-            for i in range(k):
-                tp[i] = pos[i]
-                tl[i] = lab[i]
-            tp[k] = r
-            tl[k] = nlab
-            for i in range(k, m):
-                tp[i + 1] = pos[i]
-                tl[i + 1] = lab[i]
+            if not closed_region and not self._fits(pos[0] if pos[0] < r else r,
+                                                    pos[m - 1] if pos[m - 1] > r else r):
+                continue
+            reg[nreg] = r
+            nreg += 1
+        memcpy(tp, pos, m * sizeof(i64))
+        memcpy(tl, lab, m * sizeof(i64))
+        for s in range(self.nt_sub[sub], self.nt_sub[sub + 1]):
+            rc = self._nt_search(s, self.nt_seq[s], 0, 0, reg, nreg, tp, tl, m, placed, 0)
+            if rc != 0:
+                break
+        free(reg); free(tp); free(tl); free(placed)
+        if rc < 0:
+            return -1
+        return 0 if rc == 1 else 1
+
+    cdef int _nt_search(self, int s, int j, i64 cnt, i64 x0, i64* reg, i64 nreg, i64* tp,
+                        i64* tl, i64 tm, i64* placed, i64 k) noexcept nogil:
+        """Depth-first: component j of NOT sequence s has taken cnt rows; the next row
+        comes from reg[x0:]. tp/tl: the trial match (sorted), placed: the k NOT rows
+        (row, label) in order. 1 when a complete NOT match holds, else 0."""
+        cdef int end = self.nt_seq[s + 1]
+        cdef int label, mn, mx, rc, i, c
+        cdef i64 x, r, at, w
+        cdef bint ok
+        if j == end:
+            if k == 0:
+                return 0
+            for w in range(k):   # R2 on the complete trial: every NOT row's DEFINE
+                label = <int> placed[2 * w + 1]
+                for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
+                    c = self.lab_conj[i]
+                    if not self.nt_early[c] and \
+                            not self._eval(c, label, NULL, tp, tl, tm, placed[2 * w]):
+                        return 0
+            return 1
+        label = self.nt_comp[j * 3]
+        mn = self.nt_comp[j * 3 + 1]
+        mx = self.nt_comp[j * 3 + 2]
+        if cnt >= mn:
+            rc = self._nt_search(s, j + 1, 0, x0, reg, nreg, tp, tl, tm, placed, k)
+            if rc != 0:
+                return rc
+        if mx >= 0 and cnt >= mx:
+            return 0
+        for x in range(x0, nreg):
+            r = reg[x]
+            if k > 0 and not self._fits(placed[0], r):
+                continue   # the NOT match itself fits the window (R6a)
+            at = tm
+            while at > 0 and tp[at - 1] > r:
+                at -= 1
+            memmove(tp + at + 1, tp + at, (tm - at) * sizeof(i64))
+            memmove(tl + at + 1, tl + at, (tm - at) * sizeof(i64))
+            tp[at] = r
+            tl[at] = label
+            placed[2 * k] = r
+            placed[2 * k + 1] = label
             ok = True
-            for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+            for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
                 c = self.lab_conj[i]
-                if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
+                if self.nt_early[c] and not self._eval(c, label, NULL, tp, tl, tm + 1, r):
                     ok = False
                     break
+            rc = 0
             if ok:
-                return 0
-        if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
-            return 2
-        return 1
+                rc = self._nt_search(s, j, cnt + 1, x + 1, reg, nreg, tp, tl, tm + 1,
+                                     placed, k + 1)
+            memmove(tp + at, tp + at + 1, (tm - at) * sizeof(i64))
+            memmove(tl + at, tl + at + 1, (tm - at) * sizeof(i64))
+            if rc != 0:
+                return rc
+        return 0
 
     # ------------------------------------------------------------------ planned evaluation
     # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/runtime/cep_planner.py): per OR-free
@@ -1431,6 +1711,20 @@ cdef class CepMatcher:
             for seq in range(self.n_seq):
                 end = self.seq_start[seq + 1]
                 j = self.seq_start[seq]
+                if self.g_first != NULL:
+                    # the start states, through groups (R6b)
+                    memset(proto, 0, self.RW * sizeof(i64))
+                    proto[R_SEQ] = seq
+                    proto[R_NODE] = -1
+                    self.starts.n = 0
+                    if self._walk(&self.starts, proto, j, 0, end, -1, r, 0, False):
+                        return -1
+                    for i in range(self.starts.n // self.RW):
+                        memcpy(proto, self.starts.data + i * self.RW, self.RW * sizeof(i64))
+                        if self._take_ok(proto, self.comps[proto[R_COMP] * 4 + 1], r):
+                            if self._take(proto, r):
+                                return -1
+                    continue
                 while j < end:
                     memset(proto, 0, self.RW * sizeof(i64))
                     proto[R_SEQ] = seq

@@ -60,9 +60,11 @@ def _tied_streams(draw, max_rows: int, unique_ts: bool, with_nulls: bool) -> pa.
 
 # --- patterns ----------------------------------------------------------------------------
 # A tree: ('var', name) | ('kl', child, lo, hi) | ('seq'|'and'|'or', [children]) | ('not', name)
+# | ('notp', tree): NOT of a composite pattern
 
 @st.composite
-def _tree(draw, names: list[str], depth: int, kleene_left: list[int]):
+def _tree(draw, names: list[str], depth: int, kleene_left: list[int],
+          composite_nots: bool = True):
     """A positive pattern over the variables popped from ``names``."""
     if depth == 0 or len(names) < 2 or draw(st.booleans()):
         name = names.pop(0)
@@ -76,19 +78,43 @@ def _tree(draw, names: list[str], depth: int, kleene_left: list[int]):
                 kleene_left[0] -= 1
                 node = ("kl", node, draw(st.sampled_from([0, 1, 1, 2])), None)
         return node
-    op = draw(st.sampled_from(["seq", "seq", "and", "or"]))
+    op = draw(st.sampled_from(["seq", "seq", "and", "or", "klseq"]))
+    if op == "klseq":   # KL of a SEQ or an OR (R6b): iterations over two variables
+        first = ("var", names.pop(0))
+        second = ("var", names.pop(0))
+        if draw(st.integers(0, 3)) == 0:
+            second = ("kl", second, 1, 2)
+        body = (draw(st.sampled_from(["seq", "seq", "or"])), [first, second])
+        if kleene_left[0] > 0 and draw(st.booleans()):
+            kleene_left[0] -= 1
+            return ("kl", body, draw(st.sampled_from([0, 1, 1])), None)
+        lo = draw(st.integers(0, 1))
+        return ("kl", body, lo, draw(st.integers(max(lo, 1), 2)))
     k = draw(st.integers(2, min(3, len(names))))
     items = []
     for _ in range(k):
         if not names:
             break
-        items.append(draw(_tree(names, depth - 1, kleene_left)))
+        items.append(draw(_tree(names, depth - 1, kleene_left, composite_nots)))
     if len(items) == 1:
         return items[0]
     if op in ("seq", "and") and names and draw(st.integers(0, 2)) == 0:
         at = draw(st.integers(0, len(items)))
-        items.insert(at, ("not", names.pop(0)))
+        items.insert(at, draw(_negation(names)) if composite_nots else ("not", names.pop(0)))
     return (op, items)
+
+
+@st.composite
+def _negation(draw, names: list[str]):
+    """NOT(var), or NOT of a small composite pattern (R6a): SEQ/AND/OR of two variables
+    or a bounded closure of one."""
+    if len(names) < 2 or draw(st.integers(0, 2)) > 0:
+        return ("not", names.pop(0))
+    kind = draw(st.sampled_from(["seq", "and", "or", "kl"]))
+    if kind == "kl":
+        lo = draw(st.integers(1, 2))
+        return ("notp", ("kl", ("var", names.pop(0)), lo, 2))
+    return ("notp", (kind, [("var", names.pop(0)), ("var", names.pop(0))]))
 
 
 def render(node, regex: bool = False) -> str:
@@ -98,6 +124,8 @@ def render(node, regex: bool = False) -> str:
         return node[1]
     if kind == "not":
         return f"NOT({node[1]})"
+    if kind == "notp":
+        return f"NOT({render(node[1])})"
     if kind == "kl":
         _, child, lo, hi = node
         inner = render(child, regex)
@@ -117,13 +145,15 @@ def variables(node) -> list[str]:
     kind = node[0]
     if kind in ("var", "not"):
         return [node[1]]
-    if kind == "kl":
+    if kind in ("kl", "notp"):
         return variables(node[1])
     return [v for i in node[1] for v in variables(i)]
 
 
 def kleene_vars(node) -> set[str]:
     kind = node[0]
+    if kind == "notp":
+        return set()
     if kind == "kl":
         return set(variables(node[1]))
     if kind in ("seq", "and", "or"):

@@ -1,6 +1,7 @@
 """Cost-based planning of CEP clauses: options, the planner's choice, EXPLAIN, Spark conf."""
 from __future__ import annotations
 
+import re
 from functools import partial
 
 import numpy as np
@@ -69,6 +70,47 @@ def test_arrival_order_strategies_fall_back_and_say_so():
     text = _plan(SQL.format(strategy="SKIP_TILL_NEXT_MATCH"), rare_last_ticks()).explain
     assert "evaluator: in-order SASE+ run NFA" in text
     assert "out-of-order plans would change the result" in text
+
+
+_COMPOSITE = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+              "STRATEGY SKIP_TILL_ANY_MATCH PATTERN ({pattern}) WITHIN INTERVAL '30' SECOND "
+              "DEFINE {defines})")
+
+
+def _composite(pattern: str) -> str:
+    """A clause over ticks with DEFINEs for the lower-case variables the pattern names."""
+    syms = {"a": "A", "b": "B", "c": "C", "d": "A"}
+    used = sorted(set(re.findall(r"\b([abcd])\b", pattern)))
+    return _COMPOSITE.format(pattern=pattern,
+                             defines=", ".join(f"{v} AS {v}.sym = '{syms[v]}'" for v in used))
+
+
+def test_composite_not_is_planned_and_explained():
+    # the positive part has a JQPG reduction; the NOT is an absence check on it (R6a)
+    text = _plan(_composite("SEQ(a, NOT(SEQ(c, d)), b)"),
+                 rare_last_ticks()).explain
+    assert "evaluator: lazy chain NFA" in text or "evaluator: instance-based tree" in text
+    assert "negation:      NOT(C D)" in text and "any-match search" in text
+
+
+def test_composite_kleene_runs_in_order_and_says_why():
+    text = _plan(_composite("KL(SEQ(a, b))"), rare_last_ticks()).explain
+    assert "evaluator: in-order SASE+ run NFA" in text
+    assert "KL over a composite pattern has no JQPG reduction" in text
+    assert "kleene:        KL(A B)" in text
+
+
+def test_and_not_slot_is_planned():
+    text = _plan(_composite("SEQ(a, AND(NOT(c), b), d)"),
+                 rare_last_ticks()).explain
+    assert "evaluator: lazy chain NFA" in text or "evaluator: instance-based tree" in text
+
+
+def test_nested_seq_holding_an_and_not_runs_in_order():
+    text = _plan(_composite("SEQ(a, OR(SEQ(AND(NOT(c), b), d), b))"),
+                 rare_last_ticks()).explain
+    assert "evaluator: in-order SASE+ run NFA" in text
+    assert "move the NOT's region" in text
 
 
 def test_options_from_conf_validates_values():

@@ -114,9 +114,29 @@ def test_rising_run_finds_expected_matches():
     assert len(df) > 0 and set(df["n"]) >= {2}
 
 
-def test_kleene_of_sequence_is_unsupported():
+@pytest.mark.parametrize("strategy,pattern,message", [
+    ("SKIP_TILL_NEXT_MATCH", "SEQ(KL(SEQ(a, b)), OR(c, d))", "followed by alternatives"),
+    ("SKIP_TILL_ANY_MATCH", "KL(OR(a, SEQ(b, a)))", "distinct"),
+    ("PARTITION_CONTIGUITY", "KL(AND(a, b))", "distinct"),
+    ("SKIP_TILL_ANY_MATCH", "KL(SEQ(a, NOT(c), b))", "without NOT"),
+])
+def test_composite_kleene_outside_the_run_nfa_is_unsupported(strategy, pattern, message):
     import cepsql
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
-           "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (KL(SEQ(a, b))) DEFINE a AS tag = 'a')")
-    with pytest.raises(CepUnsupportedError, match="Kleene"):
+           f"STRATEGY {strategy} PATTERN ({pattern}) DEFINE a AS tag = 'a', b AS tag = 'b')")
+    with pytest.raises(CepUnsupportedError, match=message):
         cepsql.match_recognize(sql, t=_ticks())
+
+
+@pytest.mark.parametrize("strategy", ["SKIP_TILL_ANY_MATCH", "PARTITION_CONTIGUITY",
+                                      "SKIP_TILL_NEXT_MATCH"])
+def test_kleene_of_sequence_runs_in_order(strategy):
+    # rising prices across iterations: a's DEFINE reads the previous iteration's a (R6b)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+           "count(*) AS n, FIRST(a.ts) AS t0, LAST(b.ts) AS t1 "
+           f"STRATEGY {strategy} PATTERN (KL(SEQ(a, b), 2)) WITHIN 6 ROWS "
+           "DEFINE a AS tag = 'a' AND (LAST(a.price, 1) IS NULL OR a.price < LAST(a.price, 1)), "
+           "b AS tag = 'b')")
+    assert_cep_matches(sql, _ticks())
+    assert_cep_matches(sql.replace("KL(SEQ(a, b), 2)", "KL(OR(SEQ(a, b), c), 2)")
+                       .replace("b AS tag = 'b')", "b AS tag = 'b', c AS tag = 'c')"), _ticks())

@@ -177,11 +177,87 @@ def test_trailing_not_uses_window():
     assert rows(body.replace("3 ROWS", "2 ROWS")) == [(1,), (5,)]
 
 
-def test_not_inside_and_checks_span():
+def test_not_inside_top_level_and_is_open_on_both_sides():
+    # R6: no enclosing SEQ, so the region is every row that fits the window with the match
     body = ("MEASURES a.ts AS at, b.ts AS bt STRATEGY SKIP_TILL_ANY_MATCH "
-            "PATTERN (AND(a, b, NOT(c))) " + TAGS)
-    # spans containing row 2 fail: (0,3) (0,5) (4,1)
-    assert rows(body) == [(1, 2), (5, 4), (5, 6)]
+            "PATTERN (AND(a, b, NOT(c))) WITHIN 3 ROWS " + TAGS)
+    # candidates (0,1) (4,3) (4,5); c at 2 fits with the first two
+    assert rows(body) == [(5, 6)]
+    assert rows(body.replace("WITHIN 3 ROWS ", "")) == []   # whole partition: c at 2
+
+
+T_ALIAS = "DEFINE a AS tag = 'a', b AS tag = 'b', c AS tag = 'c', e AS tag = 'a'"
+
+
+@pytest.mark.parametrize("strategy", [ANY, NEXT])
+def test_not_in_and_is_absence_in_the_and_slot(strategy):
+    # the case: the AND has one positive item; its NOT still covers the rows
+    # between the previous SEQ item and the next one
+    body = ("MEASURES a.ts AS at, b.ts AS bt, e.ts AS et STRATEGY {} "
+            "PATTERN (SEQ(a, AND(NOT(c), b), e)) " + T_ALIAS)
+    assert rows(body.format(strategy)) == []          # c at 2 lies between a=0 and e=4
+    body = ("MEASURES a.ts AS at, b.ts AS bt, e.ts AS et STRATEGY {} "
+            "PATTERN (SEQ(a, b, AND(NOT(c), e))) " + T_ALIAS)
+    # slot between b and the end of the SEQ? no: between b (previous item) and nothing
+    # after it in the SEQ -> open right side; e=4 itself is a match row
+    expected = [(1, 4, 5)] if strategy == ANY else []   # NEXT: b=1 is taken, c at 2
+    assert rows(body.format(strategy)) == expected
+
+
+def test_not_in_and_open_side_uses_window():
+    body = ("MEASURES a.ts AS at, b.ts AS bt STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(a, AND(NOT(c), b))) {}" + TAGS)
+    assert rows(body.format("")) == [(5, 6)]           # open right side: c at 2 after a=0
+    assert rows(body.format("WITHIN 2 ROWS ")) == [(1, 2), (5, 6)]
+
+
+def test_not_of_seq_needs_the_whole_subsequence():
+    body = ("MEASURES a.ts AS at, b.ts AS bt STRATEGY {} PATTERN (SEQ(a, NOT({}), b)) "
+            "DEFINE a AS tag = 'a', b AS tag = 'b', c AS tag = 'c', x AS tag = 'b'")
+    # (0,5): c at 2 then x (a b) at 3 in between; (0,3): only b at 1 before c
+    assert rows(body.format(ANY, "SEQ(c, x)")) == [(1, 2), (1, 4), (5, 6)]
+    assert rows(body.format(ANY, "SEQ(x, c)")) == [(1, 2), (5, 6)]
+    assert rows(body.format(ANY, "AND(c, x)")) == [(1, 2), (5, 6)]
+    assert rows(body.format(ANY, "OR(c, x)")) == [(1, 2), (5, 6)]
+    assert rows(body.format(NEXT, "SEQ(c, x)")) == [(1, 2), (5, 6)]   # NEXT takes b=1
+
+
+def test_not_of_kleene_searches_closures():
+    # NOT(two rising non-'a' rows) between a and b
+    body = ("MEASURES a.ts AS at, b.ts AS bt STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(a, NOT(KL(n, 2, 2)), b)) DEFINE a AS tag = 'a', b AS tag = 'b', "
+            "n AS n.tag <> 'a' AND n.price > COALESCE(LAST(n.price, 1), 0)")
+    # (0,3): rows 1, 2 priced 20, 15 do not rise; (0,5): 20 -> 30 (rows 1, 3) rises
+    assert rows(body) == [(1, 2), (1, 4), (5, 6)]
+    assert rows(body.replace("KL(n, 2, 2)", "KL(n)")) == [(1, 2), (5, 6)]
+
+
+@pytest.mark.parametrize("strategy,expected", [
+    (ANY, [(1, 2, 2), (1, 4, 2), (1, 6, 4), (1, 6, 4), (1, 6, 2), (5, 6, 2)]),
+    (NEXT, [(1, 2, 2), (1, 6, 4), (5, 6, 2)]),
+    (PART, [(1, 2, 2), (5, 6, 2)]),
+])
+def test_kleene_of_seq_iterates(strategy, expected):
+    body = ("MEASURES FIRST(a.ts) AS at, LAST(b.ts) AS bt, count(*) AS n STRATEGY {} "
+            "PATTERN (KL(SEQ(a, b))) " + TAGS)
+    # ANY: one iteration (0,1) (0,3) (0,5) (4,5); two: (0,1)(4,5) and (0,3)(4,5)
+    assert rows(body.format(strategy)) == expected
+
+
+def test_kleene_of_or_takes_either_branch_per_iteration():
+    body = ("MEASURES count(a.*) AS na, count(c.*) AS nc STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (KL(OR(a, c))) " + TAGS)
+    # every non-empty ordered subset of the rows {0, 4} (a) and {2} (c)
+    assert sorted(rows(body)) == [(0, 1), (1, 0), (1, 0), (1, 1), (1, 1), (2, 0), (2, 1)]
+
+
+def test_kleene_of_seq_previous_iteration():
+    # LAST(a.price, 1) inside a's DEFINE is a's row of the previous iteration (R6b)
+    body = ("MEASURES FIRST(a.ts) AS at, LAST(a.ts) AS lt STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (KL(SEQ(a, b), 2, 2)) DEFINE a AS tag = 'a' AND "
+            "(LAST(a.price, 1) IS NULL OR a.price > LAST(a.price, 1)), b AS tag = 'b'")
+    assert rows(body) == [(1, 5), (1, 5)]   # a=0 (10) then a=4 (25); b=1 or b=3 first
+    assert rows(body.replace("a.price >", "a.price <")) == []
 
 
 def test_not_under_contiguity_is_vacuous_between_neighbours():

@@ -20,3 +20,37 @@ def test_spark_and_local_agree(spark):
     assert [tuple(r) for r in got.collect()] == EXPECTED
     local = cepsql.match_recognize(QUERY, ticks=TICKS)
     assert sorted(local.itertuples(index=False, name=None)) == EXPECTED
+
+
+COMPOSITE = """SELECT * FROM readings MATCH_RECOGNIZE (
+  PARTITION BY tag ORDER BY ts
+  MEASURES s.ts AS picked, FIRST(m.ts) AS first_move, count(m.*) AS moves, e.ts AS left_at
+  STRATEGY SKIP_TILL_ANY_MATCH
+  PATTERN (SEQ(s, NOT(SEQ(p, q)), KL(SEQ(m, n)), AND(NOT(f), e)))
+  WITHIN 8 ROWS
+  DEFINE s AS s.reader = 'shelf', p AS p.reader = 'pay', q AS q.reader = 'bag',
+         m AS m.reader = 'aisle', n AS n.reader = 'cart', f AS f.reader = 'pay',
+         e AS e.reader = 'exit'
+)"""
+
+READINGS = pd.DataFrame({
+    "tag": ["t1"] * 8 + ["t2"] * 7,
+    "ts": list(range(8)) + list(range(7)),
+    "reader": ["shelf", "aisle", "cart", "aisle", "cart", "exit", "bag", "bag",
+               "shelf", "pay", "bag", "aisle", "cart", "pay", "exit"]})
+
+
+def test_spark_composite_not_and_kleene_match_the_reference(spark):
+    # t1: one or two aisle/cart iterations, no pay+bag before them, no pay between the
+    # last cart and the exit (the AND's slot); t2: pay then bag after the shelf blocks it,
+    # and pay at 13 lies in the exit's slot
+    from cepsql.dialect import find_match_recognize
+    from cepsql.runtime.reference_cep import evaluate_reference_cep
+    import pyarrow as pa
+    spark.createDataFrame(READINGS).createOrReplaceTempView("readings")
+    got = sorted(tuple(r) for r in spark.cep.sql(COMPOSITE).collect())
+    _, want = evaluate_reference_cep(find_match_recognize(COMPOSITE)[0].spec,
+                                     pa.Table.from_pandas(READINGS, preserve_index=False))
+    assert got == sorted(want)
+    assert got == [("t1", 0, 1, 1, 5), ("t1", 0, 1, 1, 5), ("t1", 0, 1, 2, 5),
+                   ("t1", 0, 3, 1, 5)]

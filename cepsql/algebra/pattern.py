@@ -69,7 +69,8 @@ class Permute(PatternNode):
 @dataclass(frozen=True)
 class Negation(PatternNode):
     """CEP mode ``NOT(child)``: absence of a child match between the SEQ neighbours
-    (or, inside AND, within the AND's span). Never matches rows itself."""
+    (or, inside AND, in the AND's slot between the SEQ items around it; rule R6).
+    Never matches rows itself."""
     child: PatternNode
     pos: int | None = field(default=None, compare=False)
 

@@ -1,12 +1,8 @@
-"""Plan a CEP-mode clause (STRATEGY ...) for the Cython run-based evaluator (cep.pyx).
+"""Plan a CEP-mode clause (STRATEGY ...) for the Cython evaluators (cep.pyx).
 
-Supported shapes: the pattern expands into a union of *linear sequences* of components
-(a variable, or V* / V+ / V{n,m} / KL(V, ...) of one variable) -- SEQ / regex
-concatenation, top-level or nested OR (union of branches), AND (permutations of its
-items; under SKIP_TILL_ANY_MATCH only AND of single variables, where permutations are
-exactly the interleavings) and NOT(var) items of SEQ or AND (rule R6). In every
-sequence each positive variable occurs once and no NOT variable is also positive.
-Everything else raises CepUnsupportedError naming the construct.
+The pattern's shapes the evaluators run are those cep_expand turns into linear
+sequences (run NFA) or cep_planner into plannable disjuncts (planned evaluator, under
+SKIP_TILL_ANY_MATCH); everything else raises CepUnsupportedError naming the construct.
 
 DEFINE follows rule R2: each top-level AND conjunct is compiled separately with the
 set of other variables it reads; the evaluator applies a conjunct when a run takes a
@@ -14,8 +10,7 @@ row (once those variables are bound, R5) and re-checks the rest on completion.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from itertools import permutations, product
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +18,7 @@ import pyarrow as pa
 from ..algebra.expressions import (AggregateValue, BinaryOp, Classifier, Expr, RowValue,
                                    children, walk)
 from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
-                               Permute, Quantified, Var)
+                               Permute, Quantified, Var, pattern_to_text)
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
@@ -32,6 +27,8 @@ from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
+from .cep_expand import (LinearSeq, expand, group_arrays, negated_variables, not_programs,
+                         pack_not_programs, settle_open_negations)
 from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
                           choose_cep_plan, describe_choice, pattern_terms)
 from .partition_inference import (visible_partitions, whole_input_output,
@@ -41,112 +38,7 @@ from .rowsets import LabelSets, RefTable
 
 STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
                   "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
-MAX_SEQUENCES = 256
 BREAK_COLUMN = "__cep_gbreak"
-
-
-@dataclass
-class _Seq:
-    comps: list            # (label, min, max or -1)
-    negs: list             # (label, kind 0 seq / 1 and, a, b, c) comp indices
-    ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
-    pos: int | None = None
-
-
-def _shift(negs, k):
-    return [(lab, kind, a + k, b + k, c + k) for lab, kind, a, b, c in negs]
-
-
-def _concat(parts: list[list[_Seq]]) -> list[_Seq]:
-    out = []
-    for combo in product(*parts):
-        comps, negs, ids = [], [], []
-        for s in combo:
-            negs += _shift(s.negs, len(comps))
-            comps += s.comps
-            ids += s.ids
-        out.append(_Seq(comps, negs, ids))
-        if len(out) > MAX_SEQUENCES:
-            raise CepUnsupportedError("CEP pattern expands into too many alternatives")
-    return out
-
-
-def expand(node, strategy: str) -> list[_Seq]:
-    """The pattern as a union of linear sequences (see module docstring)."""
-    if isinstance(node, Var):
-        return [_Seq([(node.name, 1, 1)], [], [(id(node),)])]
-    if isinstance(node, Empty):
-        return [_Seq([], [], [])]
-    if isinstance(node, Quantified):
-        if not isinstance(node.child, Var):
-            raise CepUnsupportedError(
-                "CEP mode evaluates Kleene closure of a single variable only (KL(var), "
-                "var+, var{n,m})", pos=getattr(node, "pos", None))
-        if node.max == 0:
-            return [_Seq([], [], [])]
-        return [_Seq([(node.child.name, node.min, -1 if node.max is None else node.max)], [],
-                     [(id(node),)])]
-    if isinstance(node, Alternation):
-        out = []
-        for item in node.items:
-            out += expand(item, strategy)
-        return out
-    if isinstance(node, Concat):
-        parts: list[list[_Seq]] = []
-        neg_at: list[tuple[str, int]] = []   # (label, index of the next part)
-        for item in node.items:
-            if isinstance(item, Negation):
-                if not isinstance(item.child, Var):
-                    raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable "
-                                              "only", pos=getattr(item, "pos", None))
-                neg_at.append((item.child.name, len(parts)))
-                continue
-            parts.append(expand(item, strategy))
-        out = []
-        for combo in product(*parts):
-            comps, negs, starts, ids = [], [], [], []
-            for s in combo:
-                starts.append(len(comps))
-                negs += _shift(s.negs, len(comps))
-                comps += s.comps
-                ids += s.ids
-            starts.append(len(comps))
-            for label, at in neg_at:
-                negs.append((label, 0, 0, starts[at], len(comps)))
-            out.append(_Seq(comps, negs, ids))
-            if len(out) > MAX_SEQUENCES:
-                raise CepUnsupportedError("CEP pattern expands into too many alternatives")
-        return out
-    if isinstance(node, Permute):
-        positives = [i for i in node.items if not isinstance(i, Negation)]
-        negated = [i.child for i in node.items if isinstance(i, Negation)]
-        for child in negated:
-            if not isinstance(child, Var):
-                raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable only",
-                                          pos=getattr(child, "pos", None))
-        if strategy == "SKIP_TILL_ANY_MATCH" and not all(isinstance(i, Var) for i in positives):
-            raise CepUnsupportedError(
-                "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
-                "closures) is not supported by the CEP evaluator", pos=getattr(node, "pos", None))
-        out = []
-        for k, order in enumerate(permutations(positives)):
-            for s in _concat([expand(i, strategy) for i in order]):
-                s.negs += [(c.name, 1, 0, 0, len(s.comps)) for c in negated]
-                s.ids = [("and", id(node), k) + x for x in s.ids]   # own states per order
-                out.append(s)
-            if len(out) > MAX_SEQUENCES:
-                raise CepUnsupportedError("CEP pattern expands into too many alternatives")
-        return out
-    if isinstance(node, Negation):
-        raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
-    if isinstance(node, Anchor):
-        raise CepUnsupportedError("anchors ^ and $ are not available in CEP mode",
-                                  pos=getattr(node, "pos", None))
-    if isinstance(node, Exclusion):
-        raise CepUnsupportedError("pattern exclusion {- -} is not supported by the CEP "
-                                  "evaluator", pos=getattr(node, "pos", None))
-    raise CepUnsupportedError(f"{type(node).__name__} is not supported by the CEP evaluator",
-                              pos=getattr(node, "pos", None))
 
 
 def _conjuncts(expr: Expr) -> list[Expr]:
@@ -179,11 +71,12 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     if options is None or options.infer_partitions:
         spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
     ex._check_standard_restrictions(spec)
-    terms = _planned_terms(spec)
+    terms, in_order_reason = _plannable(spec)
     if terms is not None:
-        seqs = [_Seq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
+        seqs = [LinearSeq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
     else:
         seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
+        settle_open_negations(seqs)
     labels = list(spec.variables)
     if len(labels) > 63:
         raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
@@ -193,7 +86,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             raise CepUnsupportedError(
                 "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
                 "each variable once per sequence (rename the second occurrence)")
-        if any(n[0] in names for n in s.negs):
+        if any(negated_variables(n[0]) & set(names) for n in s.negs):
             raise CepUnsupportedError("a variable is used both in NOT(...) and positively")
     sets = LabelSets(labels, dict(spec.subsets))
     known = set(labels) | set(spec.subsets)
@@ -274,13 +167,16 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                                       "CEP mode", pos=agg.pos)
     prepare += [(name, expr) for expr, name in derived.columns.items()]
 
+    program_of, programs = not_programs(seqs, labels)
     comps, seq_start, negs = [], [0], []
     for k, s in enumerate(seqs):
         base = len(comps)
         comps += [[k, labels.index(n), lo, hi] for n, lo, hi in s.comps]
-        negs += [[k, labels.index(n), kind, base + a, base + b, base + c]
-                 for n, kind, a, b, c in s.negs]
+        negs += [[k, program_of[child], base + a, base + b, base + c, base + d]
+                 for child, a, b, c, d, _ in s.negs]
         seq_start.append(len(comps))
+    not_arrays = pack_not_programs(programs, conj_label, conj_mask, conj_late, labels)
+    not_arrays.update(group_arrays(seqs, strategy, conj_label, conj_mask, labels))
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
     proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None
@@ -358,7 +254,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             comp_proceed=proceed,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
-            **tree_arrays)
+            **not_arrays, **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
     projection = ex._final_projection(*visible_partitions(spec, partition_cols), order_cols,
@@ -367,11 +263,11 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
-                     explain=_explain(spec, choice, terms, seqs, inferred),
+                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason),
                      break_column=BREAK_COLUMN if global_order else None)
 
 
-def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
+def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:
     """Per component (global index): the labels a run may take next without taking this
     component again -- the proceed states of the epsilon closure after a take there, in
     its own sequence and in every sequence that shares the NFA states up to it (same
@@ -379,11 +275,22 @@ def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
     state of the closure takes it (R5): a waiting run dies when a sibling state could."""
     out = []
     for s in seqs:
+        first_group = min((g[0] for g in s.groups or ()), default=None)
         for i in range(len(s.comps)):
             mask = 0
             for t in seqs:
                 if len(t.comps) <= i or t.ids[:i + 1] != s.ids[:i + 1]:
                     continue
+                if first_group is not None:
+                    # the evaluator walks its own closure (it depends on the iteration
+                    # count); other sequences may share states only before the group
+                    if t is s:
+                        continue
+                    if i >= first_group:
+                        raise CepUnsupportedError(
+                            "KL(...) of a composite pattern followed by alternatives "
+                            "under SKIP_TILL_NEXT_MATCH is not supported by the CEP "
+                            "evaluator")
                 for j in range(i + 1, len(t.comps)):
                     mask |= 1 << labels.index(t.comps[j][0])
                     if t.comps[j][1] > 0:
@@ -394,37 +301,59 @@ def _proceed_masks(seqs: list[_Seq], labels: list[str]) -> np.ndarray:
 
 def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
     """The disjuncts the planned evaluator runs, or None (in-order evaluation)."""
+    return _plannable(spec)[0]
+
+
+def _plannable(spec: MatchRecognizeSpec) -> tuple[list[Term] | None, str]:
+    """(terms, "") for a planned clause, else (None, why it runs in order)."""
     if spec.strategy != PLANNED_STRATEGY:
-        return None
+        return None, (f"STRATEGY {spec.strategy} decides each take by the rows taken "
+                      "before it, so out-of-order plans would change the result")
     for node in _pattern_nodes(spec.pattern):
         if isinstance(node, (Exclusion, Anchor)):
-            return None   # expand() raises the precise error
+            return None, "pattern shape not plannable"   # expand() raises the precise error
+        if isinstance(node, Quantified) and not isinstance(node.child, Var):
+            return None, ("KL over a composite pattern has no JQPG reduction (the reduction "
+                          "applies Kleene closure to single events only)")
         if isinstance(node, (Concat, Permute)) and \
                 any(isinstance(i, Negation) for i in node.items) and \
                 all(_nullable(i) for i in node.items if not isinstance(i, Negation)):
-            return None   # a NOT whose SEQ/AND may be empty still checks (R6); DNF drops it
+            # a NOT whose SEQ/AND may be empty still checks (R6); DNF drops it
+            return None, "a NOT whose SEQ/AND may match no row has no disjunct to check it"
     if _flattened_negation(spec.pattern, None):
-        return None
+        return None, ("a SEQ holding a NOT nested in another SEQ: the DNF would flatten it "
+                      "and move the NOT's region")
     try:
         terms = pattern_terms(spec.pattern)
-    except CepUnsupportedError:
-        return None
+    except CepUnsupportedError as exc:
+        return None, f"pattern shape not plannable ({exc.message})"
     for t in terms:
-        if any(n[0] in {c[0] for c in t.comps} for n in t.negs):
-            return None
-    return terms or None
+        if any(negated_variables(n[0]) & {c[0] for c in t.comps} for n in t.negs):
+            return None, "a variable is both negated and positive in one disjunct"
+    if not terms:
+        return None, "pattern shape not plannable"
+    return terms, ""
 
 
 def _flattened_negation(node, container) -> bool:
-    """Whether a SEQ (AND) with NOT items sits directly in another SEQ (AND): the DNF
-    flattens it, which would widen the NOT's region (R6 scopes it to its own SEQ/AND)."""
+    """Whether a SEQ holding a NOT (its own item, or an AND's NOT whose slot it fixes)
+    sits directly in another SEQ: the DNF flattens it, which would move the NOT's region
+    (R6 scopes it to its own SEQ). An AND in an AND shares its slot, so flattening it is
+    exact."""
     if isinstance(node, (Concat, Permute)):
-        if container is type(node) and any(isinstance(i, Negation) for i in node.items):
+        if container is Concat and isinstance(node, Concat) and _has_negation(node):
             return True
         container = type(node)
     return any(_flattened_negation(c, container) for c in
                list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
                if c is not None)
+
+
+def _has_negation(node) -> bool:
+    return isinstance(node, Negation) or any(
+        _has_negation(c) for c in
+        list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
+        if c is not None)
 
 
 def _nullable(node) -> bool:
@@ -542,8 +471,9 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> 
         term_lists = [[] for _ in masks]
         comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
         after = term.after_masks()
-        for q, ((label, kind, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
-            conjs = [c for c, lab in enumerate(conj_label) if labels[lab] == label]
+        for q, ((child, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
+            names = negated_variables(child)
+            conjs = [c for c, lab in enumerate(conj_label) if labels[lab] in names]
             if not left or any(conj_late[c] for c in conjs):
                 continue
             need = left | right
@@ -552,7 +482,7 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> 
             for k in _covering(masks, need):
                 if k == len(masks) - 1:
                     break   # the root checks every NOT anyway
-                if _region_settled(masks[k], kind, left, right, after, len(term.comps)):
+                if _region_settled(masks[k], left, right, after, len(term.comps)):
                     term_lists[k].append(q_base + q)
                     break
         lists += term_lists
@@ -561,27 +491,23 @@ def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> 
     return dict(plan_neg_start=starts, plan_neg=flat)
 
 
-def _region_settled(mask: int, kind: int, left: int, right: int, after: list[int],
-                    n: int) -> bool:
+def _region_settled(mask: int, left: int, right: int, after: list[int], n: int) -> bool:
     """Whether no component outside the instance (mask) can put a row inside the NOT's
-    region -- rows of the match are not NOT candidates, so before that the check could
-    reject an instance whose complete match passes."""
+    region (after the left components, before the right ones) -- rows of the match are
+    not NOT candidates, so before that the check could reject an instance whose
+    complete match passes."""
     bits = [i for i in range(n) if (left | right) >> i & 1]
     for x in range(n):
         if mask >> x & 1:
             continue
-        if kind == 0:
-            before = any(after[x] >> b & 1 for b in bits if left >> b & 1)
-            behind = any(after[b] >> x & 1 for b in bits if right >> b & 1)
-        else:
-            before = all(after[x] >> b & 1 for b in bits)
-            behind = all(after[b] >> x & 1 for b in bits)
+        before = any(after[x] >> b & 1 for b in bits if left >> b & 1)
+        behind = any(after[b] >> x & 1 for b in bits if right >> b & 1)
         if not (before or behind):
             return False
     return True
 
 
-def _explain(spec, choice, terms, seqs, inferred) -> str:
+def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "") -> str:
     window = ""
     if spec.window is not None:
         window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
@@ -597,13 +523,16 @@ def _explain(spec, choice, terms, seqs, inferred) -> str:
                      "key is inferred and no time slices are cut")
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
+    for node in _pattern_nodes(spec.pattern):
+        if isinstance(node, Negation) and not isinstance(node.child, Var):
+            lines.append(f"negation:      NOT({pattern_to_text(node.child)}) -- absence of any "
+                         "match of it in its region (any-match search, R6a)")
+        elif isinstance(node, Quantified) and not isinstance(node.child, Var):
+            lines.append(f"kleene:        KL({pattern_to_text(node.child)}) -- iterations "
+                         "looped in order on the run NFA (R6b)")
     if choice is None:
-        if spec.strategy != PLANNED_STRATEGY:
-            reason = (f"STRATEGY {spec.strategy} decides each take by the rows taken before "
-                      "it, so out-of-order plans would change the result")
-        else:
-            reason = "pattern shape not plannable (see docs/cep_mode.md)"
-        choice = CepPlanChoice(EVALUATOR_IN_ORDER, reason)
+        choice = CepPlanChoice(EVALUATOR_IN_ORDER, in_order_reason or
+                               "pattern shape not plannable (see docs/cep_mode.md)")
         lines.append(f"linear sequences: {len(seqs)}")
     lines.append(describe_choice(choice, terms))
     return "\n".join(lines)

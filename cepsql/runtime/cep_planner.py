@@ -42,11 +42,12 @@ class Term:
     """One OR-free disjunct as the evaluators see it."""
     node: PatternNode
     comps: list = field(default_factory=list)   # (label, min, max or -1)
-    negs: list = field(default_factory=list)    # (label, kind 0 seq / 1 and, a, b, c)
+    # NOT checks laid out as cep_expand.LinearSeq.negs: (negated node, a, b, c, d, pending)
+    negs: list = field(default_factory=list)
     precedes: set = field(default_factory=set)  # (i, j): rows of comp i before comp j
     # per NOT (aligned with negs): (left, right) masks of the components that fix its
-    # region: the SEQ neighbours' last / first components, or every component of the AND
-    # twice; (0, 0) for an open (window-bounded) side
+    # region: the last components of the item before it (or before its AND) in its SEQ,
+    # the first components of the item after it; (0, 0) when a side is open
     neg_sides: list = field(default_factory=list)
 
     def after_masks(self) -> list[int]:
@@ -79,6 +80,9 @@ def pattern_terms(pattern: PatternNode) -> list[Term]:
 def _term(node: PatternNode) -> Term:
     term = Term(node)
     _walk(node, term)
+    # AND NOTs no SEQ encloses: both sides open (R6)
+    term.negs = [(c, b, b, cc, cc, False) if p else (c, a, b, cc, d, p)
+                 for c, a, b, cc, d, p in term.negs]
     names = [c[0] for c in term.comps]
     if len(set(names)) != len(names):
         raise CepUnsupportedError("a pattern variable occurs twice in one disjunct")
@@ -97,23 +101,33 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
         return s, s
     if isinstance(node, Concat):
         start = len(term.comps)
-        spans, neg_at = [], []
+        spans, neg_at, pending = [], [], []
         for item in node.items:
             if isinstance(item, Negation):
-                neg_at.append((_negated(item), len(spans)))
-            else:
-                spans.append((len(term.comps), _walk(item, term)))
+                neg_at.append((item.child, len(spans)))
+                continue
+            n0, c0 = len(term.negs), len(term.comps)
+            fl = _walk(item, term)
+            spans.append((c0, fl))
+            pending += [(q, len(spans) - 1, c0, len(term.comps))
+                        for q in range(n0, len(term.negs)) if term.negs[q][5]]
         for (_, a), (_, b) in itertools.pairwise(spans):
             term.precedes.update((x, y) for x in a[1] for y in b[0])
         end = len(term.comps)
         if not spans:
             raise CepUnsupportedError("a SEQ of NOT(...) items only", pos=getattr(node, "pos", None))
-        for label, at in neg_at:
+
+        def sides(before: int, after: int) -> tuple[int, int]:
+            if 0 <= before and after < len(spans):
+                return _mask(spans[before][1][1]), _mask(spans[after][1][0])
+            return 0, 0
+        for child, at in neg_at:
             mid = spans[at][0] if at < len(spans) else end
-            term.negs.append((label, 0, start, mid, end))
-            closed = 0 < at < len(spans)
-            term.neg_sides.append((_mask(spans[at - 1][1][1]), _mask(spans[at][1][0]))
-                                  if closed else (0, 0))
+            term.negs.append((child, start, mid, mid, end, False))
+            term.neg_sides.append(sides(at - 1, at))
+        for q, k, lo, hi in pending:   # an item's AND NOTs: the item's slot here
+            term.negs[q] = (term.negs[q][0], start, lo, hi, end, False)
+            term.neg_sides[q] = sides(k - 1, k + 1)
         return spans[0][1][0], spans[-1][1][1]
     if isinstance(node, Permute):
         start = len(term.comps)
@@ -121,13 +135,13 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
         negated = []
         for item in node.items:
             if isinstance(item, Negation):
-                negated.append(_negated(item))
+                negated.append(item.child)
             else:
                 f, l = _walk(item, term)
                 first, last = first | f, last | l
-        term.negs += [(label, 1, start, start, len(term.comps)) for label in negated]
-        everything = _mask(range(start, len(term.comps)))
-        term.neg_sides += [(everything, everything)] * len(negated)
+        end = len(term.comps)
+        term.negs += [(child, start, start, end, end, True) for child in negated]
+        term.neg_sides += [(0, 0)] * len(negated)
         return first, last
     raise CepUnsupportedError(f"{type(node).__name__} inside a planned CEP pattern",
                               pos=getattr(node, "pos", None))
@@ -135,13 +149,6 @@ def _walk(node: PatternNode, term: Term) -> tuple[frozenset, frozenset]:
 
 def _mask(indices) -> int:
     return sum(1 << i for i in indices)
-
-
-def _negated(item: Negation) -> str:
-    if not isinstance(item.child, Var):
-        raise CepUnsupportedError("CEP mode evaluates NOT(var) of a single variable only",
-                                  pos=getattr(item, "pos", None))
-    return item.child.name
 
 
 @dataclass

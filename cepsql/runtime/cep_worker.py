@@ -71,6 +71,15 @@ class CepConfig:
     plan_neg_start: np.ndarray | None = None
     plan_neg: np.ndarray | None = None
     comp_proceed: np.ndarray | None = None  # SKIP_TILL_NEXT_MATCH closure guards
+    # what each NOT negates (cep_plan._pack_not_programs; R6a)
+    not_sub_start: np.ndarray | None = None
+    not_seq_start: np.ndarray | None = None
+    not_comps: np.ndarray | None = None
+    not_early: np.ndarray | None = None
+    # iteration groups of KL over a SEQ (cep_plan._group_arrays; R6b)
+    groups: np.ndarray | None = None
+    seq_recheck: np.ndarray | None = None
+    take_skip: np.ndarray | None = None
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -178,6 +187,11 @@ class CepWorker(MatchWorker):
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
         if c.comp_proceed is not None:
             matcher.set_guards(c.comp_proceed)
+        if c.groups is not None:
+            matcher.set_groups(c.groups, c.seq_recheck, c.take_skip)
+        if c.not_sub_start is not None:
+            matcher.set_not_programs(c.not_sub_start, c.not_seq_start, c.not_comps,
+                                     c.not_early)
         if c.plan_nodes is not None:
             matcher.set_plan(c.plan_nodes, c.plan_leaf_of, c.plan_after, c.plan_conj_start,
                              c.plan_conj, c.conj_late, c.conj_rowlocal, c.plan_neg_start,

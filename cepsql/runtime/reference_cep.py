@@ -72,9 +72,25 @@ CEP-mode semantics (reference_cep):
     last row and the next item's first row in that SEQ (nearest non-empty items). With no
     previous (next) row in the SEQ the side is open: every row before (after) that still
     fits the WITHIN window together with the match; the whole partition side without
-    WITHIN. NOT(p) as an item of AND: no such p match strictly inside the span of the
-    AND's positive rows. Under contiguity strategies SEQ neighbours are adjacent, so
-    only leading/trailing NOTs can fail.
+    WITHIN. NOT(p) as an item of AND: the absence of p from the AND's scope: the AND's
+    slot in the nearest enclosing SEQ reached through OR, AND and KL (strictly after the
+    previous item's last row and before the next item's first row of that SEQ, open sides
+    as above; both sides open when no SEQ encloses it). Rows of the AND's own positive
+    items are match rows, never NOT rows. Under contiguity strategies SEQ neighbours (and
+    an AND's rows) are adjacent, so only NOTs with an open side can fail.
+ R6a NOT(p) of a composite p (SEQ/AND/OR/KL of variables): one region as in R6; p is
+    searched with SKIP_TILL_ANY_MATCH semantics (R4, its own rows within the WITHIN
+    window) over the region's rows, whatever the clause's strategy, each NOT row's
+    DEFINE evaluated on the match plus that p match
+    (R2: p's own variables RUNNING, the match's variables FINAL). NOT inside NOT is a
+    syntax error.
+ R6b KL(p) of a composite p: n..m iterations, each a match of p (R4 inside it under
+    SKIP_TILL_ANY_MATCH, the Thompson NFA's loop under R5), every row of an iteration
+    after every row of the previous one. A variable of p labels its rows of every
+    iteration, so in its DEFINE LAST(v.x, 1) is v's row of the previous iteration (or
+    the previous v row of the same iteration) and aggregates run over all iterations so
+    far; references to other variables are FINAL (their last row in the whole match).
+    A NOT item of a SEQ inside p is scoped to its iteration.
  R7 Output: distinct assignments. AFTER MATCH SKIP PAST LAST ROW written explicitly:
     SASE+'s non-overlap format. Candidates in order (last position, first position,
     positions, labels); keep one when its first position is after the last position of
@@ -331,10 +347,12 @@ class _Conditions:
 
 @dataclass(frozen=True)
 class _NegCheck:
-    """No match of ``child`` strictly between lo and hi (None = open, window-bounded side)."""
+    """No match of ``child`` strictly between lo and hi (None = open, window-bounded side).
+    ``slot``: an AND's NOT whose region is still to be fixed by the enclosing SEQ (R6)."""
     child: PatternNode
     lo: int | None
     hi: int | None
+    slot: bool = False
 
 
 class _Partition:
@@ -441,28 +459,31 @@ def _merge(a: Rows, b: Rows) -> Rows:
 
 
 def _seq(part, items, i, lo, allowed, excl, rows: Rows, checks, pending) -> Iterator[Seg]:
-    """SEQ items[i:] after ``rows`` (the SEQ's rows so far); pending = NOTs awaiting hi."""
+    """SEQ items[i:] after ``rows`` (the SEQ's rows so far); pending = NOTs awaiting hi
+    (the SEQ's own NOT items and the AND NOTs scoped to one of its items, R6)."""
     if i == len(items):
         done = tuple(_NegCheck(c, l, None) for c, l in pending)
         yield rows, checks + done
         return
     item = items[i]
+    prev = rows[-1][0] if rows else None
     if isinstance(item, Negation):
-        prev = rows[-1][0] if rows else None
         yield from _seq(part, items, i + 1, lo, allowed, excl, rows, checks,
                         pending + ((item.child, prev),))
         return
     for seg, seg_checks in any_match(part, item, lo, allowed, excl):
+        closed = tuple(c for c in seg_checks if not c.slot)
+        scoped = tuple((c.child, prev) for c in seg_checks if c.slot)
         if not seg:
             yield from _seq(part, items, i + 1, lo, allowed, excl, rows,
-                            checks + seg_checks, pending)
+                            checks + closed, pending + scoped)
             continue
         new_rows = rows + seg
         if not part.fits(new_rows):
             continue
         done = tuple(_NegCheck(c, l, seg[0][0]) for c, l in pending)
         yield from _seq(part, items, i + 1, seg[-1][0] + 1, allowed, excl, new_rows,
-                        checks + seg_checks + done, ())
+                        checks + closed + done, scoped)
 
 
 def _and(part, node: Permute, lo, allowed, excl) -> Iterator[Seg]:
@@ -471,11 +492,8 @@ def _and(part, node: Permute, lo, allowed, excl) -> Iterator[Seg]:
 
     def combine(k: int, rows: Rows, checks) -> Iterator[Seg]:
         if k == len(positives):
-            if rows:
-                span = tuple(_NegCheck(c, rows[0][0], rows[-1][0]) for c in negated)
-            else:
-                span = tuple(_NegCheck(c, None, None) for c in negated)
-            yield rows, checks + span
+            # the region is the AND's slot in the enclosing SEQ: fixed there (R6)
+            yield rows, checks + tuple(_NegCheck(c, None, None, True) for c in negated)
             return
         used = {p for p, _, _ in rows}
         for seg, seg_checks in any_match(part, positives[k], lo, allowed, excl):
@@ -531,7 +549,8 @@ class _Nfa:
         self._ids += 1
         return self._ids
 
-    def build(self, node: PatternNode, excl: bool) -> tuple[int, int]:
+    def build(self, node: PatternNode, excl: bool, slot=None) -> tuple[int, int]:
+        """States of node; slot = (SEQ scope, item index) fixing an AND NOT's region."""
         if isinstance(node, Var):
             out = self.new()
             return self.new(var=node.name, excl=excl, target=out), out
@@ -539,20 +558,20 @@ class _Nfa:
             s = self.new()
             return s, s
         if isinstance(node, Exclusion):
-            return self.build(node.child, True)
+            return self.build(node.child, True, slot)
         if isinstance(node, Alternation):
             s, t = self.new(), self.new()
             for item in node.items:
-                a, b = self.build(item, excl)
+                a, b = self.build(item, excl, slot)
                 self.edge(s, a)
                 self.edge(b, t)
             return s, t
         if isinstance(node, Concat):
             return self.build_seq(node.items, excl)
         if isinstance(node, Permute):
-            return self.build_and(node, excl)
+            return self.build_and(node, excl, slot)
         if isinstance(node, Quantified):
-            return self.build_loop(node, excl)
+            return self.build_loop(node, excl, slot)
         if isinstance(node, Negation):
             raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
         raise CepUnsupportedError(f"{type(node).__name__} is not available in CEP mode")
@@ -562,34 +581,41 @@ class _Nfa:
         s = self.new()
         cur = self.new()
         self.edge(s, cur, ("open", sid))
-        for item in items:
+        for k, item in enumerate(items):
             if isinstance(item, Negation):
                 nxt = self.new()
                 self.edge(cur, nxt, ("neg", sid, item.child))
                 cur = nxt
                 continue
-            a, b = self.build(item, excl)
-            self.edge(cur, a)
-            cur = b
+            a, b = self.build(item, excl, (sid, k))
+            enter, leave = self.new(), self.new()
+            self.edge(cur, enter, ("item", sid, k))
+            self.edge(enter, a)
+            self.edge(b, leave, ("item_end", sid, k))
+            cur = leave
         t = self.new()
         self.edge(cur, t, ("close", sid))
         return s, t
 
-    def build_and(self, node: Permute, excl: bool) -> tuple[int, int]:
+    def build_and(self, node: Permute, excl: bool, slot) -> tuple[int, int]:
         positives = [i for i in node.items if not isinstance(i, Negation)]
         negated = tuple(i.child for i in node.items if isinstance(i, Negation))
         s, t = self.new(), self.new()
         for order in permutations(positives):
             aid = self.scope()
-            a, b = self.build_seq(order, excl) if len(order) > 1 else self.build(order[0], excl)
+            a = cur = self.new()
+            for item in order:   # one order: a chain in the AND's own slot
+                x, y = self.build(item, excl, slot)
+                self.edge(cur, x)
+                cur = y
             self.edge(s, a, ("and_open", aid))
-            self.edge(b, t, ("and_close", aid, negated))
+            self.edge(cur, t, ("and_close", aid, negated, slot))
         return s, t
 
-    def build_loop(self, node: Quantified, excl: bool) -> tuple[int, int]:
+    def build_loop(self, node: Quantified, excl: bool, slot) -> tuple[int, int]:
         start = len(self.states)
         try:
-            return self._build_loop(node, excl)
+            return self._build_loop(node, excl, slot)
         finally:
             child = node.child.child if isinstance(node.child, Exclusion) else node.child
             if isinstance(child, Var):   # every copy of the variable is one Kleene state
@@ -597,22 +623,22 @@ class _Nfa:
                     if st.var is not None:
                         st.loop = id(node)
 
-    def _build_loop(self, node: Quantified, excl: bool) -> tuple[int, int]:
+    def _build_loop(self, node: Quantified, excl: bool, slot) -> tuple[int, int]:
         s = self.new()
         cur = s
         for _ in range(node.min):
-            a, b = self.build(node.child, excl)
+            a, b = self.build(node.child, excl, slot)
             self.edge(cur, a)
             cur = b
         t = self.new()
         if node.max is None:
-            a, b = self.build(node.child, excl)
+            a, b = self.build(node.child, excl, slot)
             self.edge(cur, a)
             self.edge(b, cur)
             self.edge(cur, t)
             return s, t
         for _ in range(node.max - node.min):
-            a, b = self.build(node.child, excl)
+            a, b = self.build(node.child, excl, slot)
             self.edge(cur, t)
             self.edge(cur, a)
             cur = b
@@ -653,13 +679,23 @@ def _log_checks(log: tuple) -> tuple[_NegCheck, ...]:
             checks.append(_NegCheck(e[2], before[-1] if before else None,
                                     after[0] if after else None))
         elif e[0] == "and_close":
-            aid = e[1]
-            opened = max(j for j in range(i) if log[j][:2] == ("and_open", aid))
-            inside = [x[1] for x in log[opened:i] if x[0] == "row"]
-            for child in e[2]:
-                checks.append(_NegCheck(child, min(inside) - 1 if inside else None,
-                                        max(inside) + 1 if inside else None))
+            checks += [_NegCheck(child, *_slot_bounds(log, i, e[3])) for child in e[2]]
     return tuple(checks)
+
+
+def _slot_bounds(log: tuple, i: int, slot) -> tuple[int | None, int | None]:
+    """Region of an AND's NOT closed at log[i] (R6): after the last row before the
+    AND's item of the enclosing SEQ, before the first row after it; open without one."""
+    if slot is None:
+        return None, None
+    sid, k = slot
+    enter = max(j for j in range(i) if log[j][:3] == ("item", sid, k))
+    opened = max(j for j in range(enter) if log[j][:2] == ("open", sid))
+    leave = min(j for j in range(i, len(log)) if log[j][:3] == ("item_end", sid, k))
+    closed = min(j for j in range(leave, len(log)) if log[j][:2] == ("close", sid))
+    before = [x[1] for x in log[opened:enter] if x[0] == "row"]
+    after = [x[1] for x in log[leave:closed] if x[0] == "row"]
+    return (before[-1] if before else None), (after[0] if after else None)
 
 
 def run_matches(part: _Partition, nfa: _Nfa, strategy: str,

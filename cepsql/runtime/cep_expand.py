@@ -1,0 +1,256 @@
+"""The pattern as the run NFA's linear sequences (cython_ext/cep.pyx).
+
+A CEP pattern expands into a union of *linear sequences* of components (a variable, or
+V* / V+ / V{n,m} / KL(V, ...) of one variable) -- SEQ / regex concatenation, top-level
+or nested OR (union of branches), AND (permutations of its items; under
+SKIP_TILL_ANY_MATCH only AND of single variables, where permutations are exactly the
+interleavings). NOT(p) items of SEQ or AND become checks on component ranges (rules R6,
+R6a), p itself expanded the same way into a NOT *program* the evaluator searches with
+any-match semantics. KL over a SEQ, or over an OR of SEQs naming distinct variables,
+becomes an *iteration group* of its sequence (R6b). In every sequence each positive
+variable occurs once and no NOT variable is also positive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations, product
+
+import numpy as np
+
+from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
+                               Permute, Quantified, Var)
+from ..errors import CepAnalysisError, CepUnsupportedError
+from .cep_planner import PLANNED_STRATEGY
+
+MAX_SEQUENCES = 256
+
+
+@dataclass
+class LinearSeq:
+    comps: list            # (label, min, max or -1)
+    # NOT checks: (negated node, a, b, c, d, pending): the region lies after the last row
+    # of components [a, b) and before the first row of components [c, d) (R6); pending:
+    # an AND's NOT whose region the enclosing SEQ still has to fix
+    negs: list
+    ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
+    pos: int | None = None
+    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1)
+    groups: list = None
+
+
+def _shift(negs, k):
+    return [(node, a + k, b + k, c + k, d + k, p) for node, a, b, c, d, p in negs]
+
+
+def _shift_groups(groups, k):
+    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts])
+            for f, l, lo, hi, alts in groups or ()]
+
+
+def _concat(parts: list[list[LinearSeq]]) -> list[LinearSeq]:
+    out = []
+    for combo in product(*parts):
+        comps, negs, ids, groups = [], [], [], []
+        for s in combo:
+            negs += _shift(s.negs, len(comps))
+            groups += _shift_groups(s.groups, len(comps))
+            comps += s.comps
+            ids += s.ids
+        out.append(LinearSeq(comps, negs, ids, groups=groups))
+        if len(out) > MAX_SEQUENCES:
+            raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+    return out
+
+
+def settle_open_negations(seqs: list) -> None:
+    """AND NOTs no SEQ encloses: both sides open (window-bounded, R6)."""
+    for s in seqs:
+        s.negs = [(node, b, b, c, c, False) if p else (node, a, b, c, d, p)
+                  for node, a, b, c, d, p in s.negs]
+
+
+def expand(node, strategy: str) -> list[LinearSeq]:
+    """The pattern as a union of linear sequences (see module docstring)."""
+    if isinstance(node, Var):
+        return [LinearSeq([(node.name, 1, 1)], [], [(id(node),)])]
+    if isinstance(node, Empty):
+        return [LinearSeq([], [], [])]
+    if isinstance(node, Quantified):
+        if not isinstance(node.child, Var):
+            return _expand_group(node, strategy)
+        if node.max == 0:
+            return [LinearSeq([], [], [])]
+        return [LinearSeq([(node.child.name, node.min, -1 if node.max is None else node.max)], [],
+                     [(id(node),)])]
+    if isinstance(node, Alternation):
+        out = []
+        for item in node.items:
+            out += expand(item, strategy)
+        return out
+    if isinstance(node, Concat):
+        parts: list[list[LinearSeq]] = []
+        neg_at: list[tuple[object, int]] = []   # (negated node, index of the next part)
+        for item in node.items:
+            if isinstance(item, Negation):
+                neg_at.append((item.child, len(parts)))
+                continue
+            parts.append(expand(item, strategy))
+        out = []
+        for combo in product(*parts):
+            comps, negs, starts, ids, owner, groups = [], [], [], [], [], []
+            for k, s in enumerate(combo):
+                starts.append(len(comps))
+                negs += _shift(s.negs, len(comps))
+                groups += _shift_groups(s.groups, len(comps))
+                owner += [k] * len(s.negs)
+                comps += s.comps
+                ids += s.ids
+            starts.append(len(comps))
+            n = len(comps)
+            # an item's pending AND NOTs: the item's slot in this SEQ (R6)
+            negs = [(child, 0, starts[k], starts[k + 1], n, False) if p else
+                    (child, a, b, c, d, p)
+                    for k, (child, a, b, c, d, p) in zip(owner, negs)]
+            for child, at in neg_at:
+                negs.append((child, 0, starts[at], starts[at], n, False))
+            out.append(LinearSeq(comps, negs, ids, groups=groups))
+            if len(out) > MAX_SEQUENCES:
+                raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+        return out
+    if isinstance(node, Permute):
+        positives = [i for i in node.items if not isinstance(i, Negation)]
+        negated = [i.child for i in node.items if isinstance(i, Negation)]
+        if strategy == "SKIP_TILL_ANY_MATCH" and not all(isinstance(i, Var) for i in positives):
+            raise CepUnsupportedError(
+                "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
+                "closures) is not supported by the CEP evaluator", pos=getattr(node, "pos", None))
+        out = []
+        for k, order in enumerate(permutations(positives)):
+            for s in _concat([expand(i, strategy) for i in order]):
+                n = len(s.comps)
+                # pending NOTs of nested ANDs share this AND's slot (R6)
+                s.negs = [(c, a, 0, n, d, True) if p else (c, a, b, cc, d, p)
+                          for c, a, b, cc, d, p in s.negs]
+                s.negs += [(c, 0, 0, n, n, True) for c in negated]
+                s.ids = [("and", id(node), k) + x for x in s.ids]   # own states per order
+                out.append(s)
+            if len(out) > MAX_SEQUENCES:
+                raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+        return out
+    if isinstance(node, Negation):
+        raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
+    if isinstance(node, Anchor):
+        raise CepUnsupportedError("anchors ^ and $ are not available in CEP mode",
+                                  pos=getattr(node, "pos", None))
+    if isinstance(node, Exclusion):
+        raise CepUnsupportedError("pattern exclusion {- -} is not supported by the CEP "
+                                  "evaluator", pos=getattr(node, "pos", None))
+    raise CepUnsupportedError(f"{type(node).__name__} is not supported by the CEP evaluator",
+                              pos=getattr(node, "pos", None))
+
+
+def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
+    """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
+    expand into linear sequences (alternatives: SEQs of variables and closures of
+    variables) that each take at least one row, name distinct variables and hold no NOT
+    item or inner group; an iteration runs one alternative."""
+    pos = getattr(node, "pos", None)
+    expanded = expand(node.child, strategy)
+    names = [n for x in expanded for n, _, _ in x.comps]
+    if any(x.negs or x.groups for x in expanded) or len(set(names)) != len(names) or \
+            any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
+        raise CepUnsupportedError(
+            "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
+            "variables and closures of variables, or an OR of such SEQs naming distinct "
+            "variables (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c)))), each taking a row, "
+            "without NOT", pos=pos)
+    if node.max == 0:
+        return [LinearSeq([], [], [])]
+    comps, ids, alts = [], [], []
+    for x in expanded:
+        alts.append((len(comps), len(comps) + len(x.comps) - 1))
+        comps += x.comps
+        ids += [("group", id(node)) + tuple(i) for i in x.ids]
+    hi = -1 if node.max is None else node.max
+    return [LinearSeq(comps, [], ids, groups=[(0, len(comps) - 1, node.min, hi, alts)])]
+
+
+def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> dict:
+    """cep.pyx set_groups arrays, or {} when no sequence has a group."""
+    if not any(s.groups for s in seqs):
+        return {}
+    rows, recheck = [], []
+    in_group: dict[int, int] = {}   # label index -> mask of its group's labels
+    for s in seqs:
+        per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
+        base = len(rows)
+        for f, l, lo, hi, alts in s.groups or ():
+            members = sum(1 << labels.index(s.comps[i][0]) for i in range(f, l + 1))
+            for k, (a, b) in enumerate(alts):
+                nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
+                for i in range(a, b + 1):
+                    per[i] = [f + base, l + base, lo, hi, b + base, nxt if i == a else -1]
+                    lab = labels.index(s.comps[i][0])
+                    in_group[lab] = in_group.get(lab, 0) | members
+        rows += per
+        recheck.append(int(bool(s.groups)))
+    # under SKIP_TILL_ANY_MATCH a take must not be refused on another group variable's
+    # row of an earlier iteration: R2 reads its FINAL row, decided on completion
+    skip = [int(strategy == PLANNED_STRATEGY and
+                bool(int(mask) & (in_group.get(lab, 0) & ~(1 << lab))))
+            for lab, mask in zip(conj_label, conj_mask)]
+    return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 6),
+                seq_recheck=np.asarray(recheck, dtype=np.uint8),
+                take_skip=np.asarray(skip, dtype=np.uint8))
+
+
+def negated_variables(node) -> set[str]:
+    """The variables a NOT's pattern names."""
+    if isinstance(node, Var):
+        return {node.name}
+    out: set[str] = set()
+    for child in list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]:
+        if child is not None:
+            out |= negated_variables(child)
+    return out
+
+
+def not_programs(seqs: list, labels: list[str]) -> tuple[dict, list[list]]:
+    """Each distinct negated node -> its index, and per index the linear sequences of
+    (label index, min, max) the evaluator searches (any-match, R6a)."""
+    index: dict = {}
+    programs: list[list] = []
+    for s in seqs:
+        for child, *_ in s.negs:
+            if child in index:
+                continue
+            expanded = [x for x in expand(child, PLANNED_STRATEGY) if x.comps]
+            if any(x.negs for x in expanded):
+                raise CepAnalysisError("NOT(...) cannot be nested inside NOT(...)",
+                                       pos=getattr(child, "pos", None))
+            index[child] = len(programs)
+            programs.append([[(labels.index(n), lo, hi) for n, lo, hi in x.comps]
+                             for x in expanded])
+    return index, programs
+
+
+def pack_not_programs(programs: list[list], conj_label, conj_mask, conj_late,
+                       labels: list[str]) -> dict:
+    """Arrays of set_not_programs: programs -> sequences -> components, and per conjunct
+    whether it reads no other variable of a NOT it belongs to (checked on placement)."""
+    sub_start, seq_start, comps = [0], [0], []
+    others: dict[int, int] = {}
+    for prog in programs:
+        members = {lab for seq in prog for lab, _, _ in seq}
+        for lab in members:
+            others[lab] = others.get(lab, 0) | sum(1 << x for x in members if x != lab)
+        for seq in prog:
+            comps += [list(c) for c in seq]
+            seq_start.append(len(comps))
+        sub_start.append(len(seq_start) - 1)
+    early = [int(lab in others and not late and not (int(mask) & others[lab]))
+             for lab, mask, late in zip(conj_label, conj_mask, conj_late)]
+    return dict(not_sub_start=np.asarray(sub_start, dtype=np.int32),
+                not_seq_start=np.asarray(seq_start, dtype=np.int32),
+                not_comps=np.asarray(comps, dtype=np.int32).reshape(-1, 3),
+                not_early=np.asarray(early, dtype=np.uint8))
