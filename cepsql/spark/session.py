@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..errors import CepAnalysisError
 from .rewrite import default_planner, rewrite, run_sql
 from .splice import normalize_name
+from .task_errors import quiet_task_logs
 from .tf_plain import register as register_table_functions
 
 
@@ -163,8 +164,10 @@ def _split(text: str, dialect) -> list[str]:
 
 
 def register_quietly(spark: SparkSession) -> bool:
-    """Register cep_match / cep_view for plain spark.sql; never fails the caller (the
+    """Register cep_match / cep_view for plain spark.sql and quiet the console for task
+    errors cepsql reports itself (task_errors.py); never fails the caller (the
     spark.cep.sql path does not need them)."""
+    quiet_task_logs(spark)
     try:
         register_table_functions(spark)
         return True
