@@ -167,12 +167,18 @@ def register_quietly(spark: SparkSession) -> bool:
     """Register cep_match / cep_view for plain spark.sql and quiet the console for task
     errors cepsql reports itself (task_errors.py); never fails the caller (the
     spark.cep.sql path does not need them)."""
+    if getattr(spark, "_cepsql_registered", False):
+        return True
     quiet_task_logs(spark)
     try:
         register_table_functions(spark)
-        return True
     except Exception:  # pragma: no cover - e.g. a Spark Connect server without Python UDTFs
         return False
+    try:  # once per session: registering again only makes Spark warn about replacing
+        spark._cepsql_registered = True
+    except AttributeError:  # pragma: no cover - slotted session classes
+        pass
+    return True
 
 
 def attach(session_cls: type) -> None:

@@ -58,9 +58,9 @@ def _wrap(module) -> None:
 
 
 def quiet_task_logs(spark) -> bool:
-    """Add the log4j filters described above to spark's JVM (classic sessions only).
+    """Add the log4j filters described above to the driver's JVM.
     Returns whether they are in place; never fails the caller."""
-    jvm = getattr(getattr(spark, "sparkContext", None), "_jvm", None) if _is_classic(spark) else None
+    jvm, master = _driver_jvm(spark)
     if jvm is None:
         return False
     try:
@@ -68,7 +68,7 @@ def quiet_task_logs(spark) -> bool:
         config = context.getConfiguration()
         tag = jvm.java.util.regex.Pattern.quote(WIRE_TAG.strip())
         _add_filter(jvm, config, TASK_SET_LOGGER, f"(?s).*{tag}.*")
-        if spark.sparkContext.master.startswith("local["):
+        if master.startswith("local["):
             _add_filter(jvm, config, EXECUTOR_LOGGER, r"(?s)Exception in task .*")
         context.updateLoggers()
         return True
@@ -76,11 +76,17 @@ def quiet_task_logs(spark) -> bool:
         return False
 
 
-def _is_classic(spark) -> bool:
+def _driver_jvm(spark) -> tuple[object, str]:
+    """(py4j JVM view, master) of the driver: a classic session's own, or — for Spark
+    Connect — the local server pyspark started inside this process (``remote("local")``);
+    (None, "") for a remote server, whose console is not the user's."""
     try:
-        return spark.sparkContext is not None
+        context = spark.sparkContext
     except Exception:  # Spark Connect sessions have no SparkContext
-        return False
+        from pyspark import SparkContext
+        context = SparkContext._active_spark_context
+    jvm = getattr(context, "_jvm", None)
+    return (jvm, str(context.master)) if jvm is not None else (None, "")
 
 
 def _add_filter(jvm, config, logger: str, regex: str) -> None:
