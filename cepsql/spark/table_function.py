@@ -15,10 +15,9 @@ The portable fallback for plain ``spark.sql`` lives in tf_plain.py.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping
-
-import re
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
@@ -31,7 +30,7 @@ from ..exprs.spark_sql import quote_identifier, to_spark_sql
 from .execute import arrow_schema
 from .splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
                      normalize_name, scan_ctes, wrap_ctes)
-from .tf_calls import MatchCall, ViewCall, find_calls
+from .tf_calls import MatchCall, ViewCall, find_calls, map_body_pos
 from .tf_plan import TablePlan, Typer, build_table_plan, run_table_plan
 from .tf_spec import call_spec, check_keys, relocate
 
@@ -167,6 +166,7 @@ def _match_replacement(spark, call: MatchCall, full: str, views, run_query, cont
         plan = build_table_plan(spec, input_schema, typer=spark_typer(spark))
     except CepError as err:
         raise relocate(err, call, full) from None
+    _locate_run_time_errors(plan, call, full)
     name = new_view_name().replace("__cep_mr_", "__cep_tf_")
     try:
         frames[name] = _apply(plan, _table_argument(input_frame, call, spec))
@@ -175,6 +175,15 @@ def _match_replacement(spark, call: MatchCall, full: str, views, run_query, cont
                                sql=full, pos=call.start) from None
     return quote_identifier(name), FunctionRun(
         name, "(subquery)" if table.is_query else source.text, spec.pattern_text or "")
+
+
+def _locate_run_time_errors(plan: TablePlan, call: MatchCall, full: str) -> None:
+    """Errors the matcher raises while running point into the statement (the body was
+    parsed as a text of its own)."""
+    config = getattr(plan.bound.worker, "config", None)
+    if config is not None and hasattr(config, "skip_pos"):
+        config.sql = full
+        config.skip_pos = map_body_pos(call, config.skip_pos)
 
 
 def _table_argument(df: DataFrame, call: MatchCall, spec):
