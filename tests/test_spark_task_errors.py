@@ -42,6 +42,7 @@ def test_transported_keeps_class_and_adds_the_wire_line():
     assert decode_error(text).pos == 7
 
 
+@pytest.mark.filterwarnings("ignore:toPandas attempted Arrow optimization")
 def test_every_action_raises_cep_runtime_error_at_the_skip_variable(rows, tmp_path):
     df = rows.cep.sql(CLAUSE)  # lazy: nothing has run yet
     pos = CLAUSE.index("FIRST A ") + len("FIRST ")
