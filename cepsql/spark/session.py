@@ -84,7 +84,8 @@ class CepSession:
         return groups
 
     def rewrite(self, query: str) -> str:
-        """The Spark SQL text a query runs as (clauses replaced by generated views);
+        """The Spark SQL text a query runs as (clauses replaced by generated names, which
+        are bound to DataFrames only while the statement runs, never put in the catalog);
         evaluates the clauses. For debugging."""
         return rewrite(self.spark, query, finder=self._finder, planner=self._planner,
                        views=self._views).sql
