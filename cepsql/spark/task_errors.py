@@ -48,9 +48,10 @@ def _wrap(module) -> None:
 
     def recover_python_exception(e):
         try:
-            found = decode_error(str(e)) if WIRE_TAG in str(e) else None
+            text = str(e)
         except Exception:  # pragma: no cover - str() of a broken JVM error
-            found = None
+            text = ""
+        found = decode_error(text) if WIRE_TAG in text else None
         return original(e) if found is None else found
 
     setattr(recover_python_exception, _HOOK_MARK, True)
