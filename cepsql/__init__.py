@@ -36,6 +36,15 @@ def _attach_all() -> None:
 _attach_all()
 
 
+def _install_error_hook() -> None:
+    """CepErrors raised inside Spark tasks surface as themselves on any action."""
+    from .spark.task_errors import install_error_hook
+    install_error_hook()
+
+
+_install_error_hook()
+
+
 def register(spark) -> None:
     """Register the SQL table functions ``cep_match`` and ``cep_view`` on ``spark`` so that
     plain ``spark.sql`` can call them (done automatically for the session active at

@@ -2,6 +2,10 @@
 that names the problem and, when known, its line:column in the SQL text."""
 from __future__ import annotations
 
+import json
+from contextlib import contextmanager
+from typing import Iterator
+
 
 class CepError(Exception):
     """Base class of every error cepsql raises for bad user input or environment."""
@@ -64,3 +68,64 @@ def position_of(sql: str, offset: int) -> tuple[int, int]:
     line = sql.count("\n", 0, offset) + 1
     col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
     return line, col
+
+
+# --- errors crossing Spark's Python-worker boundary --------------------------------------
+# A CepError raised inside a Spark task reaches the driver only as the text of Spark's
+# PythonException. ``transported`` makes that text carry the error's class, message and
+# position (one tagged JSON line); ``decode_error`` turns the text back into the CepError
+# on the driver (cepsql/spark/task_errors.py hooks it into pyspark's error conversion).
+
+WIRE_TAG = "[cepsql-error] "
+
+
+def encode_error(err: CepError) -> str:
+    """One line naming err's class, message and position (for the worker -> driver trip)."""
+    return WIRE_TAG + json.dumps({"type": type(err).__name__, "message": err.message,
+                                  "sql": err.sql, "pos": err.pos, "line": err.line,
+                                  "col": err.col})
+
+
+def decode_error(text: str) -> CepError | None:
+    """The CepError encoded in text (e.g. a PythonException's message), or None."""
+    start = text.rfind(WIRE_TAG)
+    if start < 0:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text, start + len(WIRE_TAG))
+        cls = _ERROR_TYPES[data["type"]]
+        return cls(data["message"], sql=data.get("sql"), line=data.get("line"),
+                   col=data.get("col"), pos=data.get("pos"))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class _Transported:
+    """Mixin of the copy raised inside a task: same CepError class, message + wire line."""
+
+    def __init__(self, original: CepError):
+        Exception.__init__(self, f"{original}\n{encode_error(original)}")
+        self.message, self.sql, self.pos = original.message, original.sql, original.pos
+        self.line, self.col = original.line, original.col
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@contextmanager
+def transported() -> Iterator[None]:
+    """Inside Spark tasks: re-raise a CepError so its text carries the wire line."""
+    try:
+        yield
+    except CepError as err:
+        if isinstance(err, _Transported):
+            raise
+        cls = type(err)
+        carrier = type(cls.__name__, (_Transported, cls), {"__module__": cls.__module__,
+                                                           "__qualname__": cls.__qualname__})
+        raise carrier(err) from None
+
+
+_ERROR_TYPES = {cls.__name__: cls for cls in (CepError, CepSyntaxError, CepAnalysisError,
+                                              CepUnsupportedError, CepRuntimeError,
+                                              CepEnvironmentError)}

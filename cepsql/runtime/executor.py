@@ -46,13 +46,13 @@ def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "",
     choice needs it) returns the input's PatternStatistics; ``options`` default to the
     in-process ``current_options()``."""
     try:
-        return _plan(spec, input_schema, options or current_options(), statistics)
+        return _plan(spec, input_schema, options or current_options(), statistics, sql)
     except CepError as err:
         raise err.with_sql(sql) if sql else err
 
 
 def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
-          statistics) -> QueryPlan:
+          statistics, sql: str = "") -> QueryPlan:
     reject_unbound_subqueries(spec)
     if spec.strategy is not None:
         from .cep_plan import plan_cep
@@ -157,6 +157,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
             closure_depth=program.closure_depth,
+            sql=sql or None, skip_pos=spec.after_match_skip.pos,
             output_schema=pa.schema(fields))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 

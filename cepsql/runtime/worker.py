@@ -49,6 +49,8 @@ class WorkerConfig:
     window_size: float = 0  # rows, or microseconds
     window_column: str | None = None  # the first ORDER BY key, for time windows
     closure_depth: int = 0  # scratch depth for epsilon paths (program.Program.closure_depth)
+    sql: str | None = None  # the statement, so run-time errors can point into it
+    skip_pos: int | None = None  # where AFTER MATCH SKIP TO's variable is written in sql
 
 
 class MatchWorker:
@@ -254,12 +256,14 @@ class MatchWorker:
 
     def _raise_runtime(self, code: int) -> None:
         var = self.config.skip_var
+        where = {"sql": self.config.sql or None, "pos": self.config.skip_pos}
         if code == 1:
             raise CepRuntimeError(
-                f"AFTER MATCH SKIP TO {var}: cannot skip to the first row of the match")
+                f"AFTER MATCH SKIP TO {var}: cannot skip to the first row of the match", **where)
         if code == 2:
             raise CepRuntimeError(
-                f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match")
+                f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match",
+                **where)
         raise MemoryError("cepsql matcher ran out of memory")
 
 

@@ -2,11 +2,14 @@
 stream Arrow batches through the plan's worker with mapInArrow, project the result."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from ..errors import transported
 from ..exprs.spark_sql import quote_identifier, to_spark_sql
 from ..runtime.plan import QueryPlan, SortColumn
 
@@ -34,6 +37,18 @@ def arrow_schema(df: DataFrame) -> pa.Schema:
                            prefers_large_types=large)
 
 
+class TaskWorker:
+    """The mapInArrow function: the plan's worker, with its CepErrors made to reach the
+    driver as themselves (errors.transported)."""
+
+    def __init__(self, worker):
+        self.worker = worker
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with transported():
+            yield from self.worker(batches)
+
+
 def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
     if plan.prepare_columns:
@@ -50,5 +65,5 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     sort += [_sort_column(k) for k in plan.sort_keys]
     if sort:
         df = df.sortWithinPartitions(*sort)
-    out = df.mapInArrow(bound.worker, from_arrow_schema(bound.worker_schema))
+    out = df.mapInArrow(TaskWorker(bound.worker), from_arrow_schema(bound.worker_schema))
     return out.select(*[F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection])

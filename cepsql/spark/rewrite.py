@@ -1,5 +1,5 @@
 """Rewrite one statement for Spark: run each MATCH_RECOGNIZE clause as a DataFrame
-(registered as a temp view with a generated name) and hand the spliced text to spark.sql."""
+(bound to a generated name, see frames.py) and hand the spliced text to spark.sql."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,6 +12,7 @@ from ..dialect.statements import clause_output_names
 from ..runtime.subqueries import bind_subqueries
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
 from .execute import arrow_schema, run_plan
+from .frames import sql_with_frames, table_or_frame
 from .slicing import slice_plan
 from .splice import Source, new_view_name, rewrite_text
 from .table_function import TfRewritten, original_pos, rewrite_table_functions
@@ -39,26 +40,31 @@ class ClauseRun:
 class Rewritten:
     sql: str
     clauses: list[ClauseRun] = field(default_factory=list)
+    frames: dict[str, DataFrame] = field(default_factory=dict)  # generated name -> result
 
 
 def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | None = None,
             finder: Callable | None = None, planner: Callable | None = None,
-            views: Mapping[str, object] | None = None) -> Rewritten:
+            views: Mapping[str, object] | None = None,
+            frames: dict[str, DataFrame] | None = None) -> Rewritten:
     """sql (a query, at ``offset`` in ``full_sql``) with every cep_match / cep_view table
     function call replaced (table_function.py; ``views`` = the pattern-view registry) and
-    then every clause replaced by a generated temp view holding its result."""
+    then every clause replaced by a generated name bound to its result in ``frames``
+    (shared by nested rewrites of the same statement)."""
     original_full = sql if full_sql is None else full_sql
-    tf = _table_functions(spark, sql, offset, original_full, finder, planner, views or {})
+    frames = {} if frames is None else frames
+    tf = _table_functions(spark, sql, offset, original_full, finder, planner, views or {},
+                          frames)
     full = original_full
     if tf.edits:  # the clause pass works on the edited statement
         full = original_full[:offset] + tf.sql + original_full[offset + len(sql):]
     sql = tf.sql
     find = finder or default_finder()
     plan_query = planner or default_planner()
-    result = Rewritten(sql, [ClauseRun(r.view, r.source, r.pattern) for r in tf.runs])
+    result = Rewritten(sql, [ClauseRun(r.view, r.source, r.pattern) for r in tf.runs], frames)
 
     def run_clause(site, source: Source) -> str:
-        df = _source_frame(spark, source, full, site)
+        df = _source_frame(spark, source, full, site, frames)
         try:
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
@@ -80,7 +86,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             raise CepAnalysisError(f"cannot evaluate MATCH_RECOGNIZE: {_message(e)}",
                                    sql=full, pos=site.start + offset) from None
         view = new_view_name()
-        out.createOrReplaceTempView(view)
+        frames[view] = out
         result.clauses.append(ClauseRun(view, source.display,
                                         getattr(site.spec, "pattern_text", "") or ""))
         return view
@@ -107,12 +113,13 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     return {"options": options, "statistics": statistics}
 
 
-def _table_functions(spark, sql, offset, full, finder, planner, views) -> TfRewritten:
+def _table_functions(spark, sql, offset, full, finder, planner, views, frames) -> TfRewritten:
     def run_query(query: str) -> DataFrame:
-        inner = rewrite(spark, query, finder=finder, planner=planner, views=views)
-        return spark.sql(inner.sql)
+        inner = rewrite(spark, query, finder=finder, planner=planner, views=views,
+                        frames=frames)
+        return sql_with_frames(spark, inner.sql, frames)
     return rewrite_table_functions(spark, sql, offset=offset, full_sql=full, views=views,
-                                   run_query=run_query)
+                                   run_query=run_query, frames=frames)
 
 
 def _scalar(spark: SparkSession, sub, full: str) -> tuple[list[str | None], str]:
@@ -132,11 +139,12 @@ def _scalar(spark: SparkSession, sub, full: str) -> tuple[list[str | None], str]
     return [r[0] for r in rows], type_name
 
 
-def _source_frame(spark: SparkSession, source: Source, full: str, site) -> DataFrame:
+def _source_frame(spark: SparkSession, source: Source, full: str, site,
+                  frames: dict[str, DataFrame]) -> DataFrame:
     try:
         if source.sql is None:
-            return spark.table(source.table)
-        return spark.sql(source.sql)
+            return table_or_frame(spark, source.table, frames)
+        return sql_with_frames(spark, source.sql, frames)
     except AnalysisException as e:
         raise CepAnalysisError(f"cannot read the MATCH_RECOGNIZE input {source.display}: "
                                f"{_message(e)}", sql=full,
@@ -146,7 +154,7 @@ def _source_frame(spark: SparkSession, source: Source, full: str, site) -> DataF
 def run_sql(spark: SparkSession, rewritten: Rewritten, original: str) -> DataFrame:
     """spark.sql on rewritten text; Spark's errors become cepsql errors."""
     try:
-        return spark.sql(rewritten.sql)
+        return sql_with_frames(spark, rewritten.sql, rewritten.frames)
     except ParseException as e:
         raise CepSyntaxError(_explain(e, rewritten), sql=original) from None
     except AnalysisException as e:

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..errors import CepAnalysisError
 from .rewrite import default_planner, rewrite, run_sql
 from .splice import normalize_name
+from .task_errors import quiet_task_logs
 from .tf_plain import register as register_table_functions
 
 
@@ -83,7 +84,8 @@ class CepSession:
         return groups
 
     def rewrite(self, query: str) -> str:
-        """The Spark SQL text a query runs as (clauses replaced by generated views);
+        """The Spark SQL text a query runs as (clauses replaced by generated names, which
+        are bound to DataFrames only while the statement runs, never put in the catalog);
         evaluates the clauses. For debugging."""
         return rewrite(self.spark, query, finder=self._finder, planner=self._planner,
                        views=self._views).sql
@@ -163,13 +165,21 @@ def _split(text: str, dialect) -> list[str]:
 
 
 def register_quietly(spark: SparkSession) -> bool:
-    """Register cep_match / cep_view for plain spark.sql; never fails the caller (the
+    """Register cep_match / cep_view for plain spark.sql and quiet the console for task
+    errors cepsql reports itself (task_errors.py); never fails the caller (the
     spark.cep.sql path does not need them)."""
+    if getattr(spark, "_cepsql_registered", False):
+        return True
+    quiet_task_logs(spark)
     try:
         register_table_functions(spark)
-        return True
     except Exception:  # pragma: no cover - e.g. a Spark Connect server without Python UDTFs
         return False
+    try:  # once per session: registering again only makes Spark warn about replacing
+        spark._cepsql_registered = True
+    except AttributeError:  # pragma: no cover - slotted session classes
+        pass
+    return True
 
 
 def attach(session_cls: type) -> None:

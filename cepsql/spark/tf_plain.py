@@ -25,7 +25,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, PartitioningColumn
 
-from ..errors import CepAnalysisError
+from ..errors import CepAnalysisError, transported
 from ..exprs.spark_sql import quote_identifier
 from .tf_calls import MATCH_FUNCTION, VIEW_FUNCTION
 from .tf_plan import TablePlan, build_table_plan, run_table_plan
@@ -83,7 +83,8 @@ class CepMatchFunction:
         schema = self.plan.input_schema
         arrays = [_to_arrow(values, f.type) for values, f in zip(self.columns, schema)]
         self.columns = [[] for _ in schema]
-        out = run_table_plan(pa.Table.from_arrays(arrays, schema=schema), self.plan)
+        with transported():
+            out = run_table_plan(pa.Table.from_arrays(arrays, schema=schema), self.plan)
         yield from zip(*[c.to_pylist() for c in out.columns])
 
 

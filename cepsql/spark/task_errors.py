@@ -1,0 +1,103 @@
+"""CepErrors raised inside Spark tasks reach the user as themselves, quietly.
+
+Why here: a task's exception reaches the driver only as the text of Spark's
+PythonException, and only when an action (collect, show, count, toPandas, write...) of
+the returned DataFrame runs — possibly long after ``spark.cep.sql`` returned. pyspark
+converts every JVM error of classic sessions (``pyspark.errors.exceptions.captured``) and
+of Spark Connect (``pyspark.errors.exceptions.connect``) through one function,
+``recover_python_exception``; wrapping it lets any error whose text carries cepsql's wire
+line (errors.transported) come back as the CepError it was, with its position in the
+user's SQL, while every other error passes through untouched. DataFrames stay plain
+pyspark DataFrames.
+
+Quiet console: in local mode the executor runs in the driver's JVM, and Spark logs each
+failed task twice there (Executor ERROR and TaskSetManager WARN, both with the full
+trace) before the driver raises. ``quiet_task_logs`` adds log4j filters that drop the
+TaskSetManager lines carrying cepsql's wire tag and, in local mode, the Executor's
+"Exception in task" duplicates (the TaskSetManager line still reports other errors).
+The filters sit on the LoggerConfig handling those loggers (levels and appenders are
+left as configured); in cluster mode executors log to their own files, not the console.
+"""
+from __future__ import annotations
+
+from ..errors import WIRE_TAG, decode_error
+
+_HOOK_MARK = "_cepsql_hook"
+EXECUTOR_LOGGER = "org.apache.spark.executor.Executor"
+TASK_SET_LOGGER = "org.apache.spark.scheduler.TaskSetManager"
+
+
+def install_error_hook() -> None:
+    """Wrap pyspark's error conversion (classic and, when importable, Connect); idempotent."""
+    import pyspark.errors.exceptions.captured as captured
+    _wrap(captured)
+    import importlib.util
+    if importlib.util.find_spec("grpc") is None:
+        return
+    try:
+        import pyspark.errors.exceptions.connect as connect
+    except (Exception, SystemExit):  # pragma: no cover - incomplete Connect dependencies
+        return
+    _wrap(connect)
+
+
+def _wrap(module) -> None:
+    original = getattr(module, "recover_python_exception", None)
+    if original is None or getattr(original, _HOOK_MARK, False):
+        return
+
+    def recover_python_exception(e):
+        try:
+            text = str(e)
+        except Exception:  # pragma: no cover - str() of a broken JVM error
+            text = ""
+        found = decode_error(text) if WIRE_TAG in text else None
+        return original(e) if found is None else found
+
+    setattr(recover_python_exception, _HOOK_MARK, True)
+    module.recover_python_exception = recover_python_exception
+
+
+def quiet_task_logs(spark) -> bool:
+    """Add the log4j filters described above to the driver's JVM.
+    Returns whether they are in place; never fails the caller."""
+    jvm, master = _driver_jvm(spark)
+    if jvm is None:
+        return False
+    try:
+        context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+        config = context.getConfiguration()
+        tag = jvm.java.util.regex.Pattern.quote(WIRE_TAG.strip())
+        _add_filter(jvm, config, TASK_SET_LOGGER, f"(?s).*{tag}.*")
+        if master.startswith("local["):
+            _add_filter(jvm, config, EXECUTOR_LOGGER, r"(?s)Exception in task .*")
+        context.updateLoggers()
+        return True
+    except Exception:  # pragma: no cover - a logging backend other than log4j2
+        return False
+
+
+def _driver_jvm(spark) -> tuple[object, str]:
+    """(py4j JVM view, master) of the driver: a classic session's own, or — for Spark
+    Connect — the local server pyspark started inside this process (``remote("local")``);
+    (None, "") for a remote server, whose console is not the user's."""
+    try:
+        context = spark.sparkContext
+    except Exception:  # Spark Connect sessions have no SparkContext
+        from pyspark import SparkContext
+        context = SparkContext._active_spark_context
+    jvm = getattr(context, "_jvm", None)
+    return (jvm, str(context.master)) if jvm is not None else (None, "")
+
+
+def _add_filter(jvm, config, logger: str, regex: str) -> None:
+    """A DENY filter for messages matching regex on the LoggerConfig that handles logger's
+    events (usually the root one: levels and appenders stay as configured)."""
+    core = jvm.org.apache.logging.log4j.core
+    logger_config = config.getLoggerConfig(logger)
+    filters = logger_config.getFilter()
+    if filters is not None and regex in str(filters.toString()):
+        return  # already added (spark.cep attached again, a second session on the JVM)
+    result = core.Filter.Result
+    deny = core.filter.RegexFilter.createFilter(regex, None, False, result.DENY, result.NEUTRAL)
+    logger_config.addFilter(deny)

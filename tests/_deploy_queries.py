@@ -1,0 +1,62 @@
+"""The core queries every deployment must answer alike (in-process session, Spark
+Connect, local-cluster): a SQL:2016 clause, a CEP pattern, a pattern view read back with
+cep_view, a cep_match table function, and a run-time error. Shared by
+tests/test_spark_deployments.py and the driver script tests/_deploy_driver.py."""
+from __future__ import annotations
+
+TICKS = [("a", t, p) for t, p in enumerate([5, 3, 4, 6, 2, 7, 8, 1, 9, 4])] + \
+        [("b", t, p) for t, p in enumerate([1, 2, 3, 2, 5, 4, 6, 0])]
+TICKS_SCHEMA = "sym string, ts int, price int"
+
+RISE = ("PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS low, LAST(B.price) AS high, "
+        "MATCH_NUMBER() AS mn ONE ROW PER MATCH PATTERN (A B+) "
+        "DEFINE B AS B.price > PREV(B.price)")
+
+SETUP = [
+    f"CREATE OR REPLACE TEMPORARY VIEW dep_rises AS SELECT * FROM dep_ticks "
+    f"MATCH_RECOGNIZE ({RISE})",
+]
+
+QUERIES = {
+    "sql2016": f"SELECT * FROM dep_ticks MATCH_RECOGNIZE ({RISE})",
+    "cep": ("SELECT * FROM dep_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+            "MEASURES a.ts AS ta, b.ts AS tb STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(a, b)) WITHIN 3 ROWS DEFINE a AS a.price < 3, b AS b.price > 5)"),
+    "pattern_view": "SELECT sym, low, high FROM cep_view('dep_rises') WHERE mn = 1",
+    "table_function": ("SELECT * FROM cep_match(TABLE(dep_ticks) PARTITION BY sym ORDER BY ts, "
+                       "'MEASURES FIRST(A.price) AS low, LAST(B.price) AS high "
+                       "ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)')"),
+}
+
+# AFTER MATCH SKIP TO FIRST A with A on a match's first row: an error only found by running
+FAILING = ("SELECT * FROM dep_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+           "MEASURES A.price AS p ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST A "
+           "PATTERN (A B) DEFINE B AS B.price > A.price)")
+FAILING_AT = FAILING.index("FIRST A ") + len("FIRST ")  # where the error points
+
+
+def load(spark) -> None:
+    spark.createDataFrame(TICKS, TICKS_SCHEMA).createOrReplaceTempView("dep_ticks")
+    for stmt in SETUP:
+        spark.cep.sql(stmt)
+
+
+def canonical(df) -> dict:
+    """Columns, Spark types and sorted rows, as JSON-friendly values."""
+    rows = sorted([list(r) for r in df.collect()], key=repr)
+    return {"columns": df.columns, "types": [f.dataType.simpleString() for f in df.schema],
+            "rows": rows}
+
+
+def run_all(spark) -> dict:
+    """Every query's canonical result, and what the failing query raised on collect."""
+    from cepsql import CepError
+    load(spark)
+    out = {name: canonical(spark.cep.sql(sql)) for name, sql in QUERIES.items()}
+    try:
+        spark.cep.sql(FAILING).collect()
+        out["failing"] = {"raised": None}
+    except CepError as err:
+        out["failing"] = {"raised": type(err).__name__, "message": err.message,
+                          "line": err.line, "col": err.col}
+    return out

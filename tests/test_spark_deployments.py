@@ -1,0 +1,113 @@
+"""The core queries on the deployments users run (issue 12, items 5 and 7), each in its
+own process, started together so their JVM start-ups overlap:
+
+- Spark Connect: a real local Connect server (``SparkSession.builder.remote("local[2]")``);
+  it runs in a subprocess because pyspark's local Connect server and the classic session
+  of this test run cannot share one Python process (the server needs its own
+  SparkContext, and only one can be active per process).
+- ``local-cluster[2,1,1024]``: separate executor JVMs with their own Python workers, so
+  plans are pickled and cepsql (Cython extension included) is imported there — the pip
+  pyspark package supports this mode as it is.
+- the console of ``cepsql sql`` (local mode) for an error only found while the job runs:
+  the CepRuntimeError with its position, and no Java stack trace or worker traceback.
+
+Results must equal the in-process session's (tests/_deploy_queries.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from _deploy_queries import FAILING, FAILING_AT, run_all
+from cepsql.errors import position_of
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TIMEOUT_S = 420  # the machine is shared; a JVM start-up can take a while there
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env["PYSPARK_PYTHON"] = sys.executable
+    return env
+
+
+@pytest.fixture(scope="module")
+def runs(spark):
+    """Start the three processes at once, wait for all: {name: (rc, stdout, stderr)}."""
+    commands = {
+        "connect": [sys.executable, os.path.join(HERE, "_deploy_driver.py"), "connect"],
+        "cluster": [sys.executable, os.path.join(HERE, "_deploy_driver.py"), "cluster"],
+        "console": [sys.executable, "-m", "cepsql", "sql", "--master", "local[1]",
+                    "--conf", "spark.ui.enabled=false", "-e",
+                    "CREATE TEMPORARY VIEW dep_ticks AS SELECT * FROM VALUES "
+                    "('a', 0, 5), ('a', 1, 6) AS v(sym, ts, price);\n" + FAILING],
+    }
+    procs = {name: subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+             for name, cmd in commands.items()}
+    out = {}
+    try:
+        for name, proc in procs.items():
+            stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+            out[name] = (proc.returncode, stdout, stderr)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected(spark):
+    return run_all(spark)
+
+
+def _result(runs, name: str) -> dict:
+    rc, stdout, stderr = runs[name]
+    assert rc == 0, f"{name} driver failed:\n{stderr[-4000:]}"
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_in_process_failing_query_raises_cep_runtime_error_at_the_skip_variable(expected):
+    line, col = position_of(FAILING, FAILING_AT)
+    assert expected["failing"] == {
+        "raised": "CepRuntimeError", "line": line, "col": col,
+        "message": "AFTER MATCH SKIP TO A: cannot skip to the first row of the match"}
+    assert all(expected[k]["rows"] for k in ("sql2016", "cep", "pattern_view", "table_function"))
+
+
+def test_spark_connect_matches_in_process(runs, expected):
+    got = _result(runs, "connect")
+    assert got.pop("session_type") == "pyspark.sql.connect.session"
+    assert got == expected
+
+
+def test_local_cluster_matches_in_process_on_separate_python_workers(runs, expected):
+    got = _result(runs, "cluster")
+    workers, driver = got.pop("workers"), got.pop("driver_pid")
+    assert got.pop("session_type") == "pyspark.sql.session"
+    assert got == expected
+    assert len({parent for _, parent, _ in workers}) == 2  # two executors' worker daemons
+    assert driver not in {pid for pid, _, _ in workers} | {p for _, p, _ in workers}
+    assert {module for _, _, module in workers} == {os.path.join(ROOT, "cepsql", "__init__.py")}
+
+
+def test_console_shows_the_error_with_its_position_and_no_stack_trace(runs):
+    rc, stdout, stderr = runs["console"]
+    assert rc == 1
+    line, col = position_of(FAILING, FAILING_AT)
+    assert (f"Error: AFTER MATCH SKIP TO A: cannot skip to the first row of the match "
+            f"(line {line + 1}, column {col})") in stderr
+    # neither Spark's Java trace nor the worker's Python traceback of this error (pyspark's
+    # daemon may print a traceback of its own when the aborted job's other task or the
+    # session's shutdown cuts an idle worker's socket: that one names no cepsql frame)
+    assert "\tat org.apache" not in stderr and "PythonException" not in stderr
+    assert "[cepsql-error]" not in stderr and "CepRuntimeError:" not in stderr
+    assert os.path.join("cepsql", "runtime") not in stderr
