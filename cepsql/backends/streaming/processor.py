@@ -35,7 +35,8 @@ class MatchProcessor(StatefulProcessor):
         self.engine = new_engine(self.worker, self.event_column, self.sort_keys)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        tables = [from_bytes(blob) for frame in rows for blob in frame[ROWS_COLUMN]]
+        # the packed rows are the last column (Spark may not keep the column names)
+        tables = [from_bytes(blob) for frame in rows for blob in frame.iloc[:, -1]]
         tables = [t for t in tables if t is not None]
         table = pa.concat_tables(tables) if tables else None
         yield from self._step(table, timerValues.getCurrentWatermarkInMs())
