@@ -181,3 +181,20 @@ def test_quiet_key_closes_from_timer_alone():
     step = engine.advance(state, None, 8001)    # the timer: the window has passed
     assert sum(b.num_rows for b in step.output) == 1
     assert step.timer_ms == NO_TIMER
+
+
+def test_packer_groups_rows_by_key_and_round_trips():
+    from cepsql.backends.streaming.frames import RowPacker, RowUnpacker
+    from cepsql.backends.streaming.ipc import from_bytes, to_bytes
+    batch = pa.record_batch({"k": ["b", None, "a", "b", None], "v": [1, 2, 3, 4, 5]})
+    packed = list(RowPacker(["k"])(iter([batch])))
+    groups = {row["k"]: from_bytes(row["__cep_rows"]).column("v").to_pylist()
+              for row in packed[0].to_pylist()}
+    assert groups == {"a": [3], "b": [1, 4], None: [2, 5]}
+    single = list(RowPacker([])(iter([batch])))[0].to_pylist()
+    assert single[0]["__cep_key"] == 0
+    assert from_bytes(single[0]["__cep_rows"]).num_rows == 5
+    blob = pa.record_batch({"__cep_out": pa.array([to_bytes(pa.Table.from_batches([batch])),
+                                                   b""], pa.binary())})
+    back = pa.Table.from_batches(list(RowUnpacker()(iter([blob]))))
+    assert back.column("v").to_pylist() == [1, 2, 3, 4, 5]

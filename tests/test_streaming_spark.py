@@ -103,3 +103,27 @@ def test_stream_without_watermark_says_what_to_add(spark, tmp_path):
     spark.readStream.schema(SCHEMA).json(source).createOrReplaceTempView("ticks_nowm")
     with pytest.raises(CepAnalysisError, match="withWatermark"):
         spark.cep.sql(SQL_MODE.format(src="ticks_nowm"))
+
+
+def test_stream_demo_prints_matches_per_batch(spark, one_shuffle_partition):
+    from cepsql.stream_demo import run_stream_demo
+    lines: list[str] = []
+    assert run_stream_demo(spark, 3000, out=lines.append, n_files=2) == 0
+    text = "\n".join(lines)
+    assert "batch 0:" in text and "new matches" in text
+    total = int(lines[-1].split()[0])
+    assert total > 0 and "start_ts=" in text
+
+
+def test_write_increments_splits_in_order(tmp_path):
+    import pyarrow.parquet as pq
+
+    from cepsql.datagen import generate_ticks
+    from cepsql.stream_demo import write_increments
+    table = generate_ticks(10)
+    paths = write_increments(table, str(tmp_path), 3)
+    parts = [pq.read_table(p) for p in paths]
+    assert [p.num_rows for p in parts] == [4, 4, 2]
+    assert parts[0].schema.field("ts").type.tz == "UTC"
+    assert sum((p.column("price").to_pylist() for p in parts), []) == \
+        table.column("price").to_pylist()

@@ -144,8 +144,7 @@ class RowPacker:
                     {SINGLE_KEY: pa.array([0], pa.int32()),
                      ROWS_COLUMN: pa.array([to_bytes(table)], pa.binary())})
                 continue
-            order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys],
-                                    null_placement="at_start")
+            order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys])
             table = table.take(order)
             starts = _group_starts(table, self.keys)
             ends = list(starts[1:]) + [table.num_rows]
