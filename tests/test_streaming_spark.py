@@ -127,3 +127,35 @@ def test_write_increments_splits_in_order(tmp_path):
     assert parts[0].schema.field("ts").type.tz == "UTC"
     assert sum((p.column("price").to_pylist() for p in parts), []) == \
         table.column("price").to_pylist()
+
+
+@pytest.mark.parametrize("clause, message", [
+    ("PATTERN (a b+ $) DEFINE b AS b.price > a.price", r"\$ anchor"),
+    ("PATTERN (a b) DEFINE b AS b.price > NEXT(b.price)", "NEXT"),
+    ("STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) DEFINE b AS b.price > a.price",
+     "WITHIN INTERVAL"),
+])
+def test_stream_rejects_what_has_no_streaming_meaning(spark, tmp_path, clause, message):
+    from cepsql.errors import CepUnsupportedError
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
+        .createOrReplaceTempView("ticks_unsupported")
+    sql = ("SELECT * FROM ticks_unsupported MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+           f"MEASURES count(*) AS n ONE ROW PER MATCH {clause})")
+    with pytest.raises(CepUnsupportedError, match=message) as info:
+        spark.cep.sql(sql)
+    assert info.value.pos is not None
+
+
+def test_pattern_view_over_a_stream_is_a_streaming_view(spark, tmp_path):
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
+        .createOrReplaceTempView("ticks_for_view")
+    spark.cep.sql("CREATE OR REPLACE TEMPORARY VIEW rises_stream AS "
+                  + SQL_MODE.format(src="ticks_for_view"))
+    df = spark.sql("SELECT sym, t0, n FROM rises_stream WHERE n > 1")
+    assert df.isStreaming
+    assert [f.name for f in df.schema.fields] == ["sym", "t0", "n"]
+    assert any(v["name"] == "rises_stream" for v in spark.cep.views())

@@ -88,7 +88,7 @@ def check_streamable_spec(plan: QueryPlan) -> None:
         for node in _pattern_nodes(spec.pattern):
             if isinstance(node, Anchor) and node.kind == "end":
                 raise CepUnsupportedError("the $ anchor (end of partition) never matches over "
-                                          "an unbounded stream", pos=getattr(node, "pos", None))
+                                          "an unbounded stream", pos=_pattern_pos(spec))
         exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
         for expr in exprs:
             for node in walk(expr):
@@ -97,7 +97,8 @@ def check_streamable_spec(plan: QueryPlan) -> None:
                                               pos=node.pos)
     elif spec.window is None or spec.window.kind != "time":
         raise CepUnsupportedError("CEP mode over a stream needs WITHIN INTERVAL (a time "
-                                  "window bounds what each key keeps)")
+                                  "window bounds what each key keeps)",
+                                  pos=getattr(spec.window, "pos", None) or _pattern_pos(spec))
 
 
 def check_streamable_worker(worker) -> None:
@@ -111,6 +112,14 @@ def check_streamable_worker(worker) -> None:
     if not worker.streamable():
         raise CepUnsupportedError("MIN/MAX over a string column in DEFINE is not supported "
                                   "in CEP mode over a stream")
+
+
+def _pattern_pos(spec) -> int | None:
+    """Where the PATTERN is (its first variable; anchors carry no position)."""
+    for node in _pattern_nodes(spec.pattern):
+        if getattr(node, "pos", None) is not None:
+            return node.pos
+    return None
 
 
 def _pattern_nodes(node):
