@@ -137,10 +137,10 @@ class SqlEngine(StreamEngine):
         lookback = worker.config.max_lookback
         if passed:  # every row's window is behind the watermark: decide them all
             out, _ = worker._process(matcher, table, zero, False, carry)
-            numbers = [number] + [_max_number(b) for b in out]
             keep = max(n - lookback, 0)
             start = keep == 0 and (carry is None or carry[3])
-            state.carry = [n - keep, max(numbers), n - keep, int(start)]
+            # matches numbered so far, empty ones (maybe omitted from the output) included
+            state.carry = [n - keep, int(matcher.match_no), n - keep, int(start)]
             state.closed = 1
         else:
             out, (pos, number, covered) = worker._process(matcher, table, zero, True, carry)
@@ -160,12 +160,12 @@ class CepEngine(StreamEngine):
 
     def _evaluate(self, state, ready, boundary):
         out: list[pa.RecordBatch] = []
-        if ready is not None and ready.num_rows and state.held is not None:
-            first = float(self._micros(ready.slice(0, 1))[0])
-            if first - self._last_micros(state.held) > self.window_us:
-                out += self._close(state)
-        if ready is not None and ready.num_rows:
-            state.held = concat(state.held, ready)
+        for piece in self._pieces(ready):  # a gap longer than the window ends a segment
+            if state.held is not None:
+                first = float(self._micros(piece.slice(0, 1))[0])
+                if first - self._last_micros(state.held) > self.window_us:
+                    out += self._close(state)
+            state.held = concat(state.held, piece)
             state.closed = 0
         if state.held is None or state.closed:
             return out
@@ -173,23 +173,33 @@ class CepEngine(StreamEngine):
             return out + self._close(state)
         if ready is None or ready.num_rows == 0:
             return out
-        batches = self._run(state.held, True)
+        batches, _ = self._run(state.held, True)
         return out + self._new_part(state, batches)
 
+    def _pieces(self, ready: pa.Table | None) -> list[pa.Table]:
+        """ready cut at every gap longer than the window (its rows are in ts order)."""
+        if ready is None or ready.num_rows == 0:
+            return []
+        ts = self._micros(ready)
+        cuts = (np.flatnonzero(np.diff(ts) > self.window_us) + 1).tolist()
+        bounds = [0] + cuts + [ready.num_rows]
+        return [ready.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+
     def _close(self, state) -> list[pa.RecordBatch]:
-        batches = self._run(state.held, False)
+        batches, matcher = self._run(state.held, False)
         result = self._new_part(state, batches)
-        state.carry[1] += max([0] + [_max_number(b) for b in batches])
+        state.carry[1] += int(matcher.match_no)  # the segment's matches, all numbered
         state.carry[0] = 0
         state.held = None
         state.closed = 1
         return result
 
-    def _run(self, table: pa.Table, open_last: bool) -> list[pa.RecordBatch]:
+    def _run(self, table: pa.Table, open_last: bool):
+        """(output batches, the matcher) of one fresh run over the segment."""
         worker = self.worker
         matcher = worker._new_matcher()
         starts = np.zeros(1, dtype=np.int64)
-        return [b for b in worker._process(matcher, table, starts, open_last, False)]
+        return list(worker._process(matcher, table, starts, open_last, False)), matcher
 
     def _new_part(self, state, batches) -> list[pa.RecordBatch]:
         """The output rows beyond those emitted before, MATCH_NUMBER made global."""
@@ -205,11 +215,6 @@ class CepEngine(StreamEngine):
         numbers = pc.add(fresh.column(index), pa.scalar(state.carry[1], pa.int64()))
         fresh = fresh.set_column(index, fresh.schema.field(index), numbers)
         return fresh.combine_chunks().to_batches()
-
-
-def _max_number(batch: pa.RecordBatch) -> int:
-    value = pc.max(batch.column(MATCH_NUMBER_COLUMN)).as_py()
-    return int(value) if value is not None else 0
 
 
 def new_engine(worker, event_column: str, sort_keys: list[SortColumn]) -> StreamEngine:
