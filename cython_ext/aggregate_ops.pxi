@@ -38,6 +38,9 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
     a[0] += 1
     if ncol == NULL or ncol[row]:
         return
+    if func == A_COUNT:  # counts non-null rows only: no value lane is read
+        a[1] += 1
+        return
     if lane[0]:
         x = xcol[row]
         if func == A_MIN or func == A_MAX:
