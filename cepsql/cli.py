@@ -2,7 +2,7 @@
 and a demo that runs the shipped examples over generated streams (stock ticks, RFID
 readings, shipments).
 
-    cepsql demo [--rows N] [--master M] [--conf k=v ...]
+    cepsql demo [--rows N] [--stream] [--master M] [--conf k=v ...]
     cepsql sql  [-e "<statements>" | -f file.sql] [--master M] [--conf k=v ...] [--no-header]
     cepsql --version
 
@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="run the shipped example queries over generated event streams")
     demo.add_argument("--rows", type=int, default=DEMO_ROWS,
                       help=f"number of generated ticks (default {DEMO_ROWS})")
+    demo.add_argument("--stream", action="store_true",
+                      help="stream the ticks (file source, one file per micro-batch) and "
+                           "print matches as they arrive")
 
     sql = sub.add_parser("sql", parents=[spark_opts],
                          help="run SQL statements (-e, -f, or an interactive prompt)")
@@ -399,6 +402,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 2
     spark, created = get_spark(args.master, dict(args.conf))
     try:
+        if args.stream:
+            from cepsql.stream_demo import run_stream_demo
+            return run_stream_demo(spark, args.rows, out=_out)
         return _demo(spark, args.rows)
     finally:
         if created:

@@ -238,7 +238,8 @@ cdef class CepMatcher:
     cdef i64 pproc             # rows below are processed (the rest only lookahead)
     cdef int closed            # the partition ends in this chunk
     cdef int has_state
-    cdef i64 match_no, unmatched_done, resume, compact_at
+    cdef readonly i64 match_no   # matches numbered so far (read by the streaming backend)
+    cdef i64 unmatched_done, resume, compact_at
     cdef public int lookback, lookahead
     cdef public i64 keep
     # stats

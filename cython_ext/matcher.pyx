@@ -120,7 +120,7 @@ cdef class SqlMatcher:
     cdef const unsigned char* nulls
     cdef i64 n_rows
     cdef i64 pstart, pend, s
-    cdef i64 match_no
+    cdef readonly i64 match_no   # matches numbered so far in the current partition (read by the streaming backend)
     # history arena
     cdef i64* node_row
     cdef int* node_label

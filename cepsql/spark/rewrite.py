@@ -65,6 +65,9 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
 
     def run_clause(site, source: Source) -> str:
         df = _source_frame(spark, source, full, site, frames)
+        if df.isStreaming:
+            return _run_streaming_clause(spark, df, site, source, full, offset, plan_query,
+                                         result, frames)
         try:
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
@@ -99,6 +102,34 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
                           pos=original_pos(e.pos, tf.edits)) from None
         raise e.with_sql(full) from None
     return result
+
+
+def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, result,
+                          frames: dict[str, DataFrame]) -> str:
+    """A clause over a streaming source: the streaming backend (no sampling, no slicing)."""
+    from ..backends.streaming import run_streaming_plan
+    from ..runtime.planner_options import options_from_conf
+    options = options_from_conf(lambda k: spark.conf.get(k, None))
+    view = new_view_name()
+    counter = spark.sparkContext.accumulator(0)
+    try:
+        plan = plan_query(site.spec, arrow_schema(df), full, options=options)
+        out = run_streaming_plan(df, plan, counter)
+        names = clause_output_names(site, out.columns)
+        if names != out.columns:
+            out = out.toDF(*names)
+    except CepError as e:
+        raise e.with_sql(full) from None
+    except AnalysisException as e:
+        raise CepAnalysisError(f"cannot evaluate MATCH_RECOGNIZE: {_message(e)}",
+                               sql=full, pos=site.start + offset) from None
+    late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
+    if late is not None:
+        late[view] = counter
+    frames[view] = out
+    result.clauses.append(ClauseRun(view, source.display,
+                                    getattr(site.spec, "pattern_text", "") or ""))
+    return view
 
 
 def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:

@@ -32,6 +32,7 @@ class CepSession:
         self._finder = finder
         self._planner = planner
         self._views: dict[str, PatternView] = {}
+        self._late_rows: dict[str, object] = {}  # streaming clause view -> accumulator
 
     # public API -------------------------------------------------------------
     def sql(self, text: str) -> DataFrame:
@@ -45,6 +46,12 @@ class CepSession:
         for stmt in statements:
             result = self._statement(stmt)
         return result
+
+    def late_rows(self) -> dict[str, int]:
+        """Rows dropped as late (behind the watermark) by each streaming clause started in
+        this session, keyed by the clause's generated view name (Spark accumulators: a
+        retried task may count its rows twice)."""
+        return {view: int(acc.value) for view, acc in self._late_rows.items()}
 
     def views(self) -> list[dict]:
         """Pattern views defined through this session: {name, pattern, source, sql}."""

@@ -1,0 +1,1 @@
+"""Execution backends beyond the batch Spark path (see DESIGN.md's target layout)."""

@@ -1,0 +1,224 @@
+"""Per-key streaming evaluation over the batch workers (no Spark here).
+
+Rows of one PARTITION BY key arrive in any order. They wait in ``pending`` until the
+watermark passes them (event time < watermark: no row can arrive before them any more),
+then enter the evaluator in ORDER BY order. A row whose event time is below the
+boundary already released for its key is *late*: it is dropped and counted.
+
+SQL:2016 mode carries the batch worker's chunk state: the rows from the first undecided
+start row (minus the deepest PREV) plus (resume row, match number, covered, has start).
+CEP mode replays the rows of the key's current *segment* -- rows since the last gap
+longer than the WITHIN window -- through a fresh evaluator and emits the output beyond
+what it emitted before (the evaluator outputs matches in final MATCH_NUMBER order, so
+an open run's output is a prefix of any later run's). A gap longer than the window
+separates everything before it from everything after it, so a segment is closed (run as
+a complete partition) as soon as the watermark is a window past its last row; this is
+also what lets quiet keys finish their matches from a timer alone.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...local_sql import sort_table
+from ...runtime.measures import MATCH_NUMBER_COLUMN
+from ...runtime.plan import SortColumn
+from ...runtime.worker import window_micros
+from .ipc import concat
+
+NO_TIMER = -1
+
+
+@dataclass
+class KeyState:
+    """What one key keeps between micro-batches (stored as IPC bytes + integers)."""
+    held: pa.Table | None = None      # rows the evaluator still needs (processed)
+    pending: pa.Table | None = None   # rows not yet behind the watermark
+    carry: list[int] = field(default_factory=lambda: [-1, 0, 0, 1])
+    released_us: int = -(1 << 62)     # rows below this event time went to the evaluator
+    closed: int = 1                   # nothing undecided in held
+    late: int = 0                     # rows dropped as late (for this key)
+
+
+@dataclass
+class Step:
+    output: list[pa.RecordBatch]
+    timer_ms: int   # next event-time timer (watermark, ms) or NO_TIMER
+    late: int       # late rows dropped in this step
+
+
+class StreamEngine(ABC):
+    """Advance one key's state to a new watermark with newly arrived rows."""
+
+    def __init__(self, worker, event_column: str, sort_keys: list[SortColumn]):
+        self.worker = worker
+        self.event_column = event_column
+        self.sort_keys = sort_keys
+        c = worker.config
+        self.window_us = float(c.window_size) if c.window_kind == 2 else None
+
+    # ------------------------------------------------------------------
+    def advance(self, state: KeyState, rows: pa.Table | None, watermark_ms: int) -> Step:
+        late = 0
+        if rows is not None and rows.num_rows:
+            ts = self._micros(rows)
+            ok = (ts >= state.released_us) & ~np.isnan(ts)
+            late = int(rows.num_rows - ok.sum())
+            if late:
+                rows = rows.filter(pa.array(ok))
+            state.pending = concat(state.pending, rows)
+        state.late += late
+        boundary = watermark_ms * 1000
+        ready = None
+        if state.pending is not None and boundary > state.released_us:
+            ts = self._micros(state.pending)
+            mask = ts < boundary
+            if mask.any():
+                ready = self._sorted(state.pending.filter(pa.array(mask)))
+                rest = state.pending.filter(pa.array(~mask))
+                state.pending = rest if rest.num_rows else None
+            state.released_us = boundary
+        output = self._evaluate(state, ready, boundary)
+        return Step(output, self._next_timer(state), late)
+
+    @abstractmethod
+    def _evaluate(self, state: KeyState, ready, boundary) -> list[pa.RecordBatch]:
+        """Feed the released rows (sorted) to the evaluator; the output to emit."""
+
+    # ------------------------------------------------------------------
+    def _window_passed(self, table: pa.Table | None, boundary: int) -> bool:
+        """Whether no row to come can be within the window of table's last row."""
+        if self.window_us is None or table is None or table.num_rows == 0:
+            return False
+        return boundary - self._last_micros(table) > self.window_us
+
+    def _next_timer(self, state: KeyState) -> int:
+        times = []
+        if state.pending is not None and state.pending.num_rows:
+            times.append(int(np.nanmin(self._micros(state.pending))) // 1000 + 1)
+        if (not state.closed and self.window_us is not None and state.held is not None
+                and state.held.num_rows):
+            times.append(int(self._last_micros(state.held) + self.window_us) // 1000 + 1)
+        return min(times) if times else NO_TIMER
+
+    def _micros(self, table: pa.Table) -> np.ndarray:
+        values, nulls = window_micros(table.column(self.event_column))
+        values = values.copy()
+        values[nulls.astype(bool)] = np.nan
+        return values
+
+    def _last_micros(self, table: pa.Table) -> float:
+        return float(self._micros(table.slice(table.num_rows - 1))[0])
+
+    def _sorted(self, table: pa.Table) -> pa.Table:
+        """table in ORDER BY order, then the tie-breakers (Spark's NULL and NaN order)."""
+        return sort_table(table, self.sort_keys)
+
+
+class SqlEngine(StreamEngine):
+    """SQL:2016 mode: the MatchWorker's chunk carry-over, kept in state."""
+
+    def _evaluate(self, state, ready, boundary):
+        table = concat(state.held, ready)
+        passed = self._window_passed(table, boundary)
+        if table is None or ((ready is None or ready.num_rows == 0)
+                             and (state.closed or not passed)):
+            return []
+        worker = self.worker
+        matcher = worker._new_matcher()
+        pos, number, covered, has_start = state.carry
+        carry = None if pos < 0 else (pos, number, covered, bool(has_start))
+        zero = np.zeros(1, dtype=np.int64)
+        n = table.num_rows
+        lookback = worker.config.max_lookback
+        if passed:  # every row's window is behind the watermark: decide them all
+            out, _ = worker._process(matcher, table, zero, False, carry)
+            keep = max(n - lookback, 0)
+            start = keep == 0 and (carry is None or carry[3])
+            # matches numbered so far, empty ones (maybe omitted from the output) included
+            state.carry = [n - keep, int(matcher.match_no), n - keep, int(start)]
+            state.closed = 1
+        else:
+            out, (pos, number, covered) = worker._process(matcher, table, zero, True, carry)
+            keep = max(min(pos, n) - lookback, 0)
+            start = keep == 0 and (carry is None or carry[3])
+            state.carry = [pos - keep, number, max(covered - keep, 0), int(start)]
+            state.closed = 0
+        state.held = table.slice(keep) if keep < n else None
+        if state.held is None:  # resume at the first new row
+            state.carry[0] = state.carry[2] = 0
+        return out
+
+
+class CepEngine(StreamEngine):
+    """CEP mode: segment replay (see the module docstring). carry = [emitted output rows
+    of the segment, matches of earlier segments, -, -]."""
+
+    def _evaluate(self, state, ready, boundary):
+        out: list[pa.RecordBatch] = []
+        for piece in self._pieces(ready):  # a gap longer than the window ends a segment
+            if state.held is not None:
+                first = float(self._micros(piece.slice(0, 1))[0])
+                if first - self._last_micros(state.held) > self.window_us:
+                    out += self._close(state)
+            state.held = concat(state.held, piece)
+            state.closed = 0
+        if state.held is None or state.closed:
+            return out
+        if self._window_passed(state.held, boundary):
+            return out + self._close(state)
+        if ready is None or ready.num_rows == 0:
+            return out
+        batches, _ = self._run(state.held, True)
+        return out + self._new_part(state, batches)
+
+    def _pieces(self, ready: pa.Table | None) -> list[pa.Table]:
+        """ready cut at every gap longer than the window (its rows are in ts order)."""
+        if ready is None or ready.num_rows == 0:
+            return []
+        ts = self._micros(ready)
+        cuts = (np.flatnonzero(np.diff(ts) > self.window_us) + 1).tolist()
+        bounds = [0] + cuts + [ready.num_rows]
+        return [ready.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _close(self, state) -> list[pa.RecordBatch]:
+        batches, matcher = self._run(state.held, False)
+        result = self._new_part(state, batches)
+        state.carry[1] += int(matcher.match_no)  # the segment's matches, all numbered
+        state.carry[0] = 0
+        state.held = None
+        state.closed = 1
+        return result
+
+    def _run(self, table: pa.Table, open_last: bool):
+        """(output batches, the matcher) of one fresh run over the segment."""
+        worker = self.worker
+        matcher = worker._new_matcher()
+        starts = np.zeros(1, dtype=np.int64)
+        return list(worker._process(matcher, table, starts, open_last, False)), matcher
+
+    def _new_part(self, state, batches) -> list[pa.RecordBatch]:
+        """The output rows beyond those emitted before, MATCH_NUMBER made global."""
+        if not batches:
+            return []
+        table = pa.Table.from_batches(batches)
+        emitted = max(state.carry[0], 0)  # -1: a new key
+        state.carry[0] = table.num_rows
+        fresh = table.slice(emitted)
+        if fresh.num_rows == 0:
+            return []
+        index = fresh.schema.get_field_index(MATCH_NUMBER_COLUMN)
+        numbers = pc.add(fresh.column(index), pa.scalar(state.carry[1], pa.int64()))
+        fresh = fresh.set_column(index, fresh.schema.field(index), numbers)
+        return fresh.combine_chunks().to_batches()
+
+
+def new_engine(worker, event_column: str, sort_keys: list[SortColumn]) -> StreamEngine:
+    """The engine for the worker's mode (CepWorker -> CEP, MatchWorker -> SQL:2016)."""
+    from ...runtime.cep_worker import CepWorker
+    cls = CepEngine if isinstance(worker, CepWorker) else SqlEngine
+    return cls(worker, event_column, sort_keys)

@@ -1,0 +1,188 @@
+"""Wire a QueryPlan into a streaming DataFrame: pack rows per key as Arrow IPC, keep
+them in transformWithStateInPandas state, unpack the decided matches."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+
+from ...algebra.expressions import ColumnRef, Navigation, walk
+from ...algebra.pattern import Anchor
+from ...errors import CepAnalysisError, CepUnsupportedError
+from ...exprs.spark_sql import quote_identifier, to_spark_sql
+from ...runtime.plan import QueryPlan
+from ...spark.execute import arrow_schema
+from .ipc import from_bytes, to_bytes
+from .processor import OUT_COLUMN, ROWS_COLUMN, MatchProcessor
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+SINGLE_KEY = "__cep_key"
+
+
+def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> DataFrame:
+    """The plan's matches over the streaming df, as a streaming DataFrame (append mode)."""
+    event_column = check_streamable(df, plan)
+    _use_rocksdb(df)
+    if plan.prepare_columns:
+        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+    bound = plan.bind(arrow_schema(df))
+    check_streamable_worker(bound.worker)
+    keys = list(plan.partition_columns)
+    if keys:
+        key_fields = [df.schema[k] for k in keys]
+    else:
+        key_fields = [StructField(SINGLE_KEY, IntegerType(), False)]
+    packed_schema = StructType(key_fields + [StructField(ROWS_COLUMN, BinaryType())])
+    packed = df.mapInArrow(RowPacker(keys), packed_schema)
+    sort_keys = plan.sort_keys[len(keys):]
+    processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter)
+    out = packed.groupBy(*[F.col(quote_identifier(f.name)) for f in key_fields]) \
+        .transformWithStateInPandas(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
+                                    "Append", "EventTime")
+    rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
+    return rows.select(*[F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection])
+
+
+def check_streamable(df: DataFrame, plan: QueryPlan) -> str:
+    """The event-time column (first ORDER BY key); raises what the user must change."""
+    spec = plan.spec
+    if not spec.order_by:
+        raise CepAnalysisError("MATCH_RECOGNIZE over a stream needs ORDER BY an event-time "
+                               "column with a watermark")
+    key = spec.order_by[0]
+    pos = getattr(key.expr, "pos", None)
+    if not isinstance(key.expr, ColumnRef) or not key.ascending:
+        raise CepUnsupportedError("over a stream the first ORDER BY key must be an event-time "
+                                  "column in ascending order", pos=pos)
+    names = {f.name.lower(): f for f in df.schema.fields}
+    field = names.get(key.expr.column.lower())
+    if field is None:
+        raise CepAnalysisError(f"unknown column {key.expr.column}", pos=pos)
+    if field.dataType.typeName() not in ("timestamp", "timestamp_ntz"):
+        raise CepAnalysisError(f"over a stream ORDER BY {field.name} must be a TIMESTAMP "
+                               f"event-time column (it is {field.dataType.simpleString()})",
+                               pos=pos)
+    if "spark.watermarkDelayMs" not in (field.metadata or {}):
+        raise CepAnalysisError(
+            f"the stream has no watermark on its event-time column {field.name}: add "
+            f".withWatermark('{field.name}', '10 seconds') (any delay) to the source "
+            "DataFrame before registering the view, or WATERMARK in the SQL source", pos=pos)
+    check_streamable_spec(plan)
+    return field.name
+
+
+def check_streamable_spec(plan: QueryPlan) -> None:
+    """The clause's own constructs that have no streaming meaning (or no bounded state)."""
+    spec = plan.spec
+    if plan.break_column is not None:
+        raise CepUnsupportedError("STRATEGY STRICT_CONTIGUITY with PARTITION BY is not "
+                                  "supported over a stream (it needs the global order)")
+    if spec.strategy is None:
+        for node in _pattern_nodes(spec.pattern):
+            if isinstance(node, Anchor) and node.kind == "end":
+                raise CepUnsupportedError("the $ anchor (end of partition) never matches over "
+                                          "an unbounded stream", pos=_pattern_pos(spec))
+        exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
+        for expr in exprs:
+            for node in walk(expr):
+                if isinstance(node, Navigation) and node.kind == "NEXT":
+                    raise CepUnsupportedError("NEXT(...) is not supported over a stream",
+                                              pos=node.pos)
+    elif spec.window is None or spec.window.kind != "time":
+        raise CepUnsupportedError("CEP mode over a stream needs WITHIN INTERVAL (a time "
+                                  "window bounds what each key keeps)",
+                                  pos=getattr(spec.window, "pos", None) or _pattern_pos(spec))
+
+
+def check_streamable_worker(worker) -> None:
+    """What the bound CEP evaluator reads that segment replay cannot give it."""
+    from ...runtime.cep_worker import CepWorker
+    if not isinstance(worker, CepWorker):
+        return
+    matcher = worker._new_matcher()
+    if matcher.lookback or matcher.lookahead:
+        raise CepUnsupportedError("PREV/NEXT are not supported in CEP mode over a stream")
+    if not worker.streamable():
+        raise CepUnsupportedError("MIN/MAX over a string column in DEFINE is not supported "
+                                  "in CEP mode over a stream")
+
+
+def _pattern_pos(spec) -> int | None:
+    """Where the PATTERN is (its first variable; anchors carry no position)."""
+    for node in _pattern_nodes(spec.pattern):
+        if getattr(node, "pos", None) is not None:
+            return node.pos
+    return None
+
+
+def _pattern_nodes(node):
+    yield node
+    for child in getattr(node, "items", ()) + ((node.child,) if hasattr(node, "child") else ()):
+        yield from _pattern_nodes(child)
+
+
+def _use_rocksdb(df: DataFrame) -> None:
+    """transformWithState runs only on the RocksDB state store."""
+    conf = df.sparkSession.conf
+    current = conf.get(PROVIDER_CONF, None) or ""
+    if current != ROCKSDB:
+        conf.set(PROVIDER_CONF, ROCKSDB)
+
+
+class RowPacker:
+    """Picklable mapInArrow function: each input batch -> one row per key holding that
+    key's rows as Arrow IPC bytes."""
+
+    def __init__(self, keys: list[str]):
+        self.keys = keys
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            table = pa.Table.from_batches([batch])
+            if not self.keys:
+                yield pa.RecordBatch.from_pydict(
+                    {SINGLE_KEY: pa.array([0], pa.int32()),
+                     ROWS_COLUMN: pa.array([to_bytes(table)], pa.binary())})
+                continue
+            order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys])
+            table = table.take(order)
+            starts = _group_starts(table, self.keys)
+            ends = list(starts[1:]) + [table.num_rows]
+            blobs = [to_bytes(table.slice(s, e - s)) for s, e in zip(starts, ends)]
+            firsts = table.take(pa.array(starts, pa.int64()))
+            columns = {k: firsts.column(k).combine_chunks() for k in self.keys}
+            columns[ROWS_COLUMN] = pa.array(blobs, pa.binary())
+            yield pa.RecordBatch.from_pydict(columns)
+
+
+def _group_starts(table: pa.Table, keys: list[str]) -> np.ndarray:
+    n = table.num_rows
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for k in keys:
+        col = table.column(k).combine_chunks()
+        prev, cur = col.slice(0, n - 1), col.slice(1)
+        differs = pc.fill_null(pc.not_equal(prev, cur), False)
+        flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
+        change[1:] |= pc.or_(differs, flip).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(change)
+
+
+class RowUnpacker:
+    """Picklable mapInArrow function: IPC blobs of decided output rows -> the rows."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for blob in batch.column(OUT_COLUMN).to_pylist():
+                table = from_bytes(blob)
+                if table is not None:
+                    yield from table.to_batches()

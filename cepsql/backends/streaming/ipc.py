@@ -1,0 +1,27 @@
+"""Arrow IPC bytes <-> tables: how rows travel through the shuffle and live in state."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def to_bytes(table: pa.Table | None) -> bytes:
+    if table is None or table.num_rows == 0:
+        return b""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_bytes(data: bytes | None) -> pa.Table | None:
+    if not data:
+        return None
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def concat(a: pa.Table | None, b: pa.Table | None) -> pa.Table | None:
+    if a is None or a.num_rows == 0:
+        return b
+    if b is None or b.num_rows == 0:
+        return a
+    return pa.concat_tables([a, b.cast(a.schema)])

@@ -1,0 +1,265 @@
+"""The streaming engine (per key, no Spark) against the batch worker: rows arrive out of
+order in increments, the watermark trails the newest event time, keys are advanced only
+when they get rows or their timer is due (as Spark does), late rows are dropped; once the
+watermark passes everything, the emitted rows equal the batch worker's rows over the
+rows that were not late -- same matches, same MATCH_NUMBERs."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
+from cepsql.backends.streaming.frames import check_streamable_spec, check_streamable_worker
+from cepsql.errors import CepError
+from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.local_sql import sort_table
+from cepsql.runtime.executor import plan_query
+
+try:
+    from .strategies import queries, streams
+    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .test_property_sql import SETTINGS, spec_of
+    from .test_property_within import with_window
+except ImportError:
+    from strategies import queries, streams
+    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from test_property_sql import SETTINGS, spec_of
+    from test_property_within import with_window
+
+TIME_WINDOWS = ["WITHIN INTERVAL '2' SECOND", "WITHIN INTERVAL '4' SECONDS",
+                "WITHIN INTERVAL '1500' MILLISECOND"]
+FLUSH_MS = 1 << 50
+
+
+def prepared(table: pa.Table, plan) -> pa.Table:
+    """table with the plan's prepare_columns (as the Spark path adds them before packing)."""
+    for name, expr in plan.prepare_columns:
+        table = table.append_column(name, evaluate_arrow(expr, table))
+    return table
+
+
+def simulate(sql: str, table: pa.Table, arrival: list[int], cuts: list[int], delay_ms: int,
+             complete: bool = True):
+    """(streamed raw rows, batch raw rows over the non-late rows, late count, rows the
+    test expects to be late)."""
+    spec = spec_of(sql)
+    try:
+        plan = plan_query(spec, table.schema, sql)
+        check_streamable_spec(plan)
+        table = prepared(table, plan)
+        bound = plan.bind(table.schema)
+        check_streamable_worker(bound.worker)
+    except CepError:
+        assume(False)
+    kept: list[int] = []  # rows not dropped as late (so far, if the stream raised)
+    try:
+        streamed, late = _stream(plan, bound, table, arrival, cuts, delay_ms, kept)
+    except CepError as err:  # the batch path must raise the same error
+        streamed, late = err, 0
+        kept += [i for i in arrival if i not in kept]
+    ordered = sort_table(table.take(pa.array(sorted(kept), pa.int64())),
+                         list(plan.sort_keys)).combine_chunks()
+    try:
+        batch = _rows(pa.Table.from_batches(list(bound.worker(iter(ordered.to_batches()))),
+                                            schema=bound.worker_schema))
+    except CepError as err:
+        batch = err
+    if isinstance(streamed, CepError) or isinstance(batch, CepError):
+        if not complete and isinstance(batch, CepError):
+            return Counter(), Counter(), 0, 0  # the failing match may still be open
+        assert type(streamed) is type(batch), (streamed, batch)
+        return Counter(), Counter(), 0, 0
+    return streamed, batch, late, len(arrival) - len(kept)
+
+
+def _stream(plan, bound, table, arrival, cuts, delay_ms, kept):
+    keys = list(plan.partition_columns)
+    engine = new_engine(bound.worker, "ts", plan.sort_keys[len(keys):])
+    states: dict[tuple, KeyState] = {}
+    timers: dict[tuple, int] = {}
+    out: list[pa.RecordBatch] = []
+    late = 0
+    newest = None
+    bounds = [0] + sorted(set(cuts)) + [len(arrival)]
+    for lo, hi in zip(bounds, bounds[1:]):
+        rows = arrival[lo:hi]
+        if not rows:
+            continue
+        part = table.take(pa.array(rows, pa.int64()))
+        ts = part.column("ts").to_numpy(zero_copy_only=False).astype(float)
+        newest = ts.max() if newest is None else max(newest, ts.max())
+        watermark = max(int(newest * 1000) - delay_ms, 0)
+        by_key: dict[tuple, list[int]] = {}
+        for i, key in enumerate(_keys(part, keys)):
+            by_key.setdefault(key, []).append(i)
+        due = {k for k, t in timers.items() if t != NO_TIMER and t <= watermark}
+        for key in sorted(set(by_key) | due, key=repr):
+            state = states.setdefault(key, KeyState())
+            rows_in = None
+            if key in by_key:
+                idx = by_key[key]
+                rows_in = part.take(pa.array(idx, pa.int64()))
+                for i in idx:
+                    if ts[i] * 1e6 >= state.released_us:
+                        kept.append(rows[i])
+            step = engine.advance(state, rows_in, watermark)
+            late += step.late
+            timers[key] = step.timer_ms
+            out += step.output
+    for key, state in states.items():  # the watermark passes everything
+        out += engine.advance(state, None, FLUSH_MS).output
+    streamed = pa.Table.from_batches(out, schema=bound.worker_schema) if out else None
+    return _rows(streamed), late
+
+
+def _keys(table: pa.Table, keys: list[str]) -> list[tuple]:
+    columns = [table.column(k).to_pylist() for k in keys]
+    return [tuple(c[i] for c in columns) for i in range(table.num_rows)]
+
+
+def _rows(table: pa.Table | None) -> Counter:
+    if table is None:
+        return Counter()
+    return Counter(tuple(repr(v) for v in row.values()) for row in table.to_pylist())
+
+
+@st.composite
+def arrivals(draw, n: int):
+    """An arrival order that is mostly in event order (rows swapped locally), increments,
+    and a watermark delay in ms (ts counts seconds)."""
+    order = list(range(n))
+    for _ in range(draw(st.integers(0, n))):
+        i = draw(st.integers(0, max(n - 2, 0)))
+        j = min(n - 1, i + draw(st.integers(1, 4)))
+        order[i], order[j] = order[j], order[i]
+    cuts = draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=6))
+    delay = draw(st.sampled_from([0, 500, 1000, 3000]))
+    return order, cuts, delay
+
+
+def _by_ts(table: pa.Table) -> pa.Table:
+    return table.take(pa.array(np.argsort(table.column("ts").to_numpy(), kind="stable")))
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(data=st.data(), sql=queries(), table=streams(), window=st.sampled_from(TIME_WINDOWS))
+def test_sql_mode_stream_equals_batch(data, sql, table, window):
+    table = _by_ts(table)
+    order, cuts, delay = data.draw(arrivals(table.num_rows))
+    got, want, late, dropped = simulate(with_window(sql, window), table, order, cuts, delay)
+    assert late == dropped
+    assert got == want, (sql, window, order, cuts, delay)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(data=st.data(), sql=queries(), table=streams())
+def test_sql_mode_without_window_emits_only_batch_matches(data, sql, table):
+    """Without WITHIN the last attempt of a key may stay open for ever (the stream has no
+    end), so the stream's rows are a sub-multiset of the batch rows -- never another."""
+    table = _by_ts(table)
+    order, cuts, delay = data.draw(arrivals(table.num_rows))
+    got, want, late, dropped = simulate(sql, table, order, cuts, delay, complete=False)
+    assert late == dropped
+    assert not got - want, (sql, order, cuts, delay)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cep_mode_stream_equals_batch(strategy):
+    @settings(max_examples=80, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], HealthCheck.filter_too_much]})
+    @given(data=st.data(), sql=cep_queries(strategy), table=cep_streams(),
+           window=st.sampled_from(TIME_WINDOWS))
+    def check(data, sql, table, window):
+        sql = re.sub(r"WITHIN \d+ ROWS|WITHIN INTERVAL \S+ SECONDS?", "", sql)
+        sql = sql.replace(" DEFINE ", f" {window} DEFINE ") if " DEFINE " in sql else \
+            sql[:-1] + f" {window})"
+        if strategy == "STRICT_CONTIGUITY":  # across keys it needs the global order
+            sql = sql.replace("PARTITION BY part", "")
+        table = _by_ts(table)
+        order, cuts, delay = data.draw(arrivals(table.num_rows))
+        got, want, late, dropped = simulate(sql, table, order, cuts, delay)
+        assert late == dropped
+        assert got == want, (sql, order, cuts, delay)
+    check()
+
+
+def test_quiet_key_closes_from_timer_alone():
+    """A SQL:2016 match that only a later row or the window's end can decide is emitted
+    when the watermark passes the window, without another row for the key."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (a b+) "
+           "WITHIN INTERVAL '5' SECOND DEFINE b AS b.price > PREV(b.price))")
+    table = pa.table({"part": [1, 1, 1], "ts": [1, 2, 3], "price": [1.0, 2.0, 3.0],
+                      "vol": [1, 1, 1], "tag": ["x", "x", "x"]})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    bound = plan.bind(table.schema)
+    engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
+    state = KeyState()
+    step = engine.advance(state, table, 4000)   # all rows released; b+ may go on
+    assert step.output == [] and step.timer_ms == 8001
+    step = engine.advance(state, None, 8001)    # the timer: the window has passed
+    assert sum(b.num_rows for b in step.output) == 1
+    assert step.timer_ms == NO_TIMER
+
+
+def test_packer_groups_rows_by_key_and_round_trips():
+    from cepsql.backends.streaming.frames import RowPacker, RowUnpacker
+    from cepsql.backends.streaming.ipc import from_bytes, to_bytes
+    batch = pa.record_batch({"k": ["b", None, "a", "b", None], "v": [1, 2, 3, 4, 5]})
+    packed = list(RowPacker(["k"])(iter([batch])))
+    groups = {row["k"]: from_bytes(row["__cep_rows"]).column("v").to_pylist()
+              for row in packed[0].to_pylist()}
+    assert groups == {"a": [3], "b": [1, 4], None: [2, 5]}
+    single = list(RowPacker([])(iter([batch])))[0].to_pylist()
+    assert single[0]["__cep_key"] == 0
+    assert from_bytes(single[0]["__cep_rows"]).num_rows == 5
+    blob = pa.record_batch({"__cep_out": pa.array([to_bytes(pa.Table.from_batches([batch])),
+                                                   b""], pa.binary())})
+    back = pa.Table.from_batches(list(RowUnpacker()(iter([blob]))))
+    assert back.column("v").to_pylist() == [1, 2, 3, 4, 5]
+
+
+def _long_run(sql: str, bursts: bool) -> list[int]:
+    """Rows held in state after each of 150 increments of a single key's stream (10 rows
+    per second; with bursts, a 4-second pause after every 3 seconds of rows)."""
+    n = 1500
+    seconds = np.arange(n) / 10.0
+    if bursts:
+        seconds = seconds + 4.0 * (seconds // 3.0)
+    prices = (np.sin(np.arange(n) * 0.7) * 10).round()
+    table = pa.table({"part": ["a"] * n, "ts": seconds, "price": prices,
+                      "vol": np.ones(n), "tag": ["x"] * n})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    table = prepared(table, plan)
+    bound = plan.bind(table.schema)
+    engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
+    state, sizes = KeyState(), []
+    for lo in range(0, n, 10):
+        part = table.slice(lo, 10)
+        watermark = int(part.column("ts").to_numpy()[-1] * 1000) - 500
+        engine.advance(state, part, watermark)
+        sizes.append(sum(t.num_rows for t in (state.held, state.pending) if t is not None))
+    return sizes
+
+
+def test_long_run_state_stays_flat():
+    """State follows the window, not the stream: SQL:2016 mode always; CEP mode when the
+    key pauses longer than the window (segments close), see docs/streaming.md."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (a b+ c) "
+           "WITHIN INTERVAL '2' SECOND DEFINE b AS b.price > PREV(b.price), "
+           "c AS c.price < PREV(c.price))")
+    sizes = _long_run(sql, bursts=False)
+    assert max(sizes) <= 40 and max(sizes[-50:]) <= max(sizes[:50]) + 10
+    cep = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
+           "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+           "DEFINE a AS a.price < 0, b AS b.price > a.price + 5)")
+    sizes = _long_run(cep, bursts=True)
+    assert max(sizes) <= 50 and max(sizes[-50:]) <= max(sizes[:50]) + 10
