@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 ensure_environment()
 
 from .local import match_recognize  # noqa: E402
+from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
 from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
 from .spark.session import CepSession, attach as _attach  # noqa: E402
 
@@ -34,6 +35,10 @@ def _attach_all() -> None:
 
 
 _attach_all()
+
+from .spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
+
+_install_quiet_errors()
 
 
 def _install_error_hook() -> None:
@@ -81,6 +86,7 @@ def get_session(master: str | None = None, conf: dict | None = None):
         "spark.sql.execution.arrow.pyspark.enabled": "true",
     }
     settings.update({k: str(v) for k, v in (conf or {}).items()})
+    _quiet_logging(settings)
     builder = SparkSession.builder.appName("cepsql").master(master or "local[*]")
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -90,7 +96,20 @@ def get_session(master: str | None = None, conf: dict | None = None):
     return session
 
 
-__all__ = ["__version__", "errors", "match_recognize", "planner_options", "PlannerOptions", "get_session", "register", "CepSession",
+def _quiet_logging(settings: dict[str, str]) -> None:
+    """Point a JVM that this call starts at cepsql's console logging (Spark's defaults
+    minus lines the user did not cause), unless the caller configures log4j already.
+    A running JVM keeps its configuration: then this has no effect."""
+    from importlib.resources import files
+    key = "spark.driver.extraJavaOptions"
+    options = settings.get(key, "")
+    if "log4j2.configurationFile" in options or "log4j.configuration" in options:
+        return
+    path = files("cepsql.conf").joinpath("log4j2.properties")
+    settings[key] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
+
+
+__all__ = ["__version__", "errors", "match_recognize", "plot_matches", "planner_options", "PlannerOptions", "get_session", "register", "CepSession",
            "CepError",
            "CepSyntaxError", "CepAnalysisError", "CepUnsupportedError", "CepRuntimeError",
            "CepEnvironmentError", "ensure_environment", "require_java"]

@@ -268,11 +268,13 @@ def interactive(spark: Any, header: bool = True) -> int:
     ``quit;``, ``exit;`` or end of input leave; errors are printed and the prompt goes on.
     """
     buffer: list[str] = []
+    prompts = sys.stdin.isatty()  # like spark-sql: no prompts echoed into piped output
     while True:
         try:
-            line = input(CONTINUATION if buffer else PROMPT)
+            line = input((CONTINUATION if buffer else PROMPT) if prompts else "")
         except EOFError:
-            _out()
+            if prompts:
+                _out()
             return 0
         except KeyboardInterrupt:
             _out()
@@ -433,14 +435,35 @@ def _input_rows(stmt: str, sizes: dict[str, int], default: int) -> int:
     return sum(found) if found else default
 
 
+def _from_slices(spark: Any, table: Any, scratch: str) -> Any:
+    """A DataFrame of a generated Arrow table, read back from Parquet files so the
+    executors load it in splits (createDataFrame would ship it inside one huge task)."""
+    import os
+
+    import pyarrow.parquet as pq
+    folder = os.path.join(scratch, f"t{len(os.listdir(scratch))}")
+    os.makedirs(folder)
+    step = max(1, -(-table.num_rows // 8))
+    for i, start in enumerate(range(0, max(table.num_rows, 1), step)):
+        pq.write_table(table.slice(start, step), os.path.join(folder, f"part-{i:03d}.parquet"))
+    return spark.read.parquet(folder)
+
+
 def _demo(spark: Any, n_rows: int) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="cepsql-demo-") as scratch:
+        return _demo_in(spark, n_rows, scratch)
+
+
+def _demo_in(spark: Any, n_rows: int, scratch: str) -> int:
     from cepsql.dialect import split_statements
 
     cached = []
     sizes: dict[str, int] = {}
     for name, table, description in _demo_tables(n_rows):
         started = time.perf_counter()
-        df = spark.createDataFrame(table).cache()
+        df = _from_slices(spark, table, scratch).cache()
         df.count()
         df.createOrReplaceTempView(name)
         cached.append(df)

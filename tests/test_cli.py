@@ -83,9 +83,7 @@ def test_prompt_keeps_going_after_an_error(spark, monkeypatch, capsys):
         "SELECT 1\n  AS one;\nSELECT * FROM no_such_view_xyz;\nSELECT 2 AS two; quit;\nSELECT 3;\n"))
     assert cli.main(["sql", "--no-header"]) == 0
     captured = capsys.readouterr()
-    rows = [ln.replace(cli.PROMPT, "").replace(cli.CONTINUATION, "").strip()
-            for ln in captured.out.splitlines()]
-    assert [r for r in rows if r] == ["1", "2"]
+    assert captured.out.splitlines() == ["1", "2"]  # stdin is no terminal: no prompts
     assert "Error: " in captured.err
 
 
@@ -95,3 +93,28 @@ def test_demo_runs_every_example(spark, capsys):
     for example in cli.load_examples(demo_only=True):
         assert example.name in out
     assert out.count("events/s:") >= len(cli.load_examples(demo_only=True))
+
+
+def test_console_is_quiet_in_a_fresh_process(tmp_path):
+    """A new JVM started by the CLI: no log lines the user did not cause (table-function
+    re-registration, native-library probing, log4j banners), no prompts in piped output,
+    and a failing statement prints cepsql's error only (no PySpark JSON log line)."""
+    import os
+    import subprocess
+    import sys
+    script = ("CREATE TEMPORARY VIEW t AS SELECT * FROM VALUES (1, 10), (2, 8), (3, 9) AS v(id, x);\n"
+              "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top, B.x AS dip\n"
+              "  PATTERN (A B) DEFINE B AS B.x < A.x) m;\n"
+              "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top PATTERN (A B)\n"
+              "  DEFINE B AS B.x < A.x) m WHERE nope > 1;\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "-m", "cepsql", "sql"], input=script, text=True,
+                          capture_output=True, timeout=600, cwd=tmp_path, env=env)
+    assert done.stdout.splitlines() == ["top\tdip", "10\t8"]
+    err = done.stderr
+    assert "Error: " in err and "nope" in err
+    for noise in ("SimpleTableFunctionRegistry", "NativeCodeLoader", "log4j profile",
+                  "setLogLevel", '{"ts"', "Traceback", "cepsql>"):
+        assert noise not in err, err

@@ -1,0 +1,140 @@
+"""Pictures of matches: a series with every matched span shaded and its rows marked by
+pattern variable.
+
+Why: a pattern is easier to check by eye than by reading a table of row numbers. The
+input is what users already have after a query: the matches of an ``ALL ROWS PER MATCH``
+query (one row per matched row, with ``MATCH_NUMBER()`` and ``CLASSIFIER()`` measures)
+and, optionally, the whole series the pattern ran over. matplotlib is an optional
+dependency (``pip install 'cepsql[plot]'``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import CepAnalysisError, CepEnvironmentError
+
+MAX_ROWS = 200_000  # rows taken from a Spark DataFrame: a plot of more cannot be read
+
+
+def plot_matches(matches: Any, series: Any = None, *, x: str, y: str,
+                 match: str = "match_num", label: str | None = "var",
+                 where: dict[str, Any] | None = None, title: str | None = None,
+                 file: str | None = None, ax: Any = None, max_matches: int = 50):
+    """Draw ``y`` over ``x`` with each match's span shaded and labelled by match number,
+    and each matched row marked with the colour of its pattern variable.
+
+    ``matches``: the rows of an ``ALL ROWS PER MATCH`` query (pandas or Spark DataFrame)
+    with columns ``x``, ``y``, ``match`` (``MATCH_NUMBER()``) and ``label``
+    (``CLASSIFIER()``; None draws all matched rows alike). ``series``: the whole input
+    (optional) drawn as the line under the matches. ``where``: column = value filters
+    applied to both (e.g. ``{"symbol": "AAPL"}``: one partition per picture). ``file``:
+    save the picture there (format from the suffix: .png, .svg, .pdf); the figure is
+    returned either way. At most ``max_matches`` matches are drawn (the first ones).
+    """
+    plt = _pyplot()
+    rows = _filtered(_as_pandas(matches, "matches"), where, "matches")
+    needed = [x, y, match] + ([label] if label else [])
+    _require_columns(rows, needed, "matches")
+    line = None
+    if series is not None:
+        line = _filtered(_as_pandas(series, "series"), where, "series")
+        _require_columns(line, [x, y], "series")
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(11, 4.5))
+    else:
+        fig = ax.figure
+    if line is not None:
+        ordered = line.sort_values(x, kind="stable")
+        ax.plot(ordered[x], ordered[y], color="0.55", linewidth=1.0, label=y, zorder=1)
+
+    numbers = sorted(rows[match].dropna().unique())[:max_matches]
+    shown = rows[rows[match].isin(numbers)]
+    for i, number in enumerate(numbers):
+        span = shown[shown[match] == number]
+        start, end = span[x].min(), span[x].max()
+        ax.axvspan(start, end, color="tab:blue" if i % 2 == 0 else "tab:cyan", alpha=0.12,
+                   zorder=0)
+        ax.annotate(f"#{_plain(number)}", xy=(start, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(2, -12 - 10 * (i % 3)), textcoords="offset points", fontsize=8, color="tab:blue")
+    if label:
+        variables = list(dict.fromkeys(shown[label].dropna()))
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for k, var in enumerate(variables):
+            part = shown[shown[label] == var]
+            ax.scatter(part[x], part[y], s=22, color=colours[(k + 1) % len(colours)],
+                       label=str(var), zorder=3, edgecolors="white", linewidths=0.5)
+    else:
+        ax.scatter(shown[x], shown[y], s=22, color="tab:orange", label="matched", zorder=3)
+
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    total = rows[match].nunique()
+    caption = f"{total} match{'es' if total != 1 else ''}"
+    if total > len(numbers):
+        caption += f" (first {len(numbers)} drawn)"
+    if where:
+        caption += " where " + ", ".join(f"{k} = {v}" for k, v in where.items())
+    ax.set_title(title or caption)
+    if len(ax.get_legend_handles_labels()[0]):
+        ax.legend(loc="best", fontsize=8, title=label if label else None)
+    if _is_time(rows[x]):
+        fig.autofmt_xdate()
+    fig.tight_layout()
+    if file:
+        fig.savefig(file)
+    return fig
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise CepEnvironmentError(
+            "plot_matches needs matplotlib: pip install 'cepsql[plot]'") from err
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        import os
+        if not os.environ.get("DISPLAY") and os.name != "nt":
+            matplotlib.use("Agg")  # no screen: draw to files only
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _as_pandas(frame: Any, what: str):
+    import pandas as pd
+    if isinstance(frame, pd.DataFrame):
+        return frame
+    if hasattr(frame, "limit") and hasattr(frame, "toPandas"):  # a Spark DataFrame
+        return frame.limit(MAX_ROWS).toPandas()
+    if hasattr(frame, "to_pandas"):  # Arrow table
+        return frame.to_pandas()
+    raise CepAnalysisError(f"plot_matches: {what} must be a pandas or Spark DataFrame, "
+                           f"not {type(frame).__name__}")
+
+
+def _filtered(frame, where: dict[str, Any] | None, what: str):
+    if not where:
+        return frame
+    _require_columns(frame, list(where), what)
+    keep = None
+    for column, value in where.items():
+        test = frame[column] == value
+        keep = test if keep is None else keep & test
+    return frame[keep]
+
+
+def _require_columns(frame, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise CepAnalysisError(
+            f"plot_matches: {what} has no column {', '.join(missing)} "
+            f"(columns: {', '.join(map(str, frame.columns))})")
+
+
+def _is_time(column) -> bool:
+    import pandas as pd
+    return pd.api.types.is_datetime64_any_dtype(column)
+
+
+def _plain(number) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
