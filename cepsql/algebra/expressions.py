@@ -183,6 +183,21 @@ class AggregateValue(Expr):
     pos: int | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class GatheredAggregate(Expr):
+    """An aggregate the backend computes over the rows the matcher lists per output row
+    (DISTINCT, the stddev/variance family, max_by, listagg, count_if, arguments reading
+    CLASSIFIER() or MATCH_NUMBER(), ...). ``parts`` are (variable, arguments) pairs: one
+    row list per part, merged back into match order; the arguments are expressions over
+    row-local columns and ``__cep_mn`` (no children: they are already bound)."""
+    func: str
+    distinct: bool
+    parts: tuple[tuple[str | None, tuple[Expr, ...]], ...]
+    rows_column: str  # a never-null column: the lists keep every row of the variable
+    final: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
 def children(expr: Expr) -> tuple[Expr, ...]:
     """Direct sub-expressions, in evaluation order."""
     if isinstance(expr, Navigation):

@@ -19,6 +19,7 @@ from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError
 from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from .gathered import bind_gathered_all
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .explain import explain_clause
@@ -89,7 +90,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
         final_default = spec.rows_per_match == "ONE"
         expr = normalize_aggregates(value_navigation(m.expr), derived,
                                     final_default=final_default, known_vars=known,
-                                    in_define=False)
+                                    in_define=False, members=sets.members)
         bound = bind_rows(expr, in_define=False, final_default=final_default, known_vars=known)
         measures.append((m.name, project_measure(bound, leaves)))
 
@@ -119,7 +120,10 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             arg_type = None if agg.column is None else prepared.field(agg.column).type
             agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
                               agg_vm_column.get(agg.column, -1), int(agg.final)])
-            agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+            if agg.func != "ROWS":
+                agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+        gathered, gathered_fields = bind_gathered_all(leaves, prepared)
+        agg_fields += gathered_fields
         full_history = _needs_full_history(refs) or code.reads_other_labels
         leaf_specs, leaf_fields = [], []
         for i, (ref, column) in enumerate(leaves.items):
@@ -150,7 +154,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
-            output_schema=pa.schema(fields))
+            output_schema=pa.schema(fields), gathered=gathered)
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
     projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)

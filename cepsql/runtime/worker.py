@@ -7,7 +7,7 @@ the output columns with Arrow ``take`` — no Python object per row.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from ..errors import CepRuntimeError
 from .conditions import STR, ConditionCode
+from .gathered import compute
 
 CHUNK_ROWS = 1 << 16
 NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
@@ -47,6 +48,7 @@ class WorkerConfig:
     window_kind: int = 0  # WITHIN: 0 none, 1 rows, 2 time
     window_size: float = 0  # rows, or microseconds
     window_column: str | None = None  # the first ORDER BY key, for time windows
+    gathered: list = field(default_factory=list)  # GatherSpec per __cep_g column
 
 
 class MatchWorker:
@@ -163,17 +165,19 @@ class MatchWorker:
                 columns.append(labels.take(codes))
             else:
                 columns.append(table.column(column).take(pa.array(idx, mask=idx < 0)))
-        columns += self._aggregate_columns(table, aggregates, list_rows)
+        columns += self._aggregate_columns(table, aggregates, list_rows, match_numbers)
         columns.append(pa.array(match_numbers, mask=match_numbers < 0))
         out = pa.Table.from_arrays(columns, schema=c.output_schema)
         return out.to_batches()
 
-    def _aggregate_columns(self, table: pa.Table, raw: np.ndarray,
-                           list_rows: np.ndarray) -> list[pa.Array]:
-        """Decode the matcher's aggregate outputs into typed Arrow columns."""
+    def _aggregate_columns(self, table: pa.Table, raw: np.ndarray, list_rows: np.ndarray,
+                           match_numbers: np.ndarray) -> list[pa.Array]:
+        """Decode the matcher's aggregate outputs into typed Arrow columns, then the
+        gathered aggregates over the ROWS lists."""
         out = []
+        lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         list_counts = [raw[:, q] for q, (func, _) in enumerate(self.config.aggregate_columns)
-                       if func == "LIST"]
+                       if func in ("LIST", "ROWS")]
         # list rows are laid out per output row, then per LIST aggregate
         offsets = np.zeros(0, dtype=np.int64)
         if list_counts:
@@ -183,16 +187,20 @@ class MatchWorker:
         n_lists = len(list_counts)
         for q, (func, column) in enumerate(self.config.aggregate_columns):
             values = raw[:, q]
-            field = self.config.output_schema.field(f"__cep_a{q}")
             if func in ("COUNT_STAR", "COUNT"):
                 out.append(pa.array(values, pa.int64(), mask=values < 0))
             elif func in ("SUM", "AVG"):
                 null = values == NULL_BITS
                 floats = values.view(np.float64)
                 arr = pa.array(floats, pa.float64(), mask=null)
-                out.append(arr.cast(field.type) if field.type != pa.float64() else arr)
+                target = self.config.output_schema.field(f"__cep_a{q}").type
+                out.append(arr.cast(target) if target != pa.float64() else arr)
             elif func in ("MIN", "MAX"):
                 out.append(table.column(column).take(pa.array(values, mask=values < 0)))
+            elif func == "ROWS":
+                starts = offsets[list_index:-1:n_lists]
+                lists[q] = (starts, offsets[list_index + 1::n_lists] - starts)
+                list_index += 1
             else:
                 starts = offsets[list_index:-1:n_lists]
                 lengths = offsets[list_index + 1::n_lists] - starts
@@ -205,6 +213,8 @@ class MatchWorker:
                 out.append(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), flat,
                                                     mask=pa.array(values < 0)))
                 list_index += 1
+        for spec in getattr(self.config, "gathered", ()):
+            out.append(compute(spec, table, lists, list_rows, match_numbers))
         return out
 
     def _vm_columns(self, table: pa.Table):
