@@ -169,11 +169,8 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
 
 
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
-    """Constructs SQL:2016 forbids in combination (Trino rejects them too)."""
-    for cond in spec.defines.values():
-        for node in walk(cond):
-            if isinstance(node, MatchNumber):
-                raise CepAnalysisError("MATCH_NUMBER() is not allowed in DEFINE", pos=node.pos)
+    """Constructs SQL:2016 forbids in combination (Trino rejects them too). MATCH_NUMBER()
+    in DEFINE is accepted like Trino does: the number the match gets if it succeeds."""
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
         for node in _pattern_nodes(spec.pattern):
             if isinstance(node, Exclusion):
