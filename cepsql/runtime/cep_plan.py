@@ -271,6 +271,11 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         if agg.func == "LIST":
             raise CepUnsupportedError("array_agg/collect_list measures are not supported in "
                                       "CEP mode", pos=agg.pos)
+        if agg.func == "ROWS":
+            raise CepUnsupportedError(
+                "in CEP mode MEASURES support count, sum, avg, min and max over row "
+                "expressions (no DISTINCT, no CLASSIFIER()/MATCH_NUMBER() arguments); "
+                "the other aggregates need SQL:2016 mode (no STRATEGY)", pos=agg.pos)
     prepare += [(name, expr) for expr, name in derived.columns.items()]
 
     comps, seq_start, negs = [], [0], []
