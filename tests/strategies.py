@@ -203,6 +203,8 @@ DEFINE_AGGREGATE_TEMPLATES = [
     "NOT bool_or({v}.vol > 3)",
     "every({v}.price IS NOT NULL) AND MATCH_NUMBER() % 2 = 1",
     "MATCH_NUMBER() <= 2",
+    "count_if(CLASSIFIER() = '{o}') <= 1",
+    "max(CLASSIFIER()) <= '{v}' OR min({v}.price + 0) > 4",
 ]
 
 MEASURE_TEMPLATES = [

@@ -121,6 +121,21 @@ def test_define_count_if_bool_and_bool_or():
     assert run(sql, t=T)[1] == [(2,), (2,)]
 
 
+def test_define_aggregates_reading_classifier():
+    sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n,
+        listagg(CLASSIFIER()) AS labels
+        PATTERN ((A | B)+) DEFINE A AS A.v < 2.5 AND count_if(CLASSIFIER() = 'B') < 2,
+        B AS max(CLASSIFIER()) = 'B' AND count(CASE WHEN CLASSIFIER() = 'A' THEN 1 END) >= 1)"""
+    # rows 1-2 A (v < 2.5, no B yet); rows 3-5 B (v too large for A; B's max label, with
+    # the current row tentatively B, is 'B' and one A exists); row 6 B (v NULL); rows 7-8
+    # have v < 2.5 but four B rows are already labelled, so A fails and they are B
+    cols, rows = run(sql, t=T)
+    assert rows == [(8, "AABBBBBB")]
+    # with fewer B rows allowed before: A takes row 7 only if count_if(...) < 5
+    cols, rows = run(sql.replace("= 'B') < 2", "= 'B') < 5"), t=T)
+    assert rows == [(8, "AABBBBAA")]
+
+
 def test_match_number_in_define():
     # Trino accepts MATCH_NUMBER() in DEFINE: the number the match would get
     sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn,
@@ -147,7 +162,8 @@ def test_other_aggregates_are_rejected_with_the_supported_list(measure, needle, 
     ("count(DISTINCT B.k) < 2", "count", r"count\(DISTINCT \.\.\.\) is not supported in DEFINE"),
     ("cardinality(array_agg(B.v)) < 2", "array_agg", "MEASURES also support"),
     ("max_by(B.s, B.v) = 'c'", "max_by", "not supported in DEFINE"),
-    ("count_if(CLASSIFIER() = 'B') < 2", "CLASSIFIER", "MEASURES can"),
+    ("sum(CASE WHEN CLASSIFIER() = 'B' THEN 1 END) < 2", "CLASSIFIER", "MEASURES can"),
+    ("count(MATCH_NUMBER() + B.k) < 2", "MATCH_NUMBER", "MEASURES can"),
 ])
 def test_unsupported_define_aggregates(define, needle, message):
     sql = f"""SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f

@@ -277,6 +277,17 @@ class ToAlgebra:
     _exists = _select = _subquery
 
     # --- function calls ---------------------------------------------------------------
+    def _any(self, node: exp.Any) -> Expr:
+        """``any(cond)``, Spark's bool_or (a quantified ``= ANY (...)`` is not supported)."""
+        if isinstance(node.this, (exp.Subquery, exp.Select)):
+            return self._subquery(node)
+        return self._aggregate("any", [node.this], node.meta_get(SEMANTICS_KEY), self.pos(node))
+
+    def _withingroup(self, node: exp.Expr) -> Expr:
+        raise CepUnsupportedError(
+            "WITHIN GROUP (ORDER BY ...) is not supported in MATCH_RECOGNIZE; listagg/"
+            "string_agg concatenate in match order", pos=self.pos(node))
+
     def _anonymous(self, node: exp.Anonymous) -> Expr:
         this = node.this
         written = this.name if isinstance(this, exp.Identifier) else str(this)

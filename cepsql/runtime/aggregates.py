@@ -12,7 +12,7 @@ import pyarrow as pa
 from dataclasses import replace
 
 from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
-                                   ColumnRef, Expr, FunctionCall, GatheredAggregate, Literal,
+                                   ColumnRef, Expr, FunctionCall, GatheredAggregate, IsNull, Literal,
                                    MatchNumber, Navigation, UnaryOp, children, walk)
 from ..algebra.rowrefs import rebuild
 from ..errors import CepAnalysisError, CepUnsupportedError
@@ -63,7 +63,7 @@ def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: 
     ``members(var)`` gives the primary variables of a variable or subset (None = all)."""
     if isinstance(expr, Aggregate):
         if in_define:
-            return _normalize_define(expr, derived, known_vars)
+            return _normalize_define(expr, derived, known_vars, members)
         return _normalize(expr, derived, final_default, known_vars, members)
     kids = children(expr)
     if not kids:
@@ -114,9 +114,11 @@ def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
     return GatheredAggregate(func, agg.distinct, tuple(parts), rows_column, final, agg.pos)
 
 
-def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str]) -> Expr:
+def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
+                      members=None) -> Expr:
     """DEFINE aggregates: the matcher's running accumulators, with count_if and
-    bool_and/bool_or rewritten over counts of derived indicator columns."""
+    bool_and/bool_or rewritten over counts of derived indicator columns. CLASSIFIER() in
+    the argument splits count-like aggregates and min/max per primary variable."""
     name = agg.name.lower()
     if name not in DEFINE_AGGREGATES or agg.distinct:
         what = f"{agg.name}(DISTINCT ...)" if agg.distinct else f"{agg.name}()"
@@ -132,30 +134,50 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str]) 
         return AggregateValue("COUNT_STAR", var, None, False, agg.pos)
     if len(agg.args) != 1:
         raise CepAnalysisError(f"{agg.name}() takes one argument", pos=agg.pos)
-    for node in walk(agg.args[0]):
-        if isinstance(node, (Classifier, MatchNumber)):
-            raise CepUnsupportedError(
-                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
-                "argument (MEASURES can)", pos=getattr(node, "pos", agg.pos))
     var = _aggregate_variable(agg, known)
+    split = any(isinstance(n, Classifier) for n in walk(agg.args[0]))
+    for node in walk(agg.args[0]):
+        if isinstance(node, MatchNumber) or (split and (
+                members is None or name in ("sum", "avg", "mean"))):
+            raise CepUnsupportedError(
+                f"{agg.name}() in DEFINE cannot read "
+                f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
+                "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
+                "bool_and, bool_or, min and max)", pos=getattr(node, "pos", agg.pos))
     arg = _strip(agg.args[0])
-    if name in _NAMES:
-        return AggregateValue(_NAMES[name], var, derived.name_for(arg), False, agg.pos)
+    parts = [(label, _with_label(arg, label)) for label in sorted(members(var))] if split \
+        else [(var, arg)]
 
-    def count(e: Expr) -> AggregateValue:
-        return AggregateValue("COUNT", var, derived.name_for(e), False, agg.pos)
+    def per_part(func: str, make) -> Expr:
+        values = [AggregateValue(func, v, derived.name_for(make(a)), False, agg.pos)
+                  for v, a in parts]
+        total = values[0]
+        for value in values[1:]:
+            if func in ("MIN", "MAX"):  # the extreme of the non-NULL ones (any type)
+                better = BinaryOp("<" if func == "MIN" else ">", value, total, agg.pos)
+                total = Case(None, ((IsNull(total), value), (IsNull(value), total),
+                                    (better, value)), total, agg.pos)
+            else:
+                total = BinaryOp("+", total, value, agg.pos)
+        return total
+
+    if name in _NAMES:
+        return per_part(_NAMES[name], lambda a: a)
+
+    def count(make) -> Expr:
+        return per_part("COUNT", make)
 
     def indicator(cond: Expr) -> Expr:
         return Case(None, ((cond, Literal(1, "int")),), None)
 
     if name == "count_if":
-        return count(indicator(arg))
+        return count(indicator)
     zero = Literal(0, "int")
     if name in ("bool_and", "every"):  # TRUE when no non-null row is FALSE
-        decided = BinaryOp("=", count(indicator(UnaryOp("NOT", arg))), zero, agg.pos)
+        decided = BinaryOp("=", count(lambda a: indicator(UnaryOp("NOT", a))), zero, agg.pos)
     else:  # bool_or: some non-null row is TRUE
-        decided = BinaryOp(">", count(indicator(arg)), zero, agg.pos)
-    no_rows = BinaryOp("=", count(arg), zero, agg.pos)
+        decided = BinaryOp(">", count(indicator), zero, agg.pos)
+    no_rows = BinaryOp("=", count(lambda a: a), zero, agg.pos)
     return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
 
 

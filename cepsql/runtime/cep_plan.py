@@ -229,7 +229,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     conj_rowlocal: list[int] = []  # reads the current row only
     for var, cond in spec.defines.items():
         cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True)
+                                    known_vars=known, in_define=True, members=sets.members)
         bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
 
         def fix(e, var=var):

@@ -80,7 +80,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
     defines = {}
     for var, cond in spec.defines.items():
         cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True)
+                                    known_vars=known, in_define=True, members=sets.members)
         bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
         defines[var] = localize(bound, derived,
                                 lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
