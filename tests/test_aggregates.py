@@ -17,7 +17,10 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from _sqlhelp import loc, plain, run
+from _sqlhelp import loc, plain, run as run_local
+from cepsql.local import to_arrow
+from cepsql.runtime.reference import evaluate_reference
+from test_property_sql import row_multiset, spec_of
 
 T = pd.DataFrame({
     "id": [1, 2, 3, 4, 5, 6, 7, 8],
@@ -36,6 +39,16 @@ CLAUSE = """FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES {m} {rows}
 
 def q(measures: str, rows: str = "ONE ROW PER MATCH") -> str:
     return "SELECT * " + CLAUSE.format(m=measures, rows=rows)
+
+
+def run(sql: str, **tables):
+    """The in-process rows, after checking that the reference evaluator (the oracle)
+    gives the same rows."""
+    cols, rows = run_local(sql, **tables)
+    names, expected = evaluate_reference(spec_of(sql), to_arrow(tables["t"]))
+    assert names == cols
+    assert row_multiset(rows) == row_multiset(expected), (rows, expected)
+    return cols, rows
 
 
 # --- by hand ---------------------------------------------------------------------------
@@ -259,13 +272,27 @@ def test_running_aggregates_equal_spark_running_windows(spark):
     pairs = [("stddev(v)", "stddev(v)"), ("count_if(k > 1)", "count_if(k > 1)"),
              ("listagg(CLASSIFIER())", "listagg(cls)"), ("max_by(s, k)", "max_by(s, k)"),
              ("var_pop(B.k)", "var_pop(CASE WHEN cls = 'B' THEN k END)"),
-             ("bool_or(v > 3)", "bool_or(v > 3)")]
-    measures = ", ".join(f"RUNNING {m} AS a{i}" for i, (m, _) in enumerate(pairs))
+             ("bool_or(v > 3)", "bool_or(v > 3)"), ("var_samp(d)", "var_samp(d)"),
+             ("stddev_pop(k)", "stddev_pop(k)"), ("bool_and(k > 1)", "bool_and(k > 1)"),
+             ("min_by(s, v)", "min_by(s, v)"), ("string_agg(s, '+')", "string_agg(s, '+')"),
+             ("sum(MATCH_NUMBER() * k)", "sum(mn * k)"),
+             # NULL, not an empty array, when no value is non-NULL (as array_agg before)
+             ("collect_list(s || CLASSIFIER())", "nullif(collect_list(s || cls) {w}, array())")]
+    pairs += [(f"FINAL {m}", f"{s} FULL") for m, s in pairs]
+    measures = ", ".join(f"{'' if m.startswith('FINAL') else 'RUNNING '}{m} AS a{i}"
+                         for i, (m, _) in enumerate(pairs))
     ours = spark.cep.sql("SELECT * " + CLAUSE.format(
         m="MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, " + measures, rows="ALL ROWS PER MATCH"))
     ours.createOrReplaceTempView("ours")
     window = "OVER (PARTITION BY mn ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    theirs = spark.sql("SELECT id, " + ", ".join(f"{s} {window} AS a{i}" for i, (_, s) in
+    full = "OVER (PARTITION BY mn)"
+
+    def over(s: str) -> str:
+        frame = full if s.endswith(" FULL") else window
+        s = s.removesuffix(" FULL")
+        return s.format(w=frame) if "{w}" in s else f"{s} {frame}"
+
+    theirs = spark.sql("SELECT id, " + ", ".join(f"{over(s)} AS a{i}" for i, (_, s) in
                                                  enumerate(pairs)) + " FROM ours")
     got = {r["id"]: r for r in ours.collect()}
     want = {r["id"]: r for r in theirs.collect()}
