@@ -385,3 +385,21 @@ def _same(a, b) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b and type(a) is type(b)
+
+
+def test_unknown_spark_aggregate_in_measures_is_a_clear_error(spark):
+    # a session aggregate cepsql cannot know: Spark would aggregate over all matches (no
+    # other output column) or fail with MISSING_GROUP_BY; both become CepUnsupportedError
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("double")
+    def spread(v: pd.Series) -> float:
+        return float(v.max() - v.min())
+
+    spark.udf.register("spread", spread)
+    spark.createDataFrame(T).createOrReplaceTempView("t")
+    for sql in (q("spread(v) AS x"), q("spread(v) AS x, count(*) AS n"),
+                q("spread(v) AS x", "ALL ROWS PER MATCH")):
+        with pytest.raises(CepUnsupportedError, match="supported aggregates: any, array_agg"):
+            spark.cep.sql(sql).collect()
