@@ -104,7 +104,7 @@ def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
     if func == "listagg":  # Spark casts the values to STRING
         agg = replace(agg, args=(Cast(agg.args[0], "string", agg.pos),) + agg.args[1:])
     uses_label = any(isinstance(n, Classifier) for a in agg.args for n in walk(a))
-    labels = [var] if not uses_label else sorted(members(var)) if members else [var]
+    labels = sorted(members(var)) if uses_label else [var]
     parts = []
     for label in labels:
         args = tuple(_residual(_with_label(a, label if uses_label else None), derived)

@@ -264,7 +264,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     measures = []
     for m in spec.measures:
         expr = normalize_aggregates(value_navigation(m.expr), derived, final_default=one,
-                                    known_vars=known, in_define=False)
+                                    known_vars=known, in_define=False, members=sets.members)
         bound = bind_rows(expr, in_define=False, final_default=one, known_vars=known)
         measures.append((m.name, project_measure(bound, leaves)))
     for agg in leaves.aggregates:
