@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from dataclasses import replace
+from typing import Callable
 
 from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, GatheredAggregate, IsNull, Literal,
@@ -57,10 +58,11 @@ def supported_aggregates() -> str:
 
 def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: bool,
                          known_vars: set[str], in_define: bool,
-                         members=None) -> Expr:
+                         members: Callable[[str | None], set[str]] | None = None) -> Expr:
     """Replace every Aggregate by an AggregateValue over a derived column, or (MEASURES)
     by a GatheredAggregate when the matcher's running accumulators cannot compute it.
-    ``members(var)`` gives the primary variables of a variable or subset (None = all)."""
+    ``members(var)``: the primary variables of a variable, subset or (None) the match;
+    needed where CLASSIFIER() in an argument splits the rows per primary variable."""
     if isinstance(expr, Aggregate):
         if in_define:
             return _normalize_define(expr, derived, known_vars, members)
@@ -107,7 +109,7 @@ def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
     labels = sorted(members(var)) if uses_label else [var]
     parts = []
     for label in labels:
-        args = tuple(_residual(_with_label(a, label if uses_label else None), derived)
+        args = tuple(_residual(_with_label(a, label) if uses_label else a, derived)
                      for a in agg.args)
         parts.append((label, args))
     rows_column = derived.name_for(Literal(True, "bool"))
