@@ -154,7 +154,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
-            output_schema=pa.schema(fields), gathered=gathered)
+            output_schema=pa.schema(fields), gathered=tuple(gathered))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
     projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)

@@ -7,7 +7,7 @@ the output columns with Arrow ``take`` — no Python object per row.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -48,7 +48,7 @@ class WorkerConfig:
     window_kind: int = 0  # WITHIN: 0 none, 1 rows, 2 time
     window_size: float = 0  # rows, or microseconds
     window_column: str | None = None  # the first ORDER BY key, for time windows
-    gathered: list = field(default_factory=list)  # GatherSpec per __cep_g column
+    gathered: tuple = ()  # GatherSpec per __cep_g column (gathered.py)
 
 
 class MatchWorker:
@@ -187,20 +187,21 @@ class MatchWorker:
         n_lists = len(list_counts)
         for q, (func, column) in enumerate(self.config.aggregate_columns):
             values = raw[:, q]
+            if func == "ROWS":  # a gathered aggregate's row list: no column of its own
+                starts = offsets[list_index:-1:n_lists]
+                lists[q] = (starts, offsets[list_index + 1::n_lists] - starts)
+                list_index += 1
+                continue
+            field = self.config.output_schema.field(f"__cep_a{q}")
             if func in ("COUNT_STAR", "COUNT"):
                 out.append(pa.array(values, pa.int64(), mask=values < 0))
             elif func in ("SUM", "AVG"):
                 null = values == NULL_BITS
                 floats = values.view(np.float64)
                 arr = pa.array(floats, pa.float64(), mask=null)
-                target = self.config.output_schema.field(f"__cep_a{q}").type
-                out.append(arr.cast(target) if target != pa.float64() else arr)
+                out.append(arr.cast(field.type) if field.type != pa.float64() else arr)
             elif func in ("MIN", "MAX"):
                 out.append(table.column(column).take(pa.array(values, mask=values < 0)))
-            elif func == "ROWS":
-                starts = offsets[list_index:-1:n_lists]
-                lists[q] = (starts, offsets[list_index + 1::n_lists] - starts)
-                list_index += 1
             else:
                 starts = offsets[list_index:-1:n_lists]
                 lengths = offsets[list_index + 1::n_lists] - starts
@@ -213,7 +214,7 @@ class MatchWorker:
                 out.append(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), flat,
                                                     mask=pa.array(values < 0)))
                 list_index += 1
-        for spec in getattr(self.config, "gathered", ()):
+        for spec in getattr(self.config, "gathered", ()):  # CepConfig has none
             out.append(compute(spec, table, lists, list_rows, match_numbers))
         return out
 
