@@ -403,3 +403,18 @@ def test_unknown_spark_aggregate_in_measures_is_a_clear_error(spark):
                 q("spread(v) AS x", "ALL ROWS PER MATCH")):
         with pytest.raises(CepUnsupportedError, match="supported aggregates: any, array_agg"):
             spark.cep.sql(sql).collect()
+
+
+def test_table_function_gives_the_clause_rows(spark):
+    # cep_match runs the same worker inside a UDTF: same rows and types as the clause
+    spark.createDataFrame(T).createOrReplaceTempView("t")
+    body = ("MEASURES stddev(v) AS sd, listagg(s || CLASSIFIER(), \\',\\') AS l, "
+            "count(DISTINCT k) AS dk, max_by(s, v) AS mb "
+            "PATTERN (A B+) DEFINE A AS A.v IS NULL OR A.v < 3.5, "
+            "B AS (B.v > PREV(B.v) OR B.k = 5) AND count_if(B.v > 100) = 0")
+    clause = spark.cep.sql(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id {body})".replace(
+        "\\'", "'"))
+    table_fn = spark.cep.sql(f"SELECT * FROM cep_match(TABLE(t) ORDER BY id, '{body}')")
+    assert table_fn.schema == clause.schema
+    got = sorted((tuple(r) for r in table_fn.collect()), key=repr)
+    assert got == sorted((tuple(r) for r in clause.collect()), key=repr) and len(got) == 3
