@@ -367,6 +367,8 @@ def test_vector_folds_equal_the_per_group_definitions(case, distinct, data):
     args = [values, keys] if func in ("max_by", "min_by") else [values]
     result = result_type(func, [a.type for a in args])
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    from cepsql.runtime import spark_folds
+    cost, spark_folds._STEP_COST = spark_folds._STEP_COST, 0  # the vector path, always
     try:
         got = fold_groups(func, distinct, args, bounds, result, ",").to_pylist()
     except CepRuntimeError:  # int64 overflow: the per-group definition raises too
@@ -374,6 +376,8 @@ def test_vector_folds_equal_the_per_group_definitions(case, distinct, data):
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 fold_one(func, distinct, [a.to_pylist()[lo:hi] for a in args], result, ",")
         return
+    finally:
+        spark_folds._STEP_COST = cost
     want = [fold_one(func, distinct, [a.to_pylist()[lo:hi] for a in args], result, ",")
             for lo, hi in zip(bounds[:-1], bounds[1:])]
     assert [_same(g, w) for g, w in zip(got, want)] == [True] * len(want), (func, got, want)

@@ -39,6 +39,12 @@ class _NoVectorPath(Exception):
     pass
 
 
+# A sequential fold costs one numpy step per position of the longest group; when a few
+# long groups hold most values, the per-group loop over Python floats (the same
+# operations, so the same bits) is the cheaper way.
+_STEP_COST = 40  # one numpy step ~ this many Python-level value updates
+
+
 def _vector(func, distinct, args, bounds, result, delimiter) -> pa.Array:
     n_groups = len(bounds) - 1
     group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(bounds))
@@ -72,6 +78,9 @@ def _vector(func, distinct, args, bounds, result, delimiter) -> pa.Array:
         return _extreme(values, group, n_groups, func == "max", result)
     if pa.types.is_decimal(values.type) and func in ("sum", "avg"):
         raise _NoVectorPath()  # exact decimal arithmetic
+    if func in MOMENTS + ("sum", "avg") and len(counts) and \
+            int(counts.max()) * _STEP_COST > len(values):
+        raise _NoVectorPath()  # few long groups
     if func in MOMENTS:
         return _moments(func, _floats(values), group, n_groups)
     if func == "avg":
