@@ -391,7 +391,7 @@ def _same(a, b) -> bool:
     return a == b and type(a) is type(b)
 
 
-def test_unknown_spark_aggregate_in_measures_is_a_clear_error(spark):
+def test_unknown_spark_aggregate_in_measures_or_define_is_a_clear_error(spark):
     # a session aggregate cepsql cannot know: Spark would aggregate over all matches (no
     # other output column) or fail with MISSING_GROUP_BY; both become CepUnsupportedError
     import pandas as pd
@@ -403,8 +403,10 @@ def test_unknown_spark_aggregate_in_measures_is_a_clear_error(spark):
 
     spark.udf.register("spread", spread)
     spark.createDataFrame(T).createOrReplaceTempView("t")
+    in_define = "SELECT * " + CLAUSE.format(m="count(*) AS n", rows="").replace(
+        "B.k = 5)", "B.k = 5 AND spread(B.v) > 0)")
     for sql in (q("spread(v) AS x"), q("spread(v) AS x, count(*) AS n"),
-                q("spread(v) AS x", "ALL ROWS PER MATCH")):
+                q("spread(v) AS x", "ALL ROWS PER MATCH"), in_define):
         with pytest.raises(CepUnsupportedError, match="supported aggregates: any, array_agg"):
             spark.cep.sql(sql).collect()
 

@@ -39,7 +39,13 @@ def arrow_schema(df: DataFrame) -> pa.Schema:
 def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
     if plan.prepare_columns:
-        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+        try:
+            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n)
+                                  for n, e in plan.prepare_columns])
+        except AnalysisException as e:
+            if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):
+                raise _unknown_aggregate() from None
+            raise
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
         from .strict_breaks import with_global_breaks
         df = with_global_breaks(df, plan, shuffle_partitions(df))
@@ -82,5 +88,6 @@ def _aggregates_matches(df: DataFrame) -> bool:
 def _unknown_aggregate() -> CepUnsupportedError:
     from ..dialect.to_algebra import AGGREGATES
     return CepUnsupportedError(
-        "a MEASURES expression calls a Spark aggregate function that MATCH_RECOGNIZE does "
-        f"not compute; supported aggregates: {', '.join(sorted(AGGREGATES))}")
+        "a MEASURES or DEFINE expression calls a Spark aggregate function that "
+        "MATCH_RECOGNIZE does not compute; supported aggregates: "
+        f"{', '.join(sorted(AGGREGATES))}")
