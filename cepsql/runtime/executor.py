@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, MatchNumber, RowRef, RowValue, children, walk
+from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, RowRef, RowValue, children, walk
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import AggregateValue, ColumnRef, Expr, GatheredAggregate
+from ..algebra.expressions import AggregateValue, ColumnRef, Expr, GatheredAggregate, walk
 from ..errors import CepAnalysisError
 from .aggregates import MATCH_NUMBER_COLUMN
+from .measures import Leaves
 from .spark_folds import fold_groups
 
 _NUMERIC = ("sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop")
-_BOOLEAN = ("count_if", "bool_and", "bool_or")
 
 
 @dataclass
@@ -51,7 +51,7 @@ def bind_gathered(agg: GatheredAggregate, rows_index: list[int],
                       types, result_type(agg.func, types, agg.pos), delimiter)
 
 
-def bind_gathered_all(leaves, schema: pa.Schema) -> tuple[list[GatherSpec], list[pa.Field]]:
+def bind_gathered_all(leaves: Leaves, schema: pa.Schema) -> tuple[list[GatherSpec], list[pa.Field]]:
     """GatherSpecs and output fields (``__cep_g<i>``) of a clause's gathered aggregates."""
     specs, fields = [], []
     for i, agg in enumerate(leaves.gathered):
@@ -140,6 +140,5 @@ def _argument(arg: Expr, table: pa.Table, rows: np.ndarray, numbers: np.ndarray)
     return value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
 
 
-def _column_refs(expr: Expr):
-    from ..algebra.expressions import walk
+def _column_refs(expr: Expr) -> list[ColumnRef]:
     return [n for n in walk(expr) if isinstance(n, ColumnRef)]
