@@ -12,14 +12,20 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import cepsql
-from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from _sqlhelp import loc, plain, run as run_local
+from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
 from cepsql.local import to_arrow
+from cepsql.runtime import spark_folds
+from cepsql.runtime.gathered import result_type
 from cepsql.runtime.reference import evaluate_reference
+from cepsql.runtime.spark_folds import fold_groups, fold_one
+from _sqlhelp import loc, plain, run as run_local
 from test_property_sql import row_multiset, spec_of
 
 T = pd.DataFrame({
@@ -320,11 +326,6 @@ def test_define_aggregates_and_match_number_on_spark(spark):
 
 # --- the vectorised folds against the per-group definitions --------------------------------
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from cepsql.runtime.gathered import result_type  # noqa: E402
-from cepsql.runtime.spark_folds import fold_groups, fold_one  # noqa: E402
-
 _VALUES = {
     "double": (None, st.sampled_from([0.5, -0.0, 0.0, 2.25, 1e300, -3.0,
                                                  float("nan"), None])),
@@ -346,7 +347,6 @@ _FUNCS = {
 
 @st.composite
 def _groups(draw):
-    import pyarrow as pa
     kind = draw(st.sampled_from(sorted(_VALUES)))
     sizes = draw(st.lists(st.integers(0, 6), min_size=1, max_size=5))
     values = draw(st.lists(_VALUES[kind][1], min_size=sum(sizes), max_size=sum(sizes)))
@@ -360,14 +360,11 @@ def _groups(draw):
 @settings(max_examples=300, deadline=None)
 @given(case=_groups(), distinct=st.booleans(), data=st.data())
 def test_vector_folds_equal_the_per_group_definitions(case, distinct, data):
-    import numpy as np
-    from cepsql.errors import CepRuntimeError
     kind, sizes, values, keys = case
     func = data.draw(st.sampled_from(_FUNCS[kind] + ["max_by", "min_by"]))
     args = [values, keys] if func in ("max_by", "min_by") else [values]
     result = result_type(func, [a.type for a in args])
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    from cepsql.runtime import spark_folds
     cost, spark_folds._STEP_COST = spark_folds._STEP_COST, 0  # the vector path, always
     try:
         got = fold_groups(func, distinct, args, bounds, result, ",").to_pylist()
@@ -394,7 +391,6 @@ def _same(a, b) -> bool:
 def test_unknown_spark_aggregate_in_measures_or_define_is_a_clear_error(spark):
     # a session aggregate cepsql cannot know: Spark would aggregate over all matches (no
     # other output column) or fail with MISSING_GROUP_BY; both become CepUnsupportedError
-    import pandas as pd
     from pyspark.sql.functions import pandas_udf
 
     @pandas_udf("double")
