@@ -45,6 +45,22 @@ cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
 cdef enum: A_LIST = 6  # ARRAY_AGG (MEASURES only)
+# Spark's variance family in DEFINE (CentralMomentAgg's update); slots: rows, non-null
+# count, mean bits, m2 bits
+cdef enum: A_VAR_SAMP = 7
+cdef enum: A_VAR_POP = 8
+cdef enum: A_STDDEV_SAMP = 9
+cdef enum: A_STDDEV_POP = 10
+cdef inline void _moment_update(double* n, double* mean, double* m2, double x) noexcept nogil:
+    """One row of Spark's CentralMomentAgg update (n, mean, m2)."""
+    cdef double new_n = n[0] + 1.0
+    cdef double delta = x - mean[0]
+    cdef double delta_n = delta / new_n
+    mean[0] = mean[0] + delta_n
+    m2[0] = m2[0] + delta * (delta - delta_n)
+    n[0] = new_n
+
+
 # error codes returned to Python
 cdef enum: ERR_SKIP_FIRST_ROW = 1
 cdef enum: ERR_SKIP_ABSENT = 2
@@ -531,6 +547,8 @@ cdef class SqlMatcher:
         cdef double lo = _bits_to_double(st[base + 3])
         cdef double hi = _bits_to_double(st[base + 4])
         cdef double v
+        if func >= A_VAR_SAMP:
+            return self._define_moment(k, st, r, label, isnull)
         isnull[0] = 0
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
             rows += 1
@@ -557,6 +575,42 @@ cdef class SqlMatcher:
             return lo
         return hi
 
+    cdef double _define_moment(self, int k, i64* st, i64 r, int label,
+                               unsigned char* isnull) noexcept nogil:
+        """Variance/stddev k over the thread's rows plus row r tentatively labelled label:
+        the state's update (Spark's CentralMomentAgg), then Spark's final formula."""
+        cdef int set_id = self.daggs[k * 3]
+        cdef int func = self.daggs[k * 3 + 1]
+        cdef int col = self.daggs[k * 3 + 2]
+        cdef int base = self.agg_base + 5 * k
+        cdef double n = <double> st[base + 1]
+        cdef double mean = _bits_to_double(st[base + 2])
+        cdef double m2 = _bits_to_double(st[base + 3])
+        cdef double var
+        cdef bint sample = func == A_VAR_SAMP or func == A_STDDEV_SAMP
+        if (set_id < 0 or self.member[set_id * self.n_labels + label]) and col >= 0 and \
+                not self.nulls[col * self.n_rows + r]:
+            _moment_update(&n, &mean, &m2, self.vals[col * self.n_rows + r])
+        isnull[0] = 0
+        if n == 0.0 or (sample and n == 1.0):
+            isnull[0] = 1
+            return 0.0
+        var = m2 / (n - 1.0) if sample else m2 / n
+        return sqrt(var) if (func == A_STDDEV_SAMP or func == A_STDDEV_POP) else var
+
+    cdef void _take_moment(self, i64* out, int base, int col, i64 r) noexcept nogil:
+        """Moment state out[base..] after row r (already counted in out[base])."""
+        cdef double n, mean, m2
+        if col < 0 or self.nulls[col * self.n_rows + r]:
+            return
+        n = <double> out[base + 1]
+        mean = _bits_to_double(out[base + 2])
+        m2 = _bits_to_double(out[base + 3])
+        _moment_update(&n, &mean, &m2, self.vals[col * self.n_rows + r])
+        out[base + 1] += 1
+        out[base + 2] = _double_to_bits(mean)
+        out[base + 3] = _double_to_bits(m2)
+
     cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
         """out := st after mapping row r to label."""
         cdef int s_id, t, k, base, col
@@ -569,6 +623,9 @@ cdef class SqlMatcher:
             base = self.agg_base + 5 * k
             col = self.daggs[k * 3 + 2]
             out[base] += 1
+            if self.daggs[k * 3 + 1] >= A_VAR_SAMP:
+                self._take_moment(out, base, col, r)
+                continue
             if col >= 0 and not self.nulls[col * self.n_rows + r]:
                 v = self.vals[col * self.n_rows + r]
                 if out[base + 1] == 0 or v < _bits_to_double(out[base + 3]):

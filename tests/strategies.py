@@ -205,6 +205,8 @@ DEFINE_AGGREGATE_TEMPLATES = [
     "MATCH_NUMBER() <= 2",
     "count_if(CLASSIFIER() = '{o}') <= 1",
     "max(CLASSIFIER()) <= '{v}' OR min({v}.price + 0) > 4",
+    "coalesce(stddev({v}.price), 0) < 2.5",
+    "var_pop(vol) <= 1 AND stddev_pop({v}.vol) IS NOT NULL",
 ]
 
 MEASURE_TEMPLATES = [

@@ -155,6 +155,23 @@ def test_define_aggregates_reading_classifier():
     assert rows == [(8, "AABBBBAA")]
 
 
+def test_define_variance_family():
+    # B+ while the running stddev of v (current row included) stays below 1.2:
+    # rows 1-3: v 1.5, 2.0, 4.0 -> stddev_samp(1.5, 2.0) = 0.354, (1.5, 2.0, 4.0) = 1.323;
+    # from row 4: (3.0, 5.0) -> 1.414
+    sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f,
+        LAST(id) AS l, stddev(v) AS sd PATTERN (A B+) DEFINE A AS id IN (1, 4),
+        B AS stddev(v) < 1.2 AND var_pop(B.k) IS NOT NULL AND stddev_pop(v) >= 0)"""
+    cols, rows = run(sql, t=T)
+    assert [r[:2] for r in rows] == [(1, 2)]
+    assert rows[0][2] == pytest.approx(math.sqrt(0.125))
+    # a sample form over one value is NULL: variance 0.125, 1.75, 1.196 then 2.05 (row 5
+    # ends match 1); [5.0] and [5.0, NULL] -> NULL, then 10.125; [0.5], [0.5, 0.2] -> 0.045
+    sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n
+        PATTERN (A+) DEFINE A AS coalesce(variance(A.v), 0) < 2)"""
+    assert run(sql, t=T)[1] == [(4,), (2,), (2,)]
+
+
 def test_match_number_in_define():
     # Trino accepts MATCH_NUMBER() in DEFINE: the number the match would get
     sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn,
@@ -177,7 +194,8 @@ def test_other_aggregates_are_rejected_with_the_supported_list(measure, needle, 
 
 
 @pytest.mark.parametrize("define, needle, message", [
-    ("stddev(B.v) < 2", "stddev", "DEFINE supports count, sum"),
+    ("kurtosis(B.v) < 2", "kurtosis", "supported: any, array_agg"),
+    ("listagg(B.s) = 'a'", "listagg", "DEFINE supports count, sum"),
     ("count(DISTINCT B.k) < 2", "count", r"count\(DISTINCT \.\.\.\) is not supported in DEFINE"),
     ("cardinality(array_agg(B.v)) < 2", "array_agg", "MEASURES also support"),
     ("max_by(B.s, B.v) = 'c'", "max_by", "not supported in DEFINE"),

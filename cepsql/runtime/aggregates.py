@@ -20,7 +20,10 @@ from ..errors import CepAnalysisError, CepUnsupportedError
 from .decompose import DerivedColumns
 
 FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
-              "ROWS": 6}  # ROWS: a LIST that feeds a gathered aggregate (no output column)
+              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
+              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
+              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10}
+MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
@@ -36,7 +39,8 @@ GATHERED = {
 _ARITY = {"max_by": (2, 2), "min_by": (2, 2), "listagg": (1, 2)}
 # DEFINE runs aggregates incrementally inside the matcher
 DEFINE_AGGREGATES = ("count", "sum", "avg", "mean", "min", "max", "count_if", "bool_and",
-                     "every", "bool_or", "some", "any")
+                     "every", "bool_or", "some", "any", "stddev", "std", "stddev_samp",
+                     "stddev_pop", "variance", "var_samp", "var_pop")
 MATCH_NUMBER_COLUMN = "__cep_mn"
 
 
@@ -140,12 +144,16 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
     split = any(isinstance(n, Classifier) for n in walk(agg.args[0]))
     for node in walk(agg.args[0]):
         if isinstance(node, MatchNumber) or (split and (
-                members is None or name in ("sum", "avg", "mean"))):
+                members is None or name in ("sum", "avg", "mean") or
+                GATHERED[name].startswith(("stddev", "var")))):
             raise CepUnsupportedError(
                 f"{agg.name}() in DEFINE cannot read "
                 f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
                 "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
                 "bool_and, bool_or, min and max)", pos=getattr(node, "pos", agg.pos))
+    if GATHERED[name].startswith(("stddev", "var")):
+        return AggregateValue(GATHERED[name].upper(), var, derived.name_for(_strip(agg.args[0])),
+                              False, agg.pos)
     arg = _strip(agg.args[0])
     parts = [(label, _with_label(arg, label)) for label in sorted(members(var))] if split \
         else [(var, arg)]

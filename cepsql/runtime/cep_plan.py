@@ -27,7 +27,8 @@ from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Ne
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
-from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from .aggregates import (FUNC_CODES, MOMENT_FUNCS, normalize_aggregates, result_type,
+                         value_navigation)
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
@@ -230,6 +231,11 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     for var, cond in spec.defines.items():
         cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
                                     known_vars=known, in_define=True, members=sets.members)
+        for e in walk(cond):
+            if isinstance(e, AggregateValue) and e.func in MOMENT_FUNCS:
+                raise CepUnsupportedError(
+                    f"{e.func.lower()}() in DEFINE is not supported in CEP mode (SQL:2016 mode "
+                    "supports it)", pos=e.pos)
         bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
 
         def fix(e, var=var):

@@ -332,7 +332,8 @@ def _function(em: _Emitter, e: FunctionCall) -> str:
 def _aggregate(em: _Emitter, e: AggregateValue) -> str:
     from .aggregates import FUNC_CODES
     col, kind = (-1, NUM) if e.column is None else em.column_index(e.column)
-    if e.func in ("SUM", "AVG") and kind != NUM:
+    if e.func in ("SUM", "AVG", "VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP") and \
+            kind != NUM:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
