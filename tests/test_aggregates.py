@@ -337,7 +337,8 @@ def test_define_aggregates_and_match_number_on_spark(spark):
     spark.createDataFrame(T).createOrReplaceTempView("t")
     sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn,
         count(*) AS n PATTERN (A+) DEFINE A AS count(*) <= MATCH_NUMBER()
-        AND bool_or(A.id > 0) AND count_if(A.v > 100) = 0)"""
+        AND bool_or(A.id > 0) AND count_if(A.v > 100) = 0
+        AND coalesce(stddev(A.v), 0) < 100 AND var_pop(A.k) >= 0)"""
     got = [tuple(r) for r in spark.cep.sql(sql).orderBy("mn").collect()]
     assert got == run(sql, t=T)[1] == [(1, 1), (2, 2), (3, 3), (4, 2)]
 
