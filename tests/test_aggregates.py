@@ -230,6 +230,11 @@ def test_cep_mode_rejects_gathered_aggregates():
     with pytest.raises(CepUnsupportedError, match="SQL:2016 mode") as err:
         cepsql.match_recognize(sql, t=T)
     assert (err.value.line, err.value.col) == loc(sql, "stddev")
+    sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n
+        STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (A B+) DEFINE A AS true, B AS stddev(B.v) < 1)"""
+    with pytest.raises(CepUnsupportedError, match="not supported in CEP mode") as err:
+        cepsql.match_recognize(sql, t=T)
+    assert (err.value.line, err.value.col) == loc(sql, "stddev")
 
 
 # --- against Spark -----------------------------------------------------------------------
