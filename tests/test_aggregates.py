@@ -343,7 +343,7 @@ def test_define_aggregates_and_match_number_on_spark(spark):
     sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn,
         count(*) AS n PATTERN (A+) DEFINE A AS count(*) <= MATCH_NUMBER()
         AND bool_or(A.id > 0) AND count_if(A.v > 100) = 0
-        AND coalesce(stddev(A.v), 0) < 100 AND var_pop(A.k) >= 0)"""
+        AND coalesce(stddev(A.v), 0) < 100 AND coalesce(var_pop(A.k), 0) >= 0)"""
     got = [tuple(r) for r in spark.cep.sql(sql).orderBy("mn").collect()]
     assert got == run(sql, t=T)[1] == [(1, 1), (2, 2), (3, 3), (4, 2)]
 
