@@ -81,7 +81,7 @@ def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: 
 
 
 def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
-               known: set[str], members) -> Expr:
+               known: set[str], members: Callable[[str | None], set[str]] | None) -> Expr:
     name = agg.name.lower()
     if name not in GATHERED:
         raise CepUnsupportedError(f"aggregate {agg.name}() is not supported; supported: "
@@ -121,7 +121,7 @@ def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
 
 
 def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
-                      members=None) -> Expr:
+                      members: Callable[[str | None], set[str]] | None = None) -> Expr:
     """DEFINE aggregates: the matcher's running accumulators, with count_if and
     bool_and/bool_or rewritten over counts of derived indicator columns. CLASSIFIER() in
     the argument splits count-like aggregates and min/max per primary variable."""
@@ -142,15 +142,15 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         raise CepAnalysisError(f"{agg.name}() takes one argument", pos=agg.pos)
     var = _aggregate_variable(agg, known)
     split = any(isinstance(n, Classifier) for n in walk(agg.args[0]))
+    splittable = members is not None and GATHERED[name] in (
+        "count", "count_if", "bool_and", "bool_or", "min", "max")
     for node in walk(agg.args[0]):
-        if isinstance(node, MatchNumber) or (split and (
-                members is None or name in ("sum", "avg", "mean") or
-                GATHERED[name].startswith(("stddev", "var")))):
+        if isinstance(node, MatchNumber) or (isinstance(node, Classifier) and not splittable):
             raise CepUnsupportedError(
                 f"{agg.name}() in DEFINE cannot read "
                 f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
                 "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
-                "bool_and, bool_or, min and max)", pos=getattr(node, "pos", agg.pos))
+                "bool_and, bool_or, min and max)", pos=node.pos)
     if GATHERED[name].startswith(("stddev", "var")):
         return AggregateValue(GATHERED[name].upper(), var, derived.name_for(_strip(agg.args[0])),
                               False, agg.pos)
