@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import CepError, CepUnsupportedError
-from .exprs.arrow_eval import evaluate_arrow
+from .exprs.arrow_eval import evaluate_arrow, spark_compare
 from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
 from .runtime.plan import QueryPlan, SortColumn
 from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
@@ -169,7 +169,7 @@ def _has_ties(table: pa.Table, columns: list[str]) -> bool:
     for name in columns:
         col = table.column(name).combine_chunks()
         a, b = col.slice(0, n - 1), col.slice(1)
-        eq = pc.or_kleene(pc.equal(a, b), pc.and_(pc.is_null(a), pc.is_null(b)))
+        eq = pc.or_kleene(spark_compare("=", a, b), pc.and_(pc.is_null(a), pc.is_null(b)))
         eq = pc.fill_null(eq, False)
         same = eq if same is None else pc.and_(same, eq)
     return bool(pc.any(same).as_py())
@@ -189,7 +189,7 @@ def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
     for name in plan.partition_columns:
         col = prepared.column(name).take(order).combine_chunks()
         prev, cur = col.slice(0, n - 1), col.slice(1)
-        differs = pc.fill_null(pc.not_equal(prev, cur), False)
+        differs = pc.fill_null(spark_compare("<>", prev, cur), False)  # NaN = NaN
         null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
         changed[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
     flags = np.zeros(n, dtype=np.uint8)

@@ -50,6 +50,7 @@ ctypedef unsigned long long u64
 
 include "condition_ops.pxi"
 include "buffers.pxi"
+include "aggregate_ops.pxi"
 
 
 # strategies
@@ -124,6 +125,8 @@ cdef class CepMatcher:
     cdef double* consts
     cdef double* vstack
     cdef unsigned char* nstack
+    cdef ExactLane xl          # exact lane of the stack, constants and columns
+    cdef object xcols_ref      # keeps the exact column matrix alive during a run
     cdef int* refs
     cdef int n_refs
     cdef unsigned char* member
@@ -271,6 +274,7 @@ cdef class CepMatcher:
         self.window_size = window_size
         self.vstack = <double*> malloc((max_stack + 8) * sizeof(double))
         self.nstack = <unsigned char*> malloc(max_stack + 8)
+        _lane_init(&self.xl, max_stack)
         # conjuncts per label
         self.lab_conj_start = <int*> calloc(self.n_labels + 2, sizeof(int))
         self.lab_conj = <int*> malloc((self.n_conj + 1) * sizeof(int))
@@ -318,7 +322,7 @@ cdef class CepMatcher:
             self.trk_base[t] = j
             j += 1 + self.trk_f[t] + self.trk_k[t]
         self.agg_base = j
-        self.S = j + 5 * self.n_daggs
+        self.S = j + AGG_W * self.n_daggs
         self.RW = R_HDR + self.S
         self.tmpst = <i64*> malloc((self.RW + 1) * sizeof(i64))
         self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
@@ -364,6 +368,7 @@ cdef class CepMatcher:
         free(self.consts); free(self.refs); free(self.member); free(self.daggs)
         free(self.comps); free(self.seq_start); free(self.negs); free(self.leaves)
         free(self.maggs); free(self.rank); free(self.vstack); free(self.nstack)
+        _lane_free(&self.xl)
         free(self.lab_conj_start); free(self.lab_conj); free(self.comp_of)
         free(self.trk_of_set); free(self.trk_set); free(self.trk_base); free(self.trk_f)
         free(self.trk_k); free(self.tmpst); free(self.startst)
@@ -486,50 +491,36 @@ cdef class CepMatcher:
             return -1
         return j
 
-    cdef double _agg_take(self, int k, i64* st, i64 r, int label, unsigned char* isnull) noexcept nogil:
-        cdef int s = self.daggs[k * 3]
-        cdef int func = self.daggs[k * 3 + 1]
+    cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
         cdef int col = self.daggs[k * 3 + 2]
-        cdef int base = self.agg_base + 5 * k
-        cdef i64 rows = st[base], nonnull = st[base + 1]
-        cdef double total = _bits_to_double(st[base + 2]), lo = _bits_to_double(st[base + 3]), hi = _bits_to_double(st[base + 4])
-        cdef double v
-        if self._in(s, label):
-            rows += 1
-            if col >= 0 and not self.nulls[col * self.n_rows + r]:
-                v = self.vals[col * self.n_rows + r]
-                if nonnull == 0 or v < lo:
-                    lo = v
-                if nonnull == 0 or v > hi:
-                    hi = v
-                nonnull += 1
-                total += v
-        return _agg_value(func, rows, nonnull, total, lo, hi, isnull)
+        cdef i64 base = col * self.n_rows
+        if col < 0:
+            _agg_step(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, NULL, NULL, NULL, r, 0)
+        else:
+            _agg_step(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, self.vals + base,
+                      self.xl.cols + base, self.nulls + base, r, 0)
 
-    cdef double _agg_explicit(self, int k, i64* pos, i64* lab, i64 m, i64 r, int label,
-                              unsigned char* isnull) noexcept nogil:
+    cdef void _agg_take(self, int k, i64* st, i64 r, int label, double* dv, x_i128* xv,
+                        unsigned char* isnull) noexcept nogil:
+        cdef i64 a[AGG_W]
+        memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
+        if self._in(self.daggs[k * 3], label):
+            self._agg_row(a, k, r)
+        _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
+
+    cdef void _agg_explicit(self, int k, i64* pos, i64* lab, i64 m, i64 r, int label,
+                            double* dv, x_i128* xv, unsigned char* isnull) noexcept nogil:
         cdef int s = self.daggs[k * 3]
-        cdef int func = self.daggs[k * 3 + 1]
-        cdef int col = self.daggs[k * 3 + 2]
         cdef bint final = not self._in(s, label)  # R2: other variables FINAL
-        cdef i64 rows = 0, nonnull = 0, i, row
-        cdef double total = 0.0, lo = 0.0, hi = 0.0, v
+        cdef i64 i
+        cdef i64 a[AGG_W]
+        memset(a, 0, sizeof(a))
         for i in range(m):
             if not final and pos[i] > r:
                 break
-            if not self._in(s, <int> lab[i]):
-                continue
-            rows += 1
-            row = pos[i]
-            if col >= 0 and not self.nulls[col * self.n_rows + row]:
-                v = self.vals[col * self.n_rows + row]
-                if nonnull == 0 or v < lo:
-                    lo = v
-                if nonnull == 0 or v > hi:
-                    hi = v
-                nonnull += 1
-                total += v
-        return _agg_value(func, rows, nonnull, total, lo, hi, isnull)
+            if self._in(s, <int> lab[i]):
+                self._agg_row(a, k, pos[i])
+        _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     # ------------------------------------------------------------------ condition VM
     cdef bint _eval(self, int c, int label, i64* st, i64* pos, i64* lab, i64 m,
@@ -548,7 +539,7 @@ cdef class CepMatcher:
             return True
         while True:
             op = self.code[pc]
-            if op == C_LOAD:
+            if op == C_LOAD or op == X_LOAD:
                 if st != NULL:
                     j = self._resolve_take(self.code[pc + 2], st, r, label, &cls)
                 else:
@@ -558,7 +549,10 @@ cdef class CepMatcher:
                     ns[sp] = 1
                 else:
                     n = self.code[pc + 1]
-                    vs[sp] = self.vals[n * self.n_rows + j]
+                    if op == C_LOAD:
+                        vs[sp] = self.vals[n * self.n_rows + j]
+                    else:
+                        self.xl.xs[sp] = self.xl.cols[n * self.n_rows + j]
                     ns[sp] = self.nulls[n * self.n_rows + j]
                 sp += 1
                 pc += 3
@@ -583,15 +577,17 @@ cdef class CepMatcher:
                 ns[sp] = cls < 0
                 sp += 1
                 pc += 2
-            elif op == C_AGG:
+            elif op == C_AGG or op == X_AGG:
                 if st != NULL:
-                    vs[sp] = self._agg_take(self.code[pc + 1], st, r, label, &ns[sp])
+                    self._agg_take(self.code[pc + 1], st, r, label, &vs[sp], &self.xl.xs[sp],
+                                   &ns[sp])
                 else:
-                    vs[sp] = self._agg_explicit(self.code[pc + 1], pos, lab, m, r, label, &ns[sp])
+                    self._agg_explicit(self.code[pc + 1], pos, lab, m, r, label, &vs[sp],
+                                       &self.xl.xs[sp], &ns[sp])
                 sp += 1
                 pc += 2
             else:
-                pc = _stack_op(op, self.code, pc, vs, ns, &sp)
+                pc = _stack_op(op, self.code, pc, vs, ns, &self.xl, &sp)
                 if pc < 0:
                     break
         return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
@@ -643,17 +639,7 @@ cdef class CepMatcher:
             s = self.daggs[t * 3]
             if not self._in(s, label):
                 continue
-            base = self.agg_base + 5 * t
-            col = self.daggs[t * 3 + 2]
-            st[base] += 1
-            if col >= 0 and not self.nulls[col * self.n_rows + r]:
-                v = self.vals[col * self.n_rows + r]
-                if st[base + 1] == 0 or v < _bits_to_double(st[base + 3]):
-                    st[base + 3] = _double_to_bits(v)
-                if st[base + 1] == 0 or v > _bits_to_double(st[base + 4]):
-                    st[base + 4] = _double_to_bits(v)
-                st[base + 1] += 1
-                st[base + 2] = _double_to_bits(_bits_to_double(st[base + 2]) + v)
+            self._agg_row(st + self.agg_base + AGG_W * t, t, r)
 
     cdef int _push_run(self, Buf* L, i64* proto, int comp, i64 cnt, u64 closure) noexcept nogil:
         if buf_reserve(L, self.RW):
@@ -1759,10 +1745,29 @@ cdef class CepMatcher:
         rows = _to_numpy(&out[0])
         numbers = _to_numpy(&out[1])
         leaves = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
-        aggs = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs)
+        aggs = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs, 2)
         for k in range(4):
             free(out[k].data)
         return rows, numbers, leaves, aggs
+
+    def set_exact(self, consts, int ansi, dlane, mlane):
+        """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
+        the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
+        _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
+
+    def set_exact_columns(self, cols):
+        """The exact column matrix for the next run: int64[n_columns, n_rows, 2], the
+        128-bit value of every exact-lane column (other columns' rows are unused)."""
+        cdef cnp.ndarray c = np.ascontiguousarray(cols, dtype=np.int64)
+        self.xcols_ref = c
+        self.xl.cols = <const x_i128*> cnp.PyArray_DATA(c) if c.size else NULL
+
+    def vm_error(self):
+        """The first ANSI runtime error of the condition VM since the last call (0 none,
+        1 arithmetic overflow, 2 division by zero); clears it."""
+        err = self.xl.error
+        self.xl.error = 0
+        return err
 
     def set_consts(self, cnp.ndarray consts):
         cdef cnp.ndarray c = np.ascontiguousarray(consts, dtype=np.float64)
@@ -1954,7 +1959,7 @@ cdef class CepMatcher:
                 return -1
         for q in range(self.n_maggs):
             func = self.maggs[q * 4 + 1]
-            if buf_push(&out[3], NULL_BITS if (func == A_SUM or func == A_AVG) else -1):
+            if _push_null_aggregate(&out[3], func, self.xl.mlane + 4 * q):
                 return -1
         return 0
 
@@ -1973,8 +1978,8 @@ cdef class CepMatcher:
 
     cdef int _emit_measures(self, i64* pos, i64* lab, i64 m, i64 upto, Buf* out) noexcept nogil:
         cdef int q, s, logical, final, kind, func, col
-        cdef i64 loff, poff, p, idx, cnt, i, j, v, rows, nonnull, amin, amax, row
-        cdef double total, x
+        cdef i64 loff, poff, p, idx, cnt, i, j, v, base
+        cdef i64 acc[AGG_W]
         for q in range(self.n_leaves):
             s = self.leaves[q * 6]
             logical = self.leaves[q * 6 + 1]
@@ -2004,61 +2009,18 @@ cdef class CepMatcher:
             col = self.maggs[q * 4 + 2]
             final = self.maggs[q * 4 + 3]
             p = m if (final or not self.all_rows) else upto
-            rows = 0
-            nonnull = 0
-            total = 0.0
-            amin = -1
-            amax = -1
+            memset(acc, 0, sizeof(acc))
+            base = col * self.n_rows
             for i in range(p):
-                if not self._in(s, <int> lab[i]):
-                    continue
-                rows += 1
-                row = pos[i]
-                if col < 0 or self.nulls[col * self.n_rows + row]:
-                    continue
-                x = self.vals[col * self.n_rows + row]
-                if nonnull == 0 or x < self.vals[col * self.n_rows + amin]:
-                    amin = row
-                if nonnull == 0 or x > self.vals[col * self.n_rows + amax]:
-                    amax = row
-                nonnull += 1
-                total += x
-            if func == A_COUNT_STAR:
-                v = rows
-            elif func == A_COUNT:
-                v = nonnull
-            elif nonnull == 0:
-                v = NULL_BITS if (func == A_SUM or func == A_AVG) else -1
-            elif func == A_SUM:
-                v = _double_to_bits(total)
-            elif func == A_AVG:
-                v = _double_to_bits(total / nonnull)
-            elif func == A_MIN:
-                v = amin
-            else:
-                v = amax
-            if buf_push(&out[3], v):
+                if self._in(s, <int> lab[i]):
+                    if col < 0:
+                        _agg_step(acc, func, self.xl.mlane + 4 * q, NULL, NULL, NULL, pos[i], 1)
+                    else:
+                        _agg_step(acc, func, self.xl.mlane + 4 * q, self.vals + base,
+                                  self.xl.cols + base, self.nulls + base, pos[i], 1)
+            if _push_aggregate(&out[3], acc, func, self.xl.mlane + 4 * q, &self.xl):
                 return -1
         return 0
-
-
-cdef inline double _agg_value(int func, i64 rows, i64 nonnull, double total, double lo,
-                              double hi, unsigned char* isnull) noexcept nogil:
-    isnull[0] = 0
-    if func == A_COUNT_STAR:
-        return <double> rows
-    if func == A_COUNT:
-        return <double> nonnull
-    if nonnull == 0:
-        isnull[0] = 1
-        return 0.0
-    if func == A_SUM:
-        return total
-    if func == A_AVG:
-        return total / nonnull
-    if func == A_MIN:
-        return lo
-    return hi
 
 
 cdef object _to_numpy(Buf* b):

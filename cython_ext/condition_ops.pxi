@@ -1,6 +1,12 @@
 # The pure stack instructions of the condition VM, shared (textually included) by the
 # SQL:2016 matcher and the CEP evaluator. Loads (columns, CLASSIFIER, aggregates,
 # MATCH_NUMBER) differ per evaluator and stay in their own _eval.
+#
+# Every stack slot has a null flag and two lanes: a double (DOUBLE/FLOAT, booleans,
+# string ranks) and an exact 128-bit integer (integral types, DECIMAL unscaled,
+# TIMESTAMP microseconds, DATE days, day-time intervals). The compiler knows each
+# slot's Spark type and emits typed instructions with the scales and precisions as
+# immediates, so no instruction inspects a type at run time (see exact128.h).
 
 # condition opcodes (cepsql/runtime/conditions.py) and aggregate functions
 # (cepsql/runtime/aggregates.py)
@@ -31,10 +37,140 @@ cdef enum: C_JUMP = 40
 cdef enum: C_JUMP_IF_NOT_TRUE = 41
 cdef enum: C_JUMP_IF_NOT_NULL = 42
 cdef enum: C_POP = 43
+cdef enum: C_SHORT_AND = 44   # target: FALSE on top decides AND (kept), else go on
+cdef enum: C_SHORT_OR = 45    # target: TRUE on top decides OR (kept), else go on
 cdef enum: C_FUNC1 = 50
 cdef enum: C_FUNC2 = 51
 cdef enum: C_GREATEST = 52
 cdef enum: C_LEAST = 53
+# exact lane (immediates after the opcode)
+cdef enum: X_CONST = 60      # k
+cdef enum: X_LOAD = 61       # column, ref (evaluator)
+cdef enum: X_AGG = 62        # aggregate (evaluator)
+cdef enum: X_DEC = 63        # op, sa, sb, sr, pr: decimal + - * / % pmod
+cdef enum: X_INT = 64        # op, width: integral + - * % pmod at the type's width
+cdef enum: X_NEG = 65        # width (0: decimal, never overflows)
+cdef enum: X_CMP = 66        # op (0 = .. 5 >=), sa, sb
+cdef enum: X_TO_DOUBLE = 67  # scale
+cdef enum: X_RESCALE = 68    # sa, sr, pr (HALF_UP when dropping digits)
+cdef enum: X_EXTREME = 69    # n, greatest (1) / least (0), same scale
+cdef enum: X_ROUND = 70      # mode (0 half up, 1 floor, 2 ceil), sa, sr, pr: to scale sr
+cdef enum: X_ABS = 71        # width (0: decimal)
+cdef enum: X_SIGN = 72       # -> double lane
+cdef enum: X_TO_BOOL = 73    # exact -> double-lane boolean (x != 0)
+# arithmetic sub-ops of X_DEC / X_INT
+cdef enum: XO_ADD = 0
+cdef enum: XO_SUB = 1
+cdef enum: XO_MUL = 2
+cdef enum: XO_DIV = 3
+cdef enum: XO_MOD = 4
+cdef enum: XO_PMOD = 5
+# VM runtime errors (ANSI mode); without ANSI an overflow or a division by zero is NULL
+cdef enum: VM_ERR_OVERFLOW = 1
+cdef enum: VM_ERR_DIV_ZERO = 2
+
+cdef extern from "exact128.h" nogil:
+    ctypedef long long x_i128 "__int128"
+    int XS_OK, XS_OVERFLOW, XS_DIV_ZERO
+    int x_dec_add(x_i128 a, int sa, x_i128 b, int sb, int subtract, int sr, int pr, x_i128* out)
+    int x_dec_mul(x_i128 a, int sa, x_i128 b, int sb, int sr, int pr, x_i128* out)
+    int x_dec_div(x_i128 a, int sa, x_i128 b, int sb, int sr, int pr, x_i128* out)
+    int x_dec_mod(x_i128 a, int sa, x_i128 b, int sb, int sr, int pr, x_i128* out)
+    int x_dec_cmp(x_i128 a, int sa, x_i128 b, int sb)
+    int x_dec_rescale(x_i128 a, int sa, int sr, int pr, x_i128* out)
+    int x_dec_round(x_i128 a, int sa, int sr, int mode, int pr, x_i128* out)
+    int x_int_fit(x_i128 v, int width, int wrap, x_i128* out)
+    int x_int_op(int op, x_i128 a, x_i128 b, int width, int wrap, x_i128* out)
+    double x_to_double(x_i128 v, int scale)
+
+
+cdef struct ExactLane:
+    x_i128* xs              # exact lane of the value stack
+    x_i128* consts          # exact constants
+    int n_consts
+    const x_i128* cols      # exact column matrix [column, row] (evaluator sets per run)
+    int ansi                # spark.sql.ansi.enabled: overflow / division by zero raise
+    int error               # first runtime error of the run (VM_ERR_*), 0 = none
+    int* dlane              # DEFINE aggregates: exact, arg scale, result scale, precision
+    int* mlane              # MEASURES aggregates, likewise
+
+
+cdef int _lane_init(ExactLane* x, int stack) noexcept nogil:
+    x.xs = <x_i128*> malloc((stack + 8) * sizeof(x_i128))
+    x.consts = <x_i128*> calloc(1, sizeof(x_i128))
+    x.n_consts = 0
+    x.cols = NULL
+    x.ansi = 1
+    x.error = 0
+    x.dlane = <int*> calloc(4, sizeof(int))
+    x.mlane = <int*> calloc(4, sizeof(int))
+    return x.xs == NULL or x.consts == NULL
+
+
+cdef void _lane_free(ExactLane* x) noexcept nogil:
+    free(x.xs)
+    free(x.consts)
+    free(x.dlane)
+    free(x.mlane)
+    x.xs = NULL
+    x.consts = NULL
+    x.dlane = NULL
+    x.mlane = NULL
+
+
+cdef int* _int_copy(object arr):
+    cdef cnp.ndarray a = np.ascontiguousarray(arr, dtype=np.int32).ravel()
+    cdef int* p = <int*> calloc(max(a.shape[0], 4), sizeof(int))
+    if a.shape[0]:
+        memcpy(p, cnp.PyArray_DATA(a), a.shape[0] * sizeof(int))
+    return p
+
+
+cdef void _lane_set_consts(ExactLane* x, object consts, int ansi, object dlane, object mlane):
+    """consts: int64[n, 2] (little-endian halves of each 128-bit constant); dlane, mlane:
+    int32[n, 4] lanes of the DEFINE and MEASURES aggregates."""
+    cdef cnp.ndarray c = np.ascontiguousarray(consts, dtype=np.int64).reshape(-1, 2)
+    free(x.dlane)
+    free(x.mlane)
+    x.dlane = _int_copy(dlane)
+    x.mlane = _int_copy(mlane)
+    free(x.consts)
+    x.n_consts = c.shape[0]
+    x.consts = <x_i128*> malloc(max(x.n_consts, 1) * sizeof(x_i128))
+    if x.n_consts:
+        memcpy(x.consts, cnp.PyArray_DATA(c), x.n_consts * sizeof(x_i128))
+    x.ansi = ansi
+
+
+cdef inline bint _lane_fail(ExactLane* x, int status, unsigned char* isnull) noexcept nogil:
+    """An overflow or a division by zero: NULL, and an error for the run under ANSI."""
+    isnull[0] = 1
+    if x.ansi and x.error == 0:
+        x.error = VM_ERR_DIV_ZERO if status == XS_DIV_ZERO else VM_ERR_OVERFLOW
+    return 0
+
+
+cdef inline int _dcmp(double a, double b) noexcept nogil:
+    """Spark's double order: NaN equals NaN and is above every other value; -0.0 = 0.0."""
+    if a == a and b == b:
+        return (a > b) - (a < b)
+    return (a != a) - (b != b)
+
+
+cdef inline double _cmp_result(int op, int c) noexcept nogil:
+    """op 0..5 (= <> < <= > >=) applied to a three-way comparison c."""
+    if op == 0:
+        return c == 0
+    if op == 1:
+        return c != 0
+    if op == 2:
+        return c < 0
+    if op == 3:
+        return c <= 0
+    if op == 4:
+        return c > 0
+    return c >= 0
+
 cdef enum: A_COUNT_STAR = 0
 cdef enum: A_COUNT = 1
 cdef enum: A_SUM = 2
@@ -43,13 +179,15 @@ cdef enum: A_MIN = 4
 cdef enum: A_MAX = 5
 
 cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned char* ns,
-                          int* sp_io) noexcept nogil:
+                          ExactLane* xl, int* sp_io) noexcept nogil:
     """Execute the stack instruction at pc; returns the next pc, or -1 when the program
     ends (a jump to -1) or the opcode is unknown."""
     cdef int sp = sp_io[0]
     cdef int n, i
     cdef double a, b, v
     cdef unsigned char na, nb
+    if op >= X_CONST:
+        return _exact_op(op, code, pc, vs, ns, xl, sp_io)
     if op >= C_ADD and op <= C_MOD:
         sp -= 1
         a = vs[sp - 1]
@@ -61,18 +199,15 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
             v = a - b
         elif op == C_MUL:
             v = a * b
+        elif b == 0.0:  # division by zero: NULL (an error under ANSI)
+            v = 0.0
+            if not na:
+                _lane_fail(xl, XS_DIV_ZERO, &na)
+            na = 1
         elif op == C_DIV:
-            if b == 0.0:
-                na = 1
-                v = 0.0
-            else:
-                v = a / b
+            v = a / b
         else:
-            if b == 0.0:
-                na = 1
-                v = 0.0
-            else:
-                v = fmod(a, b)
+            v = fmod(a, b)
         vs[sp - 1] = v
         ns[sp - 1] = na
         pc += 1
@@ -83,18 +218,21 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
         sp -= 1
         a = vs[sp - 1]
         b = vs[sp]
-        if op == C_EQ:
-            v = a == b
-        elif op == C_NE:
-            v = a != b
-        elif op == C_LT:
-            v = a < b
-        elif op == C_LE:
-            v = a <= b
-        elif op == C_GT:
-            v = a > b
+        if a == a and b == b:  # no NaN: IEEE order is Spark's order
+            if op == C_EQ:
+                v = a == b
+            elif op == C_NE:
+                v = a != b
+            elif op == C_LT:
+                v = a < b
+            elif op == C_LE:
+                v = a <= b
+            elif op == C_GT:
+                v = a > b
+            else:
+                v = a >= b
         else:
-            v = a >= b
+            v = _cmp_result(op - C_EQ, (a != a) - (b != b))
         vs[sp - 1] = v
         ns[sp - 1] = ns[sp - 1] | ns[sp]
         pc += 1
@@ -153,6 +291,13 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
     elif op == C_POP:
         sp -= 1
         pc += 1
+    elif op == C_SHORT_AND or op == C_SHORT_OR:
+        # Spark evaluates the right side of AND/OR only when the left does not decide,
+        # so its errors (ANSI) are raised only then
+        if not ns[sp - 1] and ((vs[sp - 1] != 0.0) == (op == C_SHORT_OR)):
+            pc = code[pc + 1]
+        else:
+            pc += 2
     elif op == C_FUNC1:
         vs[sp - 1] = _func1(code[pc + 1], vs[sp - 1], &ns[sp - 1])
         pc += 2
@@ -167,8 +312,8 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
         v = 0.0
         for i in range(n):
             if not ns[sp + i]:
-                if na or (op == C_GREATEST and vs[sp + i] > v) or (
-                        op == C_LEAST and vs[sp + i] < v):
+                if na or (op == C_GREATEST and _dcmp(vs[sp + i], v) > 0) or (
+                        op == C_LEAST and _dcmp(vs[sp + i], v) < 0):
                     v = vs[sp + i]
                 na = 0
         vs[sp] = v
@@ -229,3 +374,101 @@ cdef double _func2(int f, double x, double y, unsigned char* isnull, unsigned ch
     if f == 3 and r < 0:
         r += fabs(y)
     return r
+
+
+cdef inline int _exact_op(int op, const int* code, int pc, double* vs, unsigned char* ns,
+                          ExactLane* xl, int* sp_io) noexcept nogil:
+    """The exact-lane instructions (loads and aggregates excepted)."""
+    cdef int sp = sp_io[0]
+    cdef int n, i, st, best
+    cdef x_i128* xs = xl.xs
+    cdef x_i128 r
+    cdef unsigned char na
+    if op == X_CMP:
+        sp -= 1
+        vs[sp - 1] = _cmp_result(code[pc + 1],
+                                 x_dec_cmp(xs[sp - 1], code[pc + 2], xs[sp], code[pc + 3]))
+        ns[sp - 1] = ns[sp - 1] | ns[sp]
+        pc += 4
+    elif op == X_CONST:
+        xs[sp] = xl.consts[code[pc + 1]]
+        ns[sp] = 0
+        sp += 1
+        pc += 2
+    elif op == X_DEC or op == X_INT:
+        sp -= 1
+        na = ns[sp - 1] | ns[sp]
+        r = 0
+        if not na:
+            if op == X_INT:
+                st = x_int_op(code[pc + 1], xs[sp - 1], xs[sp], code[pc + 2], not xl.ansi, &r)
+            else:
+                st = _dec_op(code[pc + 1], xs[sp - 1], code[pc + 2], xs[sp], code[pc + 3],
+                             code[pc + 4], code[pc + 5], &r)
+            if st != XS_OK:
+                _lane_fail(xl, st, &na)
+        xs[sp - 1] = r
+        ns[sp - 1] = na
+        pc += 3 if op == X_INT else 6
+    elif op == X_NEG or op == X_ABS:
+        if not ns[sp - 1] and (op == X_NEG or xs[sp - 1] < 0):
+            if code[pc + 1] == 0:
+                xs[sp - 1] = -xs[sp - 1]
+            elif x_int_fit(-xs[sp - 1], code[pc + 1], not xl.ansi, &xs[sp - 1]) != XS_OK:
+                _lane_fail(xl, XS_OVERFLOW, &ns[sp - 1])
+        pc += 2
+    elif op == X_TO_DOUBLE:
+        vs[sp - 1] = x_to_double(xs[sp - 1], code[pc + 1])
+        pc += 2
+    elif op == X_TO_BOOL:
+        vs[sp - 1] = xs[sp - 1] != 0
+        pc += 1
+    elif op == X_SIGN:
+        vs[sp - 1] = (xs[sp - 1] > 0) - (xs[sp - 1] < 0)
+        pc += 1
+    elif op == X_RESCALE or op == X_ROUND:
+        if not ns[sp - 1]:
+            if op == X_RESCALE:
+                st = x_dec_rescale(xs[sp - 1], code[pc + 1], code[pc + 2], code[pc + 3], &r)
+            else:
+                st = x_dec_round(xs[sp - 1], code[pc + 2], code[pc + 3], code[pc + 1],
+                                 code[pc + 4], &r)
+            if st != XS_OK:
+                _lane_fail(xl, st, &ns[sp - 1])
+                r = 0
+            xs[sp - 1] = r
+        pc += 4 if op == X_RESCALE else 5
+    elif op == X_EXTREME:
+        n = code[pc + 1]
+        sp -= n
+        best = -1
+        for i in range(n):
+            if not ns[sp + i]:
+                if best < 0 or ((xs[sp + i] > xs[sp + best]) if code[pc + 2]
+                                else (xs[sp + i] < xs[sp + best])):
+                    best = i
+        xs[sp] = xs[sp + best] if best >= 0 else 0
+        ns[sp] = best < 0
+        sp += 1
+        pc += 3
+    else:
+        return -1
+    sp_io[0] = sp
+    return pc
+
+
+cdef inline int _dec_op(int op, x_i128 a, int sa, x_i128 b, int sb, int sr, int pr,
+                        x_i128* out) noexcept nogil:
+    cdef int st
+    if op == XO_ADD or op == XO_SUB:
+        return x_dec_add(a, sa, b, sb, op == XO_SUB, sr, pr, out)
+    if op == XO_MUL:
+        return x_dec_mul(a, sa, b, sb, sr, pr, out)
+    if op == XO_DIV:
+        return x_dec_div(a, sa, b, sb, sr, pr, out)
+    st = x_dec_mod(a, sa, b, sb, sr, pr, out)
+    if op == XO_PMOD and st == XS_OK and out[0] < 0:  # pmod: (a % b + b) % b
+        st = x_dec_add(out[0], sr, b, sb, 0, sr if sr > sb else sb, 38, out)
+        if st == XS_OK:
+            st = x_dec_mod(out[0], sr if sr > sb else sb, b, sb, sr, pr, out)
+    return st

@@ -24,6 +24,7 @@ ctypedef long long i64
 # pattern program opcodes (cepsql/runtime/program.py)
 include "condition_ops.pxi"
 include "buffers.pxi"
+include "aggregate_ops.pxi"
 
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
@@ -45,22 +46,6 @@ cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
 cdef enum: A_LIST = 6  # ARRAY_AGG (MEASURES only)
-# Spark's variance family in DEFINE (CentralMomentAgg's update); slots: rows, non-null
-# count, mean bits, m2 bits
-cdef enum: A_VAR_SAMP = 7
-cdef enum: A_VAR_POP = 8
-cdef enum: A_STDDEV_SAMP = 9
-cdef enum: A_STDDEV_POP = 10
-cdef inline void _moment_update(double* n, double* mean, double* m2, double x) noexcept nogil:
-    """One row of Spark's CentralMomentAgg update (n, mean, m2)."""
-    cdef double new_n = n[0] + 1.0
-    cdef double delta = x - mean[0]
-    cdef double delta_n = delta / new_n
-    mean[0] = mean[0] + delta_n
-    m2[0] = m2[0] + delta * (delta - delta_n)
-    n[0] = new_n
-
-
 # error codes returned to Python
 cdef enum: ERR_SKIP_FIRST_ROW = 1
 cdef enum: ERR_SKIP_ABSENT = 2
@@ -97,6 +82,8 @@ cdef class SqlMatcher:
     cdef int n_consts
     cdef double* vstack
     cdef unsigned char* nstack
+    cdef ExactLane xl            # exact lane of the stack, constants and columns
+    cdef object xcols_ref        # keeps the exact column matrix alive during a run
     # row refs used by DEFINE: set, logical, loff, poff, final
     cdef int* refs
     cdef int n_refs
@@ -176,6 +163,7 @@ cdef class SqlMatcher:
         stack = max(int(code.size) + 8, 16)
         self.vstack = <double*> malloc(stack * sizeof(double))
         self.nstack = <unsigned char*> malloc(stack)
+        _lane_init(&self.xl, stack)
         refs = np.ascontiguousarray(refs, dtype=np.int32).reshape(-1, 5)
         self.n_refs = refs.shape[0]
         self.refs = <int*> self._copy(refs if refs.size else np.zeros(5, np.int32))
@@ -201,14 +189,14 @@ cdef class SqlMatcher:
         maggs = np.ascontiguousarray(maggs, dtype=np.int32).reshape(-1, 4)
         self.n_maggs = maggs.shape[0]
         self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
-        self.acc = <i64*> calloc(5 * self.n_maggs + 1, sizeof(i64))
-        self.facc = <i64*> calloc(5 * self.n_maggs + 1, sizeof(i64))
+        self.acc = <i64*> calloc(AGG_W * self.n_maggs + 1, sizeof(i64))
+        self.facc = <i64*> calloc(AGG_W * self.n_maggs + 1, sizeof(i64))
         self.row_local = <unsigned char*> self._copy(
             np.ascontiguousarray(row_local, dtype=np.uint8) if row_local.size
             else np.zeros(1, np.uint8))
         self.pre = NULL
         self.agg_base = ST_SETS + 3 * self.n_tracked
-        self.slot_base = self.agg_base + 5 * self.n_daggs
+        self.slot_base = self.agg_base + AGG_W * self.n_daggs
         self.S = self.slot_base + n_slots
         self.full_history = full_history
         self.skip_mode = skip_mode
@@ -253,6 +241,7 @@ cdef class SqlMatcher:
             return
         free(self.prog); free(self.code); free(self.cond_off); free(self.consts)
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
+        _lane_free(&self.xl)
         free(self.leaves); free(self.set_tracked)
         free(self.daggs); free(self.maggs); free(self.acc); free(self.facc)
         free(self.row_local); free(self.pre)
@@ -491,14 +480,17 @@ cdef class SqlMatcher:
             return True
         while True:
             op = self.code[pc]
-            if op == C_LOAD:
+            if op == C_LOAD or op == X_LOAD:
                 j = self._resolve(self.code[pc + 2], st, r, label)
                 if j < 0:
                     vs[sp] = 0.0
                     ns[sp] = 1
                 else:
                     n = self.code[pc + 1]
-                    vs[sp] = self.vals[n * self.n_rows + j]
+                    if op == C_LOAD:
+                        vs[sp] = self.vals[n * self.n_rows + j]
+                    else:
+                        self.xl.xs[sp] = self.xl.cols[n * self.n_rows + j]
                     ns[sp] = self.nulls[n * self.n_rows + j]
                 sp += 1
                 pc += 3
@@ -519,8 +511,9 @@ cdef class SqlMatcher:
                 ns[sp] = n < 0
                 sp += 1
                 pc += 2
-            elif op == C_AGG:
-                vs[sp] = self._define_aggregate(self.code[pc + 1], st, r, label, &ns[sp])
+            elif op == C_AGG or op == X_AGG:
+                self._define_aggregate(self.code[pc + 1], st, r, label, &vs[sp],
+                                       &self.xl.xs[sp], &ns[sp])
                 sp += 1
                 pc += 2
             elif op == C_MATCHNO:
@@ -529,111 +522,39 @@ cdef class SqlMatcher:
                 sp += 1
                 pc += 1
             else:
-                pc = _stack_op(op, self.code, pc, vs, ns, &sp)
+                pc = _stack_op(op, self.code, pc, vs, ns, &self.xl, &sp)
                 if pc < 0:
                     break
         return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
 
-    cdef double _define_aggregate(self, int k, i64* st, i64 r, int label,
-                                  unsigned char* isnull) noexcept nogil:
+    cdef void _define_aggregate(self, int k, i64* st, i64 r, int label, double* dv,
+                                x_i128* xv, unsigned char* isnull) noexcept nogil:
         """Aggregate k over the thread's rows plus row r tentatively labelled label."""
         cdef int set_id = self.daggs[k * 3]
-        cdef int func = self.daggs[k * 3 + 1]
-        cdef int col = self.daggs[k * 3 + 2]
-        cdef int base = self.agg_base + 5 * k
-        cdef i64 rows = st[base]
-        cdef i64 nonnull = st[base + 1]
-        cdef double total = _bits_to_double(st[base + 2])
-        cdef double lo = _bits_to_double(st[base + 3])
-        cdef double hi = _bits_to_double(st[base + 4])
-        cdef double v
-        if func >= A_VAR_SAMP:
-            return self._define_moment(k, st, r, label, isnull)
-        isnull[0] = 0
+        cdef i64 a[AGG_W]
+        memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
-            rows += 1
-            if col >= 0 and not self.nulls[col * self.n_rows + r]:
-                v = self.vals[col * self.n_rows + r]
-                if nonnull == 0 or v < lo:
-                    lo = v
-                if nonnull == 0 or v > hi:
-                    hi = v
-                nonnull += 1
-                total += v
-        if func == A_COUNT_STAR:
-            return <double> rows
-        if func == A_COUNT:
-            return <double> nonnull
-        if nonnull == 0:
-            isnull[0] = 1
-            return 0.0
-        if func == A_SUM:
-            return total
-        if func == A_AVG:
-            return total / nonnull
-        if func == A_MIN:
-            return lo
-        return hi
+            self._agg_row(a, k, r)
+        _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
-    cdef double _define_moment(self, int k, i64* st, i64 r, int label,
-                               unsigned char* isnull) noexcept nogil:
-        """Variance/stddev k over the thread's rows plus row r tentatively labelled label:
-        the state's update (Spark's CentralMomentAgg), then Spark's final formula."""
-        cdef int set_id = self.daggs[k * 3]
-        cdef int func = self.daggs[k * 3 + 1]
+    cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
         cdef int col = self.daggs[k * 3 + 2]
-        cdef int base = self.agg_base + 5 * k
-        cdef double n = <double> st[base + 1]
-        cdef double mean = _bits_to_double(st[base + 2])
-        cdef double m2 = _bits_to_double(st[base + 3])
-        cdef double var
-        cdef bint sample = func == A_VAR_SAMP or func == A_STDDEV_SAMP
-        if (set_id < 0 or self.member[set_id * self.n_labels + label]) and col >= 0 and \
-                not self.nulls[col * self.n_rows + r]:
-            _moment_update(&n, &mean, &m2, self.vals[col * self.n_rows + r])
-        isnull[0] = 0
-        if n == 0.0 or (sample and n == 1.0):
-            isnull[0] = 1
-            return 0.0
-        var = m2 / (n - 1.0) if sample else m2 / n
-        return sqrt(var) if (func == A_STDDEV_SAMP or func == A_STDDEV_POP) else var
-
-    cdef void _take_moment(self, i64* out, int base, int col, i64 r) noexcept nogil:
-        """Moment state out[base..] after row r (already counted in out[base])."""
-        cdef double n, mean, m2
-        if col < 0 or self.nulls[col * self.n_rows + r]:
-            return
-        n = <double> out[base + 1]
-        mean = _bits_to_double(out[base + 2])
-        m2 = _bits_to_double(out[base + 3])
-        _moment_update(&n, &mean, &m2, self.vals[col * self.n_rows + r])
-        out[base + 1] += 1
-        out[base + 2] = _double_to_bits(mean)
-        out[base + 3] = _double_to_bits(m2)
+        cdef i64 base = col * self.n_rows
+        if col < 0:
+            _agg_step(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, NULL, NULL, NULL, r, 0)
+        else:
+            _agg_step(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, self.vals + base,
+                      self.xl.cols + base, self.nulls + base, r, 0)
 
     cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
         """out := st after mapping row r to label."""
-        cdef int s_id, t, k, base, col
-        cdef double v
+        cdef int s_id, t, k
         memcpy(out, st, self.S * sizeof(i64))
         for k in range(self.n_daggs):
             s_id = self.daggs[k * 3]
             if s_id >= 0 and not self.member[s_id * self.n_labels + label]:
                 continue
-            base = self.agg_base + 5 * k
-            col = self.daggs[k * 3 + 2]
-            out[base] += 1
-            if self.daggs[k * 3 + 1] >= A_VAR_SAMP:
-                self._take_moment(out, base, col, r)
-                continue
-            if col >= 0 and not self.nulls[col * self.n_rows + r]:
-                v = self.vals[col * self.n_rows + r]
-                if out[base + 1] == 0 or v < _bits_to_double(out[base + 3]):
-                    out[base + 3] = _double_to_bits(v)
-                if out[base + 1] == 0 or v > _bits_to_double(out[base + 4]):
-                    out[base + 4] = _double_to_bits(v)
-                out[base + 1] += 1
-                out[base + 2] = _double_to_bits(_bits_to_double(out[base + 2]) + v)
+            self._agg_row(out + self.agg_base + AGG_W * k, k, r)
         out[ST_HIST] = self._new_node(r, label, st[ST_HIST], st[ST_EXCL] > 0)
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]
@@ -728,6 +649,25 @@ cdef class SqlMatcher:
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
         self.window_kind = kind
         self.window_size = size
+
+    def set_exact(self, consts, int ansi, dlane, mlane):
+        """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
+        the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
+        _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
+
+    def set_exact_columns(self, cols):
+        """The exact column matrix for the next run: int64[n_columns, n_rows, 2], the
+        128-bit value of every exact-lane column (other columns' rows are unused)."""
+        cdef cnp.ndarray c = np.ascontiguousarray(cols, dtype=np.int64)
+        self.xcols_ref = c
+        self.xl.cols = <const x_i128*> cnp.PyArray_DATA(c) if c.size else NULL
+
+    def vm_error(self):
+        """The first ANSI runtime error of the condition VM since the last call (0 none,
+        1 arithmetic overflow, 2 division by zero); clears it."""
+        err = self.xl.error
+        self.xl.error = 0
+        return err
 
     def set_consts(self, cnp.ndarray consts):
         """Replace the constant pool (string literals are re-ranked per chunk)."""
@@ -875,7 +815,7 @@ cdef class SqlMatcher:
         rows = _to_numpy(&out[0])
         mns = _to_numpy(&out[1])
         lv = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
-        ag = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs)
+        ag = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs, 2)
         lists = _to_numpy(&out[4])
         self.open_ = 0
         if err:
@@ -924,7 +864,7 @@ cdef class SqlMatcher:
                 return -1
         for q in range(self.n_maggs):
             func = self.maggs[q * 4 + 1]
-            if buf_push(&out[3], NULL_BITS if (func == A_SUM or func == A_AVG) else -1):
+            if _push_null_aggregate(&out[3], func, self.xl.mlane + 4 * q):
                 return -1
         return 0
 
@@ -933,12 +873,12 @@ cdef class SqlMatcher:
         """Output rows of one match: one row, or one per (non-excluded) matched row."""
         cdef i64 i
         cdef int q
-        for q in range(5 * self.n_maggs):
+        for q in range(AGG_W * self.n_maggs):
             self.acc[q] = 0
             self.facc[q] = 0
         for i in range(length):
             for q in range(self.n_maggs):
-                self._acc_add(self.facc + 5 * q, q, start, i, labels[i])
+                self._acc_add(self.facc + AGG_W * q, q, start, i, labels[i])
         if not self.all_rows:
             if buf_push(&out[0], start) or buf_push(&out[1], self.match_no):
                 return -1
@@ -951,7 +891,7 @@ cdef class SqlMatcher:
             return self._emit_measures(start, 0, 0, labels, out)
         for i in range(length):
             for q in range(self.n_maggs):
-                self._acc_add(self.acc + 5 * q, q, start, i, labels[i])
+                self._acc_add(self.acc + AGG_W * q, q, start, i, labels[i])
             if excl[i]:
                 continue
             if buf_push(&out[0], start + i) or buf_push(&out[1], self.match_no):
@@ -961,63 +901,44 @@ cdef class SqlMatcher:
         return 0
 
     cdef void _acc_add(self, i64* a, int q, i64 start, i64 i, i64 label) noexcept nogil:
-        """Add match row i to aggregate q's accumulator a (rows, non-null, sum, argmin,
-        argmax) when its label belongs to the aggregate's variable."""
+        """Add match row i to aggregate q's accumulator a when its label belongs to the
+        aggregate's variable (min/max keep their rows)."""
         cdef int set_id = self.maggs[q * 4]
         cdef int col = self.maggs[q * 4 + 2]
-        cdef i64 row = start + i
-        cdef double v
+        cdef i64 base = col * self.n_rows
         if set_id >= 0 and not self.member[set_id * self.n_labels + label]:
             return
-        a[0] += 1
-        if col < 0 or self.nulls[col * self.n_rows + row]:
-            return
-        v = self.vals[col * self.n_rows + row]
-        if a[1] == 0 or v < self.vals[col * self.n_rows + a[3]]:
-            a[3] = row
-        if a[1] == 0 or v > self.vals[col * self.n_rows + a[4]]:
-            a[4] = row
-        a[1] += 1
-        a[2] = _double_to_bits(_bits_to_double(a[2]) + v)
+        if col < 0:
+            _agg_step(a, self.maggs[q * 4 + 1], self.xl.mlane + 4 * q, NULL, NULL, NULL,
+                      start + i, 1)
+        else:
+            _agg_step(a, self.maggs[q * 4 + 1], self.xl.mlane + 4 * q, self.vals + base,
+                      self.xl.cols + base, self.nulls + base, start + i, 1)
 
     cdef int _emit_measures(self, i64 start, i64 length, i64 upto, i64* labels,
                             Buf* out) noexcept nogil:
         """Leaves and aggregates of one output row (prefix upto = RUNNING, length = FINAL)."""
         cdef int q, func, set_id, col
         cdef i64* a
-        cdef i64 i, p, v
+        cdef i64 i, p
         if self._emit_leaves(start, length, upto, labels, &out[2]) != 0:
             return -1
         for q in range(self.n_maggs):
             set_id = self.maggs[q * 4]
             func = self.maggs[q * 4 + 1]
             col = self.maggs[q * 4 + 2]
-            a = (self.facc if (self.maggs[q * 4 + 3] or not self.all_rows) else self.acc) + 5 * q
+            a = (self.facc if (self.maggs[q * 4 + 3] or not self.all_rows) else self.acc) + AGG_W * q
             p = length if (self.maggs[q * 4 + 3] or not self.all_rows) else upto
-            if func == A_COUNT_STAR:
-                v = a[0]
-            elif func == A_COUNT:
-                v = a[1]
-            elif func == A_LIST:
-                v = a[1] if a[1] > 0 else -1  # no rows: NULL, like ARRAY_AGG of nothing
-            elif a[1] == 0:
-                v = NULL_BITS if (func == A_SUM or func == A_AVG) else -1
-            elif func == A_SUM:
-                v = a[2]
-            elif func == A_AVG:
-                v = _double_to_bits(_bits_to_double(a[2]) / a[1])
-            elif func == A_MIN:
-                v = a[3]
-            else:
-                v = a[4]
-            if buf_push(&out[3], v):
-                return -1
             if func == A_LIST:
+                if buf_push(&out[3], a[1] if a[1] > 0 else -1) or buf_push(&out[3], 0):
+                    return -1  # no rows: NULL, like ARRAY_AGG of nothing
                 for i in range(p):
                     if (set_id < 0 or self.member[set_id * self.n_labels + labels[i]]) and \
                             not self.nulls[col * self.n_rows + start + i]:
                         if buf_push(&out[4], start + i):
                             return -1
+            elif _push_aggregate(&out[3], a, func, self.xl.mlane + 4 * q, &self.xl):
+                return -1
         return 0
 
     cdef int _emit_leaves(self, i64 start, i64 length, i64 upto, i64* labels,

@@ -82,7 +82,7 @@ class _Evaluator:
         a, b = self.value_of(e.left), self.value_of(e.right)
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
-            return _COMPARE[op](a, b)
+            return spark_compare(op, a, b)
         if op == "+":
             return pc.add_checked(a, b)
         if op == "-":
@@ -116,13 +116,13 @@ class _Evaluator:
         x = self.value_of(e.operand)
         out: Value = pa.scalar(False)
         for item in e.items:  # OR of equalities gives SQL's three-valued IN
-            out = pc.or_kleene(out, pc.equal(*_coerce_pair(x, self.value_of(item))))
+            out = pc.or_kleene(out, spark_compare("=", *_coerce_pair(x, self.value_of(item))))
         return pc.invert(out) if e.negated else out
 
     def _Between(self, e: Between) -> Value:
         x = self.value_of(e.operand)
-        out = pc.and_kleene(pc.greater_equal(*_coerce_pair(x, self.value_of(e.low))),
-                            pc.less_equal(*_coerce_pair(x, self.value_of(e.high))))
+        out = pc.and_kleene(spark_compare(">=", *_coerce_pair(x, self.value_of(e.low))),
+                            spark_compare("<=", *_coerce_pair(x, self.value_of(e.high))))
         return pc.invert(out) if e.negated else out
 
     def _Like(self, e: Like) -> Value:
@@ -147,7 +147,7 @@ class _Evaluator:
         for cond, _ in e.whens:
             c = self.value_of(cond)
             if operand is not None:
-                c = pc.equal(*_coerce_pair(operand, c))
+                c = spark_compare("=", *_coerce_pair(operand, c))
             conds.append(pc.fill_null(_broadcast(_as_bool(c), self.n), False))
         values = [self.value_of(r) for _, r in e.whens]
         if e.default is not None:
@@ -271,6 +271,29 @@ def cast_value(v: Value, target: pa.DataType) -> Value:
 
 def _is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def spark_compare(op: str, a: Value, b: Value) -> Value:
+    """a op b with Spark's order of floating-point values: NaN equals NaN and is greater
+    than every other value (Arrow's IEEE comparisons say false for any NaN)."""
+    out = _COMPARE[op](a, b)
+    if not (pa.types.is_floating(a.type) or pa.types.is_floating(b.type)):
+        return out
+    a_nan, b_nan = _nan_flag(a), _nan_flag(b)
+    any_nan = pc.or_(a_nan, b_nan)
+    if not pc.any(any_nan).as_py() if isinstance(any_nan, (pa.Array, pa.ChunkedArray)) \
+            else not any_nan.as_py():
+        return out
+    order = pc.subtract(pc.cast(a_nan, pa.int8()), pc.cast(b_nan, pa.int8()))
+    return pc.if_else(pc.fill_null(any_nan, False), _COMPARE[op](order, pa.scalar(0, pa.int8())),
+                      out)
+
+
+def _nan_flag(v: Value) -> Value:
+    """is_nan for floating values (NULL stays NULL), False for anything else."""
+    if pa.types.is_floating(v.type):
+        return pc.is_nan(v)
+    return pa.scalar(False)
 
 
 def _coerce_pair(a: Value, b: Value) -> tuple[Value, Value]:

@@ -234,13 +234,16 @@ def _residual(expr: Expr, derived: DerivedColumns) -> Expr:
 
 
 def result_type(func: str, arg_type: pa.DataType | None) -> pa.DataType:
-    """Arrow type of an aggregate's result (Spark's rules, decimals summed as double)."""
+    """Arrow type of an aggregate's result (Spark's rules: sum of integers BIGINT, of
+    DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4, s + 4), both
+    bounded to 38 digits; avg of anything else DOUBLE)."""
+    from . import vm_types as T
+    from .conditions import aggregate_lane
     if func in ("COUNT_STAR", "COUNT"):
         return pa.int64()
-    if func == "AVG":
-        return pa.float64()
-    if func == "SUM":
-        return pa.int64() if pa.types.is_integer(arg_type) else pa.float64()
+    if func in ("SUM", "AVG"):
+        arg = T.of_arrow(arg_type)
+        return T.to_arrow(aggregate_lane(func, arg)[1])
     if func == "LIST":
         return pa.list_(arg_type)
     return arg_type  # MIN / MAX gather the row holding the extreme value

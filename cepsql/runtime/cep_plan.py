@@ -318,7 +318,8 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         refs = RefTable(sets)
         agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
         code = compile_conditions(dict(zip(pseudo, conj_exprs)), labels + pseudo, refs,
-                                  prepared, agg_columns)
+                                  prepared, agg_columns,
+                                  ansi=(options or PlannerOptions()).ansi)
         agg_vm_column = dict(zip(agg_columns, code.extra_columns))
         agg_specs, agg_fields = [], []
         for i, agg in enumerate(leaves.aggregates):

@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .conditions import STR, ConditionCode
-from .worker import CHUNK_ROWS, MatchWorker, _with_zero, window_micros
+from .worker import (CHUNK_ROWS, MatchWorker, _with_zero, measure_lanes, raise_vm_error,
+                     window_micros)
 
 
 @dataclass
@@ -171,6 +172,8 @@ class CepWorker(MatchWorker):
             c.membership, c.code.aggregates, c.comps, c.seq_start, c.negs, c.leaves,
             c.measure_aggregates, c.rank, c.strategy, int(c.all_rows), int(c.with_unmatched),
             int(c.select_past_last), c.window_kind, float(c.window_size), c.code.max_stack)
+        matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
+                          measure_lanes(c.code, c.aggregate_columns))
         # CEPSQL_CEP_MERGE=0 switches run merging off (benchmarks/bench_cep.py)
         matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
         if c.comp_proceed is not None:
@@ -184,8 +187,7 @@ class CepWorker(MatchWorker):
     def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool = False,
                  cont: bool = False):
         n = table.num_rows
-        values, nulls, consts = self._vm_columns(table)
-        matcher.set_consts(consts)
+        values, nulls = self._load_vm(matcher, table)
         bounds = np.append(np.unique(starts), n).astype(np.int64)
         wts = wnulls = None
         if self.config.window_kind == 2:
@@ -196,6 +198,7 @@ class CepWorker(MatchWorker):
         rows, numbers, leaves, aggregates = matcher.run(values, nulls, bounds, wts, wnulls,
                                                         int(open_last), int(cont),
                                                         breaks=breaks)
+        raise_vm_error(matcher.vm_error())
         if len(rows) == 0:
             return []
         return self._output(table, rows, numbers, leaves, aggregates,

@@ -1,13 +1,19 @@
 """Compile localized DEFINE conditions into bytecode for the Cython condition VM.
 
-The VM is a stack machine over (double value, null flag) pairs. Every column it reads
-is handed to it as float64 + null mask: numbers and booleans as they are, timestamps
-as microseconds, dates as days, strings as ranks in a sorted dictionary built per
-chunk (string literals the VM compares against are added to that dictionary, so
-equality and ordering of ranks are those of the strings).
+The VM is a stack machine over (value, null flag) slots with two value lanes (see
+cython_ext/condition_ops.pxi): a double lane for DOUBLE/FLOAT, booleans and string
+ranks, and an exact 128-bit lane for integral types, DECIMAL (unscaled), TIMESTAMP
+(microseconds), DATE (days) and day-time intervals. The compiler infers every node's
+Spark type (vm_types.py) and emits typed instructions, so arithmetic and comparisons
+give exactly Spark's answer: integral overflow at the type's width, DECIMAL precision
+and scale by Spark's DecimalPrecision rules with HALF_UP rounding, NULL (or, under ANSI
+mode, an error) on overflow and division by zero, DOUBLE when a double is involved, and
+NaN ordered as Spark orders it. Strings are ranks in a sorted dictionary built per chunk
+(string literals the VM compares against are added to it).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,15 +23,21 @@ from ..algebra.expressions import (AggregateValue, Between, BinaryOp, Case, Cast
                                    FunctionCall, InList, IsNull, Literal, MatchNumber, RowRef, RowValue,
                                    UnaryOp)
 from ..errors import CepAnalysisError, CepUnsupportedError
+from . import vm_types as T
 from .rowsets import RefTable
+from .vm_types import VmType
 
-# opcodes (keep in sync with cython_ext/matcher.pyx)
+# opcodes: the one list on this side (cython_ext/condition_ops.pxi is the other)
 C_CONST, C_NULL, C_LOAD, C_LOAD_CLS, C_MATCHNO, C_AGG = 0, 1, 2, 3, 4, 5
 C_ADD, C_SUB, C_MUL, C_DIV, C_MOD, C_NEG = 10, 11, 12, 13, 14, 15
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = 20, 21, 22, 23, 24, 25
 C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
 C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
+C_SHORT_AND, C_SHORT_OR = 44, 45
 C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST = 50, 51, 52, 53
+X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
+X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
+XO = {"+": 0, "-": 1, "*": 2, "/": 3, "%": 4, "pmod": 5}
 
 FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling": 5,
          "sign": 6, "signum": 6, "log10": 7, "negative": 8, "positive": 9}
@@ -38,14 +50,8 @@ NUM, STR, BOOL, CLS, NULL = "number", "string", "boolean", "classifier", "null"
 
 def column_kind(dtype: pa.DataType) -> str:
     """How the VM sees an Arrow type; raises for types it cannot compare."""
-    if pa.types.is_boolean(dtype):
-        return BOOL
-    if (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
-            or pa.types.is_temporal(dtype)):
-        return NUM
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return STR
-    raise CepUnsupportedError(f"cannot compare values of type {dtype} across rows")
+    t = T.of_arrow(dtype)
+    return {"boolean": BOOL, "string": STR}.get(t.name, NUM)
 
 
 @dataclass
@@ -62,6 +68,42 @@ class ConditionCode:
     aggregates: np.ndarray = None  # int32[n, 3]: set id, function code, VM column (-1)
     row_local: np.ndarray = None  # uint8[n_labels]: DEFINE depends on the row alone
     extra_columns: list[int] = None  # VM column of each requested extra column
+    xconsts: np.ndarray = None  # int64[n, 2]: the exact lane's 128-bit constants
+    column_types: list[VmType] = None  # Spark type of each VM column
+    aggregate_exact: np.ndarray = None  # int32[n, 4]: see aggregate_lane()
+    ansi: bool = True           # spark.sql.ansi.enabled: overflow raises instead of NULL
+
+    def exact_columns(self) -> list[int]:
+        """VM columns held in the exact lane."""
+        return [i for i, t in enumerate(self.column_types) if t.exact]
+
+
+# Spark's variance family: a double update (CentralMomentAgg) in the aggregate state
+MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
+
+
+def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:
+    """How an evaluator computes an aggregate over a column of type arg, and its result
+    type: [exact (0 double lane, 1 exact lane), argument scale, result scale, result
+    precision (0: BIGINT / integral, wrapped or checked at 64 bits)]."""
+    if func in ("COUNT_STAR", "COUNT"):
+        return [1, 0, 0, 0], T.BIGINT
+    if func in ("LIST", "ROWS"):
+        return [0, 0, 0, 0], arg
+    exact = arg is not None and arg.exact
+    if func in MOMENT_FUNCS:  # a double update over the column's value (either lane)
+        return [int(exact), arg.scale if exact else 0, 0, 0], T.DOUBLE
+    if func in ("MIN", "MAX"):
+        return [int(exact), arg.scale if exact else 0, 0, 0], arg
+    if not exact:
+        return [0, 0, 0, 0], T.DOUBLE
+    if func == "SUM":
+        out = T.sum_type(arg)
+    elif arg.name == "decimal" or arg.name == "interval":
+        out = T.avg_type(arg)
+    else:
+        return [1, 0, 0, -1], T.DOUBLE  # avg of integers: a double sum (Spark's order)
+    return [1, arg.scale, out.scale, out.precision], out
 
 
 @dataclass
@@ -71,13 +113,16 @@ class _Emitter:
     labels: list[str]
     code: list[int] = field(default_factory=list)
     consts: list[float] = field(default_factory=list)
+    xconsts: list[int] = field(default_factory=list)
     string_consts: list[tuple[int, str]] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
+    types: list[VmType] = field(default_factory=list)
     depth: int = 0
     max_depth: int = 0
     reads_other_labels: bool = False
     aggs: list[list[int]] = field(default_factory=list)
+    agg_exact: list[list[int]] = field(default_factory=list)
     row_local: bool = True  # of the condition being compiled
 
     def read(self, ref) -> None:
@@ -99,21 +144,38 @@ class _Emitter:
         self.consts.append(float(value))
         self.op(C_CONST, len(self.consts) - 1, delta=1)
 
-    def column_index(self, name: str) -> tuple[int, str]:
+    def xconst(self, value: int) -> None:
+        if not -(1 << 127) <= value < (1 << 127):
+            raise CepUnsupportedError(f"constant {value} exceeds 128 bits")
+        self.xconsts.append(int(value))
+        self.op(X_CONST, len(self.xconsts) - 1, delta=1)
+
+    def column_index(self, name: str) -> tuple[int, VmType]:
         if name not in self.columns:
             idx = self.schema.get_field_index(name)
             if idx < 0:
                 raise CepAnalysisError(f"unknown column {name}")
+            dtype = self.schema.field(idx).type
             self.columns.append(name)
-            self.kinds.append(column_kind(self.schema.field(idx).type))
+            self.kinds.append(column_kind(dtype))
+            self.types.append(T.of_arrow(dtype))
         i = self.columns.index(name)
-        return i, self.kinds[i]
+        return i, self.types[i]
+
+    def scratch(self) -> "_Emitter":
+        """A throwaway copy: compiling into it tells an expression's type."""
+        return dataclasses.replace(
+            self, code=[], consts=[], xconsts=[], string_consts=[], columns=list(self.columns),
+            kinds=list(self.kinds), types=list(self.types), aggs=[list(a) for a in self.aggs],
+            agg_exact=[list(a) for a in self.agg_exact], depth=0, max_depth=0)
 
 
 def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTable,
-                       schema: pa.Schema, extra_columns: list[str] = ()) -> ConditionCode:
+                       schema: pa.Schema, extra_columns: list[str] = (), *,
+                       ansi: bool = True) -> ConditionCode:
     """defines: label -> localized condition (see decompose.localize). extra_columns are
-    also loaded into the VM's column matrix (for aggregates in MEASURES)."""
+    also loaded into the VM's column matrix (for aggregates in MEASURES). ansi: Spark's
+    spark.sql.ansi.enabled (overflow and division by zero raise instead of giving NULL)."""
     em = _Emitter(schema, refs, labels)
     offsets = []
     row_local = []
@@ -126,12 +188,13 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
         offsets.append(len(em.code))
         em.depth = 0
         em.row_local = True
-        kind = _compile(em, cond)
-        if kind not in (BOOL, NULL):
+        t = _compile(em, cond)
+        if t.name not in ("boolean", "null"):
             raise CepAnalysisError(f"DEFINE condition of {label} is not a boolean expression",
                                    pos=getattr(cond, "pos", None))
         em.op(C_JUMP, -1)  # end marker: the VM stops at a jump to -1
         row_local.append(int(em.row_local))
+    extra = [em.column_index(c)[0] for c in extra_columns]
     return ConditionCode(
         code=np.asarray(em.code, dtype=np.int32), offsets=np.asarray(offsets, dtype=np.int32),
         consts=np.asarray(em.consts or [0.0], dtype=np.float64), string_consts=em.string_consts,
@@ -139,11 +202,51 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
         reads_other_labels=em.reads_other_labels,
         aggregates=np.asarray(em.aggs, dtype=np.int32).reshape(-1, 3),
         row_local=np.asarray(row_local, dtype=np.uint8),
-        extra_columns=[em.column_index(c)[0] for c in extra_columns])
+        extra_columns=extra, xconsts=_split128(em.xconsts), column_types=em.types,
+        aggregate_exact=np.asarray(em.agg_exact, dtype=np.int32).reshape(-1, 4), ansi=ansi)
 
 
-def _compile(em: _Emitter, e: Expr) -> str:
-    """Emit code leaving e's value on the stack; returns its kind."""
+def _split128(values: list[int]) -> np.ndarray:
+    """128-bit integers as little-endian int64 halves (the VM's layout)."""
+    out = np.zeros((max(len(values), 1), 2), dtype=np.int64)
+    for i, v in enumerate(values):
+        u = v & ((1 << 128) - 1)
+        out[i] = np.array([u & ((1 << 64) - 1), u >> 64], dtype=np.uint64).view(np.int64)
+    return out
+
+
+def _type_of(em: _Emitter, e: Expr) -> VmType:
+    return _compile(em.scratch(), e)
+
+
+def _compile_as(em: _Emitter, e: Expr, target: VmType) -> VmType:
+    """Emit e converted to target (Spark's implicit cast)."""
+    t = _compile(em, e)
+    _convert(em, t, target, e)
+    return target
+
+
+def _convert(em: _Emitter, t: VmType, target: VmType, e: Expr) -> None:
+    if t == target or t.name == "null" or target.name == "null":
+        return
+    if target.name == "double":
+        if t.exact and t.numeric:
+            em.op(X_TO_DOUBLE, t.scale)
+        elif t.name not in ("double", "boolean"):
+            raise CepAnalysisError(f"cannot use {t} as a double", pos=getattr(e, "pos", None))
+        return
+    if target.name == "decimal" and t.numeric and t.exact:
+        d = T.as_decimal(t, _int_literal(e))
+        if d.scale != target.scale or d.precision - d.scale > target.precision - target.scale:
+            em.op(X_RESCALE, d.scale, target.scale, target.precision)
+        return
+    if target.integral and t.integral:
+        return  # widening: the 128-bit lane holds every integral value
+    raise CepAnalysisError(f"cannot convert {t} to {target}", pos=getattr(e, "pos", None))
+
+
+def _compile(em: _Emitter, e: Expr) -> VmType:
+    """Emit code leaving e's value on the stack; returns its Spark type."""
     if isinstance(e, Literal):
         return _literal(em, e)
     if isinstance(e, RowValue):
@@ -154,32 +257,34 @@ def _compile(em: _Emitter, e: Expr) -> str:
                 em.reads_other_labels = True
                 em.row_local = False
             em.op(C_LOAD_CLS, ref, delta=1)
-            return CLS
+            return T.CLASSIFIER
         assert isinstance(e.value, ColumnRef)
-        col, kind = em.column_index(e.value.column)
-        em.op(C_LOAD, col, ref, delta=1)
-        return kind
+        col, t = em.column_index(e.value.column)
+        em.op(X_LOAD if t.exact else C_LOAD, col, ref, delta=1)
+        return t
     if isinstance(e, MatchNumber):
         em.row_local = False
         em.op(C_MATCHNO, delta=1)
-        return NUM
+        return T.DOUBLE
     if isinstance(e, AggregateValue):
         return _aggregate(em, e)
     if isinstance(e, BinaryOp):
         return _binary(em, e)
     if isinstance(e, UnaryOp):
-        kind = _compile(em, e.operand)
         if e.op == "NOT":
-            _expect(kind, (BOOL, NULL), e, "NOT needs a boolean")
+            _expect(_compile(em, e.operand), ("boolean", "null"), e, "NOT needs a boolean")
             em.op(C_NOT)
-            return BOOL
-        _expect(kind, (NUM, NULL), e, "unary minus needs a number")
-        em.op(C_NEG)
-        return NUM
+            return T.BOOLEAN
+        lit = _int_literal(e)
+        if lit is not None:
+            em.xconst(lit)
+            return T.integer_literal(lit)
+        t = _compile(em, e.operand)
+        return _negate(em, t, e)
     if isinstance(e, IsNull):
         _compile(em, e.operand)
         em.op(C_ISNOTNULL if e.negated else C_ISNULL)
-        return BOOL
+        return T.BOOLEAN
     if isinstance(e, Between):
         low = BinaryOp(">=", e.operand, e.low, e.pos)
         high = BinaryOp("<=", e.operand, e.high, e.pos)
@@ -195,70 +300,195 @@ def _compile(em: _Emitter, e: Expr) -> str:
     if isinstance(e, Case):
         return _case(em, e)
     if isinstance(e, Cast):
-        kind = _compile(em, e.operand)
-        target = e.to.lower()
-        if kind in (NUM, BOOL, NULL) and target.split("(")[0] in (
-                "double", "float", "decimal", "real", "numeric"):
-            return NUM
-        raise CepUnsupportedError(
-            f"CAST to {e.to} over values of different rows is not supported in DEFINE",
-            pos=e.pos)
+        return _cast(em, e)
     if isinstance(e, FunctionCall):
         return _function(em, e)
     raise CepUnsupportedError(
         f"{type(e).__name__} is not supported in DEFINE conditions", pos=getattr(e, "pos", None))
 
 
-def _literal(em: _Emitter, e: Literal) -> str:
+def _negate(em: _Emitter, t: VmType, e: Expr) -> VmType:
+    if t.name in ("double", "null"):
+        em.op(C_NEG)
+    elif t.numeric or t.name == "interval":
+        em.op(X_NEG, t.width if t.integral else 0)
+    else:
+        raise CepAnalysisError("unary minus needs a number", pos=e.pos)
+    return t
+
+
+def _int_literal(e: Expr) -> int | None:
+    """The value of an integer literal, also written with a leading minus."""
+    if isinstance(e, Literal) and e.type == "int" and e.value is not None:
+        return int(e.value)
+    if isinstance(e, UnaryOp) and e.op == "-":
+        inner = _int_literal(e.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _literal(em: _Emitter, e: Literal) -> VmType:
     if e.type == "null" or e.value is None:
         em.op(C_NULL, delta=1)
-        return NULL
+        return T.NULL
     if e.type == "bool":
         em.const(1.0 if e.value else 0.0)
-        return BOOL
-    if e.type in ("int", "double", "decimal", "interval"):
-        em.const(float(e.value))  # intervals in microseconds, like timestamps in the VM
-        return NUM
+        return T.BOOLEAN
+    if e.type == "int":
+        em.xconst(int(e.value))
+        return T.integer_literal(int(e.value))
+    if e.type == "decimal":
+        t, unscaled = T.decimal_literal(str(e.value))
+        em.xconst(unscaled)
+        return t
+    if e.type == "interval":  # day-time intervals, in microseconds like timestamps
+        em.xconst(int(e.value))
+        return T.INTERVAL
+    if e.type == "double":
+        em.const(float(e.value))
+        return T.DOUBLE
     if e.type == "string":
         em.const(0.0)
         em.string_consts.append((len(em.consts) - 1, str(e.value)))
-        return STR
+        return T.STRING
     raise CepUnsupportedError(
         f"{e.type} literal compared across rows is not supported in DEFINE", pos=e.pos)
 
 
-def _binary(em: _Emitter, e: BinaryOp) -> str:
+def _binary(em: _Emitter, e: BinaryOp) -> VmType:
     op = e.op.upper()
     if op in ("AND", "OR"):
-        for side in (e.left, e.right):
-            _expect(_compile(em, side), (BOOL, NULL), e, f"{op} needs boolean operands")
+        # short-circuit like Spark: the right side runs only when the left does not decide
+        _expect(_compile(em, e.left), ("boolean", "null"), e, f"{op} needs boolean operands")
+        jump = em.op(C_SHORT_AND if op == "AND" else C_SHORT_OR, 0)
+        _expect(_compile(em, e.right), ("boolean", "null"), e, f"{op} needs boolean operands")
         em.op(C_AND if op == "AND" else C_OR, delta=-1)
-        return BOOL
+        em.code[jump + 1] = len(em.code)
+        return T.BOOLEAN
     if op in _COMPARE:
-        if _is_string_literal(e.right) or _is_string_literal(e.left):
-            classifier_side = e.left if _is_string_literal(e.right) else e.right
-            literal_side = e.right if _is_string_literal(e.right) else e.left
-            if _is_classifier(classifier_side):
-                return _classifier_compare(em, op, classifier_side, literal_side, e)
-        lk = _compile(em, e.left)
-        rk = _compile(em, e.right)
-        if NULL not in (lk, rk) and {lk, rk} != {lk} and {lk, rk} != {NUM, BOOL}:
-            raise CepAnalysisError(f"cannot compare {lk} with {rk}", pos=e.pos)
-        if CLS in (lk, rk) and op not in ("=", "<>", "!="):
-            raise CepUnsupportedError("CLASSIFIER() values can only be tested for equality",
-                                      pos=e.pos)
-        em.op(_COMPARE[op], delta=-1)
-        return BOOL
+        return _compare(em, op, e)
     if op in _ARITH:
-        for side in (e.left, e.right):
-            _expect(_compile(em, side), (NUM, NULL), e, f"'{op}' needs numeric operands")
-        em.op(_ARITH[op], delta=-1)
-        return NUM
+        return _arithmetic(em, op, e.left, e.right, e)
     raise CepUnsupportedError(f"operator {e.op} over values of different rows is not "
                               "supported in DEFINE", pos=e.pos)
 
 
-def _classifier_compare(em: _Emitter, op: str, cls_side: Expr, lit: Literal, e: Expr) -> str:
+def _arithmetic(em: _Emitter, op: str, left: Expr, right: Expr, e: Expr) -> VmType:
+    """+ - * / % (and pmod) with Spark's result type and overflow rules."""
+    lt, rt = _type_of(em, left), _type_of(em, right)
+    names = {lt.name, rt.name}
+    if not all(t.numeric or t.name in ("null", "timestamp", "date", "interval")
+               for t in (lt, rt)):
+        raise CepAnalysisError(f"'{op}' needs numeric operands", pos=e.pos)
+    if names & {"timestamp", "date", "interval"}:
+        return _datetime_arithmetic(em, op, left, right, lt, rt, e)
+    if "null" in names:
+        other = rt if lt.name == "null" else lt
+        _compile(em, left)
+        _compile(em, right)
+        if other.name in ("double", "null") or (op == "/" and other.integral):
+            em.op(_ARITH.get(op, C_MOD), delta=-1)
+            return T.DOUBLE if other.name != "null" else T.NULL
+        em.op(X_INT, XO[op], 64, delta=-1)  # a NULL operand: the result is NULL
+        return other if op != "/" else T.DOUBLE
+    if "double" in names or (op == "/" and lt.integral and rt.integral):
+        _compile_as(em, left, T.DOUBLE)
+        _compile_as(em, right, T.DOUBLE)
+        if op == "pmod":
+            em.op(C_FUNC2, FUNC2["pmod"], delta=-1)
+        else:
+            em.op(_ARITH[op], delta=-1)
+        return T.DOUBLE
+    _compile(em, left)
+    _compile(em, right)
+    if lt.integral and rt.integral:
+        out = T.wider_integral(lt, rt)
+        em.op(X_INT, XO[op], out.width, delta=-1)
+        return out
+    a, b = T.as_decimal(lt, _int_literal(left)), T.as_decimal(rt, _int_literal(right))
+    out = T.arithmetic_type("%" if op == "pmod" else op, a, b)
+    em.op(X_DEC, XO[op], a.scale, b.scale, out.scale, out.precision, delta=-1)
+    return out
+
+
+def _datetime_arithmetic(em, op, left, right, lt, rt, e) -> VmType:
+    """TIMESTAMP +/- INTERVAL, TIMESTAMP - TIMESTAMP, INTERVAL +/- INTERVAL,
+    DATE +/- integer (date_add)."""
+    pair = (lt.name, rt.name)
+    out = None
+    if op in ("+", "-") and pair in (("timestamp", "interval"), ("interval", "interval")):
+        out = lt
+    elif op == "+" and pair == ("interval", "timestamp"):
+        out = rt
+    elif op == "-" and pair == ("timestamp", "timestamp"):
+        out = T.INTERVAL
+    elif op in ("+", "-") and lt.name == "date" and rt.name in ("int", "short", "byte"):
+        out = T.DATE
+    elif op == "+" and rt.name == "date" and lt.name in ("int", "short", "byte"):
+        out = T.DATE
+    elif op in ("*", "/") and lt.name == "interval" and rt.integral and op == "*":
+        out = T.INTERVAL
+    elif "null" in pair:
+        out = lt if rt.name == "null" else rt
+    if out is None:
+        raise CepUnsupportedError(f"{lt} {op} {rt} over values of different rows is not "
+                                  "supported in DEFINE", pos=e.pos)
+    _compile(em, left)
+    _compile(em, right)
+    em.op(X_INT, XO[op], 32 if out.name == "date" else 64, delta=-1)
+    return out
+
+
+def _compare(em: _Emitter, op: str, e: BinaryOp) -> VmType:
+    if _is_string_literal(e.right) or _is_string_literal(e.left):
+        classifier_side = e.left if _is_string_literal(e.right) else e.right
+        literal_side = e.right if _is_string_literal(e.right) else e.left
+        if _is_classifier(classifier_side):
+            return _classifier_compare(em, op, classifier_side, literal_side, e)
+    lt, rt = _type_of(em, e.left), _type_of(em, e.right)
+    if lt.name == "classifier" or rt.name == "classifier":
+        if op not in ("=", "<>", "!="):
+            raise CepUnsupportedError("CLASSIFIER() values can only be tested for equality",
+                                      pos=e.pos)
+    code = _COMPARE[op] - C_EQ
+    known = [t for t in (lt, rt) if t.name != "null"]
+    if len(known) == 2 and lt != rt:
+        if lt.numeric and rt.numeric:
+            if "double" in (lt.name, rt.name):
+                _compile_as(em, e.left, T.DOUBLE)
+                _compile_as(em, e.right, T.DOUBLE)
+                em.op(_COMPARE[op], delta=-1)
+                return T.BOOLEAN
+            if lt.integral and rt.integral:
+                _compile(em, e.left)
+                _compile(em, e.right)
+                em.op(X_CMP, code, 0, 0, delta=-1)
+                return T.BOOLEAN
+            # both cast to the wider decimal type (bounded to 38 digits: may overflow)
+            a, b = T.as_decimal(lt, _int_literal(e.left)), T.as_decimal(rt, _int_literal(e.right))
+            w = T.wider_decimal(a, b)
+            _compile_as(em, e.left, w)
+            _compile_as(em, e.right, w)
+            em.op(X_CMP, code, w.scale, w.scale, delta=-1)
+            return T.BOOLEAN
+        if {lt.name, rt.name} <= {"boolean", "double", "byte", "short", "int", "bigint",
+                                  "decimal"}:
+            _compile_as(em, e.left, T.DOUBLE)
+            _compile_as(em, e.right, T.DOUBLE)
+            em.op(_COMPARE[op], delta=-1)
+            return T.BOOLEAN
+        raise CepAnalysisError(f"cannot compare {lt} with {rt}", pos=e.pos)
+    t = known[0] if known else T.NULL
+    _compile(em, e.left)
+    _compile(em, e.right)
+    if t.exact:
+        em.op(X_CMP, code, t.scale, t.scale, delta=-1)
+    else:
+        em.op(_COMPARE[op], delta=-1)
+    return T.BOOLEAN
+
+
+def _classifier_compare(em: _Emitter, op: str, cls_side: Expr, lit: Literal, e: Expr) -> VmType:
     if op not in ("=", "<>", "!="):
         raise CepUnsupportedError("CLASSIFIER() values can only be tested for equality",
                                   pos=e.pos)
@@ -266,80 +496,151 @@ def _classifier_compare(em: _Emitter, op: str, cls_side: Expr, lit: Literal, e: 
     label = str(lit.value)
     em.const(em.labels.index(label) if label in em.labels else -2)
     em.op(_COMPARE[op], delta=-1)
-    return BOOL
+    return T.BOOLEAN
 
 
-def _case(em: _Emitter, e: Case) -> str:
+def _common(em: _Emitter, exprs: list[Expr], e: Expr, what: str) -> VmType:
+    try:
+        return T.common_type([_type_of(em, x) for x in exprs])
+    except TypeError:
+        raise CepAnalysisError(f"{what} have incompatible types", pos=e.pos) from None
+
+
+def _case(em: _Emitter, e: Case) -> VmType:
+    results = [r for _, r in e.whens] + ([] if e.default is None else [e.default])
+    out = _common(em, results, e, "CASE branches")
     end_jumps = []
-    kinds = set()
     for cond, result in e.whens:
         test = cond if e.operand is None else BinaryOp("=", e.operand, cond, e.pos)
-        _expect(_compile(em, test), (BOOL, NULL), e, "CASE WHEN needs a boolean condition")
+        _expect(_compile(em, test), ("boolean", "null"), e, "CASE WHEN needs a boolean condition")
         skip = em.op(C_JUMP_IF_NOT_TRUE, 0, delta=-1)
-        kinds.add(_compile(em, result))
+        _compile_as(em, result, out)
         em.depth -= 1
         end_jumps.append(em.op(C_JUMP, 0))
         em.code[skip + 1] = len(em.code)
     if e.default is None:
         em.op(C_NULL, delta=1)
     else:
-        kinds.add(_compile(em, e.default))
+        _compile_as(em, e.default, out)
     for j in end_jumps:
         em.code[j + 1] = len(em.code)
-    kinds.discard(NULL)
-    if len(kinds) > 1 and kinds != {NUM, BOOL}:
-        raise CepAnalysisError("CASE branches have incompatible types", pos=e.pos)
-    return kinds.pop() if kinds else NULL
+    return out
 
 
-def _function(em: _Emitter, e: FunctionCall) -> str:
+def _cast(em: _Emitter, e: Cast) -> VmType:
+    target = e.to.lower().replace(" ", "")
+    base = target.split("(")[0]
+    if base in ("double", "float", "real"):
+        return _compile_as(em, e.operand, T.DOUBLE)
+    if base in ("decimal", "numeric", "dec"):
+        args = target[len(base):].strip("()").split(",") if "(" in target else []
+        p = int(args[0]) if args and args[0] else 10
+        s = int(args[1]) if len(args) > 1 else 0
+        t = _type_of(em, e.operand)
+        if (t.numeric and t.exact) or t.name == "null":
+            return _compile_as(em, e.operand, T.decimal(p, s))
+    raise CepUnsupportedError(
+        f"CAST to {e.to} over values of different rows is not supported in DEFINE",
+        pos=e.pos)
+
+
+def _function(em: _Emitter, e: FunctionCall) -> VmType:
     name = e.name.lower()
     if name in ("coalesce", "nvl", "ifnull"):
+        out = _common(em, list(e.args), e, "COALESCE arguments")
         jumps = []
-        kinds = set()
         for i, arg in enumerate(e.args):
-            kinds.add(_compile(em, arg))
+            _compile_as(em, arg, out)
             if i < len(e.args) - 1:
                 jumps.append(em.op(C_JUMP_IF_NOT_NULL, 0, delta=-1))
         for j in jumps:
             em.code[j + 1] = len(em.code)
-        kinds.discard(NULL)
-        if len(kinds) > 1:
-            raise CepAnalysisError("COALESCE arguments have incompatible types", pos=e.pos)
-        return kinds.pop() if kinds else NULL
+        return out
     if name in ("greatest", "least"):
+        out = _common(em, list(e.args), e, f"{name} arguments")
+        if out.name not in ("null", "double") and not out.exact:
+            raise CepAnalysisError(f"{name} needs numeric arguments", pos=e.pos)
         for arg in e.args:
-            _expect(_compile(em, arg), (NUM, NULL), e, f"{name} needs numeric arguments")
-        em.op(C_GREATEST if name == "greatest" else C_LEAST, len(e.args),
-              delta=1 - len(e.args))
-        return NUM
+            _compile_as(em, arg, out)
+        if out.exact:
+            em.op(X_EXTREME, len(e.args), int(name == "greatest"), delta=1 - len(e.args))
+        else:
+            em.op(C_GREATEST if name == "greatest" else C_LEAST, len(e.args),
+                  delta=1 - len(e.args))
+        return out
     if name in FUNC1 and len(e.args) == 1:
-        _expect(_compile(em, e.args[0]), (NUM, NULL), e, f"{name} needs a numeric argument")
-        em.op(C_FUNC1, FUNC1[name])
-        return NUM
+        return _function1(em, name, e)
     if name in FUNC2 and len(e.args) in (1, 2):
-        for arg in e.args:
-            _expect(_compile(em, arg), (NUM, NULL), e, f"{name} needs numeric arguments")
-        if len(e.args) == 1:  # round(x) = round(x, 0)
-            em.const(0.0)
-        em.op(C_FUNC2, FUNC2[name], delta=-1)
-        return NUM
+        return _function2(em, name, e)
     raise CepUnsupportedError(
         f"function {e.name} over values of different rows is not supported in DEFINE "
         "(it is supported when all its arguments come from one row)", pos=e.pos)
 
 
-def _aggregate(em: _Emitter, e: AggregateValue) -> str:
+def _function1(em: _Emitter, name: str, e: FunctionCall) -> VmType:
+    t = _type_of(em, e.args[0])
+    _expect(t, ("double", "null", "byte", "short", "int", "bigint", "decimal"), e,
+            f"{name} needs a numeric argument")
+    if not t.exact:
+        _compile_as(em, e.args[0], T.DOUBLE)
+        em.op(C_FUNC1, FUNC1[name])
+        return T.DOUBLE if t.name != "null" else T.NULL
+    _compile(em, e.args[0])
+    if name == "abs":
+        em.op(X_ABS, t.width if t.integral else 0)
+        return t
+    if name in ("negative", "positive"):
+        return _negate(em, t, e) if name == "negative" else t
+    if name in ("sign", "signum"):
+        em.op(X_SIGN)
+        return T.DOUBLE
+    if name in ("floor", "ceil", "ceiling"):
+        if t.integral:
+            return T.BIGINT
+        out = T.bounded(t.precision - t.scale + 1, 0)
+        em.op(X_ROUND, 1 if name == "floor" else 2, t.scale, 0, out.precision)
+        return out if t.scale else t
+    em.op(X_TO_DOUBLE, t.scale)
+    em.op(C_FUNC1, FUNC1[name])
+    return T.DOUBLE
+
+
+def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
+    x = e.args[0]
+    t = _type_of(em, x)
+    if name in ("mod", "pmod") and len(e.args) == 2:
+        return _arithmetic(em, "%" if name == "mod" else "pmod", x, e.args[1], e)
+    digits = _int_literal(e.args[1]) if len(e.args) == 2 else 0
+    if name == "round" and t.exact and t.numeric and digits is not None and digits >= 0:
+        _compile(em, x)
+        if t.integral or digits >= t.scale:
+            return t
+        out = T.decimal(min(t.precision - t.scale + 1 + digits, T.MAX_PRECISION), digits)
+        em.op(X_ROUND, 0, t.scale, digits, out.precision)
+        return out
+    for arg in e.args:
+        _expect(_compile_as(em, arg, T.DOUBLE), ("double", "null"), e,
+                f"{name} needs numeric arguments")
+    if len(e.args) == 1:  # round(x) = round(x, 0)
+        em.const(0.0)
+    em.op(C_FUNC2, FUNC2[name], delta=-1)
+    return T.DOUBLE
+
+
+def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     from .aggregates import FUNC_CODES
-    col, kind = (-1, NUM) if e.column is None else em.column_index(e.column)
-    if e.func in ("SUM", "AVG", "VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP") and \
-            kind != NUM:
+    col, t = (-1, None) if e.column is None else em.column_index(e.column)
+    if e.func in ("SUM", "AVG") and not (t.numeric or t.name == "interval"):
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
+    if e.func in MOMENT_FUNCS and not t.numeric:
+        raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
+    lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
     em.aggs.append([set_id, FUNC_CODES[e.func], col])
-    em.op(C_AGG, len(em.aggs) - 1, delta=1)
-    return kind if e.func in ("MIN", "MAX") else NUM
+    em.agg_exact.append(lane)
+    em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
+    return out
 
 
 def _is_string_literal(e: Expr) -> bool:
@@ -350,6 +651,6 @@ def _is_classifier(e: Expr) -> bool:
     return isinstance(e, RowValue) and isinstance(e.value, Classifier)
 
 
-def _expect(kind: str, allowed: tuple[str, ...], e: Expr, message: str) -> None:
-    if kind not in allowed:
+def _expect(t: VmType, allowed: tuple[str, ...], e: Expr, message: str) -> None:
+    if t.name not in allowed:
         raise CepAnalysisError(message, pos=getattr(e, "pos", None))

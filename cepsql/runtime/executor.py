@@ -113,7 +113,8 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
     def _bind(prepared: pa.Schema) -> BoundPlan:
         refs = RefTable(sets)
         agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
-        code = compile_conditions(defines, labels, refs, prepared, agg_columns)
+        code = compile_conditions(defines, labels, refs, prepared, agg_columns,
+                                  ansi=options.ansi)
         agg_vm_column = dict(zip(agg_columns, code.extra_columns))
         agg_specs, agg_fields = [], []
         for i, agg in enumerate(leaves.aggregates):

@@ -32,6 +32,7 @@ class PlannerOptions:
     plan_seconds: float = 1.0
     slicing: bool = True
     infer_partitions: bool = True
+    ansi: bool = True  # spark.sql.ansi.enabled: DEFINE arithmetic overflow raises (else NULL)
 
 
 #: Spark conf key -> PlannerOptions field
@@ -43,6 +44,7 @@ CONF_KEYS = {
     "cepsql.planner.planSeconds": "plan_seconds",
     "cepsql.planner.slicing": "slicing",
     "cepsql.planner.inferPartitions": "infer_partitions",
+    "spark.sql.ansi.enabled": "ansi",
 }
 
 _TYPES = {f.name: f.type for f in fields(PlannerOptions)}
@@ -60,7 +62,7 @@ def _convert(key: str, name: str, text: str):
             if text.upper() not in ALGORITHMS:
                 raise ValueError(f"known: AUTO, {', '.join(ALGORITHMS)}")
             return text.upper()
-        if name in ("slicing", "infer_partitions"):
+        if name in ("slicing", "infer_partitions", "ansi"):
             if text.lower() not in ("true", "false"):
                 raise ValueError("expected true or false")
             return text.lower() == "true"

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CepRuntimeError
-from .conditions import STR, ConditionCode
+from ..exprs.arrow_eval import spark_compare
+from .conditions import STR, ConditionCode, aggregate_lane
 from .gathered import compute
 
 CHUNK_ROWS = 1 << 16
@@ -111,6 +112,8 @@ class MatchWorker:
                           c.measure_aggregates, c.code.row_local, c.skip_mode,
                           c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
         matcher.set_window(c.window_kind, float(c.window_size))
+        matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
+                          measure_lanes(c.code, c.aggregate_columns))
         return matcher
 
     def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
@@ -129,7 +132,7 @@ class MatchWorker:
             else:
                 col = pa.concat_arrays([col.slice(0, 1), col])
             prev, cur = col.slice(0, n), col.slice(1)
-            differs = pc.fill_null(pc.not_equal(prev, cur), False)
+            differs = pc.fill_null(spark_compare("<>", prev, cur), False)  # NaN = NaN
             null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
             change[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
         return np.flatnonzero(change[1:]).astype(np.int64)
@@ -138,8 +141,7 @@ class MatchWorker:
                  carry: tuple[int, int, int, bool] | None):
         """Match one chunk; returns (output batches, resume state of its last group)."""
         n = table.num_rows
-        values, nulls, consts = self._vm_columns(table)
-        matcher.set_consts(consts)
+        values, nulls = self._load_vm(matcher, table)
         bounds = np.append(starts, n).astype(np.int64)
         cont_pos, cont_mn, cont_cov, has_start = carry if carry is not None else (-1, 0, 0, True)
         wts, wnulls = (None, None)
@@ -149,6 +151,7 @@ class MatchWorker:
                              int(has_start), wts, wnulls)
         if len(result) == 2:
             self._raise_runtime(result[0])
+        raise_vm_error(matcher.vm_error())
         rows, match_numbers, leaves, aggregates, list_rows, resume = result
         if len(rows) == 0:
             return [], resume
@@ -175,8 +178,9 @@ class MatchWorker:
         """Decode the matcher's aggregate outputs into typed Arrow columns, then the
         gathered aggregates over the ROWS lists."""
         out = []
+        lanes = measure_lanes(self.config.code, self.config.aggregate_columns)
         lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        list_counts = [raw[:, q] for q, (func, _) in enumerate(self.config.aggregate_columns)
+        list_counts = [raw[:, q, 0] for q, (func, _) in enumerate(self.config.aggregate_columns)
                        if func in ("LIST", "ROWS")]
         # list rows are laid out per output row, then per LIST aggregate
         offsets = np.zeros(0, dtype=np.int64)
@@ -186,7 +190,7 @@ class MatchWorker:
         list_index = 0
         n_lists = len(list_counts)
         for q, (func, column) in enumerate(self.config.aggregate_columns):
-            values = raw[:, q]
+            values = raw[:, q, 0]
             if func == "ROWS":  # a gathered aggregate's row list: no column of its own
                 starts = offsets[list_index:-1:n_lists]
                 lists[q] = (starts, offsets[list_index + 1::n_lists] - starts)
@@ -195,6 +199,8 @@ class MatchWorker:
             field = self.config.output_schema.field(f"__cep_a{q}")
             if func in ("COUNT_STAR", "COUNT"):
                 out.append(pa.array(values, pa.int64(), mask=values < 0))
+            elif func in ("SUM", "AVG") and lanes[q, 0] and lanes[q, 3] >= 0:
+                out.append(exact_array(raw[:, q], field.type))
             elif func in ("SUM", "AVG"):
                 null = values == NULL_BITS
                 floats = values.view(np.float64)
@@ -218,13 +224,25 @@ class MatchWorker:
             out.append(compute(spec, table, lists, list_rows, match_numbers))
         return out
 
+    def _load_vm(self, matcher, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """Hand the chunk's constants and exact columns to the matcher; returns the
+        double-lane values and the null masks of every VM column."""
+        values, nulls, consts, exact = self._vm_columns(table)
+        matcher.set_consts(consts)
+        matcher.set_exact_columns(exact)
+        return values, nulls
+
     def _vm_columns(self, table: pa.Table):
-        """float64 values + null masks of the columns the condition VM reads."""
+        """Double-lane values, null masks, constants and the exact lane (int64[k, n, 2]:
+        128-bit values) of the columns the condition VM reads. Each column fills only
+        its own lane (np.zeros leaves the other lane's pages untouched)."""
         code = self.config.code
         n = table.num_rows
         k = len(code.columns)
         values = np.zeros((k, n), dtype=np.float64)
         nulls = np.zeros((k, n), dtype=np.uint8)
+        any_exact = any(t.exact for t in code.column_types)
+        exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
         consts = code.consts.copy()
         strings = [name for name, kind in zip(code.columns, code.column_kinds) if kind == STR]
         dictionary = _sorted_dictionary(table, strings, [s for _, s in code.string_consts])
@@ -232,13 +250,16 @@ class MatchWorker:
             consts[slot] = float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
         for i, (name, kind) in enumerate(zip(code.columns, code.column_kinds)):
             col = table.column(name).combine_chunks()
+            nulls[i] = col.is_null().to_numpy(zero_copy_only=False)
+            if code.column_types[i].exact:
+                exact_lane(col, exact[i])
+                continue
             if kind == STR:
                 num = pc.index_in(col, value_set=dictionary).cast(pa.float64())
             else:
                 num = _as_float(col)
-            nulls[i] = col.is_null().to_numpy(zero_copy_only=False)
             values[i] = pc.fill_null(num, 0.0).to_numpy(zero_copy_only=False)
-        return values, nulls, consts
+        return values, nulls, consts, exact
 
     def _raise_runtime(self, code: int) -> None:
         var = self.config.skip_var
@@ -249,6 +270,66 @@ class MatchWorker:
             raise CepRuntimeError(
                 f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match")
         raise MemoryError("cepsql matcher ran out of memory")
+
+
+def measure_lanes(code: ConditionCode, aggregates: list[tuple[str, str | None]]) -> np.ndarray:
+    """int32[n, 4]: how the evaluator computes each MEASURES aggregate (conditions.aggregate_lane)."""
+    lanes = [aggregate_lane(func, None if column is None
+                            else code.column_types[code.columns.index(column)])[0]
+             for func, column in aggregates]
+    return np.asarray(lanes, dtype=np.int32).reshape(-1, 4)
+
+
+def exact_array(words: np.ndarray, dtype: pa.DataType) -> pa.Array:
+    """An Arrow column from the evaluator's 128-bit results (int64[n, 2]; high word
+    INT64_MIN = NULL): decimal128 zero-copy, integers and durations from the low word."""
+    null = words[:, 1] == np.iinfo(np.int64).min
+    mask = pa.array(null) if null.any() else None
+    if pa.types.is_decimal(dtype):
+        data = np.ascontiguousarray(words)
+        data[null] = 0
+        validity = None if mask is None else pc.invert(mask).buffers()[1]
+        return pa.Array.from_buffers(dtype, len(words), [validity, pa.py_buffer(data)],
+                                     null_count=int(null.sum()))
+    return pa.array(words[:, 0], pa.int64(), mask=null).cast(dtype)
+
+
+def raise_vm_error(code: int) -> None:
+    """An ANSI-mode runtime error of the condition VM (spark.sql.ansi.enabled=true)."""
+    if code == 1:
+        raise CepRuntimeError(
+            "[ARITHMETIC_OVERFLOW] arithmetic overflow in a DEFINE condition or an aggregate "
+            "over pattern variables (a DECIMAL result exceeds its precision or an integer its "
+            "width); set spark.sql.ansi.enabled=false to get NULL instead")
+    if code == 2:
+        raise CepRuntimeError(
+            "[DIVIDE_BY_ZERO] division by zero in a DEFINE condition; set "
+            "spark.sql.ansi.enabled=false to get NULL instead")
+
+
+def exact_lane(col: pa.Array, out: np.ndarray) -> None:
+    """Fill out (int64[n, 2]) with the 128-bit values of an exact-lane column: decimals
+    unscaled (Arrow's decimal128 buffer is that layout already), integers sign-extended,
+    timestamps and durations in microseconds, dates in days. NULL rows stay 0."""
+    t = col.type
+    if pa.types.is_decimal(t) and t.bit_width != 128:
+        col, t = col.cast(pa.decimal128(t.precision, t.scale)), pa.decimal128(t.precision, t.scale)
+    if pa.types.is_decimal(t):
+        buf = col.buffers()[1]
+        raw = np.frombuffer(buf, dtype=np.int64).reshape(-1, 2)[col.offset:col.offset + len(col)]
+        out[:] = raw
+        if col.null_count:
+            out[col.is_null().to_numpy(zero_copy_only=False)] = 0
+        return
+    if pa.types.is_timestamp(t):
+        col = col.cast(pa.timestamp("us", t.tz))
+    elif pa.types.is_duration(t):
+        col = col.cast(pa.duration("us"))
+    elif pa.types.is_date64(t):
+        col = col.cast(pa.date32())
+    v = pc.fill_null(col.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    out[:, 0] = v
+    out[:, 1] = v >> 63
 
 
 def window_micros(column) -> tuple[np.ndarray, np.ndarray]:

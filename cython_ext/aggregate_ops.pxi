@@ -1,0 +1,138 @@
+# Aggregates over pattern variables, shared (textually included) by the SQL:2016 matcher
+# and the CEP evaluator: the running state of one aggregate, a row step, and the value.
+#
+# State: AGG_W i64 words per aggregate, zeroed at the start of a match attempt:
+#   [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2])
+#   [4:6] the min or max (128-bit or double; MEASURES keep its row in [4])
+#   AVG over integers keeps Spark's double sum (input order) in [4].
+# lane (aggregate_exact in conditions.py): exact, argument scale, result scale, result
+# precision (0: BIGINT, wrapped or checked at 64 bits; -1: AVG of integers, a double).
+# A new aggregate function adds its code to A_* (and aggregates.FUNC_CODES), its step to
+# _agg_step and its value to _agg_value; more state words need a larger AGG_W.
+
+cdef enum: AGG_W = 6
+cdef i64 NULL_HI = -0x7FFFFFFFFFFFFFFF - 1  # high word of a NULL exact MEASURES value
+
+cdef extern from "exact128.h" nogil:
+    x_i128 X_SUM_OVERFLOW
+    void x_sum_add(x_i128* s, x_i128 v)
+
+
+cdef inline x_i128 _get128(const i64* w) noexcept nogil:
+    cdef x_i128 v
+    memcpy(&v, w, 16)
+    return v
+
+
+cdef inline void _put128(i64* w, x_i128 v) noexcept nogil:
+    memcpy(w, &v, 16)
+
+
+cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol,
+                           const x_i128* xcol, const unsigned char* ncol, i64 row,
+                           bint by_row) noexcept nogil:
+    """Add row to the state a. dcol/xcol/ncol: the column's lanes and nulls (NULL for
+    COUNT(*)). by_row: min/max keep the row (MEASURES) instead of the value."""
+    cdef double d
+    cdef x_i128 x
+    a[0] += 1
+    if ncol == NULL or ncol[row]:
+        return
+    if lane[0]:
+        x = xcol[row]
+        if func == A_MIN or func == A_MAX:
+            if by_row:
+                if a[1] == 0 or (x < xcol[a[4]] if func == A_MIN else x > xcol[a[4]]):
+                    a[4] = row
+            elif a[1] == 0 or (x < _get128(a + 4) if func == A_MIN else x > _get128(a + 4)):
+                _put128(a + 4, x)
+        elif func == A_AVG and lane[3] < 0:
+            a[4] = _double_to_bits(_bits_to_double(a[4]) + x_to_double(x, 0))
+        elif func == A_SUM or func == A_AVG:
+            x = _get128(a + 2)
+            x_sum_add(&x, xcol[row])
+            _put128(a + 2, x)
+    else:
+        d = dcol[row]
+        if func == A_MIN or func == A_MAX:
+            if by_row:
+                if a[1] == 0 or _dcmp(d, dcol[a[4]]) * (1 if func == A_MAX else -1) > 0:
+                    a[4] = row
+            elif a[1] == 0 or _dcmp(d, _bits_to_double(a[4])) * (1 if func == A_MAX else -1) > 0:
+                a[4] = _double_to_bits(d)
+        else:
+            a[2] = _double_to_bits(_bits_to_double(a[2]) + d)
+    a[1] += 1
+
+
+cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* xl,
+                            double* dv, x_i128* xv, unsigned char* isnull) noexcept nogil:
+    """The aggregate's value in its result lane (min/max as stored: value or row)."""
+    cdef x_i128 s
+    cdef int st = XS_OK
+    isnull[0] = 0
+    dv[0] = 0.0
+    xv[0] = 0
+    if func == A_COUNT_STAR or func == A_COUNT:
+        xv[0] = a[0] if func == A_COUNT_STAR else a[1]
+        dv[0] = <double> xv[0]
+        return
+    if a[1] == 0:
+        isnull[0] = 1
+        return
+    if func == A_MIN or func == A_MAX:
+        if lane[0]:
+            xv[0] = _get128(a + 4)
+        else:
+            dv[0] = _bits_to_double(a[4])
+        return
+    if not lane[0]:
+        dv[0] = _bits_to_double(a[2])
+        if func == A_AVG:
+            dv[0] = dv[0] / a[1]
+        return
+    if func == A_AVG and lane[3] < 0:
+        dv[0] = _bits_to_double(a[4]) / a[1]
+        return
+    s = _get128(a + 2)
+    if s == X_SUM_OVERFLOW:
+        st = XS_OVERFLOW
+    elif func == A_SUM:
+        if lane[3] == 0:
+            st = x_int_fit(s, 64, not xl.ansi, xv)
+        elif x_dec_rescale(s, lane[1], lane[2], lane[3], xv) != XS_OK:
+            st = XS_OVERFLOW
+    else:
+        st = x_dec_div(s, lane[1], a[1], 0, lane[2], lane[3], xv)
+    if st != XS_OK:
+        _lane_fail(xl, st, isnull)
+        xv[0] = 0
+
+
+cdef inline int _push_aggregate(Buf* out, const i64* a, int func, const int* lane,
+                                ExactLane* xl) noexcept nogil:
+    """Two output words of a MEASURES aggregate: COUNT, or the row of MIN/MAX (-1 NULL),
+    or a double's bits (NULL_BITS), or an exact value's 128 bits (NULL: high word
+    INT64_MIN, which no 38-digit value has)."""
+    cdef double d
+    cdef x_i128 x
+    cdef unsigned char isnull
+    if func == A_MIN or func == A_MAX:
+        return buf_push(out, a[4] if a[1] > 0 else -1) or buf_push(out, 0)
+    _agg_value(a, func, lane, xl, &d, &x, &isnull)
+    if func == A_COUNT_STAR or func == A_COUNT:
+        return buf_push(out, <i64> x) or buf_push(out, 0)
+    if lane[0] and lane[3] >= 0:
+        if isnull:
+            return buf_push(out, 0) or buf_push(out, NULL_HI)
+        return buf_push(out, <i64> x) or buf_push(out, <i64> (x >> 64))
+    return buf_push(out, NULL_BITS if isnull else _double_to_bits(d)) or buf_push(out, 0)
+
+
+cdef inline int _push_null_aggregate(Buf* out, int func, const int* lane) noexcept nogil:
+    """The two words of a NULL aggregate (unmatched rows)."""
+    if func == A_SUM or func == A_AVG:
+        if lane[0] and lane[3] >= 0:
+            return buf_push(out, 0) or buf_push(out, NULL_HI)
+        return buf_push(out, NULL_BITS) or buf_push(out, 0)
+    return buf_push(out, -1) or buf_push(out, 0)
