@@ -17,13 +17,13 @@ from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Ca
                                    MatchNumber, Navigation, UnaryOp, children, walk)
 from ..algebra.rowrefs import rebuild
 from ..errors import CepAnalysisError, CepUnsupportedError
+from .conditions import MOMENT_FUNCS  # noqa: F401  (re-exported for cep_plan)
 from .decompose import DerivedColumns
 
 FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
               "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
               # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
               "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10}
-MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
