@@ -69,6 +69,9 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
     a[0] += 1
     if ncol == NULL or ncol[row]:
         return
+    if func == A_COUNT:  # counts non-null rows only: no value lane is read
+        a[1] += 1
+        return
     if func >= A_VAR_SAMP:
         _moment_step(a, x_to_double(xcol[row], lane[1]) if lane[0] else dcol[row])
         return

@@ -215,7 +215,8 @@ cdef class CepMatcher:
     cdef Buf stk               # path enumeration stack
     cdef int oom
     # streaming state of the open partition (rows rebased to the next chunk)
-    cdef unsigned char* used   # rows of selected matches (SKIP PAST LAST ROW)
+    cdef i64 last_end          # SKIP PAST LAST ROW: last row of the last selected match
+    cdef int sel_dirty         # SKIP PAST LAST ROW: matches stored since the last selection
     cdef unsigned char* covered  # rows of output matches (WITH UNMATCHED ROWS)
     cdef i64 cap_flags
     cdef i64 pproc             # rows below are processed (the rest only lookahead)
@@ -333,7 +334,6 @@ cdef class CepMatcher:
         self.plab = NULL
         self.mpos = NULL
         self.mlab = NULL
-        self.used = NULL
         self.covered = NULL
         self.cap_flags = 0
         self.has_state = 0
@@ -382,7 +382,7 @@ cdef class CepMatcher:
         bufs[15] = &self.stk
         for i in range(16):
             free(bufs[i].data)
-        free(self.used); free(self.covered)
+        free(self.covered)
         free(self.comp_proceed)
         self._plan_free()
 
@@ -397,7 +397,10 @@ cdef class CepMatcher:
         return fabs(self.wts[hi] - self.wts[lo]) <= self.window_size
 
     cdef inline bint _alive(self, i64 first, i64 r) noexcept nogil:
-        """Whether some path whose youngest first row is first may still fit row r."""
+        """Whether some path whose youngest first row is first may still fit row r --
+        and, under SKIP PAST LAST ROW, start after the last selected match (R7)."""
+        if self.select_past_last and first <= self.last_end:
+            return False
         if self.window_kind == 0:
             return True
         if self.window_kind == 1:
@@ -793,6 +796,8 @@ cdef class CepMatcher:
                     if rc:
                         return rc
                     break
+                if self.select_past_last and self.n_first.data[node] <= self.last_end:
+                    break   # every path through node starts too early (R7)
                 if not self._fits(self.n_first.data[node], self.emit_last) and \
                         self.window_kind != 0:
                     # no path through node has a young enough first row
@@ -843,7 +848,12 @@ cdef class CepMatcher:
         return self._store_match(pos, lab, m, state, self.emit_seq)
 
     cdef int _store_match(self, i64* pos, i64* lab, i64 m, i64 state, int seq) noexcept nogil:
-        """Keep a checked match of the partition (emitted by _emit_ready)."""
+        """Keep a checked match of the partition (emitted by _emit_ready); under SKIP PAST
+        LAST ROW one starting at or before the last selected match is never output."""
+        if self.select_past_last:
+            if pos[0] <= self.last_end:
+                return 0
+            self.sel_dirty = 1
         if buf_push(&self.m_off, self.m_pos.n) or buf_push(&self.m_len, m) or \
                 buf_push(&self.m_st, state) or buf_push(&self.m_sq, seq) or \
                 buf_push(&self.m_chk, self.pproc) or \
@@ -1094,6 +1104,8 @@ cdef class CepMatcher:
                         return -1
                 elif self._kleene_arrival(leaf, r):
                     return -1
+            if self.sel_dirty and self._select_ready():
+                return -1
             for node in range(self.pn):
                 total = self.nd_inst[node].n // 3
                 if total > 2 * self.nd_live[node] + 256:
@@ -1439,6 +1451,8 @@ cdef class CepMatcher:
             swap = self.cur
             self.cur = self.nxt
             self.nxt = swap
+            if self.sel_dirty and self._select_ready():
+                return -1
             if self.cur.n // self.RW > self.peak_runs:
                 self.peak_runs = self.cur.n // self.RW
             if self.n_row.n > self.peak_nodes:
@@ -1555,6 +1569,8 @@ cdef class CepMatcher:
         self.m_sq.n = 0
         self.m_chk.n = 0
         self.match_no = 0
+        self.last_end = self.ps - 1
+        self.sel_dirty = 0
         self.unmatched_done = self.ps
         self.compact_at = 4096
         self._plan_clear()
@@ -1607,8 +1623,8 @@ cdef class CepMatcher:
         for i in range(self.m_chk.n):
             self.m_chk.data[i] -= d
         if self.n_rows > d:
-            memmove(self.used, self.used + d, self.n_rows - d)
             memmove(self.covered, self.covered + d, self.n_rows - d)
+        self.last_end -= d
         self.unmatched_done -= d
         self.pproc -= d
         return 0
@@ -1672,10 +1688,6 @@ cdef class CepMatcher:
             self.tlab = <i64*> realloc(self.tlab, self.cap_path * sizeof(i64))
         if self.cap_flags < self.n_rows + 1:
             self.cap_flags = self.n_rows + 1
-            p = <unsigned char*> realloc(self.used, self.cap_flags)
-            if p == NULL:
-                raise MemoryError("cepsql CEP matcher ran out of memory")
-            self.used = p
             p = <unsigned char*> realloc(self.covered, self.cap_flags)
             if p == NULL:
                 raise MemoryError("cepsql CEP matcher ran out of memory")
@@ -1684,7 +1696,6 @@ cdef class CepMatcher:
             raise MemoryError("cepsql CEP matcher ran out of memory")
         with nogil:
             if self.n_rows > carried:
-                memset(self.used + carried, 0, self.n_rows - carried)
                 memset(self.covered + carried, 0, self.n_rows - carried)
             for k in range(n_parts):
                 self.ps = bb[k]
@@ -1811,16 +1822,86 @@ cdef class CepMatcher:
                 break
         return j
 
+    cdef int _select_ready(self) noexcept nogil:
+        """R7 under SKIP PAST LAST ROW (SASE+'s non-overlap format), as far as it is
+        decided: the stored candidates in (last, first, positions, labels) order; one
+        starting at or before the last selected match's last row is gone (state 3),
+        otherwise it is selected (state 2) and moves last_end -- up to the first
+        candidate still awaiting a trailing NOT. Every match found later ends after
+        the stored ones, so these decisions are final."""
+        global g_off, g_len, g_pos, g_lab, g_rank, g_sel
+        cdef i64 n, i, j, x, pick, o, selected
+        cdef i64* order = self._order(0, 1, &n)
+        if order == NULL:
+            self.oom = 1
+            return -1
+        self.sel_dirty = 0
+        g_off = self.m_off.data
+        g_len = self.m_len.data
+        g_pos = self.m_pos.data
+        g_lab = self.m_lab.data
+        g_rank = self.rank
+        g_sel = 1
+        qsort(order, n, sizeof(i64), _cmp_match)
+        i = 0
+        while i < n:
+            j = self._group(order, i, n, &pick)
+            o = self.m_off.data[order[i]]
+            selected = -1
+            if self.m_pos.data[o] > self.last_end:
+                if pick < 0:
+                    break   # undecided: it may still be the next selected match
+                selected = pick
+                self.last_end = self.m_pos.data[o + self.m_len.data[order[i]] - 1]
+            for x in range(i, j):
+                self.m_st.data[order[x]] = 3
+            if selected >= 0:
+                self.m_st.data[selected] = 2
+            i = j
+        free(order)
+        self._drop_gone()
+        return 0
+
+    cdef void _drop_gone(self) noexcept nogil:
+        """Remove the stored matches in state 3 (output or never to be output); the peak
+        counts the undecided ones (selected ones wait only for the chunk's output)."""
+        cdef i64 i, o, w = 0, l = 0, undecided = 0
+        for i in range(self.m_off.n):
+            if self.m_st.data[i] == 3:
+                continue
+            if self.m_st.data[i] != 2:
+                undecided += 1
+            o = self.m_off.data[i]
+            memmove(self.m_pos.data + l, self.m_pos.data + o,
+                    self.m_len.data[i] * sizeof(i64))
+            memmove(self.m_lab.data + l, self.m_lab.data + o,
+                    self.m_len.data[i] * sizeof(i64))
+            self.m_off.data[w] = l
+            self.m_len.data[w] = self.m_len.data[i]
+            self.m_st.data[w] = self.m_st.data[i]
+            self.m_sq.data[w] = self.m_sq.data[i]
+            self.m_chk.data[w] = self.m_chk.data[i]
+            l += self.m_len.data[i]
+            w += 1
+        self.m_off.n = w
+        self.m_len.n = w
+        self.m_st.n = w
+        self.m_sq.n = w
+        self.m_chk.n = w
+        self.m_pos.n = l
+        self.m_lab.n = l
+        if undecided > self.peak_stored:
+            self.peak_stored = undecided
+
     cdef int _emit_ready(self, Buf* out, i64 future) noexcept nogil:
         """R7, incrementally: output (numbered) every stored match whose MATCH_NUMBER
         order is final -- no match still to be found (first row >= future) and no stored
         one still undecided can sort before it; then unmatched rows below that frontier.
         With future past the partition end everything is output."""
         global g_off, g_len, g_pos, g_lab, g_rank, g_sel
-        cdef i64 n, i, j, w, p, o, l, pick, x, q, frontier
+        cdef i64 n, i, j, p, o, l, pick, x, q, frontier
         cdef i64* order
         cdef int rc, sq
-        cdef bint clash
         # 1. matches waiting for a trailing NOT: check the rows that arrived since
         for i in range(self.m_off.n):
             if self.m_st.data[i] != 1:
@@ -1847,37 +1928,12 @@ cdef class CepMatcher:
         g_rank = self.rank
         frontier = future
         if self.select_past_last:
-            # 2a. non-overlapping selection in (last, first, ...) order up to the first
-            # undecided candidate
-            order = self._order(0, 1, &n)
-            if order == NULL:
+            # 2a. SASE+ non-overlap selection; the selected matches are disjoint ranges
+            # of rows, so their selection order is their MATCH_NUMBER order and no
+            # match still to come can sort before them (it ends later, so it starts
+            # after the last of them or is never output)
+            if self._select_ready():
                 return -1
-            g_sel = 1
-            qsort(order, n, sizeof(i64), _cmp_match)
-            i = 0
-            while i < n:
-                j = self._group(order, i, n, &pick)
-                if pick < 0:
-                    break
-                o = self.m_off.data[pick]
-                l = self.m_len.data[pick]
-                clash = False
-                for p in range(l):
-                    if self.used[self.m_pos.data[o + p]]:
-                        clash = True
-                        break
-                for x in range(i, j):
-                    self.m_st.data[order[x]] = 3
-                if not clash:
-                    for p in range(l):
-                        self.used[self.m_pos.data[o + p]] = 1
-                    self.m_st.data[pick] = 2
-                i = j
-            for x in range(i, n):
-                p = self.m_pos.data[self.m_off.data[order[x]]]
-                if p < frontier:
-                    frontier = p
-            free(order)
             order = self._order(2, 2, &n)
         else:
             order = self._order(0, 1, &n)
@@ -1888,7 +1944,8 @@ cdef class CepMatcher:
         qsort(order, n, sizeof(i64), _cmp_match)
         i = 0
         while i < n:
-            if self.m_pos.data[self.m_off.data[order[i]]] > frontier:
+            if not self.select_past_last and \
+                    self.m_pos.data[self.m_off.data[order[i]]] > frontier:
                 break
             j = self._group(order, i, n, &pick)
             if self.select_past_last:
@@ -1910,35 +1967,11 @@ cdef class CepMatcher:
             i = j
         free(order)
         # 3. drop what is gone; the unmatched-row frontier
-        w = 0
-        l = 0
+        self._drop_gone()
         for i in range(self.m_off.n):
-            if self.m_st.data[i] == 3:
-                continue
-            o = self.m_off.data[i]
-            p = self.m_pos.data[o]
+            p = self.m_pos.data[self.m_off.data[i]]
             if p < frontier:
                 frontier = p
-            memmove(self.m_pos.data + l, self.m_pos.data + o,
-                    self.m_len.data[i] * sizeof(i64))
-            memmove(self.m_lab.data + l, self.m_lab.data + o,
-                    self.m_len.data[i] * sizeof(i64))
-            self.m_off.data[w] = l
-            self.m_len.data[w] = self.m_len.data[i]
-            self.m_st.data[w] = self.m_st.data[i]
-            self.m_sq.data[w] = self.m_sq.data[i]
-            self.m_chk.data[w] = self.m_chk.data[i]
-            l += self.m_len.data[i]
-            w += 1
-        self.m_off.n = w
-        self.m_len.n = w
-        self.m_st.n = w
-        self.m_sq.n = w
-        self.m_chk.n = w
-        self.m_pos.n = l
-        self.m_lab.n = l
-        if w > self.peak_stored:
-            self.peak_stored = w
         if self.all_rows and self.with_unmatched:
             if frontier > self.pproc:
                 frontier = self.pproc

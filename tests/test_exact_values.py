@@ -303,3 +303,17 @@ def test_and_or_skip_the_right_side_like_spark():
     sql_and = sql.replace("count(A.*) = 1 OR", "NOT (count(A.*) = 1) AND").replace(
         "PATTERN (A+)", "PATTERN (B A*)").replace("DEFINE", "DEFINE B AS TRUE,")
     assert list(cepsql.match_recognize(sql_and, t=table)["n"]) == [0, 0, 0]
+
+
+@pytest.mark.parametrize("strategy", ["", "STRATEGY SKIP_TILL_NEXT_MATCH"])
+def test_count_of_a_double_column_with_only_double_lanes(strategy):
+    """COUNT(x) counts non-null rows: it must not read an exact lane that a query whose
+    columns are all doubles does not build (regression: a segfault)."""
+    t = pa.table({"k": [1] * 6, "ts": list(range(6)),
+                  "p": [1.0, 2.0, None, 3.0, 0.5, 9.0]})
+    out = cepsql.match_recognize(f"""SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts
+        MEASURES count(B.p) AS n, sum(B.p) AS s, count(*) AS rows
+        AFTER MATCH SKIP PAST LAST ROW {strategy}
+        PATTERN (A B+ C) DEFINE B AS B.p > A.p OR B.p IS NULL AND count(B.p) >= 1,
+        C AS C.p < A.p) m""", t=t)
+    assert out[["n", "s", "rows"]].values.tolist() == [[2, 5.0, 5]]

@@ -198,6 +198,68 @@ def test_skip_past_last_row_selects_non_overlapping():
     assert rows(body) == [(1, 2, 1), (5, 6, 2)]
 
 
+def _unpartitioned(body, table):
+    sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts {body})"
+    return evaluate_reference_cep(find_match_recognize(sql)[0].spec, table)[1]
+
+
+# two symbols interleaved, no PARTITION BY:  pos  0   1   2   3   4   5   6   7   8
+SYMBOLS = pa.table({"sym": list("XYXYXYXXX"),  # sym  X   Y   X   Y   X   Y   X   X   X
+                    "ts": list(range(1, 10)),    # tag  a   a   b   b   c   c   a   b   c
+                    "tag": list("aabbccabc")})
+SEQ_ABC = ("MEASURES a.sym AS s, a.ts AS ta, c.ts AS tc {skip} STRATEGY {s} "
+           "PATTERN (SEQ(a, b, c)) DEFINE a AS a.tag = 'a', "
+           "b AS b.tag = 'b' AND b.sym = a.sym, c AS c.tag = 'c' AND c.sym = a.sym")
+
+
+@pytest.mark.parametrize("strategy", [ANY, NEXT])
+def test_non_overlap_across_symbols_without_partition_by(strategy):
+    # X(0,2,4) Y(1,3,5) X(6,7,8) share no row (the rule before kept all three), but Y's
+    # starts (row 1) before X's first match completes (row 4): SASE+ outputs only
+    # X(0,2,4) and X(6,7,8). ANY_MATCH also finds X(0,2,8) and X(0,7,8).
+    every = _unpartitioned(SEQ_ABC.format(skip="", s=strategy), SYMBOLS)
+    assert [r for r in every if r in (("X", 1, 5), ("Y", 2, 6), ("X", 7, 9))] == [
+        ("X", 1, 5), ("Y", 2, 6), ("X", 7, 9)]
+    assert len(every) == (5 if strategy == ANY else 3)
+    past = _unpartitioned(SEQ_ABC.format(skip="AFTER MATCH SKIP PAST LAST ROW", s=strategy),
+                          SYMBOLS)
+    assert past == [("X", 1, 5), ("X", 7, 9)]
+
+
+def test_non_overlap_drops_a_match_overlapping_in_time_without_shared_rows():
+    table = pa.table({"part": ["p"] * 4, "ts": [1, 2, 3, 4], "price": [1, 2, 3, 4],
+                      "vol": [1.0] * 4, "tag": ["a", "a", "b", "b"]})
+    body = ("MEASURES a.ts AS at, b.ts AS bt {} STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(a, b)) " + TAGS)
+    assert rows(body.format(""), table) == [(1, 3), (1, 4), (2, 3), (2, 4)]
+    # (0,2) completes first; (1,3) shares no row with it but starts before it completes
+    assert rows(body.format("AFTER MATCH SKIP PAST LAST ROW"), table) == [(1, 3)]
+
+
+def test_non_overlap_ties():
+    table = pa.table({"part": ["p"] * 5, "ts": [1, 2, 3, 4, 5], "price": [1, 2, 3, 4, 5],
+                      "vol": [1.0] * 5, "tag": ["a", "b", "b", "c", "a"]})
+    # (0,1,3) and (0,2,3): same start and end, the smaller position tuple wins
+    body = ("MEASURES a.ts AS at, b.ts AS bt, c.ts AS ct AFTER MATCH SKIP PAST LAST ROW "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) " + TAGS)
+    assert rows(body, table) == [(1, 2, 4)]
+    # same rows, different labels: the smaller label tuple wins ((A, B) before (B, A));
+    # rows 0,1 as a,b; then rows 2,4 as a,b (row 3 fits neither)
+    body = ("MEASURES a.ts AS at, b.ts AS bt AFTER MATCH SKIP PAST LAST ROW "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (AND(a, b)) "
+            "DEFINE a AS tag IN ('a', 'b'), b AS tag IN ('a', 'b'))")
+    assert rows(body, table) == [(1, 2), (3, 5)]
+
+
+def test_non_overlap_same_end_earlier_start():
+    table = pa.table({"part": ["p"] * 4, "ts": [1, 2, 3, 4], "price": [1, 2, 3, 4],
+                      "vol": [1.0] * 4, "tag": ["a", "c", "a", "b"]})
+    # SEQ(a, b): (0,3) and (2,3) both complete at row 3; the earlier start (0,3) wins
+    body = ("MEASURES a.ts AS at, b.ts AS bt AFTER MATCH SKIP PAST LAST ROW "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) " + TAGS)
+    assert rows(body, table) == [(1, 4)]
+
+
 def test_all_rows_per_match_layout():
     names, out = run("MEASURES CLASSIFIER() AS cls, MATCH_NUMBER() AS mn ALL ROWS PER MATCH "
                      "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) " + TAGS)

@@ -35,7 +35,8 @@ from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
                           choose_cep_plan, describe_choice, pattern_terms)
-from .partition_inference import visible_partitions, with_inferred_partitions
+from .partition_inference import (visible_partitions, whole_input_output,
+                                  with_inferred_partitions)
 from .planner_options import PlannerOptions
 from .rowsets import LabelSets, RefTable
 
@@ -602,6 +603,9 @@ def _explain(spec, choice, terms, seqs, inferred) -> str:
         lines += [f"partition by:  {col} (inferred: {why})" for col, why in inferred]
     elif spec.partition_by:
         lines.append("partition by:  " + ", ".join(k.name or "<expr>" for k in spec.partition_by))
+    elif whole_input_output(spec):
+        lines.append(f"parallelism:   one task: {whole_input_output(spec)}, so no partition "
+                     "key is inferred and no time slices are cut")
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
     if choice is None:

@@ -11,8 +11,8 @@ docs/cep_mode.md, "Parallelism without PARTITION BY", for the argument):
   strategies look at the neighbouring rows of other keys), no PARTITION BY;
 * no PREV/NEXT anywhere, no unqualified FIRST/LAST/aggregate, no MATCH_NUMBER() in
   MEASURES, no WITH UNMATCHED ROWS, no WITHIN n ROWS, no explicit AFTER MATCH SKIP PAST
-  LAST ROW (kept out on purpose: R7 keeps matches that share no row, and matches of
-  different keys never share one, so it would be exact too; TO NEXT ROW is allowed);
+  LAST ROW (R7 selects over the whole input: a match of one key is not output when it
+  starts before a match of another key completes; TO NEXT ROW is allowed);
 * on one input column c, the DEFINE conjuncts ``x.c = y.c`` (top-level AND operands,
   plain current-row references) force every row of every accepted match to share one
   non-NULL value of c (rule R2: a conjunct of V's DEFINE compares V's *current* row, or
@@ -150,7 +150,8 @@ def whole_input_output(spec: MatchRecognizeSpec) -> str | None:
     computed per partition or per slice), or None."""
     skip = spec.after_match_skip
     if skip.explicit and skip.kind != "TO_NEXT_ROW":
-        return "AFTER MATCH SKIP PAST LAST ROW selects non-overlapping matches of the whole input"
+        return ("AFTER MATCH SKIP PAST LAST ROW outputs a match only if it starts after the "
+                "previous output match of the whole input completes")
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
         return "WITH UNMATCHED ROWS"
     for m in spec.measures:

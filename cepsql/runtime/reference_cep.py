@@ -76,8 +76,14 @@ CEP-mode semantics (reference_cep):
     AND's positive rows. Under contiguity strategies SEQ neighbours are adjacent, so
     only leading/trailing NOTs can fail.
  R7 Output: distinct assignments. AFTER MATCH SKIP PAST LAST ROW written explicitly:
-    candidates in order (last position, first position, positions, labels); keep one when
-    none of its rows is in an already kept match. Default or TO NEXT ROW: all matches.
+    SASE+'s non-overlap format. Candidates in order (last position, first position,
+    positions, labels); keep one when its first position is after the last position of
+    the previously kept match (the first one is kept), so the match that completes first
+    wins, ties go to the earlier start, then to the smaller position tuple, then to the
+    smaller label tuple (variable names as strings). Per partition; STRICT_CONTIGUITY:
+    over the whole input, positions in its ORDER BY order (the same matches: a
+    STRICT_CONTIGUITY match is a contiguous range of that order inside one partition).
+    Default or TO NEXT ROW: all matches.
     MATCH_NUMBER numbers the output matches per partition by (first position, last
     position, positions, labels). ONE ROW: partition keys + measures (FINAL, current =
     last row); ALL ROWS: one row per matched, non-excluded row in position order
@@ -114,7 +120,7 @@ def evaluate_reference_cep(spec: MatchRecognizeSpec,
             _check_cep_spec(spec)
             global_index = _global_order(spec, rows, query) \
                 if spec.strategy == "STRICT_CONTIGUITY" else None
-            out = [r for part in parts for r in _cep_partition(query, part, global_index)]
+            out = _cep_partitions(query, parts, global_index)
     finally:
         sys.setrecursionlimit(old_limit)
     return query.output_names, out
@@ -742,43 +748,81 @@ def _global_order(spec: MatchRecognizeSpec, rows: list[dict], q: _Query) -> dict
     return {id(r): i for i, r in enumerate(ordered)}
 
 
-def _cep_partition(q: _Query, rows: list[dict], global_order: dict[int, int] | None) -> list[tuple]:
+def _cep_partitions(q: _Query, parts: list[list[dict]],
+                    global_order: dict[int, int] | None) -> list[tuple]:
+    """Output rows of every partition; R7's selection per partition, or over the whole
+    input (positions in its ORDER BY order) under STRICT_CONTIGUITY."""
+    found = []
+    for rows in parts:
+        conds = _Conditions(q)
+        gidx = None if global_order is None else [global_order[id(r)] for r in rows]
+        found.append((rows, conds, gidx, _candidates(q, conds, rows, gidx)))
+    if _non_overlapping(q.spec):
+        if global_order is None:
+            kept = [set(_select_non_overlapping(matches, range(len(rows))))
+                    for rows, _, _, matches in found]
+        else:
+            kept = _select_global(found)
+        found = [(rows, conds, gidx, k) for (rows, conds, gidx, _), k in zip(found, kept)]
+    out: list[tuple] = []
+    for rows, conds, _, matches in found:
+        out.extend(_output(q, conds, rows, sorted(matches, key=_order_key)))
+    return out
+
+
+def _candidates(q: _Query, conds: _Conditions, rows: list[dict],
+                gidx: list[int] | None) -> set[Rows]:
+    """Every match of one partition (R1-R6), before R7's selection."""
     spec = q.spec
-    conds = _Conditions(q)
     part = _Partition(q, conds, rows)
     if spec.strategy == "SKIP_TILL_ANY_MATCH":
         matches: set[Rows] = set()
         for match, checks in any_match(part, spec.pattern, 0, None):
             if match not in matches and part.accept(match, checks):
                 matches.add(match)
-    else:
-        gidx = None if global_order is None else [global_order[id(r)] for r in rows]
-        matches = run_matches(part, _Nfa(spec.pattern), spec.strategy, gidx)
-    selected = _select(spec, matches)
-    return _output(q, conds, rows, selected)
+        return matches
+    return run_matches(part, _Nfa(spec.pattern), spec.strategy, gidx)
+
+
+def _non_overlapping(spec: MatchRecognizeSpec) -> bool:
+    skip = spec.after_match_skip
+    return skip.explicit and skip.kind == "PAST_LAST_ROW"
 
 
 def _order_key(m: Rows) -> tuple:
     return (m[0][0], m[-1][0], tuple(p for p, _, _ in m), tuple(v for _, v, _ in m))
 
 
-def _selection_key(m: Rows) -> tuple:
-    """SASE non-overlap order: completion (last position) first, then the match order."""
-    first, last, positions, labels = _order_key(m)
-    return (last, first, positions, labels)
+def _selection_key(m: Rows, where) -> tuple:
+    """SASE+ non-overlap order: completion (last position) first, then the earlier start,
+    then the match order (positions, labels); positions mapped through ``where``."""
+    return (where[m[-1][0]], where[m[0][0]], tuple(where[p] for p, _, _ in m),
+            tuple(v for _, v, _ in m))
 
 
-def _select(spec: MatchRecognizeSpec, matches: set[Rows]) -> list[Rows]:
-    """R7: all matches, or SASE's non-overlapping selection; in MATCH_NUMBER order."""
-    if spec.after_match_skip.explicit and spec.after_match_skip.kind == "PAST_LAST_ROW":
-        kept, used = [], set()
-        for m in sorted(matches, key=_selection_key):
-            positions = {p for p, _, _ in m}
-            if not positions & used:
-                kept.append(m)
-                used |= positions
-        matches = set(kept)
-    return sorted(matches, key=_order_key)
+def _select_non_overlapping(matches: set[Rows], where) -> list[Rows]:
+    """R7's greedy selection: a candidate is kept when it starts after the previously
+    kept match completes."""
+    kept: list[Rows] = []
+    last_end = None
+    for m in sorted(matches, key=lambda m: _selection_key(m, where)):
+        if last_end is None or where[m[0][0]] > last_end:
+            kept.append(m)
+            last_end = where[m[-1][0]]
+    return kept
+
+
+def _select_global(found: list) -> list[set[Rows]]:
+    """STRICT_CONTIGUITY: R7 over the whole input, positions in its global ORDER BY order."""
+    kept: list[set[Rows]] = [set() for _ in found]
+    last_end = None
+    tagged = [(m, k) for k, (_, _, _, matches) in enumerate(found) for m in matches]
+    for m, k in sorted(tagged, key=lambda mk: _selection_key(mk[0], found[mk[1]][2])):
+        where = found[k][2]
+        if last_end is None or where[m[0][0]] > last_end:
+            kept[k].add(m)
+            last_end = where[m[-1][0]]
+    return kept
 
 
 def _output(q: _Query, conds: _Conditions, rows: list[dict], matches: list[Rows]) -> list[tuple]:
