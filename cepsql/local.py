@@ -18,9 +18,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .dialect.statements import clause_output_names
 from .errors import CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow, spark_compare
 from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
+from .runtime.subqueries import arrow_constant, bind_subqueries
 from .runtime.plan import QueryPlan, SortColumn
 from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
@@ -87,9 +89,24 @@ class _LocalStatement:
     def clause(self, site, scope: Scope) -> pa.Table:
         """One clause's result: its source's rows through the QueryPlan."""
         table = self.source(site, scope)
-        plan = self.planner(site.spec, table.schema, self.stmt,
+        spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
+        plan = self.planner(spec, table.schema, self.stmt,
                             statistics=partial(_table_statistics, table=table))
-        return execute_plan(table, plan)
+        out = execute_plan(table, plan)
+        try:
+            return out.rename_columns(clause_output_names(site, out.column_names))
+        except CepError as err:
+            raise err.with_sql(self.stmt) from None
+
+    def scalar(self, sub, scope: Scope) -> tuple[list[str | None], str]:
+        """An uncorrelated scalar subquery, run by the local SQL engine in the clause's
+        scope (its errors point at the subquery)."""
+        try:
+            return arrow_constant(self.query(sub.sql, 0, scope))
+        except CepError as err:
+            raise type(err)(f"in the scalar subquery: {err.message} (only uncorrelated "
+                            "scalar subqueries are supported)", sql=self.stmt,
+                            pos=sub.pos) from None
 
     def source(self, site, scope: Scope) -> pa.Table:
         if site.source_is_query:

@@ -36,6 +36,10 @@ cdef enum: OP_SAVE = 6
 cdef enum: OP_LOOP_BACK = 7
 cdef enum: OP_EXCL_BEGIN = 8
 cdef enum: OP_EXCL_END = 9
+cdef enum: OP_PERM_BEGIN = 10
+cdef enum: OP_PERM_NEXT = 11
+cdef enum: OP_PERM_TRY = 12
+cdef enum: OP_FAIL = 13
 
 # condition opcodes and aggregate function codes: condition_ops.pxi
 
@@ -346,6 +350,32 @@ cdef class SqlMatcher:
             st[ST_EXCL] -= 1
             self._add(L, pc + 1, st, r, depth)
             return
+        if op == OP_PERM_BEGIN:
+            st[self.slot_base + a] = 0
+            self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_PERM_NEXT:
+            # every item used: leave (the mask is reset so later states can merge)
+            k = self.slot_base + (a >> 6)
+            if st[k] == ((<i64> 1) << (a & 63)) - 1:
+                st[k] = -1
+                self._add(L, b, st, r, depth)
+            else:
+                self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_PERM_TRY:
+            # item (a & 63) unused: take it first (preferred), then the later items
+            k = self.slot_base + (a >> 6)
+            if st[k] & ((<i64> 1) << (a & 63)):
+                self._add(L, pc + 1, st, r, depth)
+                return
+            t = self.tmp + (depth + 1) * self.S
+            memcpy(t, st, self.S * sizeof(i64))
+            t[k] |= (<i64> 1) << (a & 63)
+            self._add(L, b, t, r, depth + 1)
+            memcpy(t, st, self.S * sizeof(i64))
+            self._add(L, pc + 1, t, r, depth + 1)
+            return
 
     cdef bint _insert(self, ThreadList* L, int pc, i64* st) noexcept nogil:
         """Add (pc, st) to L unless an equivalent entry is there; False when dropped."""
@@ -644,6 +674,17 @@ cdef class SqlMatcher:
         if self.wnull[self.s] or self.wnull[r]:
             return False
         return fabs(self.wts[r] - self.wts[self.s]) <= self.window_size
+
+    def set_closure_depth(self, int depth):
+        """Scratch states for epsilon paths up to depth branches (PERMUTE re-enters its
+        dispatch once per item, so a path can be longer than the program)."""
+        cdef i64* grown
+        if depth + 2 <= self.n_prog + 2:
+            return
+        grown = <i64*> realloc(self.tmp, (depth + 2) * self.S * sizeof(i64))
+        if grown == NULL:
+            raise MemoryError("pattern scratch space")
+        self.tmp = grown
 
     def set_window(self, int kind, double size):
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""

@@ -367,7 +367,7 @@ def test_error_measure_without_name():
     ("PATTERN (A) DEFINE A AS PREV(x, y) > 0", CepAnalysisError, "integer constant"),
     ("PARTITION BY A.x PATTERN (A)", CepAnalysisError, "PARTITION BY"),
     ("ORDER BY PREV(ts) PATTERN (A)", CepAnalysisError, "ORDER BY"),
-    ("PATTERN (A) DEFINE A AS x > (SELECT 1)", CepUnsupportedError, "subqueries"),
+    ("PATTERN (A) DEFINE A AS EXISTS (SELECT 1)", CepUnsupportedError, "subqueries"),
     ("MEASURES A.x AS m, A.y AS M PATTERN (A)", CepSyntaxError, "duplicate measure"),
 ])
 def test_semantic_errors(body, kind, fragment):

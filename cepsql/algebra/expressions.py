@@ -129,10 +129,21 @@ class Cast(Expr):
 
 @dataclass(frozen=True)
 class FunctionCall(Expr):
-    """A scalar function; ``name`` lower-case Spark function name."""
+    """A scalar function; ``name`` lower-case Spark function name (or one of the
+    access forms below, which Spark writes as syntax rather than as a call)."""
     name: str
     args: tuple[Expr, ...]
     pos: int | None = field(default=None, compare=False)
+
+
+# Nested values: ``x.f`` is FunctionCall(FIELD_ACCESS, (x, Literal('f'))), ``x[i]`` is
+# FunctionCall(SUBSCRIPT, (x, i)) until the planner knows x's type and picks
+# ARRAY_ELEMENT (0-based, NULL out of range, Spark's ``get``) or MAP_VALUE (NULL for a
+# missing key, Spark's ``try_element_at``).
+FIELD_ACCESS = "__field"
+SUBSCRIPT = "__subscript"
+ARRAY_ELEMENT = "get"
+MAP_VALUE = "try_element_at"
 
 
 @dataclass(frozen=True)
@@ -195,6 +206,15 @@ class GatheredAggregate(Expr):
     parts: tuple[tuple[str | None, tuple[Expr, ...]], ...]
     rows_column: str  # a never-null column: the lists keep every row of the variable
     final: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ScalarSubquery(Expr):
+    """An uncorrelated scalar subquery ``(SELECT ...)``, as Spark SQL text. Backends
+    evaluate it once per statement and replace it by a typed constant before planning
+    (``cepsql.runtime.subqueries``)."""
+    sql: str
     pos: int | None = field(default=None, compare=False)
 
 

@@ -63,6 +63,7 @@ class Exclusion(PatternNode):
 class Permute(PatternNode):
     """``PERMUTE(a, b, ...)``: every order, preferred lexicographically by item position."""
     items: tuple[PatternNode, ...]
+    pos: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 from ..algebra.spec import Window
-from ..errors import CepSyntaxError
+from ..errors import CepSyntaxError, CepUnsupportedError
 
 STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY", "SKIP_TILL_NEXT_MATCH",
               "SKIP_TILL_ANY_MATCH")
@@ -32,6 +32,10 @@ def unit_micros(text: str, pos: int) -> int:
     unit = text.upper()
     if unit.endswith("S") and unit[:-1] in _UNIT_MICROS:
         unit = unit[:-1]
+    if unit in ("MONTH", "YEAR"):
+        raise CepUnsupportedError(
+            f"WITHIN INTERVAL needs a fixed length; {text} is a calendar unit (use DAY, "
+            "HOUR, MINUTE, SECOND or MILLISECOND)", pos=pos)
     if unit not in _UNIT_MICROS:
         raise CepSyntaxError(f"unknown WITHIN INTERVAL unit {text}; expected MILLISECOND, "
                              "SECOND, MINUTE, HOUR or DAY", pos=pos)

@@ -220,7 +220,7 @@ class _Parser:
                 self.i += 1
                 items.append(self.alternation())
             self.take(")")
-            return Permute(tuple(items))
+            return Permute(tuple(items), tok.pos)
         if tok.kind == "ident" and tok.text.upper() in CEP_OPERATORS and self._next_is("("):
             return self.cep_operator(tok)
         if tok.kind in ("ident", "qident"):
@@ -262,7 +262,7 @@ class _Parser:
             return _flatten(Concat, items)
         if name == "OR":
             return _flatten(Alternation, items)
-        return items[0] if len(items) == 1 else Permute(tuple(items))
+        return items[0] if len(items) == 1 else Permute(tuple(items), tok.pos)
 
     def kleene(self, tok: _Tok, child: PatternNode) -> PatternNode:
         """KL(p) = p+; KL(p, n) = p{n,}; KL(p, n, m) = p{n,m}; KL(p, n, ) = p{n,}."""

@@ -13,7 +13,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from ..algebra.spec import MatchRecognizeSpec
-from ..errors import CepSyntaxError, CepUnsupportedError
+from ..errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 from .dialect import CepSpark, CepSparkParser, matching_paren, tokenize
 
 __all__ = ["ClauseSite", "CreateView", "find_match_recognize", "split_statements",
@@ -38,6 +38,30 @@ class ClauseSite:
     source_is_query: bool
     alias: str | None
     spec: MatchRecognizeSpec
+    column_aliases: tuple[str, ...] = ()  # ``AS m(a, b)``: the output columns renamed
+    column_aliases_pos: int | None = None
+
+    def output_names(self, names: list[str]) -> list[str]:
+        """The clause's output column names after ``AS m(a, b, ...)`` (Trino: one alias
+        per output column, in order)."""
+        if not self.column_aliases:
+            return names
+        lowered = [n.lower() for n in self.column_aliases]
+        for j, name in enumerate(lowered):
+            if name in lowered[:j]:
+                raise CepAnalysisError(f"column alias {self.column_aliases[j]} is given twice",
+                                       pos=self.column_aliases_pos)
+        if len(self.column_aliases) != len(names):
+            raise CepAnalysisError(
+                f"column alias list has {len(self.column_aliases)} names but MATCH_RECOGNIZE "
+                f"returns {len(names)} columns ({', '.join(names)})",
+                pos=self.column_aliases_pos)
+        return list(self.column_aliases)
+
+
+def clause_output_names(site, names: list[str]) -> list[str]:
+    """Output names of a clause site (any object with the ClauseSite fields it uses)."""
+    return site.output_names(names) if isinstance(site, ClauseSite) else list(names)
 
 
 @dataclass
@@ -102,10 +126,11 @@ def find_match_recognize(sql: str, *, offset: int = 0,
     outer = [site for site in located
              if not any(o is not site and o[0] <= site[0] and site[1] <= o[1] for o in located)]
     sites = []
-    for start, end, src_text, src_off, is_query, alias, body in outer:
+    for start, end, src_text, src_off, is_query, alias, body, columns, columns_pos in outer:
         spec = CepSparkParser(dialect=CepSpark).parse_clause(
             body, sql, base=offset, full_sql=full, wrapped=True)
-        sites.append(ClauseSite(start, end, src_text, src_off, is_query, alias, spec))
+        sites.append(ClauseSite(start, end, src_text, src_off, is_query, alias, spec,
+                                columns, columns_pos))
     return sites
 
 
@@ -129,14 +154,35 @@ def _locate(toks: list[Token], i: int, sql: str, offset: int, full: str):
         alias_at = k + 1
     elif k < len(toks) and _is_alias_word(toks[k]):
         alias_at = k
+    columns: tuple[str, ...] = ()
+    columns_pos = None
     if alias_at is not None:
         alias, end = toks[alias_at].text, toks[alias_at].end + 1
         if alias_at + 1 < len(toks) and toks[alias_at + 1].token_type == TokenType.L_PAREN:
-            raise CepUnsupportedError(
-                "column aliases after a MATCH_RECOGNIZE alias are not supported",
-                sql=full, pos=offset + toks[alias_at + 1].start)
+            columns, last = _column_list(toks, alias_at + 1, error)
+            columns_pos, end = offset + toks[alias_at + 1].start, toks[last].end + 1
     return (offset + start, offset + end, src_text, offset + src_off, is_query, alias,
-            toks[i + 2:close + 1])
+            toks[i + 2:close + 1], columns, columns_pos)
+
+
+def _column_list(toks: list[Token], lp: int, error) -> tuple[tuple[str, ...], int]:
+    """``(a, b, ...)`` after a clause alias: (names, index of the closing parenthesis)."""
+    names: list[str] = []
+    k = lp + 1
+    while True:
+        if k >= len(toks) or not _is_name(toks[k]):
+            raise error("expected a column name in the alias column list",
+                        toks[k] if k < len(toks) else None)
+        names.append(toks[k].text)
+        k += 1
+        if k < len(toks) and toks[k].token_type == TokenType.COMMA:
+            k += 1
+            continue
+        if k < len(toks) and toks[k].token_type == TokenType.R_PAREN:
+            break
+        raise error("expected ',' or ')' in the alias column list",
+                    toks[k] if k < len(toks) else None)
+    return tuple(names), k
 
 
 def _source(toks: list[Token], i: int, sql: str, error):

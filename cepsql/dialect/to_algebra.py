@@ -12,9 +12,10 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
-                                   ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
-                                   Literal, MatchNumber, Navigation, UnaryOp)
+from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Aggregate, Between, BinaryOp,
+                                   Case, Cast, Classifier, ColumnRef, Expr, FunctionCall,
+                                   InList, IsNull, Like, Literal, MatchNumber, Navigation,
+                                   ScalarSubquery, UnaryOp)
 from ..errors import CepAnalysisError, CepUnsupportedError
 from .pattern_parser import canonical_name
 
@@ -68,6 +69,18 @@ def sql_pos(node: exp.Expr, base: int = 0) -> int | None:
     return best
 
 
+def _year_to_month(text: str, pos: int | None) -> int:
+    """``'[-]y-m'`` of ``INTERVAL '1-2' YEAR TO MONTH`` as a signed count of months."""
+    body = text.strip()
+    sign = -1 if body.startswith("-") else 1
+    years, _, months = body.lstrip("+-").partition("-")
+    if not (years.isdigit() and months.isdigit()) or int(months) > 11:
+        raise CepAnalysisError(
+            f"invalid YEAR TO MONTH interval {text!r}: expected 'y-m' with m from 0 to 11",
+            pos=pos)
+    return sign * (int(years) * 12 + int(months))
+
+
 class ToAlgebra:
     """Converts one clause's sqlglot expressions; ``base`` = offset of the tokenized text."""
 
@@ -107,10 +120,22 @@ class ToAlgebra:
 
     # --- leaves -----------------------------------------------------------------------
     def _column(self, node: exp.Column) -> Expr:
-        if node.args.get("db") is not None or node.args.get("catalog") is not None:
-            raise CepUnsupportedError(
-                f"nested field access is not supported: {node.sql(dialect='spark')}",
-                pos=self.pos(node))
+        if node.args.get("db") is not None:
+            # var.column.field[.field]: the first part names the pattern variable
+            parts = [node.args.get(k) for k in ("catalog", "db", "table")] + [node.this]
+            parts = [p for p in parts if p is not None]
+            if any(not isinstance(p, exp.Identifier) for p in parts):
+                raise CepUnsupportedError(
+                    f"unsupported column reference {node.sql(dialect='spark')}",
+                    pos=self.pos(node))
+            var, column = parts[0], parts[1]
+            pos = self.pos(var)
+            result: Expr = ColumnRef(canonical_name(var.name, bool(var.quoted)), column.name,
+                                     pos)
+            for part in parts[2:]:
+                result = FunctionCall(FIELD_ACCESS, (result, Literal(part.name, "string")),
+                                      pos)
+            return result
         if isinstance(node.this, exp.Star):
             raise CepAnalysisError(f"{node.sql(dialect='spark')} is only allowed in count()",
                                    pos=self.pos(node))
@@ -123,8 +148,19 @@ class ToAlgebra:
         left, right = node.this, node.expression
         if isinstance(left, exp.Literal) and left.is_string and isinstance(right, exp.Identifier):
             return ColumnRef(left.this, right.name, self.pos(node))
+        if isinstance(right, exp.Identifier):  # a struct field of a subscript: A.arr[0].f
+            return FunctionCall(FIELD_ACCESS, (self.convert(left),
+                                               Literal(right.name, "string")), self.pos(node))
         raise CepUnsupportedError(
             f"nested field access is not supported: {node.sql(dialect='spark')}", pos=self.pos(node))
+
+    def _bracket(self, node: exp.Bracket) -> Expr:
+        """``A.arr[0]`` (0-based, like Spark) / ``A.m['k']``; the planner resolves which."""
+        if len(node.expressions) != 1 or node.args.get("safe") or node.args.get("offset"):
+            raise CepUnsupportedError(
+                f"unsupported subscript {node.sql(dialect='spark')}", pos=self.pos(node))
+        return FunctionCall(SUBSCRIPT, (self.convert(node.this),
+                                        self.convert(node.expressions[0])), self.pos(node))
 
     def _star(self, node: exp.Star) -> Expr:
         raise CepAnalysisError("* is only allowed in count(*)", pos=self.pos(node))
@@ -151,8 +187,24 @@ class ToAlgebra:
             raise CepUnsupportedError(
                 f"unsupported interval {node.sql(dialect='spark')}: write INTERVAL '<n>' <unit>",
                 pos=pos)
+        if isinstance(unit, exp.IntervalSpan):
+            span = f"{unit.this.name.upper()} TO {unit.expression.name.upper()}"
+            if span != "YEAR TO MONTH":
+                raise CepUnsupportedError(
+                    f"INTERVAL ... {span} is not supported; use YEAR TO MONTH or one unit",
+                    pos=pos)
+            return Literal(_year_to_month(str(amount.this), pos), "month_interval", pos)
         unit_text = unit.name.upper()
-        if unit_text.rstrip("S") in ("YEAR", "MONTH", "WEEK"):
+        if unit_text.rstrip("S") in ("YEAR", "MONTH"):
+            try:
+                count = int(str(amount.this).strip())
+            except ValueError:
+                raise CepAnalysisError(
+                    f"invalid {unit_text} interval amount {amount.this!r}: a whole number",
+                    pos=pos) from None
+            factor = 12 if unit_text.rstrip("S") == "YEAR" else 1
+            return Literal(count * factor, "month_interval", pos)
+        if unit_text.rstrip("S") == "WEEK":
             raise CepUnsupportedError(
                 f"{unit_text} intervals are not supported; use DAY, HOUR, MINUTE, SECOND, "
                 "MILLISECOND or MICROSECOND", pos=pos)
@@ -271,8 +323,14 @@ class ToAlgebra:
                                pos=self.pos(node))
 
     def _subquery(self, node: exp.Expr) -> Expr:
-        raise CepUnsupportedError("subqueries are not allowed in MATCH_RECOGNIZE",
-                                  pos=self.pos(node))
+        """``(SELECT ...)``: an uncorrelated scalar subquery (a constant per statement);
+        EXISTS and set subqueries stay unsupported."""
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Query) \
+                and not node.args.get("alias"):
+            from .dialect import CepSpark
+            return ScalarSubquery(node.this.sql(dialect=CepSpark), self.pos(node))
+        raise CepUnsupportedError("only scalar subqueries (SELECT ...) are allowed in "
+                                  "MATCH_RECOGNIZE", pos=self.pos(node))
 
     _exists = _select = _subquery
 

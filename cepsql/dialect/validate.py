@@ -31,7 +31,8 @@ def check_input_expr(expr: Expr, clause: str) -> None:
         if isinstance(node, ColumnRef) and node.var is not None:
             raise CepAnalysisError(
                 f"{clause} must reference input columns without a qualifier, "
-                f"found {node.var}.{node.column}", pos=node.pos)
+                f"found {node.var}.{node.column} (a field of a struct column is written "
+                f"({node.var.lower()}).{node.column})", pos=node.pos)
         if isinstance(node, (Navigation, Aggregate, Classifier, MatchNumber)):
             name = type(node).__name__ if not isinstance(node, Navigation) else node.kind
             raise CepAnalysisError(f"{name} is not allowed in {clause}",

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..algebra.expressions import (Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
 from ..errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 
@@ -79,6 +79,10 @@ class _Evaluator:
         if op in ("AND", "OR"):
             a, b = _as_bool(self.value_of(e.left)), _as_bool(self.value_of(e.right))
             return pc.and_kleene(a, b) if op == "AND" else pc.or_kleene(a, b)
+        months = _month_operand(e)
+        if months is not None:
+            value, count = months
+            return add_months(self.value_of(value), count, e.pos)
         a, b = self.value_of(e.left), self.value_of(e.right)
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
@@ -168,6 +172,61 @@ class _Evaluator:
         return fn(self, [self.value_of(a) for a in e.args], e)
 
 
+def _month_operand(e: BinaryOp) -> tuple[Expr, int] | None:
+    """(other operand, signed months) when e adds or subtracts a year-month interval."""
+    def months(x: Expr) -> int | None:
+        return int(x.value) if isinstance(x, Literal) and x.type == "month_interval" else None
+    op = e.op.upper()
+    if op in ("+", "-") and months(e.right) is not None:
+        return e.left, months(e.right) * (1 if op == "+" else -1)
+    if op == "+" and months(e.left) is not None:
+        return e.right, months(e.left)
+    if months(e.left) is not None or months(e.right) is not None:
+        raise CepUnsupportedError(
+            "a year-month interval can only be added to or subtracted from a timestamp or a "
+            "date", pos=e.pos)
+    return None
+
+
+def add_months(value: Value, months: int, pos: int | None = None) -> Value:
+    """Spark's ``ts + INTERVAL n MONTH``: calendar months, the day of month clamped to the
+    target month's last day, the time of day kept (in the timestamp's own time zone)."""
+    typ = value.type
+    if not (pa.types.is_timestamp(typ) or pa.types.is_date(typ)):
+        raise CepAnalysisError(
+            f"a year-month interval can only be added to a timestamp or a date, not {typ}",
+            pos=pos)
+    if isinstance(value, pa.Scalar):
+        return add_months(pa.array([value.as_py()], typ), months, pos)[0]
+    arr = value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
+    if pa.types.is_date(typ):
+        days = arr.cast(pa.date32()).to_numpy(zero_copy_only=False).astype("datetime64[D]")
+        shifted = _shift_days(days, months)
+        return pa.array(shifted, pa.date32(), mask=arr.is_null().to_numpy(
+            zero_copy_only=False)).cast(typ)
+    local = pc.local_timestamp(arr) if typ.tz is not None else arr
+    us = local.cast(pa.timestamp("us")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    day_us = np.int64(86_400_000_000)
+    days = np.floor_divide(us, day_us)
+    shifted = _shift_days(days.astype("datetime64[D]"), months).astype(np.int64)
+    out = pa.array(shifted * day_us + (us - days * day_us), pa.int64(),
+                   mask=arr.is_null().to_numpy(zero_copy_only=False))
+    out = out.cast(pa.timestamp("us"))
+    if typ.tz is not None:
+        out = pc.assume_timezone(out, typ.tz, ambiguous="earliest", nonexistent="latest")
+    return out.cast(typ)
+
+
+def _shift_days(days: np.ndarray, months: int) -> np.ndarray:
+    """datetime64[D] days moved by whole calendar months (day clamped to month end)."""
+    month = days.astype("datetime64[M]")
+    day_of_month = (days - month.astype("datetime64[D]")).astype(np.int64)
+    target = month + np.timedelta64(months, "M")
+    length = ((target + np.timedelta64(1, "M")).astype("datetime64[D]")
+              - target.astype("datetime64[D]")).astype(np.int64)
+    return target.astype("datetime64[D]") + np.minimum(day_of_month, length - 1)
+
+
 _COMPARE: dict[str, Callable] = {
     "=": pc.equal, "<>": pc.not_equal, "!=": pc.not_equal, "<": pc.less,
     "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal,
@@ -198,6 +257,10 @@ def literal_scalar(e: Literal) -> pa.Scalar:
         return pa.scalar(str(v), pa.string())
     if t == "date":
         return pa.scalar(datetime.date.fromisoformat(str(v).strip()), pa.date32())
+    if t == "month_interval":
+        raise CepUnsupportedError(
+            "a year-month interval can only be added to or subtracted from a timestamp or a "
+            "date", pos=e.pos)
     if t == "interval":
         return pa.scalar(int(v), pa.duration("us"))
     if t == "timestamp":
@@ -556,7 +619,62 @@ def _datepart(kernel: Callable) -> Callable:
     return lambda x: pc.cast(kernel(x), pa.int32())
 
 
+def _struct_field(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """``x.f``: the field of a struct (NULL where the struct is NULL)."""
+    base, name = args[0], str(args[1].as_py())
+    if isinstance(base, pa.Scalar):
+        value = base[name] if base.is_valid else None
+        return pa.scalar(None if value is None else value.as_py(), base.type.field(name).type)
+    if isinstance(base, pa.ChunkedArray):
+        base = base.combine_chunks()
+    child = base.field(name)
+    return child if base.null_count == 0 else pc.if_else(pc.is_null(base), None, child)
+
+
+def _array_element(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """``arr[i]``, 0-based; NULL for a NULL array or index and out of range (Spark's get)."""
+    _arity(e, args, 2)
+    n = _length_of(args)
+    arr = _as_array(args[0], n)
+    index = pc.cast(_as_array(args[1], n), pa.int64())
+    lengths = pc.cast(pc.list_value_length(arr), pa.int64())
+    inside = pc.and_(pc.greater_equal(index, 0), pc.less(index, lengths))
+    starts = pc.cast(arr.offsets[:-1], pa.int64())  # into arr.values, slices included
+    target = pc.if_else(inside, pc.add(starts, index), None)
+    return pc.take(arr.values, target)
+
+
+def _map_value(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """``m[k]``: the value of key k, NULL when absent (Spark's try_element_at on a map)."""
+    _arity(e, args, 2)
+    base, key = args
+    if isinstance(key, pa.Scalar) and not isinstance(base, pa.Scalar):
+        if not key.is_valid:
+            return pa.nulls(len(base), base.type.item_type)
+        key = pc.cast(key, base.type.key_type)
+        return pc.map_lookup(base, key, "first")
+    n = _length_of(args)
+    out = []
+    for entries, k in zip(_as_array(base, n).to_pylist(), _as_array(key, n).to_pylist()):
+        out.append(None if entries is None or k is None else
+                   next((v for ek, v in entries if ek == k), None))
+    return pa.array(out, base.type.item_type)
+
+
+def _length_of(args: list) -> int:
+    return next((len(a) for a in args if not isinstance(a, pa.Scalar)), 1)
+
+
+def _as_array(v: Value, n: int) -> pa.Array:
+    if isinstance(v, pa.Scalar):
+        return pa.repeat(v, n)
+    return v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+
+
 _FUNCTIONS: dict[str, Callable] = {
+    FIELD_ACCESS: _struct_field,
+    ARRAY_ELEMENT: _array_element,
+    MAP_VALUE: _map_value,
     "abs": _unary(pc.abs_checked),
     "round": _round,
     "floor": _floor_ceil(pc.floor),

@@ -10,7 +10,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from ..algebra.expressions import (Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
 from ..errors import CepUnsupportedError
 
@@ -81,6 +81,11 @@ def to_spark_sql(expr: Expr) -> str:
         return "(" + " ".join(parts) + ")"
     if isinstance(expr, Cast):
         return f"CAST({to_spark_sql(expr.operand)} AS {_type_text(expr.to, expr.pos)})"
+    if isinstance(expr, FunctionCall) and expr.name == FIELD_ACCESS:
+        return f"{to_spark_sql(expr.args[0])}.{quote_identifier(str(expr.args[1].value))}"
+    if isinstance(expr, FunctionCall) and expr.name == SUBSCRIPT:
+        raise CepUnsupportedError("subscripts [] are resolved against the input schema; "
+                                  "this clause form does not support them", pos=expr.pos)
     if isinstance(expr, FunctionCall):
         if not _IDENT.match(expr.name):
             raise CepUnsupportedError(f"invalid function name {expr.name!r}", pos=expr.pos)
@@ -132,6 +137,8 @@ def _literal(lit: Literal) -> str:
         return quote_string(str(v))
     if t in ("date", "timestamp"):
         return f"{t.upper()} {quote_string(str(v))}"
+    if t == "month_interval":  # a year-month interval as a count of months
+        return f"INTERVAL '{int(v)}' MONTH"
     if t == "interval":  # microseconds, as a day-time interval in seconds
         seconds = Decimal(int(v)).scaleb(-6)
         return f"INTERVAL '{seconds:f}' SECOND"

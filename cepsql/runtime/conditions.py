@@ -351,6 +351,11 @@ def _literal(em: _Emitter, e: Literal) -> VmType:
         em.const(0.0)
         em.string_consts.append((len(em.consts) - 1, str(e.value)))
         return T.STRING
+    if e.type == "month_interval":
+        raise CepUnsupportedError(
+            "a year-month interval can only be added to or subtracted from the timestamp or "
+            "date of one row (e.g. A.ts + INTERVAL '1' MONTH); a difference of two rows is a "
+            "day-time interval", pos=e.pos)
     raise CepUnsupportedError(
         f"{e.type} literal compared across rows is not supported in DEFINE", pos=e.pos)
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..algebra.expressions import (Aggregate, AggregateValue, Classifier, ColumnRef, Expr, Literal,
+from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Aggregate,
+                                   AggregateValue, Classifier, ColumnRef, Expr, Literal,
                                    MatchNumber, RowRef, RowValue, children)
 from ..algebra.rowrefs import rebuild
 
@@ -72,6 +73,9 @@ _NON_STRICT_FUNCTIONS = frozenset({
     "try_element_at", "elt", "decode", "ilike", "rlike"})
 
 
+_NESTED_ACCESS = frozenset({FIELD_ACCESS, ARRAY_ELEMENT, MAP_VALUE})
+
+
 def _strict(expr: Expr) -> bool:
     """True when expr is NULL whenever its row reads are all NULL (SQL's usual rule)."""
     from ..algebra.expressions import (Between, BinaryOp, Cast, FunctionCall, Like,
@@ -82,7 +86,8 @@ def _strict(expr: Expr) -> bool:
         if expr.op.upper() in ("AND", "OR"):
             return False
     elif isinstance(expr, FunctionCall):
-        if expr.name.lower() in _NON_STRICT_FUNCTIONS:
+        # nested access (x.f, x[i], m[k]) of a NULL value is NULL
+        if expr.name.lower() in _NON_STRICT_FUNCTIONS and expr.name not in _NESTED_ACCESS:
             return False
     elif not isinstance(expr, (UnaryOp, Cast, Between, Like)):
         return False  # IS NULL, CASE, IN, ...

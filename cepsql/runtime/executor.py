@@ -13,7 +13,9 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import Case, ColumnRef, Expr, IsNull, Literal, RowRef, RowValue, children, walk
+from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Case, ColumnRef, Expr, FunctionCall,
+                                   IsNull, Literal, MatchNumber, RowRef, RowValue, children,
+                                   walk)
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec
@@ -24,6 +26,8 @@ from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .explain import explain_clause
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
+from .nested import resolve_nested
+from .subqueries import reject_unbound_subqueries
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .planner_options import PlannerOptions, current_options
 from .program import compile_pattern
@@ -50,6 +54,7 @@ def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "",
 
 def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
           statistics) -> QueryPlan:
+    reject_unbound_subqueries(spec)
     if spec.strategy is not None:
         from .cep_plan import plan_cep
         return plan_cep(spec, schema, options=options, statistics=statistics)
@@ -155,6 +160,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
             window_size=0 if spec.window is None else spec.window.size,
             window_column=order_cols[0] if order_cols else None,
+            closure_depth=program.closure_depth,
             output_schema=pa.schema(fields), gathered=tuple(gathered))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
@@ -188,16 +194,27 @@ def _pattern_nodes(node):
 
 def _check_unique_names(projection: list[tuple[str, Expr]], spec: MatchRecognizeSpec) -> None:
     """Output columns must be unambiguous (Spark resolves names case-insensitively)."""
-    seen: set[str] = set()
+    seen: dict[str, Expr] = {}
     positions = {m.name.lower(): m.pos for m in spec.measures}
-    for name, _ in projection:
+    n_keys = _key_column_count(spec)
+    for i, (name, expr) in enumerate(projection):
         key = name.lower()
+        if key in seen and i < n_keys and seen[key] == expr:
+            continue  # a key written twice (ORDER BY id ASC, id DESC): shown per key, like Trino
         if key in seen:
             raise CepAnalysisError(
                 f"output column {name} is produced twice (a measure has the name of a "
                 "partitioning, ordering or input column); rename the measure",
                 pos=positions.get(key))
-        seen.add(key)
+        seen[key] = expr
+
+
+def _key_column_count(spec: MatchRecognizeSpec) -> int:
+    """How many leading output columns _final_projection takes from PARTITION BY / ORDER BY."""
+    n = len(spec.partition_by)
+    if spec.rows_per_match == "ALL":
+        n += sum(isinstance(k.expr, ColumnRef) for k in spec.order_by)
+    return n
 
 
 def _final_projection(spec, partition_cols, order_cols, measures, input_columns):
@@ -250,7 +267,10 @@ def _canonical_columns(spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchReco
                 raise CepAnalysisError(f"unknown column {e.column}", pos=e.pos)
             return replace(e, column=name)
         kids = children(e)
-        return rebuild(e, [fix(k) for k in kids]) if kids else e
+        e = rebuild(e, [fix(k) for k in kids]) if kids else e
+        if isinstance(e, FunctionCall) and e.name in (FIELD_ACCESS, SUBSCRIPT):
+            return resolve_nested(e, schema)
+        return e
 
     return replace(
         spec,

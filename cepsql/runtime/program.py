@@ -8,11 +8,20 @@ Empty iterations follow Trino: bounded quantifiers are unrolled and every iterat
 match nothing; in an unbounded loop an iteration that matched no rows leaves the loop
 instead of looping again (SAVE at the body start, LOOP_BACK at its end). That keeps the
 VM finite on ``(A*)*``.
+
+PERMUTE means the alternation of its orders, lexicographic by item position (Trino).
+When every item matches in at most one way from a given row (variables, fixed
+sequences of them), it is not expanded into its n! orders: a slot holds the bitmask of
+the items a thread has used, and a dispatch tries the unused items in written order,
+then comes back. Depth-first, that enumerates the orders lexicographically, and threads
+with the same mask at the same instruction merge, so states stay at most 2^n. Items with
+inner choices (quantifiers, alternation) would interleave those choices with the choice
+of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
+from itertools import permutations
 
 import numpy as np
 
@@ -30,9 +39,15 @@ OP_SAVE = 6       # slot a := current position
 OP_LOOP_BACK = 7  # go to b if current position > slot a (progress), else fall through
 OP_EXCL_BEGIN = 8
 OP_EXCL_END = 9
+OP_PERM_BEGIN = 10  # slot a := 0 (no item used)
+OP_PERM_NEXT = 11   # a = slot << 6 | n: all n items used -> slot a := -1, go to b; else next
+OP_PERM_TRY = 12    # a = slot << 6 | i: item i unused -> mark it and go to b; then next
+OP_FAIL = 13        # the thread dies
 
 MAX_PROGRAM_SIZE = 200_000
-MAX_PERMUTE_ITEMS = 7
+MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word
+MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives
+MAX_CLOSURE_DEPTH = 1_000_000
 
 
 @dataclass
@@ -40,6 +55,7 @@ class Program:
     ops: np.ndarray  # int32[n, 3]
     labels: list[str]  # label id -> variable name
     n_slots: int
+    closure_depth: int  # bound on branch nesting while following epsilon instructions
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -47,10 +63,17 @@ class Program:
     def describe(self) -> str:
         names = {OP_LABEL: "LABEL", OP_SPLIT: "SPLIT", OP_JUMP: "JUMP", OP_DONE: "DONE",
                  OP_ANCHOR_START: "ANCHOR ^", OP_ANCHOR_END: "ANCHOR $", OP_SAVE: "SAVE",
-                 OP_LOOP_BACK: "LOOP_BACK", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END"}
+                 OP_LOOP_BACK: "LOOP_BACK", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END",
+                 OP_PERM_BEGIN: "PERM_BEGIN", OP_PERM_NEXT: "PERM_NEXT", OP_PERM_TRY: "PERM_TRY",
+                 OP_FAIL: "FAIL"}
         lines = []
         for i, (op, a, b) in enumerate(self.ops.tolist()):
-            arg = self.labels[a] if op == OP_LABEL else f"{a} {b}"
+            if op == OP_LABEL:
+                arg = self.labels[a]
+            elif op in (OP_PERM_NEXT, OP_PERM_TRY):
+                arg = f"slot {a >> 6} item {a & 63} -> {b}"
+            else:
+                arg = f"{a} {b}"
             lines.append(f"{i:4d} {names[op]} {arg}")
         return "\n".join(lines)
 
@@ -60,8 +83,48 @@ def compile_pattern(pattern: PatternNode, labels: list[str]) -> Program:
     builder = _Builder({name: i for i, name in enumerate(labels)})
     builder.emit_node(pattern)
     builder.emit(OP_DONE)
+    depth = closure_depth(pattern)
+    if depth > MAX_CLOSURE_DEPTH:
+        raise CepUnsupportedError(
+            "pattern too large: nested PERMUTE and quantifiers allow more than "
+            f"{MAX_CLOSURE_DEPTH} steps without consuming a row")
     return Program(np.asarray(builder.code, dtype=np.int32).reshape(-1, 3), list(labels),
-                   builder.n_slots)
+                   builder.n_slots, max(depth, len(builder.code)) + 2)
+
+
+def single_path(node: PatternNode) -> bool:
+    """True when node matches in at most one way (one labelling) from any given row."""
+    if isinstance(node, (Var, Empty, Anchor)):
+        return True
+    if isinstance(node, Concat):
+        return all(single_path(i) for i in node.items)
+    if isinstance(node, Exclusion):
+        return single_path(node.child)
+    if isinstance(node, Quantified):
+        return node.max == node.min and single_path(node.child)
+    if isinstance(node, Permute):
+        return len(node.items) == 1 and single_path(node.items[0])
+    return False
+
+
+def closure_depth(node: PatternNode) -> int:
+    """Upper bound on the branches one epsilon path of node's code can pass.
+
+    Without PERMUTE every instruction is entered at most once per path (loops only go
+    back after progress); a PERMUTE dispatch is re-entered once per item used."""
+    if isinstance(node, (Var, Empty, Anchor)):
+        return 1
+    if isinstance(node, (Concat, Alternation)):
+        return sum(closure_depth(i) for i in node.items) + len(node.items)
+    if isinstance(node, Exclusion):
+        return closure_depth(node.child) + 2
+    if isinstance(node, Quantified):
+        copies = node.min + 1 if node.max is None else node.max
+        return (closure_depth(node.child) + 2) * max(copies, 1) + 1
+    if isinstance(node, Permute):
+        n = len(node.items)
+        return (n + 1) * (sum(closure_depth(i) for i in node.items) + 2 * n + 3)
+    raise TypeError(node)
 
 
 def can_be_empty(node: PatternNode) -> bool:
@@ -122,15 +185,18 @@ class _Builder:
             self.emit_node(node.child)
             self.emit(OP_EXCL_END)
         elif isinstance(node, Permute):
-            if len(node.items) > MAX_PERMUTE_ITEMS:
-                raise CepUnsupportedError(
-                    f"PERMUTE with more than {MAX_PERMUTE_ITEMS} items is not supported")
-            orders = [Concat(tuple(p)) if len(p) > 1 else p[0]
-                      for p in itertools.permutations(node.items)]
-            if len(orders) == 1:
-                self.emit_node(orders[0])
+            if len(node.items) == 1:
+                self.emit_node(node.items[0])
+            elif all(single_path(i) for i in node.items):
+                self.emit_permute(node)
+            elif len(node.items) <= MAX_EXPANDED_PERMUTE:
+                self.emit_alternation([Concat(tuple(order))
+                                       for order in permutations(node.items)])
             else:
-                self.emit_alternation(orders)
+                raise CepUnsupportedError(
+                    f"PERMUTE with more than {MAX_EXPANDED_PERMUTE} items is supported only "
+                    "when each item is a variable or a fixed sequence (no quantifier, "
+                    "alternation or nested PERMUTE inside)", pos=node.pos)
         elif isinstance(node, Quantified):
             self.emit_quantified(node)
         else:
@@ -149,6 +215,25 @@ class _Builder:
                 self.emit_node(item)
         for j in jumps_to_end:
             self.patch(j, a=self.here)
+
+    def emit_permute(self, node: Permute) -> None:
+        """Dispatch loop over a used-items mask (see the module docstring)."""
+        items = list(node.items)
+        if len(items) > MAX_PERMUTE_ITEMS:
+            raise CepUnsupportedError(
+                f"PERMUTE with more than {MAX_PERMUTE_ITEMS} items is not supported",
+                pos=node.pos)
+        slot = self.n_slots
+        self.n_slots += 1
+        self.emit(OP_PERM_BEGIN, slot)
+        dispatch = self.emit(OP_PERM_NEXT, slot << 6 | len(items))
+        tries = [self.emit(OP_PERM_TRY, slot << 6 | i) for i in range(len(items))]
+        self.emit(OP_FAIL)
+        for i, item in enumerate(items):
+            self.patch(tries[i], b=self.here)
+            self.emit_node(item)
+            self.emit(OP_JUMP, dispatch)
+        self.patch(dispatch, b=self.here)
 
     def emit_quantified(self, node: Quantified) -> None:
         for _ in range(node.min):

@@ -72,12 +72,13 @@ class _Query:
         self._layout(spec, columns)
 
     def _layout(self, spec: MatchRecognizeSpec, columns: list[str]) -> None:
-        """Output columns: partition keys, [order-by columns], measures, [other input columns]."""
+        """Output columns: partition keys, [order-by columns], measures, [other input columns].
+        A key column written twice is shown twice (Trino: ``ORDER BY id ASC, id DESC``)."""
         used = {self._input_name(k.expr) for k in spec.partition_by} - {None}
         self.order_columns: list[str] = []
         for key in spec.order_by:
             name = self._input_name(key.expr)
-            if name is not None and name not in used:
+            if name is not None:
                 used.add(name)
                 self.order_columns.append(name)
         self.rest_columns = [c for c in columns if c not in used]

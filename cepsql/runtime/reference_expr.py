@@ -6,13 +6,15 @@ written for obviousness, not speed; the compiled evaluators are checked against 
 """
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 import math
 import re
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from ..algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
+from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, SUBSCRIPT,
+                                   Aggregate, Between, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
                                    Literal, MatchNumber, Navigation, RowRef, RowValue,
                                    UnaryOp, walk)
@@ -90,7 +92,25 @@ def _literal(expr: Literal, ctx: EvalContext, at: int | None) -> object:
         return _dt.datetime.fromisoformat(expr.value)
     if expr.type == "interval":
         return _dt.timedelta(microseconds=int(expr.value))
+    if expr.type == "month_interval":
+        return MonthInterval(int(expr.value))
     return expr.value
+
+
+@dataclass(frozen=True)
+class MonthInterval:
+    """A year-month interval: calendar months, not a fixed length."""
+    months: int
+
+
+def _plus_months(value: object, months: int) -> object:
+    """date/datetime moved by calendar months, the day clamped to the month's last day."""
+    if not isinstance(value, _dt.date):
+        raise ReferenceUnsupported("year-month interval added to a non-temporal value")
+    index = value.year * 12 + value.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return value.replace(year=year, month=month + 1, day=min(value.day, last))
 
 
 def _column(expr: ColumnRef, ctx: EvalContext, at: int | None) -> object:
@@ -163,6 +183,10 @@ _COMPARISONS = {"=": lambda c: c == 0, "<>": lambda c: c != 0, "!=": lambda c: c
 
 
 def _arith(op: str, a: object, b: object) -> object:
+    if isinstance(b, MonthInterval) and op in ("+", "-"):
+        return _plus_months(a, b.months if op == "+" else -b.months)
+    if isinstance(a, MonthInterval) and op == "+":
+        return _plus_months(b, a.months)
     a, b = _coerce(a, b)
     if op == "+":
         return a + b
@@ -339,7 +363,7 @@ def _cast_value(v: object, to: str) -> object:
             if isinstance(v, _dt.datetime):
                 return v.date()
             return v if isinstance(v, _dt.date) else _dt.date.fromisoformat(str(v).strip()[:10])
-        if t == "timestamp":
+        if t in ("timestamp", "timestamp_ntz"):
             if isinstance(v, _dt.datetime):
                 return v
             if isinstance(v, _dt.date):
@@ -409,6 +433,26 @@ _STRICT_FUNCTIONS = {
 }
 
 
+def _nested(name: str, base: object, key: object) -> object:
+    """Struct field / 0-based array element / map value; NULL when absent (Python rows:
+    structs are dicts, arrays lists, maps lists of (key, value) pairs)."""
+    if base is None or key is None:
+        return None
+    if name == FIELD_ACCESS:
+        return base.get(key) if key in base else next(
+            (v for k, v in base.items() if k.lower() == str(key).lower()), None)
+    if isinstance(base, dict):  # a map given as a dict
+        return base.get(key)
+    if not base:
+        return None
+    is_map = name == MAP_VALUE or (name == SUBSCRIPT and
+                                   all(isinstance(x, tuple) and len(x) == 2 for x in base))
+    if is_map:
+        return next((v for k, v in base if k == key), None)
+    index = int(key)
+    return base[index] if 0 <= index < len(base) else None
+
+
 def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
     name = expr.name.lower()
     args = [evaluate(a, ctx, at) for a in expr.args]
@@ -423,6 +467,8 @@ def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
             else args[0]
     if name == "if":
         return args[1] if args[0] is True else args[2]
+    if name in (FIELD_ACCESS, SUBSCRIPT, ARRAY_ELEMENT, MAP_VALUE):
+        return _nested(name, *args)
     fn = _STRICT_FUNCTIONS.get(name)
     if fn is None:
         raise ReferenceUnsupported(f"reference evaluator has no function {name}")

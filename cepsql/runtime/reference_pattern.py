@@ -11,6 +11,12 @@ Empty iterations follow Trino: bounded quantifiers are unrolled (an iteration ma
 empty), and an iteration of an unbounded loop that matched no rows may not loop
 again (it may only leave the loop), which is what Trino's program does when a thread
 comes back to the loop's start with the same state.
+
+PERMUTE is the alternation of its orders, lexicographic by item position. When every
+item matches in one way only (variables, fixed sequences), choosing the unused items
+one at a time, depth-first, visits the orders in exactly that sequence, so such a
+PERMUTE is searched lazily (10 items need not build 10! alternatives); otherwise the
+alternation is built.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from typing import Callable
 
 from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
                                Permute, Quantified, Var)
+from .program import single_path
 
 # A labelled prefix: one (variable, excluded) pair per row from the match start.
 Labels = tuple[tuple[str, bool], ...]
@@ -30,23 +37,27 @@ class SearchBudgetExceeded(RuntimeError):
     """The search took more steps than allowed (a pathological pattern for an oracle)."""
 
 
-def expand_permutations(node: PatternNode) -> PatternNode:
-    """PERMUTE(a, b, ...) as the alternation of every order, lexicographic by position."""
+def expand_permutations(node: PatternNode, keep_single_path: bool = False) -> PatternNode:
+    """PERMUTE(a, b, ...) as the alternation of every order, lexicographic by position
+    (with keep_single_path, a PERMUTE of single-path items stays, for the lazy search)."""
     if isinstance(node, Permute):
-        items = [expand_permutations(i) for i in node.items]
+        items = [expand_permutations(i, keep_single_path) for i in node.items]
         if len(items) == 1:
             return items[0]
+        if keep_single_path and all(single_path(i) for i in items):
+            return Permute(tuple(items))
         orders = [Concat(tuple(items[i] for i in order))
                   for order in permutations(range(len(items)))]
         return Alternation(tuple(orders))
     if isinstance(node, Concat):
-        return Concat(tuple(expand_permutations(i) for i in node.items))
+        return Concat(tuple(expand_permutations(i, keep_single_path) for i in node.items))
     if isinstance(node, Alternation):
-        return Alternation(tuple(expand_permutations(i) for i in node.items))
+        return Alternation(tuple(expand_permutations(i, keep_single_path) for i in node.items))
     if isinstance(node, Quantified):
-        return Quantified(expand_permutations(node.child), node.min, node.max, node.greedy)
+        return Quantified(expand_permutations(node.child, keep_single_path), node.min,
+                          node.max, node.greedy)
     if isinstance(node, Exclusion):
-        return Exclusion(expand_permutations(node.child))
+        return Exclusion(expand_permutations(node.child, keep_single_path))
     return node
 
 
@@ -54,8 +65,8 @@ class PatternMatcher:
     """Finds the preferred match of a pattern at a start row of one partition."""
 
     def __init__(self, pattern: PatternNode, n_rows: int, accept: Acceptor,
-                 max_steps: int | None = None):
-        self.pattern = expand_permutations(pattern)
+                 max_steps: int | None = None, lazy_permute: bool = True):
+        self.pattern = expand_permutations(pattern, keep_single_path=lazy_permute)
         self.n_rows = n_rows
         self.accept = accept
         self.max_steps = max_steps
@@ -108,6 +119,8 @@ class PatternMatcher:
             return self._run(node.child, pos, labels, True, cont)
         if isinstance(node, Quantified):
             return self._loop(node, 0, pos, labels, excl, cont, may_iterate=True)
+        if isinstance(node, Permute):
+            return self._permute(node, 0, pos, labels, excl, cont)
         raise TypeError(f"unknown pattern node {node!r}")
 
     def _resume(self, cont, pos: int, labels: Labels) -> Labels | None:
@@ -119,9 +132,25 @@ class PatternMatcher:
             _, node, i, excl = frame
             nxt = rest if i + 1 == len(node.items) else (("seq", node, i + 1, excl), rest)
             return self._run(node.items[i], pos, labels, excl, nxt)
+        if frame[0] == "perm":
+            _, node, used, excl = frame
+            return self._permute(node, used, pos, labels, excl, rest)
         _, node, count, iter_start, excl = frame
         empty_loop = pos == iter_start and node.max is None and count >= max(node.min, 1)
         return self._loop(node, count, pos, labels, excl, rest, may_iterate=not empty_loop)
+
+    def _permute(self, node: Permute, used: int, pos: int, labels: Labels, excl: bool,
+                 cont) -> Labels | None:
+        """Items not in the ``used`` bitmask, next one in written order first."""
+        if used == (1 << len(node.items)) - 1:
+            return self._resume(cont, pos, labels)
+        for i, item in enumerate(node.items):
+            if not used >> i & 1:
+                result = self._run(item, pos, labels, excl,
+                                   (("perm", node, used | 1 << i, excl), cont))
+                if result is not None:
+                    return result
+        return None
 
     def _loop(self, node: Quantified, count: int, pos: int, labels: Labels, excl: bool,
               cont, may_iterate: bool) -> Labels | None:

@@ -50,6 +50,7 @@ class WorkerConfig:
     window_size: float = 0  # rows, or microseconds
     window_column: str | None = None  # the first ORDER BY key, for time windows
     gathered: tuple = ()  # GatherSpec per __cep_g column (gathered.py)
+    closure_depth: int = 0  # scratch depth for epsilon paths (program.Program.closure_depth)
 
 
 class MatchWorker:
@@ -112,6 +113,7 @@ class MatchWorker:
                           c.measure_aggregates, c.code.row_local, c.skip_mode,
                           c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
         matcher.set_window(c.window_kind, float(c.window_size))
+        matcher.set_closure_depth(c.closure_depth)
         matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
                           measure_lanes(c.code, c.aggregate_columns))
         return matcher

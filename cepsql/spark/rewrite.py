@@ -8,6 +8,8 @@ from typing import Callable, Mapping
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 
+from ..dialect.statements import clause_output_names
+from ..runtime.subqueries import bind_subqueries
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
 from .execute import arrow_schema, run_plan
 from .slicing import slice_plan
@@ -59,7 +61,8 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         df = _source_frame(spark, source, full, site)
         try:
             inputs = planning_inputs(spark, df)
-            plan = plan_query(site.spec, arrow_schema(df), full, **inputs)
+            spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
+            plan = plan_query(spec, arrow_schema(df), full, **inputs)
             sliced = slice_plan(spark, df, plan, **inputs)  # unpartitioned, time-windowed
             if sliced is not None:  # (plan.explain notes it; the sliced plan is internal)
                 df = sliced.frame
@@ -68,6 +71,9 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             out = run_plan(df, plan)
             if sliced is not None:
                 out = sliced.finish(out)
+            names = clause_output_names(site, out.columns)
+            if names != out.columns:
+                out = out.toDF(*names)
         except CepError as e:
             raise e.with_sql(full) from None
         except AnalysisException as e:
@@ -107,6 +113,23 @@ def _table_functions(spark, sql, offset, full, finder, planner, views) -> TfRewr
         return spark.sql(inner.sql)
     return rewrite_table_functions(spark, sql, offset=offset, full_sql=full, views=views,
                                    run_query=run_query)
+
+
+def _scalar(spark: SparkSession, sub, full: str) -> tuple[list[str | None], str]:
+    """Run an uncorrelated scalar subquery (before the clause's job): at most two of its
+    values as Spark's own text form, and its Spark type."""
+    try:
+        df = spark.sql(sub.sql)
+        if len(df.columns) != 1:
+            raise CepAnalysisError(f"a scalar subquery must return one column, not "
+                                   f"{len(df.columns)}", sql=full, pos=sub.pos)
+        type_name = df.schema.fields[0].dataType.simpleString()
+        rows = df.select(df[0].cast("string")).limit(2).collect()
+    except (AnalysisException, ParseException) as e:
+        raise CepAnalysisError(f"in the scalar subquery: {_message(e)} (only uncorrelated "
+                               "scalar subqueries are supported)", sql=full,
+                               pos=sub.pos) from None
+    return [r[0] for r in rows], type_name
 
 
 def _source_frame(spark: SparkSession, source: Source, full: str, site) -> DataFrame:
