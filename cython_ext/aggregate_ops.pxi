@@ -11,6 +11,12 @@
 # _agg_step and its value to _agg_value; more state words need a larger AGG_W.
 
 cdef enum: AGG_W = 6
+# Spark's variance family (DEFINE): [1] non-NULL rows, [2] mean and [3] m2 as doubles,
+# updated row by row as Spark's CentralMomentAgg does
+cdef enum: A_VAR_SAMP = 7
+cdef enum: A_VAR_POP = 8
+cdef enum: A_STDDEV_SAMP = 9
+cdef enum: A_STDDEV_POP = 10
 cdef i64 NULL_HI = -0x7FFFFFFFFFFFFFFF - 1  # high word of a NULL exact MEASURES value
 
 cdef extern from "exact128.h" nogil:
@@ -28,6 +34,31 @@ cdef inline void _put128(i64* w, x_i128 v) noexcept nogil:
     memcpy(w, &v, 16)
 
 
+cdef inline void _moment_step(i64* a, double x) noexcept nogil:
+    """One non-NULL row of Spark's CentralMomentAgg update (n, mean, m2)."""
+    cdef double new_n = <double> (a[1] + 1)
+    cdef double mean = _bits_to_double(a[2])
+    cdef double delta = x - mean
+    cdef double delta_n = delta / new_n
+    a[2] = _double_to_bits(mean + delta_n)
+    a[3] = _double_to_bits(_bits_to_double(a[3]) + delta * (delta - delta_n))
+    a[1] += 1
+
+
+cdef inline void _moment_value(const i64* a, int func, double* dv,
+                               unsigned char* isnull) noexcept nogil:
+    """Spark's variance/stddev from the state (a[1] > 0): the sample forms are NULL over
+    one row."""
+    cdef double n = <double> a[1]
+    cdef double var
+    cdef bint sample = func == A_VAR_SAMP or func == A_STDDEV_SAMP
+    if sample and n == 1.0:
+        isnull[0] = 1
+        return
+    var = _bits_to_double(a[3]) / (n - 1.0 if sample else n)
+    dv[0] = sqrt(var) if (func == A_STDDEV_SAMP or func == A_STDDEV_POP) else var
+
+
 cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol,
                            const x_i128* xcol, const unsigned char* ncol, i64 row,
                            bint by_row) noexcept nogil:
@@ -40,6 +71,9 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
         return
     if func == A_COUNT:  # counts non-null rows only: no value lane is read
         a[1] += 1
+        return
+    if func >= A_VAR_SAMP:
+        _moment_step(a, x_to_double(xcol[row], lane[1]) if lane[0] else dcol[row])
         return
     if lane[0]:
         x = xcol[row]
@@ -82,6 +116,9 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
         return
     if a[1] == 0:
         isnull[0] = 1
+        return
+    if func >= A_VAR_SAMP:
+        _moment_value(a, func, dv, isnull)
         return
     if func == A_MIN or func == A_MAX:
         if lane[0]:

@@ -198,6 +198,15 @@ DEFINE_AGGREGATE_TEMPLATES = [
     "count({v}.*) <= 2",
     "sum({v}.price) < 15",
     "avg({v}.price) > 3",
+    "count_if({v}.price > 4) <= 1",
+    "bool_and({v}.tag <> 'z')",
+    "NOT bool_or({v}.vol > 3)",
+    "every({v}.price IS NOT NULL) AND MATCH_NUMBER() % 2 = 1",
+    "MATCH_NUMBER() <= 2",
+    "count_if(CLASSIFIER() = '{o}') <= 1",
+    "max(CLASSIFIER()) <= '{v}' OR min({v}.price + 0) > 4",
+    "coalesce(stddev({v}.price), 0) < 2.5",
+    "var_pop(vol) <= 1 AND stddev_pop({v}.vol) IS NOT NULL",
 ]
 
 MEASURE_TEMPLATES = [
@@ -233,6 +242,25 @@ MEASURE_AGGREGATE_TEMPLATES = [
     "avg({v}.vol)",
     "FINAL count(*)",
     "FINAL sum({v}.price)",
+    # aggregates folded over the matcher's row lists (DISTINCT, Spark's extra aggregates,
+    # CLASSIFIER() / MATCH_NUMBER() in arguments)
+    "count(DISTINCT {v}.price)",
+    "sum(DISTINCT {v}.vol)",
+    "FINAL avg(DISTINCT {v}.price)",
+    "stddev({v}.vol)",
+    "var_pop({v}.price)",
+    "FINAL stddev_pop(price)",
+    "count_if({v}.price > 4)",
+    "bool_and({v}.tag = 'x')",
+    "FINAL bool_or({v}.vol > 2)",
+    "max_by({v}.ts, {v}.price)",
+    "min_by({v}.tag, {v}.vol)",
+    "listagg({v}.tag, ',')",
+    "FINAL string_agg(DISTINCT tag || CLASSIFIER(), '')",
+    "sum(MATCH_NUMBER() * 100 + {v}.price)",
+    "listagg(CLASSIFIER())",
+    "count_if(CLASSIFIER() = '{o}')",
+    "max(CLASSIFIER())",
 ]
 
 

@@ -177,7 +177,9 @@ _SINGLE = ["tag = 'x'", "tag <> 'z'", "price > 3", "price <= 6", "vol >= 1.5",
            "price IS NOT NULL", "{v}.price < 8", "PREV({v}.price) < {v}.price"]
 _CROSS = ["{v}.price > {o}.price", "{v}.vol <= {o}.vol", "{v}.tag = {o}.tag"]
 _KLEENE = ["count({v}.*) = 1 OR {v}.price >= LAST({v}.price, 1)",
-           "{v}.price >= avg({v}.price)", "count({v}.*) <= 2"]
+           "{v}.price >= avg({v}.price)", "count({v}.*) <= 2",
+           "count_if({v}.price > 5) <= 1", "bool_and({v}.tag <> 'z')",
+           "NOT bool_or({v}.vol > 4)"]
 # Conditions whose truth depends on how nulls are handled (with_nulls streams).
 _NULLISH = ["tag IS NULL", "{v}.tag IS NOT NULL AND {v}.tag <> 'y'", "COALESCE({v}.price, 0) < 5",
             "{v}.price + {v}.vol > 4", "NOT ({v}.price > 4)", "{v}.tag IN ('x', 'z')"]

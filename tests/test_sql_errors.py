@@ -153,12 +153,6 @@ def test_aggregate_over_two_variables_is_rejected():
     check(sql, CepAnalysisError, "sum", match="same pattern variable")
 
 
-def test_match_number_in_define_is_rejected():
-    # SQL:2016: MATCH_NUMBER() shall not be used in DEFINE
-    sql = stmt(d="B AS MATCH_NUMBER() > 0")
-    check(sql, CepAnalysisError, "MATCH_NUMBER", match="MATCH_NUMBER")
-
-
 def test_exclusion_with_unmatched_rows_is_rejected():
     # SQL:2016 / Trino: pattern exclusion is not allowed with ALL ROWS PER MATCH
     # WITH UNMATCHED ROWS

@@ -195,6 +195,21 @@ class AggregateValue(Expr):
 
 
 @dataclass(frozen=True)
+class GatheredAggregate(Expr):
+    """An aggregate the backend computes over the rows the matcher lists per output row
+    (DISTINCT, the stddev/variance family, max_by, listagg, count_if, arguments reading
+    CLASSIFIER() or MATCH_NUMBER(), ...). ``parts`` are (variable, arguments) pairs: one
+    row list per part, merged back into match order; the arguments are expressions over
+    row-local columns and ``__cep_mn`` (no children: they are already bound)."""
+    func: str
+    distinct: bool
+    parts: tuple[tuple[str | None, tuple[Expr, ...]], ...]
+    rows_column: str  # a never-null column: the lists keep every row of the variable
+    final: bool = False
+    pos: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class ScalarSubquery(Expr):
     """An uncorrelated scalar subquery ``(SELECT ...)``, as Spark SQL text. Backends
     evaluate it once per statement and replace it by a typed constant before planning

@@ -19,7 +19,22 @@ from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Aggregate, Between, 
 from ..errors import CepAnalysisError, CepUnsupportedError
 from .pattern_parser import canonical_name
 
-AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "array_agg", "collect_list"})
+AGGREGATES = frozenset({
+    "count", "sum", "avg", "mean", "min", "max", "array_agg", "collect_list", "collect_set",
+    "stddev", "std", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
+    "count_if", "bool_and", "every", "bool_or", "some", "any", "max_by", "min_by", "listagg",
+    "string_agg"})
+# Spark aggregates MATCH_RECOGNIZE does not compute: a clear error instead of Spark's
+# MISSING_GROUP_BY on the projected measures
+OTHER_SPARK_AGGREGATES = frozenset({
+    "approx_count_distinct", "approx_percentile", "percentile", "percentile_approx",
+    "percentile_cont", "percentile_disc", "median", "mode", "corr", "covar_pop", "covar_samp",
+    "kurtosis", "skewness", "regr_avgx", "regr_avgy", "regr_count", "regr_intercept",
+    "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy", "bit_and", "bit_or",
+    "bit_xor", "bitmap_construct_agg", "bitmap_or_agg", "histogram_numeric", "try_sum",
+    "try_avg", "product", "any_value", "first", "last", "hll_sketch_agg", "hll_union_agg",
+    "count_min_sketch", "grouping", "grouping_id", "kll_sketch_agg_bigint",
+    "kll_sketch_agg_double", "kll_sketch_agg_float", "theta_sketch_agg"})
 NAVIGATION = {"PREV": 1, "NEXT": 1, "FIRST": 0, "LAST": 0}  # kind -> default offset
 
 # meta keys set by the CepSpark parser
@@ -320,6 +335,17 @@ class ToAlgebra:
     _exists = _select = _subquery
 
     # --- function calls ---------------------------------------------------------------
+    def _any(self, node: exp.Any) -> Expr:
+        """``any(cond)``, Spark's bool_or (a quantified ``= ANY (...)`` is not supported)."""
+        if isinstance(node.this, (exp.Subquery, exp.Select)):
+            return self._subquery(node)
+        return self._aggregate("any", [node.this], node.meta_get(SEMANTICS_KEY), self.pos(node))
+
+    def _withingroup(self, node: exp.Expr) -> Expr:
+        raise CepUnsupportedError(
+            "WITHIN GROUP (ORDER BY ...) is not supported in MATCH_RECOGNIZE; listagg/"
+            "string_agg concatenate in match order", pos=self.pos(node))
+
     def _anonymous(self, node: exp.Anonymous) -> Expr:
         this = node.this
         written = this.name if isinstance(this, exp.Identifier) else str(this)
@@ -331,6 +357,10 @@ class ToAlgebra:
             return self._navigation(name, raw_args, semantics, pos)
         if written.lower() in AGGREGATES:
             return self._aggregate(written.lower(), raw_args, semantics, pos)
+        if written.lower() in OTHER_SPARK_AGGREGATES:
+            raise CepUnsupportedError(
+                f"aggregate {written}() is not supported in MATCH_RECOGNIZE; supported: "
+                f"{', '.join(sorted(AGGREGATES))}", pos=pos)
         if semantics is not None:
             raise CepAnalysisError(
                 f"{semantics} applies to FIRST/LAST navigation or an aggregate, not {written}()",

@@ -9,15 +9,39 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..algebra.expressions import (Aggregate, AggregateValue, Classifier, ColumnRef, Expr,
-                                   FunctionCall, Navigation, children, walk)
+from dataclasses import replace
+from typing import Callable
+
+from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
+                                   ColumnRef, Expr, FunctionCall, GatheredAggregate, IsNull, Literal,
+                                   MatchNumber, Navigation, UnaryOp, children, walk)
 from ..algebra.rowrefs import rebuild
 from ..errors import CepAnalysisError, CepUnsupportedError
+from .conditions import MOMENT_FUNCS  # noqa: F401  (re-exported for cep_plan)
 from .decompose import DerivedColumns
 
-FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6}
+FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
+              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
+              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
+              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
+# aggregates computed over gathered row lists (MEASURES): name -> canonical function
+GATHERED = {
+    "count": "count", "sum": "sum", "avg": "avg", "mean": "avg", "min": "min", "max": "max",
+    "array_agg": "array_agg", "collect_list": "array_agg", "collect_set": "collect_set",
+    "stddev": "stddev_samp", "std": "stddev_samp", "stddev_samp": "stddev_samp",
+    "stddev_pop": "stddev_pop", "variance": "var_samp", "var_samp": "var_samp",
+    "var_pop": "var_pop", "count_if": "count_if", "bool_and": "bool_and", "every": "bool_and",
+    "bool_or": "bool_or", "some": "bool_or", "any": "bool_or", "max_by": "max_by",
+    "min_by": "min_by", "listagg": "listagg", "string_agg": "listagg",
+}
+_ARITY = {"max_by": (2, 2), "min_by": (2, 2), "listagg": (1, 2)}
+# DEFINE runs aggregates incrementally inside the matcher
+DEFINE_AGGREGATES = ("count", "sum", "avg", "mean", "min", "max", "count_if", "bool_and",
+                     "every", "bool_or", "some", "any", "stddev", "std", "stddev_samp",
+                     "stddev_pop", "variance", "var_samp", "var_pop")
+MATCH_NUMBER_COLUMN = "__cep_mn"
 
 
 def value_navigation(expr: Expr) -> Expr:
@@ -31,55 +55,182 @@ def value_navigation(expr: Expr) -> Expr:
     return rebuild(expr, [value_navigation(k) for k in kids]) if kids else expr
 
 
+def supported_aggregates() -> str:
+    """The aggregate names MEASURES accept, for error messages."""
+    return ", ".join(sorted(GATHERED))
+
+
 def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: bool,
-                         known_vars: set[str], in_define: bool) -> Expr:
-    """Replace every Aggregate by an AggregateValue over a derived column."""
+                         known_vars: set[str], in_define: bool,
+                         members: Callable[[str | None], set[str]] | None = None) -> Expr:
+    """Replace every Aggregate by an AggregateValue over a derived column, or (MEASURES)
+    by a GatheredAggregate when the matcher's running accumulators cannot compute it.
+    ``members(var)``: the primary variables of a variable, subset or (None) the match;
+    needed where CLASSIFIER() in an argument splits the rows per primary variable."""
     if isinstance(expr, Aggregate):
-        return _normalize(expr, derived, final_default, known_vars, in_define)
+        if in_define:
+            return _normalize_define(expr, derived, known_vars, members)
+        return _normalize(expr, derived, final_default, known_vars, members)
     kids = children(expr)
     if not kids:
         return expr
     return rebuild(expr, [normalize_aggregates(k, derived, final_default=final_default,
-                                               known_vars=known_vars, in_define=in_define)
+                                               known_vars=known_vars, in_define=in_define,
+                                               members=members)
                           for k in kids])
 
 
 def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
-               known: set[str], in_define: bool) -> AggregateValue:
+               known: set[str], members: Callable[[str | None], set[str]] | None) -> Expr:
     name = agg.name.lower()
-    if name not in _NAMES:
-        raise CepUnsupportedError(f"aggregate {agg.name}() is not supported", pos=agg.pos)
-    if agg.distinct:
-        raise CepUnsupportedError(f"{agg.name}(DISTINCT ...) is not supported", pos=agg.pos)
-    if agg.semantics == "FINAL" and in_define:
-        raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
+    if name not in GATHERED:
+        raise CepUnsupportedError(f"aggregate {agg.name}() is not supported; supported: "
+                                  f"{supported_aggregates()}", pos=agg.pos)
     final = final_default if agg.semantics is None else agg.semantics == "FINAL"
-    func = _NAMES[name]
-    if in_define and func == "LIST":
-        raise CepUnsupportedError(f"{agg.name}() is not supported in DEFINE", pos=agg.pos)
     if agg.star_var is not None:
         var = agg.star_var or None
         _check_var(var, known, agg)
         return AggregateValue("COUNT_STAR", var, None, final, agg.pos)
+    lo, hi = _ARITY.get(GATHERED[name], (1, 1))
+    if not lo <= len(agg.args) <= hi:
+        count = f"{lo}" if lo == hi else f"{lo} or {hi}"
+        raise CepAnalysisError(f"{agg.name}() takes {count} argument{'s' if hi > 1 else ''}",
+                               pos=agg.pos)
+    var = _aggregate_variable(agg, known)
+    row_local = not any(isinstance(n, (Classifier, MatchNumber)) for a in agg.args
+                        for n in walk(a))
+    if name in _NAMES and not agg.distinct and row_local:
+        column = derived.name_for(_strip(agg.args[0]))
+        return AggregateValue(_NAMES[name], var, column, final, agg.pos)
+    func = GATHERED[name]
+    if func == "listagg" and len(agg.args) == 2 and not (
+            isinstance(agg.args[1], Literal) and agg.args[1].type in ("string", "null")):
+        raise CepAnalysisError("listagg() delimiter must be a string constant",
+                               pos=getattr(agg.args[1], "pos", agg.pos))
+    if func == "listagg":  # Spark casts the values to STRING
+        agg = replace(agg, args=(Cast(agg.args[0], "string", agg.pos),) + agg.args[1:])
+    uses_label = any(isinstance(n, Classifier) for a in agg.args for n in walk(a))
+    labels = sorted(members(var)) if uses_label else [var]
+    parts = []
+    for label in labels:
+        args = tuple(_residual(_with_label(a, label) if uses_label else a, derived)
+                     for a in agg.args)
+        parts.append((label, args))
+    rows_column = derived.name_for(Literal(True, "bool"))
+    return GatheredAggregate(func, agg.distinct, tuple(parts), rows_column, final, agg.pos)
+
+
+def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
+                      members: Callable[[str | None], set[str]] | None = None) -> Expr:
+    """DEFINE aggregates: the matcher's running accumulators, with count_if and
+    bool_and/bool_or rewritten over counts of derived indicator columns. CLASSIFIER() in
+    the argument splits count-like aggregates and min/max per primary variable."""
+    name = agg.name.lower()
+    if name not in DEFINE_AGGREGATES or agg.distinct:
+        what = f"{agg.name}(DISTINCT ...)" if agg.distinct else f"{agg.name}()"
+        raise CepUnsupportedError(
+            f"{what} is not supported in DEFINE; DEFINE supports "
+            f"{', '.join(DEFINE_AGGREGATES)} (without DISTINCT); MEASURES also support "
+            f"{', '.join(sorted(set(GATHERED) - set(DEFINE_AGGREGATES)))}", pos=agg.pos)
+    if agg.semantics == "FINAL":
+        raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
+    if agg.star_var is not None:
+        var = agg.star_var or None
+        _check_var(var, known, agg)
+        return AggregateValue("COUNT_STAR", var, None, False, agg.pos)
     if len(agg.args) != 1:
         raise CepAnalysisError(f"{agg.name}() takes one argument", pos=agg.pos)
-    arg = agg.args[0]
-    qualified = set()
-    for node in walk(arg):
-        if isinstance(node, (Navigation, Aggregate, Classifier)):
+    var = _aggregate_variable(agg, known)
+    split = any(isinstance(n, Classifier) for n in walk(agg.args[0]))
+    splittable = members is not None and GATHERED[name] in (
+        "count", "count_if", "bool_and", "bool_or", "min", "max")
+    for node in walk(agg.args[0]):
+        if isinstance(node, MatchNumber) or (isinstance(node, Classifier) and not splittable):
             raise CepUnsupportedError(
-                f"{agg.name}() argument must be a row expression over columns",
-                pos=getattr(node, "pos", agg.pos))
-        if isinstance(node, ColumnRef) and node.var is not None:
-            qualified.add(node.var)
+                f"{agg.name}() in DEFINE cannot read "
+                f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
+                "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
+                "bool_and, bool_or, min and max)", pos=node.pos)
+    if GATHERED[name].startswith(("stddev", "var")):
+        return AggregateValue(GATHERED[name].upper(), var, derived.name_for(_strip(agg.args[0])),
+                              False, agg.pos)
+    arg = _strip(agg.args[0])
+    parts = [(label, _with_label(arg, label)) for label in sorted(members(var))] if split \
+        else [(var, arg)]
+
+    def per_part(func: str, make) -> Expr:
+        values = [AggregateValue(func, v, derived.name_for(make(a)), False, agg.pos)
+                  for v, a in parts]
+        total = values[0]
+        for value in values[1:]:
+            if func in ("MIN", "MAX"):  # the extreme of the non-NULL ones (any type)
+                better = BinaryOp("<" if func == "MIN" else ">", value, total, agg.pos)
+                total = Case(None, ((IsNull(total), value), (IsNull(value), total),
+                                    (better, value)), total, agg.pos)
+            else:
+                total = BinaryOp("+", total, value, agg.pos)
+        return total
+
+    if name in _NAMES:
+        return per_part(_NAMES[name], lambda a: a)
+
+    def count(make) -> Expr:
+        return per_part("COUNT", make)
+
+    def indicator(cond: Expr) -> Expr:
+        return Case(None, ((cond, Literal(1, "int")),), None)
+
+    if name == "count_if":
+        return count(indicator)
+    zero = Literal(0, "int")
+    if name in ("bool_and", "every"):  # TRUE when no non-null row is FALSE
+        decided = BinaryOp("=", count(lambda a: indicator(UnaryOp("NOT", a))), zero, agg.pos)
+    else:  # bool_or: some non-null row is TRUE
+        decided = BinaryOp(">", count(indicator), zero, agg.pos)
+    no_rows = BinaryOp("=", count(lambda a: a), zero, agg.pos)
+    return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
+
+
+def _aggregate_variable(agg: Aggregate, known: set[str]) -> str | None:
+    """The one variable the arguments qualify columns (or CLASSIFIER) with, else None."""
+    qualified = set()
+    for arg in agg.args:
+        for node in walk(arg):
+            if isinstance(node, (Navigation, Aggregate)):
+                raise CepUnsupportedError(
+                    f"{agg.name}() argument must be a row expression (columns, CLASSIFIER(), "
+                    "MATCH_NUMBER()), not navigation or another aggregate",
+                    pos=getattr(node, "pos", agg.pos))
+            if isinstance(node, (ColumnRef, Classifier)) and node.var is not None:
+                qualified.add(node.var)
     if len(qualified) > 1:
         raise CepAnalysisError(
             f"{agg.name}() argument must reference a single pattern variable, found "
             f"{', '.join(sorted(qualified))}", pos=agg.pos)
     var = next(iter(qualified)) if qualified else None
     _check_var(var, known, agg)
-    column = derived.name_for(_strip(arg))
-    return AggregateValue(func, var, column, final, agg.pos)
+    return var
+
+
+def _with_label(expr: Expr, label: str | None) -> Expr:
+    """CLASSIFIER() of an aggregated row, on the row list of one primary variable, is
+    that variable's name (a constant): the argument becomes row-local again."""
+    if isinstance(expr, Classifier):
+        return Literal(label, "string", expr.pos)
+    kids = children(expr)
+    return rebuild(expr, [_with_label(k, label) for k in kids]) if kids else expr
+
+
+def _residual(expr: Expr, derived: DerivedColumns) -> Expr:
+    """The argument over derived row-local columns and the match-number column."""
+    if isinstance(expr, MatchNumber):
+        return ColumnRef(None, MATCH_NUMBER_COLUMN, expr.pos)
+    if isinstance(expr, Literal):
+        return expr
+    if not any(isinstance(n, MatchNumber) for n in walk(expr)):
+        return ColumnRef(None, derived.name_for(_strip(expr)), getattr(expr, "pos", None))
+    kids = children(expr)
+    return rebuild(expr, [_residual(k, derived) for k in kids])
 
 
 def result_type(func: str, arg_type: pa.DataType | None) -> pa.DataType:

@@ -22,7 +22,8 @@ from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Ne
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError, CepUnsupportedError
-from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from .aggregates import (FUNC_CODES, MOMENT_FUNCS, normalize_aggregates, result_type,
+                         value_navigation)
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
@@ -123,7 +124,12 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     conj_rowlocal: list[int] = []  # reads the current row only
     for var, cond in spec.defines.items():
         cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True)
+                                    known_vars=known, in_define=True, members=sets.members)
+        for e in walk(cond):
+            if isinstance(e, AggregateValue) and e.func in MOMENT_FUNCS:
+                raise CepUnsupportedError(
+                    f"{e.func.lower()}() in DEFINE is not supported in CEP mode (SQL:2016 mode "
+                    "supports it)", pos=e.pos)
         bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
 
         def fix(e, var=var):
@@ -158,13 +164,18 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     measures = []
     for m in spec.measures:
         expr = normalize_aggregates(value_navigation(m.expr), derived, final_default=one,
-                                    known_vars=known, in_define=False)
+                                    known_vars=known, in_define=False, members=sets.members)
         bound = bind_rows(expr, in_define=False, final_default=one, known_vars=known)
         measures.append((m.name, project_measure(bound, leaves)))
     for agg in leaves.aggregates:
         if agg.func == "LIST":
             raise CepUnsupportedError("array_agg/collect_list measures are not supported in "
                                       "CEP mode", pos=agg.pos)
+        if agg.func == "ROWS":
+            raise CepUnsupportedError(
+                "in CEP mode MEASURES support count, sum, avg, min and max over row "
+                "expressions (no DISTINCT, no CLASSIFIER()/MATCH_NUMBER() arguments); "
+                "the other aggregates need SQL:2016 mode (no STRATEGY)", pos=agg.pos)
     prepare += [(name, expr) for expr, name in derived.columns.items()]
 
     program_of, programs = not_programs(seqs, labels)

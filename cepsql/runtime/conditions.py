@@ -78,15 +78,21 @@ class ConditionCode:
         return [i for i, t in enumerate(self.column_types) if t.exact]
 
 
+# Spark's variance family: a double update (CentralMomentAgg) in the aggregate state
+MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
+
+
 def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:
     """How an evaluator computes an aggregate over a column of type arg, and its result
     type: [exact (0 double lane, 1 exact lane), argument scale, result scale, result
     precision (0: BIGINT / integral, wrapped or checked at 64 bits)]."""
     if func in ("COUNT_STAR", "COUNT"):
         return [1, 0, 0, 0], T.BIGINT
-    if func == "LIST":
+    if func in ("LIST", "ROWS"):
         return [0, 0, 0, 0], arg
     exact = arg is not None and arg.exact
+    if func in MOMENT_FUNCS:  # a double update over the column's value (either lane)
+        return [int(exact), arg.scale if exact else 0, 0, 0], T.DOUBLE
     if func in ("MIN", "MAX"):
         return [int(exact), arg.scale if exact else 0, 0, 0], arg
     if not exact:
@@ -630,6 +636,8 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     from .aggregates import FUNC_CODES
     col, t = (-1, None) if e.column is None else em.column_index(e.column)
     if e.func in ("SUM", "AVG") and not (t.numeric or t.name == "interval"):
+        raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
+    if e.func in MOMENT_FUNCS and not t.numeric:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)

@@ -21,6 +21,7 @@ from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError, CepError
 from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from .gathered import bind_gathered_all
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
 from .explain import explain_clause
@@ -84,7 +85,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
     defines = {}
     for var, cond in spec.defines.items():
         cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True)
+                                    known_vars=known, in_define=True, members=sets.members)
         bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
         defines[var] = localize(bound, derived,
                                 lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
@@ -94,7 +95,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
         final_default = spec.rows_per_match == "ONE"
         expr = normalize_aggregates(value_navigation(m.expr), derived,
                                     final_default=final_default, known_vars=known,
-                                    in_define=False)
+                                    in_define=False, members=sets.members)
         bound = bind_rows(expr, in_define=False, final_default=final_default, known_vars=known)
         measures.append((m.name, project_measure(bound, leaves)))
 
@@ -125,7 +126,10 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             arg_type = None if agg.column is None else prepared.field(agg.column).type
             agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
                               agg_vm_column.get(agg.column, -1), int(agg.final)])
-            agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+            if agg.func != "ROWS":
+                agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+        gathered, gathered_fields = bind_gathered_all(leaves, prepared)
+        agg_fields += gathered_fields
         full_history = _needs_full_history(refs) or code.reads_other_labels
         leaf_specs, leaf_fields = [], []
         for i, (ref, column) in enumerate(leaves.items):
@@ -158,7 +162,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
             window_column=order_cols[0] if order_cols else None,
             closure_depth=program.closure_depth,
             sql=sql or None, skip_pos=spec.after_match_skip.pos,
-            output_schema=pa.schema(fields))
+            output_schema=pa.schema(fields), gathered=tuple(gathered))
         return BoundPlan(MatchWorker(config), config.output_schema, projection)
 
     projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)
@@ -173,11 +177,8 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
 
 
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
-    """Constructs SQL:2016 forbids in combination (Trino rejects them too)."""
-    for cond in spec.defines.values():
-        for node in walk(cond):
-            if isinstance(node, MatchNumber):
-                raise CepAnalysisError("MATCH_NUMBER() is not allowed in DEFINE", pos=node.pos)
+    """Constructs SQL:2016 forbids in combination (Trino rejects them too). MATCH_NUMBER()
+    in DEFINE is accepted like Trino does: the number the match gets if it succeeds."""
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
         for node in _pattern_nodes(spec.pattern):
             if isinstance(node, Exclusion):

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..algebra.expressions import (Aggregate, AggregateValue, Classifier, ColumnRef, Expr, MatchNumber, RowRef,
-                                   RowValue, children)
+from ..algebra.expressions import (Aggregate, AggregateValue, Classifier, ColumnRef, Expr,
+                                   GatheredAggregate, MatchNumber, RowRef, RowValue, children)
 from ..algebra.rowrefs import rebuild
 from ..errors import CepUnsupportedError
 
 MATCH_NUMBER_COLUMN = "__cep_mn"
 LEAF_PREFIX = "__cep_l"
 AGGREGATE_PREFIX = "__cep_a"
+GATHERED_PREFIX = "__cep_g"
 CLASSIFIER_LEAF = None  # leaf "column" meaning the row's label
 
 
@@ -25,11 +26,22 @@ class Leaves:
     """Distinct (row reference, column) reads; column None reads CLASSIFIER()."""
     items: list[tuple[RowRef, str | None]] = field(default_factory=list)
     aggregates: list[AggregateValue] = field(default_factory=list)
+    gathered: list[GatheredAggregate] = field(default_factory=list)
 
     def aggregate_name(self, agg: AggregateValue) -> str:
         if agg not in self.aggregates:
             self.aggregates.append(agg)
         return f"{AGGREGATE_PREFIX}{self.aggregates.index(agg)}"
+
+    def gathered_name(self, agg: GatheredAggregate) -> str:
+        """Output column of a gathered aggregate; registers one row list (a ROWS
+        aggregate) per part."""
+        if agg not in self.gathered:
+            self.gathered.append(agg)
+            for var, _ in agg.parts:
+                self.aggregate_name(AggregateValue("ROWS", var, agg.rows_column, agg.final,
+                                                   agg.pos))
+        return f"{GATHERED_PREFIX}{self.gathered.index(agg)}"
 
     def name_for(self, ref: RowRef, column: str | None) -> str:
         key = (ref, column)
@@ -46,6 +58,8 @@ def project_measure(expr: Expr, leaves: Leaves) -> Expr:
         return ColumnRef(None, MATCH_NUMBER_COLUMN, expr.pos)
     if isinstance(expr, AggregateValue):
         return ColumnRef(None, leaves.aggregate_name(expr), expr.pos)
+    if isinstance(expr, GatheredAggregate):
+        return ColumnRef(None, leaves.gathered_name(expr), expr.pos)
     if isinstance(expr, Aggregate):
         raise CepUnsupportedError(
             f"aggregate {expr.name}() must be normalized before projection", pos=expr.pos)

@@ -509,17 +509,35 @@ def _aggregate(expr: Aggregate, ctx: EvalContext, at: int | None) -> object:
         if name != "count":
             raise CepAnalysisError(f"{name}(*) is not an aggregate", pos=expr.pos)
         return len(rows)
-    if len(expr.args) != 1:
-        raise ReferenceUnsupported(f"aggregate {name} with {len(expr.args)} arguments")
     # Each aggregated row is read as the current row of a running evaluation, so
-    # A.price is that row and PREV(A.price) the row before it.
-    bound = bind_rows(expr.args[0], in_define=False, final_default=False,
-                      known_vars=set(ctx.known_vars))
-    values = [evaluate(bound, replace(ctx, current=r, final_default=False)) for r in rows]
-    values = [v for v in values if v is not None]
-    if expr.distinct:
+    # A.price is that row, PREV(A.price) the row before it and CLASSIFIER() its label.
+    columns = []
+    for arg in expr.args:
+        bound = bind_rows(arg, in_define=False, final_default=False,
+                          known_vars=set(ctx.known_vars))
+        columns.append([evaluate(bound, replace(ctx, current=r, final_default=False))
+                        for r in rows])
+    if name in ("max_by", "min_by"):
+        return _by(columns[0], columns[1], 1 if name == "max_by" else -1)
+    if len(columns) != 1 and name not in ("listagg", "string_agg"):
+        raise ReferenceUnsupported(f"aggregate {name} with {len(columns)} arguments")
+    values = [v for v in columns[0] if v is not None]
+    if expr.distinct or name == "collect_set":
         values = _distinct(values)
+    if name in ("listagg", "string_agg"):
+        sep = evaluate(expr.args[1], ctx) if len(expr.args) > 1 else ""  # a constant
+        texts = [_cast_value(v, "string") for v in values]
+        return None if not texts else (sep or "").join(texts)
     return _fold(name, values)
+
+
+def _by(values: list, keys: list, sign: int) -> object:
+    """max_by/min_by: the value of the last row holding the extreme non-null key."""
+    best, best_key = None, None
+    for v, k in zip(values, keys):
+        if k is not None and (best_key is None or compare(k, best_key) * sign >= 0):
+            best, best_key = v, k
+    return best
 
 
 def _distinct(values: list) -> list:
@@ -531,8 +549,11 @@ def _distinct(values: list) -> list:
 
 
 def _fold(name: str, values: list) -> object:
+    """A Spark aggregate over the non-null values of its rows, in match order."""
     if name == "count":
         return len(values)
+    if name == "count_if":
+        return sum(1 for v in values if v is True)
     if not values:
         return None
     if name == "sum":
@@ -546,7 +567,31 @@ def _fold(name: str, values: list) -> object:
         return _extreme(values, -1)
     if name == "max":
         return _extreme(values, 1)
+    if name in ("array_agg", "collect_list", "collect_set"):
+        return values
+    if name in ("bool_and", "every"):
+        return all(v is True for v in values)
+    if name in ("bool_or", "some", "any"):
+        return any(v is True for v in values)
+    if name in ("stddev", "std", "stddev_samp", "stddev_pop", "variance", "var_samp",
+                "var_pop"):
+        return _variance_family(name, [float(v) for v in values])
     raise ReferenceUnsupported(f"reference evaluator has no aggregate {name}")
+
+
+def _variance_family(name: str, xs: list[float]) -> float | None:
+    """Spark's one-pass update: n, mean and the sum of squared deviations m2."""
+    n = mean = m2 = 0.0
+    for x in xs:
+        n += 1.0
+        delta = x - mean
+        mean += delta / n
+        m2 += delta * (delta - delta / n)
+    sample = name not in ("stddev_pop", "var_pop")
+    if sample and n == 1.0:
+        return None
+    variance = m2 / (n - 1.0) if sample else m2 / n
+    return math.sqrt(variance) if name.startswith("std") else variance
 
 
 _HANDLERS = {

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from ..errors import CepRuntimeError
 from ..exprs.arrow_eval import spark_compare
 from .conditions import STR, ConditionCode, aggregate_lane
+from .gathered import compute
 
 CHUNK_ROWS = 1 << 16
 NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
@@ -48,6 +49,7 @@ class WorkerConfig:
     window_kind: int = 0  # WITHIN: 0 none, 1 rows, 2 time
     window_size: float = 0  # rows, or microseconds
     window_column: str | None = None  # the first ORDER BY key, for time windows
+    gathered: tuple = ()  # GatherSpec per __cep_g column (gathered.py)
     closure_depth: int = 0  # scratch depth for epsilon paths (program.Program.closure_depth)
     sql: str | None = None  # the statement, so run-time errors can point into it
     skip_pos: int | None = None  # where AFTER MATCH SKIP TO's variable is written in sql
@@ -170,18 +172,20 @@ class MatchWorker:
                 columns.append(labels.take(codes))
             else:
                 columns.append(table.column(column).take(pa.array(idx, mask=idx < 0)))
-        columns += self._aggregate_columns(table, aggregates, list_rows)
+        columns += self._aggregate_columns(table, aggregates, list_rows, match_numbers)
         columns.append(pa.array(match_numbers, mask=match_numbers < 0))
         out = pa.Table.from_arrays(columns, schema=c.output_schema)
         return out.to_batches()
 
-    def _aggregate_columns(self, table: pa.Table, raw: np.ndarray,
-                           list_rows: np.ndarray) -> list[pa.Array]:
-        """Decode the matcher's aggregate outputs into typed Arrow columns."""
+    def _aggregate_columns(self, table: pa.Table, raw: np.ndarray, list_rows: np.ndarray,
+                           match_numbers: np.ndarray) -> list[pa.Array]:
+        """Decode the matcher's aggregate outputs into typed Arrow columns, then the
+        gathered aggregates over the ROWS lists."""
         out = []
         lanes = measure_lanes(self.config.code, self.config.aggregate_columns)
+        lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         list_counts = [raw[:, q, 0] for q, (func, _) in enumerate(self.config.aggregate_columns)
-                       if func == "LIST"]
+                       if func in ("LIST", "ROWS")]
         # list rows are laid out per output row, then per LIST aggregate
         offsets = np.zeros(0, dtype=np.int64)
         if list_counts:
@@ -191,6 +195,11 @@ class MatchWorker:
         n_lists = len(list_counts)
         for q, (func, column) in enumerate(self.config.aggregate_columns):
             values = raw[:, q, 0]
+            if func == "ROWS":  # a gathered aggregate's row list: no column of its own
+                starts = offsets[list_index:-1:n_lists]
+                lists[q] = (starts, offsets[list_index + 1::n_lists] - starts)
+                list_index += 1
+                continue
             field = self.config.output_schema.field(f"__cep_a{q}")
             if func in ("COUNT_STAR", "COUNT"):
                 out.append(pa.array(values, pa.int64(), mask=values < 0))
@@ -215,6 +224,8 @@ class MatchWorker:
                 out.append(pa.ListArray.from_arrays(pa.array(bounds.astype(np.int32)), flat,
                                                     mask=pa.array(values < 0)))
                 list_index += 1
+        for spec in getattr(self.config, "gathered", ()):  # CepConfig has none
+            out.append(compute(spec, table, lists, list_rows, match_numbers))
         return out
 
     def _load_vm(self, matcher, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Iterator
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from ..errors import transported
+from ..errors import CepUnsupportedError, transported
 from ..exprs.spark_sql import quote_identifier, to_spark_sql
 from ..runtime.plan import QueryPlan, SortColumn
 
@@ -52,7 +53,13 @@ class TaskWorker:
 def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
     if plan.prepare_columns:
-        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+        try:
+            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n)
+                                  for n, e in plan.prepare_columns])
+        except AnalysisException as e:
+            if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):
+                raise _unknown_aggregate() from None
+            raise
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
         from .strict_breaks import with_global_breaks
         df = with_global_breaks(df, plan, shuffle_partitions(df))
@@ -66,4 +73,35 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     if sort:
         df = df.sortWithinPartitions(*sort)
     out = df.mapInArrow(TaskWorker(bound.worker), from_arrow_schema(bound.worker_schema))
-    return out.select(*[F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection])
+    try:
+        projected = out.select(*[F.expr(to_spark_sql(e)).alias(n)
+                                 for n, e in bound.final_projection])
+    except AnalysisException as e:
+        if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):
+            raise _unknown_aggregate() from None
+        raise
+    if _aggregates_matches(projected):
+        raise _unknown_aggregate()
+    return projected
+
+
+def _error_class(e: AnalysisException) -> str:
+    getter = getattr(e, "getCondition", None) or getattr(e, "getErrorClass", None)
+    return (getter() or "") if getter else ""
+
+
+def _aggregates_matches(df: DataFrame) -> bool:
+    """Whether Spark turned the measure projection into an aggregation over all matches
+    (a Spark aggregate function in MEASURES that cepsql does not know)."""
+    try:
+        return df._jdf.queryExecution().analyzed().nodeName() == "Aggregate"
+    except Exception:  # Spark Connect: no JVM plan to look at
+        return False
+
+
+def _unknown_aggregate() -> CepUnsupportedError:
+    from ..dialect.to_algebra import AGGREGATES
+    return CepUnsupportedError(
+        "a MEASURES or DEFINE expression calls a Spark aggregate function that "
+        "MATCH_RECOGNIZE does not compute; supported aggregates: "
+        f"{', '.join(sorted(AGGREGATES))}")
