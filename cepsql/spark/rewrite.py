@@ -2,6 +2,7 @@
 (bound to a generated name, see frames.py) and hand the spliced text to spark.sql."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -68,7 +69,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         if df.isStreaming:
             return _run_streaming_clause(spark, df, site, source, full, offset, plan_query,
                                          result, frames)
-        try:
+        with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
             plan = plan_query(spec, arrow_schema(df), full, **inputs)
@@ -80,14 +81,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             out = run_plan(df, plan)
             if sliced is not None:
                 out = sliced.finish(out)
-            names = clause_output_names(site, out.columns)
-            if names != out.columns:
-                out = out.toDF(*names)
-        except CepError as e:
-            raise e.with_sql(full) from None
-        except AnalysisException as e:
-            raise CepAnalysisError(f"cannot evaluate MATCH_RECOGNIZE: {_message(e)}",
-                                   sql=full, pos=site.start + offset) from None
+            out = _renamed(site, out)
         view = new_view_name()
         frames[view] = out
         result.clauses.append(ClauseRun(view, source.display,
@@ -112,17 +106,9 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
     options = options_from_conf(lambda k: spark.conf.get(k, None))
     view = new_view_name()
     counter = spark.sparkContext.accumulator(0)
-    try:
+    with _clause_errors(full, site, offset):
         plan = plan_query(site.spec, arrow_schema(df), full, options=options)
-        out = run_streaming_plan(df, plan, counter)
-        names = clause_output_names(site, out.columns)
-        if names != out.columns:
-            out = out.toDF(*names)
-    except CepError as e:
-        raise e.with_sql(full) from None
-    except AnalysisException as e:
-        raise CepAnalysisError(f"cannot evaluate MATCH_RECOGNIZE: {_message(e)}",
-                               sql=full, pos=site.start + offset) from None
+        out = _renamed(site, run_streaming_plan(df, plan, counter))
     late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
     if late is not None:
         late[view] = counter
@@ -130,6 +116,24 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
     result.clauses.append(ClauseRun(view, source.display,
                                     getattr(site.spec, "pattern_text", "") or ""))
     return view
+
+
+@contextmanager
+def _clause_errors(full: str, site, offset: int):
+    """Errors while planning or wiring one clause, located in the user's statement."""
+    try:
+        yield
+    except CepError as e:
+        raise e.with_sql(full) from None
+    except AnalysisException as e:
+        raise CepAnalysisError(f"cannot evaluate MATCH_RECOGNIZE: {_message(e)}",
+                               sql=full, pos=site.start + offset) from None
+
+
+def _renamed(site, out: DataFrame) -> DataFrame:
+    """The clause's output under the column aliases written after it (AS m(a, b))."""
+    names = clause_output_names(site, out.columns)
+    return out if names == out.columns else out.toDF(*names)
 
 
 def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
