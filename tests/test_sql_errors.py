@@ -164,3 +164,14 @@ def test_every_error_is_a_cep_error():
     for sql in (stmt(pat="A |"), stmt(d="Q AS true"), stmt(m="A.zzz")):
         with pytest.raises(CepError):
             cepsql.match_recognize(sql, t=T)
+
+
+def test_cross_row_function_error_lists_what_is_supported():
+    from cepsql.errors import CepUnsupportedError
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.s AS x PATTERN (A B) "
+           "DEFINE B AS concat(B.s, A.s) = 'ba') m")
+    t = pd.DataFrame({"ts": [1, 2], "s": ["a", "b"]})
+    with pytest.raises(CepUnsupportedError) as err:
+        cepsql.match_recognize(sql, t=t)
+    assert "functions that combine different rows: abs, ceil" in err.value.message
+    assert (err.value.line, err.value.col) == (1, sql.index("concat") + 1)

@@ -42,6 +42,7 @@ XO = {"+": 0, "-": 1, "*": 2, "/": 3, "%": 4, "pmod": 5}
 FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling": 5,
          "sign": 6, "signum": 6, "log10": 7, "negative": 8, "positive": 9}
 FUNC2 = {"power": 0, "pow": 0, "round": 1, "mod": 2, "pmod": 3}
+CROSS_ROW_FUNCTIONS = sorted({"coalesce", "nvl", "ifnull", "greatest", "least", *FUNC1, *FUNC2})
 _ARITH = {"+": C_ADD, "-": C_SUB, "*": C_MUL, "/": C_DIV, "%": C_MOD}
 _COMPARE = {"=": C_EQ, "<>": C_NE, "!=": C_NE, "<": C_LT, "<=": C_LE, ">": C_GT, ">=": C_GE}
 
@@ -579,7 +580,8 @@ def _function(em: _Emitter, e: FunctionCall) -> VmType:
         return _function2(em, name, e)
     raise CepUnsupportedError(
         f"function {e.name} over values of different rows is not supported in DEFINE "
-        "(it is supported when all its arguments come from one row)", pos=e.pos)
+        "(any Spark function works when all its arguments come from one row); functions "
+        f"that combine different rows: {', '.join(CROSS_ROW_FUNCTIONS)}", pos=e.pos)
 
 
 def _function1(em: _Emitter, name: str, e: FunctionCall) -> VmType:
