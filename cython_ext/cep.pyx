@@ -39,7 +39,7 @@ buffer and undecided matches with row indices rebased.
 
 No Python object is touched per event; everything runs on C arrays.
 """
-from libc.stdlib cimport malloc, realloc, free, calloc, qsort
+from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memcpy, memset, memmove
 from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod
 
@@ -54,6 +54,7 @@ ctypedef unsigned long long u64
 include "condition_ops.pxi"
 include "buffers.pxi"
 include "aggregate_ops.pxi"
+include "match_order.pxi"
 
 
 # strategies
@@ -72,48 +73,6 @@ cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see
 cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
 cdef enum: R_HDR = 7
 cdef u64 PEEK = (<u64> 1) << 63   # R_GUARD flag: the run peeks from a Kleene state
-
-
-# sort context (qsort has no user pointer)
-cdef i64* g_off
-cdef i64* g_len
-cdef i64* g_pos
-cdef i64* g_lab
-cdef int* g_rank
-cdef int g_sel
-
-
-cdef int _cmp_match(const void* pa, const void* pb) noexcept nogil:
-    cdef i64 a = (<i64*> pa)[0]
-    cdef i64 b = (<i64*> pb)[0]
-    cdef i64 oa = g_off[a], ob = g_off[b], la = g_len[a], lb = g_len[b]
-    cdef i64 x, y, i, n
-    if g_sel:
-        x = g_pos[oa + la - 1]
-        y = g_pos[ob + lb - 1]
-        if x != y:
-            return -1 if x < y else 1
-    x = g_pos[oa]
-    y = g_pos[ob]
-    if x != y:
-        return -1 if x < y else 1
-    if not g_sel:
-        x = g_pos[oa + la - 1]
-        y = g_pos[ob + lb - 1]
-        if x != y:
-            return -1 if x < y else 1
-    n = la if la < lb else lb
-    for i in range(n):
-        if g_pos[oa + i] != g_pos[ob + i]:
-            return -1 if g_pos[oa + i] < g_pos[ob + i] else 1
-    if la != lb:
-        return -1 if la < lb else 1
-    for i in range(n):
-        x = g_rank[g_lab[oa + i]]
-        y = g_rank[g_lab[ob + i]]
-        if x != y:
-            return -1 if x < y else 1
-    return 0
 
 
 cdef class CepMatcher:
@@ -2103,12 +2062,24 @@ cdef class CepMatcher:
         n_out[0] = w
         return order
 
-    cdef i64 _group(self, i64* order, i64 i, i64 n, i64* pick) noexcept nogil:
+    cdef MatchOrder _match_order(self, int last_first) noexcept nogil:
+        """Sort context over the stored matches (valid until they are next appended)."""
+        cdef MatchOrder c
+        c.off = self.m_off.data
+        c.len = self.m_len.data
+        c.pos = self.m_pos.data
+        c.lab = self.m_lab.data
+        c.rank = self.rank
+        c.last_first = last_first
+        return c
+
+    cdef i64 _group(self, i64* order, i64 i, i64 n, const MatchOrder* c,
+                    i64* pick) noexcept nogil:
         """End of the run of equal matches (distinct assignments, R7) starting at order[i];
         pick = one of them already found complete (state 0), or -1."""
         cdef i64 j = i + 1, k
         if self.dedup:
-            while j < n and _cmp_match(&order[j], &order[i]) == 0:
+            while j < n and _cmp_match(c, order[j], order[i]) == 0:
                 j += 1
         pick[0] = -1
         for k in range(i, j):
@@ -2124,23 +2095,20 @@ cdef class CepMatcher:
         otherwise it is selected (state 2) and moves last_end -- up to the first
         candidate still awaiting a trailing NOT. Every match found later ends after
         the stored ones, so these decisions are final."""
-        global g_off, g_len, g_pos, g_lab, g_rank, g_sel
         cdef i64 n, i, j, x, pick, o, selected
+        cdef MatchOrder ctx = self._match_order(1)
         cdef i64* order = self._order(0, 1, &n)
         if order == NULL:
             self.oom = 1
             return -1
         self.sel_dirty = 0
-        g_off = self.m_off.data
-        g_len = self.m_len.data
-        g_pos = self.m_pos.data
-        g_lab = self.m_lab.data
-        g_rank = self.rank
-        g_sel = 1
-        qsort(order, n, sizeof(i64), _cmp_match)
+        if _sort_matches(order, n, &ctx):
+            free(order)
+            self.oom = 1
+            return -1
         i = 0
         while i < n:
-            j = self._group(order, i, n, &pick)
+            j = self._group(order, i, n, &ctx, &pick)
             o = self.m_off.data[order[i]]
             selected = -1
             if self.m_pos.data[o] > self.last_end:
@@ -2193,9 +2161,9 @@ cdef class CepMatcher:
         order is final -- no match still to be found (first row >= future) and no stored
         one still undecided can sort before it; then unmatched rows below that frontier.
         With future past the partition end everything is output."""
-        global g_off, g_len, g_pos, g_lab, g_rank, g_sel
         cdef i64 n, i, j, p, o, l, pick, x, q, frontier
         cdef i64* order
+        cdef MatchOrder ctx
         cdef int rc, sq
         # 1. matches waiting for a trailing NOT: check the rows that arrived since
         for i in range(self.m_off.n):
@@ -2216,11 +2184,6 @@ cdef class CepMatcher:
                 if rc == 2:
                     self.m_st.data[i] = 1
             self.m_chk.data[i] = self.pproc
-        g_off = self.m_off.data
-        g_len = self.m_len.data
-        g_pos = self.m_pos.data
-        g_lab = self.m_lab.data
-        g_rank = self.rank
         frontier = future
         if self.select_past_last:
             # 2a. SASE+ non-overlap selection; the selected matches are disjoint ranges
@@ -2235,14 +2198,16 @@ cdef class CepMatcher:
         if order == NULL:
             return -1
         # 2b. numbering in (first, last, ...) order
-        g_sel = 0
-        qsort(order, n, sizeof(i64), _cmp_match)
+        ctx = self._match_order(0)
+        if _sort_matches(order, n, &ctx):
+            free(order)
+            return -1
         i = 0
         while i < n:
             if not self.select_past_last and \
                     self.m_pos.data[self.m_off.data[order[i]]] > frontier:
                 break
-            j = self._group(order, i, n, &pick)
+            j = self._group(order, i, n, &ctx, &pick)
             if self.select_past_last:
                 pick = order[i]
             if pick < 0:

@@ -1,0 +1,118 @@
+# Order of the stored CEP matches (R7), re-entrant: the comparator takes its context
+# explicitly. libc qsort has no user pointer, so sorting through it needed module-level
+# state that two evaluators sorting at once (one per thread) would overwrite.
+
+cdef enum: SORT_RUN = 16   # runs this short are insertion-sorted before merging
+
+
+cdef struct MatchOrder:
+    const i64* off      # match -> offset of its rows in pos / lab
+    const i64* len      # match -> number of rows
+    const i64* pos      # row positions of every stored match, concatenated
+    const i64* lab      # labels, parallel to pos
+    const int* rank     # label -> rank in the pattern (order of the assignments)
+    int last_first      # 1: last row decides first (selection), 0: first row (numbering)
+
+
+cdef int _cmp_match(const MatchOrder* c, i64 a, i64 b) noexcept nogil:
+    """Matches a and b by (last row if last_first), first row, last row, positions,
+    length, label ranks; 0 only for the same assignment of rows (ranks are distinct)."""
+    cdef i64 oa = c.off[a], ob = c.off[b], la = c.len[a], lb = c.len[b]
+    cdef i64 x, y, i, n
+    if c.last_first:
+        x = c.pos[oa + la - 1]
+        y = c.pos[ob + lb - 1]
+        if x != y:
+            return -1 if x < y else 1
+    x = c.pos[oa]
+    y = c.pos[ob]
+    if x != y:
+        return -1 if x < y else 1
+    if not c.last_first:
+        x = c.pos[oa + la - 1]
+        y = c.pos[ob + lb - 1]
+        if x != y:
+            return -1 if x < y else 1
+    n = la if la < lb else lb
+    for i in range(n):
+        if c.pos[oa + i] != c.pos[ob + i]:
+            return -1 if c.pos[oa + i] < c.pos[ob + i] else 1
+    if la != lb:
+        return -1 if la < lb else 1
+    for i in range(n):
+        x = c.rank[c.lab[oa + i]]
+        y = c.rank[c.lab[ob + i]]
+        if x != y:
+            return -1 if x < y else 1
+    return 0
+
+
+cdef void _insertion_sort(i64* order, i64 lo, i64 hi, const MatchOrder* c) noexcept nogil:
+    cdef i64 i, j, v
+    for i in range(lo + 1, hi):
+        v = order[i]
+        j = i
+        while j > lo and _cmp_match(c, order[j - 1], v) > 0:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = v
+
+
+cdef void _merge(const i64* src, i64* dst, i64 lo, i64 mid, i64 hi,
+                 const MatchOrder* c) noexcept nogil:
+    """Merge src[lo:mid] and src[mid:hi] into dst[lo:hi]; ties take the left one."""
+    cdef i64 p = lo, q = mid, k = lo
+    while p < mid and q < hi:
+        if _cmp_match(c, src[q], src[p]) < 0:
+            dst[k] = src[q]
+            q += 1
+        else:
+            dst[k] = src[p]
+            p += 1
+        k += 1
+    while p < mid:
+        dst[k] = src[p]
+        p += 1
+        k += 1
+    while q < hi:
+        dst[k] = src[q]
+        q += 1
+        k += 1
+
+
+cdef int _sort_matches(i64* order, i64 n, const MatchOrder* c) noexcept nogil:
+    """Stable sort of match indices (equal matches keep their stored order, so the
+    result does not depend on the platform's qsort); -1 when out of memory."""
+    cdef i64 lo, width
+    cdef i64* tmp
+    cdef i64* src = order
+    cdef i64* dst
+    cdef i64* t
+    lo = 0
+    while lo < n:
+        _insertion_sort(order, lo, lo + SORT_RUN if lo + SORT_RUN < n else n, c)
+        lo += SORT_RUN
+    if n <= SORT_RUN:
+        return 0
+    tmp = <i64*> malloc(n * sizeof(i64))
+    if tmp == NULL:
+        return -1
+    dst = tmp
+    width = SORT_RUN
+    while width < n:
+        lo = 0
+        while lo < n:
+            if lo + width >= n:
+                memcpy(dst + lo, src + lo, (n - lo) * sizeof(i64))
+            else:
+                _merge(src, dst, lo, lo + width,
+                       lo + 2 * width if lo + 2 * width < n else n, c)
+            lo += 2 * width
+        t = src
+        src = dst
+        dst = t
+        width *= 2
+    if src != order:
+        memcpy(order, src, n * sizeof(i64))
+    free(tmp)
+    return 0
