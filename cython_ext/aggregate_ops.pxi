@@ -17,7 +17,11 @@ cdef enum: A_VAR_SAMP = 7
 cdef enum: A_VAR_POP = 8
 cdef enum: A_STDDEV_SAMP = 9
 cdef enum: A_STDDEV_POP = 10
-cdef i64 NULL_HI = -0x7FFFFFFFFFFFFFFF - 1  # high word of a NULL exact MEASURES value
+cdef extern from *:
+    """
+    #define CEPSQL_NULL_HI (-0x7FFFFFFFFFFFFFFFLL - 1)
+    """
+    const i64 NULL_HI "CEPSQL_NULL_HI"   # high word of a NULL exact MEASURES value
 
 cdef extern from "exact128.h" nogil:
     x_i128 X_SUM_OVERFLOW

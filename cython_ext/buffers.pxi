@@ -1,7 +1,7 @@
 # Growable int64 output buffers and double<->int64 bit casts, shared (textually included)
 # by the SQL:2016 matcher and the CEP evaluator. NULL_BITS marks a NULL double result.
 
-cdef i64 NULL_BITS = 0x7FF8DEADBEEF0001
+cdef const i64 NULL_BITS = 0x7FF8DEADBEEF0001
 
 
 cdef struct Buf:

@@ -72,7 +72,11 @@ cdef enum: R_MASK = 4
 cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see set_guards)
 cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
 cdef enum: R_HDR = 7
-cdef u64 PEEK = (<u64> 1) << 63   # R_GUARD flag: the run peeks from a Kleene state
+cdef extern from *:
+    """
+    #define CEPSQL_PEEK (((unsigned long long) 1) << 63)
+    """
+    const u64 PEEK "CEPSQL_PEEK"   # R_GUARD flag: the run peeks from a Kleene state
 
 
 cdef class CepMatcher:
