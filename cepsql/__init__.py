@@ -84,6 +84,8 @@ def get_session(master: str | None = None, conf: dict | None = None):
     settings = {
         "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # progress bars would interleave with printed results (show(), EXPLAIN)
+        "spark.ui.showConsoleProgress": "false",
     }
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     _quiet_logging(settings)

@@ -1,6 +1,7 @@
 """EXPLAIN: which parts of DEFINE run vectorised before matching and which in the VM."""
 from __future__ import annotations
 
+import re
 import pyarrow as pa
 
 from cepsql.dialect import find_match_recognize
@@ -32,3 +33,19 @@ def test_explain_statement_through_spark(spark):
     assert "== Spark SQL after rewriting ==" in plan
     again = spark.cep.explain(Q)  # the same text, but for the generated view's number
     assert again.split("== Spark SQL")[0] == plan.split("== Spark SQL")[0]
+
+
+def test_plain_summary_comes_first(spark):
+    """A newcomer reads what is matched, how it is split and which plan first; the
+    generated relation is defined under the rewritten SQL."""
+    spark.createDataFrame([("a", 1, 1.0), ("a", 2, 2.0), ("b", 1, 3.0)],
+                          "sym string, t int, p double").createOrReplaceTempView("sumx")
+    text = spark.cep.explain("""SELECT * FROM sumx MATCH_RECOGNIZE (PARTITION BY sym ORDER BY t
+        MEASURES A.p AS ap PATTERN (A B) DEFINE B AS B.p > A.p) m""")
+    head = text.split("Detail:")[0]
+    assert "In short:" in head
+    assert "PATTERN (A B) over rows in t order" in head
+    assert "one independent group per value of sym" in head
+    assert "pattern:" not in head                        # the expert detail comes after
+    assert re.search(r"`__cep_mr_\w+` := MATCH_RECOGNIZE clause 1 over sumx, PATTERN \(A B\)",
+                     text)

@@ -1,5 +1,6 @@
 """spark.cep.sql with the real dialect and planner (one small query)."""
 import pandas as pd
+import pytest
 
 QUERY = """SELECT * FROM ticks MATCH_RECOGNIZE (
   PARTITION BY sym ORDER BY ts
@@ -54,3 +55,22 @@ def test_spark_composite_not_and_kleene_match_the_reference(spark):
     assert got == sorted(want)
     assert got == [("t1", 0, 1, 1, 5), ("t1", 0, 1, 1, 5), ("t1", 0, 1, 2, 5),
                    ("t1", 0, 3, 1, 5)]
+
+
+@pytest.mark.parametrize("source, rows", [
+    ("VALUES (1, 10), (2, 8), (3, 9) AS t(id, x)", [(10, 8)]),
+    ("VALUES (1, 10), (2, 8), (3, 9) t(id, x)", [(10, 8)]),
+    ("(SELECT id, 10 - id AS x FROM range(1, 4))", [(9, 8)]),
+])
+def test_table_expressions_as_clause_input(spark, source, rows):
+    """An inline VALUES list with its alias column list, and a table function, are read
+    as written (the alias list belongs to the input, not to a function call)."""
+    out = spark.cep.sql(f"SELECT * FROM {source} MATCH_RECOGNIZE (ORDER BY id "
+                        "MEASURES A.x AS top, B.x AS dip PATTERN (A B) DEFINE B AS B.x < A.x) m")
+    assert [tuple(r) for r in out.collect()] == rows
+
+
+def test_table_function_call_as_clause_input(spark):
+    out = spark.cep.sql("SELECT * FROM range(4) MATCH_RECOGNIZE (ORDER BY id "
+                        "MEASURES A.id AS a, B.id AS b PATTERN (A B) DEFINE B AS B.id > A.id) m")
+    assert [tuple(r) for r in out.collect()] == [(0, 1), (2, 3)]

@@ -222,13 +222,17 @@ def _source(toks: list[Token], i: int, sql: str, error):
             j -= 1
     if j < 0:
         raise error("MATCH_RECOGNIZE must follow a table or a subquery", toks[i])
+    aliased = _aliased_with_columns(toks, j)
+    if aliased is not None:  # `VALUES (...) AS t(a, b)`, `tbl AS t(a, b)`: a table expression
+        first = toks[aliased]
+        return first.start, sql[first.start:toks[j].end + 1], first.start, False
     last = toks[j]
     if last.token_type == TokenType.R_PAREN:
         open_ = _matching_open(toks, j)
         if open_ is None:
             raise error("unbalanced ')' before MATCH_RECOGNIZE", last)
         k = open_ - 1
-        if k >= 0 and _is_name(toks[k], strict=True):  # table function call, e.g. range(10)
+        if k >= 0 and _is_name(toks[k]):  # table function call, e.g. range(10)
             while k >= 2 and toks[k - 1].token_type == TokenType.DOT and _is_name(toks[k - 2]):
                 k -= 2
             return toks[k].start, sql[toks[k].start:last.end + 1], toks[k].start, False
@@ -240,6 +244,55 @@ def _source(toks: list[Token], i: int, sql: str, error):
     while k >= 2 and toks[k - 1].token_type == TokenType.DOT and _is_name(toks[k - 2]):
         k -= 2
     return toks[k].start, sql[toks[k].start:last.end + 1], toks[k].start, False
+
+
+def _aliased_with_columns(toks: list[Token], j: int) -> int | None:
+    """When toks[j] closes a source alias with a column list (``... [AS] t(a, b)``), the
+    index of the FROM item's first token (after FROM / JOIN / a top-level comma that is
+    not between VALUES rows); otherwise None. ``name(...)`` right after FROM, JOIN or a
+    comma is a table function call instead."""
+    if toks[j].token_type != TokenType.R_PAREN:
+        return None
+    open_ = _matching_open(toks, j)
+    if open_ is None or open_ < 2 or not _is_name(toks[open_ - 1], strict=True):
+        return None
+    k = open_ - 2
+    if toks[k].token_type == TokenType.ALIAS:
+        k -= 1
+    elif toks[k].token_type != TokenType.R_PAREN and not _is_name(toks[k], strict=True):
+        return None
+    depth, first = 0, None
+    while k >= 0:
+        t = toks[k].token_type
+        if t == TokenType.R_PAREN:
+            depth += 1
+        elif t == TokenType.L_PAREN:
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and t in (TokenType.FROM, TokenType.JOIN):
+            break
+        elif depth == 0 and t == TokenType.COMMA and not _inside_values(toks, k):
+            break
+        first = k
+        k -= 1
+    return first
+
+
+def _inside_values(toks: list[Token], comma: int) -> bool:
+    """Whether a top-level comma separates the rows of a VALUES list."""
+    depth = 0
+    for k in range(comma - 1, -1, -1):
+        t = toks[k].token_type
+        if t == TokenType.R_PAREN:
+            depth += 1
+        elif t == TokenType.L_PAREN:
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0:
+            return t == TokenType.VALUES or (t == TokenType.COMMA and _inside_values(toks, k))
+    return False
 
 
 # --- scripts ----------------------------------------------------------------------------

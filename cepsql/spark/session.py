@@ -74,11 +74,17 @@ class CepSession:
 
         rewritten = rewrite(self.spark, query, finder=self._finder, planner=recording_planner,
                             views=self._views)
+        from ..runtime.explain_summary import summarize
         blocks = []
         for i, (spec, plan) in enumerate(recorded, 1):
             body = getattr(plan, "explain", "") or "(no plan details)"
-            blocks.append(f"== MATCH_RECOGNIZE clause {i} ==\n{body}")
-        blocks.append("== Spark SQL after rewriting ==\n" + rewritten.sql.strip())
+            blocks.append(f"== MATCH_RECOGNIZE clause {i} ==\n{summarize(spec, plan)}\n\n"
+                          f"Detail:\n{body}")
+        generated = [f"  `{run.view}` := MATCH_RECOGNIZE clause {i} over {run.source}"
+                     + (f", PATTERN ({run.pattern})" if run.pattern else "")
+                     for i, run in enumerate(rewritten.clauses, 1)]
+        blocks.append("== Spark SQL after rewriting ==\n" + rewritten.sql.strip()
+                      + ("\nwhere\n" + "\n".join(generated) if generated else ""))
         return "\n\n".join(blocks)
 
     def workloads(self) -> dict[str, list[str]]:
