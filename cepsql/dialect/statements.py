@@ -134,6 +134,26 @@ def find_match_recognize(sql: str, *, offset: int = 0,
     return sites
 
 
+_AFTER_PATTERN = frozenset(("SUBSET", "DEFINE"))
+
+
+def _unclosed_pattern_paren(toks: list[Token], open_idx: int) -> Token | None:
+    """The '(' after PATTERN when the clause's closing ')' was taken by it: a SUBSET or
+    DEFINE keyword at its depth shows the pattern text ran into the next subclause."""
+    for j in range(open_idx + 1, len(toks) - 1):
+        if toks[j].text.upper() == "PATTERN" and toks[j + 1].token_type == TokenType.L_PAREN:
+            depth = 0
+            for tok in toks[j + 1:]:
+                kind = tok.token_type
+                depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+                if depth <= 0:
+                    return None
+                if depth == 1 and tok.text.upper() in _AFTER_PATTERN:
+                    return toks[j + 1]
+            return None
+    return None
+
+
 def _locate(toks: list[Token], i: int, sql: str, offset: int, full: str):
     """(start, end, source_text, source_offset, is_query, alias, body tokens) of one clause."""
     def error(message: str, tok: Token | None) -> CepSyntaxError:
@@ -144,6 +164,9 @@ def _locate(toks: list[Token], i: int, sql: str, offset: int, full: str):
         raise error("expected '(' after MATCH_RECOGNIZE", toks[i + 1] if i + 1 < len(toks) else None)
     close = matching_paren(toks, i + 1)
     if close is None:
+        unclosed = _unclosed_pattern_paren(toks, i + 1)
+        if unclosed is not None:
+            raise error("PATTERN ( is not closed: missing ')'", unclosed)
         raise error("MATCH_RECOGNIZE clause is not terminated: missing ')'", toks[i + 1])
     start, src_text, src_off, is_query = _source(toks, i, sql, error)
     end, alias, k = toks[close].end + 1, None, close + 1

@@ -19,6 +19,7 @@ from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Case, ColumnRef, Exp
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.pattern import Exclusion
 from ..algebra.spec import MatchRecognizeSpec
+from .type_check import check_types
 from ..errors import CepAnalysisError, CepError
 from .aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
 from .gathered import bind_gathered_all
@@ -55,6 +56,7 @@ def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "",
 def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
           statistics, sql: str = "") -> QueryPlan:
     reject_unbound_subqueries(spec)
+    check_types(spec, schema)
     if spec.strategy is not None:
         from .cep_plan import plan_cep
         return plan_cep(spec, schema, options=options, statistics=statistics)
