@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import time
 
+from functools import partial
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from cepsql.dialect import find_match_recognize
+from cepsql.local import _table_statistics
+from cepsql.runtime.executor import plan_query
 from cepsql.stats import (
     CACHE,
     PatternStatistics,
@@ -87,6 +91,23 @@ def test_no_order_by_gives_per_row_rates():
     stats = estimate_from_table(spec, ticks(n_groups=1, per_group=20_000))
     assert stats.rate_unit == "row"
     assert near(stats.rates["A"], 0.5) and stats.rates["B"] == 1.0
+
+
+def test_numeric_order_key_rates_are_per_step_of_that_column_in_explain():
+    table = pa.table({"seq": np.arange(2000, dtype=np.int64) * 2,
+                      "symbol": np.tile(["X", "Y"], 1000)})
+    spec = spec_of("ORDER BY seq STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
+                   "WITHIN INTERVAL '10' SECOND DEFINE a AS a.symbol = 'X', b AS b.symbol = 'Y'")
+    stats = estimate_from_table(spec, table)
+    assert stats.rate_unit == "unit of seq"
+    assert near(stats.rates["A"], 0.25)   # one row every 2 steps of seq, half of them X
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY seq MEASURES a.seq AS s "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '10' SECOND "
+           "DEFINE a AS a.symbol = 'X', b AS b.symbol = 'Y')")
+    text = plan_query(find_match_recognize(sql)[0].spec, table.schema, sql,
+                      statistics=partial(_table_statistics, table=table)).explain
+    assert "rates (rows per unit of seq)" in text and "units of seq" in text
+    assert "per second" not in text
 
 
 def test_date_order_key_and_two_partition_keys():

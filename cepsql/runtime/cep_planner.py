@@ -248,6 +248,12 @@ def _default_plan(query, model: CostModel, budget: float):
     return tree if tree.cost < as_tree * (1 - 1e-9) else order
 
 
+def _plural(unit: str) -> str:
+    """'second' -> 'seconds', 'unit of seq' -> 'units of seq'."""
+    head, _, tail = unit.partition(" ")
+    return head + "s" + (" " + tail if tail else "")
+
+
 def describe_choice(choice: CepPlanChoice, terms: list[Term] | None) -> str:
     """EXPLAIN text of the planning stage."""
     lines = [f"evaluator: {choice.evaluator}", f"  why: {choice.reason}"]
@@ -265,7 +271,7 @@ def describe_choice(choice: CepPlanChoice, terms: list[Term] | None) -> str:
             lines.append("  selectivities: " + ", ".join(
                 f"{a}~{b}={s:.3g}" for (a, b), s in st.selectivities.items()))
         if st.window_units is not None:
-            lines.append(f"  window: {st.window_units:.4g} {unit}s")
+            lines.append(f"  window: {st.window_units:.4g} {_plural(unit)}")
         for n in st.notes:
             lines.append(f"  note: {n}")
     if choice.stats_note:

@@ -96,7 +96,7 @@ def estimate_prepared(spec: MatchRecognizeSpec, split: ConditionSplit, prepared:
     row_rate = None if seconds is None else rows_per_second(groups, seconds, fraction)
     if seconds is not None and row_rate is None:
         notes.append("no partition of the sample spans any time: rates are per row")
-    rate_unit = "second" if row_rate is not None else "row"
+    rate_unit = _order_unit(spec, prepared.column(ORDER_COLUMN)) if row_rate is not None else "row"
     flags = {v: np.asarray(prepared.column(unary_column(i)).to_numpy(zero_copy_only=False),
                            dtype=bool) for i, v in enumerate(variables)}
     unary = {v: float(flags[v].mean()) for v in variables}
@@ -174,3 +174,14 @@ def _empty_prepared(spec: MatchRecognizeSpec, split: ConditionSplit) -> pa.Table
     """A zero-row prepared sample (nothing arrived from Spark)."""
     return pa.table({unary_column(i): pa.array([], pa.bool_())
                      for i in range(len(split.variables))})
+
+
+def _order_unit(spec, column) -> str:
+    """'second' for time ORDER BY keys; for a plain number (a sequence number, a
+    counter) the unit is one step of that column, named after it."""
+    t = column.type
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date(t):
+        return "second"
+    expr = spec.order_by[0].expr
+    name = getattr(expr, "column", None)
+    return f"unit of {name}" if isinstance(name, str) else "unit of the ORDER BY key"

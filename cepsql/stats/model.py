@@ -22,8 +22,8 @@ class PatternStatistics:
         single-row conditions, within one PARTITION BY group (groups pooled: total
         qualifying rows over total observed group time span, i.e. the duration-weighted
         mean of the per-group rates).
-    rate_unit: 'second' (first ORDER BY key: timestamps/dates converted to seconds,
-        numbers taken as seconds) or 'row' (no usable ORDER BY key: rates are then the
+    rate_unit: 'second' (first ORDER BY key a timestamp/date, converted to seconds),
+        'unit of <column>' (a plain number: one step of that key) or 'row' (no usable ORDER BY key: rates are then the
         fraction of rows, i.e. events per input row).
     selectivities: per pair of variables (in pattern order) linked by at least one
         conjunct referencing exactly those two variables, the fraction of row pairs
