@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 import pyarrow as pa
 
+import cepsql
 from cepsql.dialect import find_match_recognize
+from cepsql.runtime.plan_svg import plan_svg
 from cepsql.runtime.executor import plan_query
 
 Q = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
@@ -49,3 +51,35 @@ def test_plain_summary_comes_first(spark):
     assert "pattern:" not in head                        # the expert detail comes after
     assert re.search(r"`__cep_mr_\w+` := MATCH_RECOGNIZE clause 1 over sumx, PATTERN \(A B\)",
                      text)
+
+
+def test_explain_format_svg_draws_the_chosen_tree_plan_and_the_pattern_tree(spark, tmp_path):
+    import xml.etree.ElementTree as ET
+    spark.createDataFrame([("a", i, float(i % 5), i % 3) for i in range(60)],
+                          "sym string, ts long, p double, v long").createOrReplaceTempView("t")
+    cep = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES a.ts AS x "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN 5 ROWS "
+           "DEFINE a AS a.v = 0, b AS b.v = 1 AND b.p > a.p, c AS c.v = 2)")
+    svg = spark.cep.sql("EXPLAIN FORMAT SVG " + cep).collect()[0].plan
+    root = ET.fromstring(svg)   # well-formed
+    labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert {"A", "B", "C"} <= set(labels)
+    assert labels.count("JOIN") == 2 or {"step 2", "step 3"} <= set(labels)   # tree or order
+    with cepsql.planner_options(algorithm="ZSTREAM"):
+        plan = plan_query(find_match_recognize(cep)[0].spec, SCHEMA, cep)
+    tree = ET.fromstring(plan_svg(plan.spec, plan))
+    assert [t.text for t in tree.iter("{http://www.w3.org/2000/svg}text")].count("JOIN") == 2
+    out = tmp_path / "plan.svg"
+    text = spark.cep.explain(Q, file=str(out))
+    assert text.startswith("== MATCH_RECOGNIZE clause 1 ==")   # text still returned
+    drawn = [t.text for t in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}text")]
+    assert {"SEQ", "A", "KL{1,}"} <= set(drawn)                  # SQL mode: the pattern tree
+
+
+def test_explain_format_rejects_unknown_formats_at_the_word(spark):
+    import pytest
+    from cepsql.errors import CepSyntaxError
+    with pytest.raises(CepSyntaxError) as err:
+        spark.cep.explain("EXPLAIN FORMAT PNG " + Q)
+    assert "EXPLAIN FORMAT takes SVG or TEXT, not PNG" in str(err.value)
+    assert "column 16" in str(err.value)

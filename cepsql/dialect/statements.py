@@ -17,7 +17,8 @@ from ..errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 from .dialect import CepSpark, CepSparkParser, matching_paren, tokenize
 
 __all__ = ["ClauseSite", "CreateView", "find_match_recognize", "split_statements",
-           "parse_create_view", "parse_drop_view", "parse_explain", "parse_clause_body"]
+           "parse_create_view", "parse_drop_view", "parse_explain", "explain_format",
+           "parse_clause_body"]
 
 # words that follow a clause but are never a bare alias
 _NOT_ALIAS = frozenset("""
@@ -26,6 +27,7 @@ INNER LEFT RIGHT FULL CROSS NATURAL OUTER SEMI ANTI HAVING QUALIFY CLUSTER DISTR
 FETCH FOR TABLESAMPLE PIVOT UNPIVOT MATCH_RECOGNIZE SELECT FROM WITH AS INTO VALUES
 """.split())
 _EXPLAIN_MODES = frozenset({"EXTENDED", "CODEGEN", "COST", "FORMATTED"})
+_EXPLAIN_FORMATS = frozenset({"TEXT", "SVG"})
 
 
 @dataclass
@@ -431,9 +433,19 @@ def parse_drop_view(stmt: str) -> tuple[str, bool] | None:
     return (name, if_exists) if i == len(toks) else None
 
 
+def explain_format(stmt: str) -> str:
+    """'SVG' for ``EXPLAIN FORMAT SVG query`` (the plan drawn), else 'TEXT'."""
+    i = _skip_space(stmt, 0)
+    i = _skip_space(stmt, i + len(_word_at(stmt, i)))
+    if _word_at(stmt, i).upper() != "FORMAT":
+        return "TEXT"
+    return _word_at(stmt, _skip_space(stmt, i + len("FORMAT"))).upper()
+
+
 def parse_explain(stmt: str) -> tuple[str, int] | None:
-    """``EXPLAIN [EXTENDED|CODEGEN|COST|FORMATTED] query`` -> (query text, its offset).
-    The mode word is skipped: cepsql's EXPLAIN has a single format. (Text-based: sqlglot
+    """``EXPLAIN [EXTENDED|CODEGEN|COST|FORMATTED | FORMAT TEXT|SVG] query`` -> (query
+    text, its offset). Spark's mode words are skipped: cepsql's text EXPLAIN has a single
+    format; FORMAT SVG draws the plans instead (see explain_format). (Text-based: sqlglot
     tokenizes EXPLAIN as a command whose rest is one opaque token.)"""
     i = _skip_space(stmt, 0)
     word = _word_at(stmt, i)
@@ -443,6 +455,13 @@ def parse_explain(stmt: str) -> tuple[str, int] | None:
     mode = _word_at(stmt, i)
     if mode.upper() in _EXPLAIN_MODES:
         i = _skip_space(stmt, i + len(mode))
+    elif mode.upper() == "FORMAT":
+        j = _skip_space(stmt, i + len(mode))
+        fmt = _word_at(stmt, j)
+        if fmt.upper() not in _EXPLAIN_FORMATS:
+            raise CepSyntaxError(f"EXPLAIN FORMAT takes {' or '.join(sorted(_EXPLAIN_FORMATS))}"
+                                 f", not {fmt or 'nothing'}", sql=stmt, pos=j)
+        i = _skip_space(stmt, j + len(fmt))
     if i >= len(stmt):
         raise CepSyntaxError("expected a query after EXPLAIN", sql=stmt, pos=len(stmt))
     return stmt[i:].rstrip(), i

@@ -275,6 +275,8 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
                      explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason),
+                     chosen_plans=tuple(choice.plans) if choice is not None and choice.planned
+                     else (),
                      break_column=BREAK_COLUMN if global_order else None)
 
 

@@ -48,6 +48,8 @@ class QueryPlan:
     primary_sort_keys: int | None = None
     explain: str = ""  # EXPLAIN text of the clause (see runtime/explain.py)
     spec: object = None  # the MatchRecognizeSpec planned (backends may inspect it)
+    # planned CEP clauses: the chosen OrderPlan / TreePlan per disjunct (EXPLAIN FORMAT SVG)
+    chosen_plans: tuple = ()
     # STRICT_CONTIGUITY with PARTITION BY: before bind, add break_column (uint8/boolean) to
     # the prepared input: 1 where the row's predecessor in the *global* order global_order
     # (ORDER BY + tie-breakers, ignoring PARTITION BY) has other partition_columns values

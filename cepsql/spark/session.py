@@ -57,13 +57,17 @@ class CepSession:
         """Pattern views defined through this session: {name, pattern, source, sql}."""
         return [dict(v.__dict__) for v in self._views.values()]
 
-    def explain(self, text: str) -> str:
+    def explain(self, text: str, file: str | None = None) -> str:
         """EXPLAIN of a query (or of ``EXPLAIN <query>``): each MATCH_RECOGNIZE clause's
-        plan, then the Spark SQL the statement runs as. Nothing is executed."""
+        plan, then the Spark SQL the statement runs as. Nothing is executed.
+        ``EXPLAIN FORMAT SVG <query>`` returns the plans drawn as SVG instead; ``file``
+        (a path ending in .svg) also writes that drawing there."""
         dialect = self._dialect or _dialect()
         parse_explain = getattr(dialect, "parse_explain", None)
         explained = parse_explain(text) if parse_explain else None
         query = explained[0] if explained else text
+        fmt = getattr(dialect, "explain_format", None)
+        svg = explained is not None and fmt is not None and fmt(text) == "SVG"
         recorded: list[tuple[object, object]] = []
         base = self._planner or default_planner()
 
@@ -74,6 +78,14 @@ class CepSession:
 
         rewritten = rewrite(self.spark, query, finder=self._finder, planner=recording_planner,
                             views=self._views)
+        if svg or file is not None:
+            from ..runtime.plan_svg import clauses_svg
+            drawing = clauses_svg(recorded)
+            if file is not None:
+                with open(file, "w", encoding="utf-8") as out:
+                    out.write(drawing)
+            if svg:
+                return drawing
         from ..runtime.explain_summary import summarize
         blocks = []
         for i, (spec, plan) in enumerate(recorded, 1):
