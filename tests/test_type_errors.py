@@ -11,7 +11,11 @@ import cepsql
 from cepsql.errors import CepAnalysisError, CepSyntaxError
 from _sqlhelp import loc
 
-T = pd.DataFrame({"id": [1, 2, 3], "p": [1, 2, 3], "s": ["a", "b", "c"]})
+T = pd.DataFrame({"id": [1, 2, 3], "p": [1, 2, 3], "s": ["a", "b", "c"],
+                  "f": [0.5, 1.5, 2.5], "d": pd.to_datetime(["2024-01-01", "2024-01-02",
+                                                             "2024-01-03"]).date,
+                  "ok": [True, False, True]})
+CAST = "Spark casts it to {} and that fails (CAST_INVALID_INPUT)"
 
 BASE = """SELECT *
 FROM tt MATCH_RECOGNIZE (
@@ -23,13 +27,26 @@ FROM tt MATCH_RECOGNIZE (
 
 # (measure, define, text the error points at, expected message)
 CASES = [
-    ("A.p", "B AS B.p > 'abc'", "'abc'", "cannot compare bigint with string literal 'abc'"),
-    ("A.p", "B AS 'abc' = PREV(B.p)", "'abc'", "cannot compare bigint with string literal 'abc'"),
+    ("A.p", "B AS B.p > 'abc'", "'abc'",
+     "cannot compare bigint with string literal 'abc': " + CAST.format("BIGINT")),
+    ("A.p", "B AS 'abc' = PREV(B.p)", "'abc'",
+     "cannot compare bigint with string literal 'abc': " + CAST.format("BIGINT")),
+    # Spark casts a string met by an integer to BIGINT: '1.5' fails there
+    ("A.p", "B AS B.p > '1.5'", "'1.5'",
+     "cannot compare bigint with string literal '1.5': " + CAST.format("BIGINT")),
+    ("A.p", "B AS B.f < 'x'", "'x'",
+     "cannot compare double with string literal 'x': " + CAST.format("DOUBLE")),
+    ("A.p", "B AS B.d > '3rd of May'", "'3rd of May'",
+     "cannot compare date with string literal '3rd of May': " + CAST.format("DATE")),
+    ("A.p", "B AS B.ok = 'maybe'", "'maybe'",
+     "cannot compare boolean with string literal 'maybe': " + CAST.format("BOOLEAN")),
+    ("A.p", "B AS B.p", "B.p\n", "DEFINE B must be a boolean condition, got a BIGINT value"),
     ("A.p", "B AS B.p > A.p AND 1", "1\n", "AND needs boolean operands, got a numeric value"),
     ("A.p", "B AS B.p > PREV(B.p) OR B.s", "B.s", "OR needs boolean operands, got a string value"),
     ("A.p", "B AS NOT B.p", "B.p\n", "NOT needs boolean operands, got a numeric value"),
     ("B.p AND 1", "B AS B.p > 0", "B.p AND", "AND needs boolean operands, got a numeric value"),
-    ("A.p", "B AS B.p > A.p + 'x1'", "'x1'", "cannot apply + to a number and string literal 'x1'"),
+    ("A.p", "B AS B.p > A.p + 'x1'", "'x1'",
+     "cannot apply + to bigint and string literal 'x1': " + CAST.format("BIGINT")),
     ("A.p", "B AS B.p + 1", "B.p +", "DEFINE B must be a boolean condition, got a numeric value"),
 ]
 
@@ -50,6 +67,21 @@ def test_type_error_in_process(m, d, needle, message):
 def test_well_typed_conditions_are_still_accepted():
     sql = stmt("A.p", "B AS B.p > 1 AND (B.p > A.p OR B.s = 'c')")
     assert cepsql.match_recognize(sql, tt=T)["x"].tolist() == [1]
+
+
+def test_strings_spark_can_cast_are_accepted_and_compared_as_spark_does():
+    """Spark (ANSI) casts the string to BIGINT / DOUBLE / DATE / BOOLEAN; in-process does
+    the same (trimmed, '+' allowed) instead of rejecting the comparison."""
+    sql = stmt("B.id", "B AS B.p > ' +1 ' AND B.f >= '1.5' AND B.d >= '2024-01-02' "
+                       "AND B.ok = 'yes' AND B.p + '1' > 2")
+    assert cepsql.match_recognize(sql, tt=T)["x"].tolist() == [3]
+
+
+def test_spark_agrees_on_string_coercions(spark):
+    spark.createDataFrame(T).createOrReplaceTempView("tt")
+    sql = stmt("B.id", "B AS B.p > ' +1 ' AND B.f >= '1.5' AND B.d >= '2024-01-02' "
+                       "AND B.ok = 'yes' AND B.p + '1' > 2")
+    assert [r.x for r in spark.cep.sql(sql).collect()] == [3]
 
 
 def test_unclosed_pattern_parenthesis_points_at_it():

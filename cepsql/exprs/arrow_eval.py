@@ -87,6 +87,9 @@ class _Evaluator:
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
             return spark_compare(op, a, b)
+        if op in ("+", "-", "*", "/", "%") and (pa.types.is_string(a.type) or
+                                                 pa.types.is_string(b.type)):
+            a, b = _coerce_pair(a, b)
         if op == "+":
             return pc.add_checked(a, b)
         if op == "-":
@@ -371,6 +374,12 @@ def _coerce_pair(a: Value, b: Value) -> tuple[Value, Value]:
         return a, _cast_value(b, ta, strict=True)
     if _is_temporal(tb) and pa.types.is_string(ta):
         return _cast_value(a, tb, strict=True), b
+    if pa.types.is_string(tb) and (_is_numeric(ta) or pa.types.is_boolean(ta)):
+        target = _string_cast_target(ta)
+        return _cast_value(a, target), _string_to(b, target)
+    if pa.types.is_string(ta) and (_is_numeric(tb) or pa.types.is_boolean(tb)):
+        target = _string_cast_target(tb)
+        return _string_to(a, target), _cast_value(b, target)
     if pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb) and ta.tz != tb.tz:
         target = pa.timestamp("us", tz=ta.tz or tb.tz)
         return _cast_value(a, target), _cast_value(b, target)
@@ -379,6 +388,34 @@ def _coerce_pair(a: Value, b: Value) -> tuple[Value, Value]:
     if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
         return a, _cast_value(b, ta)
     return a, b
+
+
+def _string_cast_target(t: pa.DataType) -> pa.DataType:
+    """The type Spark (ANSI) casts a string to when it meets a value of type t: BIGINT
+    for every integer type, DOUBLE for floating and DECIMAL values, BOOLEAN for booleans."""
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_boolean(t):
+        return pa.bool_()
+    return pa.float64()
+
+
+def _string_to(v: Value, target: pa.DataType) -> Value:
+    """A string cast the way Spark's ANSI cast parses it (trimmed, '+' sign allowed);
+    a malformed value is Spark's CAST_INVALID_INPUT error."""
+    v = pc.utf8_trim_whitespace(v)
+    if pa.types.is_integer(target):
+        v = pc.replace_substring_regex(v, pattern=r"^\+", replacement="")
+    try:
+        return _cast_value(v, target)
+    except (pa.ArrowInvalid, CepRuntimeError):
+        shown = v.as_py() if isinstance(v, pa.Scalar) else "a value"
+        raise CepRuntimeError(
+            f"[CAST_INVALID_INPUT] the string {shown!r} cannot be cast to "
+            f"{_SPARK_NAMES.get(str(target), str(target)).upper()}") from None
+
+
+_SPARK_NAMES = {"int64": "bigint", "double": "double", "bool": "boolean"}
 
 
 def _is_temporal(t: pa.DataType) -> bool:

@@ -11,6 +11,7 @@ CASE, nested fields) is never reported, so only certain mistakes are rejected.
 """
 from __future__ import annotations
 
+import re
 from decimal import Decimal, InvalidOperation
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepAnalysisError
 
 NUMERIC, STRING, BOOLEAN, NULL, OTHER = "numeric", "string", "boolean", "null", None
+DATE, TIMESTAMP = "date", "timestamp"
 _COMPARISONS = frozenset(("=", "<>", "<", "<=", ">", ">="))
 _ARITHMETIC = frozenset(("+", "-", "*", "/", "%"))
 _LITERAL_KINDS = {"int": NUMERIC, "double": NUMERIC, "decimal": NUMERIC, "string": STRING,
@@ -39,7 +41,7 @@ def check_types(spec: MatchRecognizeSpec, schema: pa.Schema) -> None:
         kind = _kind(cond, columns)
         if kind not in (BOOLEAN, NULL, OTHER):
             raise CepAnalysisError(
-                f"DEFINE {var} must be a boolean condition, got a {kind} value",
+                f"DEFINE {var} must be a boolean condition, got {_described(cond, kind, columns)}",
                 pos=getattr(cond, "pos", None))
     for measure in spec.measures:
         _kind(measure.expr, columns)
@@ -54,18 +56,39 @@ def _spark_name(t: pa.DataType) -> str:
         return _INT_NAMES.get(t.bit_width, "bigint")
     if pa.types.is_decimal(t):
         return f"decimal({t.precision},{t.scale})"
-    return {"float": "float", "double": "double"}.get(str(t), "a number")
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_date(t):
+        return "date"
+    return {"float": "float", "double": "double", "bool": "boolean", "string": "string",
+            "large_string": "string"}.get(str(t), "a number")
 
 
-def _type_name(e: Expr, columns: dict) -> str:
-    """The Spark type of a numeric operand for messages: the column's type, else 'a number'."""
+_KIND_WORDS = {NUMERIC: "a number", STRING: "a string", BOOLEAN: "a boolean",
+               DATE: "a date", TIMESTAMP: "a timestamp"}
+
+
+def _type_name(e: Expr, columns: dict, kind: str | None = NUMERIC) -> str:
+    """The Spark type of an operand for messages: the column's type (through
+    navigation), a literal's type, else a word for its kind."""
     while isinstance(e, (Navigation, RowValue)):
         e = e.arg if isinstance(e, Navigation) else e.value
     if isinstance(e, ColumnRef):
-        return columns.get(_SPARK_NAME_KEY + e.column.lower(), "a number")
-    if isinstance(e, Literal) and e.type in ("int", "double", "decimal"):
-        return {"int": "int", "double": "double", "decimal": "decimal"}[e.type]
-    return "a number"
+        name = columns.get(_SPARK_NAME_KEY + e.column.lower())
+        if name is not None:
+            return name
+    if isinstance(e, Literal) and e.type in ("int", "double", "decimal", "string", "bool"):
+        return {"int": "int", "double": "double", "decimal": "decimal", "string": "string",
+                "bool": "boolean"}[e.type]
+    return _KIND_WORDS.get(kind, "a number")
+
+
+def _described(e: Expr, kind: str | None, columns: dict) -> str:
+    """'a bigint value' / 'a numeric value' for messages."""
+    name = _type_name(e, columns, kind)
+    if name.startswith("a "):
+        return f"a {kind} value"
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name.upper()} value"
 
 
 def _arrow_kind(t: pa.DataType) -> str | None:
@@ -75,6 +98,10 @@ def _arrow_kind(t: pa.DataType) -> str | None:
         return STRING
     if pa.types.is_boolean(t):
         return BOOLEAN
+    if pa.types.is_date(t):
+        return DATE
+    if pa.types.is_timestamp(t):
+        return TIMESTAMP
     return OTHER
 
 
@@ -127,10 +154,13 @@ def _binary(e: BinaryOp, left: str | None, right: str | None, columns: dict) -> 
             if kind == BOOLEAN:
                 raise CepAnalysisError(
                     f"cannot apply {e.op} to a boolean value", pos=_pos(side, e))
-            if other == NUMERIC and _bad_number(side):
+            other_side = e.right if side is e.left else e.left
+            target = _type_name(other_side, columns, other)
+            if other == NUMERIC and _bad_literal(side, NUMERIC, target):
                 raise CepAnalysisError(
-                    f"cannot apply {e.op} to a number and string literal {_text(side)}",
-                    pos=_pos(side, e))
+                    f"cannot apply {e.op} to {target} and string literal {_text(side)}: Spark "
+                    f"casts it to {_cast_target(NUMERIC, target).upper()} and that fails "
+                    "(CAST_INVALID_INPUT)", pos=_pos(side, e))
         return NUMERIC if left == right == NUMERIC else OTHER
     if e.op == "||":
         return STRING
@@ -140,13 +170,25 @@ def _binary(e: BinaryOp, left: str | None, right: str | None, columns: dict) -> 
 def _check_comparable(e: BinaryOp, left: str | None, right: str | None, columns: dict) -> None:
     for side, kind, other, other_side in ((e.left, left, right, e.right),
                                           (e.right, right, left, e.left)):
-        if other == NUMERIC and _bad_number(side):
+        target = _type_name(other_side, columns, other)
+        if other in (NUMERIC, DATE, TIMESTAMP, BOOLEAN) and _bad_literal(side, other, target):
             raise CepAnalysisError(
-                f"cannot compare {_type_name(other_side, columns)} with string literal "
-                f"{_text(side)}", pos=_pos(side, e))
+                f"cannot compare {target} with string literal {_text(side)}: Spark casts it "
+                f"to {_cast_target(other, target).upper()} and that fails (CAST_INVALID_INPUT)",
+                pos=_pos(side, e))
         if {kind, other} == {NUMERIC, BOOLEAN} and kind == BOOLEAN:
             raise CepAnalysisError(
                 f"cannot compare a boolean with a number using {e.op}", pos=_pos(e, e))
+
+
+def _cast_target(kind: str, type_name: str) -> str:
+    """What Spark (ANSI) casts a string compared with this type to: BIGINT for every
+    integer type, DOUBLE for floating and DECIMAL values, else the type itself."""
+    if kind == NUMERIC:
+        return "bigint" if type_name in _INT_NAMES.values() or type_name == "int" else "double"
+    if kind == TIMESTAMP:
+        return type_name if type_name.startswith("timestamp") else "timestamp"
+    return kind
 
 
 def _need_boolean(op: str, operand: Expr, kind: str | None) -> None:
@@ -155,14 +197,34 @@ def _need_boolean(op: str, operand: Expr, kind: str | None) -> None:
                                pos=getattr(operand, "pos", None))
 
 
-def _bad_number(e: Expr) -> bool:
-    """A string literal Spark would fail to cast to a number (CAST_INVALID_INPUT)."""
+_BOOL_SPELLINGS = frozenset(("t", "true", "y", "yes", "1", "f", "false", "n", "no", "0"))
+_INT_SYNTAX = re.compile(r"[+-]?\d+")
+_DOUBLE_SPECIAL = re.compile(r"[+-]?(inf|infinity|nan)", re.I)
+_DATE_SYNTAX = re.compile(r"[+-]?\d{4,}(-\d{1,2}(-\d{1,2}([ T].*)?)?)?")
+
+
+def _bad_literal(e: Expr, kind: str, type_name: str) -> bool:
+    """Whether a string literal compared with a value of this kind fails Spark's ANSI
+    cast: integers take integer syntax only ('1.5' fails against BIGINT), floating and
+    decimal values any double syntax, dates and timestamps an ISO date prefix, booleans
+    Spark's spellings. Unknown cases are never reported."""
     if not (isinstance(e, Literal) and e.type == "string"):
         return False
-    try:
-        Decimal(str(e.value).strip())
-    except InvalidOperation:
-        return True
+    text = str(e.value).strip()
+    if kind == NUMERIC:
+        if _cast_target(kind, type_name) == "bigint":
+            return not (_INT_SYNTAX.fullmatch(text) and -2**63 <= int(text) < 2**63)
+        if _DOUBLE_SPECIAL.fullmatch(text):
+            return False
+        try:
+            Decimal(text)
+        except InvalidOperation:
+            return True
+        return False
+    if kind in (DATE, TIMESTAMP):
+        return not _DATE_SYNTAX.fullmatch(text)
+    if kind == BOOLEAN:
+        return text.lower() not in _BOOL_SPELLINGS
     return False
 
 
