@@ -159,3 +159,19 @@ def test_pattern_view_over_a_stream_is_a_streaming_view(spark, tmp_path):
     assert df.isStreaming
     assert [f.name for f in df.schema.fields] == ["sym", "t0", "n"]
     assert any(v["name"] == "rises_stream" for v in spark.cep.views())
+
+
+def test_spark_sql_watermark_clause_on_the_clause_input(spark, tmp_path, one_shuffle_partition):
+    """Spark SQL's `relation WATERMARK col DELAY OF INTERVAL ...` gives the event time
+    a SQL-only user can write instead of withWatermark."""
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    spark.readStream.schema(SCHEMA).json(source).createOrReplaceTempView("ticks_sqlwm")
+    _write(source, "part-0.json", FIRST)
+    src = "ticks_sqlwm WATERMARK ts DELAY OF INTERVAL 2 SECONDS"
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "ck")
+    _run_once(spark, [CEP_MODE.format(src=src)], [out], [checkpoint])
+    _write(source, "part-1.json", [("z", 90, 0)])   # moves the watermark past every row
+    _run_once(spark, [CEP_MODE.format(src=src)], [out], [checkpoint])
+    got = sorted(spark.read.parquet(out).collect())
+    assert got and got == _batch(spark, CEP_MODE, source, [])

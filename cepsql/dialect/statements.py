@@ -215,6 +215,10 @@ def _source(toks: list[Token], i: int, sql: str, error):
     j = i - 1
     if j < 0:
         raise error("MATCH_RECOGNIZE must follow a table or a subquery", toks[i])
+    watermark = _watermark_at(toks, i)
+    if watermark is not None:   # `src WATERMARK ts DELAY OF INTERVAL ... [AS w]`: one relation
+        start = _source(toks, watermark, sql, error)[0]
+        return start, sql[start:toks[j].end + 1], start, False
     # skip a source alias: `t AS x MATCH_RECOGNIZE` / `t x MATCH_RECOGNIZE` / `(...) x ...`
     if _is_name(toks[j], strict=True) and j >= 1:
         before = toks[j - 1]
@@ -246,6 +250,21 @@ def _source(toks: list[Token], i: int, sql: str, error):
     while k >= 2 and toks[k - 1].token_type == TokenType.DOT and _is_name(toks[k - 2]):
         k -= 2
     return toks[k].start, sql[toks[k].start:last.end + 1], toks[k].start, False
+
+
+def _watermark_at(toks: list[Token], i: int) -> int | None:
+    """Index of the WATERMARK keyword of Spark's ``relation WATERMARK col DELAY OF
+    INTERVAL ... [[AS] alias]`` clause right before MATCH_RECOGNIZE (toks[i]), if any."""
+    depth = 0
+    for k in range(i - 1, max(i - 16, 0) - 1, -1):
+        kind = toks[k].token_type
+        depth += (kind == TokenType.R_PAREN) - (kind == TokenType.L_PAREN)
+        if depth < 0:
+            return None
+        if depth == 0 and toks[k].text.upper() == "WATERMARK" and k + 3 < i \
+                and toks[k + 2].text.upper() == "DELAY" and toks[k + 3].text.upper() == "OF":
+            return k
+    return None
 
 
 def _aliased_with_columns(toks: list[Token], j: int) -> int | None:

@@ -8,6 +8,7 @@ and the local backends rewrite identically. It never imports pyspark.
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -85,7 +86,9 @@ def _source(site, run_clause: RunClause, find: Callable, full: str,
             contexts: list[CteContext]) -> Source:
     if not site.source_is_query:
         name = site.source_text.strip()
-        if "(" in name:  # a table-valued function call such as range(10)
+        # a table-valued function call such as range(10), or a relation with Spark's
+        # WATERMARK clause (`t WATERMARK ts DELAY OF INTERVAL 2 SECONDS`)
+        if "(" in name or re.search(r"\sWATERMARK\s", name, re.I):
             return Source(name, sql=wrap_ctes(f"SELECT * FROM {name}", contexts))
         key = normalize_name(name)
         for level in range(len(contexts) - 1, -1, -1):

@@ -73,7 +73,8 @@ def check_streamable(df: DataFrame, plan: QueryPlan) -> str:
         raise CepAnalysisError(
             f"the stream has no watermark on its event-time column {field.name}: add "
             f".withWatermark('{field.name}', '10 seconds') (any delay) to the source "
-            "DataFrame before registering the view, or WATERMARK in the SQL source", pos=pos)
+            "DataFrame before registering the view, or write the source as "
+            f"`src WATERMARK {field.name} DELAY OF INTERVAL 10 SECONDS`", pos=pos)
     check_streamable_spec(plan)
     return field.name
 
