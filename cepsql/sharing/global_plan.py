@@ -33,14 +33,19 @@ class DagNode:
     arity: int                    # number of slots (1 for a leaf)
     left: int = -1
     right: int = -1
-    window: int | None = None     # largest consumer window (microseconds; None = none)
+    window: float | None = None   # largest consumer window (None = none)
+    window_kind: int = 0          # 0 none, 1 rows (WITHIN n ROWS), 2 time (microseconds)
+    # leaf of a Kleene variable KL(x, min, max): its instances are ordered row sets
+    kleene: tuple[int, int] | None = None   # (min, max or -1)
     # the pattern + variable per slot the node's checks are compiled from (any consumer
     # gives the same checks modulo renaming -- that is what sharing the node means)
     owner: int = 0
     owner_vars: tuple[str, ...] = ()
     # checks applied here, as (kind, payload) in the owner's terms:
     # ("order", (var_i, var_j)) rows of var_i before rows of var_j;
-    # ("conjunct", index into the owner's DEFINE conjunct list)
+    # ("conjunct", index into the owner's DEFINE conjunct list, numbered as plan_cep
+    #  compiles them: spec.defines order, then each DEFINE's top-level AND conjuncts);
+    # on a Binding also ("not", index into the term's negs) and ("window", None)
     checks: tuple[tuple[str, Hashable], ...] = ()
 
     @property
@@ -57,6 +62,7 @@ class Binding:
     root: int
     slot_vars: tuple[str, ...]
     extra_checks: tuple[tuple[str, Hashable], ...] = ()
+    term: int = 0                 # which OR-free disjunct of the pattern (cep_planner.Term)
 
 
 @dataclass
