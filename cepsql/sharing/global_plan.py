@@ -77,6 +77,8 @@ class GlobalPlan:
     trivial_cost: float = 0.0      # no sharing, no reordering
     iterations: int = 0
     seconds: float = 0.0
+    graph_edges: int = 0           # edges of the multi-pattern graph (pairs sharing 2+)
+    alternatives: dict = field(default_factory=dict)   # algorithm tried -> its cost
 
     def consumers(self, node: int) -> list[int]:
         """Nodes (and, as ~pattern, roots) that read ``node``'s instances."""

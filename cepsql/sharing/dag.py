@@ -1,0 +1,214 @@
+"""Local plans of every disjunct, their nodes' canonical keys and the global cost.
+
+A *local plan* of one disjunct is a tree plan over its components (planning.plans.TreeNode,
+leaf = component index) plus the set of subtree masks built *order-relaxed* (MOTTO's
+operator transformation: the subtree computes the AND of its components, its SEQ order
+checks are left to the node above). Each node of a local plan has a canonical key
+(``node_key``): equal keys = the same instances, so the node is built once for every
+disjunct that has it. The global cost is the planning stage's Cost_tree summed over
+distinct keys (SIGMOD 2019 appendix C, ``Cost_tree^multi``), a node priced with the
+largest window among its consumers (MOTTO's window mark-point).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
+
+from ..planning import CostEvaluator, CostModel
+from ..planning.jqpg import _reduce_term
+from ..planning.plans import TreeNode, join, leaf
+from .canonical import sort_keys
+from .patterns import PatternTerm, WorkloadPattern
+
+__all__ = ["LocalPlan", "NodeInfo", "WorkloadContext", "DagCost"]
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    """A disjunct's tree plan and its order-relaxed subtree masks."""
+    tree: TreeNode
+    relaxed: frozenset[int] = frozenset()
+
+    def node_relaxed(self, mask: int) -> bool:
+        return any(mask & r == mask for r in self.relaxed)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What the first disjunct that built a key knows about it."""
+    term: int                 # owner disjunct (workload-wide index)
+    mask: int                 # components of the owner it holds
+    relaxed: bool
+    slots: tuple[int, ...]    # owner component per slot
+    left: int = -1            # child keys' ids
+    right: int = -1
+    checks: tuple = ()        # ("conjunct", k) / ("order", (i, j)) over owner components
+
+
+class WorkloadContext:
+    """The shareable disjuncts of a workload, key interning and cost evaluators."""
+
+    def __init__(self, patterns: list[WorkloadPattern]):
+        self.patterns = patterns
+        self.term_ids: list[tuple[int, int]] = []     # (pattern, term) per disjunct
+        self.terms: list[PatternTerm] = []
+        for p, wp in enumerate(patterns):
+            if wp.shareable:
+                for t, pt in enumerate(wp.terms):
+                    self.term_ids.append((p, t))
+                    self.terms.append(pt)
+        self.model = CostModel()
+        self.ids: dict[Hashable, int] = {}
+        self.keys: list[Hashable] = []
+        self.info: list[NodeInfo] = []
+        self._evs: dict[tuple, CostEvaluator] = {}
+        self._nodes: dict[tuple, tuple] = {}
+
+    def pattern_of(self, t: int) -> WorkloadPattern:
+        return self.patterns[self.term_ids[t][0]]
+
+    def window_of(self, t: int) -> float:
+        return self.pattern_of(t).window_units
+
+    # --- cost ---------------------------------------------------------------------------
+    def evaluator(self, t: int, window: float | None = None,
+                  relaxed: bool = False) -> CostEvaluator:
+        """Cost_tree evaluator of disjunct t at window W (default its own), optionally
+        without the SEQ order selectivities (an order-relaxed subtree)."""
+        wp = self.pattern_of(t)
+        window = wp.window_units if window is None else window
+        key = (t, window, relaxed)
+        ev = self._evs.get(key)
+        if ev is None:
+            stats = replace(wp.stats, window=window)
+            if relaxed:
+                stats = replace(stats, order_selectivity=1.0)
+            ev = CostEvaluator(_reduce_term(self.terms[t].term.node, stats), self.model)
+            self._evs[key] = ev
+        return ev
+
+    def node_cost(self, node: int, window: float) -> float:
+        inf = self.info[node]
+        return self.evaluator(inf.term, window, inf.relaxed).term(inf.mask)
+
+    def local_cost(self, t: int, plan: LocalPlan) -> float:
+        """The disjunct's own Cost_tree for the plan (no sharing)."""
+        total = 0.0
+        for node in plan.tree.nodes():
+            total += self.evaluator(t, None, plan.node_relaxed(node.mask)).term(node.mask)
+        return total
+
+    # --- keys ---------------------------------------------------------------------------
+    def nodes(self, t: int, plan: LocalPlan, private: bool = False) -> tuple:
+        """((key id, mask), ...) of the plan's nodes, children first; ``private`` tags
+        the keys with the disjunct so nothing is shared (algorithm NONE)."""
+        memo = (t, plan, private)
+        got = self._nodes.get(memo)
+        if got is None:
+            out: list[tuple[int, int]] = []
+            self._walk(t, plan, plan.tree, private, out)
+            got = self._nodes[memo] = tuple(out)
+        return got
+
+    def _intern(self, key: Hashable, info: NodeInfo) -> int:
+        got = self.ids.get(key)
+        if got is None:
+            got = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+            self.info.append(info)
+        return got
+
+    def _walk(self, t: int, plan: LocalPlan, node: TreeNode, private: bool,
+              out: list) -> tuple[int, tuple[int, ...]]:
+        """Interns node's key; returns (id, owner component per slot)."""
+        pt = self.terms[t]
+        if node.is_leaf:
+            c = node.leaf
+            key = ("leaf", pt.leaf_keys[c]) + ((("private", t),) if private else ())
+            checks = tuple(("conjunct", k) for k in pt.leaf_conjuncts[c])
+            nid = self._intern(key, NodeInfo(t, node.mask, False, (c,), checks=checks))
+            out.append((nid, node.mask))
+            return nid, (c,)
+        a, sa = self._walk(t, plan, node.left, private, out)
+        b, sb = self._walk(t, plan, node.right, private, out)
+        if b < a:
+            a, b, sa, sb = b, a, sb, sa
+        slots = sa + sb
+        checks = self.node_checks(t, plan, node)
+        wp = self.pattern_of(t)
+        slot_of = {pt.vars[c]: s for s, c in enumerate(slots)}
+        rank = {c: s for s, c in enumerate(slots)}
+        canon = []
+        for kind, payload in checks:
+            if kind == "conjunct":
+                canon.append(("c", wp.conjunct_key(payload, slot_of)))
+            else:
+                canon.append(("o", rank[payload[0]], rank[payload[1]]))
+        key = ("join", a, b, sort_keys(canon))
+        nid = self._intern(key, NodeInfo(t, node.mask, plan.node_relaxed(node.mask), slots,
+                                         a, b, checks))
+        out.append((nid, node.mask))
+        return nid, slots
+
+    def node_checks(self, t: int, plan: LocalPlan, node: TreeNode) -> tuple:
+        """Checks a join node applies: the join conjuncts whose components it is the
+        lowest to hold, and (unless order-relaxed) the SEQ orders not applied below."""
+        pt = self.terms[t]
+        m, lm, rm = node.mask, node.left.mask, node.right.mask
+        out = [("conjunct", k) for k, need in pt.joins
+               if need & m == need and need & lm != need and need & rm != need]
+        if not plan.node_relaxed(m):
+            done = [c for c in (lm, rm) if not plan.node_relaxed(c)]
+            out += [("order", (i, j)) for i, j in sorted(pt.orders_within(m))
+                    if not any(c >> i & 1 and c >> j & 1 for c in done)]
+        return tuple(out)
+
+
+class DagCost:
+    """Cost_tree^multi of the current local plans, updated per changed disjunct."""
+
+    def __init__(self, ctx: WorkloadContext):
+        self.ctx = ctx
+        self.refs: dict[int, Counter] = {}
+        self.cost: dict[int, float] = {}
+        self.total = 0.0
+
+    def _update(self, node: int) -> None:
+        windows = self.refs.get(node)
+        new = self.ctx.node_cost(node, max(windows)) if windows else 0.0
+        self.total += new - self.cost.get(node, 0.0)
+        if windows:
+            self.cost[node] = new
+        else:
+            self.cost.pop(node, None)
+            self.refs.pop(node, None)
+
+    def add(self, t: int, nodes: tuple) -> None:
+        w = self.ctx.window_of(t)
+        for nid in {n for n, _ in nodes}:
+            self.refs.setdefault(nid, Counter())[w] += 1
+            self._update(nid)
+
+    def remove(self, t: int, nodes: tuple) -> None:
+        w = self.ctx.window_of(t)
+        for nid in {n for n, _ in nodes}:
+            c = self.refs[nid]
+            c[w] -= 1
+            if c[w] <= 0:
+                del c[w]
+            self._update(nid)
+
+    def consumers(self, node: int) -> int:
+        c = self.refs.get(node)
+        return sum(c.values()) if c else 0
+
+
+def map_plan(plan: LocalPlan, comp_map: dict[int, int]) -> LocalPlan:
+    """The plan with components renamed (one disjunct's subtree in another's terms)."""
+    def go(n: TreeNode) -> TreeNode:
+        return leaf(comp_map[n.leaf]) if n.is_leaf else join(go(n.left), go(n.right))
+
+    def mask(m: int) -> int:
+        return sum(1 << comp_map[i] for i in comp_map if m >> i & 1)
+    return LocalPlan(go(plan.tree), frozenset(mask(r) for r in plan.relaxed))

@@ -1,0 +1,200 @@
+"""What the multi-pattern planner needs of one pattern view's MATCH_RECOGNIZE clause.
+
+A view is *shareable* only under CEP mode ``STRATEGY SKIP_TILL_ANY_MATCH`` with a
+plannable pattern (``cep_plan._plannable``): there a match is a set of rows, so any
+evaluation order -- and any node computed for another view -- gives the same matches.
+Everything else (SQL:2016 mode, the in-order strategies, composite KL, ...) is listed
+as unshared with the reason; it still shares the scan with the workload.
+
+Per OR-free disjunct (``cep_planner.Term``) the planner sees: the components (one
+variable each, maybe a Kleene closure), their *event types* (each variable's DEFINE
+conjuncts that read no other variable), the *join checks* (conjuncts reading other
+variables, applied at the lowest plan node holding all of them), the SEQ order
+(transitively closed) and the checks only the complete match can run (NOTs, conjuncts
+reading the whole match). Conjuncts are numbered exactly as ``plan_cep`` compiles them:
+``spec.defines`` order, then each DEFINE's top-level AND conjuncts.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+
+from ..algebra.expressions import AggregateValue, Expr, RowValue, walk
+from ..algebra.rowrefs import bind_rows
+from ..algebra.spec import MatchRecognizeSpec
+from ..errors import CepError
+from ..planning import PatternStats
+from ..runtime.aggregates import normalize_aggregates, value_navigation
+from ..runtime.cep_plan import _conjunct_scope, _conjuncts, _map, _plannable
+from ..runtime.cep_planner import PLANNED_STRATEGY, Term, planner_stats
+from ..runtime.decompose import DerivedColumns, localize, normalize_define_ref
+from ..runtime.rowsets import LabelSets
+from .canonical import expr_key, sort_keys
+
+__all__ = ["Conjunct", "PatternTerm", "WorkloadPattern", "workload_pattern"]
+
+WINDOW_NONE, WINDOW_ROWS, WINDOW_TIME = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Conjunct:
+    """One top-level AND conjunct of a DEFINE, as plan_cep numbers it."""
+    var: str                   # the DEFINE's variable
+    refs: frozenset[str]       # other variables it reads
+    late: bool                 # reads the match beyond named variables: complete match only
+    expr: Expr                 # bound expression (RowValue references per variable)
+
+
+@dataclass
+class PatternTerm:
+    """One OR-free disjunct as the multi-pattern planner sees it."""
+    term: Term
+    vars: tuple[str, ...]                        # variable per component
+    kleene: tuple[tuple[int, int] | None, ...]   # (min, max or -1) per Kleene component
+    leaf_conjuncts: tuple[tuple[int, ...], ...]  # event-type conjuncts per component
+    leaf_keys: tuple[Hashable, ...]              # canonical event type per component
+    joins: tuple[tuple[int, int], ...]           # (conjunct, mask of components it needs)
+    closure: frozenset[tuple[int, int]]          # (i, j): rows of i before rows of j
+    root_checks: tuple[tuple[str, Hashable], ...]  # NOTs and whole-match conjuncts
+
+    @property
+    def size(self) -> int:
+        return len(self.vars)
+
+    def orders_within(self, mask: int) -> list[tuple[int, int]]:
+        """SEQ order pairs between components of mask."""
+        return [(i, j) for i, j in self.closure if mask >> i & 1 and mask >> j & 1]
+
+
+@dataclass
+class WorkloadPattern:
+    """One view of a workload; ``terms`` is empty when it is unshared (see ``reason``)."""
+    name: str
+    spec: MatchRecognizeSpec | None
+    shareable: bool
+    reason: str = ""
+    terms: list[PatternTerm] = field(default_factory=list)
+    conjuncts: list[Conjunct] = field(default_factory=list)
+    stats: PatternStats | None = None
+    stats_note: str = ""
+    window_kind: int = WINDOW_NONE
+    window: float | None = None       # spec units: microseconds (time) or rows
+    compat: Hashable = ()             # views share nodes only within one class
+    derived: dict = field(default_factory=dict)
+
+    @property
+    def window_units(self) -> float:
+        """W of the cost model (the statistics' time unit)."""
+        return self.stats.window if self.stats is not None else 1.0
+
+    def conjunct_key(self, index: int, slot_of: dict) -> Hashable:
+        """Canonical key of conjunct ``index`` with variables renamed to slots."""
+        c = self.conjuncts[index]
+        return expr_key(c.expr, slot_of, c.var, self.derived)
+
+
+def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
+                     statistics=None, options=None, *, name: str = "") -> WorkloadPattern:
+    """The planner's view of one clause. ``statistics`` is the planning stage's callable
+    (spec -> PatternStatistics), ``options`` a PlannerOptions (unused fields ignored)."""
+    del options  # the planner options of single clauses do not change what is shared
+    if spec.strategy is None:
+        return WorkloadPattern(name, spec, False, "SQL:2016 mode (no STRATEGY): regex "
+                               "preference and contiguity depend on the evaluation order")
+    if spec.strategy != PLANNED_STRATEGY:
+        return WorkloadPattern(name, spec, False, f"STRATEGY {spec.strategy} decides each "
+                               "take by the rows taken before it (in-order evaluation)")
+    if schema is not None:
+        from ..runtime.executor import _canonical_columns
+        spec = _canonical_columns(spec, schema)
+    terms, why = _plannable(spec)
+    if terms is None:
+        return WorkloadPattern(name, spec, False, why)
+    try:
+        conjuncts, derived = _define_conjuncts(spec)
+    except CepError as exc:
+        return WorkloadPattern(name, spec, False, f"DEFINE not compilable ({exc.message})")
+    pstats, _, note = planner_stats(spec, statistics)
+    kind = WINDOW_NONE if spec.window is None else (
+        WINDOW_ROWS if spec.window.kind == "rows" else WINDOW_TIME)
+    out = WorkloadPattern(name, spec, True, "", [], conjuncts, pstats, note, kind,
+                          None if spec.window is None else float(spec.window.size),
+                          _compat(spec, kind), derived)
+    out.terms = [_pattern_term(out, t) for t in terms]
+    return out
+
+
+def _compat(spec: MatchRecognizeSpec, window_kind: int) -> Hashable:
+    """Views share nodes only with the same partitioning, order and kind of window."""
+    part = tuple(expr_key(k.expr, {}) for k in spec.partition_by)
+    order = tuple((expr_key(k.expr, {}), k.ascending, k.effective_nulls_first)
+                  for k in spec.order_by)
+    return (spec.strategy, window_kind, part, order)
+
+
+def _define_conjuncts(spec: MatchRecognizeSpec) -> tuple[list[Conjunct], dict]:
+    """The DEFINE conjuncts, bound and scoped exactly as plan_cep does it."""
+    labels = list(spec.variables)
+    sets = LabelSets(labels, dict(spec.subsets))
+    known = set(labels) | set(spec.subsets)
+    derived = DerivedColumns()
+    out: list[Conjunct] = []
+
+    def own(ref_var, var):
+        return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
+
+    for var, cond in spec.defines.items():
+        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
+                                    known_vars=known, in_define=True, members=sets.members)
+        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
+
+        def fix(e, var=var):
+            if isinstance(e, RowValue) and not own(e.ref.var, var):
+                return replace(e, ref=replace(e.ref, final=True))
+            return None
+        bound = _map(bound, fix)
+        for conj in _conjuncts(bound):
+            refs: set[str] = set()
+            for e in walk(conj):
+                if isinstance(e, RowValue) and e.ref.var is not None:
+                    refs |= sets.members(e.ref.var)
+                elif isinstance(e, AggregateValue) and e.var is not None:
+                    refs |= sets.members(e.var)
+            refs.discard(var)
+            local = localize(conj, derived,
+                             lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
+            late, _ = _conjunct_scope(local, refs)
+            out.append(Conjunct(var, frozenset(refs), bool(late), conj))
+    return out, {name: expr for expr, name in derived.columns.items()}
+
+
+def _pattern_term(p: WorkloadPattern, term: Term) -> PatternTerm:
+    names = tuple(c[0] for c in term.comps)
+    comp_of = {v: i for i, v in enumerate(names)}
+    kleene = tuple(None if (lo, hi) == (1, 1) else (lo, hi) for _, lo, hi in term.comps)
+    leaf_conj: list[list[int]] = [[] for _ in names]
+    joins, root = [], []
+    for k, c in enumerate(p.conjuncts):
+        if c.var not in comp_of:
+            continue                  # a NOT variable's or another disjunct's condition
+        if c.late or any(r not in comp_of for r in c.refs):
+            root.append(("conjunct", k))
+        elif not c.refs:
+            leaf_conj[comp_of[c.var]].append(k)
+        else:
+            need = 1 << comp_of[c.var]
+            for r in c.refs:
+                need |= 1 << comp_of[r]
+            joins.append((k, need))
+    root += [("not", q) for q in range(len(term.negs))]
+    after = term.after_masks()
+    closure = frozenset((i, j) for i in range(len(names)) for j in range(len(names))
+                        if after[i] >> j & 1)
+    keys = []
+    for i, v in enumerate(names):
+        conds = sort_keys(p.conjunct_key(k, {v: 0}) for k in leaf_conj[i])
+        keys.append(("leaf", p.compat, conds, kleene[i]))
+    return PatternTerm(term, names, kleene, tuple(tuple(x) for x in leaf_conj), tuple(keys),
+                       tuple(joins), closure, tuple(root))
