@@ -12,7 +12,7 @@ different columns (``a.peak < b.peak`` vs ``a.open < b.open``) never compare equ
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 
 from ..algebra.expressions import (AggregateValue, BinaryOp, ColumnRef, Expr, Literal,
                                    RowValue)
@@ -31,13 +31,17 @@ def sort_keys(keys) -> tuple:
 
 
 def expr_key(expr: Expr, slot_of: Mapping[str | None, int], own: str | None = None,
-             derived: Mapping[str, Expr] | None = None) -> Hashable:
+             derived: Mapping[str, Expr] | None = None,
+             single: frozenset[str] = frozenset()) -> Hashable:
     """The canonical key of ``expr`` with pattern variables replaced by ``slot_of``'s
     slots. ``own`` is the variable whose DEFINE holds the expression (its current row
     may be written unqualified); ``derived`` maps generated column names back to the
     expressions they stand for (so per-view generated names do not block sharing).
-    Variables missing from ``slot_of`` are kept by name (marked, never equal a slot)."""
-    return _key(expr, _Ctx(slot_of, own, derived or {}))
+    Variables missing from ``slot_of`` are kept by name (marked, never equal a slot).
+    ``single``: variables that take exactly one row; for them FIRST/LAST at offset 0,
+    running or final, all denote that row (so it does not matter which variable's
+    DEFINE holds a comparison: CEP mode reads other variables FINAL, its own RUNNING)."""
+    return _key(expr, _Ctx(slot_of, own, derived or {}, single))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +49,7 @@ class _Ctx:
     slot_of: Mapping[str | None, int]
     own: str | None
     derived: Mapping[str, Expr]
+    single: frozenset[str] = frozenset()
 
     def var(self, name: str | None) -> Hashable:
         if name in self.slot_of:
@@ -65,6 +70,8 @@ def _key(e: Expr, ctx: _Ctx) -> Hashable:
         if var is None and ref.logical == "LAST" and ref.logical_offset == 0:
             var = ctx.own            # the current row of the DEFINE's own variable
         who = "*" if var is None else ctx.var(var)
+        if var in ctx.single and ref.logical_offset == 0:
+            return ("row", who, "ROW", 0, ref.physical_offset, None, _key(e.value, ctx))
         return ("row", who, ref.logical, ref.logical_offset, ref.physical_offset,
                 ref.final, _key(e.value, ctx))
     if isinstance(e, AggregateValue):
@@ -121,8 +128,3 @@ def _value(v, ctx: _Ctx) -> Hashable:
     if isinstance(v, (list, dict, set)):
         return repr(v)
     return v
-
-
-def key_function(derived: Mapping[str, Expr]) -> Callable[..., Hashable]:
-    """``expr_key`` bound to one view's generated columns."""
-    return lambda expr, slot_of, own=None: expr_key(expr, slot_of, own, derived)

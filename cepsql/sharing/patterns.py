@@ -83,6 +83,7 @@ class WorkloadPattern:
     window: float | None = None       # spec units: microseconds (time) or rows
     compat: Hashable = ()             # views share nodes only within one class
     derived: dict = field(default_factory=dict)
+    single: frozenset[str] = frozenset()   # variables that always take one row
 
     @property
     def window_units(self) -> float:
@@ -92,7 +93,7 @@ class WorkloadPattern:
     def conjunct_key(self, index: int, slot_of: dict) -> Hashable:
         """Canonical key of conjunct ``index`` with variables renamed to slots."""
         c = self.conjuncts[index]
-        return expr_key(c.expr, slot_of, c.var, self.derived)
+        return expr_key(c.expr, slot_of, c.var, self.derived, self.single)
 
 
 def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
@@ -122,6 +123,8 @@ def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
     out = WorkloadPattern(name, spec, True, "", [], conjuncts, pstats, note, kind,
                           None if spec.window is None else float(spec.window.size),
                           _compat(spec, kind), derived)
+    several = {name for t in terms for name, lo, hi in t.comps if (lo, hi) != (1, 1)}
+    out.single = frozenset(v for t in terms for v, _, _ in t.comps if v not in several)
     out.terms = [_pattern_term(out, t) for t in terms]
     return out
 

@@ -1,0 +1,179 @@
+"""A workload like SIGMOD 2019's stock experiment (section 6.1) and a matching stream.
+
+Each pattern: 3-7 variables, each one stock symbol (an event type) drawn from a pool with
+Zipf-skewed arrival rates; SEQ or AND; predicates on about half of the variable pairs
+comparing the price-difference attribute (``x.diff + k < y.diff``, the same predicate
+for the same symbol pair in every pattern, so patterns overlap the way the paper's do);
+about 20% of the patterns carry a NOT or a Kleene variable; windows of a few minutes
+(different windows share through window mark-points). Patterns are SQL text of
+``CREATE TEMPORARY VIEW ... MATCH_RECOGNIZE (... STRATEGY SKIP_TILL_ANY_MATCH ... WITHIN
+...)`` statements over a ``ticks(ts, symbol, price, diff)`` table; ``stream`` draws such
+a table (pyarrow) with the same rates, ``statistics`` gives the planner the rates and
+selectivities the generator knows (no sampling needed).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ..stats.model import PatternStatistics
+
+__all__ = ["SyntheticPattern", "SyntheticWorkload", "TICKS_SCHEMA", "stock_workload"]
+
+TICKS_SCHEMA = pa.schema([("ts", pa.timestamp("us")), ("symbol", pa.string()),
+                          ("price", pa.float64()), ("diff", pa.float64())])
+#: offsets k of ``x.diff + k < y.diff`` (diff ~ N(0, 1): selectivity Phi(-k / sqrt 2))
+OFFSETS = (0.0, 0.5, 1.0, 2.0)
+VARIABLES = "abcdefghij"
+_UNIT_SECONDS = {"SECOND": 1.0, "MINUTE": 60.0}
+
+
+@dataclass
+class SyntheticPattern:
+    """One generated pattern view."""
+    name: str
+    symbols: list[str]                    # per variable
+    operator: str                         # SEQ | AND
+    special: tuple[str, int] | None       # ("NOT" | "KL", variable index)
+    predicates: list[tuple[int, int, float]]   # (x, y, k): x.diff + k < y.diff
+    window: int
+    window_unit: str = "SECOND"
+    kleene_max: int = 3
+
+    def sql(self, table: str = "ticks") -> str:
+        names = [VARIABLES[i] for i in range(len(self.symbols))]
+        items = []
+        for i, v in enumerate(names):
+            if self.special == ("NOT", i):
+                items.append(f"NOT({v})")
+            elif self.special == ("KL", i):
+                items.append(f"KL({v}, 1, {self.kleene_max})")
+            else:
+                items.append(v)
+        positive = [v for i, v in enumerate(names) if self.special != ("NOT", i)]
+        conds = {v: [f"{v}.symbol = '{s}'"] for v, s in zip(names, self.symbols)}
+        for x, y, k in self.predicates:
+            later = names[max(x, y)]
+            left = f"{names[x]}.diff + {k:g}" if k else f"{names[x]}.diff"
+            conds[later].append(f"{left} < {names[y]}.diff")
+        defines = ",\n    ".join(f"{v} AS " + " AND ".join(c) for v, c in conds.items())
+        first, last = positive[0], positive[-1]
+        return (f"CREATE OR REPLACE TEMPORARY VIEW {self.name} AS SELECT * FROM {table} "
+                "MATCH_RECOGNIZE (\n"
+                "  ORDER BY ts\n"
+                f"  MEASURES FIRST({first}.ts) AS first_ts, LAST({last}.ts) AS last_ts\n"
+                "  ONE ROW PER MATCH\n"
+                "  STRATEGY SKIP_TILL_ANY_MATCH\n"
+                f"  PATTERN ({self.operator}({', '.join(items)}))\n"
+                f"  WITHIN INTERVAL '{self.window}' {self.window_unit}\n"
+                f"  DEFINE {defines})")
+
+
+@dataclass
+class SyntheticWorkload:
+    patterns: list[SyntheticPattern]
+    symbols: list[str]
+    rates: dict[str, float]               # events per second per symbol
+    offsets: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    @property
+    def statements(self) -> list[str]:
+        return [p.sql() for p in self.patterns]
+
+    def statistics_of(self, p: SyntheticPattern):
+        """The planning stage's statistics callable for pattern p (known values)."""
+        def stats(spec) -> PatternStatistics:
+            names = [VARIABLES[i].upper() for i in range(len(p.symbols))]
+            rates = {v: self.rates[s] for v, s in zip(names, p.symbols)}
+            sels = {}
+            for x, y, k in p.predicates:
+                sels[(names[min(x, y)], names[max(x, y)])] = _phi(-k / math.sqrt(2.0))
+            rates = {v: rates[v] for v in spec.variables if v in rates}
+            return PatternStatistics(rates=rates, selectivities=sels,
+                                     unary_selectivity={v: 1.0 for v in rates},
+                                     sample_rows=0, seconds=0.0, truncated=False,
+                                     window_units=p.window * _UNIT_SECONDS[p.window_unit])
+        return stats
+
+    def workload_patterns(self):
+        """WorkloadPatterns of every view (parsed from the SQL text)."""
+        from ..dialect import find_match_recognize
+        from ..dialect.statements import parse_create_view
+        from .patterns import workload_pattern
+        out = []
+        for p in self.patterns:
+            view = parse_create_view(p.sql())
+            spec = find_match_recognize(view.query_text)[0].spec
+            out.append(workload_pattern(spec, TICKS_SCHEMA, self.statistics_of(p),
+                                        name=view.name))
+        return out
+
+    def stream(self, rows: int, seed: int = 0, events_per_second: float | None = None
+               ) -> pa.Table:
+        """``rows`` ticks with the workload's symbol rates; diff = price change of the
+        symbol (about N(0, 1)), timestamps at the total rate."""
+        rng = np.random.default_rng(seed)
+        total = events_per_second or sum(self.rates.values())
+        probs = np.array([self.rates[s] for s in self.symbols])
+        sym = rng.choice(len(self.symbols), size=rows, p=probs / probs.sum())
+        gaps = rng.exponential(1e6 / total, size=rows)
+        ts = (np.cumsum(gaps)).astype(np.int64) + 1_700_000_000_000_000
+        diff = rng.normal(0.0, 1.0, size=rows)
+        price = np.empty(rows)
+        for s in range(len(self.symbols)):
+            mask = sym == s
+            price[mask] = 100.0 + np.cumsum(diff[mask])
+        return pa.table({"ts": pa.array(ts.astype("datetime64[us]")),
+                         "symbol": pa.array(np.array(self.symbols)[sym]),
+                         "price": price, "diff": diff}, schema=TICKS_SCHEMA)
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
+                   sizes: tuple[int, int] = (3, 7), zipf: float = 1.1,
+                   special_fraction: float = 0.2, and_fraction: float = 0.3,
+                   windows: tuple[int, ...] = (5, 10, 15), window_unit: str = "SECOND",
+                   kleene_max: int = 3,
+                   events_per_second: float = 20.0) -> SyntheticWorkload:
+    """n_patterns views over a pool of ``symbols`` skewed-rate stock symbols; Kleene
+    variables are bounded (KL(x, 1, kleene_max)) so that any-match evaluation over real
+    streams stays feasible."""
+    rng = np.random.default_rng(seed)
+    names = [f"S{i:02d}" for i in range(symbols)]
+    weights = 1.0 / np.arange(1, symbols + 1) ** zipf
+    rates = dict(zip(names, events_per_second * weights / weights.sum()))
+    offsets: dict[tuple[str, str], float] = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            k = float(rng.choice(OFFSETS))
+            offsets[(a, b) if rng.random() < 0.5 else (b, a)] = k
+    pick = weights / weights.sum()
+    out = []
+    for n in range(n_patterns):
+        size = int(rng.integers(sizes[0], sizes[1] + 1))
+        chosen = [names[i] for i in rng.choice(symbols, size=size, replace=False, p=pick)]
+        operator = "AND" if rng.random() < and_fraction else "SEQ"
+        special = None
+        if rng.random() < special_fraction:
+            special = ("NOT" if rng.random() < 0.5 else "KL", int(rng.integers(0, size)))
+            if special[0] == "NOT" and operator == "SEQ" and special[1] in (0, size - 1):
+                special = ("NOT", int(rng.integers(1, size - 1)))
+        positive = [i for i in range(size) if special != ("NOT", i)]
+        pairs = [(x, y) for xi, x in enumerate(positive) for y in positive[xi + 1:]]
+        rng.shuffle(pairs)
+        preds = []
+        for x, y in pairs[:max(1, len(pairs) // 2)]:
+            key = (chosen[x], chosen[y])
+            if key in offsets:
+                preds.append((x, y, offsets[key]))
+            else:
+                preds.append((y, x, offsets[(chosen[y], chosen[x])]))
+        out.append(SyntheticPattern(f"w{n}", chosen, operator, special, sorted(preds),
+                                    int(rng.choice(windows)), window_unit, kleene_max))
+    return SyntheticWorkload(out, names, rates, offsets)
