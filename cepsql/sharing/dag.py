@@ -63,6 +63,8 @@ class WorkloadContext:
         self.keys: list[Hashable] = []
         self.info: list[NodeInfo] = []
         self._evs: dict[tuple, CostEvaluator] = {}
+        self._orders: dict[tuple[int, int], float] = {}
+        self._pm: dict[tuple, float] = {}
         self._nodes: dict[tuple, tuple] = {}
 
     def pattern_of(self, t: int) -> WorkloadPattern:
@@ -72,32 +74,55 @@ class WorkloadContext:
         return self.pattern_of(t).window_units
 
     # --- cost ---------------------------------------------------------------------------
-    def evaluator(self, t: int, window: float | None = None,
-                  relaxed: bool = False) -> CostEvaluator:
-        """Cost_tree evaluator of disjunct t at window W (default its own), optionally
-        without the SEQ order selectivities (an order-relaxed subtree)."""
+    def evaluator(self, t: int, window: float | None = None) -> CostEvaluator:
+        """Cost_tree evaluator of disjunct t at window W (default its own) without the
+        SEQ order selectivities (``pm`` applies them)."""
         wp = self.pattern_of(t)
         window = wp.window_units if window is None else window
-        key = (t, window, relaxed)
+        key = (t, window)
         ev = self._evs.get(key)
         if ev is None:
-            stats = replace(wp.stats, window=window)
-            if relaxed:
-                stats = replace(stats, order_selectivity=1.0)
+            stats = replace(wp.stats, window=window, order_selectivity=1.0)
             ev = CostEvaluator(_reduce_term(self.terms[t].term.node, stats), self.model)
             self._evs[key] = ev
         return ev
 
+    def pm(self, t: int, mask: int, relaxed: bool = False,
+           window: float | None = None) -> float:
+        """Partial matches of disjunct t's components in mask (the node's Cost_tree
+        term). The SEQ orders a node applies are the closure restricted to it, priced
+        like the reduction prices SEQ neighbours: one order selectivity per pair of its
+        transitive reduction (for the whole disjunct exactly the reduction's factor), so
+        a node's price depends on its key alone, whoever owns it."""
+        memo = (t, mask, relaxed, window)
+        c = self._pm.get(memo)
+        if c is None:
+            c = self.evaluator(t, window).term(mask)
+            if not relaxed:
+                c *= self._order_factor(t, mask)
+            self._pm[memo] = c
+        return c
+
+    def _order_factor(self, t: int, mask: int) -> float:
+        key = (t, mask)
+        got = self._orders.get(key)
+        if got is None:
+            pt = self.terms[t]
+            pairs = set(pt.orders_within(mask))
+            inside = [k for k in range(pt.size) if mask >> k & 1]
+            reduced = [(i, j) for i, j in pairs
+                       if not any((i, k) in pairs and (k, j) in pairs for k in inside)]
+            sel = self.pattern_of(t).stats.order_selectivity
+            got = self._orders[key] = sel ** len(reduced)
+        return got
+
     def node_cost(self, node: int, window: float) -> float:
         inf = self.info[node]
-        return self.evaluator(inf.term, window, inf.relaxed).term(inf.mask)
+        return self.pm(inf.term, inf.mask, inf.relaxed, window)
 
     def local_cost(self, t: int, plan: LocalPlan) -> float:
         """The disjunct's own Cost_tree for the plan (no sharing)."""
-        total = 0.0
-        for node in plan.tree.nodes():
-            total += self.evaluator(t, None, plan.node_relaxed(node.mask)).term(node.mask)
-        return total
+        return sum(self.pm(t, n.mask, plan.node_relaxed(n.mask)) for n in plan.tree.nodes())
 
     # --- keys ---------------------------------------------------------------------------
     def nodes(self, t: int, plan: LocalPlan, private: bool = False) -> tuple:

@@ -43,15 +43,15 @@ TABU_CAPACITY = 10_000
 
 def independent_plans(ctx: WorkloadContext, order_only: bool = False,
                       budget: float = 0.05) -> list[LocalPlan]:
-    """Each disjunct's own best plan (the planning stage's exact DP within budget)."""
+    """Each disjunct's own best plan: the exact DP of ``best_local_plan`` where it is
+    affordable, the planning stage's choose_plan beyond."""
     out = []
     for t, pt in enumerate(ctx.terms):
-        q = ctx.evaluator(t).query
-        if pt.size == 1:
-            out.append(LocalPlan(leaf(0)))
+        if pt.size <= (ORDER_DP_UNITS if order_only else BUSHY_DP_UNITS):
+            out.append(best_local_plan(ctx, t, [], order_only))
             continue
-        plan = choose_plan(q, None, kind="order" if order_only else "tree",
-                           model=ctx.model, budget_seconds=budget)
+        plan = choose_plan(ctx.evaluator(t).query, None, kind="order" if order_only
+                           else "tree", model=ctx.model, budget_seconds=budget)
         out.append(LocalPlan(left_deep_tree(plan.order) if order_only else plan.root))
     return out
 
@@ -79,7 +79,8 @@ def best_local_plan(ctx: WorkloadContext, t: int, units: list[LocalPlan],
     every unit as a subtree (order_only: units[0] as the prefix of a left-deep plan)."""
     pt = ctx.terms[t]
     full = (1 << pt.size) - 1 if comps is None else comps
-    ev = ctx.evaluator(t, None, relaxed)
+    def ev(mask: int) -> float:
+        return ctx.pm(t, mask, relaxed)
     covered = 0
     for u in units:
         covered |= u.tree.mask
@@ -107,7 +108,7 @@ def _bushy(ev, pieces: list[TreeNode]) -> TreeNode:
             best = None
             for i in range(len(work)):
                 for j in range(i + 1, len(work)):
-                    c = ev.term(work[i].mask | work[j].mask)
+                    c = ev(work[i].mask | work[j].mask)
                     if best is None or c < best[0]:
                         best = (c, i, j)
             _, i, j = best
@@ -133,7 +134,7 @@ def _bushy(ev, pieces: list[TreeNode]) -> TreeNode:
                 if v < top:
                     top, arg = v, sub
             sub = (sub - 1) & s
-        best[s] = ev.term(umask[s]) + top
+        best[s] = ev(umask[s]) + top
         split[s] = arg
 
     def build(s: int) -> TreeNode:
@@ -150,7 +151,7 @@ def _append_order(ev, head: TreeNode | None, rest: list[int]) -> TreeNode:
         order, mask = [], base
         todo = list(rest)
         while todo:
-            j = min(todo, key=lambda r: ev.term(mask | 1 << r))
+            j = min(todo, key=lambda r: ev(mask | 1 << r))
             todo.remove(j)
             order.append(j)
             mask |= 1 << j
@@ -159,7 +160,7 @@ def _append_order(ev, head: TreeNode | None, rest: list[int]) -> TreeNode:
         best = {0: (0.0, ())}
         for s in range(1, 1 << k):
             m = base | sum(1 << rest[i] for i in range(k) if s >> i & 1)
-            here = ev.term(m) if (head is not None or s & (s - 1)) else 0.0
+            here = ev(m) if (head is not None or s & (s - 1)) else 0.0
             options = []
             for i in range(k):
                 if s >> i & 1:
