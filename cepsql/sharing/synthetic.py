@@ -163,7 +163,9 @@ def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
         if rng.random() < special_fraction:
             special = ("NOT" if rng.random() < 0.5 else "KL", int(rng.integers(0, size)))
             if special[0] == "NOT" and operator == "SEQ" and special[1] in (0, size - 1):
-                special = ("NOT", int(rng.integers(1, size - 1)))
+                # a NOT between two SEQ neighbours (a pattern of two gets a KL instead)
+                special = ("NOT", int(rng.integers(1, size - 1))) if size > 2 else \
+                    ("KL", special[1])
         positive = [i for i in range(size) if special != ("NOT", i)]
         pairs = [(x, y) for xi, x in enumerate(positive) for y in positive[xi + 1:]]
         rng.shuffle(pairs)

@@ -145,7 +145,6 @@ def _walk(plan: GlobalPlan, i: int, slot_vars: tuple[str, ...], wp: WorkloadPatt
             key = owner.conjunct_key(payload, own_slot)
             mine = [k for k, cc in enumerate(wp.conjuncts)
                     if cc.var in my_slot and cc.refs <= set(my_slot)
-                    and rename.get(c.var) == cc.var
                     and wp.conjunct_key(k, my_slot) == key]
             if not mine:
                 problems.append(f"{here}: applies owner conjunct {payload}, which "
