@@ -3,3 +3,21 @@
 planning (one pattern) -> **sharing** (many patterns over one source) -> runtime.
 ``global_plan`` is the contract between this stage and the runtime's shared evaluator.
 """
+
+# lazy: the runtime imports ``cepsql.sharing.global_plan`` (the contract) while the
+# planner modules import the runtime, so the package itself imports nothing eagerly
+_EXPORTS = {
+    "Binding": "global_plan", "DagNode": "global_plan", "GlobalPlan": "global_plan",
+    "GlobalPlanError": "validate", "check_global_plan": "validate",
+    "WorkloadPattern": "patterns", "workload_pattern": "patterns",
+    "describe_workload": "describe", "workload_svg": "describe",
+    "options_from_conf": "planner", "plan_workload": "planner",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,8 @@ from .graph import build_graph
 from .patterns import WorkloadPattern
 from .search import Search, independent_plans, trivial_plans
 
-__all__ = ["CONF_KEYS", "DEFAULT_SECONDS", "parse_algorithm", "plan_workload"]
+__all__ = ["CONF_KEYS", "DEFAULT_SECONDS", "options_from_conf", "parse_algorithm",
+           "plan_workload"]
 
 DEFAULT_SECONDS = 1.0
 #: Spark conf key -> plan_workload keyword
@@ -42,6 +43,25 @@ def parse_algorithm(text: str | None) -> tuple[str | None, int]:
             "optionally with :EDGE or :VERTEXk (k >= 2), e.g. SA:VERTEX4")
     k = int(m.group(3)) if m.group(3) else 0
     return m.group(1), (0 if k == 2 else k)
+
+
+def options_from_conf(get) -> dict:
+    """plan_workload keywords from conf lookups (``get(key) -> str | None``), checked."""
+    out: dict = {}
+    algorithm = get("cepsql.sharing.algorithm")
+    if algorithm is not None:
+        parse_algorithm(algorithm)
+        out["algorithm"] = algorithm
+    seconds = get("cepsql.sharing.seconds")
+    if seconds is not None:
+        try:
+            out["seconds"] = float(seconds)
+        except ValueError:
+            raise CepAnalysisError(f"cepsql.sharing.seconds must be a number of seconds, "
+                                   f"got {seconds!r}") from None
+        if not out["seconds"] > 0:
+            raise CepAnalysisError("cepsql.sharing.seconds must be a positive number")
+    return out
 
 
 def plan_workload(patterns: list[WorkloadPattern], *, algorithm: str | None = None,
