@@ -152,3 +152,34 @@ def test_conjuncts_are_numbered_like_plan_cep():
     pt = p.terms[0]
     assert pt.leaf_conjuncts == ((0, 1), (2, 5))
     assert sorted(k for k, _ in pt.joins) == [3, 4]
+
+
+def test_disjuncts_of_an_or_pattern_get_their_own_roots():
+    alt = view("OR(SEQ(a, b), SEQ(a, c))", "a AS a.symbol = 'A', b AS b.symbol = 'B' AND "
+               "b.diff < a.diff, c AS c.symbol = 'C'")
+    one = view("SEQ(x, y)", "x AS x.symbol = 'A', y AS y.symbol = 'B' AND y.diff < x.diff")
+    assert [t.vars for t in alt.terms] == [("A", "B"), ("A", "C")]
+    patterns = [alt, one]
+    plan = plan_workload(patterns, algorithm="SA", max_iterations=50)
+    check_global_plan(plan, patterns)
+    assert [(b.pattern, b.term) for b in plan.bindings] == [(0, 0), (0, 1), (1, 0)]
+    assert plan.bindings[0].root == plan.bindings[2].root
+
+
+def test_subset_references_never_match_another_views_subset():
+    def subset_view(members: str):
+        sql = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+               "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN INTERVAL '9' "
+               f"SECOND SUBSET u = ({members}) DEFINE a AS a.symbol = 'A', b AS b.symbol = "
+               "'B' AND b.diff < u.diff, c AS c.symbol = 'C')")
+        return workload_pattern(find_match_recognize(sql)[0].spec, SCHEMA)
+    first, last = subset_view("a"), subset_view("c")
+    slot = {"A": 0, "B": 1, "C": 2}
+    # the same text, different rows: the keys must differ ...
+    assert first.conjunct_key(2, slot) != last.conjunct_key(2, slot)
+    # ... and stay stable within one view
+    assert first.conjunct_key(2, slot) == first.conjunct_key(2, dict(slot))
+    patterns = [first, last]
+    plan = plan_workload(patterns, algorithm="TABU", max_iterations=100)
+    check_global_plan(plan, patterns)
+    assert plan.bindings[0].root != plan.bindings[1].root

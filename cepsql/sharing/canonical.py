@@ -32,16 +32,18 @@ def sort_keys(keys) -> tuple:
 
 def expr_key(expr: Expr, slot_of: Mapping[str | None, int], own: str | None = None,
              derived: Mapping[str, Expr] | None = None,
-             single: frozenset[str] = frozenset()) -> Hashable:
+             single: frozenset[str] = frozenset(), foreign: Hashable = None) -> Hashable:
     """The canonical key of ``expr`` with pattern variables replaced by ``slot_of``'s
     slots. ``own`` is the variable whose DEFINE holds the expression (its current row
     may be written unqualified); ``derived`` maps generated column names back to the
     expressions they stand for (so per-view generated names do not block sharing).
-    Variables missing from ``slot_of`` are kept by name (marked, never equal a slot).
+    Variables missing from ``slot_of`` (SUBSET names, variables of other disjuncts) are
+    kept by name tagged with ``foreign`` (pass something unique to the view, so such a
+    reference never equals another view's).
     ``single``: variables that take exactly one row; for them FIRST/LAST at offset 0,
     running or final, all denote that row (so it does not matter which variable's
     DEFINE holds a comparison: CEP mode reads other variables FINAL, its own RUNNING)."""
-    return _key(expr, _Ctx(slot_of, own, derived or {}, single))
+    return _key(expr, _Ctx(slot_of, own, derived or {}, single, foreign))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,11 +52,12 @@ class _Ctx:
     own: str | None
     derived: Mapping[str, Expr]
     single: frozenset[str] = frozenset()
+    foreign: Hashable = None
 
     def var(self, name: str | None) -> Hashable:
         if name in self.slot_of:
             return self.slot_of[name]
-        return ("var", name)
+        return ("var", name, self.foreign)
 
 
 def _key(e: Expr, ctx: _Ctx) -> Hashable:

@@ -93,7 +93,7 @@ class WorkloadPattern:
     def conjunct_key(self, index: int, slot_of: dict) -> Hashable:
         """Canonical key of conjunct ``index`` with variables renamed to slots."""
         c = self.conjuncts[index]
-        return expr_key(c.expr, slot_of, c.var, self.derived, self.single)
+        return expr_key(c.expr, slot_of, c.var, self.derived, self.single, id(self))
 
 
 def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
