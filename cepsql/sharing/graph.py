@@ -35,35 +35,61 @@ class Edge:
 
 @dataclass
 class MultiPatternGraph:
-    edges: list[Edge] = field(default_factory=list)
-    adjacent: dict[int, list[int]] = field(default_factory=dict)   # disjunct -> edge ids
+    """Edges are found eagerly (disjunct pairs sharing a two-component sub-pattern whose
+    event types and join conditions agree), their maximal common subpatterns lazily, when
+    the search first picks the edge (most edges of a big workload are never picked)."""
+    ctx: WorkloadContext
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    adjacent: dict[int, list[int]] = field(default_factory=dict)   # disjunct -> pair ids
     seconds: float = 0.0
+    _edges: dict[int, Edge | None] = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict)
+
+    @property
+    def edges(self) -> list[tuple[int, int]]:
+        return self.pairs
+
+    def edge(self, pid: int) -> Edge | None:
+        """The common subpatterns of pair ``pid`` (None when fewer than two components
+        can be mapped consistently)."""
+        if pid not in self._edges:
+            a, b = self.pairs[pid]
+            relaxed = common_subpattern(self.ctx, a, b, False, self._cache)
+            strict = common_subpattern(self.ctx, a, b, True, self._cache, start=relaxed) \
+                if relaxed else ()
+            self._edges[pid] = Edge(a, b, strict, relaxed) if relaxed else None
+        return self._edges[pid]
 
 
 def build_graph(ctx: WorkloadContext) -> MultiPatternGraph:
+    """Pairs of disjuncts with a common two-component sub-pattern, found through an
+    index of (event type, event type, join conditions) signatures (appendix A's hash
+    tables): only disjuncts sharing a signature are ever compared."""
     import time
     started = time.perf_counter()
-    index: dict[object, list[int]] = defaultdict(list)
+    g = MultiPatternGraph(ctx)
+    ids: dict = {}
+    index: dict[tuple, list[int]] = defaultdict(list)
     for t, pt in enumerate(ctx.terms):
-        for key in set(pt.leaf_keys):
-            index[key].append(t)
-    common: dict[tuple[int, int], int] = defaultdict(int)
+        pairs, _ = _pair_conditions(ctx, t, g._cache)
+        leaves = [ids.setdefault(k, len(ids)) for k in pt.leaf_keys]
+        sigs = set()
+        for i in range(pt.size):
+            for j in range(pt.size):
+                if i != j:
+                    cond = ids.setdefault(("cond", pairs.get((i, j), ())), len(ids))
+                    sigs.add((leaves[i], leaves[j], cond))
+        for sig in sigs:
+            index[sig].append(t)
+    found: set[tuple[int, int]] = set()
     for terms in index.values():
-        for i, a in enumerate(terms):
-            for b in terms[i + 1:]:
-                common[(a, b)] += 1
-    g = MultiPatternGraph()
-    cache: dict = {}
-    for (a, b), n in sorted(common.items()):
-        if n < 2:
-            continue
-        strict = common_subpattern(ctx, a, b, True, cache)
-        relaxed = common_subpattern(ctx, a, b, False, cache)
-        if len(relaxed) < 2:
-            continue
-        g.adjacent.setdefault(a, []).append(len(g.edges))
-        g.adjacent.setdefault(b, []).append(len(g.edges))
-        g.edges.append(Edge(a, b, strict if len(strict) >= 2 else (), relaxed))
+        for x, a in enumerate(terms):
+            for b in terms[x + 1:]:
+                found.add((a, b))
+    for pid, (a, b) in enumerate(sorted(found)):
+        g.pairs.append((a, b))
+        g.adjacent.setdefault(a, []).append(pid)
+        g.adjacent.setdefault(b, []).append(pid)
     g.seconds = time.perf_counter() - started
     return g
 
@@ -89,17 +115,24 @@ def _pair_conditions(ctx: WorkloadContext, t: int, cache: dict) -> dict:
 
 
 def common_subpattern(ctx: WorkloadContext, a: int, b: int, strict: bool,
-                      cache: dict | None = None) -> tuple[tuple[int, int], ...]:
-    """A maximal common subpattern of disjuncts a and b as component pairs."""
+                      cache: dict | None = None,
+                      start: tuple[tuple[int, int], ...] | None = None
+                      ) -> tuple[tuple[int, int], ...]:
+    """A maximal common subpattern of disjuncts a and b as component pairs (``start``:
+    a mapping to shrink instead of the event-type intersection, e.g. the relaxed one
+    when looking for the strict one)."""
     cache = {} if cache is None else cache
     ta, tb = ctx.terms[a], ctx.terms[b]
-    occurrences: dict = defaultdict(list)
-    for j, key in enumerate(tb.leaf_keys):
-        occurrences[key].append(j)
     mapping: dict[int, int] = {}
-    for i, key in enumerate(ta.leaf_keys):
-        if occurrences.get(key):
-            mapping[i] = occurrences[key].pop(0)
+    if start is not None:
+        mapping = dict(start)
+    else:
+        occurrences: dict = defaultdict(list)
+        for j, key in enumerate(tb.leaf_keys):
+            occurrences[key].append(j)
+        for i, key in enumerate(ta.leaf_keys):
+            if occurrences.get(key):
+                mapping[i] = occurrences[key].pop(0)
     pa_, multi_a = _pair_conditions(ctx, a, cache)
     pb_, multi_b = _pair_conditions(ctx, b, cache)
     while len(mapping) >= 2:

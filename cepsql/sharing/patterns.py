@@ -84,6 +84,7 @@ class WorkloadPattern:
     compat: Hashable = ()             # views share nodes only within one class
     derived: dict = field(default_factory=dict)
     single: frozenset[str] = frozenset()   # variables that always take one row
+    _keys: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def window_units(self) -> float:
@@ -92,8 +93,13 @@ class WorkloadPattern:
 
     def conjunct_key(self, index: int, slot_of: dict) -> Hashable:
         """Canonical key of conjunct ``index`` with variables renamed to slots."""
-        c = self.conjuncts[index]
-        return expr_key(c.expr, slot_of, c.var, self.derived, self.single, id(self))
+        memo = (index, tuple(sorted(slot_of.items())))
+        got = self._keys.get(memo)
+        if got is None:
+            c = self.conjuncts[index]
+            got = self._keys[memo] = expr_key(c.expr, slot_of, c.var, self.derived,
+                                              self.single, id(self))
+        return got
 
 
 def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,

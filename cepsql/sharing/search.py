@@ -39,6 +39,8 @@ SA_COOLING = 0.99
 SA_PROBES = 30
 TABU_SAMPLES = 12
 TABU_CAPACITY = 10_000
+#: random picks of an edge before giving up (an edge may map fewer than two components)
+MAX_TRIES = 50
 
 
 def independent_plans(ctx: WorkloadContext, order_only: bool = False,
@@ -228,12 +230,17 @@ class Search:
         if not self.edge_ids:
             return None
         rng = self.rng
-        if self.vertex_k > 2:
-            t0 = rng.choice(self.vertices)
-            e = self.graph.edges[rng.choice(self.graph.adjacent[t0])]
+        for _ in range(MAX_TRIES):
+            if self.vertex_k > 2:
+                t0 = rng.choice(self.vertices)
+                e = self.graph.edge(rng.choice(self.graph.adjacent[t0]))
+            else:
+                e = self.graph.edge(rng.choice(self.edge_ids))
+                t0 = rng.choice((e.a, e.b)) if e is not None else -1
+            if e is not None:
+                break
         else:
-            e = self.graph.edges[rng.choice(self.edge_ids)]
-            t0 = e.a if rng.random() < 0.5 else e.b
+            return None
         relaxed = not e.strict or rng.random() < 0.5
         pairs = e.relaxed if relaxed else e.strict
         side = {i: j for i, j in pairs} if t0 == e.a else {j: i for i, j in pairs}
@@ -248,8 +255,8 @@ class Search:
         """Up to k-2 further disjuncts holding t0's components ``chosen`` (Gamma_P)."""
         out = []
         for eid in self.graph.adjacent[t0]:
-            e = self.graph.edges[eid]
-            if e is e0:
+            e = self.graph.edge(eid)
+            if e is None or e is e0:
                 continue
             pairs = e.relaxed if relaxed else e.strict
             side = {i: j for i, j in pairs} if t0 == e.a else {j: i for i, j in pairs}
@@ -303,7 +310,8 @@ class Search:
         best = self._snapshot(None)
         more = self._budget(seconds, iterations)
         spread = 0.0
-        for _ in range(SA_PROBES):
+        done = 0
+        while done < SA_PROBES and more(done):     # c_0: the largest difference seen
             mv = self.neighbour()
             if mv is None:
                 break
@@ -311,8 +319,8 @@ class Search:
             undo = self.apply(mv)
             spread = max(spread, abs(self.cost - before))
             self.apply(undo)
+            done += 1
         temperature = spread or 1.0
-        done = 0
         while more(done):
             mv = self.neighbour()
             if mv is None:
