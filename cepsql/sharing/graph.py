@@ -10,8 +10,9 @@ drop components until the projected conditions agree (greedily, the component in
 conflicts first). Each edge stores the maximal *strict* common subpattern and the
 maximal *order-relaxed* one (conditions agree, SEQ order may differ: MOTTO's operator
 transformation shares its AND and each consumer re-applies its own order).
-Candidate pairs come from an inverted index over event-type keys (appendix A's hash
-tables), so disjuncts with fewer than two event types in common are never compared.
+Edges come from an inverted index of two-component signatures (event types + join
+conditions; appendix A's hash tables), so only disjuncts that share one are paired; an
+edge's common subpatterns are computed when the search first picks it.
 """
 from __future__ import annotations
 
@@ -44,10 +45,6 @@ class MultiPatternGraph:
     seconds: float = 0.0
     _edges: dict[int, Edge | None] = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
-
-    @property
-    def edges(self) -> list[tuple[int, int]]:
-        return self.pairs
 
     def edge(self, pid: int) -> Edge | None:
         """The common subpatterns of pair ``pid`` (None when fewer than two components

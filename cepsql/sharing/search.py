@@ -203,7 +203,7 @@ class Search:
         self.signature = 0
         for t, n in enumerate(self.nodes):
             self.signature ^= hash((t, n[-1][0]))
-        self.edge_ids = list(range(len(graph.edges)))
+        self.edge_ids = list(range(len(graph.pairs)))
         self.vertices = sorted(graph.adjacent)
 
     # --- state ----------------------------------------------------------------------------
