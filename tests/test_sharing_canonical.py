@@ -183,3 +183,40 @@ def test_subset_references_never_match_another_views_subset():
     plan = plan_workload(patterns, algorithm="TABU", max_iterations=100)
     check_global_plan(plan, patterns)
     assert plan.bindings[0].root != plan.bindings[1].root
+
+
+def test_kleene_closures_are_never_joined_directly():
+    two = view("AND(KL(a), KL(b), c)", "a AS a.symbol = 'A', b AS b.symbol = 'B', "
+               "c AS c.symbol = 'C'")
+    also = view("SEQ(KL(a), c, KL(b))", "a AS a.symbol = 'A', b AS b.symbol = 'B', "
+                "c AS c.symbol = 'C'")
+    only = view("SEQ(KL(a), KL(b))", "a AS a.symbol = 'A', b AS b.symbol = 'B'")
+    assert not only.shareable and "Kleene closure" in only.reason
+    patterns = [two, also, only]
+    for algorithm in ("NONE", "PREFIX", "SA", "TABU"):
+        plan = plan_workload(patterns, algorithm=algorithm, max_iterations=100)
+        check_global_plan(plan, patterns)      # reports a join of two Kleene leaves
+        assert plan.unshared == [2]
+
+
+def test_rare_closures_are_still_joined_through_a_single_row_instance():
+    from cepsql.sharing.dag import WorkloadContext
+    from cepsql.sharing.search import best_local_plan
+    from cepsql.stats.model import PatternStatistics
+
+    def stats(spec):
+        return PatternStatistics(rates={"A": 0.01, "B": 0.01, "C": 100.0},
+                                 selectivities={}, unary_selectivity={}, sample_rows=0,
+                                 seconds=0.0, truncated=False, window_units=10.0)
+    sql = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (AND(KL(a), KL(b), c)) WITHIN INTERVAL "
+           "'10' SECOND DEFINE a AS a.symbol = 'A', b AS b.symbol = 'B', c AS c.symbol = 'C')")
+    p = workload_pattern(find_match_recognize(sql)[0].spec, SCHEMA, stats)
+    ctx = WorkloadContext([p])
+    for order_only in (False, True):
+        tree = best_local_plan(ctx, 0, [], order_only).tree
+        joins = [n for n in tree.nodes() if not n.is_leaf]
+        assert all(not (n.left.is_leaf and n.right.is_leaf and {n.left.leaf, n.right.leaf}
+                        == {0, 1}) for n in joins)
+    # without the rule the cheapest tree would join the two rare closures first
+    assert ctx.pm(0, 0b011) < ctx.pm(0, 0b101)

@@ -17,7 +17,7 @@ SYMBOLS = ("A", "B", "C", "D")
 SHAPES = ("SEQ({0}, {1}, {2})", "AND({0}, {1}, {2})", "SEQ({0}, AND({1}, {2}))",
           "OR(SEQ({0}, {1}), SEQ({0}, {2}))", "SEQ({0}, KL({1}), {2})",
           "AND({0}, {1}, NOT(n), {2})", "SEQ({0}, NOT(n), {1}, {2})",
-          "SEQ({0}, {1}, KL({2}, 1, 2))")
+          "SEQ({0}, {1}, KL({2}, 1, 2))", "AND(KL({0}), {1}, KL({2}, 1, 3))")
 EXTRA = ("{y}.diff < {x}.diff", "{x}.diff > {y}.diff", "{x}.price + {y}.price < 200",
          "{x}.diff + {y}.diff < {z}.diff", "price > 90", "{y}.price > PREV({y}.price)",
          "avg({x}.diff) < 1", "{y}.diff < {x}.diff + 1")

@@ -3,7 +3,8 @@ the local searches are tested against (like planning/exhaustive.py for one patte
 
 The space is every combination of local plans, a local plan being a bushy tree over the
 disjunct's components (children unordered: node keys do not depend on their order) and
-a set of order-relaxed subtrees -- exactly what the searches can produce.
+a set of order-relaxed subtrees -- exactly what the searches can produce (no node
+joins two Kleene leaves directly: the shared DAG evaluator does not run that).
 """
 from __future__ import annotations
 
@@ -34,7 +35,12 @@ def all_trees(items: list[int]) -> list[TreeNode]:
 def all_local_plans(ctx: WorkloadContext, t: int) -> list[LocalPlan]:
     """Every tree of disjunct t with every choice of order-relaxed subtrees."""
     out: dict[LocalPlan, None] = {}
+    kleene = ctx.terms[t].kleene
     for tree in all_trees(list(range(ctx.terms[t].size))):
+        if any(not n.is_leaf and n.left.is_leaf and n.right.is_leaf and
+               kleene[n.left.leaf] is not None and kleene[n.right.leaf] is not None
+               for n in tree.nodes()):
+            continue      # two closures joined directly: not a plan the DAG runs
         internal = [n.mask for n in tree.nodes() if not n.is_leaf]
         for r in range(len(internal) + 1):
             for chosen in itertools.combinations(internal, r):

@@ -131,6 +131,11 @@ def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
                           _compat(spec, kind), derived)
     several = {name for t in terms for name, lo, hi in t.comps if (lo, hi) != (1, 1)}
     out.single = frozenset(v for t in terms for v, _, _ in t.comps if v not in several)
+    for t in terms:
+        if len(t.comps) > 1 and all((lo, hi) != (1, 1) for _, lo, hi in t.comps):
+            return WorkloadPattern(name, spec, False, "every component of a disjunct is a "
+                                   "Kleene closure: the shared DAG joins a closure only "
+                                   "with instances of single rows")
     out.terms = [_pattern_term(out, t) for t in terms]
     return out
 

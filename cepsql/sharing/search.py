@@ -24,7 +24,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ..planning import choose_plan
 from ..planning.plans import TreeNode, join, leaf, left_deep_tree
 from .dag import DagCost, LocalPlan, WorkloadContext, map_plan
 from .graph import MultiPatternGraph
@@ -43,19 +42,11 @@ TABU_CAPACITY = 10_000
 MAX_TRIES = 50
 
 
-def independent_plans(ctx: WorkloadContext, order_only: bool = False,
-                      budget: float = 0.05) -> list[LocalPlan]:
-    """Each disjunct's own best plan: the exact DP of ``best_local_plan`` where it is
-    affordable, the planning stage's choose_plan beyond."""
-    out = []
-    for t, pt in enumerate(ctx.terms):
-        if pt.size <= (ORDER_DP_UNITS if order_only else BUSHY_DP_UNITS):
-            out.append(best_local_plan(ctx, t, [], order_only))
-            continue
-        plan = choose_plan(ctx.evaluator(t).query, None, kind="order" if order_only
-                           else "tree", model=ctx.model, budget_seconds=budget)
-        out.append(LocalPlan(left_deep_tree(plan.order) if order_only else plan.root))
-    return out
+def independent_plans(ctx: WorkloadContext, order_only: bool = False) -> list[LocalPlan]:
+    """Each disjunct's own best plan (generator A without units: the exact DP over
+    bushy trees / orders up to BUSHY_DP_UNITS / ORDER_DP_UNITS components, greedy
+    beyond)."""
+    return [best_local_plan(ctx, t, [], order_only) for t in range(len(ctx.terms))]
 
 
 def trivial_plans(ctx: WorkloadContext) -> list[LocalPlan]:
@@ -88,19 +79,26 @@ def best_local_plan(ctx: WorkloadContext, t: int, units: list[LocalPlan],
         covered |= u.tree.mask
     pieces = [u.tree for u in units] + [leaf(i) for i in range(pt.size)
                                         if full >> i & 1 and not covered >> i & 1]
+    closures = {i for i, k in enumerate(pt.kleene) if k is not None}
     rel = frozenset().union(*(u.relaxed for u in units)) if units else frozenset()
     if relaxed:
         rel |= {full}
     if order_only:
         head = pieces[0] if units else None
         rest = [p.leaf for p in pieces[1:]] if units else [p.leaf for p in pieces]
-        tree = _append_order(ev, head, rest)
+        tree = _append_order(ev, head, rest, closures)
     else:
-        tree = _bushy(ev, pieces)
+        tree = _bushy(ev, pieces, closures)
     return LocalPlan(tree, rel)
 
 
-def _bushy(ev, pieces: list[TreeNode]) -> TreeNode:
+def _closure_pair(a: TreeNode, b: TreeNode, closures: set[int]) -> bool:
+    """Whether a join of a and b would join two Kleene leaves directly (the shared DAG
+    evaluator forms a closure only next to instances of single rows)."""
+    return a.is_leaf and b.is_leaf and a.leaf in closures and b.leaf in closures
+
+
+def _bushy(ev, pieces: list[TreeNode], closures: set[int] = frozenset()) -> TreeNode:
     k = len(pieces)
     if k == 1:
         return pieces[0]
@@ -110,6 +108,8 @@ def _bushy(ev, pieces: list[TreeNode]) -> TreeNode:
             best = None
             for i in range(len(work)):
                 for j in range(i + 1, len(work)):
+                    if _closure_pair(work[i], work[j], closures):
+                        continue
                     c = ev(work[i].mask | work[j].mask)
                     if best is None or c < best[0]:
                         best = (c, i, j)
@@ -131,7 +131,10 @@ def _bushy(ev, pieces: list[TreeNode]) -> TreeNode:
         sub = (s - 1) & s
         top, arg = math.inf, 0
         while sub:
-            if sub & low:
+            if sub & low and not (sub & (sub - 1) == 0 and (s ^ sub) & (s ^ sub) - 1 == 0
+                                  and _closure_pair(pieces[sub.bit_length() - 1],
+                                                    pieces[(s ^ sub).bit_length() - 1],
+                                                    closures)):
                 v = best[sub] + best[s ^ sub]
                 if v < top:
                     top, arg = v, sub
@@ -146,14 +149,23 @@ def _bushy(ev, pieces: list[TreeNode]) -> TreeNode:
     return build(size - 1)
 
 
-def _append_order(ev, head: TreeNode | None, rest: list[int]) -> TreeNode:
-    """head (a left-deep prefix) followed by rest in the cheapest order given it."""
+def _append_order(ev, head: TreeNode | None, rest: list[int],
+                  closures: set[int] = frozenset()) -> TreeNode:
+    """head (a left-deep prefix) followed by rest in the cheapest order given it (never
+    two Kleene closures as the first two leaves)."""
     base = head.mask if head is not None else 0
+    first_closure = head is not None and head.is_leaf and head.leaf in closures
+
+    def bad(order_so_far: tuple, j: int) -> bool:
+        if head is None:
+            return len(order_so_far) == 1 and order_so_far[0] in closures and j in closures
+        return first_closure and not order_so_far and j in closures
     if len(rest) > ORDER_DP_UNITS:
         order, mask = [], base
         todo = list(rest)
         while todo:
-            j = min(todo, key=lambda r: ev(mask | 1 << r))
+            ok = [r for r in todo if not bad(tuple(order), r)] or todo
+            j = min(ok, key=lambda r: ev(mask | 1 << r))
             todo.remove(j)
             order.append(j)
             mask |= 1 << j
@@ -167,6 +179,8 @@ def _append_order(ev, head: TreeNode | None, rest: list[int]) -> TreeNode:
             for i in range(k):
                 if s >> i & 1:
                     c, o = best[s ^ (1 << i)]
+                    if bad(o, rest[i]):
+                        c = math.inf
                     options.append((c, o + (rest[i],)))
             c, o = min(options)
             best[s] = (c + here, o)
@@ -226,7 +240,8 @@ class Search:
 
     # --- neighbourhoods -----------------------------------------------------------------
     def neighbour(self) -> list[tuple[int, LocalPlan]] | None:
-        """A random neighbour as the local plans to change (None: no edges)."""
+        """A random neighbour as the local plans to change (None: none found, e.g. no
+        edges)."""
         if not self.edge_ids:
             return None
         rng = self.rng
@@ -237,19 +252,20 @@ class Search:
             else:
                 e = self.graph.edge(rng.choice(self.edge_ids))
                 t0 = rng.choice((e.a, e.b)) if e is not None else -1
-            if e is not None:
-                break
-        else:
-            return None
-        relaxed = not e.strict or rng.random() < 0.5
-        pairs = e.relaxed if relaxed else e.strict
-        side = {i: j for i, j in pairs} if t0 == e.a else {j: i for i, j in pairs}
-        size = rng.randint(2, len(side))
-        chosen = sorted(rng.sample(sorted(side), size))
-        members = [(e.b if t0 == e.a else e.a, {c: side[c] for c in chosen})]
-        if self.vertex_k > 2:
-            members += self._containing(t0, e, chosen, relaxed)
-        return self._share(t0, chosen, members, relaxed)
+            if e is None:
+                continue
+            relaxed = not e.strict or rng.random() < 0.5
+            pairs = e.relaxed if relaxed else e.strict
+            side = {i: j for i, j in pairs} if t0 == e.a else {j: i for i, j in pairs}
+            size = rng.randint(2, len(side))
+            chosen = sorted(rng.sample(sorted(side), size))
+            if all(self.ctx.terms[t0].kleene[c] is not None for c in chosen):
+                continue     # closures alone have no plan the shared DAG runs
+            members = [(e.b if t0 == e.a else e.a, {c: side[c] for c in chosen})]
+            if self.vertex_k > 2:
+                members += self._containing(t0, e, chosen, relaxed)
+            return self._share(t0, chosen, members, relaxed)
+        return None
 
     def _containing(self, t0, e0, chosen, relaxed) -> list:
         """Up to k-2 further disjuncts holding t0's components ``chosen`` (Gamma_P)."""

@@ -41,6 +41,8 @@ def global_plan_problems(plan: GlobalPlan, patterns: list[WorkloadPattern]) -> l
             out.append(f"node {i}: children must be earlier nodes")
         elif n.arity != plan.nodes[n.left].arity + plan.nodes[n.right].arity:
             out.append(f"node {i}: arity is not the sum of its children's")
+        elif plan.nodes[n.left].kleene is not None and plan.nodes[n.right].kleene is not None:
+            out.append(f"node {i}: joins two Kleene leaves (the shared DAG cannot run it)")
         if len(n.owner_vars) != n.arity:
             out.append(f"node {i}: owner_vars do not name every slot")
     expected_unshared = [i for i, p in enumerate(patterns) if not p.shareable]
