@@ -137,3 +137,22 @@ def test_synthetic_statistics_feed_the_planner():
         assert wp.stats_note == ""
         assert wp.window_units == sp.window
         assert wp.stats.rates["A"] == pytest.approx(wl.rates[sp.symbols[0]])
+
+
+def test_compiled_clauses_feed_the_planner_like_their_specs():
+    """The workload runtime holds QueryPlans: their specs give the same patterns."""
+    from cepsql.dialect import find_match_recognize
+    from cepsql.runtime.executor import plan_query
+    from cepsql.sharing import patterns_from_plans
+    wl = stock_workload(4, seed=8, symbols=5, sizes=(3, 4))
+    queries = [s.split(" AS ", 1)[1] for s in wl.statements]
+    plans = [plan_query(find_match_recognize(q)[0].spec, TICKS_SCHEMA, q) for q in queries]
+    from_plans = patterns_from_plans(plans, names=[p.name for p in wl.patterns])
+    from_specs = wl.workload_patterns()
+    for a, b in zip(from_plans, from_specs):
+        assert a.shareable and [t.vars for t in a.terms] == [t.vars for t in b.terms]
+        assert [c.var for c in a.conjuncts] == [c.var for c in b.conjuncts]
+        assert [t.leaf_keys for t in a.terms] == [t.leaf_keys for t in b.terms]
+    plan = plan_workload(from_plans, algorithm="BEST", seconds=None, max_iterations=50)
+    check_global_plan(plan, from_plans)
+    assert len(plan.bindings) == 4

@@ -12,6 +12,7 @@ _EXPORTS = {
     "WorkloadPattern": "patterns", "workload_pattern": "patterns",
     "describe_workload": "describe", "workload_svg": "describe",
     "options_from_conf": "planner", "plan_workload": "planner",
+    "patterns_from_plans": "planner",
 }
 __all__ = sorted(_EXPORTS)
 

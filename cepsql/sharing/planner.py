@@ -1,6 +1,6 @@
 """``plan_workload``: the global plan of a workload of pattern views.
 
-Algorithms (``cepsql.sharing.algorithm``): ``NONE`` (every disjunct its own best plan,
+Algorithms (``cepsql.sharing.algorithm``; unset, AUTO or BEST = choose): ``NONE`` (every disjunct its own best plan,
 nothing shared, not even event-type leaves), ``PREFIX`` (multi-pattern trees: left-deep
 local plans sharing prefixes, SIGMOD 2019 section 3, searched by simulated annealing),
 ``SA`` and ``TABU`` (multi-pattern multitrees, arbitrary subtree sharing, section 5).
@@ -20,11 +20,11 @@ from ..errors import CepAnalysisError
 from .dag import LocalPlan, WorkloadContext
 from .global_plan import Binding, DagNode, GlobalPlan
 from .graph import build_graph
-from .patterns import WorkloadPattern
+from .patterns import WorkloadPattern, workload_pattern
 from .search import Search, independent_plans, trivial_plans
 
 __all__ = ["CONF_KEYS", "DEFAULT_SECONDS", "options_from_conf", "parse_algorithm",
-           "plan_workload"]
+           "patterns_from_plans", "plan_workload"]
 
 DEFAULT_SECONDS = 1.0
 #: Spark conf key -> plan_workload keyword
@@ -34,7 +34,7 @@ _NAMES = ("NONE", "PREFIX", "SA", "TABU")
 
 def parse_algorithm(text: str | None) -> tuple[str | None, int]:
     """(algorithm or None = choose, vertex k: 0 = edge neighbourhood)."""
-    if text is None or text.strip().upper() in ("", "AUTO", "DEFAULT"):
+    if text is None or text.strip().upper() in ("", "AUTO", "DEFAULT", "BEST"):
         return None, 0
     m = re.fullmatch(r"\s*(NONE|PREFIX|SA|TABU)\s*(?::\s*(EDGE|VERTEX(\d+)))?\s*",
                      text.upper())
@@ -65,12 +65,29 @@ def options_from_conf(get) -> dict:
     return out
 
 
+def patterns_from_plans(plans: list, statistics=None,
+                        names: list[str] | None = None) -> list[WorkloadPattern]:
+    """WorkloadPatterns of compiled clauses (runtime QueryPlans: their ``spec`` has the
+    schema's column spelling already); ``statistics`` as for workload_pattern."""
+    out = []
+    for i, plan in enumerate(plans):
+        name = names[i] if names else ""
+        spec = getattr(plan, "spec", None)
+        if spec is None:
+            out.append(WorkloadPattern(name, None, False, "no MATCH_RECOGNIZE clause"))
+        else:
+            out.append(workload_pattern(spec, None, statistics, name=name))
+    return out
+
+
 def plan_workload(patterns: list[WorkloadPattern], *, algorithm: str | None = None,
-                  seconds: float = DEFAULT_SECONDS, seed: int = 0,
+                  seconds: float | None = DEFAULT_SECONDS, seed: int = 0,
                   max_iterations: int | None = None) -> GlobalPlan:
     """The global plan (see global_plan.py) of ``patterns`` (a Binding's ``pattern`` is
-    an index into this list)."""
+    an index into this list). ``algorithm`` None / AUTO / BEST = choose; ``seconds``
+    None = DEFAULT_SECONDS."""
     name, k = parse_algorithm(algorithm)
+    seconds = DEFAULT_SECONDS if seconds is None else seconds
     if not seconds > 0:
         raise CepAnalysisError("cepsql.sharing.seconds must be a positive number")
     started = time.perf_counter()
