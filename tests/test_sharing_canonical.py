@@ -85,6 +85,8 @@ def test_identical_patterns_merge_and_windows_share_through_a_mark_point():
     assert ("window", None) in b_short.extra_checks
     assert ("window", None) not in b_long.extra_checks
     assert plan.cost < plan.independent_cost
+    from cepsql.sharing import describe_workload
+    assert "window mark-points: 1 roots" in describe_workload(plan, patterns)
 
 
 def test_row_and_time_windows_never_share_a_node():
@@ -131,6 +133,8 @@ def test_operator_transformation_shares_an_and_node_with_a_seq():
     orders = {x for k, x in b_seq.extra_checks if k == "order"}
     assert {("A", "B"), ("B", "C")} <= orders
     assert not any(k == "order" for k, _ in b_and.extra_checks)
+    from cepsql.sharing import describe_workload
+    assert "operator transformation: 1 SEQ roots" in describe_workload(plan, patterns)
 
 
 def test_negation_pattern_shares_its_positive_node_and_checks_not_at_the_root():

@@ -118,6 +118,14 @@ def describe_workload(plan: GlobalPlan, patterns: list[WorkloadPattern]) -> str:
     for i in sorted(shared_joins, key=lambda i: (-len(users[i]), i))[:LIST_LIMIT]:
         names = ", ".join(_name(patterns, p) for p in sorted(users[i]))
         lines.append(f"  #{i} {_node_label(plan, i, patterns)} <- {names}")
+    refilter = [b for b in plan.bindings if ("window", None) in b.extra_checks]
+    if refilter:
+        lines.append(f"window mark-points: {len(refilter)} roots read nodes kept for a "
+                     "larger window and re-filter by their own")
+    relaxed = [b for b in plan.bindings if any(k == "order" for k, _ in b.extra_checks)]
+    if relaxed:
+        lines.append(f"operator transformation: {len(relaxed)} SEQ roots read an AND node "
+                     "and check their own order")
     lines.append(f"global plan (DAG, children first, * = shared, {len(plan.nodes)} nodes):")
     for i, n in enumerate(plan.nodes[:LIST_LIMIT * 2]):
         mark = "*" if reads[i] > 1 else " "
