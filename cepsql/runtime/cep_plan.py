@@ -35,6 +35,7 @@ from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, T
 from .partition_inference import (visible_partitions, whole_input_output,
                                   with_inferred_partitions)
 from .planner_options import PlannerOptions
+from .relevance import relevance_filter, relevance_line
 from .rowsets import LabelSets, RefTable
 
 STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
@@ -72,6 +73,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     if options is None or options.infer_partitions:
         spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
     ex._check_standard_restrictions(spec)
+    relevant, keep_reason = relevance_filter(spec)
     terms, in_order_reason = _plannable(spec)
     if terms is not None:
         seqs = [LinearSeq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
@@ -274,10 +276,12 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
-                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason),
+                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason,
+                                      relevance_line(relevant, keep_reason)),
                      chosen_plans=tuple(choice.plans) if choice is not None and choice.planned
                      else (),
-                     break_column=BREAK_COLUMN if global_order else None)
+                     break_column=BREAK_COLUMN if global_order else None,
+                     relevance_filter=relevant)
 
 
 def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:
@@ -520,7 +524,8 @@ def _region_settled(mask: int, left: int, right: int, after: list[int], n: int) 
     return True
 
 
-def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "") -> str:
+def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "",
+             relevance: str = "") -> str:
     window = ""
     if spec.window is not None:
         window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
@@ -534,6 +539,8 @@ def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "") -> 
     elif whole_input_output(spec):
         lines.append(f"parallelism:   one task: {whole_input_output(spec)}, so no partition "
                      "key is inferred and no time slices are cut")
+    if relevance:
+        lines.append(relevance)
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
     for node in _pattern_nodes(spec.pattern):

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..dialect.statements import clause_output_names
 from ..runtime.subqueries import bind_subqueries
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
-from .execute import arrow_schema, run_plan
+from .execute import arrow_schema, relevant_rows, run_plan
 from .frames import sql_with_frames, table_or_frame
 from .slicing import slice_plan
 from .splice import Source, new_view_name, rewrite_text
@@ -73,7 +73,8 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
             plan = plan_query(spec, arrow_schema(df), full, **inputs)
-            sliced = slice_plan(spark, df, plan, **inputs)  # unpartitioned, time-windowed
+            # unpartitioned, time-windowed: slices cut from the relevant rows only
+            sliced = slice_plan(spark, relevant_rows(df, plan), plan, **inputs)
             if sliced is not None:  # (plan.explain notes it; the sliced plan is internal)
                 df = sliced.frame
                 plan = default_planner()(sliced.spec, arrow_schema(df), full,
