@@ -30,6 +30,8 @@ from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .cep_expand import (LinearSeq, expand, group_arrays, negated_variables, not_programs,
                          pack_not_programs, settle_open_negations)
+from ..stats.worker import is_in_worker
+from .cep_worker_plan import WorkerPlanner
 from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
                           choose_cep_plan, describe_choice, pattern_terms)
 from .partition_inference import (visible_partitions, whole_input_output,
@@ -38,6 +40,10 @@ from .planner_options import PlannerOptions
 from .relevance import relevance_filter, relevance_line
 from .rowsets import LabelSets, RefTable
 
+_IN_WORKER_NOTE = ("statistics estimated inside each Spark task from its first {rows} rows "
+                   "(cepsql.stats.mode=worker): every task plans for itself with the "
+                   "configured algorithm; the plan below, on uniform estimates, is what "
+                   "a task without rows would run")
 STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
                   "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
 BREAK_COLUMN = "__cep_gbreak"
@@ -193,9 +199,16 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
     proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None
-    choice = None
+    choice = worker_planner = None
     if terms is not None:
-        choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
+        if is_in_worker(statistics):  # each task re-plans from its first rows
+            choice = choose_cep_plan(spec, terms, options or PlannerOptions(), None)
+            choice.stats_note = _IN_WORKER_NOTE.format(rows=statistics.sample_rows)
+            worker_planner = WorkerPlanner(spec, terms, options or PlannerOptions(), labels,
+                                           seq_start, conj_label, conj_mask, conj_late,
+                                           statistics.sample_rows)
+        else:
+            choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
     tree_arrays = _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask,
                                conj_late)
     if tree_arrays:
@@ -267,6 +280,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             comp_proceed=proceed,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
+            worker_planner=worker_planner,
             **not_arrays, **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -137,11 +138,32 @@ def _renamed(site, out: DataFrame) -> DataFrame:
     return out if names == out.columns else out.toDF(*names)
 
 
+_DRIVER_STATISTICS: ContextVar[bool] = ContextVar("cepsql_driver_statistics", default=False)
+
+
+@contextmanager
+def driver_statistics():
+    """Inside the block, clauses are planned from the driver-side sample whatever
+    cepsql.stats.mode says (EXPLAIN: it shows the estimates and runs nothing)."""
+    token = _DRIVER_STATISTICS.set(True)
+    try:
+        yield
+    finally:
+        _DRIVER_STATISTICS.reset(token)
+
+
 def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
-    """Planner options from the session's conf and a lazy, cached statistics sampler."""
+    """Planner options from the session's conf and the statistics source: each task's
+    own first rows (cepsql.stats.mode=worker, the default: no extra Spark job) or a lazy,
+    cached driver-side sample (driver, and always under ``driver_statistics``)."""
     from ..runtime.planner_options import options_from_conf
     from ..stats import CACHE
-    options = options_from_conf(lambda k: spark.conf.get(k, None))
+    from ..stats.worker import InWorkerStatistics, stats_mode, worker_sample_rows
+    get = lambda k: spark.conf.get(k, None)  # noqa: E731
+    options = options_from_conf(get)
+    if stats_mode(get) == "worker" and not _DRIVER_STATISTICS.get():
+        return {"options": options,
+                "statistics": InWorkerStatistics(worker_sample_rows(get))}
 
     def statistics(spec):
         return CACHE.get_or_estimate(spec, df, sample_rows=options.sample_rows,
