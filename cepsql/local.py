@@ -218,7 +218,10 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
     """table without the rows the plan's relevance filter drops (NULL = drop)."""
     if plan.relevance_filter is None or table.num_rows == 0:
         return table
-    keep = evaluate_arrow(plan.relevance_filter, table)
+    try:
+        keep = evaluate_arrow(plan.relevance_filter, table)
+    except CepUnsupportedError:  # not vectorizable here: the evaluator still decides
+        return table
     if isinstance(keep, pa.Scalar):  # a constant condition
         return table if keep.as_py() is True else table.slice(0, 0)
     return table.filter(keep, null_selection_behavior="drop")
