@@ -6,8 +6,9 @@
 Part 1, relevance pushdown: a cross-symbol pattern over the 20 skewed symbols of
 ``cepsql.datagen.generate_ticks`` of which 3 are used (NVDA, ORCL, MU: ~7.5% of rows),
 no PARTITION BY (time slices), SKIP_TILL_NEXT_MATCH, read from Parquet. Timed with the
-filter (default) and without it (``cepsql.pushdown.relevanceFilter=false``): rows/s of
-input and the ratio. The match counts must agree.
+filter (default) and without it (``cepsql.pushdown.relevanceFilter=false``), with time
+slicing (default) and without it (one task): rows/s of input and the ratios. The match
+counts must agree.
 
 Part 2, statistics without a separate job: the first query over new data (a fresh
 Parquet read, empty statistics cache) of a planned SKIP_TILL_ANY_MATCH pattern with
@@ -79,17 +80,25 @@ def pushdown(spark, path: str, rows: int, repeat: int) -> dict:
     spark.read.parquet(path).createOrReplaceTempView("ticks")
     sql = PUSHDOWN_SQL.format(src="ticks")
     out = {}
-    for label, flag in (("with filter", "true"), ("without filter", "false")):
-        spark.conf.set(RELEVANCE, flag)
-        best = min(_timed(spark, lambda: _noop(spark.cep.sql(sql)))[0] for _ in range(repeat))
-        out[label] = (best, spark.cep.sql(sql).count())
+    for slicing in ("true", "false"):
+        spark.conf.set("cepsql.planner.slicing", slicing)
+        for flag in ("true", "false"):
+            spark.conf.set(RELEVANCE, flag)
+            label = (f"{'with' if flag == 'true' else 'without'} filter, "
+                     f"{'time slices' if slicing == 'true' else 'one task'}")
+            best = min(_timed(spark, lambda: _noop(spark.cep.sql(sql)))[0]
+                       for _ in range(repeat))
+            out[label] = (best, spark.cep.sql(sql).count())
     spark.conf.unset(RELEVANCE)
-    (t_on, n_on), (t_off, n_off) = out["with filter"], out["without filter"]
-    assert n_on == n_off, (n_on, n_off)
-    print(f"Part 1: relevance pushdown, {rows:,} rows, {n_on:,} matches (equal)")
+    spark.conf.unset("cepsql.planner.slicing")
+    counts = {n for _, n in out.values()}
+    assert len(counts) == 1, out
+    print(f"Part 1: relevance pushdown, {rows:,} rows, {counts.pop():,} matches (equal)")
     for label, (t, _) in out.items():
-        print(f"  {label:<16} {t:8.2f} s  {rows / t:12,.0f} rows/s")
-    print(f"  speed-up with the filter: x{t_off / t_on:.2f}")
+        print(f"  {label:<30} {t:8.2f} s  {rows / t:12,.0f} rows/s")
+    for kind in ("time slices", "one task"):
+        ratio = out[f"without filter, {kind}"][0] / out[f"with filter, {kind}"][0]
+        print(f"  speed-up with the filter ({kind}): x{ratio:.2f}")
     return {k: v[0] for k, v in out.items()}
 
 
@@ -121,9 +130,10 @@ def plot(times: dict, rows: dict, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
     labels = list(times)
-    ax.barh(labels, [times[k] for k in labels], color=["#2a7", "#c84", "#2a7", "#c84"])
+    new = [k.startswith("with filter") or k.endswith("stats worker") for k in labels]
+    ax.barh(labels, [times[k] for k in labels], color=["#2a7" if n else "#c84" for n in new])
     for y, k in enumerate(labels):
         ax.text(times[k], y, f" {times[k]:.2f} s ({rows[k]:,} rows)", va="center", fontsize=8)
     ax.set_xlabel("seconds (best run)")
@@ -138,7 +148,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--stats-rows", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
     spark = cepsql.get_session(master=args.master,
