@@ -137,6 +137,8 @@ def test_explain_shows_the_filter():
     spec = spec_of(_q(BASE))
     plan = plan_query(spec, table.schema, _q(BASE))
     assert "relevance filter: ((`price` > 5) OR (`tag` = 'x'))" in plan.explain
+    from cepsql.runtime.explain_summary import summarize
+    assert "relevance filter" in summarize(spec, plan)
     kept = plan_query(spec_of(_q(BASE, window="WITHIN 4 ROWS")), table.schema, "")
     assert "relevance filter: none, every row kept (WITHIN n ROWS" in kept.explain
 

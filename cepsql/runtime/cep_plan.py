@@ -209,6 +209,9 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                                            statistics.sample_rows)
         else:
             choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
+            note = getattr(statistics, "note", "")
+            if note:
+                choice.stats_note = "; ".join(n for n in (choice.stats_note, note) if n)
     tree_arrays = _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask,
                                conj_late)
     if tree_arrays:

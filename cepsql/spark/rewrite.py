@@ -158,16 +158,21 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     cached driver-side sample (driver, and always under ``driver_statistics``)."""
     from ..runtime.planner_options import options_from_conf
     from ..stats import CACHE
-    from ..stats.worker import InWorkerStatistics, stats_mode, worker_sample_rows
+    from ..stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
+                                worker_sample_rows)
     get = lambda k: spark.conf.get(k, None)  # noqa: E731
     options = options_from_conf(get)
-    if stats_mode(get) == "worker" and not _DRIVER_STATISTICS.get():
+    in_worker = stats_mode(get) == "worker"
+    if in_worker and not _DRIVER_STATISTICS.get():
         return {"options": options,
                 "statistics": InWorkerStatistics(worker_sample_rows(get))}
 
     def statistics(spec):
         return CACHE.get_or_estimate(spec, df, sample_rows=options.sample_rows,
                                      time_budget_s=options.sample_seconds)
+    if in_worker:  # EXPLAIN: a driver sample, noted as such
+        return {"options": options,
+                "statistics": DriverSampleForExplain(statistics, worker_sample_rows(get))}
     return {"options": options, "statistics": statistics}
 
 

@@ -32,6 +32,23 @@ class InWorkerStatistics:
         return None
 
 
+@dataclass(frozen=True)
+class DriverSampleForExplain:
+    """EXPLAIN under cepsql.stats.mode=worker: the driver-side sample (``estimate``) shows
+    the numbers, and ``note`` says that the query itself plans in its tasks."""
+    estimate: Callable
+    sample_rows: int = DEFAULT_WORKER_ROWS
+
+    @property
+    def note(self) -> str:
+        return (f"run by spark.cep.sql, each Spark task re-plans from its own first "
+                f"{self.sample_rows} rows (cepsql.stats.mode=worker); shown: the plan for "
+                "a driver-side sample")
+
+    def __call__(self, spec):
+        return self.estimate(spec)
+
+
 def stats_mode(get: Callable[[str], str | None]) -> str:
     """The configured statistics source (a conf getter, e.g. spark.conf.get)."""
     mode = (get(MODE_CONF) or "worker").strip().lower()
