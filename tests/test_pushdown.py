@@ -149,7 +149,7 @@ def test_explain_shows_the_filter():
 def test_spark_with_and_without_filter(spark, strategy):
     key = "cepsql.pushdown.relevanceFilter"
 
-    @settings(max_examples=5, **SETTINGS)
+    @settings(max_examples=4, **SETTINGS)
     @given(sql=cep_queries(strategy), table=cep_streams(),
            flip=st.booleans())
     def check(sql, table, flip):
