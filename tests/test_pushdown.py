@@ -10,7 +10,6 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import cepsql
 from cepsql.local import run_local
@@ -150,9 +149,8 @@ def test_spark_with_and_without_filter(spark, strategy):
     key = "cepsql.pushdown.relevanceFilter"
 
     @settings(max_examples=4, **SETTINGS)
-    @given(sql=cep_queries(strategy), table=cep_streams(),
-           flip=st.booleans())
-    def check(sql, table, flip):
+    @given(sql=cep_queries(strategy), table=cep_streams())
+    def check(sql, table):
         spark.createDataFrame(table.to_pandas(), schema="part string, ts long, price long, "
                               "vol double, tag string").createOrReplaceTempView("t")
         try:
