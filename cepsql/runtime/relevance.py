@@ -17,8 +17,8 @@ variable has no row-local conjunct (it may take any row).
 from __future__ import annotations
 
 from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Classifier, Expr,
-                                   GatheredAggregate, MatchNumber, Navigation, RowValue,
-                                   ScalarSubquery, walk)
+                                   GatheredAggregate, Literal, MatchNumber, Navigation,
+                                   RowValue, ScalarSubquery, walk)
 from ..algebra.rowrefs import bind_rows
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepError
@@ -40,7 +40,8 @@ def relevance_filter(spec: MatchRecognizeSpec) -> tuple[Expr | None, str]:
         cond = spec.defines.get(var)
         if cond is None:
             return None, f"variable {var} has no DEFINE: it may take any row"
-        local = [c for c in split_conjuncts(cond) if _row_local(c, var, known)]
+        local = [c for c in split_conjuncts(cond) if _row_local(c, var, known)
+                 and not _always_true(c)]
         if not local:
             return None, (f"variable {var} has no single-row condition: it may take any "
                           "row")
@@ -84,6 +85,10 @@ def _row_local(conjunct: Expr, var: str, known: set[str]) -> bool:
                     or ref.physical_offset:
                 return False
     return True
+
+
+def _always_true(conjunct: Expr) -> bool:
+    return isinstance(conjunct, Literal) and conjunct.value is True
 
 
 def _join(op: str, parts: list[Expr]) -> Expr:
