@@ -45,7 +45,7 @@ def _rows(table: pa.Table):
 def test_worker_plans_equal_driver_plans(algorithm):
     seen = {"planned": 0}
 
-    @settings(max_examples=40, **SETTINGS)
+    @settings(max_examples=40, derandomize=True, **SETTINGS)
     @given(sql=planned_queries(), table=cep_streams(), rows=st.integers(1, 16))
     def check(sql, table, rows):
         with cepsql.planner_options(algorithm=algorithm):
@@ -62,7 +62,7 @@ def test_worker_plans_equal_driver_plans(algorithm):
 
 
 def test_worker_plans_match_the_reference():
-    @settings(max_examples=30, **SETTINGS)
+    @settings(max_examples=30, derandomize=True, **SETTINGS)
     @given(sql=planned_queries(), table=cep_streams(unique_ts=False, with_nulls=True),
            rows=st.integers(1, 16))
     def check(sql, table, rows):
@@ -100,6 +100,8 @@ def test_a_task_plans_from_its_rows():
     worker = run_local(sql, {"t": table}, planner=_in_worker(1000))
     stats = dict(cep_worker.LAST_STATS)
     assert stats["worker_planned"] == 1 and stats["worker_sample_rows"] == 1000
+    # uniform estimates give C -> B -> A; the task's estimate puts frequent B last
+    assert "A -> C -> B" in stats["worker_plan"], stats["worker_plan"]
     assert _rows(worker) == _rows(run_local(sql, {"t": table}))
     assert worker.num_rows > 0
 

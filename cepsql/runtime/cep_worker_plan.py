@@ -78,4 +78,4 @@ def plan_in_worker(config, batches: Iterator[pa.RecordBatch]
 
 def _plan_digest(choice) -> str:
     """A short text of the chosen plans (tests and benchmarks compare them)."""
-    return " | ".join(p.describe().splitlines()[0] for p in choice.plans)
+    return " | ".join(" ".join(p.describe().split()[:10]) for p in choice.plans)
