@@ -214,9 +214,23 @@ def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
     return pa.array(flags, pa.uint8())
 
 
+def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
+    """table without the rows the plan's relevance filter drops (NULL = drop)."""
+    if plan.relevance_filter is None or table.num_rows == 0:
+        return table
+    try:
+        keep = evaluate_arrow(plan.relevance_filter, table)
+    except CepUnsupportedError:  # not vectorizable here: the evaluator still decides
+        return table
+    if isinstance(keep, pa.Scalar):  # a constant condition
+        return table if keep.as_py() is True else table.slice(0, 0)
+    return table.filter(keep, null_selection_behavior="drop")
+
+
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker,
     project."""
+    table = relevant_rows(table, plan)
     prepared = table
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))

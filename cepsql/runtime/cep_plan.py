@@ -30,13 +30,20 @@ from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .cep_expand import (LinearSeq, expand, group_arrays, negated_variables, not_programs,
                          pack_not_programs, settle_open_negations)
+from ..stats.worker import is_in_worker
+from .cep_worker_plan import WorkerPlanner
 from .cep_planner import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
                           choose_cep_plan, describe_choice, pattern_terms)
 from .partition_inference import (visible_partitions, whole_input_output,
                                   with_inferred_partitions)
 from .planner_options import PlannerOptions
+from .relevance import relevance_filter, relevance_line
 from .rowsets import LabelSets, RefTable
 
+_IN_WORKER_NOTE = ("statistics estimated inside each Spark task from its first {rows} rows "
+                   "(cepsql.stats.mode=worker): every task plans for itself with the "
+                   "configured algorithm; the plan below, on uniform estimates, is what "
+                   "a task without rows would run")
 STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
                   "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
 BREAK_COLUMN = "__cep_gbreak"
@@ -72,6 +79,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     if options is None or options.infer_partitions:
         spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
     ex._check_standard_restrictions(spec)
+    relevant, keep_reason = relevance_filter(spec)
     terms, in_order_reason = _plannable(spec)
     if terms is not None:
         seqs = [LinearSeq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
@@ -191,9 +199,19 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     order = sorted(labels)
     rank = [order.index(n) for n in labels]
     proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None
-    choice = None
+    choice = worker_planner = None
     if terms is not None:
-        choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
+        if is_in_worker(statistics):  # each task re-plans from its first rows
+            choice = choose_cep_plan(spec, terms, options or PlannerOptions(), None)
+            choice.stats_note = _IN_WORKER_NOTE.format(rows=statistics.sample_rows)
+            worker_planner = WorkerPlanner(spec, terms, options or PlannerOptions(), labels,
+                                           seq_start, conj_label, conj_mask, conj_late,
+                                           statistics.sample_rows)
+        else:
+            choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
+            note = getattr(statistics, "note", "")
+            if note:
+                choice.stats_note = "; ".join(n for n in (choice.stats_note, note) if n)
     tree_arrays = _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask,
                                conj_late)
     if tree_arrays:
@@ -265,6 +283,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             comp_proceed=proceed,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
+            worker_planner=worker_planner,
             **not_arrays, **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
@@ -274,10 +293,12 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     return QueryPlan(prepare, partition_cols, sort_keys, bind,
                      primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
                      global_order=global_order,
-                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason),
+                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason,
+                                      relevance_line(relevant, keep_reason)),
                      chosen_plans=tuple(choice.plans) if choice is not None and choice.planned
                      else (),
-                     break_column=BREAK_COLUMN if global_order else None)
+                     break_column=BREAK_COLUMN if global_order else None,
+                     relevance_filter=relevant)
 
 
 def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:
@@ -520,7 +541,8 @@ def _region_settled(mask: int, left: int, right: int, after: list[int], n: int) 
     return True
 
 
-def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "") -> str:
+def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "",
+             relevance: str = "") -> str:
     window = ""
     if spec.window is not None:
         window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
@@ -534,6 +556,8 @@ def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "") -> 
     elif whole_input_output(spec):
         lines.append(f"parallelism:   one task: {whole_input_output(spec)}, so no partition "
                      "key is inferred and no time slices are cut")
+    if relevance:
+        lines.append(relevance)
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
     for node in _pattern_nodes(spec.pattern):

@@ -80,6 +80,8 @@ class CepConfig:
     groups: np.ndarray | None = None
     seq_recheck: np.ndarray | None = None
     take_skip: np.ndarray | None = None
+    # plan inside the task from its first rows (cep_worker_plan.WorkerPlanner), or None
+    worker_planner: object | None = None
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -104,6 +106,10 @@ class CepWorker(MatchWorker):
         return True
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if self.config.worker_planner is not None:
+            from .cep_worker_plan import plan_in_worker
+            yield from plan_in_worker(self.config, batches)
+            return
         if self.streamable():
             yield from self._stream(batches)
             return

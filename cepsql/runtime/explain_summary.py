@@ -27,6 +27,9 @@ def summarize(spec, plan) -> str:
     lines = ["In short:"]
     lines.append("  matches   " + _what(spec))
     lines.append("  cores     " + _split(spec, plan))
+    rows = _rows(plan)
+    if rows:
+        lines.append("  rows      " + rows)
     how = _how(spec, plan.explain or "")
     if how:
         lines.append("  plan      " + how)
@@ -75,6 +78,14 @@ def _split(spec, plan) -> str:
     if reason:
         return f"one task: {reason.group(1)}"
     return "one task (no PARTITION BY and no key or window to split by)"
+
+
+def _rows(plan) -> str:
+    """Whether the relevance filter drops rows before the shuffle (CEP mode)."""
+    if getattr(plan, "relevance_filter", None) is None:
+        return ""
+    return ("only rows some variable's single-row condition accepts are read past the "
+            "scan (relevance filter); the others cannot change a match")
 
 
 def _how(spec, explain: str) -> str:

@@ -55,3 +55,7 @@ class QueryPlan:
     # (ORDER BY + tie-breakers, ignoring PARTITION BY) has other partition_columns values
     global_order: list[SortColumn] | None = None
     break_column: str | None = None
+    # CEP relevance pushdown (runtime/relevance.py): before step 1 a backend may drop the
+    # input rows for which this condition over the input's own columns is not TRUE (NULL
+    # = drop); None = every row can matter. Ignoring it is always correct, only slower.
+    relevance_filter: Expr | None = None

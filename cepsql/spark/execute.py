@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from ..errors import CepUnsupportedError, transported
+from ..errors import CepError, CepUnsupportedError, transported
 from ..exprs.spark_sql import quote_identifier, to_spark_sql
 from ..runtime.plan import QueryPlan, SortColumn
 
@@ -50,8 +50,26 @@ class TaskWorker:
             yield from self.worker(batches)
 
 
+RELEVANCE_CONF = "cepsql.pushdown.relevanceFilter"  # "false" keeps every row
+
+
+def relevant_rows(df: DataFrame, plan: QueryPlan) -> DataFrame:
+    """df without the rows the plan's relevance filter drops (a plain WHERE on the source,
+    which Spark pushes below the shuffle and, where it can, into the scan)."""
+    if plan.relevance_filter is None:
+        return df
+    if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
+        return df
+    try:
+        condition = to_spark_sql(plan.relevance_filter)
+    except CepError:  # a function Spark SQL text cannot express: keep every row
+        return df
+    return df.where(condition)
+
+
 def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
+    df = relevant_rows(df, plan)
     if plan.prepare_columns:
         try:
             df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n)

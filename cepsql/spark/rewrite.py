@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -12,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..dialect.statements import clause_output_names
 from ..runtime.subqueries import bind_subqueries
 from ..errors import CepAnalysisError, CepError, CepSyntaxError
-from .execute import arrow_schema, run_plan
+from .execute import arrow_schema, relevant_rows, run_plan
 from .frames import sql_with_frames, table_or_frame
 from .slicing import slice_plan
 from .splice import Source, new_view_name, rewrite_text
@@ -73,7 +74,8 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
             plan = plan_query(spec, arrow_schema(df), full, **inputs)
-            sliced = slice_plan(spark, df, plan, **inputs)  # unpartitioned, time-windowed
+            # unpartitioned, time-windowed: slices cut from the relevant rows only
+            sliced = slice_plan(spark, relevant_rows(df, plan), plan, **inputs)
             if sliced is not None:  # (plan.explain notes it; the sliced plan is internal)
                 df = sliced.frame
                 plan = default_planner()(sliced.spec, arrow_schema(df), full,
@@ -136,15 +138,41 @@ def _renamed(site, out: DataFrame) -> DataFrame:
     return out if names == out.columns else out.toDF(*names)
 
 
+_DRIVER_STATISTICS: ContextVar[bool] = ContextVar("cepsql_driver_statistics", default=False)
+
+
+@contextmanager
+def driver_statistics():
+    """Inside the block, clauses are planned from the driver-side sample whatever
+    cepsql.stats.mode says (EXPLAIN: it shows the estimates and runs nothing)."""
+    token = _DRIVER_STATISTICS.set(True)
+    try:
+        yield
+    finally:
+        _DRIVER_STATISTICS.reset(token)
+
+
 def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
-    """Planner options from the session's conf and a lazy, cached statistics sampler."""
+    """Planner options from the session's conf and the statistics source: each task's
+    own first rows (cepsql.stats.mode=worker, the default: no extra Spark job) or a lazy,
+    cached driver-side sample (driver, and always under ``driver_statistics``)."""
     from ..runtime.planner_options import options_from_conf
     from ..stats import CACHE
-    options = options_from_conf(lambda k: spark.conf.get(k, None))
+    from ..stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
+                                worker_sample_rows)
+    get = lambda k: spark.conf.get(k, None)  # noqa: E731
+    options = options_from_conf(get)
+    in_worker = stats_mode(get) == "worker"
+    if in_worker and not _DRIVER_STATISTICS.get():
+        return {"options": options,
+                "statistics": InWorkerStatistics(worker_sample_rows(get))}
 
     def statistics(spec):
         return CACHE.get_or_estimate(spec, df, sample_rows=options.sample_rows,
                                      time_budget_s=options.sample_seconds)
+    if in_worker:  # EXPLAIN: a driver sample, noted as such
+        return {"options": options,
+                "statistics": DriverSampleForExplain(statistics, worker_sample_rows(get))}
     return {"options": options, "statistics": statistics}
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import CepAnalysisError
-from .rewrite import default_planner, rewrite, run_sql
+from .rewrite import default_planner, driver_statistics, rewrite, run_sql
 from .splice import normalize_name
 from .task_errors import quiet_task_logs
 from .tf_plain import register as register_table_functions
@@ -76,8 +76,9 @@ class CepSession:
             recorded.append((spec, plan))
             return plan
 
-        rewritten = rewrite(self.spark, query, finder=self._finder, planner=recording_planner,
-                            views=self._views)
+        with driver_statistics():  # EXPLAIN shows the estimates: the driver's sample
+            rewritten = rewrite(self.spark, query, finder=self._finder,
+                                planner=recording_planner, views=self._views)
         if svg or file is not None:
             from ..runtime.plan_svg import clauses_svg
             drawing = clauses_svg(recorded)

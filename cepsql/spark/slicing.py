@@ -149,7 +149,9 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         f"also reading {after / 1e6:g} s after and {before / 1e6:g} s before itself; a "
         "match is output by the slice holding its first row")
     inputs: dict = {} if options is None else {"options": options}
-    if statistics is not None:
+    if getattr(statistics, "in_worker", False):  # tasks estimate from their own rows
+        inputs["statistics"] = statistics
+    elif statistics is not None:
         inputs["statistics"] = lambda s: statistics(_unsliced(s))
     return SlicedClause(frame, sliced, count, inputs)
 

@@ -98,7 +98,7 @@ def _classify(var: str, conjunct: Expr, split: ConditionSplit, order: dict[str, 
         split.ignored.append(label + " (navigation, aggregate, CLASSIFIER or subset)")
         return
     if len(reads) <= 1:
-        split.unary[var].append(_strip(bound))
+        split.unary[var].append(strip_row_values(bound))
     elif len(reads) == 2:
         first, second = sorted(reads, key=order.__getitem__)
         prefix = {first: LEFT_PREFIX, second: RIGHT_PREFIX}
@@ -126,12 +126,12 @@ def _plain_reads(var: str, bound: Expr, order: dict[str, int]) -> set[str] | Non
     return reads
 
 
-def _strip(expr: Expr) -> Expr:
+def strip_row_values(expr: Expr) -> Expr:
     """Replace each RowValue by its row-local value (unqualified columns)."""
     if isinstance(expr, RowValue):
         return expr.value
     kids = children(expr)
-    return rebuild(expr, [_strip(k) for k in kids]) if kids else expr
+    return rebuild(expr, [strip_row_values(k) for k in kids]) if kids else expr
 
 
 def _rename(expr: Expr, var: str, prefix: dict[str, str], split: ConditionSplit) -> Expr:

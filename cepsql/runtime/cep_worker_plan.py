@@ -1,0 +1,81 @@
+"""Planning inside a Spark task (stats/worker.py): the task reads its first rows,
+estimates the statistics from them, chooses plans with the configured algorithm and
+runs the planned evaluator with those plans over all of its rows.
+
+Exact whatever the sample says: under SKIP_TILL_ANY_MATCH every plan yields the same
+matches (the planned evaluator's contract), so tasks planning differently agree.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+import pyarrow as pa
+
+from ..algebra.spec import MatchRecognizeSpec
+from .planner_options import PlannerOptions
+
+
+@dataclass
+class WorkerPlanner:
+    """What a task needs to plan a clause (picklable; built by cep_plan.plan_cep)."""
+    spec: MatchRecognizeSpec
+    terms: list
+    options: PlannerOptions
+    labels: list[str]
+    seq_start: list[int]
+    conj_label: list[int]
+    conj_mask: list[int]
+    conj_late: list[int]
+    sample_rows: int
+
+    def choose(self, sample: pa.Table):
+        """The plan choice for statistics estimated from sample (uniform estimates if
+        estimation fails: statistics never fail a query)."""
+        from ..stats import estimate_from_table
+        from .cep_planner import choose_cep_plan
+
+        def statistics(spec):
+            return estimate_from_table(spec, sample, max_rows=max(sample.num_rows, 1))
+        return choose_cep_plan(self.spec, self.terms, self.options, statistics)
+
+    def plan_arrays(self, choice) -> dict:
+        """The evaluator's plan arrays (CepConfig fields) for a choice."""
+        from .cep_plan import _negation_nodes, _tree_arrays
+        arrays = _tree_arrays(choice, self.terms, self.labels, self.seq_start,
+                              self.conj_label, self.conj_mask, self.conj_late)
+        if arrays:
+            arrays.update(_negation_nodes(choice, self.terms, self.labels, self.conj_label,
+                                          self.conj_mask, self.conj_late))
+        return arrays
+
+
+def plan_in_worker(config, batches: Iterator[pa.RecordBatch]
+                   ) -> Iterator[pa.RecordBatch]:
+    """Run the CepWorker of config over batches, planned from the first rows."""
+    from .cep_worker import LAST_STATS, CepWorker
+    planner: WorkerPlanner = config.worker_planner
+    head: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        head.append(batch)
+        rows += batch.num_rows
+        if rows >= planner.sample_rows:
+            break
+    config = replace(config, worker_planner=None)
+    choice = None
+    if rows:
+        sample = pa.Table.from_batches(head).slice(0, planner.sample_rows)
+        choice = planner.choose(sample)
+        config = replace(config, **planner.plan_arrays(choice))
+    yield from CepWorker(config)(itertools.chain(head, batches))
+    if choice is not None:
+        LAST_STATS["worker_planned"] = 1
+        LAST_STATS["worker_sample_rows"] = int(min(rows, planner.sample_rows))
+        LAST_STATS["worker_plan"] = _plan_digest(choice)
+
+
+def _plan_digest(choice) -> str:
+    """A short text of the chosen plans (tests and benchmarks compare them)."""
+    return " | ".join(" ".join(p.describe().split()[:10]) for p in choice.plans)

@@ -1,0 +1,111 @@
+"""Relevance pushdown (CEP mode): which input rows can matter at all.
+
+Under SKIP_TILL_NEXT_MATCH and SKIP_TILL_ANY_MATCH a row is only ever looked at when
+some variable (NOT variables included) may take it (R4/R5: a row no state can take is
+ignored; R6: only rows satisfying a NOT variable's DEFINE can violate the NOT), and
+unqualified navigation, aggregates and ALL ROWS output range over the match rows only
+(R2, R7). A variable takes a row only if every row-local conjunct of its DEFINE is
+TRUE there, so a row for which no variable's row-local conjuncts are all TRUE (NULL is
+not TRUE) can be dropped before the shuffle without changing any match, match order or
+MATCH_NUMBER (positions keep their relative order).
+
+Every row is kept when something counts or shows the rows between matched rows:
+PREV/NEXT (physical navigation, in DEFINE or MEASURES), a ``WITHIN n ROWS`` window,
+``WITH UNMATCHED ROWS``, the contiguity strategies and SQL:2016 mode; and when some
+variable has no row-local conjunct (it may take any row).
+"""
+from __future__ import annotations
+
+from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Classifier, Expr,
+                                   GatheredAggregate, Literal, MatchNumber, Navigation,
+                                   RowValue, ScalarSubquery, walk)
+from ..algebra.rowrefs import bind_rows
+from ..algebra.spec import MatchRecognizeSpec
+from ..errors import CepError
+from ..stats.conjuncts import split_conjuncts, strip_row_values
+
+#: strategies under which a row no variable can take changes nothing
+FILTERABLE_STRATEGIES = ("SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH")
+
+
+def relevance_filter(spec: MatchRecognizeSpec) -> tuple[Expr | None, str]:
+    """(condition over the input's own columns that keeps exactly the rows some variable
+    may take, "") or (None, why every row is kept)."""
+    reason = _keeps_every_row(spec)
+    if reason:
+        return None, reason
+    known = set(spec.variables) | set(spec.subsets)
+    per_var: list[Expr] = []
+    for var in spec.variables:
+        cond = spec.defines.get(var)
+        if cond is None:
+            return None, f"variable {var} has no DEFINE: it may take any row"
+        local = [c for c in split_conjuncts(cond) if _row_local(c, var, known)
+                 and not _always_true(c)]
+        if not local:
+            return None, (f"variable {var} has no single-row condition: it may take any "
+                          "row")
+        term = _join("AND", [strip_row_values(bind_rows(
+            c, in_define=True, final_default=False, known_vars=known)) for c in local])
+        if term not in per_var:
+            per_var.append(term)
+    return _join("OR", per_var), ""
+
+
+def _keeps_every_row(spec: MatchRecognizeSpec) -> str:
+    if spec.strategy is None:
+        return "SQL:2016 mode reads consecutive rows"
+    if spec.strategy not in FILTERABLE_STRATEGIES:
+        return f"STRATEGY {spec.strategy} reads consecutive rows"
+    if spec.window is not None and spec.window.kind == "rows":
+        return "WITHIN n ROWS counts every row"
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        return "WITH UNMATCHED ROWS outputs every row"
+    exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
+    for expr in exprs:
+        for e in walk(expr):
+            if isinstance(e, Navigation) and e.kind in ("PREV", "NEXT"):
+                return f"{e.kind} reads neighbouring rows"
+    return ""
+
+
+def _row_local(conjunct: Expr, var: str, known: set[str]) -> bool:
+    """Whether the conjunct reads nothing but var's current row (plain columns of it)."""
+    try:
+        bound = bind_rows(conjunct, in_define=True, final_default=False, known_vars=known)
+    except CepError:
+        return False
+    for node in walk(bound):
+        if isinstance(node, (Aggregate, AggregateValue, GatheredAggregate, MatchNumber,
+                             Classifier, Navigation, ScalarSubquery)):
+            return False
+        if isinstance(node, RowValue):
+            ref = node.ref
+            if ref.var not in (None, var) or ref.logical != "LAST" or ref.logical_offset \
+                    or ref.physical_offset:
+                return False
+    return True
+
+
+def _always_true(conjunct: Expr) -> bool:
+    return isinstance(conjunct, Literal) and conjunct.value is True
+
+
+def _join(op: str, parts: list[Expr]) -> Expr:
+    out = parts[0]
+    for p in parts[1:]:
+        out = BinaryOp(op, out, p)
+    return out
+
+
+def relevance_line(condition: Expr | None, reason: str) -> str:
+    """The EXPLAIN line of the filter (as the Spark SQL WHERE it becomes)."""
+    if condition is None:
+        return f"relevance filter: none, every row kept ({reason})"
+    from ..exprs.spark_sql import to_spark_sql
+    try:
+        text = to_spark_sql(condition)
+    except CepError:
+        return ("relevance filter: not expressible in Spark SQL; applied in-process only")
+    return f"relevance filter: {text} (rows no variable can take are dropped before the " \
+           "shuffle)"
