@@ -16,11 +16,13 @@ OUT_COLUMN = "__cep_out"
 STATE_SCHEMA = StructType(
     [StructField("held", BinaryType()), StructField("pending", BinaryType())]
     + [StructField(name, LongType()) for name in
-       ("c0", "c1", "c2", "c3", "released_us", "closed", "late")])
+       ("c0", "c1", "c2", "c3", "released_us", "closed", "late")]
+    + [StructField("evaluator", BinaryType())])
 
 
 class MatchProcessor(StatefulProcessor):
-    """Per key: one state value (rows as Arrow IPC, evaluator carry-over as integers)
+    """Per key: one state value (rows as Arrow IPC, the evaluator's carry-over as
+    integers (SQL:2016 mode) or CepMatcher.export_state bytes (CEP mode))
     and at most one event-time timer (the next time the watermark can decide something)."""
 
     def __init__(self, worker, event_column: str, sort_keys, late_counter=None):
@@ -66,10 +68,11 @@ class MatchProcessor(StatefulProcessor):
     def _load(self) -> KeyState:
         if not self.value.exists():
             return KeyState()
-        held, pending, c0, c1, c2, c3, released, closed, late = self.value.get()
-        return KeyState(from_bytes(held), from_bytes(pending), [c0, c1, c2, c3], released,
-                        closed, late)
+        held, pending, c0, c1, c2, c3, released, closed, late, evaluator = self.value.get()
+        return KeyState(held=from_bytes(held), evaluator=bytes(evaluator or b""),
+                        pending=from_bytes(pending), carry=[c0, c1, c2, c3],
+                        released_us=released, closed=closed, late=late)
 
     def _save(self, s: KeyState) -> None:
         self.value.update((to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
-                           int(s.released_us), int(s.closed), int(s.late)))
+                           int(s.released_us), int(s.closed), int(s.late), s.evaluator))
