@@ -66,13 +66,25 @@ class MatchProcessor(StatefulProcessor):
                 yield pd.DataFrame({OUT_COLUMN: [blob]})
 
     def _load(self) -> KeyState:
-        if not self.value.exists():
-            return KeyState()
-        held, pending, c0, c1, c2, c3, released, closed, late, evaluator = self.value.get()
-        return KeyState(held=from_bytes(held), evaluator=bytes(evaluator or b""),
-                        pending=from_bytes(pending), carry=[c0, c1, c2, c3],
-                        released_us=released, closed=closed, late=late)
+        return state_from_row(self.value.get()) if self.value.exists() else KeyState()
 
-    def _save(self, s: KeyState) -> None:
-        self.value.update((to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
-                           int(s.released_us), int(s.closed), int(s.late), s.evaluator))
+    def _save(self, state: KeyState) -> None:
+        self.value.update(state_to_row(state))
+
+
+def state_to_row(s: KeyState) -> tuple:
+    """A key's state as the one STATE_SCHEMA value stored for it (rows as Arrow IPC)."""
+    return (to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
+            int(s.released_us), int(s.closed), int(s.late), s.evaluator)
+
+
+def state_from_row(row) -> KeyState:
+    held, pending, c0, c1, c2, c3, released, closed, late, evaluator = row
+    return KeyState(held=from_bytes(held), evaluator=bytes(evaluator or b""),
+                    pending=from_bytes(pending), carry=[c0, c1, c2, c3],
+                    released_us=released, closed=closed, late=late)
+
+
+def stored_bytes(row: tuple) -> int:
+    """Bytes of a stored state value's binary fields (rows and evaluator carry-over)."""
+    return sum(len(v) for v in row if isinstance(v, (bytes, bytearray)))
