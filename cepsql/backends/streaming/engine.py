@@ -75,21 +75,24 @@ class StreamEngine(ABC):
             state.pending = concat(state.pending, rows)
         state.late += late
         boundary = watermark_ms * 1000
-        ready = None
-        if state.pending is not None and boundary > state.released_us:
-            ts = self._micros(state.pending)
-            mask = ts < boundary
+        ready = ready_us = None
+        pending_us = None if state.pending is None else self._micros(state.pending)
+        if pending_us is not None and boundary > state.released_us:
+            mask = pending_us < boundary
             if mask.any():
                 ready = self._sorted(state.pending.filter(pa.array(mask)))
+                ready_us = np.sort(pending_us[mask])  # event time leads the sort order
                 rest = state.pending.filter(pa.array(~mask))
                 state.pending = rest if rest.num_rows else None
+                pending_us = pending_us[~mask] if rest.num_rows else None
             state.released_us = boundary
-        output = self._evaluate(state, ready, boundary)
-        return Step(output, self._next_timer(state), late)
+        output = self._evaluate(state, ready, ready_us, boundary)
+        return Step(output, self._next_timer(state, pending_us), late)
 
     @abstractmethod
-    def _evaluate(self, state: KeyState, ready, boundary) -> list[pa.RecordBatch]:
-        """Feed the released rows (sorted) to the evaluator; the output to emit."""
+    def _evaluate(self, state: KeyState, ready, ready_us, boundary) -> list[pa.RecordBatch]:
+        """Feed the released rows (sorted; ready_us their event times) to the evaluator;
+        the output to emit."""
 
     # ------------------------------------------------------------------
     def _window_passed(self, table: pa.Table | None, boundary: int) -> bool:
@@ -98,10 +101,10 @@ class StreamEngine(ABC):
             return False
         return boundary - self._last_micros(table) > self.window_us
 
-    def _next_timer(self, state: KeyState) -> int:
+    def _next_timer(self, state: KeyState, pending_us) -> int:
         times = []
-        if state.pending is not None and state.pending.num_rows:
-            times.append(int(np.nanmin(self._micros(state.pending))) // 1000 + 1)
+        if pending_us is not None and len(pending_us):
+            times.append(int(np.nanmin(pending_us)) // 1000 + 1)
         last = None if state.closed or self.window_us is None else self._last_fed_us(state)
         if last is not None:
             times.append(int(last + self.window_us) // 1000 + 1)
@@ -130,7 +133,7 @@ class StreamEngine(ABC):
 class SqlEngine(StreamEngine):
     """SQL:2016 mode: the MatchWorker's chunk carry-over, kept in state."""
 
-    def _evaluate(self, state, ready, boundary):
+    def _evaluate(self, state, ready, ready_us, boundary):
         table = concat(state.held, ready)
         passed = self._window_passed(table, boundary)
         if table is None or ((ready is None or ready.num_rows == 0)
@@ -167,13 +170,13 @@ class CepEngine(StreamEngine):
     docstring). carry = [-, matches of closed segments, event time (us) of the newest row
     fed, -]."""
 
-    def _evaluate(self, state, ready, boundary):
+    def _evaluate(self, state, ready, ready_us, boundary):
         out: list[pa.RecordBatch] = []
-        for piece in self._pieces(ready):  # a gap longer than the window ends a segment
-            if not state.closed and self._first_micros(piece) - state.carry[2] > self.window_us:
+        for piece, us in self._pieces(ready, ready_us):  # a gap longer than the window
+            if not state.closed and us[0] - state.carry[2] > self.window_us:  # ends a segment
                 out += self._close(state)
             for lo in range(0, piece.num_rows, CHUNK_ROWS):
-                out += self._feed(state, piece.slice(lo, CHUNK_ROWS))
+                out += self._feed(state, piece.slice(lo, CHUNK_ROWS), us[lo:lo + CHUNK_ROWS])
         if not state.closed and boundary - state.carry[2] > self.window_us:
             out += self._close(state)
         return out
@@ -181,26 +184,22 @@ class CepEngine(StreamEngine):
     def _last_fed_us(self, state: KeyState) -> float | None:
         return float(state.carry[2])
 
-    def _pieces(self, ready: pa.Table | None) -> list[pa.Table]:
-        """ready cut at every gap longer than the window (its rows are in ts order)."""
+    def _pieces(self, ready: pa.Table | None, ready_us) -> list[tuple[pa.Table, np.ndarray]]:
+        """ready (and its event times) cut at every gap longer than the window."""
         if ready is None or ready.num_rows == 0:
             return []
-        ts = self._micros(ready)
-        cuts = (np.flatnonzero(np.diff(ts) > self.window_us) + 1).tolist()
+        cuts = (np.flatnonzero(np.diff(ready_us) > self.window_us) + 1).tolist()
         bounds = [0] + cuts + [ready.num_rows]
-        return [ready.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+        return [(ready.slice(lo, hi - lo), ready_us[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
 
-    def _first_micros(self, table: pa.Table) -> float:
-        return float(self._micros(table.slice(0, 1))[0])
-
-    def _feed(self, state, rows: pa.Table) -> list[pa.RecordBatch]:
+    def _feed(self, state, rows: pa.Table, rows_us: np.ndarray) -> list[pa.RecordBatch]:
         """Run the open segment (or a new one) on rows; the matches decided by them."""
         matcher = self._matcher(state)
         cont = not state.closed
         table = concat(state.held, rows) if cont else rows
         batches = self._run(matcher, table, True, cont)
         output = self._numbered(batches, state.carry[1])
-        state.carry[2] = int(self._last_micros(rows))
+        state.carry[2] = int(rows_us[-1])
         if matcher.keep >= table.num_rows:  # nothing carried: the segment is decided
             self._closed(state, matcher)
         else:
