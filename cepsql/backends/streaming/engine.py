@@ -80,8 +80,11 @@ class StreamEngine(ABC):
         if pending_us is not None and boundary > state.released_us:
             mask = pending_us < boundary
             if mask.any():
-                ready = self._sorted(state.pending.filter(pa.array(mask)))
-                ready_us = np.sort(pending_us[mask])  # event time leads the sort order
+                ready = state.pending.filter(pa.array(mask))
+                ready_us = pending_us[mask]
+                if np.any(np.diff(ready_us) <= 0):  # out of order or ties: full sort
+                    ready = self._sorted(ready)
+                    ready_us = np.sort(ready_us)  # event time leads the sort order
                 rest = state.pending.filter(pa.array(~mask))
                 state.pending = rest if rest.num_rows else None
                 pending_us = pending_us[~mask] if rest.num_rows else None
