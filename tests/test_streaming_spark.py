@@ -180,3 +180,19 @@ def test_spark_sql_watermark_clause_on_the_clause_input(spark, tmp_path, one_shu
     _run_once(spark, [CEP_MODE.format(src=src)], [out], [checkpoint])
     got = sorted(spark.read.parquet(out).collect())
     assert got and got == _batch(spark, CEP_MODE, source, [])
+
+
+def test_cli_demo_stream_matches_are_batch_matches(spark, one_shuffle_partition, capsys):
+    """`cepsql demo --stream` (no workload involved) runs from the command line and emits
+    matches; never more than the batch path finds on the same generated ticks (3000 ticks
+    are 30 s of events: attempts in the last 30-second window stay open)."""
+    import cepsql
+    from cepsql.cli import main
+    from cepsql.datagen import generate_ticks
+    from cepsql.stream_demo import STREAM_QUERY
+    assert main(["demo", "--stream", "--rows", "3000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    streamed = int(lines[-1].split()[0])
+    batch = cepsql.match_recognize(STREAM_QUERY, ticks_stream=generate_ticks(3000))
+    assert "batch 0:" in "\n".join(lines)
+    assert 0 < streamed <= len(batch)
