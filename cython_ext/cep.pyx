@@ -2153,9 +2153,40 @@ cdef class CepMatcher:
                 self.nd_live[node] = w[at]
                 at = _buf_load(&self.nd_inst[node], w, at + 1)
                 at = _buf_load(&self.nd_ent[node], w, at)
-        if at != w.shape[0]:
+        if at != w.shape[0] or not self._state_consistent():
+            self._reset_state_bufs()
             raise ValueError("corrupt CEP evaluator state")
         self.has_state = 1
+
+    cdef bint _state_consistent(self):
+        """Whether the imported buffers fit together (no index points outside them)."""
+        cdef i64 i, n_nodes = self.n_row.n, total = 0
+        if self.cur.n % self.RW or self.n_lab.n != n_nodes or self.n_a.n != n_nodes or \
+                self.n_b.n != n_nodes or self.n_first.n != n_nodes:
+            return False
+        for i in range(self.cur.n // self.RW):
+            if not 0 <= self.cur.data[i * self.RW + R_NODE] < n_nodes:
+                return False
+        for i in range(n_nodes):
+            if self.n_a.data[i] >= i or self.n_b.data[i] >= i:
+                return False   # a node points only to older nodes
+        i = self.m_off.n
+        if self.m_len.n != i or self.m_st.n != i or self.m_sq.n != i or self.m_chk.n != i \
+                or self.m_lab.n != self.m_pos.n:
+            return False
+        for i in range(self.m_off.n):
+            if self.m_off.data[i] != total or self.m_len.data[i] < 0:
+                return False
+            total += self.m_len.data[i]
+        return total == self.m_pos.n
+
+    cdef void _reset_state_bufs(self):
+        cdef Buf* bufs[13]
+        cdef int i
+        self._fill_state_bufs(bufs)
+        for i in range(13):
+            bufs[i].n = 0
+        self.has_state = 0
 
     def n_carried(self):
         """Rows of the previous input the carried state refers to (its ``keep`` suffix):

@@ -210,3 +210,7 @@ def test_exported_state_continues_like_the_live_matcher():
         other._new_matcher().import_state(blob)
     with pytest.raises(ValueError):
         restored.import_state(blob[:-8])
+    words = np.frombuffer(blob, dtype=np.int64).copy()
+    words[14] -= 1   # the runs' length: the buffers no longer fit together
+    with pytest.raises(ValueError):
+        worker._new_matcher().import_state(words.tobytes())
