@@ -54,10 +54,13 @@ class MatchProcessor(StatefulProcessor):
         state = self._load()
         step = self.engine.advance(state, table, max(int(watermark_ms), 0))
         self._save(state)
-        for timer in list(self.handle.listTimers()):
-            self.handle.deleteTimer(timer)
-        if step.timer_ms != NO_TIMER:
-            self.handle.registerTimer(step.timer_ms)
+        wanted = [] if step.timer_ms == NO_TIMER else [step.timer_ms]
+        current = [int(t) for t in self.handle.listTimers()]
+        if current != wanted:  # each call is a round trip to the JVM's state server
+            for timer in current:
+                self.handle.deleteTimer(timer)
+            for timer in wanted:
+                self.handle.registerTimer(timer)
         if step.late and self.late_counter is not None:
             self.late_counter.add(step.late)
         if step.output:
@@ -66,7 +69,8 @@ class MatchProcessor(StatefulProcessor):
                 yield pd.DataFrame({OUT_COLUMN: [blob]})
 
     def _load(self) -> KeyState:
-        return state_from_row(self.value.get()) if self.value.exists() else KeyState()
+        row = self.value.get()  # None for a new key
+        return KeyState() if row is None else state_from_row(row)
 
     def _save(self, state: KeyState) -> None:
         self.value.update(state_to_row(state))
