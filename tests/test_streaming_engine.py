@@ -332,3 +332,35 @@ def test_cep_state_bytes_stay_bounded(strategy, pattern, rows, skip):
     streamed = pa.Table.from_batches(out, schema=bound.worker_schema)
     assert streamed.num_rows > 50
     assert _rows(streamed) == _rows(batch)
+
+
+def test_cep_trailing_not_decided_by_timer_alone():
+    """A CEP match waiting for a trailing NOT is held in the evaluator's carry-over
+    (state: evaluator bytes + kept rows) and emitted when the watermark passes its
+    window, without another row for the key; a NOT row inside the window kills it."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES a.ts AS ta, b.ts AS tb, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+           "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b, NOT(n))) "
+           "WITHIN INTERVAL '5' SECOND DEFINE a AS a.tag = 'a', b AS b.tag = 'b', "
+           "n AS n.tag = 'n')")
+    table = pa.table({"part": [1] * 5, "ts": [1.0, 2.0, 10.0, 11.0, 12.0],
+                      "price": [1.0] * 5, "vol": [1] * 5,
+                      "tag": ["a", "b", "a", "b", "n"]})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    table = prepared(table, plan)
+    bound = plan.bind(table.schema)
+    engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
+    state = KeyState()
+    step = engine.advance(state, table.slice(0, 2), 3000)  # a, b released; NOT(n) open
+    assert step.output == [] and state.evaluator and not state.closed
+    assert step.timer_ms == 2000 + 5000 + 1
+    state = state_from_row(state_to_row(state))
+    step = engine.advance(state, None, step.timer_ms)       # the timer alone decides it
+    got = pa.Table.from_batches(step.output)
+    assert got.num_rows == 1 and got.column("__cep_mn").to_pylist() == [1]
+    assert state.closed and not state.evaluator and step.timer_ms == NO_TIMER
+    step = engine.advance(state, table.slice(2), 13000)     # n at 12 s negates (10, 11)
+    assert step.output == []
+    assert engine.advance(state, None, 20000).output == []
+    batch = pa.Table.from_batches(list(bound.worker(iter(table.to_batches()))))
+    assert _rows(batch) == _rows(got)
