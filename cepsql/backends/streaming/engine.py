@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...errors import CepRuntimeError
 from ...local_sql import sort_table
 from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import SortColumn
@@ -231,7 +232,8 @@ class CepEngine(StreamEngine):
         if not state.closed:
             matcher.import_state(state.evaluator)
             if matcher.n_carried() != state.held.num_rows:
-                raise RuntimeError("cepsql streaming state: evaluator and rows disagree")
+                raise CepRuntimeError("the stored streaming state of a key is inconsistent "
+                                      "(evaluator carry-over and rows disagree)")
         return matcher
 
     def _run(self, matcher, table: pa.Table, open_last: bool, cont: bool):
