@@ -95,7 +95,10 @@ cdef object _buf_words(Buf* b):
 
 cdef i64 _buf_load(Buf* b, cnp.ndarray[cnp.int64_t, ndim=1] w, i64 at) except -1:
     """Fill b from the words [length, data...] at w[at]; the offset after them."""
-    cdef i64 n = w[at]
+    cdef i64 n
+    if at >= w.shape[0]:
+        raise ValueError("corrupt CEP evaluator state")
+    n = w[at]
     if n < 0 or at + 1 + n > w.shape[0]:
         raise ValueError("corrupt CEP evaluator state")
     b.n = 0
@@ -2082,8 +2085,8 @@ cdef class CepMatcher:
         are already rebased to ``keep``, so the bytes grow with the window, not the
         stream. Empty when nothing is carried."""
         cdef i64 carried, i, node
-        cdef Buf* b
         cdef Buf* bufs[13]
+        cdef cnp.ndarray flags
         if not self.has_state:
             return b""
         carried = self.n_rows - self.keep
@@ -2094,11 +2097,11 @@ cdef class CepMatcher:
         parts = [np.asarray(words, dtype=np.int64)]
         for i in range(13):
             parts.append(_buf_words(bufs[i]))
-        flags = np.zeros(carried, dtype=np.int64)
-        for i in range(carried):
-            flags[i] = self.covered[i]
+        flags = np.zeros(8 * ((carried + 7) // 8), dtype=np.uint8)  # 8 flags a word
+        if carried > 0:
+            memcpy(flags.data, self.covered, carried)
         parts.append(np.asarray([carried], dtype=np.int64))
-        parts.append(flags)
+        parts.append(flags.view(np.int64))
         if self.planned:
             for node in range(self.pn):
                 parts.append(np.asarray([self.nd_live[node]], dtype=np.int64))
@@ -2114,8 +2117,8 @@ cdef class CepMatcher:
         cdef i64 at, i, carried, node
         cdef Buf* bufs[13]
         cdef unsigned char* p
+        self.has_state = 0
         if not data:
-            self.has_state = 0
             return
         w = np.frombuffer(data, dtype=np.int64).copy()
         if w.shape[0] < 14 or w[0] != STATE_MAGIC or w[1] != STATE_VERSION:
@@ -2135,9 +2138,12 @@ cdef class CepMatcher:
         self._fill_state_bufs(bufs)
         for i in range(13):
             at = _buf_load(bufs[i], w, at)
+        if at >= w.shape[0]:
+            raise ValueError("corrupt CEP evaluator state")
         carried = w[at]
         at += 1
-        if carried != self.n_rows - self.keep:
+        if carried != self.n_rows - self.keep or carried < 0 or \
+                at + (carried + 7) // 8 > w.shape[0]:
             raise ValueError("corrupt CEP evaluator state")
         if self.cap_flags < carried + 1:
             p = <unsigned char*> realloc(self.covered, carried + 1)
@@ -2145,11 +2151,13 @@ cdef class CepMatcher:
                 raise MemoryError("cepsql CEP matcher ran out of memory")
             self.covered = p
             self.cap_flags = carried + 1
-        for i in range(carried):
-            self.covered[i] = <unsigned char> w[at + i]
-        at += carried
+        if carried > 0:
+            memcpy(self.covered, (<i64*> w.data) + at, carried)
+        at += (carried + 7) // 8
         if self.planned:
             for node in range(self.pn):
+                if at >= w.shape[0]:
+                    raise ValueError("corrupt CEP evaluator state")
                 self.nd_live[node] = w[at]
                 at = _buf_load(&self.nd_inst[node], w, at + 1)
                 at = _buf_load(&self.nd_ent[node], w, at)
@@ -2178,7 +2186,23 @@ cdef class CepMatcher:
             if self.m_off.data[i] != total or self.m_len.data[i] < 0:
                 return False
             total += self.m_len.data[i]
-        return total == self.m_pos.n
+        if total != self.m_pos.n:
+            return False
+        if self.planned:
+            for i in range(self.pn):
+                if not self._instances_consistent(&self.nd_inst[i], &self.nd_ent[i]):
+                    return False
+        return True
+
+    cdef bint _instances_consistent(self, Buf* inst, Buf* ent):
+        cdef i64 k
+        if inst.n % 3 or ent.n % 2:
+            return False
+        for k in range(0, inst.n, 3):
+            if inst.data[k] < 0 or inst.data[k + 1] < 0 or \
+                    2 * (inst.data[k] + inst.data[k + 1]) > ent.n:
+                return False
+        return True
 
     cdef void _reset_state_bufs(self):
         cdef Buf* bufs[13]
