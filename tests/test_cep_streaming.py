@@ -4,6 +4,7 @@ rows the window no longer reaches. Tiny chunks and one-row batches must give exa
 the reference's rows, and a long partition must be matched in bounded memory."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -158,3 +159,59 @@ def test_without_within_the_partition_is_held(monkeypatch):
     _chunked(monkeypatch, 256, batch_rows=100)
     cepsql.match_recognize(sql, t=table)
     assert cep_worker_module.LAST_STATS["peak_rows"] == n
+
+
+def _open_matcher(sql: str, table: pa.Table):
+    """(worker, matcher after an open run over table -- as the streaming engine leaves
+    it --, its output, table with the plan's prepared columns)."""
+    from cepsql.runtime.executor import plan_query
+    try:
+        from .test_property_sql import spec_of
+    except ImportError:
+        from test_property_sql import spec_of
+    from cepsql.exprs.arrow_eval import evaluate_arrow
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    for name, expr in plan.prepare_columns:
+        table = table.append_column(name, evaluate_arrow(expr, table))
+    worker = plan.bind(table.schema).worker
+    matcher = worker._new_matcher()
+    zero = np.zeros(1, dtype=np.int64)
+    out = list(worker._process(matcher, table, zero, True, False))
+    return worker, matcher, out, table
+
+
+def test_exported_state_continues_like_the_live_matcher():
+    """export_state -> import_state into a fresh matcher continues the open partition
+    exactly as the matcher that ran the first part; another pattern refuses the bytes."""
+    n = 400
+    table = pa.table({"ts": np.arange(n, dtype=np.int64),
+                      "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
+    sql = LONG.format(s="SKIP_TILL_ANY_MATCH", skip="AFTER MATCH SKIP PAST LAST ROW", w=8) \
+        .replace("b.v > PREV(b.v)", "b.v > a.v")
+    head, tail = table.slice(0, 250), table.slice(250)
+    worker, live, first, head = _open_matcher(sql, head)
+    _, _, _, table = _open_matcher(sql, table)  # the prepared columns
+    blob = live.export_state()
+    assert blob and live.n_carried() == 250 - live.keep
+    restored = worker._new_matcher()
+    restored.import_state(blob)
+    assert restored.export_state() == blob and restored.match_no == live.match_no
+    rest = table.slice(live.keep)
+    zero = np.zeros(1, dtype=np.int64)
+    a = pa.Table.from_batches(list(worker._process(live, rest, zero, False, True)))
+    b = pa.Table.from_batches(list(worker._process(restored, rest, zero, False, True)))
+    assert a.num_rows > 0 and a.equals(b)
+    whole = pa.Table.from_batches(list(worker._process(worker._new_matcher(), table, zero)))
+    joined = pa.Table.from_batches(first + a.to_batches(), schema=whole.schema)
+    assert joined.combine_chunks().equals(whole.combine_chunks())
+    other, _, _, _ = _open_matcher(sql.replace("SKIP_TILL_ANY_MATCH", "SKIP_TILL_NEXT_MATCH"),
+                                tail)
+    with pytest.raises(ValueError):
+        other._new_matcher().import_state(blob)
+    for cut in range(8, len(blob), 8):   # any truncation is refused, never read past
+        with pytest.raises(ValueError):
+            worker._new_matcher().import_state(blob[:cut])
+    words = np.frombuffer(blob, dtype=np.int64).copy()
+    words[14] -= 1   # the runs' length: the buffers no longer fit together
+    with pytest.raises(ValueError):
+        worker._new_matcher().import_state(words.tobytes())

@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
+from cepsql.backends.streaming import engine as engine_module
 from cepsql.backends.streaming.frames import check_streamable_spec, check_streamable_worker
+from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
 from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.local_sql import sort_table
@@ -109,6 +111,7 @@ def _stream(plan, bound, table, arrival, cuts, delay_ms, kept):
                     if ts[i] * 1e6 >= state.released_us:
                         kept.append(rows[i])
             step = engine.advance(state, rows_in, watermark)
+            states[key] = state_from_row(state_to_row(state))  # as Spark stores it
             late += step.late
             timers[key] = step.timer_ms
             out += step.output
@@ -169,24 +172,41 @@ def test_sql_mode_without_window_emits_only_batch_matches(data, sql, table):
     assert not got - want, (sql, order, cuts, delay)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_cep_mode_stream_equals_batch(strategy):
-    @settings(max_examples=80, **{**SETTINGS, "suppress_health_check": [
-        *SETTINGS["suppress_health_check"], HealthCheck.filter_too_much]})
+def _check_cep_stream(strategy: str, examples: int, one_row_increments: bool = False):
+    @settings(max_examples=examples, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture]})
     @given(data=st.data(), sql=cep_queries(strategy), table=cep_streams(),
-           window=st.sampled_from(TIME_WINDOWS))
-    def check(data, sql, table, window):
+           window=st.sampled_from(TIME_WINDOWS), unmatched=st.booleans())
+    def check(data, sql, table, window, unmatched):
         sql = re.sub(r"WITHIN \d+ ROWS|WITHIN INTERVAL \S+ SECONDS?", "", sql)
         sql = sql.replace(" DEFINE ", f" {window} DEFINE ") if " DEFINE " in sql else \
             sql[:-1] + f" {window})"
+        if unmatched:
+            sql = sql.replace("ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS")
         if strategy == "STRICT_CONTIGUITY":  # across keys it needs the global order
             sql = sql.replace("PARTITION BY part", "")
         table = _by_ts(table)
         order, cuts, delay = data.draw(arrivals(table.num_rows))
+        if one_row_increments:
+            cuts = list(range(1, table.num_rows))
         got, want, late, dropped = simulate(sql, table, order, cuts, delay)
         assert late == dropped
         assert got == want, (sql, order, cuts, delay)
     check()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cep_mode_stream_equals_batch(strategy):
+    _check_cep_stream(strategy, 80)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cep_mode_carry_over_in_tiny_chunks(monkeypatch, strategy):
+    """The evaluator's carry-over is exported and restored between chunks of 2 rows
+    inside a step and between one-row increments: still the batch result."""
+    monkeypatch.setattr(engine_module, "CHUNK_ROWS", 2)
+    _check_cep_stream(strategy, 40, one_row_increments=True)
 
 
 def test_quiet_key_closes_from_timer_alone():
@@ -249,8 +269,8 @@ def _long_run(sql: str, bursts: bool) -> list[int]:
 
 
 def test_long_run_state_stays_flat():
-    """State follows the window, not the stream: SQL:2016 mode always; CEP mode when the
-    key pauses longer than the window (segments close), see docs/streaming.md."""
+    """State follows the window, not the stream, in both modes, whether the key pauses
+    longer than the window (CEP segments close) or never does (CEP carry-over)."""
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
            "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (a b+ c) "
            "WITHIN INTERVAL '2' SECOND DEFINE b AS b.price > PREV(b.price), "
@@ -261,5 +281,86 @@ def test_long_run_state_stays_flat():
            "MEASURES count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
            "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
            "DEFINE a AS a.price < 0, b AS b.price > a.price + 5)")
-    sizes = _long_run(cep, bursts=True)
-    assert max(sizes) <= 50 and max(sizes[-50:]) <= max(sizes[:50]) + 10
+    for bursts in (True, False):
+        sizes = _long_run(cep, bursts=bursts)
+        assert max(sizes) <= 50 and max(sizes[-50:]) <= max(sizes[:50]) + 10
+
+
+LONG_CEP = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+            "MEASURES FIRST(a.ts) AS t0, LAST(ts) AS t1, count(*) AS n, "
+            "MATCH_NUMBER() AS mn {rows} {skip} STRATEGY {s} PATTERN ({p}) "
+            "WITHIN INTERVAL '2' SECOND DEFINE a AS a.price < 0, b AS b.price > a.price{c})")
+
+
+@pytest.mark.parametrize("strategy,pattern,rows,skip", [
+    ("SKIP_TILL_NEXT_MATCH", "SEQ(a, b)", "ONE ROW PER MATCH", ""),
+    ("SKIP_TILL_NEXT_MATCH", "SEQ(a, KL(b), c)", "ALL ROWS PER MATCH WITH UNMATCHED ROWS", ""),
+    ("SKIP_TILL_ANY_MATCH", "SEQ(a, b, c)", "ONE ROW PER MATCH",
+     "AFTER MATCH SKIP PAST LAST ROW"),
+    ("SKIP_TILL_ANY_MATCH", "SEQ(a, b)", "ONE ROW PER MATCH", ""),
+    ("PARTITION_CONTIGUITY", "SEQ(a, KL(b))", "ONE ROW PER MATCH", ""),
+])
+def test_cep_state_bytes_stay_bounded(strategy, pattern, rows, skip):
+    """One key that never pauses, 10 rows per second in 300 increments: the bytes stored
+    for it (rows as Arrow IPC + the evaluator's carry-over) follow the 2-second window,
+    not the stream, and the emitted rows equal the batch worker's."""
+    sql = LONG_CEP.format(s=strategy, p=pattern, rows=rows, skip=skip,
+                          c=", c AS c.price > 5" if " c)" in pattern else "")
+    n = 3000
+    prices = (np.sin(np.arange(n) * 0.7) * 10).round()
+    table = pa.table({"part": ["a"] * n, "ts": np.arange(n) / 10.0, "price": prices,
+                      "vol": np.ones(n), "tag": ["x"] * n})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    table = prepared(table, plan)
+    bound = plan.bind(table.schema)
+    engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
+    state, sizes, out = KeyState(), [], []
+    for lo in range(0, n, 10):
+        part = table.slice(lo, 10)
+        watermark = int(part.column("ts").to_numpy()[-1] * 1000) - 500
+        out += engine.advance(state, part, watermark).output
+        row = state_to_row(state)
+        sizes.append(stored_bytes(row))
+        state = state_from_row(row)
+        assert state.evaluator, "the key's segment stays open"
+    out += engine.advance(state, None, FLUSH_MS).output
+    first, last = max(sizes[:100]), max(sizes[-100:])
+    assert last <= first * 1.25 + 256, (first, last)
+    assert max(sizes) < 64 * 1024
+    batch = pa.Table.from_batches(list(bound.worker(iter(table.to_batches()))),
+                                  schema=bound.worker_schema)
+    streamed = pa.Table.from_batches(out, schema=bound.worker_schema)
+    assert streamed.num_rows > 50
+    assert _rows(streamed) == _rows(batch)
+
+
+def test_cep_trailing_not_decided_by_timer_alone():
+    """A CEP match waiting for a trailing NOT is held in the evaluator's carry-over
+    (state: evaluator bytes + kept rows) and emitted when the watermark passes its
+    window, without another row for the key; a NOT row inside the window kills it."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES a.ts AS ta, b.ts AS tb, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+           "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b, NOT(n))) "
+           "WITHIN INTERVAL '5' SECOND DEFINE a AS a.tag = 'a', b AS b.tag = 'b', "
+           "n AS n.tag = 'n')")
+    table = pa.table({"part": [1] * 5, "ts": [1.0, 2.0, 10.0, 11.0, 12.0],
+                      "price": [1.0] * 5, "vol": [1] * 5,
+                      "tag": ["a", "b", "a", "b", "n"]})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    table = prepared(table, plan)
+    bound = plan.bind(table.schema)
+    engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
+    state = KeyState()
+    step = engine.advance(state, table.slice(0, 2), 3000)  # a, b released; NOT(n) open
+    assert step.output == [] and state.evaluator and not state.closed
+    assert step.timer_ms == 2000 + 5000 + 1
+    state = state_from_row(state_to_row(state))
+    step = engine.advance(state, None, step.timer_ms)       # the timer alone decides it
+    got = pa.Table.from_batches(step.output)
+    assert got.num_rows == 1 and got.column("__cep_mn").to_pylist() == [1]
+    assert state.closed and not state.evaluator and step.timer_ms == NO_TIMER
+    step = engine.advance(state, table.slice(2), 13000)     # n at 12 s negates (10, 11)
+    assert step.output == []
+    assert engine.advance(state, None, 20000).output == []
+    batch = pa.Table.from_batches(list(bound.worker(iter(table.to_batches()))))
+    assert _rows(batch) == _rows(got)

@@ -7,13 +7,14 @@ boundary already released for its key is *late*: it is dropped and counted.
 
 SQL:2016 mode carries the batch worker's chunk state: the rows from the first undecided
 start row (minus the deepest PREV) plus (resume row, match number, covered, has start).
-CEP mode replays the rows of the key's current *segment* -- rows since the last gap
-longer than the WITHIN window -- through a fresh evaluator and emits the output beyond
-what it emitted before (the evaluator outputs matches in final MATCH_NUMBER order, so
-an open run's output is a prefix of any later run's). A gap longer than the window
-separates everything before it from everything after it, so a segment is closed (run as
-a complete partition) as soon as the watermark is a window past its last row; this is
-also what lets quiet keys finish their matches from a timer alone.
+CEP mode carries the evaluator itself: CepMatcher.export_state() (runs, match buffer
+nodes, undecided matches, last_end, match_no -- row indices rebased to ``keep``) plus
+the rows it may still read (``keep`` onwards), so each step feeds only the newly
+released rows, as the batch worker's chunking does, and the state follows the window.
+A gap longer than the WITHIN window separates everything before it from everything
+after it, so the open partition (a *segment*) is closed -- decided as if the partition
+ended -- once the watermark is a window past its last row: that is what lets quiet keys
+finish their matches from a timer alone, and it empties the key's state.
 """
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...errors import CepRuntimeError
 from ...local_sql import sort_table
 from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import SortColumn
-from ...runtime.worker import window_micros
+from ...runtime.worker import CHUNK_ROWS, window_micros
 from .ipc import concat
 
 NO_TIMER = -1
@@ -37,6 +39,7 @@ NO_TIMER = -1
 class KeyState:
     """What one key keeps between micro-batches (stored as IPC bytes + integers)."""
     held: pa.Table | None = None      # rows the evaluator still needs (processed)
+    evaluator: bytes = b""            # CEP mode: the evaluator's carry-over
     pending: pa.Table | None = None   # rows not yet behind the watermark
     carry: list[int] = field(default_factory=lambda: [-1, 0, 0, 1])
     released_us: int = -(1 << 62)     # rows below this event time went to the evaluator
@@ -73,21 +76,27 @@ class StreamEngine(ABC):
             state.pending = concat(state.pending, rows)
         state.late += late
         boundary = watermark_ms * 1000
-        ready = None
-        if state.pending is not None and boundary > state.released_us:
-            ts = self._micros(state.pending)
-            mask = ts < boundary
+        ready = ready_us = None
+        pending_us = None if state.pending is None else self._micros(state.pending)
+        if pending_us is not None and boundary > state.released_us:
+            mask = pending_us < boundary
             if mask.any():
-                ready = self._sorted(state.pending.filter(pa.array(mask)))
+                ready = state.pending.filter(pa.array(mask))
+                ready_us = pending_us[mask]
+                if np.any(np.diff(ready_us) <= 0):  # out of order or ties: full sort
+                    ready = self._sorted(ready)
+                    ready_us = np.sort(ready_us)  # event time leads the sort order
                 rest = state.pending.filter(pa.array(~mask))
                 state.pending = rest if rest.num_rows else None
+                pending_us = pending_us[~mask] if rest.num_rows else None
             state.released_us = boundary
-        output = self._evaluate(state, ready, boundary)
-        return Step(output, self._next_timer(state), late)
+        output = self._evaluate(state, ready, ready_us, boundary)
+        return Step(output, self._next_timer(state, pending_us), late)
 
     @abstractmethod
-    def _evaluate(self, state: KeyState, ready, boundary) -> list[pa.RecordBatch]:
-        """Feed the released rows (sorted) to the evaluator; the output to emit."""
+    def _evaluate(self, state: KeyState, ready, ready_us, boundary) -> list[pa.RecordBatch]:
+        """Feed the released rows (sorted; ready_us their event times) to the evaluator;
+        the output to emit."""
 
     # ------------------------------------------------------------------
     def _window_passed(self, table: pa.Table | None, boundary: int) -> bool:
@@ -96,14 +105,20 @@ class StreamEngine(ABC):
             return False
         return boundary - self._last_micros(table) > self.window_us
 
-    def _next_timer(self, state: KeyState) -> int:
+    def _next_timer(self, state: KeyState, pending_us) -> int:
         times = []
-        if state.pending is not None and state.pending.num_rows:
-            times.append(int(np.nanmin(self._micros(state.pending))) // 1000 + 1)
-        if (not state.closed and self.window_us is not None and state.held is not None
-                and state.held.num_rows):
-            times.append(int(self._last_micros(state.held) + self.window_us) // 1000 + 1)
+        if pending_us is not None and len(pending_us):
+            times.append(int(np.nanmin(pending_us)) // 1000 + 1)
+        last = None if state.closed or self.window_us is None else self._last_fed_us(state)
+        if last is not None:
+            times.append(int(last + self.window_us) // 1000 + 1)
         return min(times) if times else NO_TIMER
+
+    def _last_fed_us(self, state: KeyState) -> float | None:
+        """Event time of the newest row the evaluator has seen (open state only)."""
+        if state.held is None or state.held.num_rows == 0:
+            return None
+        return self._last_micros(state.held)
 
     def _micros(self, table: pa.Table) -> np.ndarray:
         values, nulls = window_micros(table.column(self.event_column))
@@ -122,7 +137,7 @@ class StreamEngine(ABC):
 class SqlEngine(StreamEngine):
     """SQL:2016 mode: the MatchWorker's chunk carry-over, kept in state."""
 
-    def _evaluate(self, state, ready, boundary):
+    def _evaluate(self, state, ready, ready_us, boundary):
         table = concat(state.held, ready)
         passed = self._window_passed(table, boundary)
         if table is None or ((ready is None or ready.num_rows == 0)
@@ -155,66 +170,87 @@ class SqlEngine(StreamEngine):
 
 
 class CepEngine(StreamEngine):
-    """CEP mode: segment replay (see the module docstring). carry = [emitted output rows
-    of the segment, matches of earlier segments, -, -]."""
+    """CEP mode: the evaluator's carry-over and its ``keep`` rows (see the module
+    docstring). carry = [-, matches of closed segments, event time (us) of the newest row
+    fed, -]."""
 
-    def _evaluate(self, state, ready, boundary):
+    def _evaluate(self, state, ready, ready_us, boundary):
         out: list[pa.RecordBatch] = []
-        for piece in self._pieces(ready):  # a gap longer than the window ends a segment
-            if state.held is not None:
-                first = float(self._micros(piece.slice(0, 1))[0])
-                if first - self._last_micros(state.held) > self.window_us:
-                    out += self._close(state)
-            state.held = concat(state.held, piece)
-            state.closed = 0
-        if state.held is None or state.closed:
-            return out
-        if self._window_passed(state.held, boundary):
-            return out + self._close(state)
-        if ready is None or ready.num_rows == 0:
-            return out
-        batches, _ = self._run(state.held, True)
-        return out + self._new_part(state, batches)
+        for piece, us in self._pieces(ready, ready_us):  # a gap longer than the window
+            if not state.closed and us[0] - state.carry[2] > self.window_us:  # ends a segment
+                out += self._close(state)
+            for lo in range(0, piece.num_rows, CHUNK_ROWS):
+                out += self._feed(state, piece.slice(lo, CHUNK_ROWS), us[lo:lo + CHUNK_ROWS])
+        if not state.closed and boundary - state.carry[2] > self.window_us:
+            out += self._close(state)
+        return out
 
-    def _pieces(self, ready: pa.Table | None) -> list[pa.Table]:
-        """ready cut at every gap longer than the window (its rows are in ts order)."""
+    def _last_fed_us(self, state: KeyState) -> float | None:
+        return float(state.carry[2])
+
+    def _pieces(self, ready: pa.Table | None, ready_us) -> list[tuple[pa.Table, np.ndarray]]:
+        """ready (and its event times) cut at every gap longer than the window."""
         if ready is None or ready.num_rows == 0:
             return []
-        ts = self._micros(ready)
-        cuts = (np.flatnonzero(np.diff(ts) > self.window_us) + 1).tolist()
+        cuts = (np.flatnonzero(np.diff(ready_us) > self.window_us) + 1).tolist()
         bounds = [0] + cuts + [ready.num_rows]
-        return [ready.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+        return [(ready.slice(lo, hi - lo), ready_us[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _feed(self, state, rows: pa.Table, rows_us: np.ndarray) -> list[pa.RecordBatch]:
+        """Run the open segment (or a new one) on rows; the matches decided by them."""
+        matcher = self._matcher(state)
+        cont = not state.closed
+        table = concat(state.held, rows) if cont else rows
+        batches = self._run(matcher, table, True, cont)
+        output = self._numbered(batches, state.carry[1])
+        state.carry[2] = int(rows_us[-1])
+        if matcher.keep >= table.num_rows:  # nothing carried: the segment is decided
+            self._closed(state, matcher)
+        else:
+            state.held = table.slice(matcher.keep)
+            state.evaluator = matcher.export_state()
+            state.closed = 0
+        return output
 
     def _close(self, state) -> list[pa.RecordBatch]:
-        batches, matcher = self._run(state.held, False)
-        result = self._new_part(state, batches)
+        """Decide the open segment as if its partition ended (no row to come fits)."""
+        matcher = self._matcher(state)
+        batches = self._run(matcher, state.held, False, True)
+        output = self._numbered(batches, state.carry[1])
+        self._closed(state, matcher)
+        return output
+
+    def _closed(self, state, matcher) -> None:
         state.carry[1] += int(matcher.match_no)  # the segment's matches, all numbered
-        state.carry[0] = 0
         state.held = None
+        state.evaluator = b""
         state.closed = 1
-        return result
 
-    def _run(self, table: pa.Table, open_last: bool):
-        """(output batches, the matcher) of one fresh run over the segment."""
-        worker = self.worker
-        matcher = worker._new_matcher()
+    def _matcher(self, state):
+        """A fresh evaluator holding the key's carry-over (if its segment is open)."""
+        matcher = self.worker._new_matcher()
+        if not state.closed:
+            matcher.import_state(state.evaluator)
+            if matcher.n_carried() != state.held.num_rows:
+                raise CepRuntimeError("the stored streaming state of a key is inconsistent "
+                                      "(evaluator carry-over and rows disagree)")
+        return matcher
+
+    def _run(self, matcher, table: pa.Table, open_last: bool, cont: bool):
         starts = np.zeros(1, dtype=np.int64)
-        return list(worker._process(matcher, table, starts, open_last, False)), matcher
+        return list(self.worker._process(matcher, table, starts, open_last, cont))
 
-    def _new_part(self, state, batches) -> list[pa.RecordBatch]:
-        """The output rows beyond those emitted before, MATCH_NUMBER made global."""
-        if not batches:
-            return []
+    @staticmethod
+    def _numbered(batches, offset: int) -> list[pa.RecordBatch]:
+        """The output with MATCH_NUMBER made global (earlier segments' matches added)."""
+        batches = [b for b in batches if b.num_rows]
+        if not batches or offset == 0:
+            return batches
         table = pa.Table.from_batches(batches)
-        emitted = max(state.carry[0], 0)  # -1: a new key
-        state.carry[0] = table.num_rows
-        fresh = table.slice(emitted)
-        if fresh.num_rows == 0:
-            return []
-        index = fresh.schema.get_field_index(MATCH_NUMBER_COLUMN)
-        numbers = pc.add(fresh.column(index), pa.scalar(state.carry[1], pa.int64()))
-        fresh = fresh.set_column(index, fresh.schema.field(index), numbers)
-        return fresh.combine_chunks().to_batches()
+        index = table.schema.get_field_index(MATCH_NUMBER_COLUMN)
+        numbers = pc.add(table.column(index), pa.scalar(offset, pa.int64()))
+        table = table.set_column(index, table.schema.field(index), numbers)
+        return table.combine_chunks().to_batches()
 
 
 def new_engine(worker, event_column: str, sort_keys: list[SortColumn]) -> StreamEngine:

@@ -103,7 +103,8 @@ def check_streamable_spec(plan: QueryPlan) -> None:
 
 
 def check_streamable_worker(worker) -> None:
-    """What the bound CEP evaluator reads that segment replay cannot give it."""
+    """What the bound CEP evaluator would read across a gap that closes a key's open
+    partition (PREV/NEXT), or cannot carry between chunks (MIN/MAX over strings)."""
     from ...runtime.cep_worker import CepWorker
     if not isinstance(worker, CepWorker):
         return

@@ -9,7 +9,7 @@ def to_bytes(table: pa.Table | None) -> bytes:
         return b""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
+        writer.write_table(table.combine_chunks())  # one record batch: no per-chunk header
     return sink.getvalue().to_pybytes()
 
 

@@ -16,11 +16,13 @@ OUT_COLUMN = "__cep_out"
 STATE_SCHEMA = StructType(
     [StructField("held", BinaryType()), StructField("pending", BinaryType())]
     + [StructField(name, LongType()) for name in
-       ("c0", "c1", "c2", "c3", "released_us", "closed", "late")])
+       ("c0", "c1", "c2", "c3", "released_us", "closed", "late")]
+    + [StructField("evaluator", BinaryType())])
 
 
 class MatchProcessor(StatefulProcessor):
-    """Per key: one state value (rows as Arrow IPC, evaluator carry-over as integers)
+    """Per key: one state value (rows as Arrow IPC, the evaluator's carry-over as
+    integers (SQL:2016 mode) or CepMatcher.export_state bytes (CEP mode))
     and at most one event-time timer (the next time the watermark can decide something)."""
 
     def __init__(self, worker, event_column: str, sort_keys, late_counter=None):
@@ -52,10 +54,13 @@ class MatchProcessor(StatefulProcessor):
         state = self._load()
         step = self.engine.advance(state, table, max(int(watermark_ms), 0))
         self._save(state)
-        for timer in list(self.handle.listTimers()):
-            self.handle.deleteTimer(timer)
-        if step.timer_ms != NO_TIMER:
-            self.handle.registerTimer(step.timer_ms)
+        wanted = [] if step.timer_ms == NO_TIMER else [step.timer_ms]
+        current = [int(t) for t in self.handle.listTimers()]
+        if current != wanted:  # each call is a round trip to the JVM's state server
+            for timer in current:
+                self.handle.deleteTimer(timer)
+            for timer in wanted:
+                self.handle.registerTimer(timer)
         if step.late and self.late_counter is not None:
             self.late_counter.add(step.late)
         if step.output:
@@ -64,12 +69,26 @@ class MatchProcessor(StatefulProcessor):
                 yield pd.DataFrame({OUT_COLUMN: [blob]})
 
     def _load(self) -> KeyState:
-        if not self.value.exists():
-            return KeyState()
-        held, pending, c0, c1, c2, c3, released, closed, late = self.value.get()
-        return KeyState(from_bytes(held), from_bytes(pending), [c0, c1, c2, c3], released,
-                        closed, late)
+        row = self.value.get()  # None for a new key
+        return KeyState() if row is None else state_from_row(row)
 
-    def _save(self, s: KeyState) -> None:
-        self.value.update((to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
-                           int(s.released_us), int(s.closed), int(s.late)))
+    def _save(self, state: KeyState) -> None:
+        self.value.update(state_to_row(state))
+
+
+def state_to_row(s: KeyState) -> tuple:
+    """A key's state as the one STATE_SCHEMA value stored for it (rows as Arrow IPC)."""
+    return (to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
+            int(s.released_us), int(s.closed), int(s.late), s.evaluator)
+
+
+def state_from_row(row) -> KeyState:
+    held, pending, c0, c1, c2, c3, released, closed, late, evaluator = row
+    return KeyState(held=from_bytes(held), evaluator=bytes(evaluator or b""),
+                    pending=from_bytes(pending), carry=[c0, c1, c2, c3],
+                    released_us=released, closed=closed, late=late)
+
+
+def stored_bytes(row: tuple) -> int:
+    """Bytes of a stored state value's binary fields (rows and evaluator carry-over)."""
+    return sum(len(v) for v in row if isinstance(v, (bytes, bytearray)))
