@@ -174,9 +174,22 @@ def test_variant_measures_keep_exact_values(spark):
             spark.cep.sql(f"DROP VIEW IF EXISTS {v}")
 
 
-def test_explain_workload_statement_and_cli(workload_views, capsys):
+def test_explain_workload_statement_and_cli(workload_views, capsys, monkeypatch):
+    from cepsql.runtime import shared_pass
     spark, _ = workload_views
-    text = spark.cep.sql(f"EXPLAIN WORKLOAD {SOURCE}").collect()[0].plan
+    seen = []
+    original = shared_pass.global_plan_for
+    monkeypatch.setattr(shared_pass, "global_plan_for",
+                        lambda plans, **kw: seen.append(kw) or original(plans, **kw))
+    spark.conf.set("cepsql.sharing.algorithm", "tabu")
+    spark.conf.set("cepsql.sharing.seconds", "0.5")
+    try:
+        text = spark.cep.sql(f"EXPLAIN WORKLOAD {SOURCE}").collect()[0].plan
+    finally:
+        spark.conf.unset("cepsql.sharing.algorithm")
+        spark.conf.unset("cepsql.sharing.seconds")
+    assert seen == [{"algorithm": "TABU", "seconds": 0.5}]  # the planner seam's settings
+    assert "cepsql.sharing.algorithm=TABU" in text
     assert text.startswith("== Workload: wl_rise, wl_rows")
     assert "1 partitioning group(s)" in text
     assert "wl_rise: unshared -- SQL:2016 mode" in text

@@ -123,9 +123,11 @@ def _full_sort(plan: QueryPlan) -> list[SortColumn]:
     return keys
 
 
-def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan]) -> SharedPass:
+def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
+              sharing: dict | None = None) -> SharedPass:
     """Group plans (all over a source with source_schema) by partitioning and lay out each
-    group's shared input."""
+    group's shared input; ``sharing`` (algorithm, seconds: the cepsql.sharing.* settings)
+    goes to the planner seam ``global_plan_for``."""
     by_key: dict[object, list[int]] = {}
     alone: list[int] = []
     for i, plan in enumerate(plans):
@@ -139,7 +141,7 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan]) -> SharedPass:
     groups = [_group(plans, members, source_schema) for members in by_key.values()]
     groups += [_own_group(i, plans[i], source_schema) for i in alone]
     for g in groups:
-        g.global_plan = global_plan_for([p.plan for p in g.patterns])
+        g.global_plan = global_plan_for([p.plan for p in g.patterns], **(sharing or {}))
     return SharedPass(groups, len(plans))
 
 
@@ -183,11 +185,12 @@ def _own_group(i: int, plan: QueryPlan, source_schema: pa.Schema) -> PassGroup:
 
 
 # --- the seams for the sharing stage ----------------------------------------------------
-def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "NONE",
+def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "BEST",
                     seconds: float | None = None) -> GlobalPlan:
-    """The global plan of one partitioning group. Seam for the sharing planner
-    (``cepsql.sharing``): until it is plugged in here every pattern is unshared, run by
-    its own worker inside the one pass."""
+    """The global plan of one partitioning group (patterns numbered as in ``plans``).
+    Seam for the sharing planner (``cepsql.sharing``, given ``algorithm`` NONE / PREFIX /
+    SA / TABU / BEST and the time budget ``seconds``): until it is plugged in here every
+    pattern is unshared, run by its own worker inside the one pass."""
     return GlobalPlan(unshared=list(range(len(plans))), algorithm="NONE")
 
 
@@ -208,9 +211,6 @@ class _UnsharedEvaluator:
 
     def __init__(self, patterns: list[PassPattern]):
         self.streams = [(p, p.bound.worker) for p in patterns]
-        for p, worker in self.streams:
-            if hasattr(worker, "finish"):
-                worker.finish()  # a fresh stream even if the worker object was fed before
 
     def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
         out = []

@@ -161,6 +161,8 @@ class CepSession:
         to the workload's matches()."""
         from ..dialect.statements import find_workload_calls
         frames: dict[str, DataFrame] = {}
+        if "cep_workload" not in stmt.lower():
+            return stmt, frames
         for start, end, name, pos in reversed(find_workload_calls(stmt)):
             try:
                 matches = self.workload(name).matches()

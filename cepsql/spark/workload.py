@@ -213,7 +213,8 @@ class Workload:
         for source, clauses in by_source.items():
             for i, c in enumerate(clauses):
                 c.index = i
-            shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses])
+            shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses],
+                                          sharing_settings(self._session.spark))
             built.passes[source] = (shared, tagged)
 
     def _replay(self, view, plans: list[QueryPlan], built: _Built) -> DataFrame:
@@ -261,13 +262,14 @@ class Workload:
                                 variant(other).alias("measures"))
 
 
-def _shared_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPass, DataFrame]:
+def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
+                 ) -> tuple[SharedPass, DataFrame]:
     """The tagged rows of every plan over source: one shuffle + sort and one mapInArrow per
     partitioning group, the groups unioned and persisted once."""
     if source.isStreaming:
         raise CepUnsupportedError("workloads over streaming sources are not supported yet: "
                                   "query each streaming view on its own")
-    shared = plan_pass(arrow_schema(source), plans)
+    shared = plan_pass(arrow_schema(source), plans, sharing)
     inputs = []
     for group in shared.groups:
         df = source
