@@ -187,9 +187,12 @@ def test_explain_workload_statement_and_cli(workload_views, capsys, monkeypatch)
     assert listed.startswith("== Workload: wl_rise, wl_any ==")
     assert cli.main(["sql", "-e", f"EXPLAIN WORKLOAD {SOURCE};\n"
                      f"SELECT view, count(*) AS n FROM cep_workload('{SOURCE}') "
-                     "GROUP BY view ORDER BY view"]) == 0
+                     "GROUP BY view ORDER BY view;\n"
+                     f"SELECT measures FROM cep_workload('{SOURCE}') WHERE view = 'wl_rise' "
+                     "LIMIT 1"]) == 0
     out = capsys.readouterr().out
     assert "== Workload: wl_rise" in out and "wl_around" in out
+    assert '"high":' in out and '"low":' in out  # VARIANT printed as JSON
 
 
 def test_unknown_workload_and_view_are_analysis_errors(workload_views):

@@ -36,6 +36,7 @@ class CepSession:
         self._planner = planner
         self._views: dict[str, PatternView] = {}
         self._views_version = 0  # bumped on every view change (workloads rebuild on it)
+        self._workloads: dict[tuple, object] = {}  # selector -> Workload (keeps its pass)
         self._late_rows: dict[str, object] = {}  # streaming clause view -> accumulator
 
     # public API -------------------------------------------------------------
@@ -116,9 +117,18 @@ class CepSession:
         """The pattern views reading a source (``workload("ticks")``) or an explicit list
         of views, evaluated by one shared pass: ``dataframes()``, ``matches()``,
         ``explain()`` (see cepsql/spark/workload.py). Unknown names raise
-        CepAnalysisError."""
+        CepAnalysisError. The same selector gives the same object: its persisted pass is
+        reused until the views change (``close()`` unpersists it)."""
         from .workload import Workload
-        return Workload(self, views)
+        key = (("source", normalize_name(views)) if isinstance(views, str)
+               else ("views", tuple(normalize_name(v) for v in views)))
+        workload = self._workloads.get(key)
+        if workload is None:
+            workload = Workload(self, views)  # checks the names first
+            self._workloads[key] = workload
+        else:
+            workload.names  # noqa: B018  (a view may have been dropped since)
+        return workload
 
     def rewrite(self, query: str) -> str:
         """The Spark SQL text a query runs as (clauses replaced by generated names, which
