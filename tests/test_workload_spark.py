@@ -39,6 +39,9 @@ VIEWS = {
 }
 GLOBAL_VIEW = ("SELECT * FROM wl_ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES A.sym AS s1, "
                "B.sym AS s2 PATTERN (A B) DEFINE A AS A.price = 9, B AS B.price = 0)")
+STRICT_VIEW = ("SELECT * FROM wl_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES a.ts AS ta, b.ts AS tb STRATEGY STRICT_CONTIGUITY "
+               "PATTERN (SEQ(a, b)) DEFINE a AS a.price > 4, b AS b.price > a.price)")
 N_ROWS = 400
 
 
@@ -101,9 +104,16 @@ def test_views_with_another_partitioning_form_a_second_group(workload_views):
             assert collected[name] == rows(spark.table(name)), name
         text = wl.explain()
         assert "2 partitioning group(s)" in text and "wl_global: unshared" in text
+        # STRICT_CONTIGUITY with PARTITION BY: a group of its own (global break column)
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW wl_strict AS {STRICT_VIEW}")
+        frames = wl.dataframes()
+        assert rows(frames["wl_strict"]) == rows(spark.table("wl_strict"))
+        assert rows(frames["wl_global"]) == collected["wl_global"]
+        assert "3 partitioning group(s)" in wl.explain()
         wl.close()
     finally:
         spark.cep.sql("DROP VIEW IF EXISTS wl_global")
+        spark.cep.sql("DROP VIEW IF EXISTS wl_strict")
 
 
 def test_matches_and_cep_workload_sql(workload_views):
