@@ -201,7 +201,7 @@ class Workload:
 
         def runner(df, plan, source):
             built.clauses.append(_Clause(view.name, normalize_name(source.display), df, plan))
-            return run_plan(df, plan)  # lazy: gives the view's types, never executed
+            return _stand_in(df, plan)
 
         self._rewrite(view, planner=planner, clause_runner=runner)
         return plans
@@ -260,6 +260,18 @@ class Workload:
                                 variant(part).alias("partition"),
                                 _col("__cep_match_number").alias("match_number"),
                                 variant(other).alias("measures"))
+
+
+def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
+    """Step 1's clause result: the clause's columns and types over no rows (never run;
+    cheaper than run_plan: no shuffle, sort or pickled worker)."""
+    if plan.break_column is not None:
+        return run_plan(df, plan)
+    if plan.prepare_columns:
+        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+    bound = plan.bind(arrow_schema(df))
+    empty = df.sparkSession.createDataFrame([], from_arrow_schema(bound.worker_schema))
+    return final_frame(empty, bound)
 
 
 def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
