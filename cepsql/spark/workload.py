@@ -118,12 +118,7 @@ class Workload:
                          f"group(s), one shuffle + sort each, outputs persisted once ==")
             by_index = {c.index: c for c in built.clauses if c.source == source}
             for k, group in enumerate(shared.groups, 1):
-                keys = ", ".join(group.partition_columns) or "(none: one ordered stream)"
-                lines.append(f"group {k}: PARTITION BY {keys}; ORDER BY "
-                             + ", ".join(f"{s.column}{'' if s.ascending else ' DESC'}"
-                                         for s in group.sort_keys[len(group.partition_columns):
-                                                                  group.primary_sort_keys])
-                             + f"; shared row-local columns: {len(group.prepare)}")
+                lines.append(_group_text(k, group))
                 lines += _global_plan_text(group, by_index)
         lines.append("\n== Each clause's own plan ==")
         for c in built.clauses:
@@ -305,6 +300,18 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
                                      spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
+
+
+def _group_text(k: int, group) -> str:
+    """``group k: PARTITION BY ..; ORDER BY ..`` with shared prepared columns shown as the
+    expressions they compute."""
+    computed = {name: to_spark_sql(expr) for name, expr in group.prepare}
+    show = lambda c: computed.get(c, c)  # noqa: E731
+    keys = ", ".join(map(show, group.partition_columns)) or "(none: one ordered stream)"
+    order = group.sort_keys[len(group.partition_columns):group.primary_sort_keys]
+    return (f"group {k}: PARTITION BY {keys}; ORDER BY "
+            + ", ".join(f"{show(s.column)}{'' if s.ascending else ' DESC'}" for s in order)
+            + f"; shared row-local columns: {len(group.prepare)}")
 
 
 def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
