@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from ..algebra.expressions import Expr
@@ -269,7 +270,7 @@ class SharedPassWorker:
 def tag_batch(index: int, out: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """A worker output batch of pattern ``index`` in the tagged layout."""
     n = out.num_rows
-    columns = [pa.array([index] * n, pa.int32())]
+    columns = [pa.array(np.full(n, index, dtype=np.int32))]
     for field_ in schema:
         if field_.name == TAG:
             continue
