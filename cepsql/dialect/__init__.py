@@ -3,8 +3,9 @@ from .dialect import CepSpark, CepSparkParser
 from .pattern_parser import parse_pattern, pattern_to_text
 from .statements import (ClauseSite, CreateView, find_match_recognize, parse_clause_body,
                          parse_create_view, parse_drop_view, parse_explain, split_statements,
-                         explain_format)
+                         explain_format, find_workload_calls, parse_explain_workload)
 
 __all__ = ["CepSpark", "CepSparkParser", "parse_pattern", "pattern_to_text", "ClauseSite",
            "CreateView", "find_match_recognize", "parse_clause_body", "parse_create_view",
-           "parse_drop_view", "parse_explain", "split_statements", "explain_format"]
+           "parse_drop_view", "parse_explain", "split_statements", "explain_format",
+           "find_workload_calls", "parse_explain_workload"]

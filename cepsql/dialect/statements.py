@@ -486,6 +486,55 @@ def parse_explain(stmt: str) -> tuple[str, int] | None:
     return stmt[i:].rstrip(), i
 
 
+def parse_explain_workload(stmt: str) -> tuple[str | list[str], int] | None:
+    """``EXPLAIN WORKLOAD source`` (also ``'source'``) or ``EXPLAIN WORKLOAD (v1, v2)`` ->
+    (source name or list of view names, offset of the name), else None."""
+    i = _skip_space(stmt, 0)
+    if _word_at(stmt, i).upper() != "EXPLAIN":
+        return None
+    i = _skip_space(stmt, i + len("EXPLAIN"))
+    if _word_at(stmt, i).upper() != "WORKLOAD":
+        return None
+    at = _skip_space(stmt, i + len("WORKLOAD"))
+    toks = _tokens(stmt[at:], offset=at, full_sql=stmt)
+    if toks and toks[0].token_type == TokenType.L_PAREN:
+        names, k = [], 1
+        while k < len(toks) and (toks[k].token_type == TokenType.STRING or _is_name(toks[k])):
+            name, k = _dotted_name(toks, k, stmt[at:]) if toks[k].token_type != \
+                TokenType.STRING else (toks[k].text, k + 1)
+            names.append(name)
+            if k < len(toks) and toks[k].token_type == TokenType.COMMA:
+                k += 1
+        if names and k == len(toks) - 1 and toks[k].token_type == TokenType.R_PAREN:
+            return names, at
+    elif len(toks) == 1 and toks[0].token_type == TokenType.STRING:
+        return toks[0].text, at
+    elif toks and _is_name(toks[0]):
+        name, k = _dotted_name(toks, 0, stmt[at:])
+        if k == len(toks):
+            return name, at
+    raise CepSyntaxError("expected EXPLAIN WORKLOAD <source> or EXPLAIN WORKLOAD (view, ...)",
+                         sql=stmt, pos=at)
+
+
+def find_workload_calls(stmt: str) -> list[tuple[int, int, str, int]]:
+    """``cep_workload('source')`` table function calls in stmt: (start, end, source, offset
+    of the source literal), in text order."""
+    toks = _tokens(stmt)
+    out = []
+    for k in range(len(toks) - 3):
+        if toks[k].text.lower() == "cep_workload" and _is_name(toks[k]) \
+                and toks[k + 1].token_type == TokenType.L_PAREN:
+            if toks[k + 2].token_type != TokenType.STRING or \
+                    toks[k + 3].token_type != TokenType.R_PAREN:
+                raise CepSyntaxError("cep_workload takes one string: the source whose pattern "
+                                     "views form the workload, e.g. cep_workload('ticks')",
+                                     sql=stmt, pos=toks[k + 1].start)
+            out.append((toks[k].start, toks[k + 3].end + 1, toks[k + 2].text,
+                        toks[k + 2].start))
+    return out
+
+
 def _skip_space(text: str, i: int) -> int:
     """First offset at or after i that is neither whitespace nor inside a comment."""
     _, comments, _ = _scan(text)

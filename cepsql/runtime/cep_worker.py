@@ -105,76 +105,15 @@ class CepWorker(MatchWorker):
                 return False
         return True
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def _new_push(self):
+        """Push state of one stream (``__call__``, ``feed``/``finish`` are MatchWorker's);
+        with a worker planner, the stream's first rows choose the plan first."""
         if self.config.worker_planner is not None:
-            from .cep_worker_plan import plan_in_worker
-            yield from plan_in_worker(self.config, batches)
-            return
-        if self.streamable():
-            yield from self._stream(batches)
-            return
-        matcher = self._new_matcher()
-        pending: list[pa.RecordBatch] = []
-        starts: list[np.ndarray] = []
-        pending_rows = 0
-        previous = None
-        threshold = CHUNK_ROWS
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            starts.append(self._group_starts(batch, previous) + pending_rows)
-            previous = batch.slice(batch.num_rows - 1)
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            if pending_rows < threshold:
-                continue
-            all_starts = _with_zero(np.concatenate(starts))
-            cut = int(all_starts[-1])  # the last group may continue in the next batch
-            if cut == 0:
-                threshold = 2 * pending_rows
-                continue
-            table = pa.Table.from_batches(pending)
-            yield from self._process(matcher, table.slice(0, cut), all_starts[:-1])
-            rest = table.slice(cut)
-            pending = rest.to_batches()
-            pending_rows = rest.num_rows
-            starts = [np.zeros(1, dtype=np.int64)]
-            threshold = CHUNK_ROWS
-        if pending_rows:
-            table = pa.Table.from_batches(pending)
-            yield from self._process(matcher, table, _with_zero(np.concatenate(starts)))
-        self.last_stats = matcher.stats()
-        LAST_STATS.clear()
-        LAST_STATS.update(self.last_stats)
+            from .cep_worker_plan import PlanningPush
+            return PlanningPush(self.config)
+        return _WindowPush(self) if self.streamable() else _GroupPush(self)
 
-    def _stream(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        matcher = self._new_matcher()
-        pending: list[pa.RecordBatch] = []
-        starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
-        pending_rows = 0
-        carried = 0  # leading pending rows the evaluator's open state refers to
-        previous = None
-        threshold = CHUNK_ROWS
-        for batch in _pieces(batches):
-            starts.append(self._group_starts(batch, previous) + pending_rows)
-            previous = batch.slice(batch.num_rows - 1)
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            if pending_rows < threshold:
-                continue
-            table = pa.Table.from_batches(pending)
-            all_starts = _with_zero(np.concatenate(starts))
-            yield from self._process(matcher, table, all_starts, True, carried > 0)
-            rest = table.slice(matcher.keep)
-            pending = rest.to_batches()
-            pending_rows = carried = rest.num_rows
-            starts = [np.zeros(0, dtype=np.int64)]
-            # rows held back (a long undecided match) are retried once the data doubled
-            threshold = max(CHUNK_ROWS, 2 * pending_rows)
-        if pending_rows:
-            table = pa.Table.from_batches(pending)
-            yield from self._process(matcher, table, _with_zero(np.concatenate(starts)),
-                                     False, carried > 0)
+    def _record_stats(self, matcher) -> None:
         self.last_stats = matcher.stats()
         LAST_STATS.clear()
         LAST_STATS.update(self.last_stats)
@@ -225,6 +164,105 @@ class CepWorker(MatchWorker):
                             np.zeros(0, dtype=np.int64))
 
 
+class _GroupPush:
+    """One stream without a window bound: chunks are cut at PARTITION BY group starts
+    (a group's rows stay until it ends)."""
+
+    def __init__(self, worker: CepWorker):
+        self.worker = worker
+        self.matcher = worker._new_matcher()
+        self.pending: list[pa.RecordBatch] = []
+        self.starts: list[np.ndarray] = []
+        self.pending_rows = 0
+        self.previous = None
+        self.threshold = CHUNK_ROWS
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        if batch.num_rows == 0:
+            return []
+        w = self.worker
+        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
+        self.previous = batch.slice(batch.num_rows - 1)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        if self.pending_rows < self.threshold:
+            return []
+        all_starts = _with_zero(np.concatenate(self.starts))
+        cut = int(all_starts[-1])  # the last group may continue in the next batch
+        if cut == 0:
+            self.threshold = 2 * self.pending_rows
+            return []
+        table = pa.Table.from_batches(self.pending)
+        out = w._process(self.matcher, table.slice(0, cut), all_starts[:-1])
+        rest = table.slice(cut)
+        self.pending = rest.to_batches()
+        self.pending_rows = rest.num_rows
+        self.starts = [np.zeros(1, dtype=np.int64)]
+        self.threshold = CHUNK_ROWS
+        return list(out)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        out = []
+        if self.pending_rows:
+            table = pa.Table.from_batches(self.pending)
+            out = list(self.worker._process(self.matcher, table,
+                                            _with_zero(np.concatenate(self.starts))))
+            self.pending, self.pending_rows = [], 0
+        self.worker._record_stats(self.matcher)
+        return out
+
+
+class _WindowPush:
+    """One stream under WITHIN: chunks of about CHUNK_ROWS rows; the evaluator carries
+    the open group's state and says which rows it may still read (``keep``)."""
+
+    def __init__(self, worker: CepWorker):
+        self.worker = worker
+        self.matcher = worker._new_matcher()
+        self.pending: list[pa.RecordBatch] = []
+        self.starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
+        self.pending_rows = 0
+        self.carried = 0  # leading pending rows the evaluator's open state refers to
+        self.previous = None
+        self.threshold = CHUNK_ROWS
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        for piece in _pieces([batch]):
+            out += self._feed_piece(piece)
+        return out
+
+    def _feed_piece(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        w = self.worker
+        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
+        self.previous = batch.slice(batch.num_rows - 1)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        if self.pending_rows < self.threshold:
+            return []
+        table = pa.Table.from_batches(self.pending)
+        all_starts = _with_zero(np.concatenate(self.starts))
+        out = w._process(self.matcher, table, all_starts, True, self.carried > 0)
+        rest = table.slice(self.matcher.keep)
+        self.pending = rest.to_batches()
+        self.pending_rows = self.carried = rest.num_rows
+        self.starts = [np.zeros(0, dtype=np.int64)]
+        # rows held back (a long undecided match) are retried once the data doubled
+        self.threshold = max(CHUNK_ROWS, 2 * self.pending_rows)
+        return list(out)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        out = []
+        if self.pending_rows:
+            table = pa.Table.from_batches(self.pending)
+            out = list(self.worker._process(self.matcher, table,
+                                            _with_zero(np.concatenate(self.starts)), False,
+                                            self.carried > 0))
+            self.pending, self.pending_rows = [], 0
+        self.worker._record_stats(self.matcher)
+        return out
+
+
 def break_flags(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The STRICT_CONTIGUITY break column of a chunk as one uint8 flag per row (NULL = 0).
     It is read from the chunk itself, so carried rows passed again keep their flags."""
@@ -232,7 +270,7 @@ def break_flags(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.ascontiguousarray(flags.to_numpy(zero_copy_only=False), dtype=np.uint8)
 
 
-def _pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _pieces(batches) -> Iterator[pa.RecordBatch]:
     """Non-empty batches of at most CHUNK_ROWS rows (a large input batch would otherwise
     be one chunk)."""
     for batch in batches:

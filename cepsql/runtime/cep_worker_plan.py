@@ -7,9 +7,7 @@ matches (the planned evaluator's contract), so tasks planning differently agree.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 import pyarrow as pa
 
@@ -51,29 +49,50 @@ class WorkerPlanner:
         return arrays
 
 
-def plan_in_worker(config, batches: Iterator[pa.RecordBatch]
-                   ) -> Iterator[pa.RecordBatch]:
-    """Run the CepWorker of config over batches, planned from the first rows."""
-    from .cep_worker import LAST_STATS, CepWorker
-    planner: WorkerPlanner = config.worker_planner
-    head: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in batches:
-        head.append(batch)
-        rows += batch.num_rows
-        if rows >= planner.sample_rows:
-            break
-    config = replace(config, worker_planner=None)
-    choice = None
-    if rows:
-        sample = pa.Table.from_batches(head).slice(0, planner.sample_rows)
-        choice = planner.choose(sample)
-        config = replace(config, **planner.plan_arrays(choice))
-    yield from CepWorker(config)(itertools.chain(head, batches))
-    if choice is not None:
-        LAST_STATS["worker_planned"] = 1
-        LAST_STATS["worker_sample_rows"] = int(min(rows, planner.sample_rows))
-        LAST_STATS["worker_plan"] = _plan_digest(choice)
+class PlanningPush:
+    """Push state of a CepWorker that plans from its stream's first rows: they are held
+    until the sample is complete (or the stream ends), then the planned worker's push
+    state takes them and every later batch."""
+
+    def __init__(self, config):
+        self.config = config
+        self.head: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.inner = None
+        self.choice = None
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        if self.inner is not None:
+            return self.inner.feed(batch)
+        self.head.append(batch)
+        self.rows += batch.num_rows
+        return self._start() if self.rows >= self.config.worker_planner.sample_rows else []
+
+    def finish(self) -> list[pa.RecordBatch]:
+        from .cep_worker import LAST_STATS
+        out = self._start() if self.inner is None else []
+        out += self.inner.finish()
+        if self.choice is not None:
+            planner: WorkerPlanner = self.config.worker_planner
+            LAST_STATS["worker_planned"] = 1
+            LAST_STATS["worker_sample_rows"] = int(min(self.rows, planner.sample_rows))
+            LAST_STATS["worker_plan"] = _plan_digest(self.choice)
+        return out
+
+    def _start(self) -> list[pa.RecordBatch]:
+        from .cep_worker import CepWorker
+        planner: WorkerPlanner = self.config.worker_planner
+        config = replace(self.config, worker_planner=None)
+        if self.rows:
+            sample = pa.Table.from_batches(self.head).slice(0, planner.sample_rows)
+            self.choice = planner.choose(sample)
+            config = replace(config, **planner.plan_arrays(self.choice))
+        self.inner = CepWorker(config)._new_push()
+        out: list[pa.RecordBatch] = []
+        for batch in self.head:
+            out += self.inner.feed(batch)
+        self.head = []
+        return out
 
 
 def _plan_digest(choice) -> str:

@@ -62,49 +62,35 @@ class MatchWorker:
         self.config = config
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Stream chunks through the matcher. The last PARTITION BY group of a chunk stays
-        open: rows it may still need (from the first undecided start row, minus the
-        deepest PREV) are carried into the next chunk, so memory follows the longest
-        match attempt rather than the partition size."""
-        matcher = self._new_matcher()
-        pending: list[pa.RecordBatch] = []
-        starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
-        pending_rows = 0
-        previous = None  # last row of the previous batch (partition columns only)
-        carry = None  # (resume row, match number, covered) of the open group
-        threshold = CHUNK_ROWS
+        """Stream chunks through the matcher (pull style: built on a fresh push state,
+        so one worker object can serve several streams at once)."""
+        push = self._new_push()
         for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            new_starts = self._group_starts(batch, previous)
-            if carry is not None and pending_rows == 0 and len(new_starts) and new_starts[0] == 0:
-                carry = None  # the carried group ended exactly at the previous chunk's end
-            starts.append(new_starts + pending_rows)
-            previous = batch.slice(batch.num_rows - 1)
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            if pending_rows < threshold:
-                continue
-            table = pa.Table.from_batches(pending)
-            all_starts = _with_zero(np.concatenate(starts))
-            out, resume = self._process(matcher, table, all_starts, True, carry)
-            yield from out
-            pos, match_no, covered = resume
-            keep = max(min(pos, table.num_rows) - self.config.max_lookback, int(all_starts[-1]))
-            rest = table.slice(keep)
-            pending = rest.to_batches()
-            pending_rows = rest.num_rows
-            starts = [np.zeros(0, dtype=np.int64)]
-            group_start = int(all_starts[-1])
-            has_start = keep == group_start and (carry is None or carry[3] or group_start > 0)
-            carry = (pos - keep, match_no, max(covered - keep, 0), has_start)
-            # an attempt spanning the whole chunk is retried only once the data doubled
-            threshold = max(CHUNK_ROWS, 2 * pending_rows)
-        if pending_rows:
-            table = pa.Table.from_batches(pending)
-            out, _ = self._process(matcher, table, _with_zero(np.concatenate(starts)), False,
-                                   carry)
-            yield from out
+            yield from push.feed(batch)
+        yield from push.finish()
+
+    # push style: one stream per worker object (the shared pass feeds many workers) -----
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """Push one sorted batch (continuing the stream of earlier feeds); returns the
+        output rows decided so far. Memory stays bounded as in ``__call__``."""
+        if getattr(self, "_push", None) is None:
+            self._push = self._new_push()
+        return self._push.feed(batch)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        """End the stream fed so far: the remaining output rows. The worker can then
+        start a new stream with ``feed``."""
+        push = getattr(self, "_push", None)
+        self._push = None
+        return push.finish() if push is not None else []
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_push", None)  # an open stream never travels with the worker
+        return state
+
+    def _new_push(self) -> "_SqlPush":
+        return _SqlPush(self)
 
     # ------------------------------------------------------------------
     def _new_matcher(self):
@@ -276,6 +262,64 @@ class MatchWorker:
                 f"AFTER MATCH SKIP TO {var}: variable {var} does not appear in the match",
                 **where)
         raise MemoryError("cepsql matcher ran out of memory")
+
+
+class _SqlPush:
+    """The state of one stream through a MatchWorker. The last PARTITION BY group of a
+    chunk stays open: rows it may still need (from the first undecided start row, minus
+    the deepest PREV) are carried into the next chunk, so memory follows the longest
+    match attempt rather than the partition size."""
+
+    def __init__(self, worker: MatchWorker):
+        self.worker = worker
+        self.matcher = worker._new_matcher()
+        self.pending: list[pa.RecordBatch] = []
+        self.starts: list[np.ndarray] = []  # group starts, as offsets into pending rows
+        self.pending_rows = 0
+        self.previous = None  # last row of the previous batch (partition columns only)
+        self.carry = None  # (resume row, match number, covered, has start) of the open group
+        self.threshold = CHUNK_ROWS
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        if batch.num_rows == 0:
+            return []
+        w = self.worker
+        new_starts = w._group_starts(batch, self.previous)
+        if self.carry is not None and self.pending_rows == 0 and len(new_starts) \
+                and new_starts[0] == 0:
+            self.carry = None  # the carried group ended exactly at the previous chunk's end
+        self.starts.append(new_starts + self.pending_rows)
+        self.previous = batch.slice(batch.num_rows - 1)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        if self.pending_rows < self.threshold:
+            return []
+        table = pa.Table.from_batches(self.pending)
+        all_starts = _with_zero(np.concatenate(self.starts))
+        out, resume = w._process(self.matcher, table, all_starts, True, self.carry)
+        pos, match_no, covered = resume
+        keep = max(min(pos, table.num_rows) - w.config.max_lookback, int(all_starts[-1]))
+        rest = table.slice(keep)
+        self.pending = rest.to_batches()
+        self.pending_rows = rest.num_rows
+        self.starts = [np.zeros(0, dtype=np.int64)]
+        group_start = int(all_starts[-1])
+        carry = self.carry
+        has_start = keep == group_start and (carry is None or carry[3] or group_start > 0)
+        self.carry = (pos - keep, match_no, max(covered - keep, 0), has_start)
+        # an attempt spanning the whole chunk is retried only once the data doubled
+        self.threshold = max(CHUNK_ROWS, 2 * self.pending_rows)
+        return list(out)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        if not self.pending_rows:
+            return []
+        table = pa.Table.from_batches(self.pending)
+        out, _ = self.worker._process(self.matcher, table,
+                                      _with_zero(np.concatenate(self.starts)), False,
+                                      self.carry)
+        self.pending, self.pending_rows = [], 0
+        return list(out)
 
 
 def measure_lanes(code: ConditionCode, aggregates: list[tuple[str, str | None]]) -> np.ndarray:

@@ -91,6 +91,11 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     if sort:
         df = df.sortWithinPartitions(*sort)
     out = df.mapInArrow(TaskWorker(bound.worker), from_arrow_schema(bound.worker_schema))
+    return final_frame(out, bound)
+
+
+def final_frame(out: DataFrame, bound) -> DataFrame:
+    """The clause's result from its worker's output rows: ``bound.final_projection``."""
     try:
         projected = out.select(*[F.expr(to_spark_sql(e)).alias(n)
                                  for n, e in bound.final_projection])

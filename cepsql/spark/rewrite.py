@@ -48,11 +48,14 @@ class Rewritten:
 def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | None = None,
             finder: Callable | None = None, planner: Callable | None = None,
             views: Mapping[str, object] | None = None,
-            frames: dict[str, DataFrame] | None = None) -> Rewritten:
+            frames: dict[str, DataFrame] | None = None,
+            clause_runner: Callable | None = None) -> Rewritten:
     """sql (a query, at ``offset`` in ``full_sql``) with every cep_match / cep_view table
     function call replaced (table_function.py; ``views`` = the pattern-view registry) and
     then every clause replaced by a generated name bound to its result in ``frames``
-    (shared by nested rewrites of the same statement)."""
+    (shared by nested rewrites of the same statement). ``clause_runner(df, plan, source)``,
+    when given, computes a batch clause's result from its input and plan instead of
+    run_plan (the workload's shared pass); returning None keeps run_plan."""
     original_full = sql if full_sql is None else full_sql
     frames = {} if frames is None else frames
     tf = _table_functions(spark, sql, offset, original_full, finder, planner, views or {},
@@ -74,13 +77,15 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
             plan = plan_query(spec, arrow_schema(df), full, **inputs)
+            hooked = None if clause_runner is None else clause_runner(df, plan, source)
             # unpartitioned, time-windowed: slices cut from the relevant rows only
-            sliced = slice_plan(spark, relevant_rows(df, plan), plan, **inputs)
+            sliced = None if hooked is not None else \
+                slice_plan(spark, relevant_rows(df, plan), plan, **inputs)
             if sliced is not None:  # (plan.explain notes it; the sliced plan is internal)
                 df = sliced.frame
                 plan = default_planner()(sliced.spec, arrow_schema(df), full,
                                          **sliced.planning_inputs)
-            out = run_plan(df, plan)
+            out = hooked if hooked is not None else run_plan(df, plan)
             if sliced is not None:
                 out = sliced.finish(out)
             out = _renamed(site, out)

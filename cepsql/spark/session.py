@@ -3,15 +3,18 @@ they define (so later tooling can list and plan them together)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import CepAnalysisError
 from .rewrite import default_planner, driver_statistics, rewrite, run_sql
-from .splice import normalize_name
+from .splice import new_view_name, normalize_name
 from .task_errors import quiet_task_logs
 from .tf_plain import register as register_table_functions
+
+if TYPE_CHECKING:
+    from .workload import Workload
 
 
 @dataclass
@@ -32,6 +35,8 @@ class CepSession:
         self._finder = finder
         self._planner = planner
         self._views: dict[str, PatternView] = {}
+        self._views_version = 0  # bumped on every view change (workloads rebuild on it)
+        self._workloads: dict[tuple, object] = {}  # selector -> Workload (keeps its pass)
         self._late_rows: dict[str, object] = {}  # streaming clause view -> accumulator
 
     # public API -------------------------------------------------------------
@@ -109,6 +114,23 @@ class CepSession:
                 groups.setdefault(normalize_name(source), []).append(view.name)
         return groups
 
+    def workload(self, views: str | list[str]) -> "Workload":
+        """The pattern views reading a source (``workload("ticks")``) or an explicit list
+        of views, evaluated by one shared pass: ``dataframes()``, ``matches()``,
+        ``explain()`` (see cepsql/spark/workload.py). Unknown names raise
+        CepAnalysisError. The same selector gives the same object: its persisted pass is
+        reused until the views change (``close()`` unpersists it)."""
+        from .workload import Workload
+        key = (("source", normalize_name(views)) if isinstance(views, str)
+               else ("views", tuple(normalize_name(v) for v in views)))
+        workload = self._workloads.get(key)
+        if workload is None:
+            workload = Workload(self, views)  # checks the names first
+            self._workloads[key] = workload
+        else:
+            workload.names  # noqa: B018  (a view may have been dropped since)
+        return workload
+
     def rewrite(self, query: str) -> str:
         """The Spark SQL text a query runs as (clauses replaced by generated names, which
         are bound to DataFrames only while the statement runs, never put in the catalog);
@@ -122,6 +144,10 @@ class CepSession:
         create = dialect.parse_create_view(stmt) if dialect else None
         if create is not None:
             return self._create_view(stmt, create)
+        workload = _explain_workload(dialect, stmt)
+        if workload is not None:
+            text = self._explain_workload(stmt, workload)
+            return self.spark.createDataFrame([(text,)], "plan string")
         parse_explain = getattr(dialect, "parse_explain", None)
         if parse_explain is not None and parse_explain(stmt) is not None:
             text = self.explain(stmt)
@@ -131,12 +157,39 @@ class CepSession:
             df = self.spark.sql(stmt)
             name = drop[0] if isinstance(drop, tuple) else drop.name  # (name, if_exists)
             self._views.pop(normalize_name(name), None)
+            self._views_version += 1
             return df
+        stmt, bound = self._workload_calls(stmt)
         rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner,
                             views=self._views)
-        if not rewritten.clauses and rewritten.sql == stmt:
+        rewritten.frames.update(bound)
+        if not rewritten.clauses and rewritten.sql == stmt and not bound:
             return self.spark.sql(stmt)
         return run_sql(self.spark, rewritten, stmt)
+
+    def _workload_calls(self, stmt: str) -> tuple[str, dict[str, DataFrame]]:
+        """``cep_workload('src')`` table function calls replaced by generated names bound
+        to the workload's matches()."""
+        from ..dialect.statements import find_workload_calls
+        frames: dict[str, DataFrame] = {}
+        if "cep_workload" not in stmt.lower():
+            return stmt, frames
+        for start, end, name, pos in reversed(find_workload_calls(stmt)):
+            try:
+                matches = self.workload(name).matches()
+            except CepAnalysisError as e:
+                raise CepAnalysisError(e.message, sql=stmt, pos=pos) from None
+            generated = new_view_name()
+            frames[generated] = matches
+            stmt = stmt[:start] + generated + stmt[end:]
+        return stmt, frames
+
+    def _explain_workload(self, stmt: str, target: tuple) -> str:
+        names, pos = target
+        try:
+            return self.workload(names).explain()
+        except CepAnalysisError as e:
+            raise CepAnalysisError(e.message, sql=stmt, pos=pos) from None
 
     def _create_view(self, stmt: str, create) -> DataFrame:
         name = create.name
@@ -149,6 +202,7 @@ class CepSession:
         rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
                             full_sql=stmt, finder=self._finder, planner=self._planner,
                             views=self._views)
+        self._views_version += 1
         if not rewritten.clauses:
             self._views.pop(normalize_name(name), None)
             if rewritten.sql == create.query_text:
@@ -164,6 +218,11 @@ class CepSession:
             source=", ".join(dict.fromkeys(c.source for c in clauses)),
             sql=stmt.strip())
         return _empty(self.spark)
+
+
+def _explain_workload(dialect, stmt: str):
+    parse = getattr(dialect, "parse_explain_workload", None)
+    return parse(stmt) if parse is not None else None
 
 
 def _empty(spark: SparkSession) -> DataFrame:

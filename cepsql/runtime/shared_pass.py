@@ -1,0 +1,300 @@
+"""One pass for a whole workload: many MATCH_RECOGNIZE plans over one source, backend-neutral.
+
+``plan_pass(source_schema, plans)`` groups the plans by partitioning (PARTITION BY + ORDER BY
++ tie-breakers, compared as expressions): each group is one shuffle + sort. A group's input
+is the source plus the union of its plans' prepared columns (``__cep_p0``... of every plan
+renamed to ``__cep_s<k>``, equal expressions computed once). ``SharedPassWorker`` is the one
+mapInArrow / in-process function of a group: every sorted batch is handed to the group's
+evaluator, and each output batch comes back tagged with its pattern's index.
+
+Output layout: ``__cep_view`` (int32, the pattern index) + one struct column
+``__cep_r<i>`` per pattern of the workload holding that pattern's worker row (NULL on the
+other patterns' rows). Chosen over a wide union of all worker columns because every
+plan names its columns alike (``__cep_a0``, ``__cep_mn``...) with other types: a struct per
+pattern keeps each pattern's names and exact Arrow/Spark types with no renaming or casts,
+and ``select(__cep_r<i>.*)`` gives back exactly the worker output the pattern's own
+final projection expects. Every group uses the same schema, so the groups' outputs
+union into one relation (persisted once on Spark).
+
+The seams for the sharing stage are two functions of this module: ``global_plan_for``
+(the planner: until it lands every pattern is ``unshared``) and ``pass_evaluator``
+(the evaluator of a GlobalPlan: shared DAG roots plus the unshared patterns' own workers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..algebra.expressions import Expr
+from ..sharing.global_plan import GlobalPlan
+from .plan import BoundPlan, QueryPlan, SortColumn
+
+__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass",
+           "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
+           "split_output"]
+
+TAG = "__cep_view"
+
+
+def result_column(index: int) -> str:
+    """The struct column holding pattern ``index``'s worker rows."""
+    return f"__cep_r{index}"
+
+
+@dataclass
+class PassPattern:
+    """One pattern of the pass: its plan, and which shared input column each column its
+    worker reads comes from ((shared name, the plan's own name))."""
+    index: int
+    plan: QueryPlan
+    inputs: list[tuple[str, str]] = field(default_factory=list)
+    bound: BoundPlan | None = None
+
+    def worker_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The shared input batch as this pattern's own worker expects it (zero-copy)."""
+        return pa.RecordBatch.from_arrays([batch.column(s) for s, _ in self.inputs],
+                                          names=[own for _, own in self.inputs])
+
+
+@dataclass
+class PassGroup:
+    """Patterns with the same partitioning and order: one shuffle and one sort."""
+    prepare: list[tuple[str, Expr]]          # shared prepared columns over the source
+    partition_columns: list[str]             # shared names
+    sort_keys: list[SortColumn]              # shared names, partition keys first
+    primary_sort_keys: int | None
+    patterns: list[PassPattern]
+    break_column: str | None = None          # STRICT_CONTIGUITY across partitions (alone)
+    global_plan: GlobalPlan | None = None
+
+    @property
+    def own_names(self) -> bool:
+        """A group of one STRICT_CONTIGUITY-with-PARTITION-BY plan keeps its plan's own
+        column names (the backends' break-column code reads them)."""
+        return self.break_column is not None
+
+
+@dataclass
+class SharedPass:
+    groups: list[PassGroup]
+    n_patterns: int
+    output_schema: pa.Schema | None = None   # set by bind()
+
+    def bind(self, prepared_schemas: list[pa.Schema]) -> None:
+        """Bind every plan to its group's prepared input schema (one per group, in order)
+        and fix the tagged output schema."""
+        fields = [pa.field(TAG, pa.int32(), nullable=False)]
+        structs: dict[int, pa.DataType] = {}
+        for group, schema in zip(self.groups, prepared_schemas):
+            for p in group.patterns:
+                own = pa.schema([pa.field(own_name, schema.field(shared).type)
+                                 for shared, own_name in p.inputs])
+                p.bound = p.plan.bind(own)
+                structs[p.index] = pa.struct(list(p.bound.worker_schema))
+        fields += [pa.field(result_column(i), structs[i]) for i in range(self.n_patterns)]
+        self.output_schema = pa.schema(fields)
+
+
+def _resolved(plan: QueryPlan, name: str):
+    """A partition/sort column as what it computes: the prepared expression or the
+    source column (so plans naming their prepared columns alike compare by meaning)."""
+    for own, expr in plan.prepare_columns:
+        if own == name:
+            return ("expr", _key(expr))
+    return ("column", name)
+
+
+def _key(expr: Expr):
+    try:
+        hash(expr)
+        return expr
+    except TypeError:  # pragma: no cover - an expression holding a list
+        return repr(expr)
+
+
+def _full_sort(plan: QueryPlan) -> list[SortColumn]:
+    """PARTITION BY first, as the backends' run_plan / execute_plan sort."""
+    keys = list(plan.sort_keys)
+    leading = {k.column for k in keys[:len(plan.partition_columns)]}
+    if leading != set(plan.partition_columns):
+        keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
+    return keys
+
+
+def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
+              sharing: dict | None = None) -> SharedPass:
+    """Group plans (all over a source with source_schema) by partitioning and lay out each
+    group's shared input; ``sharing`` (algorithm, seconds: the cepsql.sharing.* settings)
+    goes to the planner seam ``global_plan_for``."""
+    by_key: dict[object, list[int]] = {}
+    alone: list[int] = []
+    for i, plan in enumerate(plans):
+        if plan.break_column is not None:
+            alone.append(i)
+            continue
+        key = (tuple(_resolved(plan, c) for c in plan.partition_columns),
+               tuple((_resolved(plan, k.column), k.ascending, k.nulls_first)
+                     for k in _full_sort(plan)))
+        by_key.setdefault(key, []).append(i)
+    groups = [_group(plans, members, source_schema) for members in by_key.values()]
+    groups += [_own_group(i, plans[i], source_schema) for i in alone]
+    for g in groups:
+        g.global_plan = global_plan_for([p.plan for p in g.patterns], **(sharing or {}))
+    return SharedPass(groups, len(plans))
+
+
+def _group(plans: list[QueryPlan], members: list[int], source_schema: pa.Schema) -> PassGroup:
+    shared: dict[object, str] = {}
+    prepare: list[tuple[str, Expr]] = []
+    patterns = []
+    for i in members:
+        plan = plans[i]
+        renames = {}
+        for own, expr in plan.prepare_columns:
+            k = _key(expr)
+            if k not in shared:
+                shared[k] = f"__cep_s{len(prepare)}"
+                prepare.append((shared[k], expr))
+            renames[own] = shared[k]
+        patterns.append((i, plan, renames))
+    first_plan, first_renames = patterns[0][1], patterns[0][2]
+    rename = lambda c: first_renames.get(c, c)  # noqa: E731
+    sort = [SortColumn(rename(k.column), k.ascending, k.nulls_first)
+            for k in _full_sort(first_plan)]
+    primary = first_plan.primary_sort_keys
+    if primary is not None:
+        primary += len(sort) - len(first_plan.sort_keys)
+    group = PassGroup(prepare, [rename(c) for c in first_plan.partition_columns], sort,
+                      primary, [])
+    source = [(f.name, f.name) for f in source_schema]
+    for i, plan, renames in patterns:  # the source's columns, then its prepared ones
+        group.patterns.append(PassPattern(i, plan, source + [(shared_name, own) for own,
+                                                             shared_name in renames.items()]))
+    return group
+
+
+def _own_group(i: int, plan: QueryPlan, source_schema: pa.Schema) -> PassGroup:
+    names = [f.name for f in source_schema] + [n for n, _ in plan.prepare_columns] \
+        + [plan.break_column]
+    pattern = PassPattern(i, plan, [(n, n) for n in names])
+    return PassGroup(list(plan.prepare_columns), list(plan.partition_columns),
+                     _full_sort(plan), plan.primary_sort_keys, [pattern],
+                     break_column=plan.break_column)
+
+
+# --- the seams for the sharing stage ----------------------------------------------------
+def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "BEST",
+                    seconds: float | None = None) -> GlobalPlan:
+    """The global plan of one partitioning group (patterns numbered as in ``plans``).
+    Seam for the sharing planner (``cepsql.sharing``, given ``algorithm`` NONE / PREFIX /
+    SA / TABU / BEST and the time budget ``seconds``): until it is plugged in here every
+    pattern is unshared, run by its own worker inside the one pass."""
+    return GlobalPlan(unshared=list(range(len(plans))), algorithm="NONE")
+
+
+def unshared_reason(plan: QueryPlan) -> str:
+    """Why a pattern runs its own evaluator in the pass (EXPLAIN WORKLOAD)."""
+    spec = plan.spec
+    strategy = getattr(spec, "strategy", None)
+    if strategy is None:
+        return "SQL:2016 mode (regex VM: preference order and contiguity are per pattern)"
+    if str(strategy).upper() in ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY",
+                                 "SKIP_TILL_NEXT_MATCH"):
+        return f"STRATEGY {strategy} (in-order strategy: no sub-plan sharing)"
+    return "no sharing planner in this build: each pattern runs its own plan"
+
+
+class _UnsharedEvaluator:
+    """The pass evaluator for unshared patterns: each runs its own worker (push style)."""
+
+    def __init__(self, patterns: list[PassPattern]):
+        self.streams = [(p, p.bound.worker) for p in patterns]
+
+    def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        out = []
+        for p, worker in self.streams:
+            out += [(p.index, b) for b in worker.feed(p.worker_batch(batch))]
+        return out
+
+    def finish(self) -> list[tuple[int, pa.RecordBatch]]:
+        out = []
+        for p, worker in self.streams:
+            out += [(p.index, b) for b in worker.finish()]
+        return out
+
+
+def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
+    """The evaluator one task runs for a group: push-style ``feed(batch)`` /
+    ``finish()`` returning [(pattern index, worker output batch)]. Seam for the shared DAG
+    evaluator: patterns in ``global_plan.bindings`` go to it, ``global_plan.unshared``
+    ones run their own workers."""
+    if global_plan.bindings:
+        raise ValueError("this build has no shared DAG evaluator for a GlobalPlan with "
+                         "bindings")
+    return _UnsharedEvaluator([patterns[i] for i in global_plan.unshared])
+
+
+# --- the task function ----------------------------------------------------------------------
+class SharedPassWorker:
+    """Picklable mapInArrow function of one group: sorted shared-input batches in, tagged
+    batches (``SharedPass.output_schema``) out."""
+
+    def __init__(self, group: PassGroup, output_schema: pa.Schema,
+                 evaluator: Callable = pass_evaluator):
+        self.group = group
+        self.output_schema = output_schema
+        self.evaluator = evaluator
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import copy
+        patterns = [copy.copy(p) for p in self.group.patterns]
+        for p in patterns:  # this task's own worker objects: streams never mix
+            p.bound = copy.copy(p.bound)
+            p.bound.worker = copy.copy(p.bound.worker)
+            p.bound.worker._push = None
+        evaluator = self.evaluator(self.group.global_plan, patterns)
+        for batch in batches:
+            if batch.num_rows:
+                yield from self._tagged(evaluator.feed(batch))
+        yield from self._tagged(evaluator.finish())
+
+    def _tagged(self, outputs: list[tuple[int, pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+        for index, out in outputs:
+            if out.num_rows:
+                yield tag_batch(index, out, self.output_schema)
+
+
+def tag_batch(index: int, out: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A worker output batch of pattern ``index`` in the tagged layout."""
+    n = out.num_rows
+    columns = [pa.array(np.full(n, index, dtype=np.int32))]
+    for field_ in schema:
+        if field_.name == TAG:
+            continue
+        if field_.name == result_column(index):
+            columns.append(pa.StructArray.from_arrays(out.columns, fields=list(field_.type)))
+        else:
+            columns.append(pa.nulls(n, field_.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def split_output(tagged: pa.Table, shared_pass: SharedPass) -> list[pa.Table]:
+    """In-process: each pattern's worker output (its ``worker_schema``) from the tagged
+    rows."""
+    import pyarrow.compute as pc
+    tags = tagged.column(TAG)
+    out = []
+    for g in sorted((p for g in shared_pass.groups for p in g.patterns),
+                    key=lambda p: p.index):
+        rows = tagged.filter(pc.equal(tags, g.index)).column(result_column(g.index))
+        schema = g.bound.worker_schema
+        if rows.num_chunks:
+            struct = rows.combine_chunks()
+            arrays = [struct.field(i) for i in range(struct.type.num_fields)]
+        else:
+            arrays = [pa.array([], f.type) for f in schema]
+        out.append(pa.Table.from_arrays(arrays, schema=schema))
+    return out

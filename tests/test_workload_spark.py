@@ -1,0 +1,248 @@
+"""Workloads on Spark (spark.cep.workload / EXPLAIN WORKLOAD / cep_workload): every view
+from the one shared pass equals the view queried alone; the source is scanned once per
+partitioning group however many views there are; matches() keeps exact values in VARIANT;
+the workload follows view changes and leaves nothing in the catalog."""
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cepsql import cli
+from cepsql.errors import CepAnalysisError, CepSyntaxError
+from cepsql.spark.frames import GENERATED_NAME
+
+SOURCE = "wl_ticks"
+VIEWS = {
+    "wl_rise": "SELECT * FROM wl_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES FIRST(A.price) AS low, LAST(B.price) AS high ONE ROW PER MATCH "
+               "PATTERN (A B+) DEFINE B AS B.price > PREV(B.price))",
+    "wl_rows": "SELECT * FROM wl_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES CLASSIFIER() AS cls ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+               "PATTERN (A B) DEFINE A AS A.price > 5, B AS B.price < A.price)",
+    "wl_any": "SELECT * FROM wl_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+              "MEASURES a.ts AS ta, c.ts AS tc STRATEGY SKIP_TILL_ANY_MATCH "
+              "PATTERN (SEQ(a, KL(b), c)) WITHIN 4 ROWS "
+              "DEFINE a AS a.price > 6, b AS b.price > a.price, c AS c.price < 3)",
+    "wl_next": "SELECT * FROM wl_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES a.ts AS ta, b.ts AS tb STRATEGY SKIP_TILL_NEXT_MATCH "
+               "PATTERN (SEQ(a, b)) WITHIN INTERVAL '5' SECOND "
+               "DEFINE a AS a.price > 7, b AS b.price < 2)",
+    "wl_around": "SELECT sym, count(*) AS n FROM (SELECT * FROM wl_ticks MATCH_RECOGNIZE ("
+                 "PARTITION BY sym ORDER BY ts MEASURES LAST(B.price) AS high "
+                 "PATTERN (A B+) DEFINE B AS B.price > PREV(B.price))) WHERE high > 4 "
+                 "GROUP BY sym",
+}
+GLOBAL_VIEW = ("SELECT * FROM wl_ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES A.sym AS s1, "
+               "B.sym AS s2 PATTERN (A B) DEFINE A AS A.price = 9, B AS B.price = 0)")
+STRICT_VIEW = ("SELECT * FROM wl_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES a.ts AS ta, b.ts AS tb STRATEGY STRICT_CONTIGUITY "
+               "PATTERN (SEQ(a, b)) DEFINE a AS a.price > 4, b AS b.price > a.price)")
+N_ROWS = 400
+
+
+@pytest.fixture(scope="module")
+def workload_views(spark):
+    rng = np.random.default_rng(7)
+    pdf = pd.DataFrame({"sym": rng.choice(list("abcd"), N_ROWS),
+                        "ts": pd.to_datetime(np.arange(N_ROWS), unit="s"),
+                        "price": rng.integers(0, 10, N_ROWS).astype(np.int64)})
+    base = spark.createDataFrame(pdf)
+    scanned = spark.sparkContext.accumulator(0)
+
+    def counting(batches):  # counts every row Spark reads from the source
+        for batch in batches:
+            scanned.add(batch.num_rows)
+            yield batch
+
+    base.mapInArrow(counting, base.schema).createOrReplaceTempView(SOURCE)
+    for name, query in VIEWS.items():
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {query}")
+    yield spark, scanned
+    for name in [*VIEWS, "wl_global", SOURCE]:
+        spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+def rows(df):
+    return sorted(map(repr, df.collect()))
+
+
+def test_every_view_from_one_scan_equals_the_view_alone(workload_views):
+    spark, scanned = workload_views
+    wl = spark.cep.workload(SOURCE)
+    assert wl.names == list(VIEWS)
+    frames = wl.dataframes()  # planning may sample the source; the pass has not run
+    assert list(frames) == list(VIEWS)
+    before = scanned.value
+    shared = {name: rows(df) for name, df in frames.items()}
+    assert scanned.value - before == N_ROWS  # one group (PARTITION BY sym): one scan
+    before = scanned.value
+    for name, df in frames.items():  # the views queried one by one: a scan each
+        alone = spark.table(name)
+        assert df.schema == alone.schema, name
+        assert shared[name] == rows(alone), name
+    assert scanned.value - before == len(VIEWS) * N_ROWS
+    assert sum(map(len, shared.values())) > 50
+    wl.close()
+
+
+def test_views_with_another_partitioning_form_a_second_group(workload_views):
+    spark, scanned = workload_views
+    spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW wl_global AS {GLOBAL_VIEW}")
+    try:
+        wl = spark.cep.workload(SOURCE)
+        assert "wl_global" in wl.names
+        frames = wl.dataframes()
+        before = scanned.value
+        collected = {name: rows(df) for name, df in frames.items()}
+        assert scanned.value - before == 2 * N_ROWS  # one scan per partitioning group
+        for name in wl.names:
+            assert collected[name] == rows(spark.table(name)), name
+        text = wl.explain()
+        assert "2 partitioning group(s)" in text and "wl_global: unshared" in text
+        # STRICT_CONTIGUITY with PARTITION BY: a group of its own (global break column)
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW wl_strict AS {STRICT_VIEW}")
+        frames = wl.dataframes()
+        assert rows(frames["wl_strict"]) == rows(spark.table("wl_strict"))
+        assert rows(frames["wl_global"]) == collected["wl_global"]
+        assert "3 partitioning group(s)" in wl.explain()
+        wl.close()
+    finally:
+        spark.cep.sql("DROP VIEW IF EXISTS wl_global")
+        spark.cep.sql("DROP VIEW IF EXISTS wl_strict")
+
+
+def test_matches_and_cep_workload_sql(workload_views):
+    spark, _ = workload_views
+    wl = spark.cep.workload([*VIEWS][:2])
+    m = wl.matches()
+    assert [f.name for f in m.schema] == ["view", "partition", "match_number", "measures"]
+    assert m.schema["partition"].dataType.typeName() == "variant"
+    by_view = {r.view: r.n for r in m.groupBy("view").count().withColumnRenamed("count", "n")
+               .collect()}
+    assert by_view == {"wl_rise": spark.table("wl_rise").count(),
+                       "wl_rows": spark.table("wl_rows").count()}
+    highs = spark.table("wl_rise").selectExpr("sym", "high").collect()
+    got = m.where("view = 'wl_rise'").selectExpr(
+        "variant_get(partition, '$.sym', 'string') AS sym",
+        "variant_get(measures, '$.high', 'bigint') AS high").collect()
+    assert sorted(highs) == sorted(got)
+    via_sql = spark.cep.sql(f"SELECT view, match_number FROM cep_workload('{SOURCE}')")
+    full = spark.cep.workload(SOURCE).matches()
+    assert rows(via_sql) == rows(full.select("view", "match_number"))
+
+
+def test_variant_measures_keep_exact_values(spark):
+    big = 2 ** 63 - 4
+    pdf = pd.DataFrame({"k": ["x", "x", "x"], "i": [1, 2, 3]})
+    spark.createDataFrame(pdf).createOrReplaceTempView("wl_exact_raw")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW wl_exact AS SELECT k, i, "
+              "CASE WHEN i = 2 THEN -CAST('1234567890123456789012345678.0123456789' AS "
+              "DECIMAL(38,10)) ELSE CAST('1234567890123456789012345678.0123456789' AS "
+              "DECIMAL(38,10)) END AS d, "
+              f"CAST({big} AS BIGINT) + i AS b, "
+              "TIMESTAMP'2024-02-29 23:59:59.999999' + make_interval(0,0,0,0,0,0,i) AS t, "
+              "CASE WHEN i = 2 THEN CAST('NaN' AS DOUBLE) ELSE i / 3 END AS x "
+              "FROM wl_exact_raw")
+    spark.cep.sql("CREATE OR REPLACE TEMPORARY VIEW wl_exact_v AS SELECT * FROM wl_exact "
+                  "MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES A.i AS mi, A.d AS md, "
+                  "A.b AS mb, A.t AS mt, A.x AS mx PATTERN (A) DEFINE A AS true)")
+    try:
+        m = spark.cep.workload("wl_exact").matches()
+        got = sorted(m.selectExpr(
+            "variant_get(measures, '$.mi', 'int') AS i",
+            "variant_get(measures, '$.md', 'decimal(38,10)') AS d",
+            "variant_get(measures, '$.mb', 'bigint') AS b",
+            "variant_get(measures, '$.mt', 'timestamp') AS t",
+            "variant_get(measures, '$.mx', 'double') AS x").collect())
+        want = sorted(spark.table("wl_exact_v").select("mi", "md", "mb", "mt", "mx").collect())
+        assert spark.table("wl_exact_v").schema["md"].dataType.simpleString() == \
+            "decimal(38,10)"
+        assert [r[:4] for r in got] == [r[:4] for r in want]
+        assert got[0].d == decimal.Decimal("1234567890123456789012345678.0123456789")
+        assert got[2].b == 2 ** 63 - 1
+        assert got[0].t == datetime.datetime(2024, 3, 1, 0, 0, 0, 999999)
+        assert math.isnan(got[1].x) and got[2].x == want[2][4] == 1.0
+    finally:
+        for v in ("wl_exact_v", "wl_exact", "wl_exact_raw"):
+            spark.cep.sql(f"DROP VIEW IF EXISTS {v}")
+
+
+def test_explain_workload_statement_and_cli(workload_views, capsys, monkeypatch):
+    from cepsql.runtime import shared_pass
+    spark, _ = workload_views
+    seen = []
+    original = shared_pass.global_plan_for
+    monkeypatch.setattr(shared_pass, "global_plan_for",
+                        lambda plans, **kw: seen.append(kw) or original(plans, **kw))
+    spark.conf.set("cepsql.sharing.algorithm", "tabu")
+    spark.conf.set("cepsql.sharing.seconds", "0.5")
+    try:
+        text = spark.cep.sql(f"EXPLAIN WORKLOAD {SOURCE}").collect()[0].plan
+    finally:
+        spark.conf.unset("cepsql.sharing.algorithm")
+        spark.conf.unset("cepsql.sharing.seconds")
+    assert seen == [{"algorithm": "TABU", "seconds": 0.5}]  # the planner seam's settings
+    assert "cepsql.sharing.algorithm=TABU" in text
+    assert text.startswith("== Workload: wl_rise, wl_rows")
+    assert "1 partitioning group(s)" in text
+    assert "wl_rise: unshared -- SQL:2016 mode" in text
+    assert "STRATEGY SKIP_TILL_NEXT_MATCH" in text  # wl_next's reason
+    assert "-- view wl_any (in the shared pass) --" in text
+    listed = spark.cep.sql("EXPLAIN WORKLOAD (wl_rise, wl_any)").collect()[0].plan
+    assert listed.startswith("== Workload: wl_rise, wl_any ==")
+    assert cli.main(["sql", "-e", f"EXPLAIN WORKLOAD {SOURCE};\n"
+                     f"SELECT view, count(*) AS n FROM cep_workload('{SOURCE}') "
+                     "GROUP BY view ORDER BY view;\n"
+                     f"SELECT measures FROM cep_workload('{SOURCE}') WHERE view = 'wl_rise' "
+                     "LIMIT 1"]) == 0
+    out = capsys.readouterr().out
+    assert "== Workload: wl_rise" in out and "wl_around" in out
+    assert '"high":' in out and '"low":' in out  # VARIANT printed as JSON
+
+
+def test_unknown_workload_and_view_are_analysis_errors(workload_views):
+    spark, _ = workload_views
+    with pytest.raises(CepAnalysisError, match="unknown workload nope_src"):
+        spark.cep.workload("nope_src")
+    with pytest.raises(CepAnalysisError, match="unknown pattern view wl_nope"):
+        spark.cep.workload(["wl_rise", "wl_nope"])
+    stmt = "EXPLAIN WORKLOAD nope_src"
+    with pytest.raises(CepAnalysisError, match="unknown workload nope_src") as err:
+        spark.cep.sql(stmt)
+    assert err.value.pos == stmt.index("nope_src")
+    stmt = "SELECT * FROM cep_workload('nope_src')"
+    with pytest.raises(CepAnalysisError, match="unknown workload nope_src") as err:
+        spark.cep.sql(stmt)
+    assert err.value.pos == stmt.index("'nope_src'")
+    with pytest.raises(CepSyntaxError, match="cep_workload takes one string"):
+        spark.cep.sql("SELECT * FROM cep_workload(wl_ticks)")
+
+
+def test_workload_follows_view_changes_and_leaves_no_catalog_entries(workload_views):
+    spark, _ = workload_views
+    tables = {t.name for t in spark.catalog.listTables()}
+    wl = spark.cep.workload(SOURCE)
+    first = wl.dataframes()
+    persisted = [tagged for _, tagged in wl._built.passes.values()]
+    assert all(t.is_cached for t in persisted)
+    spark.cep.sql("CREATE OR REPLACE TEMPORARY VIEW wl_tmp AS SELECT * FROM wl_ticks "
+                  "MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS p "
+                  "PATTERN (A) DEFINE A AS A.price = 9)")
+    try:
+        second = wl.dataframes()
+        assert "wl_tmp" in second and "wl_tmp" not in first
+        assert not any(t.is_cached for t in persisted)  # the old pass was unpersisted
+        assert rows(second["wl_tmp"]) == rows(spark.table("wl_tmp"))
+    finally:
+        spark.cep.sql("DROP VIEW wl_tmp")
+    assert "wl_tmp" not in wl.dataframes()
+    wl.close()
+    assert not any(t.is_cached for _, t in [])  # nothing left to check once closed
+    after = {t.name for t in spark.catalog.listTables()}
+    assert after == tables
+    assert not {n for n in after if GENERATED_NAME.search(n)}
