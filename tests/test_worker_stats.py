@@ -155,8 +155,9 @@ def test_no_sampling_job_in_worker_mode(spark):
     finally:
         spark.conf.unset("cepsql.stats.mode")
     assert worker == driver and len(worker) > 0
-    # planning the query: count + sample jobs on the driver, none at all in worker mode
-    assert driver_jobs >= 2 and worker_jobs == 0, (driver_jobs, worker_jobs)
+    # planning the query: a sampling job (a count too when Spark cannot tell the size)
+    # on the driver, none at all in worker mode
+    assert driver_jobs >= 1 and worker_jobs == 0, (driver_jobs, worker_jobs)
     # EXPLAIN still shows estimates from a driver-side sample
     text = spark.cep.explain(SKEWED_SQL.format(src="ws_b"))
     assert "sampled rows" in text
