@@ -1,0 +1,443 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Shared DAG evaluator of a workload's global plan (SIGMOD 2019 MPM; MOTTO mark-points).
+
+One pass over the sorted rows of a chunk (whole PARTITION BY groups): a *node* holds
+instances of a sub-pattern -- one row per slot. A leaf's instances are the rows its
+owner variable's single-row DEFINE conjuncts accept (evaluated once per leaf, however
+many patterns share it). A join combines one instance of its left child with one of
+its right child (slots: left's, then right's) when their rows are disjoint, the result
+fits the node's window (the largest of its consumers') and passes the node's checks
+(order between slots, cross-variable DEFINE conjuncts of the owner pattern). Every new
+instance goes to EVERY consumer: the parent joins that share the node and the roots.
+
+A root turns an instance into a candidate match of its pattern's disjunct (term): the
+pattern's remaining checks (its own window, order checks, conjuncts) are applied and the
+candidate is listed with the row it completes at (its last row, as in the pattern's own
+planned evaluator). The pattern's own CepMatcher then finishes the candidates exactly as
+it finishes its own trees' (late conjuncts, NOT checks, R7, measures, output) --
+``CepMatcher.set_candidates``.
+
+Conditions run in the owner pattern's condition VM (``CepMatcher.eval_entry``: a C
+function taking the matcher, called without the GIL); the matchers must have the chunk's
+rows attached (``attach_rows``). Instances are pruned as rows advance by each node's
+window. No module-level state: one SharedDag per evaluator, re-entrant.
+"""
+from libc.stdlib cimport malloc, realloc, free, calloc
+from libc.string cimport memcpy, memset, memmove
+from libc.math cimport fabs
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+ctypedef long long i64
+
+include "buffers.pxi"
+
+ctypedef bint (*eval_fn)(void* matcher, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
+                         i64 ps, i64 pe) noexcept nogil
+
+# check kinds (node and binding check tables: kind, a, b)
+cdef enum: K_ORDER = 0     # row of slot a < row of slot b
+cdef enum: K_CONJ = 1      # conjunct a of the owner pattern, on slot b
+# consumer kinds (kind, index)
+cdef enum: U_LEFT = 0      # join node index takes the instance as its left input
+cdef enum: U_RIGHT = 1
+cdef enum: U_ROOT = 2      # binding index
+
+
+cdef class SharedDag:
+    """The nodes, checks and roots of a GlobalPlan as C arrays (see shared/dag_arrays.py)."""
+    cdef int n_nodes, n_bind, n_pat
+    cdef int* nd_left
+    cdef int* nd_right
+    cdef int* nd_arity
+    cdef int* nd_owner
+    cdef int* nd_wkind
+    cdef double* nd_win
+    cdef int* nd_lab_start     # node -> its slots' owner labels (CSR)
+    cdef int* nd_lab
+    cdef int* nd_chk_start     # node -> checks (CSR of kind, a, b)
+    cdef int* nd_chk
+    cdef int* nd_use_start     # node -> consumers (CSR of kind, index)
+    cdef int* nd_use
+    cdef unsigned char* nd_keep  # node has a join consumer: store its instances
+    cdef int* bd_pattern
+    cdef int* bd_term
+    cdef int* bd_root
+    cdef int* bd_wkind
+    cdef double* bd_win
+    cdef int* bd_slot_start    # binding -> per root slot: pattern label, global component
+    cdef int* bd_slot          # (pairs)
+    cdef int* bd_chk_start
+    cdef int* bd_chk
+    cdef eval_fn* pat_fn
+    cdef void** pat_matcher
+    cdef object matchers_ref
+    # state of a run
+    cdef Buf* store            # per node: instances, stride arity + 1 (first row, rows)
+    cdef i64* live             # per node: instances after the last compaction
+    cdef Buf* tmp              # per node: the instance being formed
+    cdef Buf* c_cand           # per pattern: end, term, offset, length
+    cdef Buf* c_rows
+    cdef Buf* c_comp
+    cdef i64 sort_pos[128]
+    cdef i64 sort_lab[128]
+    cdef i64 sort_cmp[128]
+    cdef const double* wts
+    cdef const unsigned char* wnull
+    cdef i64 ps, pe, cur
+    cdef int oom
+    cdef public object created  # per node: instances formed (numpy int64)
+    cdef i64* n_created
+    cdef public i64 candidates
+
+    def __cinit__(self):
+        self.n_nodes = 0
+        self.store = NULL
+        self.c_cand = NULL
+
+    def __init__(self, dict arrays, list entries, matchers):
+        """arrays: the int/float arrays of dag_arrays.dag_arrays; entries: per pattern
+        (eval function address, matcher address) from CepMatcher.eval_entry();
+        matchers: kept alive as long as this object."""
+        cdef int i, k
+        self.matchers_ref = matchers
+        self.n_nodes = len(arrays["nd_left"])
+        self.n_bind = len(arrays["bd_pattern"])
+        self.n_pat = len(entries)
+        self.nd_left = <int*> _copy_i32(arrays["nd_left"])
+        self.nd_right = <int*> _copy_i32(arrays["nd_right"])
+        self.nd_arity = <int*> _copy_i32(arrays["nd_arity"])
+        self.nd_owner = <int*> _copy_i32(arrays["nd_owner"])
+        self.nd_wkind = <int*> _copy_i32(arrays["nd_wkind"])
+        self.nd_win = <double*> _copy_f64(arrays["nd_win"])
+        self.nd_lab_start = <int*> _copy_i32(arrays["nd_lab_start"])
+        self.nd_lab = <int*> _copy_i32(arrays["nd_lab"])
+        self.nd_chk_start = <int*> _copy_i32(arrays["nd_chk_start"])
+        self.nd_chk = <int*> _copy_i32(arrays["nd_chk"])
+        self.nd_use_start = <int*> _copy_i32(arrays["nd_use_start"])
+        self.nd_use = <int*> _copy_i32(arrays["nd_use"])
+        self.nd_keep = <unsigned char*> calloc(self.n_nodes + 1, 1)
+        self.bd_pattern = <int*> _copy_i32(arrays["bd_pattern"])
+        self.bd_term = <int*> _copy_i32(arrays["bd_term"])
+        self.bd_root = <int*> _copy_i32(arrays["bd_root"])
+        self.bd_wkind = <int*> _copy_i32(arrays["bd_wkind"])
+        self.bd_win = <double*> _copy_f64(arrays["bd_win"])
+        self.bd_slot_start = <int*> _copy_i32(arrays["bd_slot_start"])
+        self.bd_slot = <int*> _copy_i32(arrays["bd_slot"])
+        self.bd_chk_start = <int*> _copy_i32(arrays["bd_chk_start"])
+        self.bd_chk = <int*> _copy_i32(arrays["bd_chk"])
+        self.pat_fn = <eval_fn*> calloc(self.n_pat + 1, sizeof(eval_fn))
+        self.pat_matcher = <void**> calloc(self.n_pat + 1, sizeof(void*))
+        for i, (fn, matcher) in enumerate(entries):
+            self.pat_fn[i] = <eval_fn> <void*> <Py_ssize_t> fn
+            self.pat_matcher[i] = <void*> <Py_ssize_t> matcher
+        self.store = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
+        self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
+        self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.n_created = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.c_cand = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        self.c_rows = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        self.c_comp = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
+                self.live == NULL or self.n_created == NULL or self.c_cand == NULL or \
+                self.c_rows == NULL or self.c_comp == NULL or self.pat_fn == NULL or \
+                self.pat_matcher == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_nodes):
+            for k in range(self.nd_use_start[i], self.nd_use_start[i + 1]):
+                if self.nd_use[2 * k] != U_ROOT:
+                    self.nd_keep[i] = 1
+            if self.nd_arity[i] > 63:
+                raise ValueError("a DAG node has more than 63 slots")
+
+    def __dealloc__(self):
+        cdef int i
+        if self.store != NULL:
+            for i in range(self.n_nodes):
+                free(self.store[i].data)
+                free(self.tmp[i].data)
+        if self.c_cand != NULL:
+            for i in range(self.n_pat):
+                free(self.c_cand[i].data)
+                free(self.c_rows[i].data)
+                free(self.c_comp[i].data)
+        free(self.store); free(self.tmp); free(self.live); free(self.n_created)
+        free(self.c_cand); free(self.c_rows); free(self.c_comp)
+        free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
+        free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
+        free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
+        free(self.nd_keep); free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
+        free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
+        free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
+
+    # ------------------------------------------------------------------ windows
+    cdef inline bint _fits(self, int kind, double w, i64 lo, i64 hi) noexcept nogil:
+        if kind == 0:
+            return True
+        if kind == 1:
+            return hi - lo < w
+        if self.wnull[lo] or self.wnull[hi]:
+            return False   # R3: a NULL time fits no window
+        return fabs(self.wts[hi] - self.wts[lo]) <= w
+
+    cdef void _compact(self, int node) noexcept nogil:
+        """Drop the node's instances whose first row no longer fits its window."""
+        cdef Buf* s = &self.store[node]
+        cdef i64 stride = self.nd_arity[node] + 1, k, n = s.n // stride, w = 0
+        cdef int kind = self.nd_wkind[node]
+        cdef double win = self.nd_win[node]
+        for k in range(n):
+            if not self._fits(kind, win, s.data[k * stride], self.cur):
+                continue
+            if w != k:
+                memcpy(s.data + w * stride, s.data + k * stride, stride * sizeof(i64))
+            w += 1
+        s.n = w * stride
+        self.live[node] = w
+
+    # ------------------------------------------------------------------ checks
+    cdef bint _checks(self, const int* chk, int lo, int hi, i64* rows, int m,
+                      const int* labels, int pattern) noexcept nogil:
+        """Checks chk[lo:hi] on an instance (rows per slot, labels per slot in the
+        pattern's terms): order between slots, then conjuncts on the row-sorted match."""
+        cdef int k, kind, a, b, i, j, sorted_ = 0
+        cdef i64 vp, vl
+        for k in range(lo, hi):
+            if chk[3 * k] == K_ORDER and not rows[chk[3 * k + 1]] < rows[chk[3 * k + 2]]:
+                return False
+        for k in range(lo, hi):
+            if chk[3 * k] != K_CONJ:
+                continue
+            if not sorted_:
+                for i in range(m):
+                    vp = rows[i]
+                    vl = labels[i]
+                    j = i
+                    while j > 0 and self.sort_pos[j - 1] > vp:
+                        self.sort_pos[j] = self.sort_pos[j - 1]
+                        self.sort_lab[j] = self.sort_lab[j - 1]
+                        j -= 1
+                    self.sort_pos[j] = vp
+                    self.sort_lab[j] = vl
+                sorted_ = 1
+            a = chk[3 * k + 1]
+            b = chk[3 * k + 2]
+            if not self.pat_fn[pattern](self.pat_matcher[pattern], a, labels[b],
+                                        self.sort_pos, self.sort_lab, m, rows[b],
+                                        self.ps, self.pe):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ propagation
+    cdef int _new(self, int node, i64* inst) noexcept nogil:
+        """A new instance (first row, then rows per slot) of node: store it if a join
+        reads the node, then hand it to every consumer."""
+        cdef int k, kind, idx, other
+        cdef i64 stride = self.nd_arity[node] + 1, j, n, sstride
+        cdef Buf* s
+        self.n_created[node] += 1
+        if self.nd_keep[node]:
+            s = &self.store[node]
+            if s.n // stride > 2 * self.live[node] + 256:
+                self._compact(node)
+            if buf_reserve(s, stride):
+                self.oom = 1
+                return -1
+            memcpy(s.data + s.n, inst, stride * sizeof(i64))
+            s.n += stride
+        for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
+            kind = self.nd_use[2 * k]
+            idx = self.nd_use[2 * k + 1]
+            if kind == U_ROOT:
+                if self._root(idx, inst):
+                    return -1
+                continue
+            other = self.nd_right[idx] if kind == U_LEFT else self.nd_left[idx]
+            s = &self.store[other]
+            sstride = self.nd_arity[other] + 1
+            n = s.n // sstride
+            for j in range(n):   # joins only grow ancestors' stores, never this one
+                if kind == U_LEFT:
+                    if self._join(idx, inst, s.data + j * sstride):
+                        return -1
+                else:
+                    if self._join(idx, s.data + j * sstride, inst):
+                        return -1
+        return 0
+
+    cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
+        """Join instance a of node's left child with b of its right child."""
+        cdef int left = self.nd_left[node], right = self.nd_right[node]
+        cdef int ma = self.nd_arity[left], mb = self.nd_arity[right], m = ma + mb, i, j
+        cdef i64 lo = a[0] if a[0] < b[0] else b[0]
+        cdef i64* t
+        if not self._fits(self.nd_wkind[node], self.nd_win[node], lo, self.cur):
+            return 0
+        for i in range(ma):
+            for j in range(mb):
+                if a[1 + i] == b[1 + j]:
+                    return 0
+        if buf_reserve(&self.tmp[node], m + 1):
+            self.oom = 1
+            return -1
+        t = self.tmp[node].data
+        t[0] = lo
+        memcpy(t + 1, a + 1, ma * sizeof(i64))
+        memcpy(t + 1 + ma, b + 1, mb * sizeof(i64))
+        if not self._checks(self.nd_chk, self.nd_chk_start[node], self.nd_chk_start[node + 1],
+                            t + 1, m, self.nd_lab + self.nd_lab_start[node],
+                            self.nd_owner[node]):
+            return 0
+        return self._new(node, t)
+
+    cdef int _root(self, int bind, i64* inst) noexcept nogil:
+        """Instance of binding bind's root: the pattern's own window and remaining
+        checks; then a candidate (rows ascending, global components) ending at cur."""
+        cdef int p = self.bd_pattern[bind], m = self.nd_arity[self.bd_root[bind]]
+        cdef int base = self.bd_slot_start[bind], i, j
+        cdef int labels[64]
+        cdef i64 vp, vc
+        cdef Buf* cr
+        cdef Buf* cc
+        if not self._fits(self.bd_wkind[bind], self.bd_win[bind], inst[0], self.cur):
+            return 0
+        for i in range(m):
+            labels[i] = self.bd_slot[2 * (base + i)]
+        if not self._checks(self.bd_chk, self.bd_chk_start[bind], self.bd_chk_start[bind + 1],
+                            inst + 1, m, labels, p):
+            return 0
+        cr = &self.c_rows[p]
+        cc = &self.c_comp[p]
+        if buf_reserve(cr, m) or buf_reserve(cc, m) or buf_reserve(&self.c_cand[p], 4):
+            self.oom = 1
+            return -1
+        for i in range(m):
+            vp = inst[1 + i]
+            vc = self.bd_slot[2 * (base + i) + 1]
+            j = i
+            while j > 0 and cr.data[cr.n + j - 1] > vp:
+                cr.data[cr.n + j] = cr.data[cr.n + j - 1]
+                cc.data[cc.n + j] = cc.data[cc.n + j - 1]
+                j -= 1
+            cr.data[cr.n + j] = vp
+            cc.data[cc.n + j] = vc
+        cc = &self.c_cand[p]
+        cc.data[cc.n] = self.cur
+        cc.data[cc.n + 1] = self.bd_term[bind]
+        cc.data[cc.n + 2] = cr.n
+        cc.data[cc.n + 3] = m
+        cc.n += 4
+        cr.n += m
+        self.c_comp[p].n += m
+        self.candidates += 1
+        return 0
+
+    cdef bint _leaf_ok(self, int leaf, i64 r) noexcept nogil:
+        cdef i64 pos[1]
+        cdef i64 lab[1]
+        cdef int k, p = self.nd_owner[leaf]
+        pos[0] = r
+        lab[0] = self.nd_lab[self.nd_lab_start[leaf]]
+        for k in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
+            if not self.pat_fn[p](self.pat_matcher[p], self.nd_chk[3 * k + 1], <int> lab[0],
+                                  pos, lab, 1, r, self.ps, self.pe):
+                return False
+        return True
+
+    cdef int _partition(self) noexcept nogil:
+        cdef int node
+        cdef i64 r
+        cdef i64 inst[2]
+        for node in range(self.n_nodes):
+            self.store[node].n = 0
+            self.live[node] = 0
+        for r in range(self.ps, self.pe):
+            self.cur = r
+            for node in range(self.n_nodes):
+                if self.nd_left[node] >= 0 or not self._leaf_ok(node, r):
+                    continue
+                inst[0] = r
+                inst[1] = r
+                if self._new(node, inst):
+                    return -1
+            if self.oom:
+                return -1
+        return 0
+
+    def run(self, cnp.ndarray bounds, wts=None, wnulls=None):
+        """Every partition [bounds[k], bounds[k+1]) of the chunk the matchers' rows are
+        attached for. Returns per pattern (cand int64[n, 4], rows, comps) for
+        CepMatcher.set_candidates."""
+        cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef const double[::1] wt
+        cdef const unsigned char[::1] wn
+        cdef double dummy_d = 0.0
+        cdef unsigned char dummy_u = 0
+        cdef i64 k, n_parts = bb.shape[0] - 1
+        cdef int p, err = 0
+        self.wts = &dummy_d
+        self.wnull = &dummy_u
+        if wts is not None:
+            wt = np.ascontiguousarray(wts, dtype=np.float64)
+            wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
+            if wt.shape[0] > 0:
+                self.wts = &wt[0]
+                self.wnull = &wn[0]
+        for p in range(self.n_pat):
+            self.c_cand[p].n = 0
+            self.c_rows[p].n = 0
+            self.c_comp[p].n = 0
+        self.oom = 0
+        with nogil:
+            for k in range(n_parts):
+                self.ps = bb[k]
+                self.pe = bb[k + 1]
+                if self.pe > self.ps and self._partition():
+                    err = 1
+                    break
+            for p in range(self.n_nodes):
+                self.store[p].n = 0
+                self.live[p] = 0
+        if err:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        out = []
+        for p in range(self.n_pat):
+            out.append((_to_numpy(&self.c_cand[p]).reshape(-1, 4), _to_numpy(&self.c_rows[p]),
+                        _to_numpy(&self.c_comp[p])))
+        return out
+
+    def node_instances(self):
+        """Instances formed per node since this object was made."""
+        return [self.n_created[i] for i in range(self.n_nodes)]
+
+
+cdef void* _copy_i32(arr):
+    cdef cnp.ndarray a = np.ascontiguousarray(arr, dtype=np.int32)
+    cdef size_t nbytes = a.nbytes if a.nbytes > 0 else 8
+    cdef void* p = malloc(nbytes)
+    if p == NULL:
+        raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+    if a.nbytes:
+        memcpy(p, cnp.PyArray_DATA(a), a.nbytes)
+    return p
+
+
+cdef void* _copy_f64(arr):
+    cdef cnp.ndarray a = np.ascontiguousarray(arr, dtype=np.float64)
+    cdef size_t nbytes = a.nbytes if a.nbytes > 0 else 8
+    cdef void* p = malloc(nbytes)
+    if p == NULL:
+        raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+    if a.nbytes:
+        memcpy(p, cnp.PyArray_DATA(a), a.nbytes)
+    return p
+
+
+cdef object _to_numpy(Buf* b):
+    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
+    if b.n:
+        memcpy(cnp.PyArray_DATA(out), b.data, b.n * sizeof(i64))
+    return out
