@@ -1,0 +1,247 @@
+"""The shared DAG evaluator: every pattern's rows from one shared pass over a workload
+equal its own CepWorker's rows (with match numbers) and the reference oracle's.
+
+Workloads are drawn to overlap: 2-8 patterns mutated from one base pattern (same event
+types under other variable names, shared and near-identical cross conditions, other
+windows, NOT, OR), streamed in small batches with PARTITION BY groups spanning batches
+and chunks. Patterns the DAG cannot run (Kleene, other strategies) run unshared in the
+same pass and must match too.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.runtime.shared import SharedEvaluator, dag_unsupported, merge_plan
+from cepsql.runtime.shared.local_run import plan_local_workload
+
+try:
+    from .strategies_cep import cep_streams
+    from .test_property_sql import SETTINGS, row_multiset, spec_of
+except ImportError:
+    from strategies_cep import cep_streams
+    from test_property_sql import SETTINGS, row_multiset, spec_of
+
+TYPES = ["tag = 'x'", "tag = 'y'", "tag <> 'z'", "price > 3", "price <= 6",
+         "PREV({v}.price) < {v}.price"]
+CROSS = ["{v}.price > {o}.price", "{v}.price >= {o}.price", "{v}.vol <= {o}.vol",
+         "{v}.tag = {o}.tag"]
+WINDOWS = {"rows": ["WITHIN 3 ROWS", "WITHIN 4 ROWS", "WITHIN 6 ROWS"],
+           "time": ["WITHIN INTERVAL '3' SECOND", "WITHIN INTERVAL '5' SECOND"],
+           "none": [""]}
+
+
+@st.composite
+def base_patterns(draw) -> dict:
+    n = draw(st.integers(2, 4))
+    types = [draw(st.sampled_from(TYPES)) for _ in range(n)]
+    cross = {}
+    for i in range(1, n):
+        if draw(st.integers(0, 2)) == 0:
+            cross[i] = (draw(st.integers(0, i - 1)), draw(st.sampled_from(CROSS)))
+    return {"op": draw(st.sampled_from(["SEQ", "SEQ", "AND"])), "types": types,
+            "cross": cross, "window_kind": draw(st.sampled_from(list(WINDOWS)))}
+
+
+@st.composite
+def mutations(draw, base: dict, index: int) -> str:
+    """A pattern near the base one: renamed variables, maybe one variable fewer or one
+    more, a changed cross condition, its own window, a NOT, an OR, an output mode."""
+    types = list(base["types"])
+    cross = dict(base["cross"])
+    op = base["op"]
+    what = draw(st.sampled_from(["same", "same", "drop", "add", "cross", "op"]))
+    if what == "drop" and len(types) > 2:
+        types.pop()
+        cross.pop(len(types), None)
+    elif what == "add" and len(types) < 5:
+        types.append(draw(st.sampled_from(TYPES)))
+    elif what == "cross" and cross:
+        k = draw(st.sampled_from(sorted(cross)))
+        cross[k] = (cross[k][0], draw(st.sampled_from(CROSS)))
+    elif what == "op":
+        op = "AND" if op == "SEQ" else "SEQ"
+    names = [f"{chr(65 + index)}{k}" for k in range(len(types))]
+    defines = []
+    for k, (name, t) in enumerate(zip(names, types)):
+        cond = t.format(v=name)
+        if k in cross:
+            cond += " AND " + cross[k][1].format(v=name, o=names[cross[k][0]])
+        defines.append(f"{name} AS {cond}")
+    items = list(names)
+    extra = draw(st.sampled_from(["", "", "", "not", "or"]))
+    if extra == "not" and op == "SEQ":
+        neg = f"N{chr(65 + index)}"
+        items.insert(draw(st.integers(1, len(items) - 1)), f"NOT({neg})")
+        defines.append(f"{neg} AS {neg}.price > 7")
+    pattern = f"{op}({', '.join(items)})"
+    if extra == "or":
+        alt = f"Z{chr(65 + index)}"
+        pattern = f"OR({pattern}, SEQ({names[0]}, {alt}))"
+        defines.append(f"{alt} AS {alt}.tag = 'z'")
+    window = draw(st.sampled_from(WINDOWS[base["window_kind"]]))
+    rows = draw(st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"]))
+    measures = [f"FIRST({names[0]}.ts) AS t0", "count(*) AS n", "MATCH_NUMBER() AS mn"]
+    if rows.startswith("ALL"):
+        measures.append("CLASSIFIER() AS cls")
+    skip = draw(st.sampled_from(["", "", "AFTER MATCH SKIP PAST LAST ROW"]))
+    return (f"SELECT * FROM t MATCH_RECOGNIZE ({base['partition']} ORDER BY ts "
+            f"MEASURES {', '.join(measures)} {rows} {skip} STRATEGY SKIP_TILL_ANY_MATCH "
+            f"PATTERN ({pattern}) {window} DEFINE {', '.join(defines)})")
+
+
+@st.composite
+def workloads(draw, max_patterns: int = 8) -> list[str]:
+    base = draw(base_patterns())
+    base["partition"] = draw(st.sampled_from(["PARTITION BY part", "PARTITION BY part", ""]))
+    n = draw(st.integers(2, max_patterns))
+    return [draw(mutations(base, i)) for i in range(n)]
+
+
+def _rows(table: pa.Table) -> Counter:
+    return Counter(tuple(map(repr, r.values())) for r in table.to_pylist())
+
+
+def assert_shared_equals_own(sqls: list[str], table: pa.Table, batch_rows: int,
+                             chunk_rows: int, oracle: bool = True) -> dict:
+    specs = [spec_of(s) for s in sqls]
+    wl = plan_local_workload(specs, table, batch_rows=batch_rows)
+    plan = merge_plan(wl.queries, wl.bounds)
+    own = wl.own_outputs()
+    shared = wl.shared_outputs(plan, chunk_rows=chunk_rows)
+    for i, sql in enumerate(sqls):
+        assert shared[i].schema == wl.bounds[i].worker_schema
+        assert _rows(shared[i]) == _rows(own[i]), (
+            f"pattern {i}: {sql}\nshared: {shared[i].to_pylist()}\nown: {own[i].to_pylist()}"
+            f"\ninput: {table.to_pylist()}")
+        if oracle:
+            names, want = evaluate_reference_cep(specs[i], table)
+            got = wl.projected(i, shared[i])
+            assert got.column_names == names
+            assert row_multiset(tuple(r.values()) for r in got.to_pylist()) == \
+                row_multiset(want), f"pattern {i}: {sql}\ninput: {table.to_pylist()}"
+    return {"plan": plan, "stats": wl.last_stats}
+
+
+def test_shared_workloads_match_own_workers_and_oracle():
+    seen = {"shared_nodes": 0, "candidates": 0}
+
+    @settings(max_examples=60, **SETTINGS)
+    @given(sqls=workloads(), table=cep_streams(), batch_rows=st.integers(1, 6),
+           chunk_rows=st.integers(1, 8))
+    def check(sqls, table, batch_rows, chunk_rows):
+        out = assert_shared_equals_own(sqls, table, batch_rows, chunk_rows)
+        seen["shared_nodes"] += len(out["plan"].shared_nodes())
+        seen["candidates"] += out["stats"]["candidates"]
+    check()
+    assert seen["shared_nodes"] > 0 and seen["candidates"] > 0
+
+
+def test_shared_workloads_with_ties_and_nulls():
+    @settings(max_examples=30, **SETTINGS)
+    @given(sqls=workloads(max_patterns=4),
+           table=cep_streams(unique_ts=False, with_nulls=True), batch_rows=st.integers(1, 6))
+    def check(sqls, table, batch_rows):
+        assert_shared_equals_own(sqls, table, batch_rows, chunk_rows=5)
+    check()
+
+
+HEAD = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+
+
+def _ticks() -> pa.Table:
+    return pa.table({
+        "part": ["x"] * 10 + ["y"] * 6,
+        "ts": list(range(10)) + list(range(6)),
+        "price": [5, 6, 4, 7, 8, 3, 9, 9, 2, 10, 1, 2, 3, 1, 4, 0],
+        "vol": [1.0, 2, 1, 3, 2, 1, 2, 2, 1, 4, 1, 1, 2, 1, 3, 1],
+        "tag": list("xyxyzxyzxyxyyxzx")})
+
+
+def test_identical_subpatterns_are_one_node_with_the_largest_window():
+    sqls = [HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN 3 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y' AND b.price > a.price)",
+            HEAD + "FIRST(p.ts) AS t0, count(*) AS n ALL ROWS PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(p, q)) WITHIN 6 ROWS "
+            "DEFINE p AS p.tag = 'x', q AS q.tag = 'y' AND q.price > p.price)",
+            # near-identical: >= instead of >, must not merge with the two above
+            HEAD + "FIRST(u.ts) AS t0 ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(u, v)) WITHIN 6 ROWS "
+            "DEFINE u AS u.tag = 'x', v AS v.tag = 'y' AND v.price >= u.price)"]
+    out = assert_shared_equals_own(sqls, _ticks(), batch_rows=4, chunk_rows=3)
+    plan = out["plan"]
+    roots = [b.root for b in plan.bindings]
+    assert roots[0] == roots[1] != roots[2]
+    assert plan.nodes[roots[0]].window == 6
+    # the leaves (event types) are shared by all three
+    assert len([n for n in plan.nodes if n.is_leaf]) == 2
+
+
+def test_not_or_and_unshared_patterns_in_one_pass():
+    sqls = [HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "AFTER MATCH SKIP PAST LAST ROW STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(a, NOT(n), b)) WITHIN INTERVAL '4' SECOND "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', n AS n.price > 7)",
+            HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (OR(SEQ(a, b), SEQ(a, c))) "
+            "WITHIN INTERVAL '5' SECOND "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z')",
+            # Kleene and another strategy: unshared, same pass
+            HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, KL(k))) WITHIN 4 ROWS "
+            "DEFINE a AS a.tag = 'x', k AS k.price > a.price)",
+            HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) WITHIN 4 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')"]
+    out = assert_shared_equals_own(sqls, _ticks(), batch_rows=3, chunk_rows=4)
+    assert out["plan"].unshared == [2, 3]
+    assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1]
+
+
+def test_dag_unsupported_reasons():
+    def reason(pattern, strategy="SKIP_TILL_ANY_MATCH"):
+        return dag_unsupported(spec_of(
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+            f"STRATEGY {strategy} PATTERN ({pattern}) WITHIN 4 ROWS "
+            "DEFINE a AS a.price > 1)"))
+    assert reason("SEQ(a, b)") is None
+    assert reason("SEQ(a, NOT(c), b)") is None
+    assert reason("OR(SEQ(a, b), SEQ(a, c))") is None
+    assert "Kleene" in reason("SEQ(a, KL(b))")
+    assert "SKIP_TILL_NEXT_MATCH" in reason("SEQ(a, b)", "SKIP_TILL_NEXT_MATCH")
+    assert "SQL:2016" in dag_unsupported(spec_of(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+        "PATTERN (a b) DEFINE a AS a.price > 1)"))
+
+
+def test_root_on_an_unplanned_pattern_is_refused():
+    sqls = [HEAD + "count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
+            "PATTERN (SEQ(a, b)) WITHIN 4 ROWS DEFINE a AS a.tag = 'x', b AS b.tag = 'y')",
+            HEAD + "count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(a, b)) WITHIN 4 ROWS DEFINE a AS a.tag = 'x', b AS b.tag = 'y')"]
+    wl = plan_local_workload([spec_of(s) for s in sqls], _ticks())
+    plan = merge_plan(wl.queries[1:], wl.bounds[1:])
+    plan.bindings = [type(b)(pattern=0, root=b.root, slot_vars=b.slot_vars)
+                     for b in plan.bindings]
+    with pytest.raises(ValueError, match="not a planned clause"):
+        SharedEvaluator(plan, wl.bounds)
+
+
+def test_stats_count_instances_once_per_shared_node():
+    sqls = [HEAD + f"count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+            f"PATTERN (SEQ({a}, {b})) WITHIN {w} ROWS "
+            f"DEFINE {a} AS {a}.tag = 'x', {b} AS {b}.tag = 'y')"
+            for a, b, w in [("a", "b", 3), ("c", "d", 5), ("e", "f", 4)]]
+    out = assert_shared_equals_own(sqls, _ticks(), batch_rows=16, chunk_rows=100)
+    plan, stats = out["plan"], out["stats"]
+    assert len(plan.nodes) == 3 and len(plan.shared_nodes()) == 1
+    tags = _ticks().column("tag").to_pylist()
+    leaves = [i for i, n in enumerate(plan.nodes) if n.is_leaf]
+    assert sorted(stats["node_instances"][i] for i in leaves) == \
+        sorted([tags.count("x"), tags.count("y")])
