@@ -241,7 +241,7 @@ cdef class SharedDag:
         self.n_created[node] += 1
         if self.nd_keep[node]:
             s = &self.store[node]
-            if s.n // stride > 2 * self.live[node] + 256:
+            if s.n // stride > 2 * self.live[node] + 32:
                 self._compact(node)
             if buf_reserve(s, stride):
                 self.oom = 1

@@ -6,7 +6,8 @@ rows and match numbers its own CepWorker would give.
 
 Per chunk of whole PARTITION BY groups (a group may span input batches; the last group
 of the pending rows stays open until its end is seen or the input ends):
-  1. every pattern's condition VM columns are loaded (its own layout),
+  1. every pattern's condition VM columns are loaded (its own layout; each input
+     column converted once, columns.py),
   2. the shared DAG (cython_ext/shared_dag.pyx) forms each shared pattern's candidate
      matches, evaluating every shared node's conditions once,
   3. each shared pattern's own CepMatcher finishes its candidates (late conjuncts,
@@ -18,6 +19,7 @@ rows held follow the largest group (see the module's limits in the report).
 """
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
 import numpy as np
@@ -26,6 +28,7 @@ import pyarrow as pa
 from ...sharing.global_plan import GlobalPlan
 from ..plan import BoundPlan
 from ..worker import CHUNK_ROWS, _with_zero, raise_vm_error, window_micros
+from .columns import load_columns
 from .dag_arrays import dag_arrays
 
 Output = list[tuple[int, pa.RecordBatch]]
@@ -64,6 +67,7 @@ class SharedEvaluator:
         self.previous = None
         self.threshold = chunk_rows
         self.matches = [0] * len(self.workers)
+        self.seconds = {"columns": 0.0, "dag": 0.0, "finish": 0.0}
 
     def feed(self, batch: pa.RecordBatch) -> Output:
         """Take the next sorted batch; returns the output of the groups it completed."""
@@ -109,26 +113,30 @@ class SharedEvaluator:
     @property
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
-        pattern."""
+        pattern, seconds spent loading columns / in the DAG / in the patterns' matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
-                "matches": list(self.matches)}
+                "matches": list(self.matches),
+                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
     def _process(self, table: pa.Table, starts: np.ndarray) -> Output:
         bounds = np.append(np.unique(starts), table.num_rows).astype(np.int64)
         wts = wnulls = None
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
-        loaded = []
-        for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
-            values, nulls = worker._load_vm(matcher, table)
+        started = time.perf_counter()
+        loaded = load_columns(self.workers, table)
+        for matcher, (values, nulls, consts, exact) in zip(self.matchers, loaded):
+            matcher.set_consts(consts)
+            matcher.set_exact_columns(exact)
             matcher.attach_rows(values, nulls)
-            loaded.append((values, nulls))
+        loaded_at = time.perf_counter()
         candidates = self.dag.run(bounds, wts, wnulls)
+        dag_at = time.perf_counter()
         shared = set(self.shared)
         out: Output = []
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
-            values, nulls = loaded[p]
+            values, nulls = loaded[p][:2]
             if p in shared:
                 matcher.set_candidates(*candidates[p])
             own_time = worker.config.window_kind == 2
@@ -141,8 +149,11 @@ class SharedEvaluator:
             raise_vm_error(matcher.vm_error())
             if len(rows) == 0:
                 continue
-            self.matches[p] += len(np.unique(numbers)) if len(numbers) else 0
+            self.matches[p] += 1 + int(np.count_nonzero(np.diff(numbers)))
             for batch in worker._output(table, rows, numbers, leaves, aggregates,
                                         np.zeros(0, dtype=np.int64)):
                 out.append((p, batch))
+        self.seconds["columns"] += loaded_at - started
+        self.seconds["dag"] += dag_at - loaded_at
+        self.seconds["finish"] += time.perf_counter() - dag_at
         return out

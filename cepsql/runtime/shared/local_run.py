@@ -1,6 +1,7 @@
 """A workload of MATCH_RECOGNIZE queries over one Arrow table, in-process: each query
 planned alone (its derived columns under its own prefix, so the union of the prepared
-columns has no clash), the rows prepared once, sorted once, then run by the shared
+columns has no clash), each distinct row-local expression computed once (added under
+every name that needs it), the rows prepared once, sorted once, then run by the shared
 evaluator or by every pattern's own CepWorker. Used by the tests and the benchmark."""
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
         cep_plan_module.DerivedColumns = original
     prepared = table
     seen: dict[str, object] = {}
+    computed: dict[object, pa.ChunkedArray] = {}   # one array per distinct expression
     for q in queries:
         for name, expr in q.prepare_columns:
             if name in seen:
@@ -67,7 +69,9 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
                     raise ValueError(f"prepared column {name} differs between patterns")
                 continue
             seen[name] = expr
-            prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+            if expr not in computed:
+                computed[expr] = evaluate_arrow(expr, table)
+            prepared = prepared.append_column(name, computed[expr])
     keys = [tuple(k for k in q.sort_keys[:q.primary_sort_keys]) for q in queries]
     if len(set(keys)) > 1:
         raise ValueError("the patterns of a workload must share PARTITION BY and ORDER BY")
