@@ -217,6 +217,7 @@ cdef class CepMatcher:
     cdef i64 ext_n, ext_at
     cdef int ext_on
     cdef object rows_ref         # VM rows attached for external condition checks
+    cdef i64 att_rows            # their number (run()'s n_rows stays the carried chunk's)
 
     def __cinit__(self):
         self.code = NULL
@@ -1422,7 +1423,7 @@ cdef class CepMatcher:
         vv = np.ascontiguousarray(values, dtype=np.float64)
         nn = np.ascontiguousarray(nulls, dtype=np.uint8)
         self.rows_ref = (vv, nn)
-        self.n_rows = vv.shape[1]
+        self.att_rows = vv.shape[1]
         self.vals = <const double*> cnp.PyArray_DATA(vv) if vv.size else NULL
         self.nulls = <const unsigned char*> cnp.PyArray_DATA(nn) if nn.size else NULL
 
@@ -2404,8 +2405,13 @@ cdef object _to_numpy(Buf* b):
 cdef bint _matcher_eval_explicit(void* matcher, int c, int label, i64* pos, i64* lab,
                                  i64 m, i64 r, i64 ps, i64 pe) noexcept nogil:
     """Conjunct c of the matcher's pattern at row r (labelled label) on the explicit,
-    row-sorted match pos/lab[0..m), within partition rows [ps, pe). Evaluated between
-    runs only (it sets the matcher's partition bounds)."""
+    row-sorted match pos/lab[0..m), within partition rows [ps, pe) of the rows given to
+    attach_rows. Evaluated between runs only (it sets the matcher's partition bounds)."""
+    cdef i64 saved = (<CepMatcher> matcher).n_rows
+    cdef bint ok
     (<CepMatcher> matcher).ps = ps
     (<CepMatcher> matcher).pe = pe
-    return (<CepMatcher> matcher)._eval(c, label, NULL, pos, lab, m, r)
+    (<CepMatcher> matcher).n_rows = (<CepMatcher> matcher).att_rows
+    ok = (<CepMatcher> matcher)._eval(c, label, NULL, pos, lab, m, r)
+    (<CepMatcher> matcher).n_rows = saved
+    return ok

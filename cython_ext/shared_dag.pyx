@@ -20,7 +20,9 @@ it finishes its own trees' (late conjuncts, NOT checks, R7, measures, output) --
 Conditions run in the owner pattern's condition VM (``CepMatcher.eval_entry``: a C
 function taking the matcher, called without the GIL); the matchers must have the chunk's
 rows attached (``attach_rows``). Instances are pruned as rows advance by each node's
-window. No module-level state: one SharedDag per evaluator, re-entrant.
+window; with WITHIN on every pattern the open PARTITION BY group of a chunk carries its
+stores into the next chunk (rows rebased), so memory follows the largest window. No
+module-level state: one SharedDag per evaluator, re-entrant.
 """
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memcpy, memset, memmove
@@ -89,6 +91,9 @@ cdef class SharedDag:
     cdef const unsigned char* wnull
     cdef i64 ps, pe, cur
     cdef int oom
+    cdef int has_state         # the open group's stores carry into the next run
+    cdef i64 resume            # first row of the open group not yet processed
+    cdef public i64 keep       # first row the next run must get again (see run)
     cdef public object created  # per node: instances formed (numpy int64)
     cdef i64* n_created
     cdef public i64 candidates
@@ -347,14 +352,19 @@ cdef class SharedDag:
                 return False
         return True
 
-    cdef int _partition(self) noexcept nogil:
+    cdef void _clear(self) noexcept nogil:
         cdef int node
-        cdef i64 r
-        cdef i64 inst[2]
         for node in range(self.n_nodes):
             self.store[node].n = 0
             self.live[node] = 0
-        for r in range(self.ps, self.pe):
+
+    cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
+        """Rows [start, stop) of the current partition: each leaf that accepts a row
+        makes an instance, which climbs to every consumer."""
+        cdef int node
+        cdef i64 r
+        cdef i64 inst[2]
+        for r in range(start, stop):
             self.cur = r
             for node in range(self.n_nodes):
                 if self.nd_left[node] >= 0 or not self._leaf_ok(node, r):
@@ -367,17 +377,45 @@ cdef class SharedDag:
                 return -1
         return 0
 
-    def run(self, cnp.ndarray bounds, wts=None, wnulls=None):
+    cdef i64 _open_keep(self, i64 stop, int lookback) noexcept nogil:
+        """After rows up to stop of the open partition: prune every store by window and
+        return the first row the carried instances (and their conditions' PREV) read."""
+        cdef int node
+        cdef i64 need = stop, k, stride
+        cdef Buf* s
+        self.cur = stop - 1
+        for node in range(self.n_nodes):
+            if stop > self.ps:
+                self._compact(node)
+            s = &self.store[node]
+            stride = self.nd_arity[node] + 1
+            for k in range(s.n // stride):
+                if s.data[k * stride] < need:
+                    need = s.data[k * stride]
+        need -= lookback
+        if need < self.ps:
+            need = self.ps
+        return need
+
+    def run(self, cnp.ndarray bounds, wts=None, wnulls=None, int open_last=0, int cont=0,
+            int lookahead=0, int lookback=0):
         """Every partition [bounds[k], bounds[k+1]) of the chunk the matchers' rows are
         attached for. Returns per pattern (cand int64[n, 4], rows, comps) for
-        CepMatcher.set_candidates."""
+        CepMatcher.set_candidates.
+
+        Streaming (every node windowed): with open_last the last partition continues in
+        the next run: its rows are processed up to lookahead rows before the chunk end
+        (NEXT() of a condition must see them), the stores are pruned and ``keep`` is the
+        first row the carried instances need (lookback rows before the oldest); call
+        rebase(d) once the caller dropped the chunk's first d rows. With cont the first
+        partition continues the carried stores."""
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
         cdef const double[::1] wt
         cdef const unsigned char[::1] wn
         cdef double dummy_d = 0.0
         cdef unsigned char dummy_u = 0
-        cdef i64 k, n_parts = bb.shape[0] - 1
-        cdef int p, err = 0
+        cdef i64 k, n_parts = bb.shape[0] - 1, start, stop
+        cdef int p, err = 0, is_cont, is_open
         self.wts = &dummy_d
         self.wnull = &dummy_u
         if wts is not None:
@@ -391,23 +429,50 @@ cdef class SharedDag:
             self.c_rows[p].n = 0
             self.c_comp[p].n = 0
         self.oom = 0
+        self.keep = 0
         with nogil:
             for k in range(n_parts):
                 self.ps = bb[k]
                 self.pe = bb[k + 1]
-                if self.pe > self.ps and self._partition():
+                is_cont = k == 0 and cont and self.has_state
+                is_open = k == n_parts - 1 and open_last
+                if is_cont:
+                    start = self.resume
+                else:
+                    self._clear()
+                    start = self.ps
+                stop = self.pe - lookahead if is_open else self.pe
+                if stop < start:
+                    stop = start
+                if self._rows(start, stop):
                     err = 1
                     break
-            for p in range(self.n_nodes):
-                self.store[p].n = 0
-                self.live[p] = 0
+                if is_open:
+                    self.keep = self._open_keep(stop, lookback)
+                    self.resume = stop
+            self.has_state = open_last and n_parts > 0 and not err
+            if not self.has_state:
+                self._clear()
         if err:
+            self._clear()
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
         out = []
         for p in range(self.n_pat):
             out.append((_to_numpy(&self.c_cand[p]).reshape(-1, 4), _to_numpy(&self.c_rows[p]),
                         _to_numpy(&self.c_comp[p])))
         return out
+
+    def rebase(self, i64 d):
+        """The caller dropped the first d rows of the chunk: shift the carried state."""
+        cdef int node
+        cdef i64 k
+        if not self.has_state or d <= 0:
+            return
+        for node in range(self.n_nodes):
+            for k in range(self.store[node].n):
+                self.store[node].data[k] -= d
+        self.resume -= d
+        self.keep -= d
 
     def node_instances(self):
         """Instances formed per node since this object was made."""

@@ -245,3 +245,33 @@ def test_stats_count_instances_once_per_shared_node():
     leaves = [i for i, n in enumerate(plan.nodes) if n.is_leaf]
     assert sorted(stats["node_instances"][i] for i in leaves) == \
         sorted([tags.count("x"), tags.count("y")])
+
+
+def test_memory_follows_the_window_not_the_partition():
+    """One 3000-row group (no PARTITION BY), batches of 50: the shared pass streams it,
+    holding about a chunk plus the window, and still equals the own workers."""
+    n = 3000
+    table = pa.table({"part": ["p"] * n, "ts": list(range(n)),
+                      "price": [(7 * i) % 10 for i in range(n)],
+                      "vol": [float(i % 4) for i in range(n)],
+                      "tag": [("x", "y", "z", "x", "y")[i % 5] for i in range(n)]})
+    head = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES "
+    sqls = [head + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN 5 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y' AND b.price > a.price)",
+            head + "FIRST(c.ts) AS t0, count(*) AS n ALL ROWS PER MATCH "
+            "AFTER MATCH SKIP PAST LAST ROW STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (SEQ(c, d, NOT(m), e)) WITHIN 8 ROWS "
+            "DEFINE c AS c.tag = 'x', d AS d.tag = 'y' AND d.price > c.price, "
+            "e AS e.tag = 'z', m AS m.price = 9)",
+            head + "FIRST(f.ts) AS t0 ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+            "PATTERN (AND(f, g)) WITHIN INTERVAL '3' SECOND "
+            "DEFINE f AS f.tag = 'x', g AS g.tag = 'y' AND g.price > f.price)"]
+    wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=50)
+    plan = merge_plan(wl.queries, wl.bounds)
+    assert plan.shared_nodes()
+    own = wl.own_outputs()
+    shared = wl.shared_outputs(plan, chunk_rows=64)
+    for a, b in zip(own, shared):
+        assert a.num_rows > 0 and _rows(a) == _rows(b)
+    assert wl.last_stats["peak_rows"] <= 3 * 64

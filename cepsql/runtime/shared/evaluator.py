@@ -4,8 +4,7 @@ Push-style: ``feed(batch)`` / ``finish()`` return (pattern index, batch) pairs, 
 batch in that pattern's own worker output layout (``BoundPlan.worker_schema``) with the
 rows and match numbers its own CepWorker would give.
 
-Per chunk of whole PARTITION BY groups (a group may span input batches; the last group
-of the pending rows stays open until its end is seen or the input ends):
+Per chunk of rows:
   1. every pattern's condition VM columns are loaded (its own layout; each input
      column converted once, columns.py),
   2. the shared DAG (cython_ext/shared_dag.pyx) forms each shared pattern's candidate
@@ -14,8 +13,13 @@ of the pending rows stays open until its end is seen or the input ends):
      NOT checks, SKIP PAST LAST ROW, measures) -- patterns without a root in the plan
      (``GlobalPlan.unshared``) run their own planned or in-order evaluation on the same
      chunk.
-Node buffers are pruned by window as rows advance; a chunk holds whole groups, so the
-rows held follow the largest group (see the module's limits in the report).
+
+Memory: when every pattern has a WITHIN window (and its own worker could stream, see
+CepWorker.streamable), a chunk ends inside the open PARTITION BY group and only the
+rows still needed are carried: the DAG's (the oldest live instance, by node window)
+and every matcher's (its ``keep``). Each matcher sees the chunk from its own first
+kept row on, so rows, match numbers and state are exactly those of its own streaming
+run. Otherwise chunks hold whole groups (the last group stays pending until it ends).
 """
 from __future__ import annotations
 
@@ -51,6 +55,8 @@ class SharedEvaluator:
         keys = {tuple(c.partition_columns) for c in configs}
         if len(keys) > 1:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
+        if any(c.breaks_column is not None for c in configs):
+            raise ValueError("STRICT_CONTIGUITY across partitions cannot run in a shared pass")
         self.matchers = [w._new_matcher() for w in self.workers]
         self.dag = SharedDag(dag_arrays(global_plan, configs),
                              [m.eval_entry() for m in self.matchers], self.matchers)
@@ -60,17 +66,34 @@ class SharedEvaluator:
         if len(times) > 1:
             raise ValueError("time windows of a shared pass must use one ORDER BY column")
         self.time_column = times.pop() if times else None
+        # one lookahead for all (the DAG stops where every matcher stops); a deeper
+        # lookback only keeps more rows
+        self.lookahead = max([m.lookahead for m in self.matchers], default=0)
+        self.lookback = max([m.lookback for m in self.matchers], default=0)
+        for m in self.matchers:
+            m.lookahead, m.lookback = self.lookahead, self.lookback
+        self.streaming = all(w.streamable() for w in self.workers) and \
+            all(n.window_kind for n in global_plan.nodes)
         self.chunk_rows = chunk_rows
         self.pending: list[pa.RecordBatch] = []
         self.starts: list[np.ndarray] = []
         self.pending_rows = 0
         self.previous = None
         self.threshold = chunk_rows
+        self.carried = False               # the pending rows start inside an open group
+        self.offsets = [0] * len(self.workers)   # per matcher: its first row in pending
         self.matches = [0] * len(self.workers)
         self.seconds = {"columns": 0.0, "dag": 0.0, "finish": 0.0}
+        self.peak_rows = 0
 
     def feed(self, batch: pa.RecordBatch) -> Output:
-        """Take the next sorted batch; returns the output of the groups it completed."""
+        """Take the next sorted batch; returns the output it completed."""
+        out: Output = []
+        for i in range(0, batch.num_rows, self.chunk_rows):
+            out += self._feed(batch.slice(i, self.chunk_rows))
+        return out
+
+    def _feed(self, batch: pa.RecordBatch) -> Output:
         if batch.num_rows == 0:
             return []
         self.starts.append(self.workers[0]._group_starts(batch, self.previous)
@@ -81,17 +104,28 @@ class SharedEvaluator:
         if self.pending_rows < self.threshold:
             return []
         starts = _with_zero(np.concatenate(self.starts))
-        cut = int(starts[-1])   # the last group may continue in the next batch
-        if cut == 0:
-            self.threshold = 2 * self.pending_rows
-            return []
         table = pa.Table.from_batches(self.pending)
-        out = self._process(table.slice(0, cut), starts[:-1])
-        rest = table.slice(cut)
+        if self.streaming:
+            out = self._process(table, starts, open_last=True)
+            keep = min(self.dag.keep, min(self.offsets, default=self.dag.keep))
+            self.dag.rebase(keep)
+            self.offsets = [o - keep for o in self.offsets]
+            rest = table.slice(keep)
+            self.carried = True
+            self.starts = [np.zeros(0, dtype=np.int64)]
+            # rows held back (a long undecided match) are retried once the data doubled
+            self.threshold = max(self.chunk_rows, 2 * rest.num_rows)
+        else:
+            cut = int(starts[-1])   # the last group may continue in the next batch
+            if cut == 0:
+                self.threshold = 2 * self.pending_rows
+                return []
+            out = self._process(table.slice(0, cut), starts[:-1])
+            rest = table.slice(cut)
+            self.starts = [np.zeros(1, dtype=np.int64)]
+            self.threshold = self.chunk_rows
         self.pending = rest.to_batches()
         self.pending_rows = rest.num_rows
-        self.starts = [np.zeros(1, dtype=np.int64)]
-        self.threshold = self.chunk_rows
         return out
 
     def finish(self) -> Output:
@@ -113,44 +147,65 @@ class SharedEvaluator:
     @property
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
-        pattern, seconds spent loading columns / in the DAG / in the patterns' matchers."""
+        pattern, the most rows one chunk held, seconds spent loading columns / in the
+        DAG / in the patterns' matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
                 "matches": list(self.matches),
+                "peak_rows": self.peak_rows,
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
-    def _process(self, table: pa.Table, starts: np.ndarray) -> Output:
-        bounds = np.append(np.unique(starts), table.num_rows).astype(np.int64)
+    def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
+                 ) -> Output:
+        started = time.perf_counter()
+        n = table.num_rows
+        self.peak_rows = max(self.peak_rows, n)
+        starts = np.unique(starts)
+        bounds = np.append(starts, n).astype(np.int64)
         wts = wnulls = None
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
-        started = time.perf_counter()
         loaded = load_columns(self.workers, table)
         for matcher, (values, nulls, consts, exact) in zip(self.matchers, loaded):
             matcher.set_consts(consts)
             matcher.set_exact_columns(exact)
             matcher.attach_rows(values, nulls)
         loaded_at = time.perf_counter()
-        candidates = self.dag.run(bounds, wts, wnulls)
+        candidates = self.dag.run(bounds, wts, wnulls, int(open_last), int(self.carried),
+                                  self.lookahead, self.lookback)
         dag_at = time.perf_counter()
         shared = set(self.shared)
         out: Output = []
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
-            values, nulls = loaded[p][:2]
+            values, nulls, _, exact = loaded[p]
+            off = self.offsets[p] if self.carried else 0
+            if off:
+                values, nulls = values[:, off:], nulls[:, off:]
+                matcher.set_exact_columns(exact[:, off:])
+            own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off)
             if p in shared:
-                matcher.set_candidates(*candidates[p])
+                cand, rows, comps = candidates[p]
+                if off:
+                    cand = cand.copy()
+                    cand[:, 0] -= off
+                    rows = rows - off
+                matcher.set_candidates(cand, rows, comps)
             own_time = worker.config.window_kind == 2
             try:
                 rows, numbers, leaves, aggregates = matcher.run(
-                    values, nulls, bounds, wts if own_time else None,
-                    wnulls if own_time else None)
+                    values, nulls, own_bounds.astype(np.int64),
+                    wts[off:] if own_time else None, wnulls[off:] if own_time else None,
+                    int(open_last), int(self.carried))
             finally:
                 matcher.set_candidates(None)
             raise_vm_error(matcher.vm_error())
+            if open_last:
+                self.offsets[p] = off + int(matcher.keep)
             if len(rows) == 0:
                 continue
             self.matches[p] += 1 + int(np.count_nonzero(np.diff(numbers)))
-            for batch in worker._output(table, rows, numbers, leaves, aggregates,
+            own_table = table.slice(off) if off else table
+            for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
                                         np.zeros(0, dtype=np.int64)):
                 out.append((p, batch))
         self.seconds["columns"] += loaded_at - started
