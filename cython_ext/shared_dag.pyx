@@ -43,6 +43,7 @@ ctypedef bint (*eval_fn)(void* matcher, int c, int label, i64* pos, i64* lab, i6
 # check kinds (node and binding check tables: kind, a, b)
 cdef enum: K_ORDER = 0     # row of slot a < row of slot b
 cdef enum: K_CONJ = 1      # conjunct a of the owner pattern, on slot b
+cdef enum: K_KCONJ = 2     # Kleene leaf: conjunct a checked on the closure being formed
 # consumer kinds (kind, index)
 cdef enum: U_LEFT = 0      # join node index takes the instance as its left input
 cdef enum: U_RIGHT = 1
@@ -78,15 +79,18 @@ cdef class SharedDag:
     cdef void** pat_matcher
     cdef object matchers_ref
     # state of a run
-    cdef Buf* store            # per node: instances, stride arity + 1 (first row, rows)
+    cdef Buf* store            # per node: records (first row, m, m rows, m slots)
     cdef i64* live             # per node: instances after the last compaction
+    cdef i64* count            # per node: instances stored
+    cdef int* nd_kmin          # per node: Kleene leaf min / max (-1) elements; -1: plain
+    cdef int* nd_kmax
     cdef Buf* tmp              # per node: the instance being formed
     cdef Buf* c_cand           # per pattern: end, term, offset, length
     cdef Buf* c_rows
     cdef Buf* c_comp
-    cdef i64 sort_pos[128]
-    cdef i64 sort_lab[128]
-    cdef i64 sort_cmp[128]
+    cdef i64* sort_pos         # a match sorted by row, for the condition VM
+    cdef i64* sort_lab
+    cdef i64 sort_cap
     cdef const double* wts
     cdef const unsigned char* wnull
     cdef i64 ps, pe, cur
@@ -142,12 +146,15 @@ cdef class SharedDag:
         self.store = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.count = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.nd_kmin = <int*> _copy_i32(arrays["nd_kmin"])
+        self.nd_kmax = <int*> _copy_i32(arrays["nd_kmax"])
         self.n_created = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
         self.c_cand = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         self.c_rows = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         self.c_comp = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
-                self.live == NULL or self.n_created == NULL or self.c_cand == NULL or \
+                self.live == NULL or self.count == NULL or self.n_created == NULL or self.c_cand == NULL or \
                 self.c_rows == NULL or self.c_comp == NULL or self.pat_fn == NULL or \
                 self.pat_matcher == NULL:
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
@@ -157,6 +164,8 @@ cdef class SharedDag:
                     self.nd_keep[i] = 1
             if self.nd_arity[i] > 63:
                 raise ValueError("a DAG node has more than 63 slots")
+            if self.nd_kmin[i] >= 0:
+                self.nd_keep[i] = 1   # closures are enumerated from the stored elements
 
     def __dealloc__(self):
         cdef int i
@@ -170,6 +179,8 @@ cdef class SharedDag:
                 free(self.c_rows[i].data)
                 free(self.c_comp[i].data)
         free(self.store); free(self.tmp); free(self.live); free(self.n_created)
+        free(self.count); free(self.nd_kmin); free(self.nd_kmax)
+        free(self.sort_pos); free(self.sort_lab)
         free(self.c_cand); free(self.c_rows); free(self.c_comp)
         free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
         free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
@@ -191,35 +202,74 @@ cdef class SharedDag:
     cdef void _compact(self, int node) noexcept nogil:
         """Drop the node's instances whose first row no longer fits its window."""
         cdef Buf* s = &self.store[node]
-        cdef i64 stride = self.nd_arity[node] + 1, k, n = s.n // stride, w = 0
+        cdef i64 k = 0, w = 0, size, live = 0
         cdef int kind = self.nd_wkind[node]
         cdef double win = self.nd_win[node]
-        for k in range(n):
-            if not self._fits(kind, win, s.data[k * stride], self.cur):
-                continue
-            if w != k:
-                memcpy(s.data + w * stride, s.data + k * stride, stride * sizeof(i64))
-            w += 1
-        s.n = w * stride
-        self.live[node] = w
+        while k < s.n:
+            size = 2 + 2 * s.data[k + 1]
+            if self._fits(kind, win, s.data[k], self.cur):
+                if w != k:
+                    memmove(s.data + w, s.data + k, size * sizeof(i64))
+                w += size
+                live += 1
+            k += size
+        s.n = w
+        self.live[node] = live
+        self.count[node] = live
 
     # ------------------------------------------------------------------ checks
-    cdef bint _checks(self, const int* chk, int lo, int hi, i64* rows, int m,
+    cdef bint _sort_room(self, i64 m) noexcept nogil:
+        """Room for m rows in the sorted-match arrays (False: out of memory)."""
+        cdef i64* a
+        cdef i64* b
+        if m <= self.sort_cap:
+            return True
+        a = <i64*> realloc(self.sort_pos, 2 * m * sizeof(i64))
+        if a == NULL:
+            self.oom = 1
+            return False
+        self.sort_pos = a
+        b = <i64*> realloc(self.sort_lab, 2 * m * sizeof(i64))
+        if b == NULL:
+            self.oom = 1
+            return False
+        self.sort_lab = b
+        self.sort_cap = 2 * m
+        return True
+
+    cdef bint _checks(self, const int* chk, int lo, int hi, i64* rec,
                       const int* labels, int pattern) noexcept nogil:
-        """Checks chk[lo:hi] on an instance (rows per slot, labels per slot in the
-        pattern's terms): order between slots, then conjuncts on the row-sorted match."""
-        cdef int k, kind, a, b, i, j, sorted_ = 0
-        cdef i64 vp, vl
+        """Checks chk[lo:hi] on an instance record (first row, m, rows, slots; labels
+        per slot in the pattern's terms): order between slots (every row of one before
+        every row of the other), then conjuncts on the row-sorted match, for every row
+        of their slot."""
+        cdef i64 m = rec[1], i, j, va, vb, vp, vl
+        cdef i64* rows = rec + 2
+        cdef i64* slots = rec + 2 + m
+        cdef int k, a, b, sorted_ = 0
         for k in range(lo, hi):
-            if chk[3 * k] == K_ORDER and not rows[chk[3 * k + 1]] < rows[chk[3 * k + 2]]:
+            if chk[3 * k] != K_ORDER:
+                continue
+            a = chk[3 * k + 1]
+            b = chk[3 * k + 2]
+            va = -1
+            vb = -1
+            for i in range(m):
+                if slots[i] == a and (va < 0 or rows[i] > va):
+                    va = rows[i]
+                elif slots[i] == b and (vb < 0 or rows[i] < vb):
+                    vb = rows[i]
+            if not va < vb:
                 return False
         for k in range(lo, hi):
-            if chk[3 * k] != K_CONJ:
+            if chk[3 * k] == K_ORDER:
                 continue
             if not sorted_:
+                if not self._sort_room(m):
+                    return False
                 for i in range(m):
                     vp = rows[i]
-                    vl = labels[i]
+                    vl = labels[slots[i]]
                     j = i
                     while j > 0 and self.sort_pos[j - 1] > vp:
                         self.sort_pos[j] = self.sort_pos[j - 1]
@@ -230,89 +280,294 @@ cdef class SharedDag:
                 sorted_ = 1
             a = chk[3 * k + 1]
             b = chk[3 * k + 2]
-            if not self.pat_fn[pattern](self.pat_matcher[pattern], a, labels[b],
-                                        self.sort_pos, self.sort_lab, m, rows[b],
-                                        self.ps, self.pe):
-                return False
+            for i in range(m):
+                if slots[i] == b and not self.pat_fn[pattern](
+                        self.pat_matcher[pattern], a, labels[b], self.sort_pos,
+                        self.sort_lab, m, rows[i], self.ps, self.pe):
+                    return False
         return True
 
     # ------------------------------------------------------------------ propagation
-    cdef int _new(self, int node, i64* inst) noexcept nogil:
-        """A new instance (first row, then rows per slot) of node: store it if a join
-        reads the node, then hand it to every consumer."""
+    cdef inline bint _kleene(self, int node) noexcept nogil:
+        return self.nd_kmin[node] >= 0
+
+    cdef int _new(self, int node, i64* rec) noexcept nogil:
+        """A new instance record of node: store it if a join reads the node, then hand
+        it to every consumer (a Kleene leaf's new element: the closures ending at it)."""
         cdef int k, kind, idx, other
-        cdef i64 stride = self.nd_arity[node] + 1, j, n, sstride
+        cdef i64 size = 2 + 2 * rec[1], j, n
         cdef Buf* s
+        cdef bint kl = self._kleene(node)
         self.n_created[node] += 1
         if self.nd_keep[node]:
             s = &self.store[node]
-            if s.n // stride > 2 * self.live[node] + 32:
+            if self.count[node] > 2 * self.live[node] + 32:
                 self._compact(node)
-            if buf_reserve(s, stride):
+            if buf_reserve(s, size):
                 self.oom = 1
                 return -1
-            memcpy(s.data + s.n, inst, stride * sizeof(i64))
-            s.n += stride
+            memcpy(s.data + s.n, rec, size * sizeof(i64))
+            s.n += size
+            self.count[node] += 1
         for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
             kind = self.nd_use[2 * k]
             idx = self.nd_use[2 * k + 1]
             if kind == U_ROOT:
-                if self._root(idx, inst):
+                if kl:
+                    if self._closures(node, NULL, rec[2], -1, idx, 0):
+                        return -1
+                elif self._root(idx, rec):
                     return -1
                 continue
             other = self.nd_right[idx] if kind == U_LEFT else self.nd_left[idx]
+            if kl:
+                # the closures ending at this element, with every live sibling instance
+                s = &self.store[other]
+                j = 0
+                n = s.n
+                while j < n:
+                    if self._closures(node, s.data + j, rec[2], idx, -1, kind == U_LEFT):
+                        return -1
+                    j += 2 + 2 * s.data[j + 1]
+                continue
+            if self._kleene(other):
+                if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT):
+                    return -1
+                continue
             s = &self.store[other]
-            sstride = self.nd_arity[other] + 1
-            n = s.n // sstride
-            for j in range(n):   # joins only grow ancestors' stores, never this one
+            j = 0
+            n = s.n    # joins only grow ancestors' stores, never this one
+            while j < n:
                 if kind == U_LEFT:
-                    if self._join(idx, inst, s.data + j * sstride):
+                    if self._join(idx, rec, s.data + j):
                         return -1
-                else:
-                    if self._join(idx, s.data + j * sstride, inst):
-                        return -1
+                elif self._join(idx, s.data + j, rec):
+                    return -1
+                j += 2 + 2 * s.data[j + 1]
         return 0
 
     cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
         """Join instance a of node's left child with b of its right child."""
-        cdef int left = self.nd_left[node], right = self.nd_right[node]
-        cdef int ma = self.nd_arity[left], mb = self.nd_arity[right], m = ma + mb, i, j
+        cdef int shift = self.nd_arity[self.nd_left[node]]
+        cdef i64 ma = a[1], mb = b[1], m = ma + mb, i, j
         cdef i64 lo = a[0] if a[0] < b[0] else b[0]
         cdef i64* t
         if not self._fits(self.nd_wkind[node], self.nd_win[node], lo, self.cur):
             return 0
         for i in range(ma):
             for j in range(mb):
-                if a[1 + i] == b[1 + j]:
+                if a[2 + i] == b[2 + j]:
                     return 0
-        if buf_reserve(&self.tmp[node], m + 1):
+        if buf_reserve(&self.tmp[node], 2 + 2 * m):
             self.oom = 1
             return -1
         t = self.tmp[node].data
         t[0] = lo
-        memcpy(t + 1, a + 1, ma * sizeof(i64))
-        memcpy(t + 1 + ma, b + 1, mb * sizeof(i64))
+        t[1] = m
+        memcpy(t + 2, a + 2, ma * sizeof(i64))
+        memcpy(t + 2 + ma, b + 2, mb * sizeof(i64))
+        memcpy(t + 2 + m, a + 2 + ma, ma * sizeof(i64))
+        for j in range(mb):
+            t[2 + m + ma + j] = b[2 + mb + j] + shift
         if not self._checks(self.nd_chk, self.nd_chk_start[node], self.nd_chk_start[node + 1],
-                            t + 1, m, self.nd_lab + self.nd_lab_start[node],
-                            self.nd_owner[node]):
+                            t, self.nd_lab + self.nd_lab_start[node], self.nd_owner[node]):
             return 0
         return self._new(node, t)
 
-    cdef int _root(self, int bind, i64* inst) noexcept nogil:
+    cdef int _closures(self, int leaf, i64* x, i64 end_row, int parent, int bind,
+                       bint leaf_left) noexcept nogil:
+        """Closures of Kleene leaf (ending at end_row unless -1) in the context of the
+        sibling's instance x at parent (or alone, for binding bind). Depth-first over
+        increasing element rows, as the pattern's own evaluator: each element passes the
+        leaf's remaining conditions (on the elements so far) and the parent's conditions
+        on the leaf's slot (on x plus the elements so far); each closure of an admitted
+        size is joined with x at parent or handed to the root."""
+        cdef Buf* s = &self.store[leaf]
+        cdef int kind, lslot, q, owner = self.nd_owner[leaf], pw_kind
+        cdef int llab = self.nd_lab[self.nd_lab_start[leaf]]
+        cdef i64 lo_n = self.nd_kmin[leaf], hi_n = self.nd_kmax[leaf]
+        cdef i64 xm = 0 if x == NULL else x[1], xmin = -1, xmax = -1, lo_b = -1, hi_b = -1
+        cdef i64 n, nc = 0, k, row, depth, i, j, a, b, m, tm, rc = 0
+        cdef double pw
+        cdef const int* plabs = NULL
+        cdef i64* cand
+        cdef i64* idx
+        cdef i64* rec
+        cdef bint ok
+        if parent >= 0:
+            pw_kind = self.nd_wkind[parent]
+            pw = self.nd_win[parent]
+            plabs = self.nd_lab + self.nd_lab_start[parent]
+            lslot = 0 if leaf_left else self.nd_arity[self.nd_left[parent]]
+        else:
+            pw_kind = self.bd_wkind[bind]
+            pw = self.bd_win[bind]
+            lslot = 0
+        # order bounds of the elements from the parent's order checks against x
+        for a in range(xm):
+            row = x[2 + a]
+            if xmin < 0 or row < xmin:
+                xmin = row
+            if row > xmax:
+                xmax = row
+        if parent >= 0:
+            for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+                if self.nd_chk[3 * q] != K_ORDER:
+                    continue
+                for a in range(xm):
+                    k = x[2 + xm + a] + (self.nd_arity[self.nd_left[parent]] if leaf_left else 0)
+                    if self.nd_chk[3 * q + 1] == k and self.nd_chk[3 * q + 2] == lslot:
+                        if x[2 + a] > lo_b:
+                            lo_b = x[2 + a]
+                    elif self.nd_chk[3 * q + 1] == lslot and self.nd_chk[3 * q + 2] == k:
+                        if hi_b < 0 or x[2 + a] < hi_b:
+                            hi_b = x[2 + a]
+        n = self.count[leaf] + 1
+        m = xm + n + 1
+        cand = <i64*> malloc((2 * n + 2 + 2 * m) * sizeof(i64))
+        if cand == NULL:
+            self.oom = 1
+            return -1
+        idx = cand + n
+        rec = idx + n                # the closure: first, m, rows, slots
+        k = 0
+        while k < s.n:
+            row = s.data[k + 2]
+            k += 2 + 2 * s.data[k + 1]
+            if not self._fits(pw_kind, pw, row, self.cur):
+                continue
+            if row <= lo_b or (hi_b >= 0 and row >= hi_b):
+                continue
+            if end_row >= 0 and row > end_row:
+                continue
+            ok = True
+            for a in range(xm):
+                if x[2 + a] == row:
+                    ok = False
+            if not ok:
+                continue
+            if xm > 0 and not self._fits(pw_kind, pw, xmin if xmin < row else row,
+                                         xmax if xmax > row else row):
+                continue
+            cand[nc] = row
+            nc += 1
+        if nc == 0 or (end_row >= 0 and cand[nc - 1] != end_row):
+            free(cand)
+            return 0
+        depth = 0
+        idx[0] = -1
+        while True:
+            idx[depth] += 1
+            if idx[depth] >= nc:
+                if depth == 0:
+                    break
+                depth -= 1
+                continue
+            row = cand[idx[depth]]
+            rec[2 + depth] = row
+            if depth > 0 and not self._fits(pw_kind, pw,
+                                            xmin if (xmin >= 0 and xmin < rec[2]) else rec[2],
+                                            xmax if xmax > row else row):
+                depth -= 1   # later candidates are later still: none fits at this depth
+                continue
+            tm = depth + 1
+            # the leaf's own (non-row-local) conditions on the elements so far, then the
+            # parent's on the leaf's slot with x
+            ok = self._leaf_checks(leaf, rec, tm, llab, owner)
+            if ok and parent >= 0:
+                ok = self._context_checks(parent, x, rec, tm, leaf_left, lslot, plabs)
+            if ok:
+                if tm >= lo_n and (end_row < 0 or row == end_row):
+                    rec[0] = rec[2]
+                    rec[1] = tm
+                    for i in range(tm):
+                        rec[2 + tm + i] = 0   # every element is the leaf's one slot
+                    if parent < 0:
+                        rc = self._root(bind, rec)
+                    elif leaf_left:
+                        rc = self._join(parent, rec, x)
+                    else:
+                        rc = self._join(parent, x, rec)
+                    if rc:
+                        free(cand)
+                        return -1
+                if (hi_n < 0 or tm < hi_n) and not (end_row >= 0 and row == end_row):
+                    depth += 1
+                    idx[depth] = idx[depth - 1]
+        free(cand)
+        return 0
+
+    cdef bint _leaf_checks(self, int leaf, i64* rec, i64 tm, int llab, int owner
+                           ) noexcept nogil:
+        """The Kleene leaf's enumeration-time conjuncts at its newest element, on the
+        elements so far (they read the leaf's own variable only)."""
+        cdef int q
+        cdef i64 i
+        for q in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
+            if self.nd_chk[3 * q] != K_KCONJ:
+                continue
+            if not self._sort_room(tm):
+                return False
+            for i in range(tm):
+                self.sort_pos[i] = rec[2 + i]
+                self.sort_lab[i] = llab
+            if not self.pat_fn[owner](self.pat_matcher[owner], self.nd_chk[3 * q + 1], llab,
+                                      self.sort_pos, self.sort_lab, tm, rec[2 + tm - 1],
+                                      self.ps, self.pe):
+                return False
+        return True
+
+    cdef bint _context_checks(self, int parent, i64* x, i64* rec, i64 tm, bint leaf_left,
+                              int lslot, const int* plabs) noexcept nogil:
+        """The parent's conjuncts on the leaf's slot, at the newest element, on x plus
+        the elements so far (the parent's owner's labels)."""
+        cdef i64 xm = x[1], m = xm + tm, i, j, vp, vl
+        cdef int q, sorted_ = 0
+        for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+            if self.nd_chk[3 * q] != K_CONJ or self.nd_chk[3 * q + 2] != lslot:
+                continue
+            if not sorted_:
+                if not self._sort_room(m):
+                    return False
+                for i in range(m):
+                    if i < xm:
+                        vp = x[2 + i]
+                        j = x[2 + xm + i] + (self.nd_arity[self.nd_left[parent]]
+                                             if leaf_left else 0)
+                        vl = plabs[j]
+                    else:
+                        vp = rec[2 + i - xm]
+                        vl = plabs[lslot]
+                    j = i
+                    while j > 0 and self.sort_pos[j - 1] > vp:
+                        self.sort_pos[j] = self.sort_pos[j - 1]
+                        self.sort_lab[j] = self.sort_lab[j - 1]
+                        j -= 1
+                    self.sort_pos[j] = vp
+                    self.sort_lab[j] = vl
+                sorted_ = 1
+            if not self.pat_fn[self.nd_owner[parent]](
+                    self.pat_matcher[self.nd_owner[parent]], self.nd_chk[3 * q + 1],
+                    plabs[lslot], self.sort_pos, self.sort_lab, m, rec[2 + tm - 1],
+                    self.ps, self.pe):
+                return False
+        return True
+
+    cdef int _root(self, int bind, i64* rec) noexcept nogil:
         """Instance of binding bind's root: the pattern's own window and remaining
         checks; then a candidate (rows ascending, global components) ending at cur."""
-        cdef int p = self.bd_pattern[bind], m = self.nd_arity[self.bd_root[bind]]
+        cdef int p = self.bd_pattern[bind], arity = self.nd_arity[self.bd_root[bind]]
         cdef int base = self.bd_slot_start[bind], i, j
+        cdef i64 m = rec[1], vp, vc
         cdef int labels[64]
-        cdef i64 vp, vc
         cdef Buf* cr
         cdef Buf* cc
-        if not self._fits(self.bd_wkind[bind], self.bd_win[bind], inst[0], self.cur):
+        if not self._fits(self.bd_wkind[bind], self.bd_win[bind], rec[0], self.cur):
             return 0
-        for i in range(m):
+        for i in range(arity):
             labels[i] = self.bd_slot[2 * (base + i)]
         if not self._checks(self.bd_chk, self.bd_chk_start[bind], self.bd_chk_start[bind + 1],
-                            inst + 1, m, labels, p):
+                            rec, labels, p):
             return 0
         cr = &self.c_rows[p]
         cc = &self.c_comp[p]
@@ -320,8 +575,8 @@ cdef class SharedDag:
             self.oom = 1
             return -1
         for i in range(m):
-            vp = inst[1 + i]
-            vc = self.bd_slot[2 * (base + i) + 1]
+            vp = rec[2 + i]
+            vc = self.bd_slot[2 * (base + rec[2 + m + i]) + 1]
             j = i
             while j > 0 and cr.data[cr.n + j - 1] > vp:
                 cr.data[cr.n + j] = cr.data[cr.n + j - 1]
@@ -341,12 +596,16 @@ cdef class SharedDag:
         return 0
 
     cdef bint _leaf_ok(self, int leaf, i64 r) noexcept nogil:
+        """Row r is an instance of the leaf (a Kleene leaf: an element candidate, its
+        row-local conjuncts only)."""
         cdef i64 pos[1]
         cdef i64 lab[1]
         cdef int k, p = self.nd_owner[leaf]
         pos[0] = r
         lab[0] = self.nd_lab[self.nd_lab_start[leaf]]
         for k in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
+            if self.nd_chk[3 * k] != K_CONJ:
+                continue
             if not self.pat_fn[p](self.pat_matcher[p], self.nd_chk[3 * k + 1], <int> lab[0],
                                   pos, lab, 1, r, self.ps, self.pe):
                 return False
@@ -357,21 +616,24 @@ cdef class SharedDag:
         for node in range(self.n_nodes):
             self.store[node].n = 0
             self.live[node] = 0
+            self.count[node] = 0
 
     cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) of the current partition: each leaf that accepts a row
         makes an instance, which climbs to every consumer."""
         cdef int node
         cdef i64 r
-        cdef i64 inst[2]
+        cdef i64 rec[4]
         for r in range(start, stop):
             self.cur = r
             for node in range(self.n_nodes):
                 if self.nd_left[node] >= 0 or not self._leaf_ok(node, r):
                     continue
-                inst[0] = r
-                inst[1] = r
-                if self._new(node, inst):
+                rec[0] = r
+                rec[1] = 1
+                rec[2] = r
+                rec[3] = 0
+                if self._new(node, rec):
                     return -1
             if self.oom:
                 return -1
@@ -381,17 +643,18 @@ cdef class SharedDag:
         """After rows up to stop of the open partition: prune every store by window and
         return the first row the carried instances (and their conditions' PREV) read."""
         cdef int node
-        cdef i64 need = stop, k, stride
+        cdef i64 need = stop, k
         cdef Buf* s
         self.cur = stop - 1
         for node in range(self.n_nodes):
             if stop > self.ps:
                 self._compact(node)
             s = &self.store[node]
-            stride = self.nd_arity[node] + 1
-            for k in range(s.n // stride):
-                if s.data[k * stride] < need:
-                    need = s.data[k * stride]
+            k = 0
+            while k < s.n:
+                if s.data[k] < need:
+                    need = s.data[k]
+                k += 2 + 2 * s.data[k + 1]
         need -= lookback
         if need < self.ps:
             need = self.ps
@@ -465,12 +728,19 @@ cdef class SharedDag:
     def rebase(self, i64 d):
         """The caller dropped the first d rows of the chunk: shift the carried state."""
         cdef int node
-        cdef i64 k
+        cdef i64 k, m, i
+        cdef i64* data
         if not self.has_state or d <= 0:
             return
         for node in range(self.n_nodes):
-            for k in range(self.store[node].n):
-                self.store[node].data[k] -= d
+            data = self.store[node].data
+            k = 0
+            while k < self.store[node].n:
+                m = data[k + 1]
+                data[k] -= d
+                for i in range(m):
+                    data[k + 2 + i] -= d
+                k += 2 + 2 * m
         self.resume -= d
         self.keep -= d
 

@@ -3,7 +3,7 @@ equal its own CepWorker's rows (with match numbers) and the reference oracle's.
 
 Workloads are drawn to overlap: 2-8 patterns mutated from one base pattern (same event
 types under other variable names, shared and near-identical cross conditions, other
-windows, NOT, OR), streamed in small batches with PARTITION BY groups spanning batches
+windows, NOT, OR, Kleene closures), streamed in small batches with PARTITION BY groups spanning batches
 and chunks. Patterns the DAG cannot run (Kleene, other strategies) run unshared in the
 same pass and must match too.
 """
@@ -31,6 +31,8 @@ TYPES = ["tag = 'x'", "tag = 'y'", "tag <> 'z'", "price > 3", "price <= 6",
          "PREV({v}.price) < {v}.price"]
 CROSS = ["{v}.price > {o}.price", "{v}.price >= {o}.price", "{v}.vol <= {o}.vol",
          "{v}.tag = {o}.tag"]
+KLEENE = ["(count({v}.*) = 1 OR {v}.price >= LAST({v}.price, 1))",
+          "{v}.price >= avg({v}.price)", "count({v}.*) <= 2"]
 WINDOWS = {"rows": ["WITHIN 3 ROWS", "WITHIN 4 ROWS", "WITHIN 6 ROWS"],
            "time": ["WITHIN INTERVAL '3' SECOND", "WITHIN INTERVAL '5' SECOND"],
            "none": [""]}
@@ -74,7 +76,12 @@ def mutations(draw, base: dict, index: int) -> str:
             cond += " AND " + cross[k][1].format(v=name, o=names[cross[k][0]])
         defines.append(f"{name} AS {cond}")
     items = list(names)
-    extra = draw(st.sampled_from(["", "", "", "not", "or"]))
+    extra = draw(st.sampled_from(["", "", "", "not", "or", "kleene"]))
+    if extra == "kleene" and base["window_kind"] != "none":
+        k = draw(st.integers(1, len(items) - 1))
+        items[k] = f"KL({names[k]})" if draw(st.booleans()) else f"KL({names[k]}, 1, 2)"
+        if draw(st.booleans()):
+            defines[k] += " AND " + draw(st.sampled_from(KLEENE)).format(v=names[k])
     if extra == "not" and op == "SEQ":
         neg = f"N{chr(65 + index)}"
         items.insert(draw(st.integers(1, len(items) - 1)), f"NOT({neg})")
@@ -192,16 +199,22 @@ def test_not_or_and_unshared_patterns_in_one_pass():
             "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (OR(SEQ(a, b), SEQ(a, c))) "
             "WITHIN INTERVAL '5' SECOND "
             "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z')",
-            # Kleene and another strategy: unshared, same pass
+            # a Kleene leaf, shared; its conditions on the sibling prune the closures
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, KL(k))) WITHIN 4 ROWS "
-            "DEFINE a AS a.tag = 'x', k AS k.price > a.price)",
+            "DEFINE a AS a.tag = 'x', k AS k.price > a.price AND "
+            "(count(k.*) = 1 OR k.price >= LAST(k.price, 1)))",
+            # two Kleene leaves joined directly, and another strategy: unshared
+            HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(KL(p), KL(q))) WITHIN 4 ROWS "
+            "DEFINE p AS p.tag = 'x', q AS q.tag = 'y')",
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) WITHIN 4 ROWS "
             "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')"]
     out = assert_shared_equals_own(sqls, _ticks(), batch_rows=3, chunk_rows=4)
-    assert out["plan"].unshared == [2, 3]
-    assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1]
+    assert out["plan"].unshared == [3, 4]
+    assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1, 2]
+    assert any(n.kleene == (1, -1) for n in out["plan"].nodes)
 
 
 def test_dag_unsupported_reasons():
@@ -213,7 +226,8 @@ def test_dag_unsupported_reasons():
     assert reason("SEQ(a, b)") is None
     assert reason("SEQ(a, NOT(c), b)") is None
     assert reason("OR(SEQ(a, b), SEQ(a, c))") is None
-    assert "Kleene" in reason("SEQ(a, KL(b))")
+    assert reason("SEQ(a, KL(b))") is None
+    assert "KL over a composite" in reason("SEQ(a, KL(SEQ(b, c)))")
     assert "SKIP_TILL_NEXT_MATCH" in reason("SEQ(a, b)", "SKIP_TILL_NEXT_MATCH")
     assert "SQL:2016" in dag_unsupported(spec_of(
         "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "

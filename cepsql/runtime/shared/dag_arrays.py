@@ -3,7 +3,8 @@
 Checks are translated from the plan's terms (variable names of the owner pattern,
 conjunct numbers as plan_cep compiles them) into slot numbers and labels of the owner's
 condition VM: (kind, a, b) with kind 0 = row of slot a before row of slot b, kind 1 =
-conjunct a on slot b. ("not", q) and ("window", None) on a Binding are left to the
+conjunct a on slot b (kind 2 on a Kleene leaf: checked on the closure being formed, not
+on the element alone). ("not", q) and ("window", None) on a Binding are left to the
 pattern's own matcher / the root's window test, which always applies.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from ...sharing.global_plan import GlobalPlan
 from ..cep_worker import CepConfig
 
-K_ORDER, K_CONJ = 0, 1
+K_ORDER, K_CONJ, K_KCONJ = 0, 1, 2
 U_LEFT, U_RIGHT, U_ROOT = 0, 1, 2
 
 
@@ -36,6 +37,10 @@ def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: st
     return sorted(out, key=lambda c: c[0])
 
 
+def _is_kleene(node) -> bool:
+    return node.kleene is not None and tuple(node.kleene) != (1, 1)
+
+
 def _csr(lists: list[list], width: int) -> tuple[np.ndarray, np.ndarray]:
     starts = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
     flat = np.asarray([v for x in lists for row in x for v in
@@ -55,10 +60,14 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
         config = configs[node.owner]
         if len(node.owner_vars) != node.arity:
             raise ValueError(f"node {i}: {node.arity} slots but owner_vars {node.owner_vars}")
-        if node.kleene is not None and node.kleene != (1, 1):
-            raise ValueError(f"node {i}: Kleene leaves are not supported by the shared DAG")
         labels.append([config.labels.index(v) for v in node.owner_vars])
         rows = _check_rows(node.checks, node.owner_vars, config, f"node {i}")
+        if _is_kleene(node):
+            if not node.is_leaf:
+                raise ValueError(f"node {i}: only a leaf can be a Kleene closure")
+            # row-local conjuncts admit elements; the rest run on the closure (R2)
+            rows = [(K_CONJ if config.conj_rowlocal[a] else K_KCONJ, a, b)
+                    for k, a, b in rows]
         if node.is_leaf and any(k == K_ORDER for k, _, _ in rows):
             raise ValueError(f"leaf {i} has an order check")
         checks.append(rows)
@@ -67,6 +76,8 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
                 raise ValueError(f"node {i}: children must come first")
             if plan.nodes[node.left].arity + plan.nodes[node.right].arity != node.arity:
                 raise ValueError(f"node {i}: arity is not the children's sum")
+            if _is_kleene(plan.nodes[node.left]) and _is_kleene(plan.nodes[node.right]):
+                raise ValueError(f"node {i}: joins two Kleene leaves (not supported)")
             uses[node.left].append((U_LEFT, i))
             uses[node.right].append((U_RIGHT, i))
     slots, bchecks, wins = [], [], []
@@ -97,6 +108,10 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
         "nd_right": np.asarray([nd.right for nd in plan.nodes], dtype=np.int32),
         "nd_arity": np.asarray([nd.arity for nd in plan.nodes], dtype=np.int32),
         "nd_owner": np.asarray([nd.owner for nd in plan.nodes], dtype=np.int32),
+        "nd_kmin": np.asarray([nd.kleene[0] if _is_kleene(nd) else -1
+                               for nd in plan.nodes], dtype=np.int32),
+        "nd_kmax": np.asarray([nd.kleene[1] if _is_kleene(nd) else -1
+                               for nd in plan.nodes], dtype=np.int32),
         "nd_wkind": np.asarray([k for k, _ in nd_win], dtype=np.int32),
         "nd_win": np.asarray([w for _, w in nd_win], dtype=np.float64),
         "bd_pattern": np.asarray([b.pattern for b in plan.bindings], dtype=np.int32),

@@ -99,6 +99,9 @@ def merge_plan(queries: list[QueryPlan], bounds: list[BoundPlan]) -> GlobalPlan:
             plan.unshared.append(i)
             continue
         pat = _Pattern(i, query, bound)
+        if any(_joins_two_closures(term, tree) for term, tree in zip(pat.terms, pat.trees)):
+            plan.unshared.append(i)
+            continue
         for t, (term, tree) in enumerate(zip(pat.terms, pat.trees)):
             root, slot_vars = _add_tree(plan, index, pat, term, tree)
             plan.bindings.append(Binding(pattern=i, root=root, slot_vars=slot_vars, term=t))
@@ -127,10 +130,13 @@ def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
         placed[id(lowest)].append(k)
     built: dict[int, tuple[int, tuple[str, ...]]] = {}
     for tn in nodes:
+        kleene = None
         if tn.is_leaf:
             slot_vars = (names[tn.leaf],)
             left = right = -1
             orders = []
+            _, lo, hi = term.comps[tn.leaf]
+            kleene = None if (lo, hi) == (1, 1) else (lo, hi)
         else:
             left, lvars = built[id(tn.left)]
             right, rvars = built[id(tn.right)]
@@ -150,7 +156,7 @@ def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
             [("order", slots[a], slots[b]) for a, b in orders]
             + [("conjunct", slots[c.labels[int(c.conj_label[k])]], pat.conj_key(k, canon))
                for k in conjs], key=repr))
-        key = ("leaf" if tn.is_leaf else "join", pat.window[0],
+        key = ("leaf" if tn.is_leaf else "join", pat.window[0], kleene,
                plan.nodes[left].key if left >= 0 else None,
                plan.nodes[right].key if right >= 0 else None, check_key)
         found = index.get(key)
@@ -160,6 +166,7 @@ def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
             checks = tuple([("order", o) for o in orders] + [("conjunct", k) for k in conjs])
             plan.nodes.append(DagNode(key=key, arity=len(slot_vars), left=left, right=right,
                                       window=pat.window[1], window_kind=pat.window[0],
+                                      kleene=kleene,
                                       owner=pat.index, owner_vars=slot_vars, checks=checks))
         else:
             node = plan.nodes[found]
@@ -168,6 +175,14 @@ def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
                 plan.nodes[found] = dataclasses.replace(node, window=pat.window[1])
         built[id(tn)] = (found, slot_vars)
     return built[id(tree)]
+
+
+def _joins_two_closures(term, tree: TreeNode) -> bool:
+    """Whether the tree joins two Kleene leaves directly (the DAG does not run it)."""
+    def closure(n):
+        return n.is_leaf and tuple(term.comps[n.leaf][1:]) != (1, 1)
+    return any(not n.is_leaf and closure(n.left) and closure(n.right)
+               for n in _post_order(tree))
 
 
 def _post_order(tree: TreeNode):

@@ -8,8 +8,9 @@ from ..cep_planner import PLANNED_STRATEGY
 def dag_unsupported(spec: MatchRecognizeSpec) -> str | None:
     """Why the shared DAG cannot run the pattern (None: it can). The DAG forms the
     candidate matches of planned clauses (STRATEGY SKIP_TILL_ANY_MATCH, terms of
-    cep_planner.pattern_terms) over plain variables; NOT(var) and OR are finished by
-    the pattern's own matcher, so they are supported."""
+    cep_planner.pattern_terms): variables and Kleene closures KL(x) of single
+    variables; NOT(var) and OR are finished by the pattern's own matcher. (A plan joining
+    two Kleene leaves directly is left unshared by the plan builder.)"""
     from ..cep_plan import _plannable
     if spec.strategy is None:
         return "SQL:2016 mode (regex preference) is evaluated in order, not as a join DAG"
@@ -19,9 +20,4 @@ def dag_unsupported(spec: MatchRecognizeSpec) -> str | None:
     terms, why = _plannable(spec)
     if terms is None:
         return why
-    for term in terms:
-        for name, lo, hi in term.comps:
-            if (lo, hi) != (1, 1):
-                return (f"Kleene closure KL({name}) is not shared yet (its closures are "
-                        "enumerated in the context of the sibling instance)")
     return None
