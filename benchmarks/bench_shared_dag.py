@@ -3,7 +3,7 @@
 Stock-style stream (SIGMOD'19 section 6): ticks of a pool of symbols with skewed
 (Zipf-like) rates, a price-difference attribute ``diff``. Each pattern is a SEQ of 3-5
 variables, each an event type ``v.symbol = 'S<k>'``, with predicates ``v.diff > u.diff``
-on about half of the consecutive pairs, a time window, and (1 in 5) a NOT; patterns
+on about half of the consecutive pairs, a time window, and (about 1 in 5) a NOT or a Kleene closure KL(v, 1, 3); patterns
 are drawn from a small pool of prefixes so sub-patterns recur across the workload
 (merge sharing of the patterns' own best trees, cepsql.runtime.shared.merge_plan).
 
@@ -13,7 +13,7 @@ batches (the baseline, same process), their ratio, the node counts with and with
 sharing, and checks that every pattern's output rows (with match numbers) are identical.
 Saves benchmarks/results/shared_dag.png and shared_dag.md.
 
-    PYTHONPATH=. python benchmarks/bench_shared_dag.py [--rows 20000] [--sizes 10,30,100]
+    PYTHONPATH=. python benchmarks/bench_shared_dag.py [--rows 20000] [--sizes 10,30,100,250]
 """
 from __future__ import annotations
 
@@ -73,7 +73,10 @@ def workload(n: int, symbols: int, seed: int) -> list[str]:
                 cond += f" AND {name}.diff > {names[k - 1]}.diff"
             defines.append(f"{name} AS {cond}")
         items = list(names)
-        if rng.random() < 0.2:
+        if rng.random() < 0.1:    # a Kleene closure of a middle variable
+            k = rng.randrange(1, len(items) - 1) if len(items) > 2 else 1
+            items[k] = f"KL({names[k]}, 1, 3)"
+        elif rng.random() < 0.1:
             items.insert(len(items) - 1, f"NOT(n{i})")
             defines.append(f"n{i} AS n{i}.symbol = 'S{rng.randrange(symbols)}' "
                            "AND n{i}.diff > 2".replace("{i}", str(i)))
@@ -116,7 +119,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--symbols", type=int, default=12)
-    ap.add_argument("--sizes", default="10,30,100")
+    ap.add_argument("--sizes", default="10,30,100,250")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()

@@ -59,23 +59,29 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
             queries.append(plan_query(spec, table.schema, statistics=stats))
     finally:
         cep_plan_module.DerivedColumns = original
-    prepared = table
-    seen: dict[str, object] = {}
-    computed: dict[object, pa.ChunkedArray] = {}   # one array per distinct expression
-    for q in queries:
-        for name, expr in q.prepare_columns:
-            if name in seen:
-                if seen[name] != expr:
-                    raise ValueError(f"prepared column {name} differs between patterns")
-                continue
-            seen[name] = expr
-            if expr not in computed:
-                computed[expr] = evaluate_arrow(expr, table)
-            prepared = prepared.append_column(name, computed[expr])
     keys = [tuple(k for k in q.sort_keys[:q.primary_sort_keys]) for q in queries]
     if len(set(keys)) > 1:
         raise ValueError("the patterns of a workload must share PARTITION BY and ORDER BY")
+    seen: dict[str, object] = {}
+    for q in queries:
+        for name, expr in q.prepare_columns:
+            if seen.setdefault(name, expr) != expr:
+                raise ValueError(f"prepared column {name} differs between patterns")
+    # the sort keys' columns first; the rest added to the sorted rows, one array per
+    # distinct expression (so the shared pass converts it once)
+    sort_names = {k.column for k in queries[0].sort_keys}
+    prepared = table
+    for name, expr in seen.items():
+        if name in sort_names:
+            prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+    prepared = _sort_for_matching(prepared, list(queries[0].sort_keys), queries[0])
+    prepared = prepared.combine_chunks()
+    computed: dict[object, pa.ChunkedArray] = {}
+    for name, expr in seen.items():
+        if name not in sort_names:
+            if expr not in computed:
+                computed[expr] = evaluate_arrow(expr, prepared)
+            prepared = prepared.append_column(name, computed[expr])
     bounds = [q.bind(prepared.schema) for q in queries]
-    ordered = _sort_for_matching(prepared, list(queries[0].sort_keys), queries[0])
-    batches = ordered.combine_chunks().to_batches(max_chunksize=batch_rows)
+    batches = prepared.to_batches(max_chunksize=batch_rows)
     return LocalWorkload(queries, bounds, batches)
