@@ -210,9 +210,12 @@ def test_not_or_and_unshared_patterns_in_one_pass():
             "DEFINE p AS p.tag = 'x', q AS q.tag = 'y')",
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) WITHIN 4 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')",
+            HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY STRICT_CONTIGUITY PATTERN (SEQ(a, b)) WITHIN 4 ROWS "
             "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')"]
     out = assert_shared_equals_own(sqls, _ticks(), batch_rows=3, chunk_rows=4)
-    assert out["plan"].unshared == [3, 4]
+    assert out["plan"].unshared == [3, 4, 5]
     assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1, 2]
     assert any(n.kleene == (1, -1) for n in out["plan"].nodes)
 
@@ -289,3 +292,25 @@ def test_memory_follows_the_window_not_the_partition():
     for a, b in zip(own, shared):
         assert a.num_rows > 0 and _rows(a) == _rows(b)
     assert wl.last_stats["peak_rows"] <= 3 * 64
+
+
+def test_evaluators_run_in_threads():
+    """Re-entrant: two shared passes at once (the DAG and the matchers release the GIL)
+    give what one gives alone."""
+    from concurrent.futures import ThreadPoolExecutor
+    sqls = [HEAD + f"FIRST({a}.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            f"STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ({a}, KL({b}), {c})) WITHIN {w} ROWS "
+            f"DEFINE {a} AS {a}.tag = 'x', {b} AS {b}.price > {a}.price, {c} AS {c}.tag = 'z')"
+            for a, b, c, w in [("a", "b", "c", 5), ("d", "e", "f", 6)]]
+    big = pa.concat_tables([_ticks()] * 40)
+    wl = plan_local_workload([spec_of(s) for s in sqls], big, batch_rows=64)
+    plan = merge_plan(wl.queries, wl.bounds)
+    alone = [_rows(t) for t in wl.shared_outputs(plan, chunk_rows=100)]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: SharedEvaluator(plan, wl.bounds, 100).run(wl.batches),
+                                range(2)))
+    for out in results:
+        got = [Counter() for _ in sqls]
+        for p, batch in out:
+            got[p] += _rows(pa.Table.from_batches([batch]))
+        assert got == alone and all(alone)

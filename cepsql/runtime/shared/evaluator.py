@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...sharing.global_plan import GlobalPlan
+from ..cep_worker import break_flags
 from ..plan import BoundPlan
 from ..worker import CHUNK_ROWS, _with_zero, raise_vm_error, window_micros
 from .columns import load_columns
@@ -55,8 +56,6 @@ class SharedEvaluator:
         keys = {tuple(c.partition_columns) for c in configs}
         if len(keys) > 1:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
-        if any(c.breaks_column is not None for c in configs):
-            raise ValueError("STRICT_CONTIGUITY across partitions cannot run in a shared pass")
         self.matchers = [w._new_matcher() for w in self.workers]
         self.dag = SharedDag(dag_arrays(global_plan, configs),
                              [m.eval_entry() for m in self.matchers], self.matchers)
@@ -191,11 +190,15 @@ class SharedEvaluator:
                     rows = rows - off
                 matcher.set_candidates(cand, rows, comps)
             own_time = worker.config.window_kind == 2
+            own_table = table.slice(off) if off else table
+            breaks = None
+            if worker.config.breaks_column is not None:   # STRICT_CONTIGUITY, unshared
+                breaks = break_flags(own_table.column(worker.config.breaks_column))
             try:
                 rows, numbers, leaves, aggregates = matcher.run(
                     values, nulls, own_bounds.astype(np.int64),
                     wts[off:] if own_time else None, wnulls[off:] if own_time else None,
-                    int(open_last), int(self.carried))
+                    int(open_last), int(self.carried), breaks=breaks)
             finally:
                 matcher.set_candidates(None)
             raise_vm_error(matcher.vm_error())
@@ -204,7 +207,6 @@ class SharedEvaluator:
             if len(rows) == 0:
                 continue
             self.matches[p] += 1 + int(np.count_nonzero(np.diff(numbers)))
-            own_table = table.slice(off) if off else table
             for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
                                         np.zeros(0, dtype=np.int64)):
                 out.append((p, batch))

@@ -48,7 +48,7 @@ class LocalWorkload:
 def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536,
                         statistics: Callable | None = None) -> LocalWorkload:
     """Plan every spec over table (all with the same PARTITION BY / ORDER BY)."""
-    from ...local import _sort_for_matching, _table_statistics
+    from ...local import _sort_for_matching, _table_statistics, global_breaks
     from ..executor import plan_query
     stats = statistics or partial(_table_statistics, table=table)
     queries = []
@@ -74,6 +74,10 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
     for name, expr in seen.items():
         if name in sort_names:
             prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+    breaks = [q for q in queries if q.break_column is not None]
+    if breaks:   # STRICT_CONTIGUITY across partitions: one flag column for all
+        prepared = prepared.append_column(breaks[0].break_column,
+                                          global_breaks(prepared, breaks[0]))
     prepared = _sort_for_matching(prepared, list(queries[0].sort_keys), queries[0])
     prepared = prepared.combine_chunks()
     computed: dict[object, pa.ChunkedArray] = {}
