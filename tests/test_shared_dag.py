@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from cepsql.runtime.reference_cep import evaluate_reference_cep
 from cepsql.runtime.shared import SharedEvaluator, dag_unsupported, merge_plan
+from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
 from cepsql.runtime.shared.local_run import plan_local_workload
 
 try:
@@ -314,3 +315,56 @@ def test_evaluators_run_in_threads():
         for p, batch in out:
             got[p] += _rows(pa.Table.from_batches([batch]))
         assert got == alone and all(alone)
+
+
+def _hand_plan_workload():
+    sqls = [HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (AND(a, b)) WITHIN 6 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y' AND b.price > a.price)",
+            HEAD + "FIRST(c.ts) AS t0, MATCH_NUMBER() AS mn ALL ROWS PER MATCH "
+            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(d, NOT(n), c)) WITHIN 4 ROWS "
+            "DEFINE c AS c.tag = 'x', d AS d.tag = 'y' AND d.price > c.price AND count(*) < 3, "
+            "n AS n.price > 8)"]
+    return sqls, plan_local_workload([spec_of(s) for s in sqls], _ticks(), batch_rows=5)
+
+
+def test_hand_built_plan_operator_transformation_and_mark_points():
+    """MOTTO's operator transformation by hand: pattern 1's SEQ(d, NOT(n), c) is read
+    from pattern 0's AND(a, b) node (kept for the larger window 6) plus an order check,
+    the late conjunct and the NOT on its root; same rows as the own workers."""
+    sqls, wl = _hand_plan_workload()
+    conj = {lab: [k for k, x in enumerate(wl.bounds[0].worker.config.conj_label) if x == lab]
+            for lab in (0, 1)}
+    c1 = wl.bounds[1].worker.config
+    late = [k for k, x in enumerate(c1.conj_late) if x]
+    assert len(late) == 1
+    plan = GlobalPlan(nodes=[
+        DagNode(key="x", arity=1, window=6, window_kind=1, owner=0, owner_vars=("A",),
+                checks=tuple(("conjunct", k) for k in conj[0])),
+        DagNode(key="y", arity=1, window=6, window_kind=1, owner=0, owner_vars=("B",),
+                checks=(("conjunct", conj[1][0]),)),
+        DagNode(key="and", arity=2, left=0, right=1, window=6, window_kind=1, owner=0,
+                owner_vars=("A", "B"), checks=(("conjunct", conj[1][1]),))],
+        bindings=[Binding(pattern=0, root=2, slot_vars=("A", "B")),
+                  Binding(pattern=1, root=2, slot_vars=("C", "D"),
+                          extra_checks=(("order", ("D", "C")), ("conjunct", late[0]),
+                                        ("not", 0), ("window", None)))])
+    own = wl.own_outputs()
+    shared = wl.shared_outputs(plan, chunk_rows=4)
+    assert own[1].num_rows > 0
+    for a, b in zip(own, shared):
+        assert _rows(a) == _rows(b)
+    for i, spec in enumerate(wl.queries):
+        names, want = evaluate_reference_cep(spec.spec, _ticks())
+        got = wl.projected(i, shared[i])
+        assert row_multiset(tuple(r.values()) for r in got.to_pylist()) == row_multiset(want)
+
+
+def test_plans_checking_a_late_conjunct_below_the_root_are_refused():
+    sqls, wl = _hand_plan_workload()
+    late = [k for k, x in enumerate(wl.bounds[1].worker.config.conj_late) if x][0]
+    plan = GlobalPlan(nodes=[DagNode(key="d", arity=1, owner=1, owner_vars=("D",),
+                                     checks=(("conjunct", late),))],
+                      bindings=[], unshared=[0, 1])
+    with pytest.raises(ValueError, match="late"):
+        SharedEvaluator(plan, wl.bounds)

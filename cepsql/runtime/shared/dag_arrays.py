@@ -18,8 +18,8 @@ K_ORDER, K_CONJ, K_KCONJ = 0, 1, 2
 U_LEFT, U_RIGHT, U_ROOT = 0, 1, 2
 
 
-def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: str
-                ) -> list[tuple[int, int, int]]:
+def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: str,
+                late_ok: bool = False) -> list[tuple[int, int, int]]:
     out = []
     slot_of = {v: k for k, v in enumerate(slot_vars)}
     for kind, payload in checks:
@@ -28,6 +28,9 @@ def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: st
             out.append((K_ORDER, slot_of[a], slot_of[b]))
         elif kind == "conjunct":
             var = config.labels[int(config.conj_label[payload])]
+            if late_ok is False and config.conj_late is not None and config.conj_late[payload]:
+                raise ValueError(f"{where}: conjunct {payload} reads the whole match "
+                                 "(late); only a root may check it")
             if var not in slot_of:
                 raise ValueError(f"{where}: conjunct {payload} is on {var}, not a slot")
             out.append((K_CONJ, int(payload), slot_of[var]))
@@ -99,7 +102,8 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
             raise ValueError(f"binding {b}: the root binds {len(row)} of the term's "
                              f"{hi - lo} components")
         slots.append(row)
-        bchecks.append(_check_rows(bind.extra_checks, bind.slot_vars, config, f"binding {b}"))
+        bchecks.append(_check_rows(bind.extra_checks, bind.slot_vars, config, f"binding {b}",
+                                   late_ok=True))
         wins.append(_window(config.window_kind, config.window_size))
         uses[bind.root].append((U_ROOT, b))
     nd_win = [_window(node.window_kind, node.window) for node in plan.nodes]
