@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepsql.runtime.reference_cep import evaluate_reference_cep
-from cepsql.runtime.shared import SharedEvaluator, dag_unsupported, merge_plan
+from cepsql.runtime.shared import SharedEvaluator, SharedPass, dag_unsupported, merge_plan
 from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
 from cepsql.runtime.shared.local_run import plan_local_workload
 
@@ -368,3 +368,14 @@ def test_plans_checking_a_late_conjunct_below_the_root_are_refused():
                       bindings=[], unshared=[0, 1])
     with pytest.raises(ValueError, match="late"):
         SharedEvaluator(plan, wl.bounds)
+
+
+def test_shared_pass_is_picklable_and_equals_the_evaluator():
+    import pickle
+    sqls, wl = _hand_plan_workload()
+    plan = merge_plan(wl.queries, wl.bounds)
+    worker = pickle.loads(pickle.dumps(SharedPass(plan, wl.bounds)))
+    got = [Counter() for _ in sqls]
+    for p, batch in worker(iter(wl.batches)):
+        got[p] += _rows(pa.Table.from_batches([batch]))
+    assert got == [_rows(t) for t in wl.own_outputs()]

@@ -24,7 +24,7 @@ run. Otherwise chunks hold whole groups (the last group stays pending until it e
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,22 @@ from .columns import load_columns
 from .dag_arrays import dag_arrays
 
 Output = list[tuple[int, pa.RecordBatch]]
+
+
+class SharedPass:
+    """Picklable: the shared pass as a Spark worker function (mapInArrow /
+    applyInArrow build the evaluator inside the task; its Cython state is not shipped)."""
+
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan]):
+        self.global_plan = global_plan
+        self.bound_plans = bound_plans
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]
+                 ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        evaluator = SharedEvaluator(self.global_plan, self.bound_plans)
+        for batch in batches:
+            yield from evaluator.feed(batch)
+        yield from evaluator.finish()
 
 
 class SharedEvaluator:
