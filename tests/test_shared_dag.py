@@ -214,9 +214,12 @@ def test_not_or_and_unshared_patterns_in_one_pass():
             "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')",
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY STRICT_CONTIGUITY PATTERN (SEQ(a, b)) WITHIN 4 ROWS "
-            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')"]
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')",
+            # SQL:2016 mode: its own MatchWorker in the same pass
+            HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            "PATTERN (a b+) DEFINE a AS a.tag = 'x', b AS b.price > PREV(b.price))"]
     out = assert_shared_equals_own(sqls, _ticks(), batch_rows=3, chunk_rows=4)
-    assert out["plan"].unshared == [3, 4, 5]
+    assert out["plan"].unshared == [3, 4, 5, 6]
     assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1, 2]
     assert any(n.kleene == (1, -1) for n in out["plan"].nodes)
 

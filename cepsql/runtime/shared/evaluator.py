@@ -12,14 +12,15 @@ Per chunk of rows:
   3. each shared pattern's own CepMatcher finishes its candidates (late conjuncts,
      NOT checks, SKIP PAST LAST ROW, measures) -- patterns without a root in the plan
      (``GlobalPlan.unshared``) run their own planned or in-order evaluation on the same
-     chunk.
+     chunk; SQL:2016-mode patterns run their own MatchWorker on it.
 
 Memory: when every pattern has a WITHIN window (and its own worker could stream, see
 CepWorker.streamable), a chunk ends inside the open PARTITION BY group and only the
 rows still needed are carried: the DAG's (the oldest live instance, by node window)
 and every matcher's (its ``keep``). Each matcher sees the chunk from its own first
 kept row on, so rows, match numbers and state are exactly those of its own streaming
-run. Otherwise chunks hold whole groups (the last group stays pending until it ends).
+run. Otherwise (a pattern without WITHIN, or in SQL:2016 mode) chunks hold whole
+groups (the last group stays pending until it ends).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...sharing.global_plan import GlobalPlan
-from ..cep_worker import break_flags
+from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
 from ..worker import CHUNK_ROWS, _with_zero, raise_vm_error, window_micros
 from .columns import load_columns
@@ -63,19 +64,27 @@ class SharedEvaluator:
         from ..._ext.shared_dag import SharedDag
         self.plan = global_plan
         self.workers = [bp.worker for bp in bound_plans]
+        # SQL:2016-mode patterns (MatchWorker): unshared, run by their own worker on
+        # every chunk of whole PARTITION BY groups
+        self.generic = {i for i, w in enumerate(self.workers) if not isinstance(w, CepWorker)}
         configs = [w.config for w in self.workers]
         self.shared = sorted({b.pattern for b in global_plan.bindings})
         for p in self.shared:
-            if configs[p].plan_nodes is None:
+            if p in self.generic or configs[p].plan_nodes is None:
                 raise ValueError(f"pattern {p} has a root in the global plan but is not a "
                                  "planned clause (see dag_unsupported)")
+        if any(n.owner in self.generic for n in global_plan.nodes):
+            raise ValueError("a DAG node's owner must be a planned CEP pattern")
         keys = {tuple(c.partition_columns) for c in configs}
         if len(keys) > 1:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
-        self.matchers = [w._new_matcher() for w in self.workers]
+        self.matchers = [None if i in self.generic else w._new_matcher()
+                         for i, w in enumerate(self.workers)]
         self.dag = SharedDag(dag_arrays(global_plan, configs),
-                             [m.eval_entry() for m in self.matchers], self.matchers)
-        times = {c.window_column for c in configs if c.window_kind == 2}
+                             [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
+                             self.matchers)
+        configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
+        times = {c.window_column for c in configs if c is not None and c.window_kind == 2}
         times |= {configs[n.owner].window_column for n in global_plan.nodes
                   if n.window_kind == 2}
         if len(times) > 1:
@@ -83,12 +92,13 @@ class SharedEvaluator:
         self.time_column = times.pop() if times else None
         # one lookahead for all (the DAG stops where every matcher stops); a deeper
         # lookback only keeps more rows
-        self.lookahead = max([m.lookahead for m in self.matchers], default=0)
-        self.lookback = max([m.lookback for m in self.matchers], default=0)
-        for m in self.matchers:
+        cep = [m for m in self.matchers if m is not None]
+        self.lookahead = max([m.lookahead for m in cep], default=0)
+        self.lookback = max([m.lookback for m in cep], default=0)
+        for m in cep:
             m.lookahead, m.lookback = self.lookahead, self.lookback
-        self.streaming = all(w.streamable() for w in self.workers) and \
-            all(n.window_kind for n in global_plan.nodes)
+        self.streaming = not self.generic and all(w.streamable() for w in self.workers) \
+            and all(n.window_kind for n in global_plan.nodes)
         self.chunk_rows = chunk_rows
         self.pending: list[pa.RecordBatch] = []
         self.starts: list[np.ndarray] = []
@@ -180,8 +190,10 @@ class SharedEvaluator:
         wts = wnulls = None
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
-        loaded = load_columns(self.workers, table)
-        for matcher, (values, nulls, consts, exact) in zip(self.matchers, loaded):
+        cep = [p for p in range(len(self.workers)) if p not in self.generic]
+        loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep], table)))
+        for p, (values, nulls, consts, exact) in loaded.items():
+            matcher = self.matchers[p]
             matcher.set_consts(consts)
             matcher.set_exact_columns(exact)
             matcher.attach_rows(values, nulls)
@@ -192,6 +204,9 @@ class SharedEvaluator:
         shared = set(self.shared)
         out: Output = []
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
+            if p in self.generic:   # whole groups: its own worker, fresh state
+                out += [(p, b) for b in worker(iter(table.to_batches())) if b.num_rows]
+                continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
             if off:
