@@ -382,3 +382,16 @@ def test_shared_pass_is_picklable_and_equals_the_evaluator():
     for p, batch in worker(iter(wl.batches)):
         got[p] += _rows(pa.Table.from_batches([batch]))
     assert got == [_rows(t) for t in wl.own_outputs()]
+
+
+def test_plans_missing_a_conjunct_are_refused():
+    """The pattern's matcher re-checks only late conjuncts: a plan that drops one of
+    the others would add matches, so it is refused."""
+    sqls, wl = _hand_plan_workload()
+    plan = merge_plan(wl.queries, wl.bounds)
+    root = plan.bindings[0].root
+    node = plan.nodes[root]
+    plan.nodes[root] = DagNode(**{**node.__dict__, "checks": tuple(
+        c for c in node.checks if c[0] != "conjunct")})
+    with pytest.raises(ValueError, match="conjunct checks"):
+        SharedEvaluator(plan, wl.bounds)

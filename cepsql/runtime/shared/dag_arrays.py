@@ -40,6 +40,41 @@ def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: st
     return sorted(out, key=lambda c: c[0])
 
 
+def _slot_conjuncts(plan: GlobalPlan, configs: list[CepConfig], node: int, base: int,
+                    counts: list[int]) -> None:
+    """Add the conjunct checks of node's subtree per slot (slots from base on)."""
+    nd = plan.nodes[node]
+    owner = configs[nd.owner]
+    slot_of = {v: k for k, v in enumerate(nd.owner_vars)}
+    for kind, payload in nd.checks:
+        if kind == "conjunct":
+            counts[base + slot_of[owner.labels[int(owner.conj_label[payload])]]] += 1
+    if not nd.is_leaf:
+        _slot_conjuncts(plan, configs, nd.left, base, counts)
+        _slot_conjuncts(plan, configs, nd.right, base + plan.nodes[nd.left].arity, counts)
+
+
+def _check_coverage(plan: GlobalPlan, configs: list[CepConfig], bind, b: int) -> None:
+    """Every conjunct the pattern's own plan checks below its root (the non-late
+    ones of the term's variables) must be checked once on the DAG path to the root or
+    on the root: the pattern's matcher re-checks only the late ones. Compared as
+    counts per variable."""
+    config = configs[bind.pattern]
+    counts = [0] * plan.nodes[bind.root].arity
+    _slot_conjuncts(plan, configs, bind.root, 0, counts)
+    slot_of = {v: k for k, v in enumerate(bind.slot_vars)}
+    for kind, payload in bind.extra_checks:
+        if kind == "conjunct" and not config.conj_late[payload]:
+            counts[slot_of[config.labels[int(config.conj_label[payload])]]] += 1
+    for var, got in zip(bind.slot_vars, counts):
+        lab = config.labels.index(var)
+        want = sum(1 for x, late in zip(config.conj_label, config.conj_late)
+                   if x == lab and not late)
+        if got != want:
+            raise ValueError(f"binding {b}: {var} gets {got} conjunct checks on its way to "
+                             f"the root; its DEFINE has {want} (late conjuncts excluded)")
+
+
 def _is_kleene(node) -> bool:
     return node.kleene is not None and tuple(node.kleene) != (1, 1)
 
@@ -102,6 +137,7 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
             raise ValueError(f"binding {b}: the root binds {len(row)} of the term's "
                              f"{hi - lo} components")
         slots.append(row)
+        _check_coverage(plan, configs, bind, b)
         bchecks.append(_check_rows(bind.extra_checks, bind.slot_vars, config, f"binding {b}",
                                    late_ok=True))
         wins.append(_window(config.window_kind, config.window_size))
