@@ -3,9 +3,10 @@
 Stock-style stream (SIGMOD'19 section 6): ticks of a pool of symbols with skewed
 (Zipf-like) rates, a price-difference attribute ``diff``. Each pattern is a SEQ of 3-5
 variables, each an event type ``v.symbol = 'S<k>'``, with predicates ``v.diff > u.diff``
-on about half of the consecutive pairs, a time window, and (about 1 in 5) a NOT or a Kleene closure KL(v, 1, 3); patterns
-are drawn from a small pool of prefixes so sub-patterns recur across the workload
-(merge sharing of the patterns' own best trees, cepsql.runtime.shared.merge_plan).
+on about half of the consecutive pairs, a time window, and (about 1 in 5) a NOT or a
+Kleene closure KL(v, 1, 3); patterns are drawn from a small pool of prefixes so
+sub-patterns recur across the workload (merge sharing of the patterns' own best trees,
+cepsql.runtime.shared.merge_plan).
 
 For each workload size it prints the evaluator throughput (input rows / second) of the
 shared pass and of running each pattern's own CepWorker over the same prepared, sorted

@@ -154,7 +154,8 @@ cdef class SharedDag:
         self.c_rows = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         self.c_comp = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
-                self.live == NULL or self.count == NULL or self.n_created == NULL or self.c_cand == NULL or \
+                self.live == NULL or self.count == NULL or self.n_created == NULL or \
+                self.c_cand == NULL or \
                 self.c_rows == NULL or self.c_comp == NULL or self.pat_fn == NULL or \
                 self.pat_matcher == NULL:
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
@@ -383,11 +384,11 @@ cdef class SharedDag:
         on the leaf's slot (on x plus the elements so far); each closure of an admitted
         size is joined with x at parent or handed to the root."""
         cdef Buf* s = &self.store[leaf]
-        cdef int kind, lslot, q, owner = self.nd_owner[leaf], pw_kind
+        cdef int lslot, q, owner = self.nd_owner[leaf], pw_kind
         cdef int llab = self.nd_lab[self.nd_lab_start[leaf]]
         cdef i64 lo_n = self.nd_kmin[leaf], hi_n = self.nd_kmax[leaf]
         cdef i64 xm = 0 if x == NULL else x[1], xmin = -1, xmax = -1, lo_b = -1, hi_b = -1
-        cdef i64 n, nc = 0, k, row, depth, i, j, a, b, m, tm, rc = 0
+        cdef i64 n, nc = 0, k, row, depth, i, a, m, tm, rc = 0
         cdef double pw
         cdef const int* plabs = NULL
         cdef i64* cand

@@ -3,9 +3,9 @@ equal its own CepWorker's rows (with match numbers) and the reference oracle's.
 
 Workloads are drawn to overlap: 2-8 patterns mutated from one base pattern (same event
 types under other variable names, shared and near-identical cross conditions, other
-windows, NOT, OR, Kleene closures), streamed in small batches with PARTITION BY groups spanning batches
-and chunks. Patterns the DAG cannot run (Kleene, other strategies) run unshared in the
-same pass and must match too.
+windows, NOT, OR, Kleene closures), streamed in small batches with PARTITION BY groups
+spanning batches and chunks. Patterns the DAG does not run (two Kleene leaves joined,
+other strategies, SQL:2016 mode) run unshared in the same pass and must match too.
 """
 from __future__ import annotations
 
