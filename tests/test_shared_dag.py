@@ -69,7 +69,7 @@ def mutations(draw, base: dict, index: int) -> str:
         cross[k] = (cross[k][0], draw(st.sampled_from(CROSS)))
     elif what == "op":
         op = "AND" if op == "SEQ" else "SEQ"
-    names = [f"{chr(65 + index)}{k}" for k in range(len(types))]
+    names = [f"V{index}_{k}" for k in range(len(types))]
     defines = []
     for k, (name, t) in enumerate(zip(names, types)):
         cond = t.format(v=name)
@@ -84,12 +84,12 @@ def mutations(draw, base: dict, index: int) -> str:
         if draw(st.booleans()):
             defines[k] += " AND " + draw(st.sampled_from(KLEENE)).format(v=names[k])
     if extra == "not" and op == "SEQ":
-        neg = f"N{chr(65 + index)}"
+        neg = f"N{index}"
         items.insert(draw(st.integers(1, len(items) - 1)), f"NOT({neg})")
         defines.append(f"{neg} AS {neg}.price > 7")
     pattern = f"{op}({', '.join(items)})"
     if extra == "or":
-        alt = f"Z{chr(65 + index)}"
+        alt = f"Z{index}"
         pattern = f"OR({pattern}, SEQ({names[0]}, {alt}))"
         defines.append(f"{alt} AS {alt}.tag = 'z'")
     window = draw(st.sampled_from(WINDOWS[base["window_kind"]]))
@@ -104,11 +104,22 @@ def mutations(draw, base: dict, index: int) -> str:
 
 
 @st.composite
-def workloads(draw, max_patterns: int = 8) -> list[str]:
+def workloads(draw, max_patterns: int = 8, min_patterns: int = 2) -> list[str]:
     base = draw(base_patterns())
     base["partition"] = draw(st.sampled_from(["PARTITION BY part", "PARTITION BY part", ""]))
-    n = draw(st.integers(2, max_patterns))
+    n = draw(st.integers(min_patterns, max_patterns))
     return [draw(mutations(base, i)) for i in range(n)]
+
+
+@st.composite
+def longer_streams(draw) -> pa.Table:
+    n = draw(st.integers(20, 80))
+    rows = draw(st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 9),
+                                   st.sampled_from([0.5, 1.0, 2.25, 4.75]),
+                                   st.sampled_from("xyz")), min_size=n, max_size=n))
+    return pa.table({"part": [r[0] for r in rows], "ts": list(range(1, n + 1)),
+                     "price": [r[1] for r in rows], "vol": [r[2] for r in rows],
+                     "tag": [r[3] for r in rows]})
 
 
 def _rows(table: pa.Table) -> Counter:
@@ -148,6 +159,17 @@ def test_shared_workloads_match_own_workers_and_oracle():
         seen["candidates"] += out["stats"]["candidates"]
     check()
     assert seen["shared_nodes"] > 0 and seen["candidates"] > 0
+
+
+def test_larger_workloads_match_own_workers():
+    """10-30 patterns over longer streams (own workers as the reference: the oracle's
+    any-match enumeration would be slow)."""
+    @settings(max_examples=10, **SETTINGS)
+    @given(sqls=workloads(max_patterns=30, min_patterns=10), table=longer_streams(),
+           batch_rows=st.integers(3, 20), chunk_rows=st.integers(4, 40))
+    def check(sqls, table, batch_rows, chunk_rows):
+        assert_shared_equals_own(sqls, table, batch_rows, chunk_rows, oracle=False)
+    check()
 
 
 def test_shared_workloads_with_ties_and_nulls():
