@@ -291,6 +291,7 @@ def test_stats_count_instances_once_per_shared_node():
     leaves = [i for i, n in enumerate(plan.nodes) if n.is_leaf]
     assert sorted(stats["node_instances"][i] for i in leaves) == \
         sorted([tags.count("x"), tags.count("y")])
+    assert stats["matches"] == [t.num_rows for t in wl_outputs(sqls)]
 
 
 def test_memory_follows_the_window_not_the_partition():
@@ -420,3 +421,8 @@ def test_plans_missing_a_conjunct_are_refused():
         c for c in node.checks if c[0] != "conjunct")})
     with pytest.raises(ValueError, match="conjunct checks"):
         SharedEvaluator(plan, wl.bounds)
+
+
+def wl_outputs(sqls: list[str]) -> list[pa.Table]:
+    """Every pattern's own worker output over _ticks()."""
+    return plan_local_workload([spec_of(s) for s in sqls], _ticks()).own_outputs()

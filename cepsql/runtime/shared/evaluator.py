@@ -237,7 +237,9 @@ class SharedEvaluator:
                 self.offsets[p] = off + int(matcher.keep)
             if len(rows) == 0:
                 continue
-            self.matches[p] += 1 + int(np.count_nonzero(np.diff(numbers)))
+            group = np.searchsorted(own_bounds, rows, side="right")
+            self.matches[p] += len(np.unique(np.stack([group, numbers])[:, numbers >= 0],
+                                             axis=1).T)
             for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
                                         np.zeros(0, dtype=np.int64)):
                 out.append((p, batch))
