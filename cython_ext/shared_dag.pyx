@@ -315,24 +315,30 @@ cdef class SharedDag:
             idx = self.nd_use[2 * k + 1]
             if kind == U_ROOT:
                 if kl:
-                    if self._closures(node, NULL, rec[2], -1, idx, 0):
+                    if self._closures(node, NULL, rec[2], -1, idx, 0, -1, -1):
                         return -1
                 elif self._root(idx, rec):
                     return -1
                 continue
             other = self.nd_right[idx] if kind == U_LEFT else self.nd_left[idx]
+            if kl and self._kleene(other):
+                # every closure of the sibling alone, then ours ending here in its context
+                if self._closures(other, NULL, -1, idx, -1, kind == U_RIGHT, node, rec[2]):
+                    return -1
+                continue
             if kl:
                 # the closures ending at this element, with every live sibling instance
                 s = &self.store[other]
                 j = 0
                 n = s.n
                 while j < n:
-                    if self._closures(node, s.data + j, rec[2], idx, -1, kind == U_LEFT):
+                    if self._closures(node, s.data + j, rec[2], idx, -1, kind == U_LEFT,
+                                      -1, -1):
                         return -1
                     j += 2 + 2 * s.data[j + 1]
                 continue
             if self._kleene(other):
-                if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT):
+                if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT, -1, -1):
                     return -1
                 continue
             s = &self.store[other]
@@ -376,13 +382,15 @@ cdef class SharedDag:
         return self._new(node, t)
 
     cdef int _closures(self, int leaf, i64* x, i64 end_row, int parent, int bind,
-                       bint leaf_left) noexcept nogil:
+                       bint leaf_left, int then_leaf, i64 then_end) noexcept nogil:
         """Closures of Kleene leaf (ending at end_row unless -1) in the context of the
         sibling's instance x at parent (or alone, for binding bind). Depth-first over
         increasing element rows, as the pattern's own evaluator: each element passes the
         leaf's remaining conditions (on the elements so far) and the parent's conditions
         on the leaf's slot (on x plus the elements so far); each closure of an admitted
-        size is joined with x at parent or handed to the root."""
+        size is joined with x at parent or handed to the root -- or, with then_leaf (the
+        sibling, also a Kleene leaf; x is NULL), is the context of then_leaf's closures
+        ending at then_end."""
         cdef Buf* s = &self.store[leaf]
         cdef int lslot, q, owner = self.nd_owner[leaf], pw_kind
         cdef int llab = self.nd_lab[self.nd_lab_start[leaf]]
@@ -475,7 +483,7 @@ cdef class SharedDag:
             # the leaf's own (non-row-local) conditions on the elements so far, then the
             # parent's on the leaf's slot with x
             ok = self._leaf_checks(leaf, rec, tm, llab, owner)
-            if ok and parent >= 0:
+            if ok and parent >= 0 and x != NULL:
                 ok = self._context_checks(parent, x, rec, tm, leaf_left, lslot, plabs)
             if ok:
                 if tm >= lo_n and (end_row < 0 or row == end_row):
@@ -483,7 +491,10 @@ cdef class SharedDag:
                     rec[1] = tm
                     for i in range(tm):
                         rec[2 + tm + i] = 0   # every element is the leaf's one slot
-                    if parent < 0:
+                    if then_leaf >= 0:
+                        rc = self._closures(then_leaf, rec, then_end, parent, -1,
+                                            not leaf_left, -1, -1)
+                    elif parent < 0:
                         rc = self._root(bind, rec)
                     elif leaf_left:
                         rc = self._join(parent, rec, x)

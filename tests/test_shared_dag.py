@@ -4,8 +4,8 @@ equal its own CepWorker's rows (with match numbers) and the reference oracle's.
 Workloads are drawn to overlap: 2-8 patterns mutated from one base pattern (same event
 types under other variable names, shared and near-identical cross conditions, other
 windows, NOT, OR, Kleene closures), streamed in small batches with PARTITION BY groups
-spanning batches and chunks. Patterns the DAG does not run (two Kleene leaves joined,
-other strategies, SQL:2016 mode) run unshared in the same pass and must match too.
+spanning batches and chunks. Patterns the DAG does not run (other strategies, SQL:2016
+mode) run unshared in the same pass and must match too.
 """
 from __future__ import annotations
 
@@ -82,6 +82,8 @@ def mutations(draw, base: dict, index: int) -> str:
     if extra == "kleene" and base["window_kind"] != "none":
         k = draw(st.integers(1, len(items) - 1))
         items[k] = f"KL({names[k]})" if draw(st.booleans()) else f"KL({names[k]}, 1, 2)"
+        if draw(st.integers(0, 2)) == 0:   # a second closure, maybe next to the first
+            items[k - 1] = f"KL({names[k - 1]}, 1, 2)"
         if draw(st.booleans()):
             defines[k] += " AND " + draw(st.sampled_from(KLEENE)).format(v=names[k])
     if extra == "not" and op == "SEQ":
@@ -230,10 +232,11 @@ def test_not_or_and_unshared_patterns_in_one_pass():
             "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, KL(k))) WITHIN 4 ROWS "
             "DEFINE a AS a.tag = 'x', k AS k.price > a.price AND "
             "(count(k.*) = 1 OR k.price >= LAST(k.price, 1)))",
-            # two Kleene leaves joined directly, and another strategy: unshared
+            # two Kleene leaves joined directly (one condition links them)
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(KL(p), KL(q))) WITHIN 4 ROWS "
-            "DEFINE p AS p.tag = 'x', q AS q.tag = 'y')",
+            "DEFINE p AS p.tag = 'x', q AS q.tag = 'y' AND q.price > FIRST(p.price))",
+            # another strategy: unshared
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) WITHIN 4 ROWS "
             "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')",
@@ -244,8 +247,8 @@ def test_not_or_and_unshared_patterns_in_one_pass():
             HEAD + "count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "PATTERN (a b+) DEFINE a AS a.tag = 'x', b AS b.price > PREV(b.price))"]
     out = assert_shared_equals_own(sqls, _ticks(), batch_rows=3, chunk_rows=4)
-    assert out["plan"].unshared == [3, 4, 5, 6]
-    assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1, 2]
+    assert out["plan"].unshared == [4, 5, 6]
+    assert [b.pattern for b in out["plan"].bindings] == [0, 1, 1, 2, 3]
     assert any(n.kleene == (1, -1) for n in out["plan"].nodes)
 
 

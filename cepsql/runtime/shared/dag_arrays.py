@@ -114,8 +114,6 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
                 raise ValueError(f"node {i}: children must come first")
             if plan.nodes[node.left].arity + plan.nodes[node.right].arity != node.arity:
                 raise ValueError(f"node {i}: arity is not the children's sum")
-            if _is_kleene(plan.nodes[node.left]) and _is_kleene(plan.nodes[node.right]):
-                raise ValueError(f"node {i}: joins two Kleene leaves (not supported)")
             uses[node.left].append((U_LEFT, i))
             uses[node.right].append((U_RIGHT, i))
     slots, bchecks, wins = [], [], []

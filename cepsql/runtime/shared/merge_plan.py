@@ -99,9 +99,6 @@ def merge_plan(queries: list[QueryPlan], bounds: list[BoundPlan]) -> GlobalPlan:
             plan.unshared.append(i)
             continue
         pat = _Pattern(i, query, bound)
-        if any(_joins_two_closures(term, tree) for term, tree in zip(pat.terms, pat.trees)):
-            plan.unshared.append(i)
-            continue
         for t, (term, tree) in enumerate(zip(pat.terms, pat.trees)):
             root, slot_vars = _add_tree(plan, index, pat, term, tree)
             plan.bindings.append(Binding(pattern=i, root=root, slot_vars=slot_vars, term=t))
@@ -175,14 +172,6 @@ def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
                 plan.nodes[found] = dataclasses.replace(node, window=pat.window[1])
         built[id(tn)] = (found, slot_vars)
     return built[id(tree)]
-
-
-def _joins_two_closures(term, tree: TreeNode) -> bool:
-    """Whether the tree joins two Kleene leaves directly (the DAG does not run it)."""
-    def closure(n):
-        return n.is_leaf and tuple(term.comps[n.leaf][1:]) != (1, 1)
-    return any(not n.is_leaf and closure(n.left) and closure(n.right)
-               for n in _post_order(tree))
 
 
 def _post_order(tree: TreeNode):

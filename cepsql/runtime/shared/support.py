@@ -9,8 +9,7 @@ def dag_unsupported(spec: MatchRecognizeSpec) -> str | None:
     """Why the shared DAG cannot run the pattern (None: it can). The DAG forms the
     candidate matches of planned clauses (STRATEGY SKIP_TILL_ANY_MATCH, terms of
     cep_planner.pattern_terms): variables and Kleene closures KL(x) of single
-    variables; NOT(var) and OR are finished by the pattern's own matcher. (A plan joining
-    two Kleene leaves directly is left unshared by the plan builder.)"""
+    variables; NOT(var) and OR are finished by the pattern's own matcher."""
     from ..cep_plan import _plannable
     if spec.strategy is None:
         return "SQL:2016 mode (regex preference) is evaluated in order, not as a join DAG"
