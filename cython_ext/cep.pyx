@@ -240,6 +240,15 @@ cdef class CepMatcher:
     cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
     cdef public i64 pm_created, pm_stored, peak_pm
+    # candidates handed in by the shared DAG evaluator (set_candidates; shared_dag.pyx)
+    cdef object ext_ref
+    cdef const i64* ext_cand     # per candidate: end row, term, offset, length
+    cdef const i64* ext_rows
+    cdef const i64* ext_cmp
+    cdef i64 ext_n, ext_at
+    cdef int ext_on
+    cdef object rows_ref         # VM rows attached for external condition checks
+    cdef i64 att_rows            # their number (run()'s n_rows stays the carried chunk's)
 
     def __cinit__(self):
         self.code = NULL
@@ -1362,6 +1371,8 @@ cdef class CepMatcher:
         cdef i64 cmp[1]
         cdef int j, n_comps = self.seq_start[self.n_seq], leaf, label, node
         cdef bint plain
+        if self.ext_on:
+            return self._ext_rows(start, stop)
         for r in range(start, stop):
             self.cur_row = r
             for j in range(n_comps):
@@ -1388,6 +1399,70 @@ cdef class CepMatcher:
             if self.oom:
                 return -1
         return 0
+
+    cdef int _ext_rows(self, i64 start, i64 stop) noexcept nogil:
+        """Rows [start, stop) with the candidates of set_candidates instead of the plan
+        trees: each candidate ending at row r is finished (late conjuncts, window, NOTs)
+        and stored at r, exactly where the own trees would have completed it."""
+        cdef i64 r, k
+        cdef const i64* c
+        for r in range(start, stop):
+            self.cur_row = r
+            while self.ext_at < self.ext_n and self.ext_cand[4 * self.ext_at] < r:
+                self.ext_at += 1
+            while self.ext_at < self.ext_n and self.ext_cand[4 * self.ext_at] == r:
+                c = self.ext_cand + 4 * self.ext_at
+                self.ext_at += 1
+                if self._plan_finish(<int> c[1], <i64*> self.ext_rows + c[2],
+                                     <i64*> self.ext_cmp + c[2], 1, c[3]) < 0:
+                    return -1
+            if self.sel_dirty and self._select_ready():
+                return -1
+            if self.oom:
+                return -1
+        return 0
+
+    def set_candidates(self, cand, rows=None, comps=None):
+        """The next run() finishes these candidate matches instead of forming its own
+        (planned clauses only): cand int64[n, 4] = (end row, term, offset, length) sorted
+        by end row, rows/comps int64 (row ascending within a candidate, global component
+        index). None switches back to the own plan trees."""
+        if cand is None:
+            self.ext_on = 0
+            self.ext_ref = None
+            return
+        if not self.planned:
+            raise ValueError("set_candidates needs a planned matcher")
+        c = np.ascontiguousarray(cand, dtype=np.int64).reshape(-1, 4)
+        rw = np.ascontiguousarray(rows, dtype=np.int64)
+        cm = np.ascontiguousarray(comps, dtype=np.int64)
+        if rw.shape[0] == 0:
+            rw = np.zeros(1, dtype=np.int64)
+            cm = np.zeros(1, dtype=np.int64)
+        self.ext_ref = (c, rw, cm)
+        self.ext_cand = <const i64*> cnp.PyArray_DATA(c)
+        self.ext_rows = <const i64*> cnp.PyArray_DATA(rw)
+        self.ext_cmp = <const i64*> cnp.PyArray_DATA(cm)
+        self.ext_n = c.shape[0]
+        self.ext_at = 0
+        self.ext_on = 1
+
+    def attach_rows(self, values, nulls):
+        """VM rows (as for run()) for conditions checked from outside a run through
+        eval_entry(); the exact columns and constants come from set_exact_columns /
+        set_consts as for run()."""
+        vv = np.ascontiguousarray(values, dtype=np.float64)
+        nn = np.ascontiguousarray(nulls, dtype=np.uint8)
+        self.rows_ref = (vv, nn)
+        self.att_rows = vv.shape[1]
+        self.vals = <const double*> cnp.PyArray_DATA(vv) if vv.size else NULL
+        self.nulls = <const unsigned char*> cnp.PyArray_DATA(nn) if nn.size else NULL
+
+    def eval_entry(self):
+        """(address of matcher_eval_explicit, address of this matcher): lets another
+        extension evaluate this pattern's DEFINE conjuncts on explicit matches without
+        the GIL. The caller keeps this matcher alive while it uses them."""
+        return <Py_ssize_t> <void*> _matcher_eval_explicit, <Py_ssize_t> <void*> self
 
     cdef inline int _sibling(self, int node, int parent) noexcept nogil:
         cdef int sib = self.pl_node[parent * 5 + 1]
@@ -2509,3 +2584,17 @@ cdef object _to_numpy(Buf* b):
         memcpy(out.data, b.data, b.n * sizeof(i64))
     return out
 
+
+cdef bint _matcher_eval_explicit(void* matcher, int c, int label, i64* pos, i64* lab,
+                                 i64 m, i64 r, i64 ps, i64 pe) noexcept nogil:
+    """Conjunct c of the matcher's pattern at row r (labelled label) on the explicit,
+    row-sorted match pos/lab[0..m), within partition rows [ps, pe) of the rows given to
+    attach_rows. Evaluated between runs only (it sets the matcher's partition bounds)."""
+    cdef i64 saved = (<CepMatcher> matcher).n_rows
+    cdef bint ok
+    (<CepMatcher> matcher).ps = ps
+    (<CepMatcher> matcher).pe = pe
+    (<CepMatcher> matcher).n_rows = (<CepMatcher> matcher).att_rows
+    ok = (<CepMatcher> matcher)._eval(c, label, NULL, pos, lab, m, r)
+    (<CepMatcher> matcher).n_rows = saved
+    return ok

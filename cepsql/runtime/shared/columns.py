@@ -1,0 +1,84 @@
+"""The condition VM columns of every pattern of a shared pass, each input column
+converted once (MatchWorker._vm_columns does it per pattern).
+
+Columns are told apart by the memory they occupy, not by name (the workload adds a
+row-local expression two patterns share once, under each pattern's name). String
+columns are ranked in ONE sorted dictionary of the chunk's strings and every
+pattern's string literals: a superset of each pattern's own dictionary, so ranks
+compare (=, <, min/max) exactly as in the pattern's own run."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..conditions import STR
+from ..worker import _as_float, _sorted_dictionary, exact_lane
+
+
+def load_columns(workers: list, table: pa.Table) -> list[tuple[np.ndarray, ...]]:
+    """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives them."""
+    n = table.num_rows
+    strings, literals = set(), set()
+    for w in workers:
+        code = w.config.code
+        strings |= {c for c, k in zip(code.columns, code.column_kinds) if k == STR}
+        literals |= {s for _, s in code.string_consts}
+    dictionary = _sorted_dictionary(table, sorted(strings), sorted(literals))
+    cache: dict[tuple, tuple] = {}
+
+    def column(key: tuple, name: str) -> tuple:
+        if key not in cache:
+            col = table.column(name).combine_chunks()
+            nulls = col.is_null().to_numpy(zero_copy_only=False)
+            if key[2]:
+                words = np.zeros((n, 2), dtype=np.int64)
+                exact_lane(col, words)
+                cache[key] = (None, nulls, words)
+            else:
+                num = pc.index_in(col, value_set=dictionary).cast(pa.float64()) \
+                    if key[1] == STR else _as_float(col)
+                cache[key] = (pc.fill_null(num, 0.0).to_numpy(zero_copy_only=False),
+                              nulls, None)
+        return cache[key]
+
+    ranks = {text: float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
+             for text in literals}
+    matrices: dict[tuple, tuple] = {}   # patterns reading the same columns share them
+    identity: dict[str, tuple] = {}
+    out = []
+    for w in workers:
+        code = w.config.code
+        names = list(code.columns)
+        layout = tuple((identity.setdefault(c, _identity(table.column(c))), k, t.exact)
+                       for c, k, t in zip(names, code.column_kinds, code.column_types))
+        if layout not in matrices:
+            k = len(layout)
+            values = np.zeros((k, n), dtype=np.float64)
+            nulls = np.zeros((k, n), dtype=np.uint8)
+            any_exact = any(key[2] for key in layout)
+            exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
+            for i, (key, name) in enumerate(zip(layout, names)):
+                vals, nl, words = column(key, name)
+                nulls[i] = nl
+                if words is not None:
+                    exact[i] = words
+                else:
+                    values[i] = vals
+            matrices[layout] = (values, nulls, exact)
+        values, nulls, exact = matrices[layout]
+        consts = code.consts.copy()
+        for slot, text in code.string_consts:
+            consts[slot] = ranks[text]
+        out.append((values, nulls, consts, exact))
+    return out
+
+
+def _identity(col: pa.ChunkedArray) -> tuple:
+    """The memory a column's values live in (the table keeps it alive, so no other
+    column can share it): columns added twice under two names (the same row-local
+    expression of two patterns) are converted once."""
+    return (str(col.type),) + tuple(
+        (chunk.offset, len(chunk)) + tuple(b.address if b is not None else 0
+                                           for b in chunk.buffers())
+        for chunk in col.chunks)

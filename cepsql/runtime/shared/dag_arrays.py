@@ -1,0 +1,166 @@
+"""A GlobalPlan as the C arrays of cython_ext/shared_dag.pyx.
+
+Checks are translated from the plan's terms (variable names of the owner pattern,
+conjunct numbers as plan_cep compiles them) into slot numbers and labels of the owner's
+condition VM: (kind, a, b) with kind 0 = row of slot a before row of slot b, kind 1 =
+conjunct a on slot b (kind 2 on a Kleene leaf: checked on the closure being formed, not
+on the element alone). ("not", q) and ("window", None) on a Binding are left to the
+pattern's own matcher / the root's window test, which always applies.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...sharing.global_plan import GlobalPlan
+from ..cep_worker import CepConfig
+
+K_ORDER, K_CONJ, K_KCONJ = 0, 1, 2
+U_LEFT, U_RIGHT, U_ROOT = 0, 1, 2
+
+
+def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: str,
+                late_ok: bool = False) -> list[tuple[int, int, int]]:
+    out = []
+    slot_of = {v: k for k, v in enumerate(slot_vars)}
+    for kind, payload in checks:
+        if kind == "order":
+            a, b = payload
+            out.append((K_ORDER, slot_of[a], slot_of[b]))
+        elif kind == "conjunct":
+            var = config.labels[int(config.conj_label[payload])]
+            if late_ok is False and config.conj_late is not None and config.conj_late[payload]:
+                raise ValueError(f"{where}: conjunct {payload} reads the whole match "
+                                 "(late); only a root may check it")
+            if var not in slot_of:
+                raise ValueError(f"{where}: conjunct {payload} is on {var}, not a slot")
+            out.append((K_CONJ, int(payload), slot_of[var]))
+        elif kind not in ("not", "window"):
+            raise ValueError(f"{where}: unknown check kind {kind!r}")
+    # orders first (cheap), then conjuncts in the order given
+    return sorted(out, key=lambda c: c[0])
+
+
+def _slot_conjuncts(plan: GlobalPlan, configs: list[CepConfig], node: int, base: int,
+                    counts: list[int]) -> None:
+    """Add the conjunct checks of node's subtree per slot (slots from base on)."""
+    nd = plan.nodes[node]
+    owner = configs[nd.owner]
+    slot_of = {v: k for k, v in enumerate(nd.owner_vars)}
+    for kind, payload in nd.checks:
+        if kind == "conjunct":
+            counts[base + slot_of[owner.labels[int(owner.conj_label[payload])]]] += 1
+    if not nd.is_leaf:
+        _slot_conjuncts(plan, configs, nd.left, base, counts)
+        _slot_conjuncts(plan, configs, nd.right, base + plan.nodes[nd.left].arity, counts)
+
+
+def _check_coverage(plan: GlobalPlan, configs: list[CepConfig], bind, b: int) -> None:
+    """Every conjunct the pattern's own plan checks below its root (the non-late
+    ones of the term's variables) must be checked once on the DAG path to the root or
+    on the root: the pattern's matcher re-checks only the late ones. Compared as
+    counts per variable."""
+    config = configs[bind.pattern]
+    counts = [0] * plan.nodes[bind.root].arity
+    _slot_conjuncts(plan, configs, bind.root, 0, counts)
+    slot_of = {v: k for k, v in enumerate(bind.slot_vars)}
+    for kind, payload in bind.extra_checks:
+        if kind == "conjunct" and not config.conj_late[payload]:
+            counts[slot_of[config.labels[int(config.conj_label[payload])]]] += 1
+    for var, got in zip(bind.slot_vars, counts):
+        lab = config.labels.index(var)
+        want = sum(1 for x, late in zip(config.conj_label, config.conj_late)
+                   if x == lab and not late)
+        if got != want:
+            raise ValueError(f"binding {b}: {var} gets {got} conjunct checks on its way to "
+                             f"the root; its DEFINE has {want} (late conjuncts excluded)")
+
+
+def _is_kleene(node) -> bool:
+    return node.kleene is not None and tuple(node.kleene) != (1, 1)
+
+
+def _csr(lists: list[list], width: int) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
+    flat = np.asarray([v for x in lists for row in x for v in
+                       (row if isinstance(row, tuple) else (row,))], dtype=np.int32)
+    return starts, flat.reshape(-1) if width else flat
+
+
+def _window(kind: int, size) -> tuple[int, float]:
+    return (0, 0.0) if not kind or size is None else (int(kind), float(size))
+
+
+def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarray]:
+    """The arrays of SharedDag for plan; configs[i] is pattern i's CepConfig."""
+    n = len(plan.nodes)
+    labels, checks, uses = [], [], [[] for _ in range(n)]
+    for i, node in enumerate(plan.nodes):
+        config = configs[node.owner]
+        if len(node.owner_vars) != node.arity:
+            raise ValueError(f"node {i}: {node.arity} slots but owner_vars {node.owner_vars}")
+        labels.append([config.labels.index(v) for v in node.owner_vars])
+        rows = _check_rows(node.checks, node.owner_vars, config, f"node {i}")
+        if _is_kleene(node):
+            if not node.is_leaf:
+                raise ValueError(f"node {i}: only a leaf can be a Kleene closure")
+            # row-local conjuncts admit elements; the rest run on the closure (R2)
+            rows = [(K_CONJ if config.conj_rowlocal[a] else K_KCONJ, a, b)
+                    for k, a, b in rows]
+        if node.is_leaf and any(k == K_ORDER for k, _, _ in rows):
+            raise ValueError(f"leaf {i} has an order check")
+        checks.append(rows)
+        if not node.is_leaf:
+            if not (node.left < i and node.right < i):
+                raise ValueError(f"node {i}: children must come first")
+            if plan.nodes[node.left].arity + plan.nodes[node.right].arity != node.arity:
+                raise ValueError(f"node {i}: arity is not the children's sum")
+            uses[node.left].append((U_LEFT, i))
+            uses[node.right].append((U_RIGHT, i))
+    slots, bchecks, wins = [], [], []
+    for b, bind in enumerate(plan.bindings):
+        config = configs[bind.pattern]
+        root = plan.nodes[bind.root]
+        if len(bind.slot_vars) != root.arity:
+            raise ValueError(f"binding {b}: {len(bind.slot_vars)} variables for "
+                             f"{root.arity} root slots")
+        lo, hi = int(config.seq_start[bind.term]), int(config.seq_start[bind.term + 1])
+        comp_of = {int(config.comps[j, 1]): j for j in range(lo, hi)}
+        row = []
+        for var in bind.slot_vars:
+            lab = config.labels.index(var)
+            if lab not in comp_of:
+                raise ValueError(f"binding {b}: {var} is not in term {bind.term}")
+            row.append((lab, comp_of[lab]))
+        if len(row) != hi - lo:
+            raise ValueError(f"binding {b}: the root binds {len(row)} of the term's "
+                             f"{hi - lo} components")
+        slots.append(row)
+        _check_coverage(plan, configs, bind, b)
+        bchecks.append(_check_rows(bind.extra_checks, bind.slot_vars, config, f"binding {b}",
+                                   late_ok=True))
+        wins.append(_window(config.window_kind, config.window_size))
+        uses[bind.root].append((U_ROOT, b))
+    nd_win = [_window(node.window_kind, node.window) for node in plan.nodes]
+    out = {
+        "nd_left": np.asarray([nd.left for nd in plan.nodes], dtype=np.int32),
+        "nd_right": np.asarray([nd.right for nd in plan.nodes], dtype=np.int32),
+        "nd_arity": np.asarray([nd.arity for nd in plan.nodes], dtype=np.int32),
+        "nd_owner": np.asarray([nd.owner for nd in plan.nodes], dtype=np.int32),
+        "nd_kmin": np.asarray([nd.kleene[0] if _is_kleene(nd) else -1
+                               for nd in plan.nodes], dtype=np.int32),
+        "nd_kmax": np.asarray([nd.kleene[1] if _is_kleene(nd) else -1
+                               for nd in plan.nodes], dtype=np.int32),
+        "nd_wkind": np.asarray([k for k, _ in nd_win], dtype=np.int32),
+        "nd_win": np.asarray([w for _, w in nd_win], dtype=np.float64),
+        "bd_pattern": np.asarray([b.pattern for b in plan.bindings], dtype=np.int32),
+        "bd_term": np.asarray([b.term for b in plan.bindings], dtype=np.int32),
+        "bd_root": np.asarray([b.root for b in plan.bindings], dtype=np.int32),
+        "bd_wkind": np.asarray([k for k, _ in wins], dtype=np.int32),
+        "bd_win": np.asarray([w for _, w in wins], dtype=np.float64),
+    }
+    out["nd_lab_start"], out["nd_lab"] = _csr(labels, 0)
+    out["nd_chk_start"], out["nd_chk"] = _csr(checks, 3)
+    out["nd_use_start"], out["nd_use"] = _csr(uses, 2)
+    out["bd_slot_start"], out["bd_slot"] = _csr(slots, 2)
+    out["bd_chk_start"], out["bd_chk"] = _csr(bchecks, 3)
+    return out

@@ -1,0 +1,249 @@
+"""SharedEvaluator: a workload's global plan over the sorted rows of one Spark partition.
+
+Push-style: ``feed(batch)`` / ``finish()`` return (pattern index, batch) pairs, each
+batch in that pattern's own worker output layout (``BoundPlan.worker_schema``) with the
+rows and match numbers its own CepWorker would give.
+
+Per chunk of rows:
+  1. every pattern's condition VM columns are loaded (its own layout; each input
+     column converted once, columns.py),
+  2. the shared DAG (cython_ext/shared_dag.pyx) forms each shared pattern's candidate
+     matches, evaluating every shared node's conditions once,
+  3. each shared pattern's own CepMatcher finishes its candidates (late conjuncts,
+     NOT checks, SKIP PAST LAST ROW, measures) -- patterns without a root in the plan
+     (``GlobalPlan.unshared``) run their own planned or in-order evaluation on the same
+     chunk; SQL:2016-mode patterns run their own MatchWorker on it.
+
+Memory: when every pattern has a WITHIN window (and its own worker could stream, see
+CepWorker.streamable), a chunk ends inside the open PARTITION BY group and only the
+rows still needed are carried: the DAG's (the oldest live instance, by node window)
+and every matcher's (its ``keep``). Each matcher sees the chunk from its own first
+kept row on, so rows, match numbers and state are exactly those of its own streaming
+run. Otherwise (a pattern without WITHIN, or in SQL:2016 mode) chunks hold whole
+groups (the last group stays pending until it ends).
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ...sharing.global_plan import GlobalPlan
+from ..cep_worker import CepWorker, break_flags
+from ..plan import BoundPlan
+from ..worker import CHUNK_ROWS, _with_zero, raise_vm_error, window_micros
+from .columns import load_columns
+from .dag_arrays import dag_arrays
+
+Output = list[tuple[int, pa.RecordBatch]]
+
+
+class SharedPass:
+    """Picklable: the shared pass as a Spark worker function (mapInArrow /
+    applyInArrow build the evaluator inside the task; its Cython state is not shipped)."""
+
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan]):
+        self.global_plan = global_plan
+        self.bound_plans = bound_plans
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]
+                 ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        evaluator = SharedEvaluator(self.global_plan, self.bound_plans)
+        for batch in batches:
+            yield from evaluator.feed(batch)
+        yield from evaluator.finish()
+
+
+class SharedEvaluator:
+    """Runs ``global_plan`` for patterns whose ``bound_plans[i]`` are their BoundPlans."""
+
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan],
+                 chunk_rows: int = CHUNK_ROWS):
+        from ..._ext.shared_dag import SharedDag
+        self.plan = global_plan
+        self.workers = [bp.worker for bp in bound_plans]
+        # SQL:2016-mode patterns (MatchWorker): unshared, run by their own worker on
+        # every chunk of whole PARTITION BY groups
+        self.generic = {i for i, w in enumerate(self.workers) if not isinstance(w, CepWorker)}
+        configs = [w.config for w in self.workers]
+        self.shared = sorted({b.pattern for b in global_plan.bindings})
+        for p in self.shared:
+            if p in self.generic or configs[p].plan_nodes is None:
+                raise ValueError(f"pattern {p} has a root in the global plan but is not a "
+                                 "planned clause (see dag_unsupported)")
+        if any(n.owner in self.generic for n in global_plan.nodes):
+            raise ValueError("a DAG node's owner must be a planned CEP pattern")
+        keys = {tuple(c.partition_columns) for c in configs}
+        if len(keys) > 1:
+            raise ValueError("the patterns of a shared pass must have the same partitioning")
+        self.matchers = [None if i in self.generic else w._new_matcher()
+                         for i, w in enumerate(self.workers)]
+        self.dag = SharedDag(dag_arrays(global_plan, configs),
+                             [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
+                             self.matchers)
+        configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
+        times = {c.window_column for c in configs if c is not None and c.window_kind == 2}
+        times |= {configs[n.owner].window_column for n in global_plan.nodes
+                  if n.window_kind == 2}
+        if len(times) > 1:
+            raise ValueError("time windows of a shared pass must use one ORDER BY column")
+        self.time_column = times.pop() if times else None
+        # one lookahead for all (the DAG stops where every matcher stops); a deeper
+        # lookback only keeps more rows
+        cep = [m for m in self.matchers if m is not None]
+        self.lookahead = max([m.lookahead for m in cep], default=0)
+        self.lookback = max([m.lookback for m in cep], default=0)
+        for m in cep:
+            m.lookahead, m.lookback = self.lookahead, self.lookback
+        self.streaming = not self.generic and all(w.streamable() for w in self.workers) \
+            and all(n.window_kind for n in global_plan.nodes)
+        self.chunk_rows = chunk_rows
+        self.pending: list[pa.RecordBatch] = []
+        self.starts: list[np.ndarray] = []
+        self.pending_rows = 0
+        self.previous = None
+        self.threshold = chunk_rows
+        self.carried = False               # the pending rows start inside an open group
+        self.offsets = [0] * len(self.workers)   # per matcher: its first row in pending
+        self.matches = [0] * len(self.workers)
+        self.seconds = {"columns": 0.0, "dag": 0.0, "finish": 0.0}
+        self.peak_rows = 0
+
+    def feed(self, batch: pa.RecordBatch) -> Output:
+        """Take the next sorted batch; returns the output it completed."""
+        out: Output = []
+        for i in range(0, batch.num_rows, self.chunk_rows):
+            out += self._feed(batch.slice(i, self.chunk_rows))
+        return out
+
+    def _feed(self, batch: pa.RecordBatch) -> Output:
+        if batch.num_rows == 0:
+            return []
+        self.starts.append(self.workers[0]._group_starts(batch, self.previous)
+                           + self.pending_rows)
+        self.previous = batch.slice(batch.num_rows - 1)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        if self.pending_rows < self.threshold:
+            return []
+        starts = _with_zero(np.concatenate(self.starts))
+        table = pa.Table.from_batches(self.pending)
+        if self.streaming:
+            out = self._process(table, starts, open_last=True)
+            keep = min(self.dag.keep, min(self.offsets, default=self.dag.keep))
+            self.dag.rebase(keep)
+            self.offsets = [o - keep for o in self.offsets]
+            rest = table.slice(keep)
+            self.carried = True
+            self.starts = [np.zeros(0, dtype=np.int64)]
+            # rows held back (a long undecided match) are retried once the data doubled
+            self.threshold = max(self.chunk_rows, 2 * rest.num_rows)
+        else:
+            cut = int(starts[-1])   # the last group may continue in the next batch
+            if cut == 0:
+                self.threshold = 2 * self.pending_rows
+                return []
+            out = self._process(table.slice(0, cut), starts[:-1])
+            rest = table.slice(cut)
+            self.starts = [np.zeros(1, dtype=np.int64)]
+            self.threshold = self.chunk_rows
+        self.pending = rest.to_batches()
+        self.pending_rows = rest.num_rows
+        return out
+
+    def finish(self) -> Output:
+        """The end of the input: the open group's output."""
+        if not self.pending_rows:
+            return []
+        table = pa.Table.from_batches(self.pending)
+        starts = _with_zero(np.concatenate(self.starts))
+        self.pending, self.starts, self.pending_rows = [], [], 0
+        return self._process(table, starts)
+
+    def run(self, batches: Iterable[pa.RecordBatch]) -> Output:
+        """feed every batch, then finish."""
+        out: Output = []
+        for batch in batches:
+            out += self.feed(batch)
+        return out + self.finish()
+
+    @property
+    def stats(self) -> dict:
+        """Instances formed per node, candidates handed to the roots, matches output per
+        pattern, the most rows one chunk held, seconds spent loading columns / in the
+        DAG / in the patterns' matchers."""
+        return {"node_instances": self.dag.node_instances(),
+                "candidates": int(self.dag.candidates),
+                "matches": list(self.matches),
+                "peak_rows": self.peak_rows,
+                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+
+    def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
+                 ) -> Output:
+        started = time.perf_counter()
+        n = table.num_rows
+        self.peak_rows = max(self.peak_rows, n)
+        starts = np.unique(starts)
+        bounds = np.append(starts, n).astype(np.int64)
+        wts = wnulls = None
+        if self.time_column is not None:
+            wts, wnulls = window_micros(table.column(self.time_column))
+        cep = [p for p in range(len(self.workers)) if p not in self.generic]
+        loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep], table)))
+        for p, (values, nulls, consts, exact) in loaded.items():
+            matcher = self.matchers[p]
+            matcher.set_consts(consts)
+            matcher.set_exact_columns(exact)
+            matcher.attach_rows(values, nulls)
+        loaded_at = time.perf_counter()
+        candidates = self.dag.run(bounds, wts, wnulls, int(open_last), int(self.carried),
+                                  self.lookahead, self.lookback)
+        dag_at = time.perf_counter()
+        shared = set(self.shared)
+        out: Output = []
+        for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
+            if p in self.generic:   # whole groups: its own worker, fresh state
+                out += [(p, b) for b in worker(iter(table.to_batches())) if b.num_rows]
+                continue
+            values, nulls, _, exact = loaded[p]
+            off = self.offsets[p] if self.carried else 0
+            if off:
+                values, nulls = values[:, off:], nulls[:, off:]
+                matcher.set_exact_columns(exact[:, off:])
+            own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off)
+            if p in shared:
+                cand, rows, comps = candidates[p]
+                if off:
+                    cand = cand.copy()
+                    cand[:, 0] -= off
+                    rows = rows - off
+                matcher.set_candidates(cand, rows, comps)
+            own_time = worker.config.window_kind == 2
+            own_table = table.slice(off) if off else table
+            breaks = None
+            if worker.config.breaks_column is not None:   # STRICT_CONTIGUITY, unshared
+                breaks = break_flags(own_table.column(worker.config.breaks_column))
+            try:
+                rows, numbers, leaves, aggregates = matcher.run(
+                    values, nulls, own_bounds.astype(np.int64),
+                    wts[off:] if own_time else None, wnulls[off:] if own_time else None,
+                    int(open_last), int(self.carried), breaks=breaks)
+            finally:
+                matcher.set_candidates(None)
+            raise_vm_error(matcher.vm_error())
+            if open_last:
+                self.offsets[p] = off + int(matcher.keep)
+            if len(rows) == 0:
+                continue
+            group = np.searchsorted(own_bounds, rows, side="right")
+            self.matches[p] += len(np.unique(np.stack([group, numbers])[:, numbers >= 0],
+                                             axis=1).T)
+            for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
+                                        np.zeros(0, dtype=np.int64)):
+                out.append((p, batch))
+        self.seconds["columns"] += loaded_at - started
+        self.seconds["dag"] += dag_at - loaded_at
+        self.seconds["finish"] += time.perf_counter() - dag_at
+        return out

@@ -1,0 +1,790 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Shared DAG evaluator of a workload's global plan (SIGMOD 2019 MPM; MOTTO mark-points).
+
+One pass over the sorted rows of a chunk (whole PARTITION BY groups): a *node* holds
+instances of a sub-pattern -- one row per slot. A leaf's instances are the rows its
+owner variable's single-row DEFINE conjuncts accept (evaluated once per leaf, however
+many patterns share it). A join combines one instance of its left child with one of
+its right child (slots: left's, then right's) when their rows are disjoint, the result
+fits the node's window (the largest of its consumers') and passes the node's checks
+(order between slots, cross-variable DEFINE conjuncts of the owner pattern). Every new
+instance goes to EVERY consumer: the parent joins that share the node and the roots.
+
+A root turns an instance into a candidate match of its pattern's disjunct (term): the
+pattern's remaining checks (its own window, order checks, conjuncts) are applied and the
+candidate is listed with the row it completes at (its last row, as in the pattern's own
+planned evaluator). The pattern's own CepMatcher then finishes the candidates exactly as
+it finishes its own trees' (late conjuncts, NOT checks, R7, measures, output) --
+``CepMatcher.set_candidates``.
+
+Conditions run in the owner pattern's condition VM (``CepMatcher.eval_entry``: a C
+function taking the matcher, called without the GIL); the matchers must have the chunk's
+rows attached (``attach_rows``). Instances are pruned as rows advance by each node's
+window; with WITHIN on every pattern the open PARTITION BY group of a chunk carries its
+stores into the next chunk (rows rebased), so memory follows the largest window. No
+module-level state: one SharedDag per evaluator, re-entrant.
+"""
+from libc.stdlib cimport malloc, realloc, free, calloc
+from libc.string cimport memcpy, memset, memmove
+from libc.math cimport fabs
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+ctypedef long long i64
+
+include "buffers.pxi"
+
+ctypedef bint (*eval_fn)(void* matcher, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
+                         i64 ps, i64 pe) noexcept nogil
+
+# check kinds (node and binding check tables: kind, a, b)
+cdef enum: K_ORDER = 0     # row of slot a < row of slot b
+cdef enum: K_CONJ = 1      # conjunct a of the owner pattern, on slot b
+cdef enum: K_KCONJ = 2     # Kleene leaf: conjunct a checked on the closure being formed
+# consumer kinds (kind, index)
+cdef enum: U_LEFT = 0      # join node index takes the instance as its left input
+cdef enum: U_RIGHT = 1
+cdef enum: U_ROOT = 2      # binding index
+
+
+cdef class SharedDag:
+    """The nodes, checks and roots of a GlobalPlan as C arrays (see shared/dag_arrays.py)."""
+    cdef int n_nodes, n_bind, n_pat
+    cdef int* nd_left
+    cdef int* nd_right
+    cdef int* nd_arity
+    cdef int* nd_owner
+    cdef int* nd_wkind
+    cdef double* nd_win
+    cdef int* nd_lab_start     # node -> its slots' owner labels (CSR)
+    cdef int* nd_lab
+    cdef int* nd_chk_start     # node -> checks (CSR of kind, a, b)
+    cdef int* nd_chk
+    cdef int* nd_use_start     # node -> consumers (CSR of kind, index)
+    cdef int* nd_use
+    cdef unsigned char* nd_keep  # node has a join consumer: store its instances
+    cdef int* bd_pattern
+    cdef int* bd_term
+    cdef int* bd_root
+    cdef int* bd_wkind
+    cdef double* bd_win
+    cdef int* bd_slot_start    # binding -> per root slot: pattern label, global component
+    cdef int* bd_slot          # (pairs)
+    cdef int* bd_chk_start
+    cdef int* bd_chk
+    cdef eval_fn* pat_fn
+    cdef void** pat_matcher
+    cdef object matchers_ref
+    # state of a run
+    cdef Buf* store            # per node: records (first row, m, m rows, m slots)
+    cdef i64* live             # per node: instances after the last compaction
+    cdef i64* count            # per node: instances stored
+    cdef int* nd_kmin          # per node: Kleene leaf min / max (-1) elements; -1: plain
+    cdef int* nd_kmax
+    cdef Buf* tmp              # per node: the instance being formed
+    cdef Buf* c_cand           # per pattern: end, term, offset, length
+    cdef Buf* c_rows
+    cdef Buf* c_comp
+    cdef i64* sort_pos         # a match sorted by row, for the condition VM
+    cdef i64* sort_lab
+    cdef i64 sort_cap
+    cdef const double* wts
+    cdef const unsigned char* wnull
+    cdef i64 ps, pe, cur
+    cdef int oom
+    cdef int has_state         # the open group's stores carry into the next run
+    cdef i64 resume            # first row of the open group not yet processed
+    cdef public i64 keep       # first row the next run must get again (see run)
+    cdef public object created  # per node: instances formed (numpy int64)
+    cdef i64* n_created
+    cdef public i64 candidates
+
+    def __cinit__(self):
+        self.n_nodes = 0
+        self.store = NULL
+        self.c_cand = NULL
+
+    def __init__(self, dict arrays, list entries, matchers):
+        """arrays: the int/float arrays of dag_arrays.dag_arrays; entries: per pattern
+        (eval function address, matcher address) from CepMatcher.eval_entry();
+        matchers: kept alive as long as this object."""
+        cdef int i, k
+        self.matchers_ref = matchers
+        self.n_nodes = len(arrays["nd_left"])
+        self.n_bind = len(arrays["bd_pattern"])
+        self.n_pat = len(entries)
+        self.nd_left = <int*> _copy_i32(arrays["nd_left"])
+        self.nd_right = <int*> _copy_i32(arrays["nd_right"])
+        self.nd_arity = <int*> _copy_i32(arrays["nd_arity"])
+        self.nd_owner = <int*> _copy_i32(arrays["nd_owner"])
+        self.nd_wkind = <int*> _copy_i32(arrays["nd_wkind"])
+        self.nd_win = <double*> _copy_f64(arrays["nd_win"])
+        self.nd_lab_start = <int*> _copy_i32(arrays["nd_lab_start"])
+        self.nd_lab = <int*> _copy_i32(arrays["nd_lab"])
+        self.nd_chk_start = <int*> _copy_i32(arrays["nd_chk_start"])
+        self.nd_chk = <int*> _copy_i32(arrays["nd_chk"])
+        self.nd_use_start = <int*> _copy_i32(arrays["nd_use_start"])
+        self.nd_use = <int*> _copy_i32(arrays["nd_use"])
+        self.nd_keep = <unsigned char*> calloc(self.n_nodes + 1, 1)
+        self.bd_pattern = <int*> _copy_i32(arrays["bd_pattern"])
+        self.bd_term = <int*> _copy_i32(arrays["bd_term"])
+        self.bd_root = <int*> _copy_i32(arrays["bd_root"])
+        self.bd_wkind = <int*> _copy_i32(arrays["bd_wkind"])
+        self.bd_win = <double*> _copy_f64(arrays["bd_win"])
+        self.bd_slot_start = <int*> _copy_i32(arrays["bd_slot_start"])
+        self.bd_slot = <int*> _copy_i32(arrays["bd_slot"])
+        self.bd_chk_start = <int*> _copy_i32(arrays["bd_chk_start"])
+        self.bd_chk = <int*> _copy_i32(arrays["bd_chk"])
+        self.pat_fn = <eval_fn*> calloc(self.n_pat + 1, sizeof(eval_fn))
+        self.pat_matcher = <void**> calloc(self.n_pat + 1, sizeof(void*))
+        for i, (fn, matcher) in enumerate(entries):
+            self.pat_fn[i] = <eval_fn> <void*> <Py_ssize_t> fn
+            self.pat_matcher[i] = <void*> <Py_ssize_t> matcher
+        self.store = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
+        self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
+        self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.count = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.nd_kmin = <int*> _copy_i32(arrays["nd_kmin"])
+        self.nd_kmax = <int*> _copy_i32(arrays["nd_kmax"])
+        self.n_created = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.c_cand = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        self.c_rows = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        self.c_comp = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
+                self.live == NULL or self.count == NULL or self.n_created == NULL or \
+                self.c_cand == NULL or \
+                self.c_rows == NULL or self.c_comp == NULL or self.pat_fn == NULL or \
+                self.pat_matcher == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_nodes):
+            for k in range(self.nd_use_start[i], self.nd_use_start[i + 1]):
+                if self.nd_use[2 * k] != U_ROOT:
+                    self.nd_keep[i] = 1
+            if self.nd_arity[i] > 63:
+                raise ValueError("a DAG node has more than 63 slots")
+            if self.nd_kmin[i] >= 0:
+                self.nd_keep[i] = 1   # closures are enumerated from the stored elements
+
+    def __dealloc__(self):
+        cdef int i
+        if self.store != NULL:
+            for i in range(self.n_nodes):
+                free(self.store[i].data)
+                free(self.tmp[i].data)
+        if self.c_cand != NULL:
+            for i in range(self.n_pat):
+                free(self.c_cand[i].data)
+                free(self.c_rows[i].data)
+                free(self.c_comp[i].data)
+        free(self.store); free(self.tmp); free(self.live); free(self.n_created)
+        free(self.count); free(self.nd_kmin); free(self.nd_kmax)
+        free(self.sort_pos); free(self.sort_lab)
+        free(self.c_cand); free(self.c_rows); free(self.c_comp)
+        free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
+        free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
+        free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
+        free(self.nd_keep); free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
+        free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
+        free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
+
+    # ------------------------------------------------------------------ windows
+    cdef inline bint _fits(self, int kind, double w, i64 lo, i64 hi) noexcept nogil:
+        if kind == 0:
+            return True
+        if kind == 1:
+            return hi - lo < w
+        if self.wnull[lo] or self.wnull[hi]:
+            return False   # R3: a NULL time fits no window
+        return fabs(self.wts[hi] - self.wts[lo]) <= w
+
+    cdef void _compact(self, int node) noexcept nogil:
+        """Drop the node's instances whose first row no longer fits its window."""
+        cdef Buf* s = &self.store[node]
+        cdef i64 k = 0, w = 0, size, live = 0
+        cdef int kind = self.nd_wkind[node]
+        cdef double win = self.nd_win[node]
+        while k < s.n:
+            size = 2 + 2 * s.data[k + 1]
+            if self._fits(kind, win, s.data[k], self.cur):
+                if w != k:
+                    memmove(s.data + w, s.data + k, size * sizeof(i64))
+                w += size
+                live += 1
+            k += size
+        s.n = w
+        self.live[node] = live
+        self.count[node] = live
+
+    # ------------------------------------------------------------------ checks
+    cdef bint _sort_room(self, i64 m) noexcept nogil:
+        """Room for m rows in the sorted-match arrays (False: out of memory)."""
+        cdef i64* a
+        cdef i64* b
+        if m <= self.sort_cap:
+            return True
+        a = <i64*> realloc(self.sort_pos, 2 * m * sizeof(i64))
+        if a == NULL:
+            self.oom = 1
+            return False
+        self.sort_pos = a
+        b = <i64*> realloc(self.sort_lab, 2 * m * sizeof(i64))
+        if b == NULL:
+            self.oom = 1
+            return False
+        self.sort_lab = b
+        self.sort_cap = 2 * m
+        return True
+
+    cdef bint _checks(self, const int* chk, int lo, int hi, i64* rec,
+                      const int* labels, int pattern) noexcept nogil:
+        """Checks chk[lo:hi] on an instance record (first row, m, rows, slots; labels
+        per slot in the pattern's terms): order between slots (every row of one before
+        every row of the other), then conjuncts on the row-sorted match, for every row
+        of their slot."""
+        cdef i64 m = rec[1], i, j, va, vb, vp, vl
+        cdef i64* rows = rec + 2
+        cdef i64* slots = rec + 2 + m
+        cdef int k, a, b, sorted_ = 0
+        for k in range(lo, hi):
+            if chk[3 * k] != K_ORDER:
+                continue
+            a = chk[3 * k + 1]
+            b = chk[3 * k + 2]
+            va = -1
+            vb = -1
+            for i in range(m):
+                if slots[i] == a and (va < 0 or rows[i] > va):
+                    va = rows[i]
+                elif slots[i] == b and (vb < 0 or rows[i] < vb):
+                    vb = rows[i]
+            if not va < vb:
+                return False
+        for k in range(lo, hi):
+            if chk[3 * k] == K_ORDER:
+                continue
+            if not sorted_:
+                if not self._sort_room(m):
+                    return False
+                for i in range(m):
+                    vp = rows[i]
+                    vl = labels[slots[i]]
+                    j = i
+                    while j > 0 and self.sort_pos[j - 1] > vp:
+                        self.sort_pos[j] = self.sort_pos[j - 1]
+                        self.sort_lab[j] = self.sort_lab[j - 1]
+                        j -= 1
+                    self.sort_pos[j] = vp
+                    self.sort_lab[j] = vl
+                sorted_ = 1
+            a = chk[3 * k + 1]
+            b = chk[3 * k + 2]
+            for i in range(m):
+                if slots[i] == b and not self.pat_fn[pattern](
+                        self.pat_matcher[pattern], a, labels[b], self.sort_pos,
+                        self.sort_lab, m, rows[i], self.ps, self.pe):
+                    return False
+        return True
+
+    # ------------------------------------------------------------------ propagation
+    cdef inline bint _kleene(self, int node) noexcept nogil:
+        return self.nd_kmin[node] >= 0
+
+    cdef int _new(self, int node, i64* rec) noexcept nogil:
+        """A new instance record of node: store it if a join reads the node, then hand
+        it to every consumer (a Kleene leaf's new element: the closures ending at it)."""
+        cdef int k, kind, idx, other
+        cdef i64 size = 2 + 2 * rec[1], j, n
+        cdef Buf* s
+        cdef bint kl = self._kleene(node)
+        self.n_created[node] += 1
+        if self.nd_keep[node]:
+            s = &self.store[node]
+            if self.count[node] > 2 * self.live[node] + 32:
+                self._compact(node)
+            if buf_reserve(s, size):
+                self.oom = 1
+                return -1
+            memcpy(s.data + s.n, rec, size * sizeof(i64))
+            s.n += size
+            self.count[node] += 1
+        for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
+            kind = self.nd_use[2 * k]
+            idx = self.nd_use[2 * k + 1]
+            if kind == U_ROOT:
+                if kl:
+                    if self._closures(node, NULL, rec[2], -1, idx, 0, -1, -1):
+                        return -1
+                elif self._root(idx, rec):
+                    return -1
+                continue
+            other = self.nd_right[idx] if kind == U_LEFT else self.nd_left[idx]
+            if kl and self._kleene(other):
+                # every closure of the sibling alone, then ours ending here in its context
+                if self._closures(other, NULL, -1, idx, -1, kind == U_RIGHT, node, rec[2]):
+                    return -1
+                continue
+            if kl:
+                # the closures ending at this element, with every live sibling instance
+                s = &self.store[other]
+                j = 0
+                n = s.n
+                while j < n:
+                    if self._closures(node, s.data + j, rec[2], idx, -1, kind == U_LEFT,
+                                      -1, -1):
+                        return -1
+                    j += 2 + 2 * s.data[j + 1]
+                continue
+            if self._kleene(other):
+                if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT, -1, -1):
+                    return -1
+                continue
+            s = &self.store[other]
+            j = 0
+            n = s.n    # joins only grow ancestors' stores, never this one
+            while j < n:
+                if kind == U_LEFT:
+                    if self._join(idx, rec, s.data + j):
+                        return -1
+                elif self._join(idx, s.data + j, rec):
+                    return -1
+                j += 2 + 2 * s.data[j + 1]
+        return 0
+
+    cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
+        """Join instance a of node's left child with b of its right child."""
+        cdef int shift = self.nd_arity[self.nd_left[node]]
+        cdef i64 ma = a[1], mb = b[1], m = ma + mb, i, j
+        cdef i64 lo = a[0] if a[0] < b[0] else b[0]
+        cdef i64* t
+        if not self._fits(self.nd_wkind[node], self.nd_win[node], lo, self.cur):
+            return 0
+        for i in range(ma):
+            for j in range(mb):
+                if a[2 + i] == b[2 + j]:
+                    return 0
+        if buf_reserve(&self.tmp[node], 2 + 2 * m):
+            self.oom = 1
+            return -1
+        t = self.tmp[node].data
+        t[0] = lo
+        t[1] = m
+        memcpy(t + 2, a + 2, ma * sizeof(i64))
+        memcpy(t + 2 + ma, b + 2, mb * sizeof(i64))
+        memcpy(t + 2 + m, a + 2 + ma, ma * sizeof(i64))
+        for j in range(mb):
+            t[2 + m + ma + j] = b[2 + mb + j] + shift
+        if not self._checks(self.nd_chk, self.nd_chk_start[node], self.nd_chk_start[node + 1],
+                            t, self.nd_lab + self.nd_lab_start[node], self.nd_owner[node]):
+            return 0
+        return self._new(node, t)
+
+    cdef int _closures(self, int leaf, i64* x, i64 end_row, int parent, int bind,
+                       bint leaf_left, int then_leaf, i64 then_end) noexcept nogil:
+        """Closures of Kleene leaf (ending at end_row unless -1) in the context of the
+        sibling's instance x at parent (or alone, for binding bind). Depth-first over
+        increasing element rows, as the pattern's own evaluator: each element passes the
+        leaf's remaining conditions (on the elements so far) and the parent's conditions
+        on the leaf's slot (on x plus the elements so far); each closure of an admitted
+        size is joined with x at parent or handed to the root -- or, with then_leaf (the
+        sibling, also a Kleene leaf; x is NULL), is the context of then_leaf's closures
+        ending at then_end."""
+        cdef Buf* s = &self.store[leaf]
+        cdef int lslot, q, owner = self.nd_owner[leaf], pw_kind
+        cdef int llab = self.nd_lab[self.nd_lab_start[leaf]]
+        cdef i64 lo_n = self.nd_kmin[leaf], hi_n = self.nd_kmax[leaf]
+        cdef i64 xm = 0 if x == NULL else x[1], xmin = -1, xmax = -1, lo_b = -1, hi_b = -1
+        cdef i64 n, nc = 0, k, row, depth, i, a, m, tm, rc = 0
+        cdef double pw
+        cdef const int* plabs = NULL
+        cdef i64* cand
+        cdef i64* idx
+        cdef i64* rec
+        cdef bint ok
+        if parent >= 0:
+            pw_kind = self.nd_wkind[parent]
+            pw = self.nd_win[parent]
+            plabs = self.nd_lab + self.nd_lab_start[parent]
+            lslot = 0 if leaf_left else self.nd_arity[self.nd_left[parent]]
+        else:
+            pw_kind = self.bd_wkind[bind]
+            pw = self.bd_win[bind]
+            lslot = 0
+        # order bounds of the elements from the parent's order checks against x
+        for a in range(xm):
+            row = x[2 + a]
+            if xmin < 0 or row < xmin:
+                xmin = row
+            if row > xmax:
+                xmax = row
+        if parent >= 0:
+            for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+                if self.nd_chk[3 * q] != K_ORDER:
+                    continue
+                for a in range(xm):
+                    k = x[2 + xm + a] + (self.nd_arity[self.nd_left[parent]] if leaf_left else 0)
+                    if self.nd_chk[3 * q + 1] == k and self.nd_chk[3 * q + 2] == lslot:
+                        if x[2 + a] > lo_b:
+                            lo_b = x[2 + a]
+                    elif self.nd_chk[3 * q + 1] == lslot and self.nd_chk[3 * q + 2] == k:
+                        if hi_b < 0 or x[2 + a] < hi_b:
+                            hi_b = x[2 + a]
+        n = self.count[leaf] + 1
+        m = xm + n + 1
+        cand = <i64*> malloc((2 * n + 2 + 2 * m) * sizeof(i64))
+        if cand == NULL:
+            self.oom = 1
+            return -1
+        idx = cand + n
+        rec = idx + n                # the closure: first, m, rows, slots
+        k = 0
+        while k < s.n:
+            row = s.data[k + 2]
+            k += 2 + 2 * s.data[k + 1]
+            if not self._fits(pw_kind, pw, row, self.cur):
+                continue
+            if row <= lo_b or (hi_b >= 0 and row >= hi_b):
+                continue
+            if end_row >= 0 and row > end_row:
+                continue
+            ok = True
+            for a in range(xm):
+                if x[2 + a] == row:
+                    ok = False
+            if not ok:
+                continue
+            if xm > 0 and not self._fits(pw_kind, pw, xmin if xmin < row else row,
+                                         xmax if xmax > row else row):
+                continue
+            cand[nc] = row
+            nc += 1
+        if nc == 0 or (end_row >= 0 and cand[nc - 1] != end_row):
+            free(cand)
+            return 0
+        depth = 0
+        idx[0] = -1
+        while True:
+            idx[depth] += 1
+            if idx[depth] >= nc:
+                if depth == 0:
+                    break
+                depth -= 1
+                continue
+            row = cand[idx[depth]]
+            rec[2 + depth] = row
+            if depth > 0 and not self._fits(pw_kind, pw,
+                                            xmin if (xmin >= 0 and xmin < rec[2]) else rec[2],
+                                            xmax if xmax > row else row):
+                depth -= 1   # later candidates are later still: none fits at this depth
+                continue
+            tm = depth + 1
+            # the leaf's own (non-row-local) conditions on the elements so far, then the
+            # parent's on the leaf's slot with x
+            ok = self._leaf_checks(leaf, rec, tm, llab, owner)
+            if ok and parent >= 0 and x != NULL:
+                ok = self._context_checks(parent, x, rec, tm, leaf_left, lslot, plabs)
+            if ok:
+                if tm >= lo_n and (end_row < 0 or row == end_row):
+                    rec[0] = rec[2]
+                    rec[1] = tm
+                    for i in range(tm):
+                        rec[2 + tm + i] = 0   # every element is the leaf's one slot
+                    if then_leaf >= 0:
+                        rc = self._closures(then_leaf, rec, then_end, parent, -1,
+                                            not leaf_left, -1, -1)
+                    elif parent < 0:
+                        rc = self._root(bind, rec)
+                    elif leaf_left:
+                        rc = self._join(parent, rec, x)
+                    else:
+                        rc = self._join(parent, x, rec)
+                    if rc:
+                        free(cand)
+                        return -1
+                if (hi_n < 0 or tm < hi_n) and not (end_row >= 0 and row == end_row):
+                    depth += 1
+                    idx[depth] = idx[depth - 1]
+        free(cand)
+        return 0
+
+    cdef bint _leaf_checks(self, int leaf, i64* rec, i64 tm, int llab, int owner
+                           ) noexcept nogil:
+        """The Kleene leaf's enumeration-time conjuncts at its newest element, on the
+        elements so far (they read the leaf's own variable only)."""
+        cdef int q
+        cdef i64 i
+        for q in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
+            if self.nd_chk[3 * q] != K_KCONJ:
+                continue
+            if not self._sort_room(tm):
+                return False
+            for i in range(tm):
+                self.sort_pos[i] = rec[2 + i]
+                self.sort_lab[i] = llab
+            if not self.pat_fn[owner](self.pat_matcher[owner], self.nd_chk[3 * q + 1], llab,
+                                      self.sort_pos, self.sort_lab, tm, rec[2 + tm - 1],
+                                      self.ps, self.pe):
+                return False
+        return True
+
+    cdef bint _context_checks(self, int parent, i64* x, i64* rec, i64 tm, bint leaf_left,
+                              int lslot, const int* plabs) noexcept nogil:
+        """The parent's conjuncts on the leaf's slot, at the newest element, on x plus
+        the elements so far (the parent's owner's labels)."""
+        cdef i64 xm = x[1], m = xm + tm, i, j, vp, vl
+        cdef int q, sorted_ = 0
+        for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+            if self.nd_chk[3 * q] != K_CONJ or self.nd_chk[3 * q + 2] != lslot:
+                continue
+            if not sorted_:
+                if not self._sort_room(m):
+                    return False
+                for i in range(m):
+                    if i < xm:
+                        vp = x[2 + i]
+                        j = x[2 + xm + i] + (self.nd_arity[self.nd_left[parent]]
+                                             if leaf_left else 0)
+                        vl = plabs[j]
+                    else:
+                        vp = rec[2 + i - xm]
+                        vl = plabs[lslot]
+                    j = i
+                    while j > 0 and self.sort_pos[j - 1] > vp:
+                        self.sort_pos[j] = self.sort_pos[j - 1]
+                        self.sort_lab[j] = self.sort_lab[j - 1]
+                        j -= 1
+                    self.sort_pos[j] = vp
+                    self.sort_lab[j] = vl
+                sorted_ = 1
+            if not self.pat_fn[self.nd_owner[parent]](
+                    self.pat_matcher[self.nd_owner[parent]], self.nd_chk[3 * q + 1],
+                    plabs[lslot], self.sort_pos, self.sort_lab, m, rec[2 + tm - 1],
+                    self.ps, self.pe):
+                return False
+        return True
+
+    cdef int _root(self, int bind, i64* rec) noexcept nogil:
+        """Instance of binding bind's root: the pattern's own window and remaining
+        checks; then a candidate (rows ascending, global components) ending at cur."""
+        cdef int p = self.bd_pattern[bind], arity = self.nd_arity[self.bd_root[bind]]
+        cdef int base = self.bd_slot_start[bind], i, j
+        cdef i64 m = rec[1], vp, vc
+        cdef int labels[64]
+        cdef Buf* cr
+        cdef Buf* cc
+        if not self._fits(self.bd_wkind[bind], self.bd_win[bind], rec[0], self.cur):
+            return 0
+        for i in range(arity):
+            labels[i] = self.bd_slot[2 * (base + i)]
+        if not self._checks(self.bd_chk, self.bd_chk_start[bind], self.bd_chk_start[bind + 1],
+                            rec, labels, p):
+            return 0
+        cr = &self.c_rows[p]
+        cc = &self.c_comp[p]
+        if buf_reserve(cr, m) or buf_reserve(cc, m) or buf_reserve(&self.c_cand[p], 4):
+            self.oom = 1
+            return -1
+        for i in range(m):
+            vp = rec[2 + i]
+            vc = self.bd_slot[2 * (base + rec[2 + m + i]) + 1]
+            j = i
+            while j > 0 and cr.data[cr.n + j - 1] > vp:
+                cr.data[cr.n + j] = cr.data[cr.n + j - 1]
+                cc.data[cc.n + j] = cc.data[cc.n + j - 1]
+                j -= 1
+            cr.data[cr.n + j] = vp
+            cc.data[cc.n + j] = vc
+        cc = &self.c_cand[p]
+        cc.data[cc.n] = self.cur
+        cc.data[cc.n + 1] = self.bd_term[bind]
+        cc.data[cc.n + 2] = cr.n
+        cc.data[cc.n + 3] = m
+        cc.n += 4
+        cr.n += m
+        self.c_comp[p].n += m
+        self.candidates += 1
+        return 0
+
+    cdef bint _leaf_ok(self, int leaf, i64 r) noexcept nogil:
+        """Row r is an instance of the leaf (a Kleene leaf: an element candidate, its
+        row-local conjuncts only)."""
+        cdef i64 pos[1]
+        cdef i64 lab[1]
+        cdef int k, p = self.nd_owner[leaf]
+        pos[0] = r
+        lab[0] = self.nd_lab[self.nd_lab_start[leaf]]
+        for k in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
+            if self.nd_chk[3 * k] != K_CONJ:
+                continue
+            if not self.pat_fn[p](self.pat_matcher[p], self.nd_chk[3 * k + 1], <int> lab[0],
+                                  pos, lab, 1, r, self.ps, self.pe):
+                return False
+        return True
+
+    cdef void _clear(self) noexcept nogil:
+        cdef int node
+        for node in range(self.n_nodes):
+            self.store[node].n = 0
+            self.live[node] = 0
+            self.count[node] = 0
+
+    cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
+        """Rows [start, stop) of the current partition: each leaf that accepts a row
+        makes an instance, which climbs to every consumer."""
+        cdef int node
+        cdef i64 r
+        cdef i64 rec[4]
+        for r in range(start, stop):
+            self.cur = r
+            for node in range(self.n_nodes):
+                if self.nd_left[node] >= 0 or not self._leaf_ok(node, r):
+                    continue
+                rec[0] = r
+                rec[1] = 1
+                rec[2] = r
+                rec[3] = 0
+                if self._new(node, rec):
+                    return -1
+            if self.oom:
+                return -1
+        return 0
+
+    cdef i64 _open_keep(self, i64 stop, int lookback) noexcept nogil:
+        """After rows up to stop of the open partition: prune every store by window and
+        return the first row the carried instances (and their conditions' PREV) read."""
+        cdef int node
+        cdef i64 need = stop, k
+        cdef Buf* s
+        self.cur = stop - 1
+        for node in range(self.n_nodes):
+            if stop > self.ps:
+                self._compact(node)
+            s = &self.store[node]
+            k = 0
+            while k < s.n:
+                if s.data[k] < need:
+                    need = s.data[k]
+                k += 2 + 2 * s.data[k + 1]
+        need -= lookback
+        if need < self.ps:
+            need = self.ps
+        return need
+
+    def run(self, cnp.ndarray bounds, wts=None, wnulls=None, int open_last=0, int cont=0,
+            int lookahead=0, int lookback=0):
+        """Every partition [bounds[k], bounds[k+1]) of the chunk the matchers' rows are
+        attached for. Returns per pattern (cand int64[n, 4], rows, comps) for
+        CepMatcher.set_candidates.
+
+        Streaming (every node windowed): with open_last the last partition continues in
+        the next run: its rows are processed up to lookahead rows before the chunk end
+        (NEXT() of a condition must see them), the stores are pruned and ``keep`` is the
+        first row the carried instances need (lookback rows before the oldest); call
+        rebase(d) once the caller dropped the chunk's first d rows. With cont the first
+        partition continues the carried stores."""
+        cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef const double[::1] wt
+        cdef const unsigned char[::1] wn
+        cdef double dummy_d = 0.0
+        cdef unsigned char dummy_u = 0
+        cdef i64 k, n_parts = bb.shape[0] - 1, start, stop
+        cdef int p, err = 0, is_cont, is_open
+        self.wts = &dummy_d
+        self.wnull = &dummy_u
+        if wts is not None:
+            wt = np.ascontiguousarray(wts, dtype=np.float64)
+            wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
+            if wt.shape[0] > 0:
+                self.wts = &wt[0]
+                self.wnull = &wn[0]
+        for p in range(self.n_pat):
+            self.c_cand[p].n = 0
+            self.c_rows[p].n = 0
+            self.c_comp[p].n = 0
+        self.oom = 0
+        self.keep = 0
+        with nogil:
+            for k in range(n_parts):
+                self.ps = bb[k]
+                self.pe = bb[k + 1]
+                is_cont = k == 0 and cont and self.has_state
+                is_open = k == n_parts - 1 and open_last
+                if is_cont:
+                    start = self.resume
+                else:
+                    self._clear()
+                    start = self.ps
+                stop = self.pe - lookahead if is_open else self.pe
+                if stop < start:
+                    stop = start
+                if self._rows(start, stop):
+                    err = 1
+                    break
+                if is_open:
+                    self.keep = self._open_keep(stop, lookback)
+                    self.resume = stop
+            self.has_state = open_last and n_parts > 0 and not err
+            if not self.has_state:
+                self._clear()
+        if err:
+            self._clear()
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        out = []
+        for p in range(self.n_pat):
+            out.append((_to_numpy(&self.c_cand[p]).reshape(-1, 4), _to_numpy(&self.c_rows[p]),
+                        _to_numpy(&self.c_comp[p])))
+        return out
+
+    def rebase(self, i64 d):
+        """The caller dropped the first d rows of the chunk: shift the carried state."""
+        cdef int node
+        cdef i64 k, m, i
+        cdef i64* data
+        if not self.has_state or d <= 0:
+            return
+        for node in range(self.n_nodes):
+            data = self.store[node].data
+            k = 0
+            while k < self.store[node].n:
+                m = data[k + 1]
+                data[k] -= d
+                for i in range(m):
+                    data[k + 2 + i] -= d
+                k += 2 + 2 * m
+        self.resume -= d
+        self.keep -= d
+
+    def node_instances(self):
+        """Instances formed per node since this object was made."""
+        return [self.n_created[i] for i in range(self.n_nodes)]
+
+
+cdef void* _copy_i32(arr):
+    cdef cnp.ndarray a = np.ascontiguousarray(arr, dtype=np.int32)
+    cdef size_t nbytes = a.nbytes if a.nbytes > 0 else 8
+    cdef void* p = malloc(nbytes)
+    if p == NULL:
+        raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+    if a.nbytes:
+        memcpy(p, cnp.PyArray_DATA(a), a.nbytes)
+    return p
+
+
+cdef void* _copy_f64(arr):
+    cdef cnp.ndarray a = np.ascontiguousarray(arr, dtype=np.float64)
+    cdef size_t nbytes = a.nbytes if a.nbytes > 0 else 8
+    cdef void* p = malloc(nbytes)
+    if p == NULL:
+        raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+    if a.nbytes:
+        memcpy(p, cnp.PyArray_DATA(a), a.nbytes)
+    return p
+
+
+cdef object _to_numpy(Buf* b):
+    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
+    if b.n:
+        memcpy(cnp.PyArray_DATA(out), b.data, b.n * sizeof(i64))
+    return out
