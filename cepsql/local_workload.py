@@ -119,10 +119,13 @@ class _Replaying(_LocalStatement):
         return out.rename_columns(clause_output_names(site, out.column_names))
 
 
-def workload(views: list[str] | str, **tables: TableLike) -> LocalWorkload:
+def workload(views: list[str] | str, sharing: dict | None = None,
+             **tables: TableLike) -> LocalWorkload:
     """Run pattern views (CREATE TEMPORARY VIEW statements) over tables in-process, every
-    source's clauses in one shared pass. ``.dataframes()`` -> {view: DataFrame},
-    ``.matches()`` -> all matches, ``.tables`` -> {view: pyarrow Table}."""
+    source's clauses in one shared pass (sub-patterns shared by the sharing planner:
+    ``sharing={"algorithm": "TABU", "seconds": 0.5}`` as cepsql.sharing.* on Spark).
+    ``.dataframes()`` -> {view: DataFrame}, ``.matches()`` -> all matches, ``.tables`` ->
+    {view: pyarrow Table}."""
     from .dialect import find_match_recognize as finder
     from .runtime.executor import plan_query as planner
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
@@ -134,7 +137,7 @@ def workload(views: list[str] | str, **tables: TableLike) -> LocalWorkload:
         _run_view(_Recording(stmt, finder, planner, name, recorded), create, stmt, scope)
         per_view.append(recorded)
         result.clauses += recorded
-    result.passes = _run_passes(result.clauses)
+    result.passes = _run_passes(result.clauses, sharing)
     for (name, create, stmt), recorded in zip(parsed, per_view):
         replay = _Replaying(stmt, finder, planner, [_final_output(c) for c in recorded])
         result.tables[name] = _run_view(replay, create, stmt, scope)
@@ -148,25 +151,26 @@ def _run_view(run: _LocalStatement, create, stmt: str, scope: Scope) -> pa.Table
         raise e.with_sql(stmt) from None
 
 
-def _run_passes(clauses: list[_Clause]) -> int:
+def _run_passes(clauses: list[_Clause], sharing: dict | None = None) -> int:
     """One shared pass per distinct source table (by identity: a named table given to
     ``workload``; a subquery source is its own)."""
     by_source: dict[int, list[_Clause]] = {}
     for c in clauses:
         by_source.setdefault(id(c.source), []).append(c)
     for group in by_source.values():
-        outputs = run_shared_pass(group[0].source, [c.plan for c in group])
+        outputs = run_shared_pass(group[0].source, [c.plan for c in group], sharing=sharing)
         for c, (out, projection) in zip(group, outputs):
             c.output, c.projection = out, projection
     return len(by_source)
 
 
-def run_shared_pass(table: pa.Table, plans: list[QueryPlan], batch_rows: int = 65536
-                    ) -> list[tuple[pa.Table, list]]:
+def run_shared_pass(table: pa.Table, plans: list[QueryPlan], batch_rows: int = 65536,
+                    sharing: dict | None = None) -> list[tuple[pa.Table, list]]:
     """Every plan over table in one pass: per plan (its worker output with the match number
     as ``__cep_match_number`` appended after its final projection's columns, the final
     projection)."""
-    shared = plan_pass(table.schema, plans)
+    settings = {"statistics": partial(_table_statistics, table=table), **(sharing or {})}
+    shared = plan_pass(table.schema, plans, settings)
     prepared = [_prepared(table, g) for g in shared.groups]
     shared.bind([p.schema for p in prepared])
     tagged = []

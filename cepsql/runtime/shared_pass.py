@@ -16,13 +16,14 @@ and ``select(__cep_r<i>.*)`` gives back exactly the worker output the pattern's 
 final projection expects. Every group uses the same schema, so the groups' outputs
 union into one relation (persisted once on Spark).
 
-The seams for the sharing stage are two functions of this module: ``global_plan_for``
-(the planner: until it lands every pattern is ``unshared``) and ``pass_evaluator``
-(the evaluator of a GlobalPlan: shared DAG roots plus the unshared patterns' own workers).
+Sharing: ``global_plan_for`` runs the sharing stage's planner (cepsql.sharing) over the
+patterns the shared DAG evaluator can run; ``pass_evaluator`` runs the resulting GlobalPlan
+(runtime.shared: candidate matches formed once per shared node, each pattern's own matcher
+finishing them) next to the unshared patterns' own workers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 import numpy as np
@@ -32,7 +33,7 @@ from ..algebra.expressions import Expr
 from ..sharing.global_plan import GlobalPlan
 from .plan import BoundPlan, QueryPlan, SortColumn
 
-__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass",
+__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "sharing_patterns",
            "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
            "split_output"]
 
@@ -69,6 +70,8 @@ class PassGroup:
     patterns: list[PassPattern]
     break_column: str | None = None          # STRICT_CONTIGUITY across partitions (alone)
     global_plan: GlobalPlan | None = None
+    # what the sharing planner saw (sharing.WorkloadPattern per pattern, in group order)
+    workload_patterns: list = field(default_factory=list)
 
     @property
     def own_names(self) -> bool:
@@ -141,8 +144,12 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
         by_key.setdefault(key, []).append(i)
     groups = [_group(plans, members, source_schema) for members in by_key.values()]
     groups += [_own_group(i, plans[i], source_schema) for i in alone]
+    sharing = dict(sharing or {})
+    statistics = sharing.pop("statistics", None)
     for g in groups:
-        g.global_plan = global_plan_for([p.plan for p in g.patterns], **(sharing or {}))
+        group_plans = [p.plan for p in g.patterns]
+        g.workload_patterns = sharing_patterns(group_plans, statistics)
+        g.global_plan = global_plan_for(group_plans, patterns=g.workload_patterns, **sharing)
     return SharedPass(groups, len(plans))
 
 
@@ -185,18 +192,43 @@ def _own_group(i: int, plan: QueryPlan, source_schema: pa.Schema) -> PassGroup:
                      break_column=plan.break_column)
 
 
-# --- the seams for the sharing stage ----------------------------------------------------
+# --- the sharing stage and the shared DAG evaluator ------------------------------------
+def sharing_patterns(plans: list[QueryPlan], statistics=None) -> list:
+    """What the sharing planner knows of each plan (sharing.WorkloadPattern); a pattern
+    the shared DAG evaluator cannot run is unshared, with its reason."""
+    from ..sharing.planner import patterns_from_plans
+    from .shared.support import dag_unsupported
+    patterns = patterns_from_plans(plans, statistics)
+    for wp, plan in zip(patterns, plans):
+        if not wp.shareable:
+            continue
+        why = "no MATCH_RECOGNIZE spec" if plan.spec is None else dag_unsupported(plan.spec)
+        if why is None and plan.break_column is not None:
+            why = "STRICT_CONTIGUITY across partitions"
+        if why is not None:
+            wp.shareable, wp.reason, wp.terms = False, why, []
+    return patterns
+
+
 def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "BEST",
-                    seconds: float | None = None) -> GlobalPlan:
-    """The global plan of one partitioning group (patterns numbered as in ``plans``).
-    Seam for the sharing planner (``cepsql.sharing``, given ``algorithm`` NONE / PREFIX /
-    SA / TABU / BEST and the time budget ``seconds``): until it is plugged in here every
-    pattern is unshared, run by its own worker inside the one pass."""
-    return GlobalPlan(unshared=list(range(len(plans))), algorithm="NONE")
+                    seconds: float | None = None, patterns: list | None = None,
+                    statistics=None) -> GlobalPlan:
+    """The global plan of one partitioning group (patterns numbered as in ``plans``):
+    the sharing planner (``cepsql.sharing.plan_workload``: ``algorithm`` NONE / PREFIX /
+    SA / TABU / BEST, time budget ``seconds``) over the patterns the shared DAG
+    evaluator runs; the others are ``unshared`` (their own worker in the same pass)."""
+    from ..sharing.planner import plan_workload
+    if patterns is None:
+        patterns = sharing_patterns(plans, statistics)
+    if not any(p.shareable for p in patterns):
+        return GlobalPlan(unshared=list(range(len(plans))), algorithm="NONE")
+    return plan_workload(patterns, algorithm=algorithm, seconds=seconds)
 
 
-def unshared_reason(plan: QueryPlan) -> str:
+def unshared_reason(plan: QueryPlan, pattern=None) -> str:
     """Why a pattern runs its own evaluator in the pass (EXPLAIN WORKLOAD)."""
+    if pattern is not None and getattr(pattern, "reason", ""):
+        return pattern.reason
     spec = plan.spec
     strategy = getattr(spec, "strategy", None)
     if strategy is None:
@@ -204,7 +236,7 @@ def unshared_reason(plan: QueryPlan) -> str:
     if str(strategy).upper() in ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY",
                                  "SKIP_TILL_NEXT_MATCH"):
         return f"STRATEGY {strategy} (in-order strategy: no sub-plan sharing)"
-    return "no sharing planner in this build: each pattern runs its own plan"
+    return "not shareable"
 
 
 class _UnsharedEvaluator:
@@ -226,15 +258,57 @@ class _UnsharedEvaluator:
         return out
 
 
+class _DagEvaluator:
+    """The shared DAG evaluator (runtime.shared.SharedEvaluator) over the patterns the
+    global plan binds, renumbered for it; outputs tagged with the workload's indices."""
+
+    def __init__(self, global_plan: GlobalPlan, patterns: list[PassPattern],
+                 members: list[int]):
+        from .shared.evaluator import SharedEvaluator
+        local = {p: k for k, p in enumerate(members)}
+        plan = GlobalPlan(
+            nodes=[replace(n, owner=local[n.owner]) for n in global_plan.nodes],
+            bindings=[replace(b, pattern=local[b.pattern]) for b in global_plan.bindings],
+            algorithm=global_plan.algorithm)
+        chosen = [patterns[p] for p in members]
+        self.indices = [p.index for p in chosen]
+        self.evaluator = SharedEvaluator(plan, [p.bound for p in chosen],
+                                         inputs=[p.inputs for p in chosen])
+
+    def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        return [(self.indices[k], b) for k, b in self.evaluator.feed(batch)]
+
+    def finish(self) -> list[tuple[int, pa.RecordBatch]]:
+        return [(self.indices[k], b) for k, b in self.evaluator.finish()]
+
+
+class _Together:
+    """Several evaluators fed the same batches."""
+
+    def __init__(self, parts: list):
+        self.parts = parts
+
+    def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        return [out for part in self.parts for out in part.feed(batch)]
+
+    def finish(self) -> list[tuple[int, pa.RecordBatch]]:
+        return [out for part in self.parts for out in part.finish()]
+
+
 def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
     """The evaluator one task runs for a group: push-style ``feed(batch)`` /
-    ``finish()`` returning [(pattern index, worker output batch)]. Seam for the shared DAG
-    evaluator: patterns in ``global_plan.bindings`` go to it, ``global_plan.unshared``
-    ones run their own workers."""
-    if global_plan.bindings:
-        raise ValueError("this build has no shared DAG evaluator for a GlobalPlan with "
-                         "bindings")
-    return _UnsharedEvaluator([patterns[i] for i in global_plan.unshared])
+    ``finish()`` returning [(pattern index, worker output batch)]. Patterns the global
+    plan binds (and the owners of its nodes) run in the shared DAG evaluator, the others
+    their own workers."""
+    members = sorted({b.pattern for b in global_plan.bindings}
+                     | {n.owner for n in global_plan.nodes})
+    parts: list = []
+    if members:
+        parts.append(_DagEvaluator(global_plan, patterns, members))
+    own = [p for i, p in enumerate(patterns) if i not in set(members)]
+    if own:
+        parts.append(_UnsharedEvaluator(own))
+    return parts[0] if len(parts) == 1 else _Together(parts)
 
 
 # --- the task function ----------------------------------------------------------------------
@@ -283,16 +357,26 @@ def tag_batch(index: int, out: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBa
 
 def split_output(tagged: pa.Table, shared_pass: SharedPass) -> list[pa.Table]:
     """In-process: each pattern's worker output (its ``worker_schema``) from the tagged
-    rows."""
+    rows. ``tag_batch`` makes every batch one pattern's: batches are routed whole (a
+    batch holding several tags, e.g. after concatenation, is split by a filter)."""
     import pyarrow.compute as pc
-    tags = tagged.column(TAG)
+    pieces: dict[int, list[pa.Array]] = {}
+    for batch in tagged.to_batches():
+        tags = batch.column(0)
+        if batch.num_rows == 0:
+            continue
+        lo, hi = pc.min_max(tags).values()
+        for index in ([lo.as_py()] if lo == hi else pc.unique(tags).to_pylist()):
+            rows = batch if lo == hi else batch.filter(pc.equal(tags, index))
+            pieces.setdefault(index, []).append(
+                rows.column(batch.schema.get_field_index(result_column(index))))
     out = []
-    for g in sorted((p for g in shared_pass.groups for p in g.patterns),
+    for p in sorted((p for g in shared_pass.groups for p in g.patterns),
                     key=lambda p: p.index):
-        rows = tagged.filter(pc.equal(tags, g.index)).column(result_column(g.index))
-        schema = g.bound.worker_schema
-        if rows.num_chunks:
-            struct = rows.combine_chunks()
+        schema = p.bound.worker_schema
+        structs = pieces.get(p.index, [])
+        if structs:
+            struct = pa.concat_arrays(structs)
             arrays = [struct.field(i) for i in range(struct.type.num_fields)]
         else:
             arrays = [pa.array([], f.type) for f in schema]

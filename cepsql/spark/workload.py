@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import reduce
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -208,8 +209,11 @@ class Workload:
         for source, clauses in by_source.items():
             for i, c in enumerate(clauses):
                 c.index = i
+            settings = {**sharing_settings(self._session.spark),
+                        "statistics": _driver_statistics(self._session.spark,
+                                                         clauses[0].frame)}
             shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses],
-                                          sharing_settings(self._session.spark))
+                                          settings)
             built.passes[source] = (shared, tagged)
 
     def _replay(self, view, plans: list[QueryPlan], built: _Built) -> DataFrame:
@@ -302,6 +306,23 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     return shared, tagged
 
 
+def _driver_statistics(spark: SparkSession, source: DataFrame):
+    """Statistics for the sharing planner: the source's first rows taken to the driver
+    once for the whole workload (one small job, only if some pattern is shareable), each
+    pattern's rates and selectivities estimated from them as a task does
+    (cepsql.stats.workerSampleRows rows)."""
+    from ..stats import estimate_from_table
+    from ..stats.worker import worker_sample_rows
+    rows = worker_sample_rows(lambda k: spark.conf.get(k, None))
+    sample: list[pa.Table] = []
+
+    def statistics(spec):
+        if not sample:
+            sample.append(source.limit(rows).toArrow())
+        return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1))
+    return statistics
+
+
 def _group_text(k: int, group) -> str:
     """``group k: PARTITION BY ..; ORDER BY ..`` with shared prepared columns shown as the
     expressions they compute."""
@@ -315,15 +336,16 @@ def _group_text(k: int, group) -> str:
 
 
 def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
-    """The group's global plan for EXPLAIN WORKLOAD (the sharing planner's DAG text
-    replaces this one call when it lands)."""
-    plan = group.global_plan
-    lines = [f"  global plan: algorithm {plan.algorithm}; shared nodes: "
-             f"{len(plan.shared_nodes())}; patterns sharing sub-plans: {len(plan.bindings)}"]
-    for k in plan.unshared:
-        p = group.patterns[k]
+    """The group's global plan for EXPLAIN WORKLOAD: the sharing planner's multi-pattern
+    graph, DAG, costs and search (sharing.describe_workload), views named."""
+    from ..sharing.describe import describe_workload
+    patterns = list(group.workload_patterns)
+    for k, (p, wp) in enumerate(zip(group.patterns, patterns)):
         c = by_index.get(p.index)
-        name = c.view if c is not None else f"pattern {p.index}"
-        lines.append(f"  - {name}: unshared -- {unshared_reason(p.plan)}")
+        wp.name = c.view if c is not None else f"pattern {p.index}"
+    lines = ["  " + line for line in describe_workload(group.global_plan, patterns).splitlines()]
+    for k in group.global_plan.unshared:
+        p = group.patterns[k]
+        lines.append(f"  - {patterns[k].name}: unshared -- "
+                     f"{unshared_reason(p.plan, patterns[k])}")
     return lines
-

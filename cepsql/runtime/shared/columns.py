@@ -16,18 +16,28 @@ from ..conditions import STR
 from ..worker import _as_float, _sorted_dictionary, exact_lane
 
 
-def load_columns(workers: list, table: pa.Table) -> list[tuple[np.ndarray, ...]]:
-    """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives them."""
-    n = table.num_rows
-    strings, literals = set(), set()
-    for w in workers:
+def load_columns(workers: list, tables: pa.Table | list[pa.Table]
+                 ) -> list[tuple[np.ndarray, ...]]:
+    """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives them;
+    ``tables``: one table for all, or each worker's own view of the same rows."""
+    if isinstance(tables, pa.Table):
+        tables = [tables] * len(workers)
+    n = tables[0].num_rows if tables else 0
+    strings: dict[tuple, pa.ChunkedArray] = {}
+    literals = set()
+    for w, table in zip(workers, tables):
         code = w.config.code
-        strings |= {c for c, k in zip(code.columns, code.column_kinds) if k == STR}
+        for c, k in zip(code.columns, code.column_kinds):
+            if k == STR:
+                col = table.column(c)
+                strings.setdefault(_identity(col), col)
         literals |= {s for _, s in code.string_consts}
-    dictionary = _sorted_dictionary(table, sorted(strings), sorted(literals))
+    names = [f"s{i}" for i in range(len(strings))]
+    dictionary = _sorted_dictionary(pa.Table.from_arrays(list(strings.values()), names=names)
+                                    if strings else pa.table({}), names, sorted(literals))
     cache: dict[tuple, tuple] = {}
 
-    def column(key: tuple, name: str) -> tuple:
+    def column(key: tuple, name: str, table: pa.Table) -> tuple:
         if key not in cache:
             col = table.column(name).combine_chunks()
             nulls = col.is_null().to_numpy(zero_copy_only=False)
@@ -47,10 +57,11 @@ def load_columns(workers: list, table: pa.Table) -> list[tuple[np.ndarray, ...]]
     matrices: dict[tuple, tuple] = {}   # patterns reading the same columns share them
     identity: dict[str, tuple] = {}
     out = []
-    for w in workers:
+    for w, table in zip(workers, tables):
         code = w.config.code
         names = list(code.columns)
-        layout = tuple((identity.setdefault(c, _identity(table.column(c))), k, t.exact)
+        layout = tuple((identity.setdefault((id(table), c), _identity(table.column(c))), k,
+                        t.exact)
                        for c, k, t in zip(names, code.column_kinds, code.column_types))
         if layout not in matrices:
             k = len(layout)
@@ -59,7 +70,7 @@ def load_columns(workers: list, table: pa.Table) -> list[tuple[np.ndarray, ...]]
             any_exact = any(key[2] for key in layout)
             exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
             for i, (key, name) in enumerate(zip(layout, names)):
-                vals, nl, words = column(key, name)
+                vals, nl, words = column(key, name, table)
                 nulls[i] = nl
                 if words is not None:
                     exact[i] = words

@@ -60,10 +60,18 @@ class SharedEvaluator:
     """Runs ``global_plan`` for patterns whose ``bound_plans[i]`` are their BoundPlans."""
 
     def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan],
-                 chunk_rows: int = CHUNK_ROWS):
+                 chunk_rows: int = CHUNK_ROWS,
+                 inputs: list[list[tuple[str, str]]] | None = None):
+        """``inputs[i]``: (input column, pattern i's own name) for every column pattern
+        i's worker reads, when the patterns name their columns alike (the workload's
+        shared pass renames each plan's prepared columns); None: the input batches carry
+        every pattern's columns under its own names."""
         from ..._ext.shared_dag import SharedDag
         self.plan = global_plan
         self.workers = [bp.worker for bp in bound_plans]
+        self.inputs = inputs
+        self.shared_name = [dict((own, shared) for shared, own in cols) for cols in inputs] \
+            if inputs is not None else None
         # SQL:2016-mode patterns (MatchWorker): unshared, run by their own worker on
         # every chunk of whole PARTITION BY groups
         self.generic = {i for i, w in enumerate(self.workers) if not isinstance(w, CepWorker)}
@@ -75,7 +83,8 @@ class SharedEvaluator:
                                  "planned clause (see dag_unsupported)")
         if any(n.owner in self.generic for n in global_plan.nodes):
             raise ValueError("a DAG node's owner must be a planned CEP pattern")
-        keys = {tuple(c.partition_columns) for c in configs}
+        keys = {tuple(self._input_name(i, n) for n in c.partition_columns)
+                for i, c in enumerate(configs)}
         if len(keys) > 1:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
         self.matchers = [None if i in self.generic else w._new_matcher()
@@ -84,9 +93,10 @@ class SharedEvaluator:
                              [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
                              self.matchers)
         configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
-        times = {c.window_column for c in configs if c is not None and c.window_kind == 2}
-        times |= {configs[n.owner].window_column for n in global_plan.nodes
-                  if n.window_kind == 2}
+        times = {self._input_name(i, c.window_column) for i, c in enumerate(configs)
+                 if c is not None and c.window_kind == 2}
+        times |= {self._input_name(n.owner, configs[n.owner].window_column)
+                  for n in global_plan.nodes if n.window_kind == 2}
         if len(times) > 1:
             raise ValueError("time windows of a shared pass must use one ORDER BY column")
         self.time_column = times.pop() if times else None
@@ -111,6 +121,19 @@ class SharedEvaluator:
         self.seconds = {"columns": 0.0, "dag": 0.0, "finish": 0.0}
         self.peak_rows = 0
 
+    def _input_name(self, p: int, own: str) -> str:
+        """The input column holding pattern p's column ``own``."""
+        return own if self.shared_name is None else self.shared_name[p].get(own, own)
+
+    def _view(self, p: int, data):
+        """The input (a batch or table) as pattern p's worker names it (zero-copy)."""
+        if self.inputs is None:
+            return data
+        cols = self.inputs[p]
+        make = pa.Table.from_arrays if isinstance(data, pa.Table) else \
+            pa.RecordBatch.from_arrays
+        return make([data.column(s) for s, _ in cols], names=[own for _, own in cols])
+
     def feed(self, batch: pa.RecordBatch) -> Output:
         """Take the next sorted batch; returns the output it completed."""
         out: Output = []
@@ -121,9 +144,10 @@ class SharedEvaluator:
     def _feed(self, batch: pa.RecordBatch) -> Output:
         if batch.num_rows == 0:
             return []
-        self.starts.append(self.workers[0]._group_starts(batch, self.previous)
+        first = self._view(0, batch)
+        self.starts.append(self.workers[0]._group_starts(first, self.previous)
                            + self.pending_rows)
-        self.previous = batch.slice(batch.num_rows - 1)
+        self.previous = first.slice(batch.num_rows - 1)
         self.pending.append(batch)
         self.pending_rows += batch.num_rows
         if self.pending_rows < self.threshold:
@@ -191,7 +215,9 @@ class SharedEvaluator:
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
         cep = [p for p in range(len(self.workers)) if p not in self.generic]
-        loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep], table)))
+        views = [self._view(p, table) for p in range(len(self.workers))]
+        loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep],
+                                            [views[p] for p in cep])))
         for p, (values, nulls, consts, exact) in loaded.items():
             matcher = self.matchers[p]
             matcher.set_consts(consts)
@@ -205,7 +231,7 @@ class SharedEvaluator:
         out: Output = []
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
             if p in self.generic:   # whole groups: its own worker, fresh state
-                out += [(p, b) for b in worker(iter(table.to_batches())) if b.num_rows]
+                out += [(p, b) for b in worker(iter(views[p].to_batches())) if b.num_rows]
                 continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
@@ -221,7 +247,7 @@ class SharedEvaluator:
                     rows = rows - off
                 matcher.set_candidates(cand, rows, comps)
             own_time = worker.config.window_kind == 2
-            own_table = table.slice(off) if off else table
+            own_table = views[p].slice(off) if off else views[p]
             breaks = None
             if worker.config.breaks_column is not None:   # STRICT_CONTIGUITY, unshared
                 breaks = break_flags(own_table.column(worker.config.breaks_column))
@@ -237,9 +263,8 @@ class SharedEvaluator:
                 self.offsets[p] = off + int(matcher.keep)
             if len(rows) == 0:
                 continue
-            group = np.searchsorted(own_bounds, rows, side="right")
-            self.matches[p] += len(np.unique(np.stack([group, numbers])[:, numbers >= 0],
-                                             axis=1).T)
+            self.matches[p] += _count_matches(own_bounds, rows, numbers,
+                                              worker.config.all_rows)
             for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
                                         np.zeros(0, dtype=np.int64)):
                 out.append((p, batch))
@@ -247,3 +272,15 @@ class SharedEvaluator:
         self.seconds["dag"] += dag_at - loaded_at
         self.seconds["finish"] += time.perf_counter() - dag_at
         return out
+
+
+def _count_matches(bounds: np.ndarray, rows: np.ndarray, numbers: np.ndarray,
+                   all_rows: bool) -> int:
+    """Distinct (PARTITION BY group, match number) pairs among the output rows (one row
+    per match unless ALL ROWS PER MATCH; unmatched rows have no number)."""
+    numbered = numbers >= 0
+    if not all_rows:
+        return int(np.count_nonzero(numbered))
+    group = np.searchsorted(bounds, rows[numbered], side="right").astype(np.int64)
+    keys = group * (int(numbers.max(initial=0)) + 1) + numbers[numbered]
+    return len(np.unique(keys))
