@@ -40,6 +40,7 @@ cdef enum: OP_PERM_BEGIN = 10
 cdef enum: OP_PERM_NEXT = 11
 cdef enum: OP_PERM_TRY = 12
 cdef enum: OP_FAIL = 13
+cdef enum: OP_CLEAR = 14
 
 # condition opcodes and aggregate function codes: condition_ops.pxi
 
@@ -420,6 +421,10 @@ cdef class SqlMatcher:
             return
         if op == OP_SAVE:
             st[self.slot_base + a] = r
+            self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_CLEAR:
+            st[self.slot_base + a] = -1
             self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_LOOP_BACK:
