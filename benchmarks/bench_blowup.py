@@ -73,13 +73,13 @@ def query(pattern: str, define: str) -> str:
 
 
 @contextlib.contextmanager
-def search(one_pass: bool, early_stop: bool):
+def search(one_pass: bool, early_stop: bool, memo: bool = True):
     """The matcher with its search strategies switched (both off: as before issue 13)."""
     original = worker_module.MatchWorker._new_matcher
 
     def new_matcher(self):
         matcher = original(self)
-        matcher.set_search(one_pass=one_pass, early_stop=early_stop)
+        matcher.set_search(one_pass=one_pass, early_stop=early_stop, memo=memo)
         return matcher
 
     worker_module.MatchWorker._new_matcher = new_matcher
@@ -128,7 +128,7 @@ def main() -> None:
             assert one_out.equals(out), f"{name}: searches differ at {n} rows"
             series[name]["one pass only"].append((n, one_secs))
             if n <= args.baseline_max:
-                with search(one_pass=False, early_stop=False):
+                with search(one_pass=False, early_stop=False, memo=False):
                     base_secs, base_out = time_one(sql, table, args.repeat)
                 assert base_out.equals(out), f"{name}: searches differ at {n} rows"
                 series[name]["per-start"].append((n, base_secs))

@@ -11,7 +11,7 @@ nested quantifiers such as (A+)+ polynomial.
 Everything in the hot loop works on C arrays; no Python object is touched per row.
 """
 from libc.stdlib cimport malloc, realloc, free, calloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memcmp
 from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod, isnan
 
 import numpy as np
@@ -50,6 +50,11 @@ cdef enum: SKIP_NEXT_ROW = 1
 cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
+cdef enum: MEMO_MAX_KEYS = 1 << 21  # failed-attempt memo: at most this many keys
+cdef enum: MEMO_SPAN = 16   # keys are noted from this many rows into an attempt on:
+                            # shorter failures cost little, and skip the memo's cost
+cdef enum: MEMO_PROBE = 64  # a failed attempt noting more keys than this with no hit
+                            # switches the memo off for the partition
 cdef enum: A_LIST = 6  # ARRAY_AGG (MEASURES only)
 # error codes returned to Python
 cdef enum: ERR_SKIP_FIRST_ROW = 1
@@ -99,6 +104,7 @@ cdef class SqlMatcher:
     cdef unsigned char* member   # n_sets * n_labels
     cdef int n_sets
     cdef int* set_tracked        # set id -> tracked index (-1)
+    cdef unsigned char* set_first  # set id -> some FIRST(set.x, n) reads its first row and count
     cdef int n_tracked
     cdef int n_slots
     cdef int agg_base            # first state word of the DEFINE aggregates
@@ -118,6 +124,20 @@ cdef class SqlMatcher:
     cdef int* label_bit          # label -> bit in req (-1: not tracked)
     cdef i64* last_true          # label -> last partition row its DEFINE can hold (-1 none)
     cdef int one_pass_ok         # all starts can be simulated in one pass (see _scan)
+    # failed-attempt memo (per-start search, see _memo_has): configurations (row, pc,
+    # compared state) that failed attempts reached have no completion from any start
+    cdef int memo_ok             # DEFINE reads nothing start-dependent beyond the state
+    cdef int use_memo
+    cdef int memo_run            # usable in the current run
+    cdef int memo_on             # active in the current partition
+    cdef i64 memo_hits           # configurations the current attempt found in the memo
+    cdef i64 memo_span           # keys are noted from this many rows into an attempt on
+    cdef int KW                  # words per key: row, pc, state words from ST_SETS
+    cdef i64* memo_tab           # open addressing, memo_cap keys; row -1 = empty slot
+    cdef i64 memo_cap, memo_n
+    cdef i64* memo_pend          # keys the current attempt reached
+    cdef i64 pend_n, pend_cap
+    cdef i64 memo_floor          # keys of rows below it are stale (no attempt reaches them)
     cdef int use_one_pass        # set_search switches: one pass where possible,
     cdef int use_early_stop      # early stop on required labels
     cdef i64 undecided_start     # earliest start whose outcome needs rows not seen yet
@@ -196,11 +216,17 @@ cdef class SqlMatcher:
         for i in range(self.n_sets):
             self.set_tracked[i] = -1
         self.n_tracked = 0
+        # only FIRST references read a set's first row and exact count; LAST(set.x) reads
+        # its last row and whether it has one: the other words stay fixed so that states
+        # differing only there compare equal
+        self.set_first = <unsigned char*> calloc(max(self.n_sets, 1), 1)
         for i in range(self.n_refs):
             t = self.refs[i * 5]
             if t >= 0 and self.set_tracked[t] < 0:
                 self.set_tracked[t] = self.n_tracked
                 self.n_tracked += 1
+            if t >= 0 and self.refs[i * 5 + 1] == 0:
+                self.set_first[t] = 1
         daggs = np.ascontiguousarray(daggs, dtype=np.int32).reshape(-1, 3)
         self.n_daggs = daggs.shape[0]
         self.daggs = <int*> self._copy(daggs if daggs.size else np.zeros(3, np.int32))
@@ -237,6 +263,13 @@ cdef class SqlMatcher:
         self.one_pass_ok = self._start_free()
         self.use_one_pass = 1
         self.use_early_stop = 1
+        self.memo_ok = self._memo_safe()
+        self.use_memo = 1
+        self.memo_span = MEMO_SPAN
+        self.KW = 2 + self.S - ST_SETS
+        self.memo_tab = NULL
+        self.memo_pend = NULL
+        self.memo_cap = self.memo_n = self.pend_n = self.pend_cap = 0
 
     cdef void _required_masks(self):
         """req[pc]: the row-local labels (up to 64, one bit each) that every path from pc
@@ -297,6 +330,19 @@ cdef class SqlMatcher:
                 return 0
         return 1
 
+    cdef int _memo_safe(self):
+        """Whether a configuration's future is the same from every start row: DEFINE
+        reads no start-dependent reference (as in _start_free) and no label history. The
+        compared state then holds all it reads (tracked positions, DEFINE aggregates,
+        slots); WITHIN (start-dependent) is checked in run()."""
+        cdef int i
+        if self.full_history:
+            return 0
+        for i in range(self.n_refs):
+            if self.refs[i * 5] < 0 and (self.refs[i * 5 + 1] != 1 or self.refs[i * 5 + 2] != 0):
+                return 0
+        return 1
+
     cdef void* _copy(self, cnp.ndarray arr):
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
         cdef void* p = malloc(nbytes)
@@ -326,7 +372,7 @@ cdef class SqlMatcher:
         free(self.prog); free(self.code); free(self.cond_off); free(self.consts)
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         _lane_free(&self.xl)
-        free(self.leaves); free(self.set_tracked)
+        free(self.leaves); free(self.set_tracked); free(self.set_first)
         free(self.daggs); free(self.maggs); free(self.acc); free(self.facc)
         free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
@@ -334,6 +380,7 @@ cdef class SqlMatcher:
         self._list_free(&self.lb)
         free(self.tmp); free(self.winner)
         free(self.label_bit); free(self.last_true); free(self.req)
+        free(self.memo_tab); free(self.memo_pend)
 
     # ------------------------------------------------------------------ threads
     cdef inline void _undecided_here(self) noexcept nogil:
@@ -680,9 +727,12 @@ cdef class SqlMatcher:
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]
             if t >= 0 and self.member[s_id * self.n_labels + label]:
+                out[ST_SETS + 3 * t + 1] = r
+                if not self.set_first[s_id]:
+                    out[ST_SETS + 3 * t + 2] = 1  # count only tells "has a row"
+                    continue
                 if out[ST_SETS + 3 * t + 2] == 0:
                     out[ST_SETS + 3 * t] = r
-                out[ST_SETS + 3 * t + 1] = r
                 out[ST_SETS + 3 * t + 2] += 1
 
     # ------------------------------------------------------------------ matching
@@ -716,6 +766,7 @@ cdef class SqlMatcher:
         cdef int i, pc, op, label, ok
         cdef i64* st
         cdef i64* nst
+        cdef i64* key
         for i in range(cur.n):
             pc = cur.pcs[i]
             op = self.prog[pc * 3]
@@ -734,6 +785,17 @@ cdef class SqlMatcher:
                 continue
             if self.req[pc] & dead:
                 continue  # a label this thread still needs holds on no later row
+            if self.memo_on and (self.memo_n or r - self.s >= self.memo_span):
+                key = self._memo_slot()
+                if key == NULL:
+                    self.oom = 1
+                    return 0
+                self._memo_key(key, pc, r, st)
+                if self._memo_has(key):
+                    self.memo_hits += 1
+                    continue  # a failed attempt reached this configuration
+                if r - self.s >= self.memo_span:
+                    self.pend_n += 1  # noted: kept if this attempt fails
             if self.window_kind and not self._fits(r):
                 continue  # row r would stretch the match beyond WITHIN
             label = self.prog[pc * 3 + 1]
@@ -749,6 +811,115 @@ cdef class SqlMatcher:
                 self._take(st, nst, r, label)
                 self._add(nxt, pc + 1, nst, r + 1, 1)
         return 0
+
+    # ------------------------------------------------------------------ failed-attempt memo
+    # In the per-start search a failed attempt from row s explores every configuration it
+    # reaches to the end (no DONE cuts it), so none of them completes. When the compared
+    # state holds all that DEFINE reads (_memo_safe), a later attempt's thread in such a
+    # configuration has the same - empty - future and is dropped: a failing stretch costs
+    # about one attempt instead of one per start row. Keys are noted during an attempt
+    # (from MEMO_SPAN rows in: only long attempts make the search quadratic) and kept
+    # only if it fails; a match clears the memo (MATCH_NUMBER() moves on). The memo is
+    # a subset of the dead configurations, so a missing key only costs time.
+
+    cdef inline unsigned long long _memo_hash(self, i64* key) noexcept nogil:
+        cdef unsigned long long h = 1469598103934665603ULL
+        cdef int i
+        for i in range(self.KW):
+            h = (h ^ <unsigned long long> key[i]) * 1099511628211ULL
+            h ^= h >> 29
+        return h
+
+    cdef inline void _memo_key(self, i64* key, int pc, i64 r, i64* st) noexcept nogil:
+        key[0] = r
+        key[1] = pc
+        memcpy(key + 2, st + ST_SETS, (self.S - ST_SETS) * sizeof(i64))
+
+    cdef bint _memo_has(self, i64* key) noexcept nogil:
+        cdef unsigned long long mask, at
+        cdef i64* e
+        if self.memo_n == 0:
+            return False
+        mask = <unsigned long long> (self.memo_cap - 1)
+        at = self._memo_hash(key) & mask
+        while True:
+            e = self.memo_tab + at * self.KW
+            if e[0] < 0:
+                return False
+            if memcmp(e, key, self.KW * sizeof(i64)) == 0:
+                return True
+            at = (at + 1) & mask
+
+    cdef void _memo_put(self, i64* tab, i64 cap, i64* key) noexcept nogil:
+        cdef unsigned long long mask = <unsigned long long> (cap - 1)
+        cdef unsigned long long at = self._memo_hash(key) & mask
+        cdef i64* e
+        while True:
+            e = tab + at * self.KW
+            if e[0] < 0:
+                memcpy(e, key, self.KW * sizeof(i64))
+                return
+            if memcmp(e, key, self.KW * sizeof(i64)) == 0:
+                return
+            at = (at + 1) & mask
+
+    cdef i64* _memo_slot(self) noexcept nogil:
+        """Room for the next key of the current attempt (NULL when out of memory)."""
+        cdef i64 cap
+        cdef i64* grown
+        if self.pend_n == self.pend_cap:
+            cap = max(1024, 2 * self.pend_cap)
+            grown = <i64*> realloc(self.memo_pend, cap * self.KW * sizeof(i64))
+            if grown == NULL:
+                return NULL
+            self.memo_pend = grown
+            self.pend_cap = cap
+        return self.memo_pend + self.pend_n * self.KW
+
+    cdef int _memo_commit(self) noexcept nogil:
+        """The attempt failed: its configurations join the memo (keys of rows below
+        memo_floor are dropped whenever the table is rebuilt); -1 when out of memory."""
+        cdef i64 need = self.memo_n + self.pend_n, cap, i
+        cdef i64* tab
+        cdef i64* e
+        if need > MEMO_MAX_KEYS:  # bound the memory: forget older failures
+            self._memo_clear()
+            need = 0
+        if need * 2 > self.memo_cap:
+            cap = 1024
+            while cap < need * 2:
+                cap *= 2
+            tab = <i64*> malloc(cap * self.KW * sizeof(i64))
+            if tab == NULL:
+                return -1
+            for i in range(cap):
+                tab[i * self.KW] = -1
+            self.memo_n = 0
+            for i in range(self.memo_cap):
+                e = self.memo_tab + i * self.KW
+                if e[0] >= self.memo_floor:
+                    self._memo_put(tab, cap, e)
+                    self.memo_n += 1
+            free(self.memo_tab)
+            self.memo_tab = tab
+            self.memo_cap = cap
+        for i in range(self.pend_n):
+            self._memo_put(self.memo_tab, self.memo_cap, self.memo_pend + i * self.KW)
+        self.memo_n += self.pend_n  # duplicates counted too: the table only grows sooner
+        self.pend_n = 0
+        return 0
+
+    cdef void _memo_clear(self) noexcept nogil:
+        cdef i64 i
+        if self.memo_cap > 8 * self.memo_n + 4096:  # mostly empty: give it back
+            free(self.memo_tab)
+            self.memo_tab = NULL
+            self.memo_cap = 0
+        elif self.memo_n:
+            for i in range(self.memo_cap):
+                self.memo_tab[i * self.KW] = -1
+        self.memo_n = 0
+        self.pend_n = 0
 
     cdef int _try_match(self, i64 start) noexcept nogil:
         """Preferred match starting at row start; returns 1 and fills self.winner
@@ -904,17 +1075,29 @@ cdef class SqlMatcher:
             raise MemoryError("pattern scratch space")
         self.tmp = grown
 
-    def set_search(self, bint one_pass=True, bint early_stop=True):
+    def set_search(self, bint one_pass=True, bint early_stop=True, bint memo=True,
+                   int memo_span=MEMO_SPAN):
         """Switch the search strategies off (benchmark baselines, equivalence tests):
         one_pass - every start row in one pass where the pattern allows (_scan);
-        early_stop - stop once a required label holds on no later row (_dead_at)."""
+        early_stop - stop once a required label holds on no later row (_dead_at);
+        memo - the per-start search skips configurations failed attempts reached;
+        memo_span - rows into an attempt from which its configurations are noted (0 in
+        tests: every failure feeds the memo)."""
         self.use_one_pass = one_pass
         self.use_early_stop = early_stop
+        self.use_memo = memo
+        self.memo_span = max(memo_span, 0)
 
     @property
     def one_pass(self):
         """Whether run() simulates all start rows in one pass (else one start at a time)."""
         return bool(self.one_pass_ok and self.use_one_pass and self.window_kind == 0)
+
+    @property
+    def memo(self):
+        """Whether the per-start search skips configurations failed attempts reached."""
+        return bool(self.memo_ok and self.use_memo and not self.one_pass
+                    and self.window_kind == 0)
 
     def set_window(self, int kind, double size):
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
@@ -980,6 +1163,9 @@ cdef class SqlMatcher:
         cdef i64 k, pos, end, covered, length, i
         cdef int found, err = 0
         cdef int one_pass = self.one_pass_ok and self.use_one_pass and self.window_kind == 0
+        cdef i64 memo_before
+        self.memo_run = (self.memo_ok and self.use_memo and not one_pass
+                         and self.window_kind == 0)
         cdef i64 first
         cdef i64* labels = NULL
         cdef unsigned char* excl = NULL
@@ -1014,6 +1200,8 @@ cdef class SqlMatcher:
                     covered = cont_covered
                     self.match_no = cont_match_no
                 self._precompute()
+                self._memo_clear()
+                self.memo_on = self.memo_run
                 while pos < self.pend:
                     if self.req[0] & self._dead_at(pos):
                         # a label every match needs holds on no row from pos on
@@ -1033,7 +1221,21 @@ cdef class SqlMatcher:
                                 break
                             pos = first
                     else:
+                        self.pend_n = 0
+                        self.memo_hits = 0
+                        self.memo_floor = pos
+                        memo_before = self.memo_n
                         found = self._try_match(pos)
+                        if self.memo_on and found == 0:
+                            if memo_before and not self.memo_hits and self.pend_n > MEMO_PROBE:
+                                # states carry start-specific words (e.g. FIRST rows):
+                                # nothing merges, the memo would only cost
+                                self.memo_on = 0
+                                self._memo_clear()
+                            elif self._memo_commit() != 0:
+                                found = -1
+                        elif found == 1:
+                            self._memo_clear()
                     if found < 0:
                         err = ERR_MEMORY
                         break

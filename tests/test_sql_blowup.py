@@ -81,13 +81,13 @@ def start_free_queries(draw, dependent: bool = False) -> str:
 
 
 @contextlib.contextmanager
-def search(one_pass: bool, early_stop: bool):
+def search(one_pass: bool, early_stop: bool, memo: bool, memo_span: int = 16):
     """Run the in-process engine with the matcher's search strategies switched."""
     original = worker_module.MatchWorker._new_matcher
 
     def new_matcher(self):
         matcher = original(self)
-        matcher.set_search(one_pass, early_stop)
+        matcher.set_search(one_pass, early_stop, memo, memo_span)
         return matcher
 
     worker_module.MatchWorker._new_matcher = new_matcher
@@ -106,10 +106,16 @@ def outcome(sql: str, table):
         return type(err)
 
 
-def assert_same_as_per_start(sql: str, table) -> None:
-    with search(one_pass=False, early_stop=False):
+def assert_same_as_per_start(sql: str, table, **current) -> None:
+    """The search as configured by ``current`` (default: as shipped) gives what the
+    plain per-start search gives."""
+    with search(one_pass=False, early_stop=False, memo=False):
         want = outcome(sql, table)
-    got = outcome(sql, table)
+    if current:
+        with search(**current):
+            got = outcome(sql, table)
+    else:
+        got = outcome(sql, table)
     assert got == want, f"{sql}\ninput: {table.to_pylist()}"
 
 
@@ -132,6 +138,15 @@ def test_one_pass_matches_per_start_search(sql, table):
 @given(sql=queries(), table=streams(max_rows=60))
 def test_any_query_matches_per_start_search(sql, table):
     assert_same_as_per_start(sql, table)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(sql=st.one_of(queries(), start_free_queries(dependent=True)),
+       table=streams(max_rows=60))
+def test_failed_attempt_memo_matches_per_start_search(sql, table):
+    # every pattern through the per-start search, every failed attempt feeding the memo
+    assert_same_as_per_start(sql, table, one_pass=False, early_stop=True, memo=True,
+                             memo_span=0)
 
 
 @pytest.fixture()
@@ -214,25 +229,59 @@ def test_winner_history_survives_collection():
     assert got == [(1, "A", 0)]
 
 
-@pytest.mark.parametrize("define,one_pass", [
-    ("A AS v > PREV(v), B AS v < 0", True),
-    ("A AS v > 0, B AS MATCH_NUMBER() > 1", True),
-    ("A AS v > FIRST(v), B AS v < 0", False),       # reads the start row
-    ("A AS v > 0, B AS B.v > A.v", False),          # tracked position of A
-    ("A AS count(*) < 3, B AS v < 0", False),       # DEFINE aggregate
-    ("A AS PREV(CLASSIFIER()) IS NULL, B AS v < 0", False),  # label history
+@pytest.mark.parametrize("define,one_pass,memo", [
+    ("A AS v > PREV(v), B AS v < 0", True, False),
+    ("A AS v > 0, B AS MATCH_NUMBER() > 1", True, False),
+    ("A AS v > 0, B AS B.v > A.v", False, True),           # tracked position of A
+    ("A AS count(*) < 3, B AS v < 0", False, True),        # DEFINE aggregate
+    ("A AS v > FIRST(v), B AS v < 0", False, False),       # reads the start row
+    ("A AS PREV(CLASSIFIER()) IS NULL, B AS v < 0", False, False),  # label history
+    ("A AS v > 0, B AS LAST(A.v, 1) > 0", False, False),   # label history
 ])
-def test_which_patterns_search_in_one_pass(define, one_pass):
+def test_which_patterns_use_which_search(define, one_pass, memo):
     sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id PATTERN (A+ B) DEFINE {define})"
     seen = []
     original = worker_module.MatchWorker._new_matcher
 
     def spy(self):
         matcher = original(self)
-        seen.append(matcher.one_pass)
+        seen.append((matcher.one_pass, matcher.memo))
         return matcher
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(worker_module.MatchWorker, "_new_matcher", spy)
         cepsql.match_recognize(sql, t=_ids(5, [1, 2, 3, -1, 0]))
-    assert seen == [one_pass]
+    assert seen == [(one_pass, memo)]
+
+
+def test_within_keeps_the_plain_per_start_search():
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f "
+           "PATTERN (A+ B) WITHIN 3 ROWS "
+           "DEFINE A AS v > 0, B AS v < 0)")
+    seen = []
+    original = worker_module.MatchWorker._new_matcher
+
+    def spy(self):
+        matcher = original(self)
+        seen.append(matcher)
+        return matcher
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(worker_module.MatchWorker, "_new_matcher", spy)
+        got = cepsql.match_recognize(sql, t=_ids(6, [1, 1, 1, 1, -1, 0]))
+    assert (seen[0].one_pass, seen[0].memo) == (False, False)
+    assert got["f"].tolist() == [2]  # rows 2..4: the window holds 3 rows
+
+
+@pytest.mark.parametrize("define,rows,last_row_matches", [
+    ("A AS v >= 0, B AS B.v > A.v + 5", N, True),  # last row of A: attempts hit the memo
+    # first row of A: every attempt's state differs, no memo hits (quadratic, kept small)
+    ("A AS v >= 0, B AS B.v > FIRST(A.v) + 20", 1000, False),
+])
+def test_tracked_positions_failing(define, rows, last_row_matches):
+    v = [i % 2 for i in range(rows)]
+    v[-2], v[-1] = 5, 9
+    assert _run("A+ B", define, _ids(rows, v)) == []
+    v[-1] = 20  # B after the breaker: one match over everything (B.v > A.v + 5 only)
+    got = _run("A+ B", define, _ids(rows, v), measures="count(*) AS n, FIRST(id) AS f")
+    assert got == ([(rows, 0)] if last_row_matches else [])
