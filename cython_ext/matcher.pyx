@@ -8,6 +8,17 @@ last rows of the tracked variables, the loop progress slots, or the whole label 
 when conditions look deeper) are equivalent: only the preferred one is kept. That keeps
 nested quantifiers such as (A+)+ polynomial.
 
+Start rows (issue 13): a failing attempt scanning far would make the search quadratic
+when run from every start row. Three remedies, each leaving the results unchanged:
+  - one pass (_scan): when no DEFINE can tell start rows apart (_start_free), every
+    start row is simulated at once, later starts merging into earlier ones;
+  - failed-attempt memo (_memo_has): otherwise, when the state holds all DEFINE reads
+    (_memo_safe), attempts skip configurations earlier failed attempts reached;
+  - early stop (_dead_at): a thread stops once a row-local label it still needs holds
+    on no later row of the partition.
+Starts stay fully separate only with WITHIN, label history (PREV(CLASSIFIER()),
+LAST(A.x, n)), or universal references that read the start (FIRST(x), LAST(x, n)).
+
 Everything in the hot loop works on C arrays; no Python object is touched per row.
 """
 from libc.stdlib cimport malloc, realloc, free, calloc
@@ -315,20 +326,12 @@ cdef class SqlMatcher:
                 pc -= 1
 
     cdef int _start_free(self):
-        """Whether no DEFINE can tell threads of different start rows apart beyond the
-        compared state words: no tracked variable positions, no DEFINE aggregates, no
-        label history, and universal references only to the current row (plus physical
-        offsets). FIRST(x), LAST(x, n) and CLASSIFIER of other rows depend on the start;
-        tracked positions and aggregates hold absolute rows and counts that differ per
-        start, so later starts would seldom merge and only add work. Those patterns keep
-        the per-start evaluation (_try_match); WITHIN does too (set_window)."""
-        cdef int i
-        if self.n_tracked or self.n_daggs or self.full_history:
-            return 0
-        for i in range(self.n_refs):
-            if self.refs[i * 5] < 0 and (self.refs[i * 5 + 1] != 1 or self.refs[i * 5 + 2] != 0):
-                return 0
-        return 1
+        """Whether the one pass applies: _memo_safe, and no tracked variable positions or
+        DEFINE aggregates. Those are compared too, but hold absolute rows and sums that
+        mostly differ between starts (FIRST(A.x) after A, sum(A.x)): later starts would
+        seldom merge and, on long matches, only add work. Such patterns keep the
+        per-start search, with the failed-attempt memo (_memo_has) where _memo_safe."""
+        return self._memo_safe() and not self.n_tracked and not self.n_daggs
 
     cdef int _memo_safe(self):
         """Whether a configuration's future is the same from every start row: DEFINE
