@@ -61,7 +61,7 @@ cdef enum: SKIP_NEXT_ROW = 1
 cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
-cdef enum: MEMO_MAX_KEYS = 1 << 21  # failed-attempt memo: at most this many keys
+cdef enum: MEMO_MAX_WORDS = 1 << 23  # failed-attempt memo: keys of at most 64 MiB
 cdef enum: MEMO_SPAN = 16   # keys are noted from this many rows into an attempt on:
                             # shorter failures cost little, and skip the memo's cost
 cdef enum: MEMO_PROBE = 64  # a failed attempt noting more keys than this with no hit
@@ -149,6 +149,7 @@ cdef class SqlMatcher:
     cdef i64* memo_pend          # keys the current attempt reached
     cdef i64 pend_n, pend_cap
     cdef i64 memo_floor          # keys of rows below it are stale (no attempt reaches them)
+    cdef i64 memo_max            # most keys kept (and noted per attempt)
     cdef int use_one_pass        # set_search switches: one pass where possible,
     cdef int use_early_stop      # early stop on required labels
     cdef i64 undecided_start     # earliest start whose outcome needs rows not seen yet
@@ -278,6 +279,7 @@ cdef class SqlMatcher:
         self.use_memo = 1
         self.memo_span = MEMO_SPAN
         self.KW = 2 + self.S - ST_SETS
+        self.memo_max = max(1024, MEMO_MAX_WORDS // self.KW)
         self.memo_tab = NULL
         self.memo_pend = NULL
         self.memo_cap = self.memo_n = self.pend_n = self.pend_cap = 0
@@ -797,7 +799,7 @@ cdef class SqlMatcher:
                 if self._memo_has(key):
                     self.memo_hits += 1
                     continue  # a failed attempt reached this configuration
-                if r - self.s >= self.memo_span:
+                if r - self.s >= self.memo_span and self.pend_n < self.memo_max:
                     self.pend_n += 1  # noted: kept if this attempt fails
             if self.window_kind and not self._fits(r):
                 continue  # row r would stretch the match beyond WITHIN
@@ -885,8 +887,8 @@ cdef class SqlMatcher:
         cdef i64 need = self.memo_n + self.pend_n, cap, i
         cdef i64* tab
         cdef i64* e
-        if need > MEMO_MAX_KEYS:  # bound the memory: forget older failures
-            self._memo_clear()
+        if need > self.memo_max:  # bound the memory: forget older failures
+            self._memo_clear()  # (this attempt's too: a memo may hold fewer keys)
             need = 0
         if need * 2 > self.memo_cap:
             cap = 1024
@@ -1079,17 +1081,19 @@ cdef class SqlMatcher:
         self.tmp = grown
 
     def set_search(self, bint one_pass=True, bint early_stop=True, bint memo=True,
-                   int memo_span=MEMO_SPAN):
+                   int memo_span=MEMO_SPAN, i64 memo_keys=0):
         """Switch the search strategies off (benchmark baselines, equivalence tests):
         one_pass - every start row in one pass where the pattern allows (_scan);
         early_stop - stop once a required label holds on no later row (_dead_at);
         memo - the per-start search skips configurations failed attempts reached;
         memo_span - rows into an attempt from which its configurations are noted (0 in
-        tests: every failure feeds the memo)."""
+        tests: every failure feeds the memo); memo_keys - most keys kept (0: 64 MiB
+        worth; tests make it tiny to exercise forgetting)."""
         self.use_one_pass = one_pass
         self.use_early_stop = early_stop
         self.use_memo = memo
         self.memo_span = max(memo_span, 0)
+        self.memo_max = memo_keys if memo_keys > 0 else max(1024, MEMO_MAX_WORDS // self.KW)
 
     @property
     def one_pass(self):
