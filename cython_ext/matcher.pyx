@@ -8,10 +8,21 @@ last rows of the tracked variables, the loop progress slots, or the whole label 
 when conditions look deeper) are equivalent: only the preferred one is kept. That keeps
 nested quantifiers such as (A+)+ polynomial.
 
+Start rows (issue 13): a failing attempt scanning far would make the search quadratic
+when run from every start row. Three remedies, each leaving the results unchanged:
+  - one pass (_scan): when no DEFINE can tell start rows apart (_start_free), every
+    start row is simulated at once, later starts merging into earlier ones;
+  - failed-attempt memo (_memo_has): otherwise, when the state holds all DEFINE reads
+    (_memo_safe), attempts skip configurations earlier failed attempts reached;
+  - early stop (_dead_at): a thread stops once a row-local label it still needs holds
+    on no later row of the partition.
+Starts stay fully separate only with WITHIN, label history (PREV(CLASSIFIER()),
+LAST(A.x, n)), or universal references that read the start (FIRST(x), LAST(x, n)).
+
 Everything in the hot loop works on C arrays; no Python object is touched per row.
 """
 from libc.stdlib cimport malloc, realloc, free, calloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memcmp
 from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod, isnan
 
 import numpy as np
@@ -40,6 +51,7 @@ cdef enum: OP_PERM_BEGIN = 10
 cdef enum: OP_PERM_NEXT = 11
 cdef enum: OP_PERM_TRY = 12
 cdef enum: OP_FAIL = 13
+cdef enum: OP_CLEAR = 14
 
 # condition opcodes and aggregate function codes: condition_ops.pxi
 
@@ -49,17 +61,26 @@ cdef enum: SKIP_NEXT_ROW = 1
 cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
+cdef enum: MEMO_MAX_WORDS = 1 << 23  # failed-attempt memo: keys of at most 64 MiB
+cdef enum: MEMO_SPAN = 16   # keys are noted from this many rows into an attempt on:
+                            # shorter failures cost little, and skip the memo's cost
+cdef enum: MEMO_PROBE = 64  # a failed attempt noting more keys than this with no hit
+                            # switches the memo off for the partition
 cdef enum: A_LIST = 6  # ARRAY_AGG (MEASURES only)
 # error codes returned to Python
 cdef enum: ERR_SKIP_FIRST_ROW = 1
 cdef enum: ERR_SKIP_ABSENT = 2
 cdef enum: ERR_MEMORY = 3
 
-# state layout: [0] history node, [1] exclusion depth, then 3 per tracked set (first, last,
-# count), then 5 per DEFINE aggregate (rows, non-null rows, sum, min, max), then loop slots
+# state layout: [0] history node, [1] exclusion depth, [2] start row, then 3 per tracked
+# set (first, last, count), then 5 per DEFINE aggregate (rows, non-null rows, sum, min,
+# max), then loop slots. Equivalence compares from ST_SETS on: the history only when
+# conditions read it, the exclusion depth follows from the instruction, and the start row
+# is never read in one-pass mode (see _scan).
 cdef enum: ST_HIST = 0
 cdef enum: ST_EXCL = 1
-cdef enum: ST_SETS = 2
+cdef enum: ST_START = 2
+cdef enum: ST_SETS = 3
 
 
 cdef struct ThreadList:
@@ -94,6 +115,7 @@ cdef class SqlMatcher:
     cdef unsigned char* member   # n_sets * n_labels
     cdef int n_sets
     cdef int* set_tracked        # set id -> tracked index (-1)
+    cdef unsigned char* set_first  # set id -> some FIRST(set.x, n) reads its first row and count
     cdef int n_tracked
     cdef int n_slots
     cdef int agg_base            # first state word of the DEFINE aggregates
@@ -108,6 +130,30 @@ cdef class SqlMatcher:
     cdef unsigned char* pre        # precomputed row-local DEFINE results [label, row]
     cdef int S                   # state size (i64 words)
     cdef int full_history
+    # early stop (see _required_masks): required row-local labels per instruction
+    cdef unsigned long long* req  # pc -> bits of the labels every path from pc consumes
+    cdef int* label_bit          # label -> bit in req (-1: not tracked)
+    cdef i64* last_true          # label -> last partition row its DEFINE can hold (-1 none)
+    cdef int one_pass_ok         # all starts can be simulated in one pass (see _scan)
+    # failed-attempt memo (per-start search, see _memo_has): configurations (row, pc,
+    # compared state) that failed attempts reached have no completion from any start
+    cdef int memo_ok             # DEFINE reads nothing start-dependent beyond the state
+    cdef int use_memo
+    cdef int memo_run            # usable in the current run
+    cdef int memo_on             # active in the current partition
+    cdef i64 memo_hits           # configurations the current attempt found in the memo
+    cdef i64 memo_span           # keys are noted from this many rows into an attempt on
+    cdef int KW                  # words per key: row, pc, state words from ST_SETS
+    cdef i64* memo_tab           # open addressing, memo_cap keys; row -1 = empty slot
+    cdef i64 memo_cap, memo_n
+    cdef i64* memo_pend          # keys the current attempt reached
+    cdef i64 pend_n, pend_cap
+    cdef i64 memo_floor          # keys of rows below it are stale (no attempt reaches them)
+    cdef i64 memo_max            # most keys kept (and noted per attempt)
+    cdef int use_one_pass        # set_search switches: one pass where possible,
+    cdef int use_early_stop      # early stop on required labels
+    cdef i64 undecided_start     # earliest start whose outcome needs rows not seen yet
+    cdef i64 winner_start_
     # leaves for output: set, logical, loff, poff, final, kind
     cdef int* leaves
     cdef int n_leaves
@@ -182,11 +228,17 @@ cdef class SqlMatcher:
         for i in range(self.n_sets):
             self.set_tracked[i] = -1
         self.n_tracked = 0
+        # only FIRST references read a set's first row and exact count; LAST(set.x) reads
+        # its last row and whether it has one: the other words stay fixed so that states
+        # differing only there compare equal
+        self.set_first = <unsigned char*> calloc(max(self.n_sets, 1), 1)
         for i in range(self.n_refs):
             t = self.refs[i * 5]
             if t >= 0 and self.set_tracked[t] < 0:
                 self.set_tracked[t] = self.n_tracked
                 self.n_tracked += 1
+            if t >= 0 and self.refs[i * 5 + 1] == 0:
+                self.set_first[t] = 1
         daggs = np.ascontiguousarray(daggs, dtype=np.int32).reshape(-1, 3)
         self.n_daggs = daggs.shape[0]
         self.daggs = <int*> self._copy(daggs if daggs.size else np.zeros(3, np.int32))
@@ -216,6 +268,85 @@ cdef class SqlMatcher:
         self._list_init(&self.lb)
         self.tmp = <i64*> malloc((self.n_prog + 2) * self.S * sizeof(i64))
         self.winner = <i64*> malloc(self.S * sizeof(i64))
+        self.label_bit = <int*> malloc(max(n_labels, 1) * sizeof(int))
+        self.last_true = <i64*> malloc(max(n_labels, 1) * sizeof(i64))
+        self.req = <unsigned long long*> malloc(max(self.n_prog, 1) * sizeof(unsigned long long))
+        self._required_masks()
+        self.one_pass_ok = self._start_free()
+        self.use_one_pass = 1
+        self.use_early_stop = 1
+        self.memo_ok = self._memo_safe()
+        self.use_memo = 1
+        self.memo_span = MEMO_SPAN
+        self.KW = 2 + self.S - ST_SETS
+        self.memo_max = max(1024, MEMO_MAX_WORDS // self.KW)
+        self.memo_tab = NULL
+        self.memo_pend = NULL
+        self.memo_cap = self.memo_n = self.pend_n = self.pend_cap = 0
+
+    cdef void _required_masks(self):
+        """req[pc]: the row-local labels (up to 64, one bit each) that every path from pc
+        to DONE consumes. A thread at pc on row r is dead once one of them can no longer
+        hold on any row >= r. Greatest fixpoint over the program graph; paths are
+        over-approximated (both arms of every branch), which only shrinks the sets."""
+        cdef int pc, op, a, b, bits = 0, label
+        cdef unsigned long long ALL = ~(<unsigned long long> 0), new
+        cdef bint changed = True
+        for label in range(self.n_labels):
+            self.label_bit[label] = -1
+            if self.row_local[label] and self.cond_off[label] >= 0 and bits < 64:
+                self.label_bit[label] = bits
+                bits += 1
+        for pc in range(self.n_prog):
+            self.req[pc] = ALL
+        while changed:
+            changed = False
+            pc = self.n_prog - 1
+            while pc >= 0:
+                op = self.prog[pc * 3]
+                a = self.prog[pc * 3 + 1]
+                b = self.prog[pc * 3 + 2]
+                if op == OP_DONE:
+                    new = 0
+                elif op == OP_FAIL:
+                    new = ALL
+                elif op == OP_LABEL:
+                    new = self.req[pc + 1]
+                    if self.label_bit[a] >= 0:
+                        new |= (<unsigned long long> 1) << self.label_bit[a]
+                elif op == OP_SPLIT:
+                    new = self.req[a] & self.req[b]
+                elif op == OP_JUMP:
+                    new = self.req[a]
+                elif op == OP_LOOP_BACK or op == OP_PERM_NEXT or op == OP_PERM_TRY:
+                    new = self.req[b] & self.req[pc + 1]
+                else:  # anchors, SAVE, exclusion marks, PERM_BEGIN: fall through
+                    new = self.req[pc + 1]
+                if new != self.req[pc]:
+                    self.req[pc] = new
+                    changed = True
+                pc -= 1
+
+    cdef int _start_free(self):
+        """Whether the one pass applies: _memo_safe, and no tracked variable positions or
+        DEFINE aggregates. Those are compared too, but hold absolute rows and sums that
+        mostly differ between starts (FIRST(A.x) after A, sum(A.x)): later starts would
+        seldom merge and, on long matches, only add work. Such patterns keep the
+        per-start search, with the failed-attempt memo (_memo_has) where _memo_safe."""
+        return self._memo_safe() and not self.n_tracked and not self.n_daggs
+
+    cdef int _memo_safe(self):
+        """Whether a configuration's future is the same from every start row: DEFINE
+        reads no start-dependent reference (as in _start_free) and no label history. The
+        compared state then holds all it reads (tracked positions, DEFINE aggregates,
+        slots); WITHIN (start-dependent) is checked in run()."""
+        cdef int i
+        if self.full_history:
+            return 0
+        for i in range(self.n_refs):
+            if self.refs[i * 5] < 0 and (self.refs[i * 5 + 1] != 1 or self.refs[i * 5 + 2] != 0):
+                return 0
+        return 1
 
     cdef void* _copy(self, cnp.ndarray arr):
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
@@ -246,15 +377,23 @@ cdef class SqlMatcher:
         free(self.prog); free(self.code); free(self.cond_off); free(self.consts)
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         _lane_free(&self.xl)
-        free(self.leaves); free(self.set_tracked)
+        free(self.leaves); free(self.set_tracked); free(self.set_first)
         free(self.daggs); free(self.maggs); free(self.acc); free(self.facc)
         free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
         self._list_free(&self.la)
         self._list_free(&self.lb)
         free(self.tmp); free(self.winner)
+        free(self.label_bit); free(self.last_true); free(self.req)
+        free(self.memo_tab); free(self.memo_pend)
 
     # ------------------------------------------------------------------ threads
+    cdef inline void _undecided_here(self) noexcept nogil:
+        """The thread being followed (start row self.s) needs rows not seen yet."""
+        self.undecided = 1
+        if self.s < self.undecided_start:
+            self.undecided_start = self.s
+
     cdef inline void _list_clear(self, ThreadList* L) noexcept nogil:
         cdef int i
         for i in range(L.n_touched):
@@ -328,12 +467,16 @@ cdef class SqlMatcher:
         if op == OP_ANCHOR_END:
             if r == self.pend:
                 if self.open_:
-                    self.undecided = 1
+                    self._undecided_here()
                 else:
                     self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_SAVE:
             st[self.slot_base + a] = r
+            self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_CLEAR:
+            st[self.slot_base + a] = -1
             self._add(L, pc + 1, st, r, depth)
             return
         if op == OP_LOOP_BACK:
@@ -478,7 +621,7 @@ cdef class SqlMatcher:
         j += poff
         if j < self.pstart or j >= self.pend:
             if j >= self.pend and self.open_:
-                self.undecided = 1
+                self._undecided_here()
             return -1
         return j
 
@@ -589,71 +732,221 @@ cdef class SqlMatcher:
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]
             if t >= 0 and self.member[s_id * self.n_labels + label]:
+                out[ST_SETS + 3 * t + 1] = r
+                if not self.set_first[s_id]:
+                    out[ST_SETS + 3 * t + 2] = 1  # count only tells "has a row"
+                    continue
                 if out[ST_SETS + 3 * t + 2] == 0:
                     out[ST_SETS + 3 * t] = r
-                out[ST_SETS + 3 * t + 1] = r
                 out[ST_SETS + 3 * t + 2] += 1
 
     # ------------------------------------------------------------------ matching
+    cdef inline unsigned long long _dead_at(self, i64 r) noexcept nogil:
+        """Bits of the required row-local labels whose DEFINE holds on no partition row
+        >= r (none while the partition may continue in the next chunk)."""
+        cdef unsigned long long dead = 0
+        cdef int label
+        if self.open_ or not self.use_early_stop:
+            return 0
+        for label in range(self.n_labels):
+            if self.label_bit[label] >= 0 and self.last_true[label] < r:
+                dead |= (<unsigned long long> 1) << self.label_bit[label]
+        return dead
+
+    cdef void _init_state(self, i64* init, i64 start) noexcept nogil:
+        cdef int i
+        for i in range(self.S):
+            init[i] = -1
+        init[ST_EXCL] = 0
+        init[ST_START] = start
+        for i in range(self.n_tracked):
+            init[ST_SETS + 3 * i + 2] = 0
+        for i in range(self.agg_base, self.slot_base):
+            init[i] = 0
+
+    cdef int _step(self, ThreadList* cur, ThreadList* nxt, i64 r,
+                   unsigned long long dead) noexcept nogil:
+        """Advance the threads of cur (preference order) over row r into nxt. Returns 1
+        when one reached DONE: it becomes the winner and the threads after it are cut."""
+        cdef int i, pc, op, label, ok
+        cdef i64* st
+        cdef i64* nst
+        cdef i64* key
+        for i in range(cur.n):
+            pc = cur.pcs[i]
+            op = self.prog[pc * 3]
+            if op != OP_LABEL and op != OP_DONE:
+                continue  # a visit mark of an epsilon instruction
+            st = cur.states + i * self.S
+            self.s = st[ST_START]
+            if op == OP_DONE:
+                memcpy(self.winner, st, self.S * sizeof(i64))
+                self.winner_end_ = r
+                self.winner_start_ = self.s
+                return 1  # lower-preference threads are cut
+            if r >= self.pend:
+                if self.open_:
+                    self._undecided_here()  # this thread could consume rows not seen yet
+                continue
+            if self.req[pc] & dead:
+                continue  # a label this thread still needs holds on no later row
+            if self.memo_on and (self.memo_n or r - self.s >= self.memo_span):
+                key = self._memo_slot()
+                if key == NULL:
+                    self.oom = 1
+                    return 0
+                self._memo_key(key, pc, r, st)
+                if self._memo_has(key):
+                    self.memo_hits += 1
+                    continue  # a failed attempt reached this configuration
+                if r - self.s >= self.memo_span and self.pend_n < self.memo_max:
+                    self.pend_n += 1  # noted: kept if this attempt fails
+            if self.window_kind and not self._fits(r):
+                continue  # row r would stretch the match beyond WITHIN
+            label = self.prog[pc * 3 + 1]
+            if self.row_local[label]:
+                ok = self.pre[label * self.n_rows + r]
+                if ok == 2:
+                    self._undecided_here()
+                    ok = 0
+            else:
+                ok = self._eval(label, st, r)
+            if ok:
+                nst = self.tmp + self.S  # depth-1 scratch is free between adds
+                self._take(st, nst, r, label)
+                self._add(nxt, pc + 1, nst, r + 1, 1)
+        return 0
+
+    # ------------------------------------------------------------------ failed-attempt memo
+    # In the per-start search a failed attempt from row s explores every configuration it
+    # reaches to the end (no DONE cuts it), so none of them completes. When the compared
+    # state holds all that DEFINE reads (_memo_safe), a later attempt's thread in such a
+    # configuration has the same - empty - future and is dropped: a failing stretch costs
+    # about one attempt instead of one per start row. Keys are noted during an attempt
+    # (from MEMO_SPAN rows in: only long attempts make the search quadratic) and kept
+    # only if it fails; a match clears the memo (MATCH_NUMBER() moves on). The memo is
+    # a subset of the dead configurations, so a missing key only costs time.
+
+    cdef inline unsigned long long _memo_hash(self, i64* key) noexcept nogil:
+        cdef unsigned long long h = 1469598103934665603ULL
+        cdef int i
+        for i in range(self.KW):
+            h = (h ^ <unsigned long long> key[i]) * 1099511628211ULL
+            h ^= h >> 29
+        return h
+
+    cdef inline void _memo_key(self, i64* key, int pc, i64 r, i64* st) noexcept nogil:
+        key[0] = r
+        key[1] = pc
+        memcpy(key + 2, st + ST_SETS, (self.S - ST_SETS) * sizeof(i64))
+
+    cdef bint _memo_has(self, i64* key) noexcept nogil:
+        cdef unsigned long long mask, at
+        cdef i64* e
+        if self.memo_n == 0:
+            return False
+        mask = <unsigned long long> (self.memo_cap - 1)
+        at = self._memo_hash(key) & mask
+        while True:
+            e = self.memo_tab + at * self.KW
+            if e[0] < 0:
+                return False
+            if memcmp(e, key, self.KW * sizeof(i64)) == 0:
+                return True
+            at = (at + 1) & mask
+
+    cdef void _memo_put(self, i64* tab, i64 cap, i64* key) noexcept nogil:
+        cdef unsigned long long mask = <unsigned long long> (cap - 1)
+        cdef unsigned long long at = self._memo_hash(key) & mask
+        cdef i64* e
+        while True:
+            e = tab + at * self.KW
+            if e[0] < 0:
+                memcpy(e, key, self.KW * sizeof(i64))
+                return
+            if memcmp(e, key, self.KW * sizeof(i64)) == 0:
+                return
+            at = (at + 1) & mask
+
+    cdef i64* _memo_slot(self) noexcept nogil:
+        """Room for the next key of the current attempt (NULL when out of memory)."""
+        cdef i64 cap
+        cdef i64* grown
+        if self.pend_n == self.pend_cap:
+            cap = max(1024, 2 * self.pend_cap)
+            grown = <i64*> realloc(self.memo_pend, cap * self.KW * sizeof(i64))
+            if grown == NULL:
+                return NULL
+            self.memo_pend = grown
+            self.pend_cap = cap
+        return self.memo_pend + self.pend_n * self.KW
+
+    cdef int _memo_commit(self) noexcept nogil:
+        """The attempt failed: its configurations join the memo (keys of rows below
+        memo_floor are dropped whenever the table is rebuilt); -1 when out of memory."""
+        cdef i64 need = self.memo_n + self.pend_n, cap, i
+        cdef i64* tab
+        cdef i64* e
+        if need > self.memo_max:  # bound the memory: forget older failures
+            self._memo_clear()  # (this attempt's too: a memo may hold fewer keys)
+            need = 0
+        if need * 2 > self.memo_cap:
+            cap = 1024
+            while cap < need * 2:
+                cap *= 2
+            tab = <i64*> malloc(cap * self.KW * sizeof(i64))
+            if tab == NULL:
+                return -1
+            for i in range(cap):
+                tab[i * self.KW] = -1
+            self.memo_n = 0
+            for i in range(self.memo_cap):
+                e = self.memo_tab + i * self.KW
+                if e[0] >= self.memo_floor:
+                    self._memo_put(tab, cap, e)
+                    self.memo_n += 1
+            free(self.memo_tab)
+            self.memo_tab = tab
+            self.memo_cap = cap
+        for i in range(self.pend_n):
+            self._memo_put(self.memo_tab, self.memo_cap, self.memo_pend + i * self.KW)
+        self.memo_n += self.pend_n  # duplicates counted too: the table only grows sooner
+        self.pend_n = 0
+        return 0
+
+    cdef void _memo_clear(self) noexcept nogil:
+        cdef i64 i
+        if self.memo_cap > 8 * self.memo_n + 4096:  # mostly empty: give it back
+            free(self.memo_tab)
+            self.memo_tab = NULL
+            self.memo_cap = 0
+        elif self.memo_n:
+            for i in range(self.memo_cap):
+                self.memo_tab[i * self.KW] = -1
+        self.memo_n = 0
+        self.pend_n = 0
+
     cdef int _try_match(self, i64 start) noexcept nogil:
         """Preferred match starting at row start; returns 1 and fills self.winner
-        (winner[ST_HIST] = last node, winner[ST_SETS..] unused; end in self.tmp[0]) or 0."""
+        (winner[ST_HIST] = last node) and self.winner_end_, 0 for none, 2 when rows not
+        seen yet could change the outcome, -1 when out of memory."""
         cdef ThreadList* cur = &self.la
         cdef ThreadList* nxt = &self.lb
         cdef ThreadList* swap
-        cdef i64* init = self.tmp
-        cdef i64* st
-        cdef i64* nst
-        cdef i64 r
-        cdef int i, pc, op, label, found = 0
-        cdef int ok
-        cdef i64 winner_end = 0
+        cdef i64 r = start
+        cdef int found = 0
         self.s = start
         self.n_nodes = 0
         self.undecided = 0
         self._list_clear(cur)
         self._list_clear(nxt)
-        for i in range(self.S):
-            init[i] = -1
-        init[ST_EXCL] = 0
-        for i in range(self.n_tracked):
-            init[ST_SETS + 3 * i + 2] = 0
-        for i in range(self.agg_base, self.slot_base):
-            init[i] = 0
         # tmp[0..S) is the depth-0 buffer; _add copies it before SPLIT branches
-        self._add(cur, 0, init, start, 0)
-        r = start
+        self._init_state(self.tmp, start)
+        self._add(cur, 0, self.tmp, start, 0)
         while cur.n > 0:
             self._list_clear(nxt)
-            for i in range(cur.n):
-                pc = cur.pcs[i]
-                op = self.prog[pc * 3]
-                st = cur.states + i * self.S
-                if op != OP_LABEL and op != OP_DONE:
-                    continue  # a visit mark of an epsilon instruction
-                if op == OP_DONE:
-                    found = 1
-                    memcpy(self.winner, st, self.S * sizeof(i64))
-                    winner_end = r
-                    break  # lower-preference threads are cut
-                if r >= self.pend:
-                    if self.open_:
-                        self.undecided = 1  # this thread could consume rows not seen yet
-                    continue
-                if self.window_kind and not self._fits(r):
-                    continue  # row r would stretch the match beyond WITHIN
-                label = self.prog[pc * 3 + 1]
-                if self.row_local[label]:
-                    ok = self.pre[label * self.n_rows + r]
-                    if ok == 2:
-                        self.undecided = 1
-                        ok = 0
-                else:
-                    ok = self._eval(label, st, r)
-                if ok:
-                    nst = self.tmp + self.S  # depth-1 scratch is free between adds
-                    self._take(st, nst, r, label)
-                    self._add(nxt, pc + 1, nst, r + 1, 1)
+            if self._step(cur, nxt, r, self._dead_at(r)):
+                found = 1
             if self.oom:
                 return -1
             swap = cur
@@ -662,10 +955,111 @@ cdef class SqlMatcher:
             r += 1
         self._list_clear(cur)
         self._list_clear(nxt)
-        self.winner_end_ = winner_end
         if self.undecided:
             return 2
         return found
+
+    cdef int _scan(self, i64 p) noexcept nogil:
+        """All start rows from p in one pass (Pike VM, unanchored leftmost-first): a new
+        thread starts at every row behind the threads of earlier starts, so the thread
+        list stays in (start row, preference) order. A later start's thread equivalent to
+        an earlier one is dropped by _insert: with no start-dependent state (_start_free)
+        their futures are the same, so either both complete - and the earlier start wins -
+        or neither does. The first DONE reached in list order cuts everything after it,
+        later starts included; the winner is the preferred match of the first start row
+        that has one, exactly what _try_match from each row in turn would find.
+
+        Returns 1 (winner_start_, winner_end_, winner), 0 when no start row in
+        [p, pend) matches, 2 when the outcome of start undecided_start needs rows not
+        seen yet (every earlier start has no match), -1 when out of memory."""
+        cdef ThreadList* cur = &self.la
+        cdef ThreadList* nxt = &self.lb
+        cdef ThreadList* swap
+        cdef i64 r = p
+        cdef int found = 0, adding = 1
+        cdef unsigned long long dead
+        cdef i64 gc_at = 1 << 16
+        self.n_nodes = 0
+        self.undecided = 0
+        self.undecided_start = self.pend + 1
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        while True:
+            dead = self._dead_at(r)
+            if adding and not found:
+                if r >= self.pend or (self.req[0] & dead):
+                    adding = 0  # no later start can match (required labels are monotone)
+                else:
+                    if cur.n == 0:
+                        self.n_nodes = 0  # no live thread refers to the history arena
+                    self.s = r
+                    self._init_state(self.tmp, r)
+                    self._add(cur, 0, self.tmp, r, 0)
+            if cur.n == 0:
+                if found or not adding:
+                    break
+                r += 1
+                continue
+            self._list_clear(nxt)
+            if self._step(cur, nxt, r, dead):
+                found = 1
+            if self.oom:
+                return -1
+            swap = cur
+            cur = nxt
+            nxt = swap
+            r += 1
+            if self.n_nodes > gc_at:  # starts keep coming: collect dead branches
+                if self._compact_history(cur, found) != 0:
+                    return -1
+                gc_at = max(1 << 16, 2 * self.n_nodes)
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        if self.undecided and self.undecided_start <= (self.winner_start_ if found else self.pend):
+            return 2
+        return found
+
+    cdef int _compact_history(self, ThreadList* L, int found) noexcept nogil:
+        """Keep only the history nodes that the live threads of L (and the winner, when
+        found) reach, renumbered in creation order (a parent precedes its children).
+        In one pass the list may never empty, so dead branches would pile up; states
+        never compare histories there (_start_free), so visit marks just lose theirs."""
+        cdef i64 n = self.n_nodes, i, k = 0, node, parent
+        cdef int op
+        cdef i64* remap = <i64*> malloc(n * sizeof(i64) + 8)
+        cdef i64* st
+        if remap == NULL:
+            return -1
+        for i in range(n):
+            remap[i] = -1
+        for i in range(L.n + found):
+            if i < L.n:
+                op = self.prog[L.pcs[i] * 3]
+                if op != OP_LABEL and op != OP_DONE:
+                    continue
+                node = L.states[i * self.S + ST_HIST]
+            else:
+                node = self.winner[ST_HIST]
+            while node >= 0 and remap[node] < 0:
+                remap[node] = 1
+                node = self.node_parent[node]
+        for i in range(n):
+            if remap[i] < 0:
+                continue
+            remap[i] = k
+            parent = self.node_parent[i]
+            self.node_row[k] = self.node_row[i]
+            self.node_label[k] = self.node_label[i]
+            self.node_excl[k] = self.node_excl[i]
+            self.node_parent[k] = remap[parent] if parent >= 0 else -1
+            k += 1
+        for i in range(L.n + found):
+            st = L.states + i * self.S if i < L.n else self.winner
+            node = st[ST_HIST]
+            st[ST_HIST] = remap[node] if node >= 0 else -1
+        self.n_nodes = k
+        free(remap)
+        return 0
 
     cdef bint _fits(self, i64 r) noexcept nogil:
         """Whether rows start..r stay within the WITHIN window."""
@@ -685,6 +1079,32 @@ cdef class SqlMatcher:
         if grown == NULL:
             raise MemoryError("pattern scratch space")
         self.tmp = grown
+
+    def set_search(self, bint one_pass=True, bint early_stop=True, bint memo=True,
+                   int memo_span=MEMO_SPAN, i64 memo_keys=0):
+        """Switch the search strategies off (benchmark baselines, equivalence tests):
+        one_pass - every start row in one pass where the pattern allows (_scan);
+        early_stop - stop once a required label holds on no later row (_dead_at);
+        memo - the per-start search skips configurations failed attempts reached;
+        memo_span - rows into an attempt from which its configurations are noted (0 in
+        tests: every failure feeds the memo); memo_keys - most keys kept (0: 64 MiB
+        worth; tests make it tiny to exercise forgetting)."""
+        self.use_one_pass = one_pass
+        self.use_early_stop = early_stop
+        self.use_memo = memo
+        self.memo_span = max(memo_span, 0)
+        self.memo_max = memo_keys if memo_keys > 0 else max(1024, MEMO_MAX_WORDS // self.KW)
+
+    @property
+    def one_pass(self):
+        """Whether run() simulates all start rows in one pass (else one start at a time)."""
+        return bool(self.one_pass_ok and self.use_one_pass and self.window_kind == 0)
+
+    @property
+    def memo(self):
+        """Whether the per-start search skips configurations failed attempts reached."""
+        return bool(self.memo_ok and self.use_memo and not self.one_pass
+                    and self.window_kind == 0)
 
     def set_window(self, int kind, double size):
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
@@ -749,6 +1169,11 @@ cdef class SqlMatcher:
         cdef i64 n_parts = bb.shape[0] - 1
         cdef i64 k, pos, end, covered, length, i
         cdef int found, err = 0
+        cdef int one_pass = self.one_pass_ok and self.use_one_pass and self.window_kind == 0
+        cdef i64 memo_before
+        self.memo_run = (self.memo_ok and self.use_memo and not one_pass
+                         and self.window_kind == 0)
+        cdef i64 first
         cdef i64* labels = NULL
         cdef unsigned char* excl = NULL
         cdef i64 cap_labels = 0
@@ -782,9 +1207,42 @@ cdef class SqlMatcher:
                     covered = cont_covered
                     self.match_no = cont_match_no
                 self._precompute()
+                self._memo_clear()
+                self.memo_on = self.memo_run
                 while pos < self.pend:
+                    if self.req[0] & self._dead_at(pos):
+                        # a label every match needs holds on no row from pos on
+                        if self._unmatched_rows(pos, self.pend, covered, out) != 0:
+                            err = ERR_MEMORY
+                        pos = self.pend
+                        break
                     self.match_no += 1  # tentative number visible to MATCH_NUMBER() in DEFINE
-                    found = self._try_match(pos)
+                    if one_pass:
+                        found = self._scan(pos)
+                        if found >= 0:
+                            # the starts before the first matched (or undecided) one fail
+                            first = (self.winner_start_ if found == 1 else
+                                     self.undecided_start if found == 2 else self.pend)
+                            if self._unmatched_rows(pos, first, covered, out) != 0:
+                                err = ERR_MEMORY
+                                break
+                            pos = first
+                    else:
+                        self.pend_n = 0
+                        self.memo_hits = 0
+                        self.memo_floor = pos
+                        memo_before = self.memo_n
+                        found = self._try_match(pos)
+                        if self.memo_on and found == 0:
+                            if memo_before and not self.memo_hits and self.pend_n > MEMO_PROBE:
+                                # states carry start-specific words (e.g. FIRST rows):
+                                # nothing merges, the memo would only cost
+                                self.memo_on = 0
+                                self._memo_clear()
+                            elif self._memo_commit() != 0:
+                                found = -1
+                        elif found == 1:
+                            self._memo_clear()
                     if found < 0:
                         err = ERR_MEMORY
                         break
@@ -793,11 +1251,11 @@ cdef class SqlMatcher:
                         break  # undecided: resume here when more rows arrive
                     if not found:
                         self.match_no -= 1
-                        if self.empty_mode == 2 and self.all_rows and pos >= covered:
-                            if self._emit_unmatched(pos, out) != 0:
+                        if not one_pass:
+                            if self._unmatched_rows(pos, pos + 1, covered, out) != 0:
                                 err = ERR_MEMORY
                                 break
-                        pos += 1
+                            pos += 1
                         continue
                     end = self.winner_end_
                     length = end - pos
@@ -872,6 +1330,7 @@ cdef class SqlMatcher:
             st[i] = -1
         self.s = self.pstart
         for label in range(self.n_labels):
+            self.last_true[label] = -1  # the last row the DEFINE may hold on (early stop)
             if not self.row_local[label]:
                 continue
             for r in range(self.pstart, self.pend):
@@ -879,6 +1338,8 @@ cdef class SqlMatcher:
                 self.pre[label * self.n_rows + r] = self._eval(label, st, r)
                 if self.undecided:
                     self.pre[label * self.n_rows + r] = 2
+                if self.pre[label * self.n_rows + r]:
+                    self.last_true[label] = r
         self.undecided = 0
 
     cdef int _skip_target(self, i64* labels, i64 length) noexcept nogil:
@@ -894,6 +1355,16 @@ cdef class SqlMatcher:
                     return <int> i
                 i -= 1
         return -1
+
+    cdef int _unmatched_rows(self, i64 a, i64 b, i64 covered, Buf* out) noexcept nogil:
+        """WITH UNMATCHED ROWS: rows [a, b) that start no match, past the covered ones."""
+        cdef i64 row
+        if self.empty_mode != 2 or not self.all_rows:
+            return 0
+        for row in range(max(a, covered), b):
+            if self._emit_unmatched(row, out) != 0:
+                return -1
+        return 0
 
     cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil:
         """WITH UNMATCHED ROWS: the row with every measure null."""

@@ -7,7 +7,9 @@ explores ``a`` before ``b``, so threads stay in the standard's preference order.
 Empty iterations follow Trino: bounded quantifiers are unrolled and every iteration may
 match nothing; in an unbounded loop an iteration that matched no rows leaves the loop
 instead of looping again (SAVE at the body start, LOOP_BACK at its end). That keeps the
-VM finite on ``(A*)*``.
+VM finite on ``(A*)*``. The slot is cleared where the loop exits (CLEAR): nothing reads it
+there, and threads that differ only in when their last iteration began can merge (else
+``(A? B?)* C+ D`` keeps one thread per such row and turns cubic).
 
 PERMUTE means the alternation of its orders, lexicographic by item position (Trino).
 When every item matches in at most one way from a given row (variables, fixed
@@ -43,6 +45,7 @@ OP_PERM_BEGIN = 10  # slot a := 0 (no item used)
 OP_PERM_NEXT = 11   # a = slot << 6 | n: all n items used -> slot a := -1, go to b; else next
 OP_PERM_TRY = 12    # a = slot << 6 | i: item i unused -> mark it and go to b; then next
 OP_FAIL = 13        # the thread dies
+OP_CLEAR = 14       # slot a := -1 (a loop's progress slot, dead past the loop's exit)
 
 MAX_PROGRAM_SIZE = 200_000
 MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word
@@ -65,7 +68,7 @@ class Program:
                  OP_ANCHOR_START: "ANCHOR ^", OP_ANCHOR_END: "ANCHOR $", OP_SAVE: "SAVE",
                  OP_LOOP_BACK: "LOOP_BACK", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END",
                  OP_PERM_BEGIN: "PERM_BEGIN", OP_PERM_NEXT: "PERM_NEXT", OP_PERM_TRY: "PERM_TRY",
-                 OP_FAIL: "FAIL"}
+                 OP_FAIL: "FAIL", OP_CLEAR: "CLEAR"}
         lines = []
         for i, (op, a, b) in enumerate(self.ops.tolist()):
             if op == OP_LABEL:
@@ -249,9 +252,11 @@ class _Builder:
                 self.emit(OP_SAVE, slot)
                 self.emit_node(node.child)
                 self.emit(OP_LOOP_BACK, slot, loop)
-            else:
-                self.emit_node(node.child)
-                self.emit(OP_JUMP, loop)
+                self.set_split(loop, body, self.here, node.greedy)
+                self.emit(OP_CLEAR, slot)  # both exits (split, no progress) pass here
+                return
+            self.emit_node(node.child)
+            self.emit(OP_JUMP, loop)
             self.set_split(loop, body, self.here, node.greedy)
             return
         exits = []
