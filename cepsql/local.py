@@ -1,15 +1,19 @@
 """Run a statement with MATCH_RECOGNIZE in-process, without Spark: the clauses run through
-the same QueryPlan as on Spark (expressions via Arrow compute), the SQL around them through
-``local_sql``, our vectorised evaluator of a subset of Spark SQL (see its docstring; other
-constructs raise CepUnsupportedError pointing to ``spark.cep.sql``). Nothing derived from
-the SQL text is ever passed to eval/exec. Meant for small data, notebooks and tests.
+the same QueryPlan as on Spark (expressions via Arrow compute, the partitions' evaluators on
+all cores: backends/local/threads.py), the SQL around them through ``local_sql``, our
+vectorised evaluator of a subset of Spark SQL, and what lies outside that subset (joins,
+window functions, subqueries, ...) on DuckDB with Spark's semantics (backends/local/duck.py,
+whose docstring lists the differences fixed). Nothing derived from the SQL text is ever
+passed to eval/exec.
 
 Results are pandas DataFrames; integer and boolean columns use pandas' nullable dtypes
 (Int8..Int64, UInt.., boolean) so NULLs never turn integers into floats.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from collections import ChainMap
 from functools import partial
 from typing import Callable, Mapping
 
@@ -18,10 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .backends.local.threads import run_worker
 from .dialect.statements import clause_output_names
-from .errors import CepError, CepUnsupportedError
+from .backends.local.duck import run_duckdb
+from .errors import CepAnalysisError, CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow, spark_compare
-from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
+from .local_sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
+                        unsupported)
 from .runtime.subqueries import arrow_constant, bind_subqueries
 from .runtime.plan import QueryPlan, SortColumn
 from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
@@ -66,6 +73,7 @@ class _LocalStatement:
 
     def __init__(self, stmt: str, finder: Callable, planner: Callable):
         self.stmt, self.finder, self.planner = stmt, finder, planner
+        self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
 
     def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
               ) -> pa.Table:
@@ -84,11 +92,38 @@ class _LocalStatement:
             alias = None if site.alias is None else normalize_name(site.alias)
             virtual[name] = Virtual(partial(self.clause, site), alias)
         parts.append(text[cursor:])
-        return run_sql("".join(parts), scope.with_virtual(virtual), base=offset)
+        masked, scope = "".join(parts), scope.with_virtual(virtual)
+        try:
+            return run_sql(masked, scope, base=offset)
+        except OutsideSubset as outside:
+            return self.on_duckdb(masked, offset, scope, outside)
+
+    def on_duckdb(self, masked: str, offset: int, scope: Scope, outside: OutsideSubset
+                  ) -> pa.Table:
+        """The query outside local_sql's subset, on DuckDB (a clause whose source is one of
+        the query's own WITH names reads it from DuckDB). When DuckDB cannot run it
+        either, the subset error says where and why."""
+        def lookup(parts, written, pos, ctes):
+            inner = dataclasses.replace(scope, ctes=ChainMap(ctes, scope.ctes))
+            return inner.lookup(parts, written, pos)
+        try:
+            return run_duckdb(masked, lookup, base=offset)
+        except CepAnalysisError as err:
+            if not err.message.startswith("DuckDB cannot run"):
+                raise
+            raise type(outside)(f"{outside.message} (DuckDB: {err.message})",
+                                pos=outside.pos) from None
 
     def clause(self, site, scope: Scope) -> pa.Table:
-        """One clause's result: its source's rows through the QueryPlan."""
+        """One clause's result: its source's rows through the QueryPlan (computed once per
+        source table: a query that falls back to DuckDB may have run it already)."""
         table = self.source(site, scope)
+        key = (site.start, id(table))
+        if key not in self.done:
+            self.done[key] = (table, self.run_clause(site, table, scope))
+        return self.done[key][1]
+
+    def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
                             statistics=partial(_table_statistics, table=table))
@@ -214,9 +249,10 @@ def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
     return pa.array(flags, pa.uint8())
 
 
-def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> pa.Table:
-    """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker,
-    project."""
+def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
+                 threads: int | None = None) -> pa.Table:
+    """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
+    (on ``threads`` threads, default all cores: backends/local/threads.py), project."""
     prepared = table
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
@@ -228,8 +264,8 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> p
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
     ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
-    batches = ordered.to_batches(max_chunksize=batch_rows)
-    out = pa.Table.from_batches(list(bound.worker(iter(batches))), schema=bound.worker_schema)
+    out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
+                     threads=threads)
     names = [n for n, _ in bound.final_projection]
     return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)

@@ -1,0 +1,121 @@
+"""The partitions' evaluators on all cores: the sorted input is cut at PARTITION BY group
+boundaries into about two slices per core, and each slice streams through its own copy of
+the bound worker in a thread. The Cython evaluators release the GIL and keep no
+module-level state, so the slices run in parallel; outputs are concatenated in slice order,
+and since match numbers restart per partition the result equals the one-thread run."""
+from __future__ import annotations
+
+import copy
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...exprs.arrow_eval import spark_compare
+from ...runtime.plan import BoundPlan
+
+__all__ = ["run_worker", "slice_bounds", "default_threads"]
+
+# below this many rows per slice a thread costs more than it saves
+MIN_SLICE_ROWS = 16_384
+
+
+def default_threads() -> int:
+    """Threads for the evaluators: CEPSQL_THREADS if set, else the machine's cores."""
+    value = os.environ.get("CEPSQL_THREADS")
+    return max(1, int(value)) if value else (os.cpu_count() or 1)
+
+
+def run_worker(ordered: pa.Table, bound: BoundPlan, partition_columns: list[str], *,
+               batch_rows: int = 65536, threads: int | None = None) -> pa.Table:
+    """The worker's output over ordered (partitions contiguous and sorted), computed on up
+    to ``threads`` threads. Unpartitioned inputs run on one slice."""
+    threads = default_threads() if threads is None else max(1, threads)
+    bounds = [0, ordered.num_rows]
+    if threads > 1 and partition_columns:
+        bounds = slice_bounds(ordered, partition_columns, 2 * threads,
+                              min_rows=MIN_SLICE_ROWS)
+    pieces = [ordered.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+    if len(pieces) == 1:
+        return _run_one(bound.worker, pieces[0], bound.worker_schema, batch_rows)
+    workers = [copy.copy(bound.worker) for _ in pieces]  # per-slice state (last_stats)
+    with ThreadPoolExecutor(max_workers=min(threads, len(pieces)),
+                            thread_name_prefix="cepsql-worker") as pool:
+        outs = list(pool.map(lambda wp: _run_one(wp[0], wp[1], bound.worker_schema,
+                                                 batch_rows), zip(workers, pieces)))
+    _publish_stats(workers)
+    return pa.concat_tables(outs)
+
+
+def _run_one(worker, piece: pa.Table, schema: pa.Schema, batch_rows: int) -> pa.Table:
+    batches: Iterator[pa.RecordBatch] = iter(piece.to_batches(max_chunksize=batch_rows))
+    return pa.Table.from_batches(list(worker(batches)), schema=schema)
+
+
+def _publish_stats(workers: list) -> None:
+    """The CEP evaluator's counters of a sliced run as one run's (peaks: max, counts: sum)."""
+    stats = [w.last_stats for w in workers if getattr(w, "last_stats", None)]
+    if not stats:
+        return
+    from ...runtime.cep_worker import publish_stats
+    merged: dict = {}
+    for s in stats:
+        for key, value in s.items():
+            combine = max if key.startswith("peak_") or key == "planned" else \
+                (lambda a, b: a + b)
+            merged[key] = combine(merged[key], value) if key in merged else value
+    publish_stats(merged)
+
+
+def slice_bounds(table: pa.Table, partition_columns: list[str], slices: int, *,
+                 min_rows: int = 1) -> list[int]:
+    """Row offsets [0, ..., n] cutting table into at most ``slices`` pieces of whole
+    PARTITION BY groups (of about equal size, none under min_rows unless it is the only
+    one). Keys are compared as the worker compares them: NULL equals NULL, NaN equals NaN."""
+    n = table.num_rows
+    slices = max(1, min(slices, n // max(1, min_rows)))
+    bounds = [0]
+    for i in range(1, slices):
+        target = max(bounds[-1] + 1, n * i // slices)
+        if target >= n:
+            break
+        cut = _group_end(table, partition_columns, target)
+        if cut >= n:
+            break
+        if cut > bounds[-1]:
+            bounds.append(cut)
+    bounds.append(n)
+    return bounds
+
+
+def _group_end(table: pa.Table, columns: list[str], row: int) -> int:
+    """The first row at or after ``row`` that starts a new group (n if none): looks at a
+    window after row that doubles until it finds a key change."""
+    n = table.num_rows
+    width = 256
+    lo = row - 1
+    while True:
+        hi = min(n, lo + 1 + width)
+        changed = _changes(table.slice(lo, hi - lo), columns)
+        hits = np.flatnonzero(changed)
+        if len(hits):
+            return lo + 1 + int(hits[0])
+        if hi >= n:
+            return n
+        width *= 2
+
+
+def _changes(window: pa.Table, columns: list[str]) -> np.ndarray:
+    """Per adjacent pair of rows: whether any key differs (NULLs equal, NaN equal NaN)."""
+    m = window.num_rows
+    changed = np.zeros(max(0, m - 1), dtype=bool)
+    for name in columns:
+        col = window.column(name).combine_chunks()
+        prev, cur = col.slice(0, m - 1), col.slice(1)
+        differs = pc.fill_null(spark_compare("<>", prev, cur), False)
+        null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
+        changed |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
+    return changed
