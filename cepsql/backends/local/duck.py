@@ -100,7 +100,8 @@ class DuckQuery:
     relations: dict[str, pa.Table] = field(default_factory=dict)
 
     def run(self, lookup: Callable) -> pa.Table:
-        own_ctes = {cte.alias.lower(): cte for cte in self.tree.find_all(exp.CTE)}
+        pristine = self.tree.copy()  # CTE bodies as written, for DuckCtes
+        own_ctes = {cte.alias.lower(): cte for cte in pristine.find_all(exp.CTE)}
         for table in list(self.tree.find_all(exp.Table)):
             if not isinstance(table.this, exp.Identifier):  # Spark's and DuckDB's differ
                 raise CepAnalysisError("DuckDB cannot run table-valued functions with "

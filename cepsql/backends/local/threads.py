@@ -114,6 +114,8 @@ def _changes(window: pa.Table, columns: list[str]) -> np.ndarray:
     changed = np.zeros(max(0, m - 1), dtype=bool)
     for name in columns:
         col = window.column(name).combine_chunks()
+        if pa.types.is_null(col.type):
+            continue  # all NULL: one group
         prev, cur = col.slice(0, m - 1), col.slice(1)
         differs = pc.fill_null(spark_compare("<>", prev, cur), False)
         null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
