@@ -34,8 +34,11 @@ Same in both engines (checked): NULLS FIRST for ASC / LAST for DESC (sqlglot wri
 Spark default explicitly), NaN = NaN and NaN greater than any number, ``||``/concat with a
 NULL is NULL, integer ``/`` is DOUBLE, overflow and bad string casts fail.
 
-Known remaining differences: DECIMAL quotients and avg of DECIMAL are computed through
-DOUBLE before the cast to Spark's type (exact to about 15 significant digits); errors
+  A DECIMAL quotient is computed exactly as Spark does (unscaled HUGEINTs, rounded half
+  up, by fixed macros).
+
+Known remaining differences: avg of DECIMAL is computed through DOUBLE before the cast
+to Spark's type (exact to about 15 significant digits); errors
 carry the position of the query, not of the construct; Spark's implicit string/number
 coercions in comparisons follow DuckDB's rules.
 """
@@ -134,6 +137,8 @@ class DuckQuery:
         try:
             if self.threads:
                 con.execute(f"SET threads TO {int(self.threads)}")
+            for macro in _MACROS:
+                con.execute(macro)
             for name, t in self.relations.items():
                 con.register(name, t)
             return con.sql(sql).to_arrow_table()
@@ -217,7 +222,8 @@ def _sql_type(t: pa.DataType) -> exp.DataType:
 
 class _TypeResolver:
     """Spark types of the operands the transforms care about: columns (by qualifier, or
-    by a name unique among the query's relations), casts and numeric literals."""
+    by a name unique among the query's relations), casts, numeric literals and the
+    functions whose result is always DOUBLE in Spark."""
 
     def __init__(self, tree: exp.Expr, types: Mapping[str, Mapping[str, exp.DataType]]):
         self.by_alias: dict[str, Mapping[str, exp.DataType]] = {}
@@ -236,6 +242,8 @@ class _TypeResolver:
             return self(node.this)
         if isinstance(node, (exp.Cast, exp.TryCast)):
             return node.to
+        if isinstance(node, (exp.Div, exp.Avg, exp.Sqrt, exp.Exp, exp.Ln, exp.Pow)):
+            return exp.DataType.build("DOUBLE")  # DECIMAL ones are casts by now
         if isinstance(node, exp.Literal) and not node.is_string:
             text = node.this
             if text.isdigit():
@@ -338,8 +346,44 @@ def _checked_division(node: exp.Div | exp.Mod, types: _TypeResolver) -> exp.Expr
         if left and right and decimal:
             (p1, s1), (p2, s2) = left, right
             scale = max(6, s1 + p2 + 1)
-            return _cast(node, _bounded(p1 - s1 + s2 + scale, scale))
+            return _exact_quotient(node, (s1, s2), _bounded(p1 - s1 + s2 + scale, scale))
     return node
+
+
+# DuckDB divides DECIMALs in DOUBLE; Spark's quotient is exact, rounded half up. The
+# macros (fixed text, not user input) divide unscaled HUGEINTs and place the point.
+_MACROS = (  # parameter names that no query's column or alias can shadow
+    "CREATE MACRO __cep_qdiv(__n, __d) AS "
+    "(abs(__n) * 2 + abs(__d)) // (2 * abs(__d)) * sign(__n) * sign(__d)",
+    "CREATE MACRO __cep_point(__p, __s) AS "
+    "__p[1:length(__p) - __s] || '.' || __p[length(__p) - __s + 1:]",  # || keeps NULL
+    "CREATE MACRO __cep_digits(__t, __s) AS "
+    "lpad(__t, CAST(greatest(length(__t), __s + 1) AS INTEGER), '0')",
+    "CREATE MACRO __cep_decimal_text(__q, __s) AS (CASE WHEN __q < 0 THEN '-' ELSE '' END) "
+    "|| __cep_point(__cep_digits(CAST(abs(__q) AS VARCHAR), __s), __s)",
+)
+
+
+def _exact_quotient(node: exp.Div, scales: tuple[int, int], to: exp.DataType) -> exp.Expr:
+    """a / b as Spark computes DECIMAL division: unscaled a * 10^e / unscaled b, rounded
+    half up, as DECIMAL(P, S) (e = S - s1 + s2, moved to the divisor when negative)."""
+    s1, s2 = scales
+    target = _decimal_of(to)[1]
+
+    def unscaled(e: exp.Expr, scale: int) -> exp.Expr:
+        shifted = exp.Mul(this=exp.Paren(this=e), expression=exp.Literal.number(10 ** scale))
+        return _cast(exp.Paren(this=shifted), exp.DataType.build("HUGEINT"))
+
+    def times(e: exp.Expr, power: int) -> exp.Expr:
+        factor = _cast(exp.Literal.string(str(10 ** power)), exp.DataType.build("HUGEINT"))
+        return exp.Mul(this=e, expression=factor)
+
+    shift = target - s1 + s2
+    num, den = unscaled(node.this, s1), unscaled(node.expression, s2)
+    num, den = (times(num, shift), den) if shift >= 0 else (num, times(den, -shift))
+    text = exp.func("__cep_decimal_text", exp.func("__cep_qdiv", num, den),
+                    exp.Literal.number(target))
+    return _cast(text, to)
 
 
 def _is_decimal(types: _TypeResolver, node: exp.Binary) -> bool:
