@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .backends.local.threads import run_worker
+from .backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
 from .dialect.statements import clause_output_names
 from .backends.local.duck import run_duckdb
 from .errors import CepAnalysisError, CepError, CepUnsupportedError
@@ -263,9 +263,17 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
-    out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
-                     threads=threads)
+    ranks = partition_ranks(prepared, keys[0], sort_indices) \
+        if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
+    if ranks is not None:  # sorted and matched per slice of partitions, in threads
+        by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
+        out = run_by_partition(prepared, ranks, bound,
+                               lambda piece: _sort_for_matching(piece, by_rank, plan),
+                               batch_rows=batch_rows, threads=threads)
+    else:
+        ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
+        out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
+                         threads=threads)
     names = [n for n, _ in bound.final_projection]
     return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)

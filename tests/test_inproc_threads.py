@@ -1,6 +1,7 @@
 """The in-process evaluators on several threads (cepsql/backends/local/threads.py): slices
-cut at PARTITION BY group boundaries only, and results identical to the one-thread run on
-random partitioned streams, in SQL:2016 and CEP mode."""
+cut at PARTITION BY group boundaries only, and results identical to the one-thread run
+(one global sort, one worker) on random partitioned streams, in SQL:2016 and CEP mode,
+whether slices are sorted separately (partition ranks) or cut from the sorted input."""
 from __future__ import annotations
 
 import math
@@ -29,12 +30,16 @@ SETTINGS = dict(deadline=None, max_examples=40,
 
 
 def _outcome(sql: str, table: pa.Table, monkeypatch, threads: int):
-    """The result (or the error type and message) on that many threads, slices of any size."""
+    """The result (or the error type and message) on that many threads, slices of any size.
+    One thread runs the plain path: one global sort, one worker over the whole input."""
     monkeypatch.setenv("CEPSQL_THREADS", str(threads))
-    try:
-        return cepsql.local.run_local(sql, {"t": table})
-    except CepError as err:
-        return type(err).__name__, err.message
+    with monkeypatch.context() as patch:
+        if threads == 1:
+            patch.setattr(cepsql.local, "partition_ranks", lambda *args: None)
+        try:
+            return cepsql.local.run_local(sql, {"t": table})
+        except CepError as err:
+            return type(err).__name__, err.message
 
 
 def _same(a, b) -> bool:
@@ -64,6 +69,16 @@ def test_sql2016_threads_equal_one_thread(tiny_slices, sql, table):
 def test_cep_threads_equal_one_thread(tiny_slices, sql, table):
     one = _outcome(sql, table, tiny_slices, 1)
     many = _outcome(sql, table, tiny_slices, 4)
+    assert _same(one, many), sql
+
+
+@settings(**SETTINGS)
+@given(sql=queries(max_items=3), table=streams(max_rows=40))
+def test_presorted_slices_equal_one_thread(tiny_slices, sql, table):
+    """The path that cuts the globally sorted input (several or floating-point keys)."""
+    one = _outcome(sql, table, tiny_slices, 1)
+    tiny_slices.setattr(cepsql.local, "partition_ranks", lambda *args: None)
+    many = _outcome(sql, table, tiny_slices, 3)
     assert _same(one, many), sql
 
 

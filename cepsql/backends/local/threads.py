@@ -8,16 +8,17 @@ from __future__ import annotations
 import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...exprs.arrow_eval import spark_compare
-from ...runtime.plan import BoundPlan
+from ...runtime.plan import BoundPlan, SortColumn
 
-__all__ = ["run_worker", "slice_bounds", "default_threads"]
+__all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
+           "run_by_partition"]
 
 # below this many rows per slice a thread costs more than it saves
 MIN_SLICE_ROWS = 16_384
@@ -121,3 +122,68 @@ def _changes(window: pa.Table, columns: list[str]) -> np.ndarray:
         null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
         changed |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
     return changed
+
+
+# --- sorting and running by partition -------------------------------------------------------
+
+RANK_COLUMN = "__cep_prank"
+
+
+def partition_ranks(table: pa.Table, key: SortColumn,
+                    sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array]
+                    ) -> np.ndarray | None:
+    """Per row, the rank of its PARTITION BY value in the key's order (NULL a value of its
+    own, placed as the key says), or None when the column is not one whose distinct
+    values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there)."""
+    col = table.column(key.column)
+    t = col.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)):
+        return None
+    encoded = pc.dictionary_encode(col, null_encoding="encode")
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries().combine_chunks() if encoded.num_chunks else \
+            pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], t))
+    dictionary = encoded.dictionary
+    order = np.asarray(sort_indices(pa.table({"k": dictionary}),
+                                    [SortColumn("k", key.ascending, key.nulls_first)]))
+    rank_of_code = np.empty(len(dictionary), dtype=np.int32)
+    rank_of_code[order] = np.arange(len(dictionary), dtype=np.int32)
+    return rank_of_code[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
+                     sort: Callable[[pa.Table], pa.Table], *, batch_rows: int = 65536,
+                     threads: int | None = None) -> pa.Table:
+    """The worker's output over prepared, sorted and run slice by slice in threads: rows
+    are grouped by partition rank (a counting sort), the groups cut into about two slices
+    per thread, and each thread sorts its slice with ``sort`` (which gets RANK_COLUMN and
+    must sort by it first, so partitions stay contiguous and in order), then streams it
+    through its own copy of the worker. Outputs are concatenated in slice order."""
+    threads = default_threads() if threads is None else max(1, threads)
+    n = prepared.num_rows
+    order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # stable counting sort
+    bounds = [0]
+    if threads > 1 and n:
+        ends = np.cumsum(np.bincount(ranks))
+        pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
+        for i in range(1, pieces):
+            cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
+            if bounds[-1] < cut < n:
+                bounds.append(cut)
+    bounds.append(n)
+    spans = list(zip(bounds, bounds[1:]))
+    workers = [copy.copy(bound.worker) for _ in spans]
+
+    def one(k: int) -> pa.Table:
+        rows = order[spans[k][0]:spans[k][1]]
+        piece = prepared.take(pa.array(rows)).append_column(RANK_COLUMN, pa.array(ranks[rows]))
+        ordered = sort(piece).drop_columns([RANK_COLUMN]).combine_chunks()
+        return _run_one(workers[k], ordered, bound.worker_schema, batch_rows)
+    if len(spans) == 1:
+        return one(0)
+    with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
+                            thread_name_prefix="cepsql-worker") as pool:
+        outs = list(pool.map(one, range(len(spans))))
+    _publish_stats(workers)
+    return pa.concat_tables(outs)
