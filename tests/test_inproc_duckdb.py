@@ -151,3 +151,19 @@ def test_what_duckdb_cannot_run_keeps_the_located_subset_error():
         q("SELECT *\nFROM range(3) JOIN u ON id = k")
     assert (info.value.line, info.value.col) == (2, 15)  # the JOIN local_sql stopped at
     assert "spark.cep.sql" in info.value.message
+
+
+def test_a_clause_runs_once_when_the_query_moves_to_duckdb(monkeypatch):
+    """local_sql runs the clause, then meets a window function: DuckDB reuses the result."""
+    import cepsql.local as local
+    calls = []
+    real = local.execute_plan
+
+    def counting(table, plan, *args, **kwargs):
+        calls.append(table.num_rows)
+        return real(table, plan, *args, **kwargs)
+    monkeypatch.setattr(local, "execute_plan", counting)
+    out = run_local(f"SELECT sym, mn, rank() OVER (PARTITION BY sym ORDER BY top DESC) AS r "
+                    f"FROM {CLAUSE} ORDER BY sym, mn", {"ticks": TICKS})
+    assert calls == [len(TICKS)]
+    assert out.column("r").to_pylist() == [1, 1, 1, 1]  # b: two matches, both top 2

@@ -2,7 +2,16 @@
 boundaries into about two slices per core, and each slice streams through its own copy of
 the bound worker in a thread. The Cython evaluators release the GIL and keep no
 module-level state, so the slices run in parallel; outputs are concatenated in slice order,
-and since match numbers restart per partition the result equals the one-thread run."""
+and since match numbers restart per partition the result equals the one-thread run.
+
+The sort: with one PARTITION BY column whose distinct values are its groups (strings,
+integers, booleans, dates, timestamps), rows are grouped by the rank of their partition
+value (a counting sort over small integers) and each thread sorts only its slice, by that
+rank then ORDER BY and the tie-breakers (``run_by_partition``); otherwise the input is
+sorted once and cut at group boundaries (``run_worker``). Both sorts are Arrow's
+(local_sql.sort_indices: NaN greatest, NULL placement per key). DuckDB's multi-threaded
+ORDER BY was measured slower on this machine (1M ticks by symbol, ts: 1.5 s for the
+table, 0.94 s for the permutation only, against 0.63 s with Arrow), so it is not used."""
 from __future__ import annotations
 
 import copy
