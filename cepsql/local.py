@@ -200,24 +200,45 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
 
 
 def _sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
-    """Sort by PARTITION BY + ORDER BY; the tie-breaking keys are added only when that
-    order actually has ties (sorting on every column is the expensive part)."""
+    """table sorted by PARTITION BY + ORDER BY (+ tie-breakers where needed)."""
+    if not keys or table.num_rows == 0:
+        return table
+    return table.take(_order_for_matching(table, keys, plan))
+
+
+def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Array:
+    """The row order by PARTITION BY + ORDER BY; the tie-breaking keys are added only when
+    that order actually has ties (sorting on every column is the expensive part)."""
     primary = plan.primary_sort_keys
     if primary is None or primary >= len(plan.sort_keys):
-        return sort_table(table, keys)
+        return sort_indices(table, keys)
     head = keys[:len(keys) - len(plan.sort_keys) + primary]
     if not head:
-        return sort_table(table, keys)
-    ordered = sort_table(table, head)
-    if ordered.num_rows < 2 or not _has_ties(ordered, [k.column for k in head]):
-        return ordered
-    return sort_table(table, keys)
+        return sort_indices(table, keys)
+    order = sort_indices(table, head)
+    names = [k.column for k in head]
+    if table.num_rows < 2 or not _has_ties(table.select(names).take(order), names):
+        return order
+    return sort_indices(table, keys)
+
+
+def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
+                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray:
+    """The order of one slice's rows (positions in rows), computed on its sort keys only
+    (run_by_partition then takes each input row once)."""
+    names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
+    table = prepared.select(names).take(pa.array(rows)).append_column(
+        RANK_COLUMN, pa.array(ranks, pa.int32()))
+    return _order_for_matching(table, keys, plan).to_numpy()
 
 
 def _has_ties(table: pa.Table, columns: list[str]) -> bool:
     """Whether two adjacent rows agree on every column (NULL equal to NULL)."""
     n = table.num_rows
     same = None
+    plain = _plain_equal_adjacent(table, columns)
+    if plain is not None:
+        return bool(plain.any())
     for name in columns:
         col = table.column(name).combine_chunks()
         a, b = col.slice(0, n - 1), col.slice(1)
@@ -225,6 +246,22 @@ def _has_ties(table: pa.Table, columns: list[str]) -> bool:
         eq = pc.fill_null(eq, False)
         same = eq if same is None else pc.and_(same, eq)
     return bool(pc.any(same).as_py())
+
+
+def _plain_equal_adjacent(table: pa.Table, columns: list[str]) -> np.ndarray | None:
+    """_has_ties' per-pair equality in numpy when every column is an integer, date or
+    timestamp column without NULLs (the common ORDER BY keys); None otherwise."""
+    same = None
+    for name in columns:
+        col = table.column(name)
+        t = col.type
+        if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
+                                  or pa.types.is_date(t)):
+            return None
+        values = col.combine_chunks().to_numpy(zero_copy_only=False)
+        eq = values[1:] == values[:-1]
+        same = eq if same is None else same & eq
+    return same
 
 
 def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
@@ -268,7 +305,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
-                               lambda piece: _sort_for_matching(piece, by_rank, plan),
+                               partial(_slice_order, keys=by_rank, plan=plan),
                                batch_rows=batch_rows, threads=threads)
     else:
         ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()

@@ -141,7 +141,9 @@ class DuckQuery:
                 con.execute(macro)
             for name, t in self.relations.items():
                 con.register(name, t)
-            return con.sql(sql).to_arrow_table()
+            result = con.sql(sql)
+            fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+            return fetch()  # to_arrow_table since DuckDB 1.4; fetch_arrow_table before
         except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException,
                 duckdb.NotImplementedException) as err:
             raise CepAnalysisError(f"DuckDB cannot run this query: {_first_line(err)}",

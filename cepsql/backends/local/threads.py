@@ -162,13 +162,14 @@ def partition_ranks(table: pa.Table, key: SortColumn,
 
 
 def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
-                     sort: Callable[[pa.Table], pa.Table], *, batch_rows: int = 65536,
-                     threads: int | None = None) -> pa.Table:
+                     order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray], *,
+                     batch_rows: int = 65536, threads: int | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
-    per thread, and each thread sorts its slice with ``sort`` (which gets RANK_COLUMN and
-    must sort by it first, so partitions stay contiguous and in order), then streams it
-    through its own copy of the worker. Outputs are concatenated in slice order."""
+    per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
+    of rows)`` (positions into rows, by the ranks first, so partitions stay contiguous
+    and in order), takes the rows once in that order and streams them through its own
+    copy of the worker. Outputs are concatenated in slice order."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
     order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # stable counting sort
@@ -186,8 +187,8 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
 
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
-        piece = prepared.take(pa.array(rows)).append_column(RANK_COLUMN, pa.array(ranks[rows]))
-        ordered = sort(piece).drop_columns([RANK_COLUMN]).combine_chunks()
+        rows = rows[order_of(prepared, rows, ranks[rows])]
+        ordered = prepared.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows)
     if len(spans) == 1:
         return one(0)
