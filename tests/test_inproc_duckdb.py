@@ -48,6 +48,10 @@ STATEMENTS = {
                           f"CAST(m.top / 3 AS INT) AS third, r.w, rank() OVER (ORDER BY r.w) "
                           f"AS w_rank, rank() OVER (ORDER BY r.w DESC) AS w_desc FROM {CLAUSE} "
                           "JOIN regions r ON m.sym = r.sym ORDER BY m.sym, m.mn",
+    "functions": f"SELECT m.sym, length(r.region) AS len, instr(r.region, 'u') AS pos, "
+                 f"m.top div 2 AS half, year(DATE '2024-03-05') AS y, "
+                 f"dayofweek(DATE '2024-03-05') AS dow, upper(r.region) AS up FROM {CLAUSE} "
+                 "JOIN regions r ON m.sym = r.sym ORDER BY m.sym, m.mn",
 }
 
 

@@ -22,7 +22,9 @@ sqlglot tree before generation (never on the text):
 - result types: sum of integers is BIGINT (DuckDB: HUGEINT), sum of DECIMAL(p,s) is
   DECIMAL(p+10,s), avg of DECIMAL(p,s) is DECIMAL(p+4,s+4) (DuckDB: DOUBLE), DECIMAL * and /
   follow Spark's precision/scale rules (DuckDB: narrower product, DOUBLE quotient);
-  row_number/rank/dense_rank/ntile are INT (DuckDB: BIGINT). Operand types are known for
+  row_number/rank/dense_rank/ntile, length, instr/locate, size and the date parts (year,
+  month, day, hour, ...) are INT (DuckDB: BIGINT), dayofweek counts from Sunday = 1;
+  ``div`` is BIGINT. Operand types are known for
   columns, casts and literals; for other operands DuckDB's type stays.
 - substring/substr with start 0 starts at the first character as in Spark.
 - percentile (DuckDB: QUANTILE, discrete) is quantile_cont as a DOUBLE; floor/ceil of a
@@ -64,6 +66,10 @@ _INTEGRAL = {exp.DataType.Type.TINYINT: 3, exp.DataType.Type.SMALLINT: 5,
              exp.DataType.Type.INT: 10, exp.DataType.Type.BIGINT: 20}
 _FRACTIONAL = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE, exp.DataType.Type.DECIMAL}
 _RANKING = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)
+# functions whose result is INT in Spark and BIGINT in DuckDB
+_INT_RESULTS = (exp.Length, exp.StrPosition, exp.ArraySize, exp.Year, exp.Month,
+                exp.DayOfMonth, exp.Day, exp.Hour, exp.Minute, exp.Second, exp.Quarter,
+                exp.DayOfWeek, exp.DayOfYear, exp.WeekOfYear)
 
 
 def run_duckdb(text: str, lookup: Callable[[list[str], str, int | None], pa.Table], *,
@@ -313,6 +319,13 @@ def _spark_semantics(node: exp.Expr, types: _TypeResolver) -> exp.Expr:
         return _typed_avg(node, types, node.this.this)
     if isinstance(node, exp.Window) and isinstance(node.this, _RANKING):
         return _cast(node, exp.DataType.build("INT"))
+    if isinstance(node, exp.DayOfWeek):  # Spark: Sunday 1 .. Saturday 7 (DuckDB: 0 .. 6)
+        return _cast(exp.Paren(this=exp.Add(this=node, expression=exp.Literal.number(1))),
+                     exp.DataType.build("INT"))
+    if isinstance(node, _INT_RESULTS) and not isinstance(node.parent, exp.Cast):
+        return _cast(node, exp.DataType.build("INT"))
+    if isinstance(node, exp.IntDiv):  # div is BIGINT in Spark (DuckDB: the operands' type)
+        return _cast(node, exp.DataType.build("BIGINT"))
     if isinstance(node, exp.Quantile):  # Spark's percentile interpolates: DOUBLE
         return _cast(exp.func("quantile_cont", node.this, node.args["quantile"]),
                      exp.DataType.build("DOUBLE"))
