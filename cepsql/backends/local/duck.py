@@ -50,7 +50,6 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping
 
-import duckdb
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
@@ -137,6 +136,7 @@ class DuckQuery:
         table.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
 
     def execute(self, tree: exp.Expr) -> pa.Table:
+        import duckdb  # only statements outside local_sql's subset pay for the import
         types = {name: _column_types(t.schema) for name, t in self.relations.items()}
         sql = spark_to_duckdb(tree, types)
         con = duckdb.connect()
