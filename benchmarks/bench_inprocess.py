@@ -141,7 +141,7 @@ def _plot(rates: dict[str, float], path: str) -> None:
     ax.barh(names, [rates[n] for n in names], color=["#2b6cb0", "#63b3ed", "#a0aec0"][:len(names)])
     ax.set_xscale("log")
     ax.set_xlabel("events/s (log scale)")
-    ax.set_title("PARTITION BY symbol ORDER BY ts PATTERN (A B+ C), in-process")
+    ax.set_title("PARTITION BY symbol ORDER BY ts PATTERN (A B+ C), in-process", fontsize=10)
     for i, n in enumerate(names):
         ax.text(rates[n], i, f" {rates[n]:,.0f}", va="center", fontsize=8)
     fig.tight_layout()
