@@ -109,8 +109,9 @@ def q(sql: str) -> pa.Table:
 
 def test_integer_results_keep_spark_types():
     out = q(f"SELECT sum(t.k) AS s, row_number() OVER (ORDER BY t.k) AS rn, "
-            f"dense_rank() OVER (ORDER BY t.k) AS dr {JOIN} GROUP BY t.k")
-    assert out.schema.types == [pa.int64(), pa.int32(), pa.int32()]
+            f"dense_rank() OVER (ORDER BY t.k) AS dr, sum(t.k * 2 + u.k) AS e "
+            f"{JOIN} GROUP BY t.k")
+    assert out.schema.types == [pa.int64(), pa.int32(), pa.int32(), pa.int64()]
 
 
 def test_cast_truncates_and_division_by_zero_fails():

@@ -230,8 +230,8 @@ def _sql_type(t: pa.DataType) -> exp.DataType:
 
 class _TypeResolver:
     """Spark types of the operands the transforms care about: columns (by qualifier, or
-    by a name unique among the query's relations), casts, numeric literals and the
-    functions whose result is always DOUBLE in Spark."""
+    by a name unique among the query's relations), casts, numeric literals, integer
+    arithmetic and the functions whose result is always DOUBLE in Spark."""
 
     def __init__(self, tree: exp.Expr, types: Mapping[str, Mapping[str, exp.DataType]]):
         self.by_alias: dict[str, Mapping[str, exp.DataType]] = {}
@@ -261,6 +261,11 @@ class _TypeResolver:
                 scale = len(text.split(".")[1]) if "." in text else 0
                 return exp.DataType.build(f"DECIMAL({max(len(digits), scale, 1)}, {scale})")
             return exp.DataType.build("DOUBLE")
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):  # integers: the wider
+            a, b = self(node.this), self(node.expression)
+            if a is not None and b is not None and a.this in _INTEGRAL and b.this in _INTEGRAL:
+                return a if _INTEGRAL[a.this] >= _INTEGRAL[b.this] else b
+            return None
         if isinstance(node, exp.Column):
             if node.table:
                 return self.by_alias.get(node.table.lower(), {}).get(node.name.lower())
