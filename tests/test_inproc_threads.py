@@ -46,10 +46,6 @@ def _same(a, b) -> bool:
     return a == b if isinstance(a, tuple) or isinstance(b, tuple) else a.equals(b)
 
 
-def _sorted_by_part(table: pa.Table) -> pa.Table:
-    return table.sort_by([("part", "ascending")]) if table.num_rows else table
-
-
 @pytest.fixture
 def tiny_slices(monkeypatch):
     monkeypatch.setattr(threads_module, "MIN_SLICE_ROWS", 1)
