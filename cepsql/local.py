@@ -1,15 +1,19 @@
 """Run a statement with MATCH_RECOGNIZE in-process, without Spark: the clauses run through
-the same QueryPlan as on Spark (expressions via Arrow compute), the SQL around them through
-``local_sql``, our vectorised evaluator of a subset of Spark SQL (see its docstring; other
-constructs raise CepUnsupportedError pointing to ``spark.cep.sql``). Nothing derived from
-the SQL text is ever passed to eval/exec. Meant for small data, notebooks and tests.
+the same QueryPlan as on Spark (expressions via Arrow compute, the partitions' evaluators on
+all cores: backends/local/threads.py), the SQL around them through ``local_sql``, our
+vectorised evaluator of a subset of Spark SQL, and what lies outside that subset (joins,
+window functions, subqueries, ...) on DuckDB with Spark's semantics (backends/local/duck.py,
+whose docstring lists the differences fixed). Nothing derived from the SQL text is ever
+passed to eval/exec.
 
 Results are pandas DataFrames; integer and boolean columns use pandas' nullable dtypes
 (Int8..Int64, UInt.., boolean) so NULLs never turn integers into floats.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from collections import ChainMap
 from functools import partial
 from typing import Callable, Mapping
 
@@ -18,10 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
 from .dialect.statements import clause_output_names
-from .errors import CepError, CepUnsupportedError
+from .backends.local.duck import run_duckdb
+from .errors import CepAnalysisError, CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow, spark_compare
-from .local_sql import Scope, Virtual, run_sql, sort_indices, sort_table, unsupported
+from .local_sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
+                        unsupported)
 from .runtime.subqueries import arrow_constant, bind_subqueries
 from .runtime.plan import QueryPlan, SortColumn
 from .spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
@@ -66,6 +73,7 @@ class _LocalStatement:
 
     def __init__(self, stmt: str, finder: Callable, planner: Callable):
         self.stmt, self.finder, self.planner = stmt, finder, planner
+        self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
 
     def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
               ) -> pa.Table:
@@ -84,11 +92,38 @@ class _LocalStatement:
             alias = None if site.alias is None else normalize_name(site.alias)
             virtual[name] = Virtual(partial(self.clause, site), alias)
         parts.append(text[cursor:])
-        return run_sql("".join(parts), scope.with_virtual(virtual), base=offset)
+        masked, scope = "".join(parts), scope.with_virtual(virtual)
+        try:
+            return run_sql(masked, scope, base=offset)
+        except OutsideSubset as outside:
+            return self.on_duckdb(masked, offset, scope, outside)
+
+    def on_duckdb(self, masked: str, offset: int, scope: Scope, outside: OutsideSubset
+                  ) -> pa.Table:
+        """The query outside local_sql's subset, on DuckDB (a clause whose source is one of
+        the query's own WITH names reads it from DuckDB). When DuckDB cannot run it
+        either, the subset error says where and why."""
+        def lookup(parts, written, pos, ctes):
+            inner = dataclasses.replace(scope, ctes=ChainMap(ctes, scope.ctes))
+            return inner.lookup(parts, written, pos)
+        try:
+            return run_duckdb(masked, lookup, base=offset)
+        except CepAnalysisError as err:
+            if not err.message.startswith("DuckDB cannot run"):
+                raise
+            raise type(outside)(f"{outside.message} (DuckDB: {err.message})",
+                                pos=outside.pos) from None
 
     def clause(self, site, scope: Scope) -> pa.Table:
-        """One clause's result: its source's rows through the QueryPlan."""
+        """One clause's result: its source's rows through the QueryPlan (computed once per
+        source table: a query that falls back to DuckDB may have run it already)."""
         table = self.source(site, scope)
+        key = (site.start, id(table))
+        if key not in self.done:
+            self.done[key] = (table, self.run_clause(site, table, scope))
+        return self.done[key][1]
+
+    def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
                             statistics=partial(_table_statistics, table=table))
@@ -165,24 +200,45 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
 
 
 def _sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
-    """Sort by PARTITION BY + ORDER BY; the tie-breaking keys are added only when that
-    order actually has ties (sorting on every column is the expensive part)."""
+    """table sorted by PARTITION BY + ORDER BY (+ tie-breakers where needed)."""
+    if not keys or table.num_rows == 0:
+        return table
+    return table.take(_order_for_matching(table, keys, plan))
+
+
+def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Array:
+    """The row order by PARTITION BY + ORDER BY; the tie-breaking keys are added only when
+    that order actually has ties (sorting on every column is the expensive part)."""
     primary = plan.primary_sort_keys
     if primary is None or primary >= len(plan.sort_keys):
-        return sort_table(table, keys)
+        return sort_indices(table, keys)
     head = keys[:len(keys) - len(plan.sort_keys) + primary]
     if not head:
-        return sort_table(table, keys)
-    ordered = sort_table(table, head)
-    if ordered.num_rows < 2 or not _has_ties(ordered, [k.column for k in head]):
-        return ordered
-    return sort_table(table, keys)
+        return sort_indices(table, keys)
+    order = sort_indices(table, head)
+    names = [k.column for k in head]
+    if table.num_rows < 2 or not _has_ties(table.select(names).take(order), names):
+        return order
+    return sort_indices(table, keys)
+
+
+def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
+                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray:
+    """The order of one slice's rows (positions in rows), computed on its sort keys only
+    (run_by_partition then takes each input row once)."""
+    names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
+    table = prepared.select(names).take(pa.array(rows)).append_column(
+        RANK_COLUMN, pa.array(ranks, pa.int32()))
+    return _order_for_matching(table, keys, plan).to_numpy()
 
 
 def _has_ties(table: pa.Table, columns: list[str]) -> bool:
     """Whether two adjacent rows agree on every column (NULL equal to NULL)."""
     n = table.num_rows
     same = None
+    plain = _plain_equal_adjacent(table, columns)
+    if plain is not None:
+        return bool(plain.any())
     for name in columns:
         col = table.column(name).combine_chunks()
         a, b = col.slice(0, n - 1), col.slice(1)
@@ -190,6 +246,22 @@ def _has_ties(table: pa.Table, columns: list[str]) -> bool:
         eq = pc.fill_null(eq, False)
         same = eq if same is None else pc.and_(same, eq)
     return bool(pc.any(same).as_py())
+
+
+def _plain_equal_adjacent(table: pa.Table, columns: list[str]) -> np.ndarray | None:
+    """_has_ties' per-pair equality in numpy when every column is an integer, date or
+    timestamp column without NULLs (the common ORDER BY keys); None otherwise."""
+    same = None
+    for name in columns:
+        col = table.column(name)
+        t = col.type
+        if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
+                                  or pa.types.is_date(t)):
+            return None
+        values = col.combine_chunks().to_numpy(zero_copy_only=False)
+        eq = values[1:] == values[:-1]
+        same = eq if same is None else same & eq
+    return same
 
 
 def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
@@ -227,9 +299,10 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
     return table.filter(keep, null_selection_behavior="drop")
 
 
-def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> pa.Table:
-    """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker,
-    project."""
+def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
+                 threads: int | None = None) -> pa.Table:
+    """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
+    (on ``threads`` threads, default all cores: backends/local/threads.py), project."""
     table = relevant_rows(table, plan)
     prepared = table
     for name, expr in plan.prepare_columns:
@@ -241,9 +314,17 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536) -> p
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
-    batches = ordered.to_batches(max_chunksize=batch_rows)
-    out = pa.Table.from_batches(list(bound.worker(iter(batches))), schema=bound.worker_schema)
+    ranks = partition_ranks(prepared, keys[0], sort_indices) \
+        if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
+    if ranks is not None:  # sorted and matched per slice of partitions, in threads
+        by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
+        out = run_by_partition(prepared, ranks, bound,
+                               partial(_slice_order, keys=by_rank, plan=plan),
+                               batch_rows=batch_rows, threads=threads)
+    else:
+        ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
+        out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
+                         threads=threads)
     names = [n for n, _ in bound.final_projection]
     return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)

@@ -1,5 +1,6 @@
 """A small, vectorised evaluator of a documented subset of Spark SQL over Arrow tables: the
-SQL *around* MATCH_RECOGNIZE on the in-process path (``cepsql.match_recognize``).
+SQL *around* MATCH_RECOGNIZE on the in-process path (``cepsql.match_recognize``). Queries
+outside the subset (OutsideSubset) run on DuckDB instead (backends/local/duck.py).
 
 Why our own evaluator: the project never evaluates code derived from user text (sqlglot's
 Python executor generates and ``eval``s Python source), and the clause already has a
@@ -55,7 +56,8 @@ from .errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 from .exprs.arrow_eval import cast_value, common_type, evaluate_arrow
 from .runtime.plan import SortColumn
 
-__all__ = ["Scope", "Virtual", "run_sql", "sort_table", "unsupported", "SUBSET_SUMMARY"]
+__all__ = ["Scope", "Virtual", "run_sql", "sort_table", "unsupported", "OutsideSubset",
+           "SUBSET_SUMMARY"]
 
 SUBSET_SUMMARY = ("[WITH ...] SELECT [DISTINCT] items FROM <one table, MATCH_RECOGNIZE clause "
                   "or subquery> [WHERE] [GROUP BY [HAVING]] [ORDER BY] [LIMIT], UNION ALL")
@@ -80,9 +82,14 @@ _CLAUSE_KEYWORDS = {"joins": frozenset({"JOIN", ","}), "laterals": frozenset({"L
 _SET_KEYWORDS = frozenset({"UNION", "INTERSECT", "EXCEPT", "MINUS"})
 
 
+class OutsideSubset(CepUnsupportedError):
+    """A construct outside this subset: cepsql.match_recognize then runs the query on
+    DuckDB (backends/local/duck.py), and raises this only when DuckDB cannot run it."""
+
+
 def unsupported(what: str, pos: int | None) -> CepUnsupportedError:
     """The error for a construct outside the subset: says what the subset is and where to go."""
-    return CepUnsupportedError(f"{what}: {_ADVICE}", pos=pos)
+    return OutsideSubset(f"{what}: {_ADVICE}", pos=pos)
 
 
 _ADVICE = ("not supported by the in-process path (cepsql.match_recognize), which runs only a "
@@ -94,7 +101,7 @@ def _with_hint(err: CepUnsupportedError) -> CepUnsupportedError:
     """An expression-level unsupported error from to_algebra/arrow_eval, with the advice."""
     message = err.message.replace(" in MATCH_RECOGNIZE", "").replace(
         " is not supported by the local evaluator", "")
-    return CepUnsupportedError(f"{message}: {_ADVICE}", pos=err.pos)
+    return OutsideSubset(f"{message}: {_ADVICE}", pos=err.pos)
 
 
 def evaluate(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:

@@ -149,32 +149,39 @@ def test_run_sql_directly():
     assert out.column("ts").to_pylist() == [3, 3]
 
 
-# --- unsupported constructs: CepUnsupportedError at line:column ----------------------------
+# --- outside the subset: DuckDB runs it (backends/local/duck.py) -------------------------
 
-@pytest.mark.parametrize("sql,line,col,what", [
-    ("SELECT * FROM t\nJOIN u ON t.ts = u.k", 2, 1, "JOIN"),
-    ("SELECT * FROM t, u", 1, 16, "JOIN"),
-    ("SELECT ts,\n  row_number() OVER (ORDER BY ts) FROM t", 2, 3, "window functions"),
-    ("SELECT ts FROM t WHERE ts IN (SELECT k FROM u)", 1, 30, "subqueries in WHERE"),
-    ("SELECT ts FROM t WHERE EXISTS (SELECT k FROM u)", 1, 31, "subqueries in WHERE"),
-    ("SELECT k FROM u LATERAL VIEW explode(array(1)) e AS x", 1, 17, "LATERAL VIEW"),
-    ("SELECT k FROM u UNION SELECT k FROM u", 1, 17, "UNION DISTINCT"),
-    ("SELECT k FROM u INTERSECT SELECT k FROM u", 1, 17, "INTERSECT"),
-    ("SELECT k FROM u LIMIT 1 OFFSET 1", 1, 25, "OFFSET"),
-    ("SELECT 1", 1, 8, "SELECT without FROM"),
-    ("SELECT * FROM range(3)", 1, 15, "table-valued"),
-    ("SELECT sym, count(*) FROM t GROUP BY ROLLUP (sym)", 1, 38, "ROLLUP"),
-    ("SELECT collect_list(sym) FROM t", 1, 8, "collect_list"),
-    ("SELECT percentile(ts, 0.5) FROM t", 1, 8, "percentile"),
-    ("WITH RECURSIVE r AS (SELECT k FROM u) SELECT * FROM r", 1, 1, "RECURSIVE"),
+@pytest.mark.parametrize("sql,expected", [
+    ("SELECT t.ts, u.name FROM t\nJOIN u ON t.ts = u.k ORDER BY t.ts, t.sym",
+     [(1, "one"), (1, "one"), (2, "two"), (2, "two")]),
+    ("SELECT count(*) FROM t, u", [(12,)]),
+    ("SELECT ts,\n  row_number() OVER (ORDER BY ts, sym) AS rn FROM t ORDER BY rn",
+     [(1, 1), (1, 2), (2, 3), (2, 4), (3, 5), (3, 6)]),
+    ("SELECT DISTINCT ts FROM t WHERE ts IN (SELECT k FROM u) ORDER BY ts", [(1,), (2,)]),
+    ("SELECT count(*) FROM t WHERE EXISTS (SELECT k FROM u)", [(6,)]),
+    ("SELECT k FROM u LATERAL VIEW explode(array(1)) e AS x ORDER BY k", [(1,), (2,)]),
+    ("SELECT k FROM u UNION SELECT k FROM u ORDER BY k", [(1,), (2,)]),
+    ("SELECT k FROM u INTERSECT SELECT k FROM u ORDER BY k", [(1,), (2,)]),
+    ("SELECT k FROM u ORDER BY k LIMIT 1 OFFSET 1", [(2,)]),
+    ("SELECT 1", [(1,)]),
+    ("SELECT sym, count(*) FROM t GROUP BY ROLLUP (sym) ORDER BY sym NULLS LAST, 2",
+     [("a", 3), ("b", 2), (None, 1), (None, 6)]),
+    ("SELECT sort_array(collect_list(sym)) FROM t", [(["a", "a", "a", "b", "b"],)]),
+    ("SELECT percentile(ts, 0.5) FROM t", [(2.0,)]),
+    ("WITH RECURSIVE r AS (SELECT k FROM u) SELECT * FROM r ORDER BY k", [(1,), (2,)]),
 ])
-def test_unsupported_constructs_are_located(sql, line, col, what):
+def test_constructs_outside_the_subset_run_on_duckdb(sql, expected):
+    assert q(sql) == expected
+
+
+def test_unsupported_constructs_are_located():
+    """What neither engine runs with Spark's semantics keeps the subset's located error."""
     with pytest.raises(CepUnsupportedError) as info:
-        run_local(sql, {"t": T, "u": U})
+        run_local("SELECT *\nFROM range(3)", {"t": T, "u": U})
     err = info.value
-    assert what in err.message and "spark.cep.sql" in err.message
-    assert "supports" in err.message or "subset" in err.message
-    assert (err.line, err.col) == (line, col), err
+    assert "table-valued" in err.message and "spark.cep.sql" in err.message
+    assert "subset" in err.message
+    assert (err.line, err.col) == (2, 6), err
 
 
 def test_syntax_error_is_located():
@@ -228,9 +235,9 @@ def test_statements_around_clauses(real_planner, sql, expected):
 
 
 def test_clause_errors_keep_statement_positions(real_planner):
-    with pytest.raises(CepUnsupportedError, match="JOIN") as info:
-        run_local(f"SELECT *\nFROM {CLAUSE}\nJOIN ticks ON m.sym = ticks.sym", {"ticks": TICKS})
-    assert (info.value.line, info.value.col) == (9, 1)
+    out = run_local(f"SELECT m.sym, count(*) AS n\nFROM {CLAUSE}\nJOIN ticks ON m.sym = ticks.sym "
+                    "GROUP BY m.sym ORDER BY m.sym", {"ticks": TICKS})
+    assert out.to_pylist() == [{"sym": "a", "n": 6}, {"sym": "b", "n": 8}]
     with pytest.raises(CepAnalysisError, match="unknown column nope") as info:
         run_local(f"SELECT sym FROM (SELECT * FROM {CLAUSE}) WHERE nope > 1", {"ticks": TICKS})
     assert info.value.line == 7 and info.value.col == 15

@@ -19,6 +19,7 @@ Held per group (the group's rows stay until it ends):
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -85,6 +86,14 @@ class CepConfig:
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
+_STATS_LOCK = threading.Lock()
+
+
+def publish_stats(stats: dict) -> None:
+    """Replace LAST_STATS with one run's counters, atomically (runs may be in threads)."""
+    with _STATS_LOCK:
+        LAST_STATS.clear()
+        LAST_STATS.update(stats)
 
 
 class CepWorker(MatchWorker):
@@ -115,8 +124,7 @@ class CepWorker(MatchWorker):
 
     def _record_stats(self, matcher) -> None:
         self.last_stats = matcher.stats()
-        LAST_STATS.clear()
-        LAST_STATS.update(self.last_stats)
+        publish_stats(self.last_stats)
 
     def _new_matcher(self):
         from .._ext.cep import CepMatcher
