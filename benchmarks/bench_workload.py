@@ -2,6 +2,7 @@
 
     python benchmarks/bench_workload.py                       # planning part, defaults
     python benchmarks/bench_workload.py --sizes 10 50 --seconds 0.5
+    python benchmarks/bench_workload.py --evaluate --eval-sizes 10 50 100 --rows 20000
 
 Planning part: workloads of the synthetic stock experiment (cepsql.sharing.synthetic:
 3-7 variables over skewed-rate symbols, SEQ/AND, diff predicates on half the pairs, 20%
@@ -13,6 +14,12 @@ each search with the same time budget; the gain = trivial cost / cost (the paper
 estimate) and planning seconds (graph + own plans + search). All baselines run in the
 same process on the same workload. Writes benchmarks/results/workload_planning.md and
 workload_planning.png.
+
+Evaluator part (``--evaluate``): the same workloads run in-process by the shared DAG
+evaluator (one pass over a generated stream with the workload's symbol rates) under the
+trivial global plan, the independent best plans (NONE), PREFIX, SA and TABU; events/s and
+the ratio to the trivial plan, every plan's matches checked identical to the trivial
+plan's. Writes workload_eval.md / .png.
 """
 from __future__ import annotations
 
@@ -60,6 +67,92 @@ def planning_part(args) -> list[dict]:
               + "   " + " / ".join(f"{g:.2f}" for g in gains)
               + "   " + " / ".join(f"{row[a + '_s']:.2f}" for a in ALGORITHMS))
     return rows
+
+
+EVAL_PLANS = ("NONE", "PREFIX", "SA", "TABU")
+
+
+def evaluator_part(args) -> list[dict]:
+    from collections import Counter
+    from functools import partial
+
+    from cepsql.dialect import find_match_recognize
+    from cepsql.dialect.statements import parse_create_view
+    from cepsql.local import _table_statistics
+    from cepsql.runtime.shared.local_run import plan_local_workload
+    from cepsql.runtime.shared_pass import sharing_patterns
+    from cepsql.sharing.planner import trivial_global_plan
+
+    def rows_of(tables):
+        return [Counter(tuple(r.values()) for r in t.to_pylist()) for t in tables]
+    out = []
+    print(f"{'patterns':>8} {'rows':>7} {'trivial ev/s':>13} "
+          + " ".join(f"{a + ' x':>9}" for a in EVAL_PLANS) + "  matches  identical")
+    for n in args.eval_sizes:
+        wl = stock_workload(n, seed=args.seed, symbols=args.symbols,
+                            special_fraction=args.special)
+        table = wl.stream(args.rows, seed=args.seed)
+        specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
+                 for s in wl.statements]
+        lw = plan_local_workload(specs, table, batch_rows=8192)
+        patterns = sharing_patterns(lw.queries, partial(_table_statistics, table=table))
+        plans = {"TRIVIAL": trivial_global_plan(patterns)}
+        for name in EVAL_PLANS:
+            plans[name] = plan_workload(patterns, algorithm=name, seconds=args.seconds,
+                                        seed=args.seed)
+        row, reference = {"n": n, "rows": args.rows}, None
+        for name, plan in plans.items():
+            best = float("inf")
+            for _ in range(args.repeat):
+                started = time.perf_counter()
+                outputs = lw.shared_outputs(plan)
+                best = min(best, time.perf_counter() - started)
+            got = rows_of(outputs)
+            if reference is None:
+                reference = got
+                row["matches"] = sum(t.num_rows for t in outputs)
+            row[name] = args.rows / best
+            row[name + "_same"] = got == reference
+        row["identical"] = all(row[k + "_same"] for k in plans)
+        out.append(row)
+        print(f"{n:>8} {args.rows:>7} {row['TRIVIAL']:>13.0f} "
+              + " ".join(f"{row[a] / row['TRIVIAL']:>9.2f}" for a in EVAL_PLANS)
+              + f"  {row['matches']:>7}  {row['identical']}")
+        if not row["identical"]:
+            raise SystemExit("a global plan's matches differ from the trivial plan's")
+    return out
+
+
+def write_eval(rows: list[dict], args) -> None:
+    os.makedirs(RESULTS, exist_ok=True)
+    lines = ["# Workload evaluation (shared DAG evaluator, in-process)", "",
+             f"seed {args.seed}, {args.symbols} symbols, {args.rows} events per run, "
+             f"{args.special:.0%} NOT/KL patterns, search budget {args.seconds} s, best of "
+             f"{args.repeat}; throughput relative to the trivial global plan (written order, "
+             "nothing shared); every plan's matches identical to the trivial plan's.", "",
+             "| patterns | trivial events/s | independent (NONE) | PREFIX | SA | TABU | "
+             "matches |", "|---:" * 7 + "|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['TRIVIAL']:.0f} | "
+                     + " | ".join(f"{r[a] / r['TRIVIAL']:.2f}x" for a in EVAL_PLANS)
+                     + f" | {r['matches']} |")
+    with open(os.path.join(RESULTS, "workload_eval.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    sizes = [r["n"] for r in rows]
+    for key in EVAL_PLANS:
+        ax.plot(sizes, [r[key] / r["TRIVIAL"] for r in rows], marker="o",
+                label="independent" if key == "NONE" else key)
+    ax.set_xlabel("patterns in the workload")
+    ax.set_ylabel("throughput gain over the trivial global plan")
+    ax.set_xscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(RESULTS, "workload_eval.png"), dpi=110)
+    print("wrote benchmarks/results/workload_eval.md and workload_eval.png")
 
 
 def write_results(rows: list[dict], args) -> None:
@@ -117,9 +210,18 @@ def main() -> None:
                     help="fraction of patterns with a NOT or a (bounded) Kleene variable")
     ap.add_argument("--out", default="workload_planning", help="results file stem")
     ap.add_argument("--check", action="store_true", help="validate every plan")
+    ap.add_argument("--evaluate", action="store_true",
+                    help="run the workloads in the shared DAG evaluator too")
+    ap.add_argument("--eval-sizes", type=int, nargs="+", default=[10, 50, 100])
+    ap.add_argument("--rows", type=int, default=20000, help="events per evaluator run")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--skip-planning", action="store_true")
     args = ap.parse_args()
-    rows = planning_part(args)
-    write_results(rows, args)
+    if not args.skip_planning:
+        rows = planning_part(args)
+        write_results(rows, args)
+    if args.evaluate:
+        write_eval(evaluator_part(args), args)
 
 
 if __name__ == "__main__":
