@@ -248,3 +248,44 @@ def test_workload_follows_view_changes_and_leaves_no_catalog_entries(workload_vi
     after = {t.name for t in spark.catalog.listTables()}
     assert after == tables
     assert not {n for n in after if GENERATED_NAME.search(n)}
+
+
+SHARING_VIEWS = {
+    "wl_s1": "SELECT * FROM wl_share MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+             "MEASURES a.ts AS ta, c.ts AS tc STRATEGY SKIP_TILL_ANY_MATCH "
+             "PATTERN (SEQ(a, b, c)) WITHIN 6 ROWS "
+             "DEFINE a AS a.price > 6, b AS b.price < a.price, c AS c.price < 3)",
+    # the same a-b sub-pattern under other names and a flipped comparison, larger window
+    "wl_s2": "SELECT * FROM wl_share MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+             "MEASURES x.ts AS tx, z.ts AS tz STRATEGY SKIP_TILL_ANY_MATCH "
+             "PATTERN (SEQ(x, y, z)) WITHIN 8 ROWS "
+             "DEFINE x AS x.price > 6, y AS x.price > y.price, z AS z.price > 7)",
+    # AND over the same types: may read the shared node without its order
+    "wl_s3": "SELECT * FROM wl_share MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+             "MEASURES count(*) AS n STRATEGY SKIP_TILL_ANY_MATCH "
+             "PATTERN (SEQ(p, q, NOT(r), s)) WITHIN 6 ROWS "
+             "DEFINE p AS p.price > 6, q AS q.price < p.price, r AS r.price = 5, "
+             "s AS s.price < 3)",
+}
+
+
+def test_cep_views_share_sub_patterns_and_equal_each_view_alone(workload_views, tmp_path):
+    spark, _ = workload_views
+    spark.table(SOURCE).createOrReplaceTempView("wl_share")
+    try:
+        for name, query in SHARING_VIEWS.items():
+            spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {query}")
+        wl = spark.cep.workload("wl_share")
+        frames = wl.dataframes()
+        for name in SHARING_VIEWS:
+            assert rows(frames[name]) == rows(spark.table(name)), name
+        svg = tmp_path / "dag.svg"
+        text = wl.explain(file=str(svg))
+        assert "3 planned together" in text and "global plan (DAG" in text
+        shared = text.split("shared sub-patterns: ", 1)[1].split(" joins", 1)[0]
+        assert int(shared) >= 1, text  # the a-b join is one node for all three views
+        assert svg.read_text().startswith("<svg")
+        wl.close()
+    finally:
+        for name in [*SHARING_VIEWS, "wl_share"]:
+            spark.cep.sql(f"DROP VIEW IF EXISTS {name}")

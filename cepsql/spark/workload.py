@@ -103,10 +103,14 @@ class Workload:
                                              "match_number bigint, measures variant")
         return reduce(DataFrame.unionByName, parts)
 
-    def explain(self) -> str:
-        """The views, their partitioning groups, which patterns run unshared and why, and
-        each clause's own plan summary."""
+    def explain(self, file: str | None = None) -> str:
+        """The views, their partitioning groups, each group's global plan (multi-pattern
+        graph, DAG with shared nodes marked, costs, search), which patterns run unshared
+        and why, and each clause's own plan summary. ``file`` (a path ending in .svg)
+        also writes the global plans drawn as DAGs."""
         built = self._build()
+        if file is not None:
+            self._write_svg(built, file)
         from ..runtime.explain_summary import summarize
         settings = sharing_settings(self._session.spark)
         lines = [f"== Workload: {', '.join(built.names)} ==",
@@ -126,6 +130,20 @@ class Workload:
             state = "in the shared pass" if c.index >= 0 else "runs on its own"
             lines.append(f"-- view {c.view} ({state}) --\n{summarize(c.plan.spec, c.plan)}")
         return "\n".join(lines)
+
+    @staticmethod
+    def _write_svg(built, file: str) -> None:
+        """The global plan DAG of the first partitioning group that shares sub-patterns
+        (EXPLAIN lists every group's plan in text)."""
+        from ..sharing.describe import workload_svg
+        drawing = next((workload_svg(group.global_plan, group.workload_patterns)
+                        for shared, _ in built.passes.values() for group in shared.groups
+                        if group.global_plan is not None and group.global_plan.nodes), None)
+        if drawing is None:
+            drawing = ('<svg xmlns="http://www.w3.org/2000/svg" width="420" height="40">'
+                       '<text x="8" y="24">no sub-pattern sharing in this workload</text></svg>')
+        with open(file, "w", encoding="utf-8") as out:
+            out.write(drawing)
 
     def refresh(self) -> None:
         """Drop the persisted pass; the next call rebuilds from the current views."""
