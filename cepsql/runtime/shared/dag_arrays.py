@@ -57,22 +57,23 @@ def _slot_conjuncts(plan: GlobalPlan, configs: list[CepConfig], node: int, base:
 def _check_coverage(plan: GlobalPlan, configs: list[CepConfig], bind, b: int) -> None:
     """Every conjunct the pattern's own plan checks below its root (the non-late
     ones of the term's variables) must be checked once on the DAG path to the root or
-    on the root: the pattern's matcher re-checks only the late ones. Compared as
-    counts per variable."""
+    on the root: the pattern's matcher re-checks only the late ones. Compared as a
+    count over the term's variables: a shared node may hold a condition in another
+    variable's DEFINE than this pattern writes it (for single-row variables that is the
+    same constraint on the match; the sharing planner's validator checks the meaning)."""
     config = configs[bind.pattern]
     counts = [0] * plan.nodes[bind.root].arity
     _slot_conjuncts(plan, configs, bind.root, 0, counts)
-    slot_of = {v: k for k, v in enumerate(bind.slot_vars)}
     for kind, payload in bind.extra_checks:
         if kind == "conjunct" and not config.conj_late[payload]:
-            counts[slot_of[config.labels[int(config.conj_label[payload])]]] += 1
-    for var, got in zip(bind.slot_vars, counts):
-        lab = config.labels.index(var)
-        want = sum(1 for x, late in zip(config.conj_label, config.conj_late)
-                   if x == lab and not late)
-        if got != want:
-            raise ValueError(f"binding {b}: {var} gets {got} conjunct checks on its way to "
-                             f"the root; its DEFINE has {want} (late conjuncts excluded)")
+            counts[0] += 1
+    labels = {config.labels.index(var) for var in bind.slot_vars}
+    want = sum(1 for x, late in zip(config.conj_label, config.conj_late)
+               if x in labels and not late)
+    if sum(counts) != want:
+        raise ValueError(f"binding {b}: {sum(counts)} conjunct checks on the way to the "
+                         f"root of {', '.join(bind.slot_vars)}; their DEFINEs have {want} "
+                         "(late conjuncts excluded)")
 
 
 def _is_kleene(node) -> bool:
