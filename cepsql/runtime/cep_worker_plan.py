@@ -29,16 +29,25 @@ class WorkerPlanner:
     conj_mask: list[int]
     conj_late: list[int]
     sample_rows: int
+    adaptive: object | None = None   # adaptive.AdaptiveSettings: re-plan as rows drift
+
+    def estimate(self, sample: pa.Table):
+        """The statistics of the clause over sample."""
+        from ..stats import estimate_from_table
+        return estimate_from_table(self.spec, sample, max_rows=max(sample.num_rows, 1))
 
     def choose(self, sample: pa.Table):
         """The plan choice for statistics estimated from sample (uniform estimates if
         estimation fails: statistics never fail a query)."""
-        from ..stats import estimate_from_table
+        return self.choose_with(None, sample)
+
+    def choose_with(self, statistics, sample: pa.Table | None = None):
+        """The plan choice for given statistics (or those estimated from sample)."""
         from .cep_planner import choose_cep_plan
 
-        def statistics(spec):
-            return estimate_from_table(spec, sample, max_rows=max(sample.num_rows, 1))
-        return choose_cep_plan(self.spec, self.terms, self.options, statistics)
+        def source(spec):
+            return statistics if statistics is not None else self.estimate(sample)
+        return choose_cep_plan(self.spec, self.terms, self.options, source)
 
     def plan_arrays(self, choice) -> dict:
         """The evaluator's plan arrays (CepConfig fields) for a choice."""
@@ -54,6 +63,7 @@ class WorkerPlanner:
 def plan_in_worker(config, batches: Iterator[pa.RecordBatch]
                    ) -> Iterator[pa.RecordBatch]:
     """Run the CepWorker of config over batches, planned from the first rows."""
+    from .adaptive import AdaptiveWorker, adaptable, plan_digest
     from .cep_worker import LAST_STATS, CepWorker
     planner: WorkerPlanner = config.worker_planner
     head: list[pa.RecordBatch] = []
@@ -65,17 +75,17 @@ def plan_in_worker(config, batches: Iterator[pa.RecordBatch]
             break
     config = replace(config, worker_planner=None)
     choice = None
+    worker = None
     if rows:
         sample = pa.Table.from_batches(head).slice(0, planner.sample_rows)
-        choice = planner.choose(sample)
+        statistics = planner.estimate(sample) if planner.adaptive is not None else None
+        choice = planner.choose_with(statistics, sample)
         config = replace(config, **planner.plan_arrays(choice))
-    yield from CepWorker(config)(itertools.chain(head, batches))
+        if planner.adaptive is not None and adaptable(config):
+            worker = AdaptiveWorker(config, planner, statistics, plan_digest(choice),
+                                    planner.adaptive)
+    yield from (worker or CepWorker(config))(itertools.chain(head, batches))
     if choice is not None:
         LAST_STATS["worker_planned"] = 1
         LAST_STATS["worker_sample_rows"] = int(min(rows, planner.sample_rows))
-        LAST_STATS["worker_plan"] = _plan_digest(choice)
-
-
-def _plan_digest(choice) -> str:
-    """A short text of the chosen plans (tests and benchmarks compare them)."""
-    return " | ".join(" ".join(p.describe().split()[:10]) for p in choice.plans)
+        LAST_STATS["worker_plan"] = worker.digest if worker is not None else plan_digest(choice)
