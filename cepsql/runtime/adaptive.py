@@ -44,9 +44,11 @@ _ANY = 3                      # CepConfig.strategy of SKIP_TILL_ANY_MATCH
 class AdaptiveSettings:
     """threshold: re-plan when some variable's row fraction or some pair's selectivity
     changed by more than this factor's natural log; check_rows: newest rows estimated
-    at each check; check_every: chunks between checks; chunk_rows: rows per chunk."""
+    at each check (check_pairs row pairs per selectivity); check_every: chunks between
+    checks; chunk_rows: rows per chunk."""
     threshold: float = 1.0
     check_rows: int = 2_000
+    check_pairs: int = 2_000
     check_every: int = 1
     chunk_rows: int = CHUNK_ROWS
 
@@ -128,6 +130,7 @@ class AdaptiveWorker(CepWorker):
             all_starts = _with_zero(np.concatenate(starts))
             if old is not None:
                 yield from self._drain(old, cur, table, all_starts, old_skip, False)
+                old_skip = self._drain_at
                 if old.drained or self._closed:
                     old = None
             yield from self._process(cur, table.slice(cur_skip), _from(all_starts, cur_skip),
@@ -159,14 +162,28 @@ class AdaptiveWorker(CepWorker):
         self._record(cur)
 
     def _drain(self, old, cur, table: pa.Table, all_starts: np.ndarray, skip: int,
-               last: bool):
-        """Run the old evaluator on the rest of its group; once it can find nothing more,
-        the new one numbers its held matches after the old one's count."""
+               last: bool) -> list:
+        """Run the old evaluator on the rest of its group, in pieces of doubling size
+        (it needs about one window of rows); once it can find nothing more, the new one
+        numbers its held matches after the old one's count. Sets _drain_at: the row
+        of table the old evaluator's last piece began at."""
         later = all_starts[all_starts > skip]
         end = int(later[0]) if len(later) else table.num_rows
-        self._closed = last or end < table.num_rows
-        out = self._process(old, table.slice(skip, end - skip), np.zeros(1, dtype=np.int64),
-                            not self._closed, True)
+        group_ends = last or end < table.num_rows
+        out: list = []
+        step = 256
+        while True:
+            stop = min(end, skip + step)
+            if stop <= skip:   # no row left for it in this chunk
+                break
+            self._closed = group_ends and stop == end
+            out += self._process(old, table.slice(skip, stop - skip),
+                                 np.zeros(1, dtype=np.int64), not self._closed, True)
+            self._drain_at = skip
+            if self._closed or old.drained or stop == end:
+                break
+            skip += old.keep
+            step *= 2
         if self._closed or old.drained:
             cur.release_numbers(old.match_no)
         return out
@@ -176,7 +193,7 @@ class AdaptiveWorker(CepWorker):
         (restricted to matches starting at the first unprocessed row), else None."""
         sample = table.slice(max(0, table.num_rows - self.settings.check_rows))
         self.checks += 1
-        now = self.planner.estimate(sample)
+        now = self.planner.estimate(sample, self.settings.check_pairs)
         if drift(self.statistics, now) <= self.settings.threshold:
             return None
         choice = self.planner.choose_with(now)
@@ -202,6 +219,7 @@ class AdaptiveWorker(CepWorker):
         LAST_STATS["adaptive_switches"] = self.switches
 
     _closed = False
+    _drain_at = 0
 
 
 def plan_digest(choice) -> str:

@@ -31,10 +31,13 @@ class WorkerPlanner:
     sample_rows: int
     adaptive: object | None = None   # adaptive.AdaptiveSettings: re-plan as rows drift
 
-    def estimate(self, sample: pa.Table):
-        """The statistics of the clause over sample."""
+    def estimate(self, sample: pa.Table, max_pairs: int | None = None):
+        """The statistics of the clause over sample (at most max_pairs row pairs per
+        selectivity; the estimator's default when None)."""
         from ..stats import estimate_from_table
-        return estimate_from_table(self.spec, sample, max_rows=max(sample.num_rows, 1))
+        extra = {} if max_pairs is None else {"max_pairs": max_pairs}
+        return estimate_from_table(self.spec, sample, max_rows=max(sample.num_rows, 1),
+                                   **extra)
 
     def choose(self, sample: pa.Table):
         """The plan choice for statistics estimated from sample (uniform estimates if
