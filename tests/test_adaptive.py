@@ -186,15 +186,50 @@ def test_drift_measures_the_largest_log_ratio():
 def test_settings_from_conf():
     conf = {}
     assert adaptive_settings(conf.get) == AdaptiveSettings()
-    conf.update({"cepsql.adaptive.threshold": "0.25", "cepsql.adaptive.checkRows": "500"})
+    conf.update({"cepsql.adaptive.threshold": "0.25", "cepsql.adaptive.checkRows": "500",
+                 "cepsql.adaptive.chunkRows": "64"})
     got = adaptive_settings(conf.get)
-    assert (got.threshold, got.check_rows) == (0.25, 500)
+    assert (got.threshold, got.check_rows, got.chunk_rows) == (0.25, 500, 64)
     assert adaptive_settings({"cepsql.adaptive.enabled": "false"}.get) is None
     for key, value in (("cepsql.adaptive.enabled", "maybe"),
                        ("cepsql.adaptive.threshold", "-1"),
-                       ("cepsql.adaptive.checkRows", "many")):
+                       ("cepsql.adaptive.checkRows", "many"),
+                       ("cepsql.adaptive.chunkRows", "0")):
         with pytest.raises(CepAnalysisError, match=key.replace(".", r"\.")):
             adaptive_settings({key: value}.get)
+
+
+def test_spark_adaptive_equals_static(spark):
+    # tiny chunks and threshold: the Spark tasks re-plan (and switch) as the rates flip
+    rng = random.Random(3)
+    n = 1500
+    regime = [(i // 200) % 2 for i in range(n)]
+    sym = [rng.choice("AABBBCX" if r else "ABBCCCX") for r in regime]
+    frame = pa.table({"part": [rng.randint(0, 2) for _ in range(n)], "ts": list(range(n)),
+                      "sym": sym, "price": [rng.randint(0, 49) for _ in range(n)]})
+    spark.createDataFrame(frame.to_pandas()).createOrReplaceTempView("adaptive_t")
+    sql = ("SELECT * FROM adaptive_t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES MATCH_NUMBER() AS mn, a.ts AS ta, c.ts AS tc "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN 12 ROWS "
+           "DEFINE a AS sym = 'A', b AS sym = 'B' AND b.price > a.price, "
+           "c AS sym = 'C' AND c.price < b.price)")
+    keys = ("cepsql.adaptive.enabled", "cepsql.adaptive.threshold",
+            "cepsql.adaptive.chunkRows", "cepsql.adaptive.checkRows")
+    try:
+        spark.conf.set("cepsql.adaptive.enabled", "false")
+        static = sorted(spark.cep.sql(sql).collect())
+        spark.conf.set("cepsql.adaptive.enabled", "true")
+        spark.conf.set("cepsql.adaptive.threshold", "0.01")
+        spark.conf.set("cepsql.adaptive.chunkRows", "50")
+        spark.conf.set("cepsql.adaptive.checkRows", "100")
+        moving = sorted(spark.cep.sql(sql).collect())
+        spark.conf.set("cepsql.adaptive.threshold", "zero")
+        with pytest.raises(CepAnalysisError, match="cepsql.adaptive.threshold"):
+            spark.cep.sql(sql).collect()
+    finally:
+        for key in keys:
+            spark.conf.unset(key)
+    assert moving == static and len(static) > 0
 
 
 def _fixture_check():

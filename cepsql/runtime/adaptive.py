@@ -35,6 +35,7 @@ from .worker import CHUNK_ROWS, _with_zero
 ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
 CHECK_ROWS_CONF = "cepsql.adaptive.checkRows"
+CHUNK_CONF = "cepsql.adaptive.chunkRows"   # rows between checks (and possible switches)
 NO_BOUND = 1 << 62            # the evaluator's "no restriction" on a match's first row
 _FLOOR = 1e-3                 # rates and selectivities below count as this (log ratio)
 _ANY = 3                      # CepConfig.strategy of SKIP_TILL_ANY_MATCH
@@ -62,7 +63,8 @@ def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | No
     if enabled == "false":
         return None
     return AdaptiveSettings(threshold=_number(get, THRESHOLD_CONF, 1.0, float),
-                            check_rows=int(_number(get, CHECK_ROWS_CONF, 2_000, int)))
+                            check_rows=int(_number(get, CHECK_ROWS_CONF, 2_000, int)),
+                            chunk_rows=int(_number(get, CHUNK_CONF, CHUNK_ROWS, int)))
 
 
 def _number(get, key: str, default, kind):
