@@ -110,107 +110,10 @@ class AdaptiveWorker(CepWorker):
         self.checks = 0
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        chunk = self.settings.chunk_rows
-        cur = self._new_matcher()
-        cur_cont = False
-        old = None                    # the previous plan's evaluator, until it drained
-        cur_skip = old_skip = 0       # leading pending rows each evaluator does not read
-        pending: list[pa.RecordBatch] = []
-        starts: list[np.ndarray] = []
-        pending_rows = 0
-        previous = None
-        threshold = chunk
-        since_check = 0
-        for batch in _chunks(batches, chunk):
-            starts.append(self._group_starts(batch, previous) + pending_rows)
-            previous = batch.slice(batch.num_rows - 1)
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            if pending_rows < threshold:
-                continue
-            table = pa.Table.from_batches(pending)
-            all_starts = _with_zero(np.concatenate(starts))
-            if old is not None:
-                yield from self._drain(old, cur, table, all_starts, old_skip, False)
-                old_skip = self._drain_at
-                if old.drained or self._closed:
-                    old = None
-            yield from self._process(cur, table.slice(cur_skip), _from(all_starts, cur_skip),
-                                     True, cur_cont)
-            cur_cont = True
-            keep_cur = cur_skip + cur.keep
-            keep_old = old_skip + old.keep if old is not None else keep_cur
-            since_check += 1
-            if old is None and since_check >= self.settings.check_every:
-                since_check = 0
-                switched = self._maybe_switch(cur, table, cur_skip, keep_cur)
-                if switched is not None:
-                    old, cur = cur, switched
-                    cur_cont = False
-            base = min(keep_cur, keep_old)
-            cur_skip, old_skip = keep_cur - base, keep_old - base
-            rest = table.slice(base)
-            pending = rest.to_batches()
-            pending_rows = rest.num_rows
-            starts = [np.zeros(0, dtype=np.int64)]
-            threshold = max(chunk, 2 * pending_rows)
-        if pending_rows:
-            table = pa.Table.from_batches(pending)
-            all_starts = _with_zero(np.concatenate(starts))
-            if old is not None:
-                yield from self._drain(old, cur, table, all_starts, old_skip, True)
-            yield from self._process(cur, table.slice(cur_skip), _from(all_starts, cur_skip),
-                                     False, cur_cont)
-        self._record(cur)
-
-    def _drain(self, old, cur, table: pa.Table, all_starts: np.ndarray, skip: int,
-               last: bool) -> list:
-        """Run the old evaluator on the rest of its group, in pieces of doubling size
-        (it needs about one window of rows); once it can find nothing more, the new one
-        numbers its held matches after the old one's count. Sets _drain_at: the row
-        of table the old evaluator's last piece began at."""
-        later = all_starts[all_starts > skip]
-        end = int(later[0]) if len(later) else table.num_rows
-        group_ends = last or end < table.num_rows
-        out: list = []
-        step = 256
-        while True:
-            stop = min(end, skip + step)
-            if stop <= skip:   # no row left for it in this chunk
-                break
-            self._closed = group_ends and stop == end
-            out += self._process(old, table.slice(skip, stop - skip),
-                                 np.zeros(1, dtype=np.int64), not self._closed, True)
-            self._drain_at = skip
-            if self._closed or old.drained or stop == end:
-                break
-            skip += old.keep
-            step *= 2
-        if self._closed or old.drained:
-            cur.release_numbers(old.match_no)
-        return out
-
-    def _maybe_switch(self, cur, table: pa.Table, cur_skip: int, keep_cur: int):
-        """A new evaluator when the newest rows' statistics drifted and give another plan
-        (restricted to matches starting at the first unprocessed row), else None."""
-        sample = table.slice(max(0, table.num_rows - self.settings.check_rows))
-        self.checks += 1
-        now = self.planner.estimate(sample, self.settings.check_pairs)
-        if drift(self.statistics, now) <= self.settings.threshold:
-            return None
-        choice = self.planner.choose_with(now)
-        self.statistics = now
-        digest = plan_digest(choice)
-        if digest == self.digest:
-            return None
-        t = cur_skip + cur.processed - keep_cur   # in the next call's row indices
-        cur.restrict_first(-NO_BOUND, t, 0)
-        self.config = replace(self.config, **self.planner.plan_arrays(choice))
-        self.digest = digest
-        self.switches += 1
-        fresh = self._new_matcher()
-        fresh.restrict_first(t, NO_BOUND, 1)
-        return fresh
+        push = AdaptivePush(self)
+        for batch in batches:
+            yield from push.feed(batch)
+        yield from push.finish()
 
     def _record(self, matcher) -> None:
         from .cep_worker import LAST_STATS
@@ -220,8 +123,130 @@ class AdaptiveWorker(CepWorker):
         LAST_STATS["adaptive_checks"] = self.checks
         LAST_STATS["adaptive_switches"] = self.switches
 
-    _closed = False
-    _drain_at = 0
+
+class AdaptivePush:
+    """Push state of one stream (feed sorted batches, then finish): chunks of
+    settings.chunk_rows rows through the current plan's evaluator, a drift check after
+    each, and the previous evaluator drained next to the new one after a switch."""
+
+    def __init__(self, worker: AdaptiveWorker):
+        self.worker = worker
+        self.cur = worker._new_matcher()
+        self.cur_cont = False
+        self.old = None                     # the previous plan's evaluator, until drained
+        self.cur_skip = self.old_skip = 0   # leading pending rows each does not read
+        self.pending: list[pa.RecordBatch] = []
+        self.starts: list[np.ndarray] = []
+        self.pending_rows = 0
+        self.previous = None
+        self.threshold = worker.settings.chunk_rows
+        self.since_check = 0
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        for piece in _chunks([batch], self.worker.settings.chunk_rows):
+            out += self._feed_piece(piece)
+        return out
+
+    def _feed_piece(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        w = self.worker
+        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
+        self.previous = batch.slice(batch.num_rows - 1)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        if self.pending_rows < self.threshold:
+            return []
+        table = pa.Table.from_batches(self.pending)
+        all_starts = _with_zero(np.concatenate(self.starts))
+        out: list = []
+        if self.old is not None:
+            out += self._drain(table, all_starts, False)
+        out += w._process(self.cur, table.slice(self.cur_skip),
+                          _from(all_starts, self.cur_skip), True, self.cur_cont)
+        self.cur_cont = True
+        keep_cur = self.cur_skip + self.cur.keep
+        keep_old = self.old_skip + self.old.keep if self.old is not None else keep_cur
+        self.since_check += 1
+        if self.old is None and self.since_check >= w.settings.check_every:
+            self.since_check = 0
+            switched = self._maybe_switch(table, keep_cur)
+            if switched is not None:
+                self.old, self.cur = self.cur, switched
+                self.cur_cont = False
+        base = min(keep_cur, keep_old)
+        self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
+        rest = table.slice(base)
+        self.pending = rest.to_batches()
+        self.pending_rows = rest.num_rows
+        self.starts = [np.zeros(0, dtype=np.int64)]
+        # rows held back (a long undecided match) are retried once the data doubled
+        self.threshold = max(w.settings.chunk_rows, 2 * self.pending_rows)
+        return out
+
+    def finish(self) -> list[pa.RecordBatch]:
+        out: list = []
+        if self.pending_rows:
+            table = pa.Table.from_batches(self.pending)
+            all_starts = _with_zero(np.concatenate(self.starts))
+            if self.old is not None:
+                out += self._drain(table, all_starts, True)
+            out += self.worker._process(self.cur, table.slice(self.cur_skip),
+                                        _from(all_starts, self.cur_skip), False,
+                                        self.cur_cont)
+            self.pending, self.pending_rows = [], 0
+        self.worker._record(self.cur)
+        return out
+
+    def _drain(self, table: pa.Table, all_starts: np.ndarray, last: bool) -> list:
+        """Run the old evaluator on the rest of its group, in pieces of doubling size
+        (it needs about one window of rows); once it can find nothing more, the new one
+        numbers its held matches after the old one's count and the old one is dropped."""
+        old, skip = self.old, self.old_skip
+        later = all_starts[all_starts > skip]
+        end = int(later[0]) if len(later) else table.num_rows
+        group_ends = last or end < table.num_rows
+        out: list = []
+        step = 256
+        closed = False
+        while True:
+            stop = min(end, skip + step)
+            if stop <= skip:   # no row left for it in this chunk
+                break
+            closed = group_ends and stop == end
+            out += self.worker._process(old, table.slice(skip, stop - skip),
+                                        np.zeros(1, dtype=np.int64), not closed, True)
+            self.old_skip = skip
+            if closed or old.drained or stop == end:
+                break
+            skip += old.keep
+            step *= 2
+        if closed or old.drained:
+            self.cur.release_numbers(old.match_no)
+            self.old = None
+        return out
+
+    def _maybe_switch(self, table: pa.Table, keep_cur: int):
+        """A new evaluator when the newest rows' statistics drifted and give another plan
+        (restricted to matches starting at the first unprocessed row), else None."""
+        w = self.worker
+        sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
+        w.checks += 1
+        now = w.planner.estimate(sample, w.settings.check_pairs)
+        if drift(w.statistics, now) <= w.settings.threshold:
+            return None
+        choice = w.planner.choose_with(now)
+        w.statistics = now
+        digest = plan_digest(choice)
+        if digest == w.digest:
+            return None
+        t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
+        self.cur.restrict_first(-NO_BOUND, t, 0)
+        w.config = replace(w.config, **w.planner.plan_arrays(choice))
+        w.digest = digest
+        w.switches += 1
+        fresh = w._new_matcher()
+        fresh.restrict_first(t, NO_BOUND, 1)
+        return fresh
 
 
 def plan_digest(choice) -> str:
