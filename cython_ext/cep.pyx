@@ -221,6 +221,8 @@ cdef class CepMatcher:
 
     def __cinit__(self):
         self.code = NULL
+        self.f_lo = -NO_BOUND   # unrestricted until a plan switch says otherwise (also
+        self.f_hi = NO_BOUND    # for state imported without a _reset)
 
     def __init__(self, cnp.ndarray code, cnp.ndarray conj_off, cnp.ndarray conj_label,
                  cnp.ndarray conj_mask, cnp.ndarray consts, cnp.ndarray refs,
