@@ -259,11 +259,11 @@ def _from(all_starts: np.ndarray, skip: int) -> np.ndarray:
     return _with_zero(all_starts[all_starts > skip] - skip)
 
 
-def _chunks(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+def _chunks(batches, rows: int) -> Iterator[pa.RecordBatch]:
+    """Non-empty batches of at most rows rows (the checks happen per chunk)."""
     if rows == CHUNK_ROWS:
         yield from _pieces(batches)
         return
     for batch in batches:
         for i in range(0, batch.num_rows, rows):
-            if batch.num_rows:
-                yield batch.slice(i, rows)
+            yield batch.slice(i, rows)
