@@ -75,8 +75,10 @@ cdef enum: R_HDR = 7
 cdef extern from *:
     """
     #define CEPSQL_PEEK (((unsigned long long) 1) << 63)
+    #define CEPSQL_NO_BOUND (((long long) 1) << 62)
     """
     const u64 PEEK "CEPSQL_PEEK"   # R_GUARD flag: the run peeks from a Kleene state
+    const i64 NO_BOUND "CEPSQL_NO_BOUND"   # f_lo / f_hi when no plan switch restricts
 
 
 # streaming state words (CepMatcher.export_state / import_state)
@@ -236,6 +238,13 @@ cdef class CepMatcher:
     cdef i64 unmatched_done, resume, compact_at
     cdef public int lookback, lookahead
     cdef public i64 keep
+    # plan switch (runtime/adaptive.py): only matches whose first row is in [f_lo, f_hi)
+    # are stored; while hold is set none of them is output (their numbers wait for the
+    # previous plan's count); p_* are applied to the first partition of the next run call
+    cdef i64 f_lo, f_hi, p_lo, p_hi, p_base
+    cdef int p_set, p_hold, hold
+    cdef readonly int drained    # open partition: no match with first row < f_hi is left
+    cdef readonly i64 processed  # open partition: rows below were processed (last call)
     # stats
     cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
@@ -252,6 +261,8 @@ cdef class CepMatcher:
 
     def __cinit__(self):
         self.code = NULL
+        self.f_lo = -NO_BOUND   # unrestricted until a plan switch says otherwise (also
+        self.f_hi = NO_BOUND    # for state imported without a _reset)
 
     def __init__(self, cnp.ndarray code, cnp.ndarray conj_off, cnp.ndarray conj_label,
                  cnp.ndarray conj_mask, cnp.ndarray consts, cnp.ndarray refs,
@@ -992,6 +1003,8 @@ cdef class CepMatcher:
     cdef int _store_match(self, i64* pos, i64* lab, i64 m, i64 state, int seq) noexcept nogil:
         """Keep a checked match of the partition (emitted by _emit_ready); under SKIP PAST
         LAST ROW one starting at or before the last selected match is never output."""
+        if pos[0] < self.f_lo or pos[0] >= self.f_hi:
+            return 0   # another plan's evaluator reports this match (adaptive switch)
         if self.select_past_last:
             if pos[0] <= self.last_end:
                 return 0
@@ -1933,6 +1946,9 @@ cdef class CepMatcher:
         self.m_sq.n = 0
         self.m_chk.n = 0
         self.match_no = 0
+        self.f_lo = -NO_BOUND
+        self.f_hi = NO_BOUND
+        self.hold = 0
         self.last_end = self.ps - 1
         self.sel_dirty = 0
         self.unmatched_done = self.ps
@@ -1989,6 +2005,8 @@ cdef class CepMatcher:
         if self.n_rows > d:
             memmove(self.covered, self.covered + d, self.n_rows - d)
         self.last_end -= d
+        self.f_lo -= d
+        self.f_hi -= d
         self.unmatched_done -= d
         self.pproc -= d
         return 0
@@ -2073,6 +2091,15 @@ cdef class CepMatcher:
                 else:
                     self._reset()
                     start = self.ps
+                if k == 0 and self.p_set:
+                    if self.p_set & 1:
+                        self.f_lo = self.p_lo
+                        self.f_hi = self.p_hi
+                        self.hold = self.p_hold
+                    if self.p_set & 2:
+                        self.match_no += self.p_base
+                        self.hold = 0
+                    self.p_set = 0
                 if is_open:
                     self.closed = 0
                     self.pproc = self.pe - self.lookahead
@@ -2092,9 +2119,15 @@ cdef class CepMatcher:
                     elif self.cur.n == 0:
                         self._clear_nodes()
                     need = self._future_first()
-                    if self._emit_ready(out, need) != 0:
+                    if self._emit_ready(out, self.f_lo if self.hold and need > self.f_lo
+                                        else need) != 0:
                         err = 1
                         break
+                    self.processed = self.pproc
+                    self.drained = need >= self.f_hi
+                    for i in range(self.m_off.n):
+                        if self.m_st.data[i] != 3:
+                            self.drained = 0
                     # rows the carried state may still read
                     for i in range(self.m_off.n):
                         if self.m_pos.data[self.m_off.data[i]] < need:
@@ -2124,6 +2157,21 @@ cdef class CepMatcher:
         for k in range(4):
             free(out[k].data)
         return rows, numbers, leaves, aggs
+
+    def restrict_first(self, i64 lo, i64 hi, int hold=0):
+        """Plan switch (runtime/adaptive.py): in the first partition of the next run
+        call keep only matches whose first row (an index of that call's rows) is in
+        [lo, hi); with hold output none of them until release_numbers."""
+        self.p_lo = lo
+        self.p_hi = hi
+        self.p_hold = hold
+        self.p_set |= 1
+
+    def release_numbers(self, i64 base):
+        """From the next run call on, number the held partition's matches after the
+        base matches the previous plan numbered, and output them."""
+        self.p_base = base
+        self.p_set |= 2
 
     def set_exact(self, consts, int ansi, dlane, mlane):
         """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and

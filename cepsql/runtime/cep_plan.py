@@ -206,7 +206,8 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             choice.stats_note = _IN_WORKER_NOTE.format(rows=statistics.sample_rows)
             worker_planner = WorkerPlanner(spec, terms, options or PlannerOptions(), labels,
                                            seq_start, conj_label, conj_mask, conj_late,
-                                           statistics.sample_rows)
+                                           statistics.sample_rows,
+                                           getattr(statistics, "adaptive", None))
         else:
             choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
             note = getattr(statistics, "note", "")

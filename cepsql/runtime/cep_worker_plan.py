@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 
 from ..algebra.spec import MatchRecognizeSpec
+from .adaptive import plan_digest
 from .planner_options import PlannerOptions
 
 
@@ -27,16 +28,28 @@ class WorkerPlanner:
     conj_mask: list[int]
     conj_late: list[int]
     sample_rows: int
+    adaptive: object | None = None   # adaptive.AdaptiveSettings: re-plan as rows drift
+
+    def estimate(self, sample: pa.Table, max_pairs: int | None = None):
+        """The statistics of the clause over sample (at most max_pairs row pairs per
+        selectivity; the estimator's default when None)."""
+        from ..stats import estimate_from_table
+        extra = {} if max_pairs is None else {"max_pairs": max_pairs}
+        return estimate_from_table(self.spec, sample, max_rows=max(sample.num_rows, 1),
+                                   **extra)
 
     def choose(self, sample: pa.Table):
         """The plan choice for statistics estimated from sample (uniform estimates if
         estimation fails: statistics never fail a query)."""
-        from ..stats import estimate_from_table
+        return self.choose_with(None, sample)
+
+    def choose_with(self, statistics, sample: pa.Table | None = None):
+        """The plan choice for given statistics (or those estimated from sample)."""
         from .cep_planner import choose_cep_plan
 
-        def statistics(spec):
-            return estimate_from_table(spec, sample, max_rows=max(sample.num_rows, 1))
-        return choose_cep_plan(self.spec, self.terms, self.options, statistics)
+        def source(spec):
+            return statistics if statistics is not None else self.estimate(sample)
+        return choose_cep_plan(self.spec, self.terms, self.options, source)
 
     def plan_arrays(self, choice) -> dict:
         """The evaluator's plan arrays (CepConfig fields) for a choice."""
@@ -60,6 +73,7 @@ class PlanningPush:
         self.rows = 0
         self.inner = None
         self.choice = None
+        self.worker = None
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if self.inner is not None:
@@ -76,25 +90,31 @@ class PlanningPush:
             planner: WorkerPlanner = self.config.worker_planner
             LAST_STATS["worker_planned"] = 1
             LAST_STATS["worker_sample_rows"] = int(min(self.rows, planner.sample_rows))
-            LAST_STATS["worker_plan"] = _plan_digest(self.choice)
+            LAST_STATS["worker_plan"] = (self.worker.digest if self.worker is not None
+                                         else plan_digest(self.choice))
         return out
 
     def _start(self) -> list[pa.RecordBatch]:
+        """Plan from the held rows (adaptive re-planning afterwards where the clause
+        allows it: runtime/adaptive.py), then run them through the planned worker."""
+        from .adaptive import AdaptiveWorker, adaptable
         from .cep_worker import CepWorker
         planner: WorkerPlanner = self.config.worker_planner
         config = replace(self.config, worker_planner=None)
+        worker = None
         if self.rows:
             sample = pa.Table.from_batches(self.head).slice(0, planner.sample_rows)
-            self.choice = planner.choose(sample)
+            statistics = planner.estimate(sample) if planner.adaptive is not None else None
+            self.choice = planner.choose_with(statistics, sample)
             config = replace(config, **planner.plan_arrays(self.choice))
-        self.inner = CepWorker(config)._new_push()
+            if planner.adaptive is not None and adaptable(config):
+                worker = AdaptiveWorker(config, planner, statistics,
+                                        plan_digest(self.choice), planner.adaptive)
+        self.worker = worker
+        self.inner = (worker or CepWorker(config))._new_push()
         out: list[pa.RecordBatch] = []
         for batch in self.head:
             out += self.inner.feed(batch)
         self.head = []
         return out
 
-
-def _plan_digest(choice) -> str:
-    """A short text of the chosen plans (tests and benchmarks compare them)."""
-    return " | ".join(" ".join(p.describe().split()[:10]) for p in choice.plans)

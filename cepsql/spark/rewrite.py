@@ -161,6 +161,7 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     """Planner options from the session's conf and the statistics source: each task's
     own first rows (cepsql.stats.mode=worker, the default: no extra Spark job) or a lazy,
     cached driver-side sample (driver, and always under ``driver_statistics``)."""
+    from ..runtime.adaptive import adaptive_settings
     from ..runtime.planner_options import options_from_conf
     from ..stats import CACHE
     from ..stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
@@ -170,7 +171,8 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     in_worker = stats_mode(get) == "worker"
     if in_worker and not _DRIVER_STATISTICS.get():
         return {"options": options,
-                "statistics": InWorkerStatistics(worker_sample_rows(get))}
+                "statistics": InWorkerStatistics(worker_sample_rows(get),
+                                                 adaptive=adaptive_settings(get))}
 
     def statistics(spec):
         return CACHE.get_or_estimate(spec, df, sample_rows=options.sample_rows,

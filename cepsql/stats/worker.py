@@ -27,6 +27,7 @@ class InWorkerStatistics:
     estimates and hands the workers what they need to re-plan (cep_plan.plan_cep)."""
     sample_rows: int = DEFAULT_WORKER_ROWS
     in_worker: bool = True
+    adaptive: object | None = None   # runtime/adaptive.AdaptiveSettings (None: off)
 
     def __call__(self, spec) -> None:
         return None

@@ -1,0 +1,267 @@
+"""Adaptive re-planning inside a task (issue 13.3; SIGMOD'19 section 6.2.3 after VLDB'18).
+
+A task planned from its first rows (cep_worker_plan.py) keeps estimating the statistics
+from its newest rows; when they drift from those its current plan was built on by more
+than ``cepsql.adaptive.threshold`` it re-plans and, if the plan changes, switches
+evaluators at the chunk boundary t (the first row the current evaluator has not
+processed):
+
+  * the old evaluator keeps only matches whose first row is < t and runs on the open
+    group's rows until none can still be found (its window has moved past t, or the
+    group ended), numbering them as before;
+  * the new evaluator starts on the rows the old one would read next (the window and the
+    deepest PREV back from t) and keeps only matches whose first row is >= t; it holds
+    them until the old one is done, then numbers them after the old one's count.
+
+Under SKIP_TILL_ANY_MATCH the matches are the sets of rows satisfying the pattern, the
+same for every plan, so each is reported exactly once; MATCH_NUMBER orders matches by
+first row first, so the old plan's matches are exactly the first ones. Only for WITHIN
+clauses (the old evaluator must finish within a window) without SKIP PAST LAST ROW or
+WITH UNMATCHED ROWS (both read every match of the group) -- see ``adaptable``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CepAnalysisError
+from .cep_worker import CepWorker, _pieces
+from .worker import CHUNK_ROWS, _with_zero
+
+ENABLED_CONF = "cepsql.adaptive.enabled"
+THRESHOLD_CONF = "cepsql.adaptive.threshold"
+CHECK_ROWS_CONF = "cepsql.adaptive.checkRows"
+CHUNK_CONF = "cepsql.adaptive.chunkRows"   # rows between checks (and possible switches)
+NO_BOUND = 1 << 62            # the evaluator's "no restriction" on a match's first row
+_FLOOR = 1e-3                 # rates and selectivities below count as this (log ratio)
+_ANY = 3                      # CepConfig.strategy of SKIP_TILL_ANY_MATCH
+
+
+@dataclass(frozen=True)
+class AdaptiveSettings:
+    """threshold: re-plan when some variable's row fraction or some pair's selectivity
+    changed by more than this factor's natural log; check_rows: newest rows estimated
+    at each check (check_pairs row pairs per selectivity); check_every: chunks between
+    checks; chunk_rows: rows per chunk."""
+    threshold: float = 1.0
+    check_rows: int = 2_000
+    check_pairs: int = 2_000
+    check_every: int = 1
+    chunk_rows: int = CHUNK_ROWS
+
+
+def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
+    """The session's adaptive settings (None when cepsql.adaptive.enabled=false)."""
+    enabled = (get(ENABLED_CONF) or "true").strip().lower()
+    if enabled not in ("true", "false"):
+        raise CepAnalysisError(f"invalid value {enabled!r} for {ENABLED_CONF}: expected "
+                               "true or false")
+    if enabled == "false":
+        return None
+    return AdaptiveSettings(threshold=_number(get, THRESHOLD_CONF, 1.0, float),
+                            check_rows=int(_number(get, CHECK_ROWS_CONF, 2_000, int)),
+                            chunk_rows=int(_number(get, CHUNK_CONF, CHUNK_ROWS, int)))
+
+
+def _number(get, key: str, default, kind):
+    text = get(key)
+    try:
+        value = default if text is None else kind(str(text).strip())
+    except ValueError:
+        value = -1
+    if not value > 0:
+        raise CepAnalysisError(f"invalid value {text!r} for {key}: expected a positive number")
+    return value
+
+
+def adaptable(config) -> bool:
+    """Whether plan switches are exact for this clause (see the module docstring)."""
+    return (config.strategy == _ANY and config.window_kind != 0 and config.plan_nodes is not None
+            and not config.select_past_last and not config.with_unmatched
+            and config.breaks_column is None and CepWorker(config).streamable())
+
+
+def drift(base, now) -> float:
+    """Largest |log ratio| between two PatternStatistics over the row fractions of the
+    variables and the pair selectivities (floored so absent variables stay finite)."""
+    worst = 0.0
+    for old, new in ((base.unary_selectivity, now.unary_selectivity),
+                     (base.selectivities, now.selectivities)):
+        for key, value in old.items():
+            if key in new:
+                worst = max(worst, abs(math.log(max(new[key], _FLOOR) / max(value, _FLOOR))))
+    return worst
+
+
+class AdaptiveWorker(CepWorker):
+    """CepWorker that re-plans as the statistics drift (streaming chunks, WITHIN only)."""
+
+    def __init__(self, config, planner, statistics, digest: str, settings: AdaptiveSettings):
+        super().__init__(config)
+        self.planner = planner
+        self.statistics = statistics    # what the current plan was built on
+        self.digest = digest
+        self.settings = settings
+        self.switches = 0
+        self.checks = 0
+
+    def _new_push(self) -> "AdaptivePush":
+        """Push state of one stream (``__call__``, ``feed``/``finish`` are MatchWorker's)."""
+        return AdaptivePush(self)
+
+    def _record(self, matcher) -> None:
+        from .cep_worker import LAST_STATS
+        self.last_stats = matcher.stats()
+        LAST_STATS.clear()
+        LAST_STATS.update(self.last_stats)
+        LAST_STATS["adaptive_checks"] = self.checks
+        LAST_STATS["adaptive_switches"] = self.switches
+
+
+class AdaptivePush:
+    """Push state of one stream (feed sorted batches, then finish): chunks of
+    settings.chunk_rows rows through the current plan's evaluator, a drift check after
+    each, and the previous evaluator drained next to the new one after a switch."""
+
+    def __init__(self, worker: AdaptiveWorker):
+        self.worker = worker
+        self.cur = worker._new_matcher()
+        self.cur_cont = False
+        self.old = None                     # the previous plan's evaluator, until drained
+        self.cur_skip = self.old_skip = 0   # leading pending rows each does not read
+        self.pending: list[pa.RecordBatch] = []
+        self.starts: list[np.ndarray] = []
+        self.pending_rows = 0
+        self.previous = None
+        self.threshold = worker.settings.chunk_rows
+        self.since_check = 0
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        for piece in _chunks([batch], self.worker.settings.chunk_rows):
+            out += self._feed_piece(piece)
+        return out
+
+    def _feed_piece(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        w = self.worker
+        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
+        self.previous = batch.slice(batch.num_rows - 1)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        if self.pending_rows < self.threshold:
+            return []
+        table = pa.Table.from_batches(self.pending)
+        all_starts = _with_zero(np.concatenate(self.starts))
+        out: list = []
+        if self.old is not None:
+            out += self._drain(table, all_starts, False)
+        out += w._process(self.cur, table.slice(self.cur_skip),
+                          _from(all_starts, self.cur_skip), True, self.cur_cont)
+        self.cur_cont = True
+        keep_cur = self.cur_skip + self.cur.keep
+        keep_old = self.old_skip + self.old.keep if self.old is not None else keep_cur
+        self.since_check += 1
+        if self.old is None and self.since_check >= w.settings.check_every:
+            self.since_check = 0
+            switched = self._maybe_switch(table, keep_cur)
+            if switched is not None:
+                self.old, self.cur = self.cur, switched
+                self.cur_cont = False
+        base = min(keep_cur, keep_old)
+        self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
+        rest = table.slice(base)
+        self.pending = rest.to_batches()
+        self.pending_rows = rest.num_rows
+        self.starts = [np.zeros(0, dtype=np.int64)]
+        # rows held back (a long undecided match) are retried once the data doubled
+        self.threshold = max(w.settings.chunk_rows, 2 * self.pending_rows)
+        return out
+
+    def finish(self) -> list[pa.RecordBatch]:
+        out: list = []
+        if self.pending_rows:
+            table = pa.Table.from_batches(self.pending)
+            all_starts = _with_zero(np.concatenate(self.starts))
+            if self.old is not None:
+                out += self._drain(table, all_starts, True)
+            out += self.worker._process(self.cur, table.slice(self.cur_skip),
+                                        _from(all_starts, self.cur_skip), False,
+                                        self.cur_cont)
+            self.pending, self.pending_rows = [], 0
+        self.worker._record(self.cur)
+        return out
+
+    def _drain(self, table: pa.Table, all_starts: np.ndarray, last: bool) -> list:
+        """Run the old evaluator on the rest of its group, in pieces of doubling size
+        (it needs about one window of rows); once it can find nothing more, the new one
+        numbers its held matches after the old one's count and the old one is dropped."""
+        old, skip = self.old, self.old_skip
+        later = all_starts[all_starts > skip]
+        end = int(later[0]) if len(later) else table.num_rows
+        group_ends = last or end < table.num_rows
+        out: list = []
+        step = 256
+        closed = False
+        while True:
+            stop = min(end, skip + step)
+            if stop <= skip:   # no row left for it in this chunk
+                break
+            closed = group_ends and stop == end
+            out += self.worker._process(old, table.slice(skip, stop - skip),
+                                        np.zeros(1, dtype=np.int64), not closed, True)
+            self.old_skip = skip
+            if closed or old.drained or stop == end:
+                break
+            skip += old.keep
+            step *= 2
+        if closed or old.drained:
+            self.cur.release_numbers(old.match_no)
+            self.old = None
+        return out
+
+    def _maybe_switch(self, table: pa.Table, keep_cur: int):
+        """A new evaluator when the newest rows' statistics drifted and give another plan
+        (restricted to matches starting at the first unprocessed row), else None."""
+        w = self.worker
+        sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
+        w.checks += 1
+        now = w.planner.estimate(sample, w.settings.check_pairs)
+        if drift(w.statistics, now) <= w.settings.threshold:
+            return None
+        choice = w.planner.choose_with(now)
+        w.statistics = now
+        digest = plan_digest(choice)
+        if digest == w.digest:
+            return None
+        t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
+        self.cur.restrict_first(-NO_BOUND, t, 0)
+        w.config = replace(w.config, **w.planner.plan_arrays(choice))
+        w.digest = digest
+        w.switches += 1
+        fresh = w._new_matcher()
+        fresh.restrict_first(t, NO_BOUND, 1)
+        return fresh
+
+
+def plan_digest(choice) -> str:
+    """A short text of the chosen plans (tests and benchmarks compare them)."""
+    return " | ".join(" ".join(p.describe().split()[:10]) for p in choice.plans)
+
+
+def _from(all_starts: np.ndarray, skip: int) -> np.ndarray:
+    """Group starts of the rows from skip on (row 0 of them continues a group)."""
+    return _with_zero(all_starts[all_starts > skip] - skip)
+
+
+def _chunks(batches, rows: int) -> Iterator[pa.RecordBatch]:
+    """Non-empty batches of at most rows rows (the checks happen per chunk)."""
+    if rows == CHUNK_ROWS:
+        yield from _pieces(batches)
+        return
+    for batch in batches:
+        for i in range(0, batch.num_rows, rows):
+            yield batch.slice(i, rows)

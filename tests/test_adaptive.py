@@ -1,0 +1,237 @@
+"""Adaptive re-planning inside a task (runtime/adaptive.py): plan switches at chunk
+boundaries lose and duplicate no match and keep MATCH_NUMBER as in a static run."""
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cepsql.errors import CepAnalysisError, CepUnsupportedError
+from cepsql.local import run_local
+from cepsql.runtime import adaptive, cep_worker
+from cepsql.runtime import cep_worker_plan
+from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift
+from cepsql.planning.exhaustive import all_trees
+from cepsql.planning.plans import TreePlan
+from cepsql.runtime.cep_planner import EVALUATOR_TREE, CepPlanChoice
+from cepsql.runtime.executor import plan_query
+from cepsql.stats.model import PatternStatistics
+from cepsql.stats.worker import InWorkerStatistics
+
+try:
+    from .test_property_planned import planned_queries
+    from .test_property_sql import SETTINGS, row_multiset
+    from .strategies import STREAM_SCHEMA
+except ImportError:
+    from test_property_planned import planned_queries
+    from test_property_sql import SETTINGS, row_multiset
+    from strategies import STREAM_SCHEMA
+
+
+def _planner(rows: int, settings_: AdaptiveSettings | None):
+    def planner(spec, schema, sql, **kw):
+        kw["statistics"] = InWorkerStatistics(rows, adaptive=settings_)
+        return plan_query(spec, schema, sql, **kw)
+    return planner
+
+
+def _rows(table: pa.Table):
+    return row_multiset(tuple(r.values()) for r in table.to_pylist())
+
+
+def _with_window(sql: str, window: str) -> str:
+    """sql with a WITHIN clause (adaptation needs one) and without SKIP PAST LAST ROW."""
+    sql = sql.replace("AFTER MATCH SKIP PAST LAST ROW", "")
+    if "WITHIN" in sql:
+        return sql
+    if " DEFINE " in sql:
+        return sql.replace(" DEFINE ", f" {window} DEFINE ", 1)
+    return sql[:-1] + f" {window})"
+
+
+@st.composite
+def drifting_streams(draw, max_rows: int = 70) -> pa.Table:
+    """Streams whose value distributions change abruptly at random change points (in ts
+    order), with several PARTITION BY groups interleaved in time."""
+    n = draw(st.integers(1, max_rows))
+    cuts = sorted(draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=4)))
+    rng = random.Random(draw(st.integers(0, 10**6)))
+    part, price, vol, tag = [], [], [], []
+    segment = 0
+    for i in range(n):
+        while segment < len(cuts) and i >= cuts[segment]:
+            segment += 1
+        low = segment % 2 == 0   # alternating regimes: small vs large values, x vs z tags
+        part.append(rng.choice(["a", "a", "b", "c"]))
+        price.append(rng.randint(0, 4) if low else rng.randint(5, 9))
+        vol.append(rng.choice([0.5, 1.0, 1.5] if low else [2.25, 3.0, 4.75]))
+        tag.append(rng.choice(["x", "x", "y"] if low else ["z", "z", "y"]))
+    return pa.table({"part": part, "ts": list(range(1, n + 1)), "price": price, "vol": vol,
+                     "tag": tag}, schema=STREAM_SCHEMA)
+
+
+@pytest.fixture()
+def forced_switches(monkeypatch):
+    """Every check drifts and re-plans to a random tree: a switch at nearly every chunk."""
+    rng = random.Random(0)
+    original = cep_worker_plan.WorkerPlanner.choose_with
+
+    def choose_with(self, statistics, sample=None):
+        base = original(self, statistics, sample)
+        plans = []
+        for plan in base.plans:
+            n = plan.query.size
+            trees = list(all_trees(list(range(n)))) if 1 < n <= 5 else None
+            plans.append(TreePlan(root=rng.choice(trees), cost=0.0, algorithm="RANDOM",
+                                  query=plan.query) if trees else plan)
+        return CepPlanChoice(EVALUATOR_TREE, "random tree (test)", "RANDOM", plans)
+
+    monkeypatch.setattr(cep_worker_plan.WorkerPlanner, "choose_with", choose_with)
+    monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
+    return rng
+
+
+def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict) -> None:
+    try:
+        static = run_local(sql, {"t": table}, planner=_planner(8, None))
+    except CepUnsupportedError:
+        return
+    cep_worker.LAST_STATS.clear()
+    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=16, chunk_rows=chunk)
+    moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_))
+    assert _rows(moving) == _rows(static), sql
+    seen["switches"] += cep_worker.LAST_STATS.get("adaptive_switches", 0)
+    seen["checks"] += cep_worker.LAST_STATS.get("adaptive_checks", 0)
+
+
+def test_forced_switches_keep_every_match(forced_switches):
+    seen = {"switches": 0, "checks": 0}
+
+    @settings(max_examples=60, derandomize=True, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], *_fixture_check()]})
+    @given(sql=planned_queries(), table=drifting_streams(),
+           window=st.sampled_from(["WITHIN 3 ROWS", "WITHIN 6 ROWS",
+                                   "WITHIN INTERVAL '4' SECOND"]),
+           chunk=st.integers(1, 9))
+    def check(sql, table, window, chunk):
+        _compare(_with_window(sql, window), table, chunk, 0.0, seen)
+    check()
+    assert seen["switches"] > 20   # the plans really changed, many times
+
+
+def test_drifting_rates_switch_plans_exactly():
+    seen = {"switches": 0, "checks": 0}
+
+    @settings(max_examples=40, derandomize=True, **SETTINGS)
+    @given(sql=planned_queries(), table=drifting_streams(),
+           window=st.sampled_from(["WITHIN 4 ROWS", "WITHIN INTERVAL 6 SECONDS"]),
+           chunk=st.integers(2, 12))
+    def check(sql, table, window, chunk):
+        _compare(_with_window(sql, window), table, chunk, 1e-6, seen)
+    check()
+    assert seen["checks"] > 0
+
+
+def test_match_numbers_continue_across_a_switch(forced_switches):
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES MATCH_NUMBER() AS mn, FIRST(A.ts) AS t0, LAST(ts) AS t1 "
+           "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B C) WITHIN 5 ROWS "
+           "DEFINE A AS price < 5, B AS tag <> 'z' AND B.price >= A.price, "
+           "C AS vol > 1.0)")
+    rng = random.Random(7)
+    n = 300
+    table = pa.table({"part": [rng.choice("ab") for _ in range(n)],
+                      "ts": list(range(1, n + 1)),
+                      "price": [rng.randint(0, 9) for _ in range(n)],
+                      "vol": [rng.choice([0.5, 1.5, 3.0]) for _ in range(n)],
+                      "tag": [rng.choice("xyz") for _ in range(n)]}, schema=STREAM_SCHEMA)
+    seen = {"switches": 0, "checks": 0}
+    _compare(sql, table, 7, 0.0, seen)
+    assert seen["switches"] > 5
+    numbers = run_local(sql, {"t": table}, planner=_planner(
+        8, AdaptiveSettings(threshold=0.0, chunk_rows=7))).to_pydict()
+    for part in "ab":   # 1..k per partition, in (first row, last row) order
+        got = sorted((t0, t1, mn) for p, t0, t1, mn in zip(
+            numbers["part"], numbers["t0"], numbers["t1"], numbers["mn"]) if p == part)
+        assert [mn for _, _, mn in got] == list(range(1, len(got) + 1))
+
+
+def test_clauses_without_exact_switches_stay_static(forced_switches):
+    base = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn "
+            "ONE ROW PER MATCH {skip} STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B) {window} "
+            "DEFINE A AS price < 5, B AS B.price > A.price)")
+    table = pa.table({"part": ["a"] * 40, "ts": list(range(1, 41)),
+                      "price": [i % 10 for i in range(40)], "vol": [1.0] * 40,
+                      "tag": ["x"] * 40}, schema=STREAM_SCHEMA)
+    for skip, window in (("AFTER MATCH SKIP PAST LAST ROW", "WITHIN 4 ROWS"), ("", "")):
+        seen = {"switches": 0, "checks": 0}
+        _compare(base.format(skip=skip, window=window), table, 3, 0.0, seen)
+        assert seen == {"switches": 0, "checks": 0}
+
+
+def test_drift_measures_the_largest_log_ratio():
+    def stats(unary, sel):
+        return PatternStatistics(rates=dict(unary), selectivities=sel, unary_selectivity=unary,
+                                 sample_rows=10, seconds=0.0, truncated=False,
+                                 window_units=None)
+    a = stats({"A": 0.5, "B": 0.1}, {("A", "B"): 0.2})
+    assert drift(a, a) == 0.0
+    assert drift(a, stats({"A": 0.5, "B": 0.4}, {("A", "B"): 0.2})) == pytest.approx(1.386, 1e-3)
+    assert drift(a, stats({"A": 0.0, "B": 0.1}, {("A", "B"): 0.2})) > 6  # floored, finite
+
+
+def test_settings_from_conf():
+    conf = {}
+    assert adaptive_settings(conf.get) == AdaptiveSettings()
+    conf.update({"cepsql.adaptive.threshold": "0.25", "cepsql.adaptive.checkRows": "500",
+                 "cepsql.adaptive.chunkRows": "64"})
+    got = adaptive_settings(conf.get)
+    assert (got.threshold, got.check_rows, got.chunk_rows) == (0.25, 500, 64)
+    assert adaptive_settings({"cepsql.adaptive.enabled": "false"}.get) is None
+    for key, value in (("cepsql.adaptive.enabled", "maybe"),
+                       ("cepsql.adaptive.threshold", "-1"),
+                       ("cepsql.adaptive.checkRows", "many"),
+                       ("cepsql.adaptive.chunkRows", "0")):
+        with pytest.raises(CepAnalysisError, match=key.replace(".", r"\.")):
+            adaptive_settings({key: value}.get)
+
+
+def test_spark_adaptive_equals_static(spark):
+    # tiny chunks and threshold: the Spark tasks re-plan (and switch) as the rates flip
+    rng = random.Random(3)
+    n = 1500
+    regime = [(i // 200) % 2 for i in range(n)]
+    sym = [rng.choice("AABBBCX" if r else "ABBCCCX") for r in regime]
+    frame = pa.table({"part": [rng.randint(0, 2) for _ in range(n)], "ts": list(range(n)),
+                      "sym": sym, "price": [rng.randint(0, 49) for _ in range(n)]})
+    spark.createDataFrame(frame.to_pandas()).createOrReplaceTempView("adaptive_t")
+    sql = ("SELECT * FROM adaptive_t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES MATCH_NUMBER() AS mn, a.ts AS ta, c.ts AS tc "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN 12 ROWS "
+           "DEFINE a AS sym = 'A', b AS sym = 'B' AND b.price > a.price, "
+           "c AS sym = 'C' AND c.price < b.price)")
+    keys = ("cepsql.adaptive.enabled", "cepsql.adaptive.threshold",
+            "cepsql.adaptive.chunkRows", "cepsql.adaptive.checkRows")
+    try:
+        spark.conf.set("cepsql.adaptive.enabled", "false")
+        static = sorted(spark.cep.sql(sql).collect())
+        spark.conf.set("cepsql.adaptive.enabled", "true")
+        spark.conf.set("cepsql.adaptive.threshold", "0.01")
+        spark.conf.set("cepsql.adaptive.chunkRows", "50")
+        spark.conf.set("cepsql.adaptive.checkRows", "100")
+        moving = sorted(spark.cep.sql(sql).collect())
+        spark.conf.set("cepsql.adaptive.threshold", "zero")
+        with pytest.raises(CepAnalysisError, match="cepsql.adaptive.threshold"):
+            spark.cep.sql(sql).collect()
+    finally:
+        for key in keys:
+            spark.conf.unset(key)
+    assert moving == static and len(static) > 0
+
+
+def _fixture_check():
+    from hypothesis import HealthCheck
+    return [HealthCheck.function_scoped_fixture]
