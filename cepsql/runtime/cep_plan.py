@@ -92,7 +92,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
     for s in seqs:
         names = [c[0] for c in s.comps]
-        if len(set(names)) != len(names):
+        if not _once_outside_groups(s):
             raise CepUnsupportedError(
                 "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
                 "each variable once per sequence (rename the second occurrence)")
@@ -294,6 +294,18 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                      else (),
                      break_column=BREAK_COLUMN if global_order else None,
                      relevance_filter=relevant)
+
+
+def _once_outside_groups(seq: LinearSeq) -> bool:
+    """Whether each variable has one component in the sequence, or several all inside
+    one iteration group (alternatives of KL(AND(a, b)) or KL(OR(SEQ(a, b), a)) label the
+    same variable: R6b names its rows of every iteration alike)."""
+    where: dict[str, list] = {}
+    for i, (name, _, _) in enumerate(seq.comps):
+        group = next((g[0] for g in seq.groups or () if g[0] <= i <= g[1]), None)
+        where.setdefault(name, []).append(group)
+    return all(len(at) == 1 or (None not in at and len(set(at)) == 1)
+               for at in where.values())
 
 
 def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:
