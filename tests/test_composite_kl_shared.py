@@ -106,3 +106,16 @@ def test_composite_kl_still_outside_the_run_nfa(pattern, message):
     sql = _sql("SKIP_TILL_ANY_MATCH", pattern, DEFINES[0], "ONE ROW PER MATCH", "")
     with pytest.raises(CepUnsupportedError, match=message):
         cepsql.match_recognize(sql, t=table)
+
+
+@pytest.mark.parametrize("strategy", ["STRICT_CONTIGUITY", "PARTITION_CONTIGUITY",
+                                      "SKIP_TILL_NEXT_MATCH"])
+def test_explain_says_kl_and_runs_in_order(strategy):
+    import pyarrow as pa
+    from cepsql.dialect import find_match_recognize
+    from cepsql.runtime.executor import plan_query
+    from strategies import STREAM_SCHEMA
+    sql = _sql(strategy, "SEQ(c, KL(AND(a, b), 2))", DEFINES[0], "ONE ROW PER MATCH", "")
+    text = plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql).explain
+    assert "evaluator: in-order SASE+ run NFA" in text
+    assert "kleene:        KL(PERMUTE(A, B)) -- iterations looped in order" in text
