@@ -57,6 +57,8 @@ include "aggregate_ops.pxi"
 include "match_order.pxi"
 
 
+cdef enum: A_LIST = 6   # a MEASURES row list (LIST/ROWS: gathered.py folds it)
+
 # strategies
 cdef enum: S_STRICT = 0
 cdef enum: S_PARTITION = 1
@@ -225,6 +227,7 @@ cdef class CepMatcher:
     cdef Buf m_sq              # sequence of the match (its NOT checks)
     cdef Buf m_chk             # NOT regions checked on rows below this one
     cdef Buf stk               # path enumeration stack
+    cdef Buf lists             # row lists of LIST/ROWS measures (see list_rows)
     cdef int oom
     # streaming state of the open partition (rows rebased to the next chunk)
     cdef i64 last_end          # SKIP PAST LAST ROW: last row of the last selected match
@@ -427,6 +430,7 @@ cdef class CepMatcher:
             free(bufs[i].data)
         free(self.starts.data)
         free(self.walkbuf.data)
+        free(self.lists.data)
         free(self.covered)
         free(self.comp_proceed)
         free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
@@ -2059,6 +2063,7 @@ cdef class CepMatcher:
                 raise ValueError("breaks must have one flag per row")
             self.gbreak = <const unsigned char*> cnp.PyArray_DATA(gb)
         memset(out, 0, sizeof(out))
+        self.lists.n = 0
         self.oom = 0
         if self.cap_path < self.n_rows + 2:
             self.cap_path = self.n_rows + 2
@@ -2172,6 +2177,11 @@ cdef class CepMatcher:
         base matches the previous plan numbered, and output them."""
         self.p_base = base
         self.p_set |= 2
+
+    def list_rows(self):
+        """The rows of the LIST/ROWS measures of the last run's output, laid out per
+        output row, then per such aggregate (the SQL:2016 worker's layout)."""
+        return _to_numpy(&self.lists)
 
     def set_exact(self, consts, int ansi, dlane, mlane):
         """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
@@ -2612,8 +2622,20 @@ cdef class CepMatcher:
             col = self.maggs[q * 4 + 2]
             final = self.maggs[q * 4 + 3]
             p = m if (final or not self.all_rows) else upto
-            memset(acc, 0, sizeof(acc))
             base = col * self.n_rows
+            if func == A_LIST:
+                # the rows themselves (gathered.py folds them): the non-NULL rows of
+                # the set in match order; the count, or -1 for none (NULL)
+                cnt = 0
+                for i in range(p):
+                    if self._in(s, <int> lab[i]) and not self.nulls[base + pos[i]]:
+                        if buf_push(&self.lists, pos[i]):
+                            return -1
+                        cnt += 1
+                if buf_push(&out[3], cnt if cnt > 0 else -1) or buf_push(&out[3], 0):
+                    return -1
+                continue
+            memset(acc, 0, sizeof(acc))
             for i in range(p):
                 if self._in(s, <int> lab[i]):
                     if col < 0:

@@ -26,6 +26,7 @@ from .aggregates import (FUNC_CODES, MOMENT_FUNCS, normalize_aggregates, result_
                          value_navigation)
 from .conditions import compile_conditions
 from .decompose import DerivedColumns, localize, normalize_define_ref
+from .gathered import bind_gathered_all
 from .measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from .plan import BoundPlan, QueryPlan, SortColumn
 from .cep_expand import (LinearSeq, expand, group_arrays, negated_variables, not_programs,
@@ -91,7 +92,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
     for s in seqs:
         names = [c[0] for c in s.comps]
-        if len(set(names)) != len(names):
+        if not _once_outside_groups(s):
             raise CepUnsupportedError(
                 "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
                 "each variable once per sequence (rename the second occurrence)")
@@ -175,15 +176,6 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                                     known_vars=known, in_define=False, members=sets.members)
         bound = bind_rows(expr, in_define=False, final_default=one, known_vars=known)
         measures.append((m.name, project_measure(bound, leaves)))
-    for agg in leaves.aggregates:
-        if agg.func == "LIST":
-            raise CepUnsupportedError("array_agg/collect_list measures are not supported in "
-                                      "CEP mode", pos=agg.pos)
-        if agg.func == "ROWS":
-            raise CepUnsupportedError(
-                "in CEP mode MEASURES support count, sum, avg, min and max over row "
-                "expressions (no DISTINCT, no CLASSIFIER()/MATCH_NUMBER() arguments); "
-                "the other aggregates need SQL:2016 mode (no STRATEGY)", pos=agg.pos)
     prepare += [(name, expr) for expr, name in derived.columns.items()]
 
     program_of, programs = not_programs(seqs, labels)
@@ -242,7 +234,10 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             arg_type = None if agg.column is None else prepared.field(agg.column).type
             agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
                               agg_vm_column.get(agg.column, -1), int(agg.final)])
-            agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+            if agg.func != "ROWS":  # a gathered aggregate's row list has no column
+                agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+        gathered, gathered_fields = bind_gathered_all(leaves, prepared)
+        agg_fields += gathered_fields
         leaf_specs, leaf_fields = [], []
         for i, (ref, column) in enumerate(leaves.items):
             leaf_specs.append([sets.set_id(ref.var), 0 if ref.logical == "FIRST" else 1,
@@ -284,7 +279,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             comp_proceed=proceed,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
-            worker_planner=worker_planner,
+            worker_planner=worker_planner, gathered=tuple(gathered),
             **not_arrays, **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
@@ -300,6 +295,18 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                      else (),
                      break_column=BREAK_COLUMN if global_order else None,
                      relevance_filter=relevant)
+
+
+def _once_outside_groups(seq: LinearSeq) -> bool:
+    """Whether each variable has one component in the sequence, or several all inside
+    one iteration group (alternatives of KL(AND(a, b)) or KL(OR(SEQ(a, b), a)) label the
+    same variable: R6b names its rows of every iteration alike)."""
+    where: dict[str, list] = {}
+    for i, (name, _, _) in enumerate(seq.comps):
+        group = next((g[0] for g in seq.groups or () if g[0] <= i <= g[1]), None)
+        where.setdefault(name, []).append(group)
+    return all(len(at) == 1 or (None not in at and len(set(at)) == 1)
+               for at in where.values())
 
 
 def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:

@@ -83,6 +83,8 @@ class CepConfig:
     take_skip: np.ndarray | None = None
     # plan inside the task from its first rows (cep_worker_plan.WorkerPlanner), or None
     worker_planner: object | None = None
+    # MEASURES aggregates folded over each output row's rows (gathered.GatherSpec)
+    gathered: tuple = ()
 
 
 LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
@@ -166,10 +168,10 @@ class CepWorker(MatchWorker):
                                                         int(open_last), int(cont),
                                                         breaks=breaks)
         raise_vm_error(matcher.vm_error())
+        list_rows = matcher.list_rows()
         if len(rows) == 0:
             return []
-        return self._output(table, rows, numbers, leaves, aggregates,
-                            np.zeros(0, dtype=np.int64))
+        return self._output(table, rows, numbers, leaves, aggregates, list_rows)
 
 
 class _GroupPush:

@@ -15,8 +15,8 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from ..algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber,
-                                   RowValue, children, walk)
+from ..algebra.expressions import (Aggregate, Case, Classifier, ColumnRef, Expr, IsNull,
+                                   Literal, MatchNumber, RowValue, children, walk)
 from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
                                PatternNode, Permute, Quantified, Var)
 from ..algebra.rowrefs import bind_rows, rebuild
@@ -229,7 +229,14 @@ def _qualify_aggregate(agg: Aggregate) -> Aggregate:
         if isinstance(e, Classifier) and e.var is None:
             return Classifier(_MATCH, e.pos)
         return None
-    return replace(agg, args=tuple(_map(a, qualify) for a in agg.args))
+    args = tuple(_map(a, qualify) for a in agg.args)
+    if aggregate_variable(replace(agg, args=args)) is None:
+        # no column or CLASSIFIER() (e.g. array_agg(MATCH_NUMBER())): still the match's
+        # rows only, so read the first argument through a match row
+        first = Case(None, ((IsNull(Classifier(_MATCH, agg.pos)), Literal(None, "null")),),
+                     args[0], agg.pos)
+        args = (first,) + args[1:]
+    return replace(agg, args=args)
 
 
 def _is_own(ref_var: str | None, var: str | None, subsets: dict[str, frozenset[str]]) -> bool:

@@ -266,7 +266,7 @@ class SharedEvaluator:
             self.matches[p] += _count_matches(own_bounds, rows, numbers,
                                               worker.config.all_rows)
             for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
-                                        np.zeros(0, dtype=np.int64)):
+                                        matcher.list_rows()):
                 out.append((p, batch))
         self.seconds["columns"] += loaded_at - started
         self.seconds["dag"] += dag_at - loaded_at
