@@ -126,7 +126,8 @@ def _planned(spark, events, sql: str):
 def test_clauses_are_really_sliced(spark, events):
     sql = QUERIES["any-match one row"]
     plan = _planned(spark, events, sql)
-    sliced = slice_plan(spark, events, plan, max_slices=3, min_slice_windows=1)
+    sliced = slice_plan(spark, events, plan, max_slices=3, min_slice_windows=1,
+                        bounds="span")
     assert sliced is not None and sliced.slices == 3
     assert "Time slicing: 3 slices" in plan.explain
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
@@ -151,7 +152,7 @@ def _sliced_result(spark, events, sql: str, **slicing):
 def test_matches_straddle_borders(spark, events):
     sql = QUERIES["any-match one row"]
     sliced = slice_plan(spark, events, _planned(spark, events, sql))  # as spark.cep.sql does
-    assert sliced.slices == 4
+    assert sliced.slices == 0  # a grid of 48 s slices over 240 s
     home = {r.ts: r[HOME_COLUMN] for r in sliced.frame.select("ts", HOME_COLUMN).collect()}
     matches = assert_same_as_local(spark, sql)
     assert any(home[t0] != home[t2] for t0, t2, _ in matches)
@@ -162,7 +163,8 @@ def test_matches_straddle_borders(spark, events):
 def test_many_thin_slices(spark, events, name):
     # slices one window wide (about 10 s): most matches and NOT regions cross a border
     sql = QUERIES[name]
-    sliced, out = _sliced_result(spark, events, sql, max_slices=24, min_slice_windows=1)
+    sliced, out = _sliced_result(spark, events, sql, max_slices=24, min_slice_windows=1,
+                                  bounds="span")
     assert sliced.slices == 24
     want = cepsql.match_recognize(sql.replace(" ev ", " t "), t=EVENTS)
     assert out.columns == list(want.columns)
@@ -200,7 +202,7 @@ def test_not_regions_across_a_border(spark, pattern, order, rows):
            "n AS n.tag = 'n')")
     frame = spark.table("border")
     plan = plan_query(find_match_recognize(sql)[0].spec, arrow_schema(frame), sql)
-    sliced = slice_plan(spark, frame, plan, max_slices=2, min_slice_windows=1)
+    sliced = slice_plan(spark, frame, plan, max_slices=2, min_slice_windows=1, bounds="span")
     assert sliced.slices == 2
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
     got = sorted(tuple(r) for r in sliced.finish(run_plan(sliced.frame, inner)).collect())
@@ -216,8 +218,9 @@ def test_slice_count_follows_the_span(spark, events):
     plan = _planned(spark, events, QUERIES["any-match one row"])
     lo, hi = min(EVENTS["ts"].to_pylist()), max(EVENTS["ts"].to_pylist())
     # window 6 s, at least 4 windows per slice
-    assert slice_plan(spark, events, plan, max_slices=100).slices == (hi - lo) // 24
-    assert slice_plan(spark, events, plan, max_slices=1) is None
+    assert (slice_plan(spark, events, plan, max_slices=100, bounds="span").slices
+            == (hi - lo) // 24)
+    assert slice_plan(spark, events, plan, max_slices=1, bounds="span") is None
 
 
 @pytest.mark.parametrize("body", [
