@@ -126,7 +126,8 @@ def _planned(spark, events, sql: str):
 def test_clauses_are_really_sliced(spark, events):
     sql = QUERIES["any-match one row"]
     plan = _planned(spark, events, sql)
-    sliced = slice_plan(spark, events, plan, max_slices=3, min_slice_windows=1)
+    sliced = slice_plan(spark, events, plan, max_slices=3, min_slice_windows=1,
+                        bounds="span")
     assert sliced is not None and sliced.slices == 3
     assert "Time slicing: 3 slices" in plan.explain
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
@@ -151,7 +152,7 @@ def _sliced_result(spark, events, sql: str, **slicing):
 def test_matches_straddle_borders(spark, events):
     sql = QUERIES["any-match one row"]
     sliced = slice_plan(spark, events, _planned(spark, events, sql))  # as spark.cep.sql does
-    assert sliced.slices == 4
+    assert sliced.slices == 0  # a grid of 48 s slices over 240 s
     home = {r.ts: r[HOME_COLUMN] for r in sliced.frame.select("ts", HOME_COLUMN).collect()}
     matches = assert_same_as_local(spark, sql)
     assert any(home[t0] != home[t2] for t0, t2, _ in matches)
@@ -162,7 +163,8 @@ def test_matches_straddle_borders(spark, events):
 def test_many_thin_slices(spark, events, name):
     # slices one window wide (about 10 s): most matches and NOT regions cross a border
     sql = QUERIES[name]
-    sliced, out = _sliced_result(spark, events, sql, max_slices=24, min_slice_windows=1)
+    sliced, out = _sliced_result(spark, events, sql, max_slices=24, min_slice_windows=1,
+                                  bounds="span")
     assert sliced.slices == 24
     want = cepsql.match_recognize(sql.replace(" ev ", " t "), t=EVENTS)
     assert out.columns == list(want.columns)
@@ -200,7 +202,7 @@ def test_not_regions_across_a_border(spark, pattern, order, rows):
            "n AS n.tag = 'n')")
     frame = spark.table("border")
     plan = plan_query(find_match_recognize(sql)[0].spec, arrow_schema(frame), sql)
-    sliced = slice_plan(spark, frame, plan, max_slices=2, min_slice_windows=1)
+    sliced = slice_plan(spark, frame, plan, max_slices=2, min_slice_windows=1, bounds="span")
     assert sliced.slices == 2
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
     got = sorted(tuple(r) for r in sliced.finish(run_plan(sliced.frame, inner)).collect())
@@ -216,8 +218,9 @@ def test_slice_count_follows_the_span(spark, events):
     plan = _planned(spark, events, QUERIES["any-match one row"])
     lo, hi = min(EVENTS["ts"].to_pylist()), max(EVENTS["ts"].to_pylist())
     # window 6 s, at least 4 windows per slice
-    assert slice_plan(spark, events, plan, max_slices=100).slices == (hi - lo) // 24
-    assert slice_plan(spark, events, plan, max_slices=1) is None
+    assert (slice_plan(spark, events, plan, max_slices=100, bounds="span").slices
+            == (hi - lo) // 24)
+    assert slice_plan(spark, events, plan, max_slices=1, bounds="span") is None
 
 
 @pytest.mark.parametrize("body", [
@@ -274,3 +277,89 @@ def test_labels_get_a_task_each(spark):
     values = [0, 1, -1, 2 ** 40 + 3, -(2 ** 63), 2 ** 63 - 1]
     hashed = spark.createDataFrame([(v,) for v in values], "v long").selectExpr("v", "hash(v) h")
     assert all(r.h == spark_hash_long(r.v) for r in hashed.collect())
+
+
+# --- property tests: random unpartitioned, time-windowed clauses, sliced == unsliced ------
+
+from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from strategies_cep import cep_queries, cep_streams  # noqa: E402
+
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # a Spark job per example
+
+
+def _null_normal(v):
+    """pandas shows a NULL double as NaN (the drawn streams hold no NaN)."""
+    v = _normal(v)
+    return None if isinstance(v, float) and v != v else v
+
+
+def _unpartitioned_windowed(sql: str, window: int) -> str:
+    """A drawn CEP query made sliceable: no PARTITION BY, no MATCH_NUMBER(), a time window."""
+    import re
+    sql = sql.replace("PARTITION BY part", "").replace(", MATCH_NUMBER() AS mn", "")
+    sql = sql.replace("MATCH_NUMBER() AS mn, ", "").replace("MATCH_NUMBER() AS mn", "count(*) AS n")
+    sql = re.sub(r"WITHIN (\d+ ROWS|INTERVAL '\d+' SECOND|INTERVAL \d+ SECONDS)", "", sql)
+    at, depth = sql.index("PATTERN (") + len("PATTERN "), 0
+    for end in range(at, len(sql)):  # the parenthesis closing PATTERN (...)
+        depth += {"(": 1, ")": -1}.get(sql[end], 0)
+        if depth == 0:
+            break
+    return f"{sql[:end + 1]} WITHIN INTERVAL '{window}' SECOND{sql[end + 1:]}"
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, phases=NO_SHRINK,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), window=st.integers(1, 5), ties=st.booleans(),
+       bounds=st.sampled_from(["grid", "grid", "span"]),
+       grid_windows=st.sampled_from([0.2, 0.5, 1.0, 2.0, 8.0]), max_slices=st.integers(2, 6))
+def test_sliced_equals_unsliced_property(spark, data, window, ties, bounds, grid_windows,
+                                         max_slices):
+    """Grid slices of one ts unit up to many windows, span slices of 2..6, ties and NULLs
+    in ts (with ``ties``): the sliced result equals the in-process one, row for row."""
+    table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
+    sql = _unpartitioned_windowed(data.draw(cep_queries()), window)
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    frame = spark.createDataFrame(table.to_pylist(), schema="part string, ts long, "
+                                  "price long, vol double, tag string")  # NULLs stay NULL
+    plan = plan_query(spec, arrow_schema(frame), sql)
+    sliced = slice_plan(spark, frame, plan, bounds=bounds, grid_windows=grid_windows,
+                        max_slices=max_slices, min_slice_windows=0.25)
+    want = cepsql.match_recognize(sql, t=table)
+    if sliced is None:  # span bounds: fewer than two slices fit
+        assert bounds == "span"
+        return
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    out = sliced.finish(run_plan(sliced.frame, inner))
+    assert out.columns == list(want.columns)
+    got = Counter(tuple(_null_normal(v) for v in r) for r in out.collect())
+    expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
+    assert got == expected, (f"{sql}\n{table.to_pydict()}\nmissing {expected - got}\n"
+                             f"extra {got - expected}")
+
+
+def test_grid_slices_are_spread_over_tasks(spark, events):
+    sql = QUERIES["any-match one row"]
+    plan = _planned(spark, events, sql)
+    sliced = slice_plan(spark, events, plan, bounds="grid", grid_windows=1)  # 6 s slices
+    assert sliced.slices == 0 and "a grid of slices 6 s wide" in plan.explain
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    out = run_plan(sliced.frame, inner)
+    used = out.select(F.spark_partition_id().alias("task"), SLICE_COLUMN).distinct().collect()
+    assert len({r.task for r in used}) == 4 and len({r[SLICE_COLUMN] for r in used}) > 10
+    assert sorted(sliced.finish(out).collect()) == sorted(spark.cep.sql(sql).collect())
+
+
+def test_bounds_conf(spark, events):
+    plan = _planned(spark, events, QUERIES["leading NOT"])
+    spark.conf.set("cepsql.slicing.bounds", "span")
+    try:
+        assert slice_plan(spark, events, plan).slices == 4
+        spark.conf.set("cepsql.slicing.bounds", "nonsense")
+        with pytest.raises(ValueError):
+            slice_plan(spark, events, plan)
+    finally:
+        spark.conf.unset("cepsql.slicing.bounds")
+    assert slice_plan(spark, events, plan).slices == 0

@@ -18,10 +18,21 @@ agree and drops the helper columns, which restores the clause's own output layou
 Slice labels are chosen so that Spark's hash partitioning (``repartition(n, col)`` in
 run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 
-K = min(max_slices (default spark.sql.shuffle.partitions), span / (min_slice_windows *
-w)): slices at least ``min_slice_windows`` windows wide, so the copies add at most
-2 / min_slice_windows of the input (default 4: at most 50 % more rows). Slices have equal
-width: skew in time means unequal tasks. One small aggregate job finds the time span.
+Slice bounds (``cepsql.slicing.bounds``):
+
+* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 8,
+  ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
+  ``floor(t / width)`` itself and Spark's hash partitioning spreads the many slices over
+  the tasks (a task evaluates its slices one after another, as partitions). No job runs
+  before the query, and the copies add at most (after + before) / width of the input
+  (a strict ``A B C``: one window in eight, 12.5 %; in practice the rows within a window
+  of a border). Data spanning fewer than ``grid_windows`` windows get one slice.
+  Below 1, each row is copied into about 1 / grid_windows slices (measured: 0.01 made a
+  1M-row query 30x slower); such thin grids serve the tests.
+* ``span``: K = min(max_slices (default spark.sql.shuffle.partitions), span /
+  (min_slice_windows * w)) equal slices of the data's span, found by a min/max job before
+  the query; slices at least ``min_slice_windows`` windows wide (default 4: at most 50 %
+  more rows); labels give each slice a task of its own.
 
 Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
 columns (written or inferred, see runtime/partition_inference.py), no PREV/NEXT (they count rows, not time),
@@ -48,7 +59,9 @@ from ..runtime.partition_inference import whole_input_output
 from .execute import shuffle_partitions
 
 __all__ = [
+    "BOUNDS_CONF",
     "FIRST_MEASURE",
+    "GRID_WINDOWS_CONF",
     "HOME_COLUMN",
     "SLICE_COLUMN",
     "SlicedClause",
@@ -63,6 +76,9 @@ HOME_COLUMN = "__cep_slice_home"    # the slice whose core holds the row
 FIRST_MEASURE = "__cep_slice_first"  # hidden measure: HOME_COLUMN of the match's first row
 HIDDEN = (SLICE_COLUMN, HOME_COLUMN, FIRST_MEASURE)
 MIN_SLICE_WINDOWS = 4
+GRID_WINDOWS = 8
+BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span"
+GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
 
 @dataclass
@@ -71,7 +87,7 @@ class SlicedClause:
     ``planning_inputs``), run it, then pass the result through ``finish``."""
     frame: DataFrame
     spec: MatchRecognizeSpec
-    slices: int
+    slices: int  # 0: a time grid, as many slices as the data cover
     planning_inputs: dict = field(default_factory=dict)
 
     def finish(self, out: DataFrame) -> DataFrame:
@@ -82,13 +98,17 @@ class SlicedClause:
 
 def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
                statistics: Callable | None = None, max_slices: int | None = None,
-               min_slice_windows: float = MIN_SLICE_WINDOWS) -> SlicedClause | None:
+               min_slice_windows: float = MIN_SLICE_WINDOWS, bounds: str | None = None,
+               grid_windows: float | None = None) -> SlicedClause | None:
     """The sliced form of a planned clause over ``df``, or None (run ``plan`` as it is).
 
     plan: the clause's QueryPlan; only a plan without partition columns is sliced (an
     inferred PARTITION BY already spreads the work). options: PlannerOptions (``slicing``
     off -> None). statistics: the caller's statistics callable; it is handed the clause
-    without the slicing additions. max_slices defaults to spark.sql.shuffle.partitions."""
+    without the slicing additions. bounds: "grid" (no job) or "span" (a min/max job),
+    default from ``cepsql.slicing.bounds``; max_slices (default
+    spark.sql.shuffle.partitions) and min_slice_windows apply to "span", grid_windows
+    (default ``cepsql.slicing.gridWindows`` or 8) to "grid"."""
     spec = getattr(plan, "spec", None)
     if plan.partition_columns or not isinstance(spec, MatchRecognizeSpec):
         return None
@@ -103,25 +123,83 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         return None
     if time is None:
         return None
+    bounds, grid_windows = _bounds_settings(spark, bounds, grid_windows)
     finite = time.isNotNull() & ~F.isnan(time) & (F.abs(time) != F.lit(math.inf))
+    window = float(spec.window.size)
+    back = window if contains_negation(spec.pattern) else 0.0
+    # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
+    # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
+    after, before = (window, back) if spec.order_by[0].ascending else (back, window)
+    if bounds == "grid":
+        width = max(grid_windows * window, 1.0)
+        cut = _grid_cut(df.where(finite), time, width, after, before)
+        count, how = 0, f"a grid of slices {width / 1e6:g} s wide (as many as the data cover)"
+    else:
+        found = _span_cut(df, time, finite, max_slices, min_slice_windows, after, before)
+        if found is None:
+            return None
+        cut, count, width = found
+        how = f"{count} slices of {width / 1e6:g} s"
+    sliced = _sliced_spec(spec)
+    plan.explain = (plan.explain + "\n" if plan.explain else "") + (
+        f"Time slicing: {how} of the ORDER BY time, each also reading {after / 1e6:g} s "
+        f"after and {before / 1e6:g} s before itself; a match is output by the slice "
+        "holding its first row")
+    inputs: dict = {} if options is None else {"options": options}
+    if getattr(statistics, "in_worker", False):  # tasks estimate from their own rows
+        inputs["statistics"] = statistics
+    elif statistics is not None:
+        inputs["statistics"] = lambda s: statistics(_unsliced(s))
+    return SlicedClause(cut, sliced, count, inputs)
+
+
+def _bounds_settings(spark: SparkSession, bounds: str | None,
+                     grid_windows: float | None) -> tuple[str, float]:
+    if bounds is None:
+        bounds = (spark.conf.get(BOUNDS_CONF, "grid") or "grid").strip().lower()
+    if bounds not in ("grid", "span"):
+        raise ValueError(f"{BOUNDS_CONF} must be 'grid' or 'span', not {bounds!r}")
+    if grid_windows is None:
+        grid_windows = float(spark.conf.get(GRID_WINDOWS_CONF, str(GRID_WINDOWS))
+                             or GRID_WINDOWS)
+    if not grid_windows > 0:
+        raise ValueError(f"{GRID_WINDOWS_CONF} must be positive, not {grid_windows!r}")
+    return bounds, grid_windows
+
+
+def _grid_cut(rows: DataFrame, time: Column, width: float, after: float,
+              before: float) -> DataFrame:
+    """Rows tagged with their grid slice ``floor(t / width)`` (HOME_COLUMN) and copied
+    into every grid slice whose core meets [t - after, t + before] (SLICE_COLUMN).
+    Copying one slice too many is harmless (that slice's core does not hold the
+    match's first row), so a relative slack absorbs the rounding of the division."""
+    slack = F.lit(1.0) + F.abs(time) * F.lit(1e-12)
+
+    def slice_at(t: Column) -> Column:
+        return F.floor(t / F.lit(width)).cast("long")
+
+    return rows.select("*", slice_at(time).alias(HOME_COLUMN),
+                       F.explode(F.sequence(slice_at(time - F.lit(after) - slack),
+                                            slice_at(time + F.lit(before) + slack)))
+                       .alias(SLICE_COLUMN))
+
+
+def _span_cut(df: DataFrame, time: Column, finite: Column, max_slices: int | None,
+              min_slice_windows: float, after: float, before: float):
+    """(rows tagged and copied, slice count, width) for equal slices of the data's time
+    span (one min/max job), or None when fewer than two slices fit."""
     bounds = df.where(finite).agg(F.min(time).alias("lo"), F.max(time).alias("hi")).first()
     if bounds is None or bounds["lo"] is None:
         return None
     lo, hi = float(bounds["lo"]), float(bounds["hi"])
     partitions = shuffle_partitions(df)  # what run_plan repartitions into
-    count = _slice_count(hi - lo, float(spec.window.size),
+    count = _slice_count(hi - lo, max(after, before),
                          partitions if max_slices is None else max_slices, min_slice_windows)
     if count < 2:
         return None
     width = (hi - lo) / count
     labels = slice_labels(count, partitions)
     label_of = F.array(*[F.lit(v).cast("long") for v in labels])
-    window = float(spec.window.size)
-    back = window if contains_negation(spec.pattern) else 0.0
-    ascending = spec.order_by[0].ascending
-    # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
-    # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
-    after, before = (window, back) if ascending else (back, window)
     slack = 1.0 + 1e-12 * (abs(lo) + abs(hi))  # rounding of the micros arithmetic
 
     def slice_at(t: Column) -> Column:
@@ -135,25 +213,20 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
                                           slice_at(time + F.lit(before + slack)))).alias(index))
              .withColumn(SLICE_COLUMN, F.element_at(label_of, _col(index) + 1))
              .drop(index))
+    return frame, count, width
+
+
+def _sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
+    """The clause partitioned by slice, with the hidden first-row home measure."""
     # without PARTITION BY strict contiguity is partition contiguity (R5), and a slice is
     # a contiguous range of the input (STRICT_CONTIGUITY with the slice key would compare
     # with the global order, where every row has copies in other slices)
     strategy = "PARTITION_CONTIGUITY" if spec.strategy == "STRICT_CONTIGUITY" else spec.strategy
-    sliced = replace(
+    return replace(
         spec, strategy=strategy,
         partition_by=(PartitionKey(ColumnRef(None, SLICE_COLUMN), SLICE_COLUMN),),
         measures=spec.measures + (Measure(FIRST_MEASURE,
                                           Navigation("FIRST", ColumnRef(None, HOME_COLUMN), 0)),))
-    plan.explain = (plan.explain + "\n" if plan.explain else "") + (
-        f"Time slicing: {count} slices of {width / 1e6:g} s of the ORDER BY time, each "
-        f"also reading {after / 1e6:g} s after and {before / 1e6:g} s before itself; a "
-        "match is output by the slice holding its first row")
-    inputs: dict = {} if options is None else {"options": options}
-    if getattr(statistics, "in_worker", False):  # tasks estimate from their own rows
-        inputs["statistics"] = statistics
-    elif statistics is not None:
-        inputs["statistics"] = lambda s: statistics(_unsliced(s))
-    return SlicedClause(frame, sliced, count, inputs)
 
 
 def slicing_blocker(spec: MatchRecognizeSpec) -> str | None:

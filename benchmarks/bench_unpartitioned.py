@@ -1,0 +1,153 @@
+"""Unpartitioned patterns vs partitioned ones on Spark (issue 13, point 6).
+
+    python benchmarks/bench_unpartitioned.py                  # 1M ticks, local[2]
+    python benchmarks/bench_unpartitioned.py --rows 5000000 --repeat 2
+
+Same rows (``generate_ticks``, read from Parquet), same session:
+
+  partitioned     PARTITION BY symbol ... PATTERN (A B+ C)   (bench_foundation's query)
+  grid slices     cross-symbol STRICT_CONTIGUITY PATTERN (a b c) WITHIN 1 s, no
+                  PARTITION BY: time slices of a fixed grid (cepsql.slicing.bounds=grid,
+                  the default: no job before the query)
+  span slices     the same with cepsql.slicing.bounds=span (the former path: a min/max
+                  job, then one slice per shuffle partition)
+  one task        the same with cepsql.planner.slicing=false
+
+Forced with the ``noop`` writer, best of ``--repeat``; events/s and the ratio of each
+unpartitioned run to the partitioned one. The three unpartitioned runs must return the
+same matches (counted). Plot: benchmarks/results/bench_unpartitioned.png.
+
+Measured 2026-11-26, 1M rows, best of 2, local[2] on 2 cores shared with other jobs (load
+~9): partitioned 192.8k ev/s; grid slices 163.8k (0.85x, 2 jobs); span slices 109.3k
+(0.57x, 4 jobs); one task 421.3k (2.18x: under this load four tasks on two busy cores
+cost more than they gain; a 4-task pass-through took 1.5-2.8x a 1-task one too).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import pyarrow.parquet as pq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import cepsql  # noqa: E402
+from cepsql.datagen import generate_ticks  # noqa: E402
+
+PARTITIONED = """
+SELECT * FROM ticks MATCH_RECOGNIZE (
+  PARTITION BY symbol ORDER BY ts
+  MEASURES FIRST(A.ts) AS start_ts, LAST(C.ts) AS end_ts, A.price AS start_price,
+           LAST(B.price) AS top_price, C.price AS drop_price
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B+ C)
+  DEFINE B AS B.price > PREV(B.price), C AS C.price < PREV(C.price)) m
+"""
+
+UNPARTITIONED = """
+SELECT * FROM ticks MATCH_RECOGNIZE (
+  ORDER BY ts
+  MEASURES a.ts AS ta, c.ts AS tc, a.price AS pa, c.price AS pc
+  STRATEGY STRICT_CONTIGUITY
+  PATTERN (a b c) WITHIN INTERVAL '1' SECOND
+  DEFINE a AS symbol = 'AAPL', b AS symbol = 'MSFT', c AS symbol = 'AMZN' AND c.volume > a.volume)
+"""
+
+RUNS = {  # label -> (query, conf)
+    "partitioned A B+ C": (PARTITIONED, {}),
+    "unpartitioned a b c, grid slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
+    "unpartitioned a b c, span slices (old)": (UNPARTITIONED,
+                                               {"cepsql.slicing.bounds": "span"}),
+    "unpartitioned a b c, one task": (UNPARTITIONED, {"cepsql.planner.slicing": "false"}),
+}
+
+
+def _noop(df) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def _jobs(spark) -> int:
+    value = spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+    return value if isinstance(value, int) else value.get()
+
+
+def run(spark, rows: int, repeat: int) -> dict[str, float]:
+    times, counts, jobs = {}, {}, {}
+    for label, (sql, conf) in RUNS.items():
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        best = float("inf")
+        for _ in range(repeat):
+            before = _jobs(spark)
+            started = time.perf_counter()
+            _noop(spark.cep.sql(sql))
+            best = min(best, time.perf_counter() - started)
+            jobs[label] = _jobs(spark) - before
+        times[label] = best
+        counts[label] = spark.cep.sql(sql).count()
+        for k in conf:
+            spark.conf.unset(k)
+    unpartitioned = {n for k, n in counts.items() if k.startswith("unpartitioned")}
+    assert len(unpartitioned) == 1, counts
+    base = times["partitioned A B+ C"]
+    print(f"{rows:,} rows; strict a b c: {unpartitioned.pop():,} matches (equal in the "
+          f"three runs); A B+ C: {counts['partitioned A B+ C']:,} matches")
+    print(f"{'run':<40} {'best s':>8} {'events/s':>12} {'jobs':>5} {'vs partitioned':>15}")
+    for label, t in times.items():
+        print(f"{label:<40} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
+              f"{base / t:14.2f}x")
+    return times
+
+
+def plot(times: dict[str, float], rows: int, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 3))
+    labels = list(times)
+    rates = [rows / times[k] for k in labels]
+    ax.barh(labels, rates, color=["#48c", "#2a7", "#c84", "#999"])
+    for y, r in enumerate(rates):
+        ax.text(r, y, f" {r:,.0f}", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("events/s (best run)")
+    ax.set_xlim(0, max(rates) * 1.3)
+    ax.set_title(f"cepsql on Spark local[2], {rows:,} ticks: unpartitioned vs partitioned",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+    spark = cepsql.get_session(master=args.master,
+                               conf={"spark.sql.shuffle.partitions": "4",
+                                     "spark.driver.memory": "2g",
+                                     "spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"Spark {spark.version}, master {spark.sparkContext.master}, "
+          f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ticks.parquet")
+        pq.write_table(generate_ticks(args.rows), path, row_group_size=256_000)
+        spark.read.parquet(path).limit(20_000).createOrReplaceTempView("ticks")
+        _noop(spark.cep.sql(UNPARTITIONED))  # JVM and Python workers warm
+        _noop(spark.cep.sql(PARTITIONED))
+        spark.read.parquet(path).createOrReplaceTempView("ticks")
+        times = run(spark, args.rows, args.repeat)
+    out = os.path.join(ROOT, "benchmarks", "results", "bench_unpartitioned.png")
+    plot(times, args.rows, out)
+    print(f"plot: {os.path.relpath(out, ROOT)}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
