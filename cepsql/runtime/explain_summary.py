@@ -70,7 +70,8 @@ def _split(spec, plan) -> str:
     explain = plan.explain or ""
     if "Time slicing:" in explain:
         return ("no PARTITION BY: the stream is cut into time slices that overlap by the "
-                "window, one per core; each match is output once, by the slice of its first row")
+                "window (a fixed time grid spread over the tasks); each match is output once, by "
+                "the slice of its first row")
     if used:
         return (f"no PARTITION BY, but every variable is linked by equality on "
                 f"{', '.join(used)}, so the groups of those values run on all cores")
