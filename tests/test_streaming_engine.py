@@ -209,6 +209,52 @@ def test_cep_mode_carry_over_in_tiny_chunks(monkeypatch, strategy):
     _check_cep_stream(strategy, 40, one_row_increments=True)
 
 
+def test_cep_segment_closed_by_timer_is_not_reopened_by_an_older_row():
+    """Shrunk from test_cep_mode_carry_over_in_tiny_chunks: key b's timer alone (watermark
+    4 s, rows of key a only) closes b's segment after its row at 1 s (window 2 s); b's row
+    at 3 s arrives afterwards. It is late (below the watermark b was advanced to), so the
+    stream and the batch both see b's row at 1 s only -- before the fix b's late boundary
+    stayed at 2 s, the row at 3 s was taken and started a second segment, whereas the
+    batch put both rows in one window (matches {1}, {1, 3}, {3})."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+           "count(*) AS n ONE ROW PER MATCH STRATEGY PARTITION_CONTIGUITY "
+           "PATTERN (KL(A, 0)) WITHIN INTERVAL '2' SECOND)")
+    table = pa.table({"part": ["b", "a", "b", "a"], "ts": [1, 2, 3, 4], "price": [0] * 4,
+                      "vol": [0.5] * 4, "tag": ["x"] * 4})
+    for chunk_rows in (2, 1000):
+        engine_module.CHUNK_ROWS, saved = chunk_rows, engine_module.CHUNK_ROWS
+        try:
+            got, want, late, dropped = simulate(sql, table, [0, 1, 3, 2], [1, 2, 3], 0)
+        finally:
+            engine_module.CHUNK_ROWS = saved
+        assert late == dropped == 1
+        assert got == want
+        assert want == Counter({("'a'", "1", "1"): 1, ("'a'", "2", "2"): 1,
+                                ("'a'", "1", "3"): 1, ("'b'", "1", "1"): 1})
+
+
+def test_timer_alone_raises_the_late_boundary():
+    """A key advanced with no rows (its timer) still moves its late boundary to the
+    watermark, so what was decided at that watermark stays decided."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+           "count(*) AS n ONE ROW PER MATCH STRATEGY PARTITION_CONTIGUITY "
+           "PATTERN (KL(A, 0)) WITHIN INTERVAL '2' SECOND)")
+    table = pa.table({"part": ["b", "b"], "ts": [1, 3], "price": [0, 0],
+                      "vol": [0.5, 0.5], "tag": ["x", "x"]})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    table = prepared(table, plan)
+    engine = new_engine(plan.bind(table.schema).worker, "ts", plan.sort_keys[1:])
+    state = KeyState()
+    first = engine.advance(state, table.slice(0, 1), 2000)
+    assert first.timer_ms == 3001 and not state.closed   # {1} may still grow to {1, 3}
+    closing = engine.advance(state, None, 4000)       # the timer: the segment closes
+    assert closing.timer_ms == NO_TIMER and state.closed
+    assert sum(b.num_rows for b in first.output + closing.output) == 1
+    assert state.released_us == 4_000_000
+    step = engine.advance(state, table.slice(1, 1), 4000)
+    assert step.late == 1 and step.output == [] and state.pending is None
+
+
 def test_quiet_key_closes_from_timer_alone():
     """A SQL:2016 match that only a later row or the window's end can decide is emitted
     when the watermark passes the window, without another row for the key."""

@@ -3,7 +3,8 @@
 Rows of one PARTITION BY key arrive in any order. They wait in ``pending`` until the
 watermark passes them (event time < watermark: no row can arrive before them any more),
 then enter the evaluator in ORDER BY order. A row whose event time is below the
-boundary already released for its key is *late*: it is dropped and counted.
+newest watermark its key was advanced to (with rows or by its timer alone) is *late*: it
+is dropped and counted.
 
 SQL:2016 mode carries the batch worker's chunk state: the rows from the first undecided
 start row (minus the deepest PREV) plus (resume row, match number, covered, has start).
@@ -73,12 +74,15 @@ class StreamEngine(ABC):
             late = int(rows.num_rows - ok.sum())
             if late:
                 rows = rows.filter(pa.array(ok))
-            state.pending = concat(state.pending, rows)
+            if rows.num_rows:  # all late: keep no empty pending table in the state
+                state.pending = concat(state.pending, rows)
         state.late += late
         boundary = watermark_ms * 1000
         ready = ready_us = None
         pending_us = None if state.pending is None else self._micros(state.pending)
-        if pending_us is not None and boundary > state.released_us:
+        if boundary <= state.released_us:
+            boundary = state.released_us  # the watermark never goes back for a key
+        if pending_us is not None:
             mask = pending_us < boundary
             if mask.any():
                 ready = state.pending.filter(pa.array(mask))
@@ -89,7 +93,9 @@ class StreamEngine(ABC):
                 rest = state.pending.filter(pa.array(~mask))
                 state.pending = rest if rest.num_rows else None
                 pending_us = pending_us[~mask] if rest.num_rows else None
-            state.released_us = boundary
+        # raised even without rows: a segment closed at this watermark (a timer alone)
+        # must not be reopened by a row older than it that arrives later
+        state.released_us = boundary
         output = self._evaluate(state, ready, ready_us, boundary)
         return Step(output, self._next_timer(state, pending_us), late)
 
