@@ -90,7 +90,8 @@ def evaluator_part(args) -> list[dict]:
           + " ".join(f"{a + ' x':>9}" for a in EVAL_PLANS) + "  matches  identical")
     for n in args.eval_sizes:
         wl = stock_workload(n, seed=args.seed, symbols=args.symbols,
-                            special_fraction=args.special)
+                            special_fraction=args.special,
+                            windows=tuple(args.eval_windows))
         table = wl.stream(args.rows, seed=args.seed)
         specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
                  for s in wl.statements]
@@ -126,7 +127,8 @@ def evaluator_part(args) -> list[dict]:
 def write_eval(rows: list[dict], args) -> None:
     os.makedirs(RESULTS, exist_ok=True)
     lines = ["# Workload evaluation (shared DAG evaluator, in-process)", "",
-             f"seed {args.seed}, {args.symbols} symbols, {args.rows} events per run, "
+             f"seed {args.seed}, {args.symbols} symbols, {args.rows} events per run, windows "
+             f"{args.eval_windows} s, "
              f"{args.special:.0%} NOT/KL patterns, search budget {args.seconds} s, best of "
              f"{args.repeat}; throughput relative to the trivial global plan (written order, "
              "nothing shared); every plan's matches identical to the trivial plan's.", "",
@@ -214,6 +216,9 @@ def main() -> None:
                     help="run the workloads in the shared DAG evaluator too")
     ap.add_argument("--eval-sizes", type=int, nargs="+", default=[10, 50, 100])
     ap.add_argument("--rows", type=int, default=20000, help="events per evaluator run")
+    ap.add_argument("--eval-windows", type=int, nargs="+", default=[1, 2, 3],
+                    help="pattern windows (seconds) of the evaluated workloads: the "
+                         "trivial plan's partial matches grow fast with the window")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--skip-planning", action="store_true")
     args = ap.parse_args()
