@@ -216,7 +216,7 @@ def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan
     if not head:
         return sort_indices(table, keys)
     order = sort_indices(table, head)
-    names = [k.column for k in head]
+    names = list(dict.fromkeys(k.column for k in head))  # a key may repeat (id ASC, id DESC)
     if table.num_rows < 2 or not _has_ties(table.select(names).take(order), names):
         return order
     return sort_indices(table, keys)
