@@ -410,3 +410,18 @@ def test_cep_trailing_not_decided_by_timer_alone():
     assert engine.advance(state, None, 20000).output == []
     batch = pa.Table.from_batches(list(bound.worker(iter(table.to_batches()))))
     assert _rows(batch) == _rows(got)
+
+
+def test_match_number_in_define_is_refused_over_a_stream():
+    """A key's attempts after a gap longer than the window start a new segment whose
+    matcher numbers from 1 inside DEFINE (the output numbers are made global, DEFINE's
+    are not): refused with the position instead of a result that differs from batch
+    (found with PATTERN (A* B*), B AS MATCH_NUMBER() <= 2, AFTER MATCH SKIP TO LAST B)."""
+    from cepsql.errors import CepUnsupportedError
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (a b*) "
+           "WITHIN INTERVAL '2' SECOND DEFINE b AS MATCH_NUMBER() <= 2)")
+    table = pa.table({"part": ["a"], "ts": [1], "price": [1.0], "vol": [1.0], "tag": ["x"]})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    with pytest.raises(CepUnsupportedError, match="MATCH_NUMBER"):
+        check_streamable_spec(plan)

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-from ...algebra.expressions import ColumnRef, Navigation, walk
+from ...algebra.expressions import ColumnRef, MatchNumber, Navigation, walk
 from ...algebra.pattern import Anchor
 from ...errors import CepAnalysisError, CepUnsupportedError
 from ...exprs.spark_sql import quote_identifier, to_spark_sql
@@ -85,6 +85,14 @@ def check_streamable_spec(plan: QueryPlan) -> None:
     if plan.break_column is not None:
         raise CepUnsupportedError("STRATEGY STRICT_CONTIGUITY with PARTITION BY is not "
                                   "supported over a stream (it needs the global order)")
+    for expr in spec.defines.values():
+        for node in walk(expr):
+            if isinstance(node, MatchNumber):
+                raise CepUnsupportedError(
+                    "MATCH_NUMBER() in DEFINE is not supported over a stream: a key's "
+                    "attempts after a gap longer than the window are evaluated as a new "
+                    "segment, which would number its matches from 1 inside DEFINE",
+                    pos=getattr(node, "pos", None))
     if spec.strategy is None:
         for node in _pattern_nodes(spec.pattern):
             if isinstance(node, Anchor) and node.kind == "end":
