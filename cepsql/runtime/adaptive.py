@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import CepAnalysisError
-from .cep_worker import CepWorker, _pieces
-from .worker import CHUNK_ROWS, _with_zero
+from .cep_worker import CepWorker
+from .pending import PendingRows, pieces, with_zero
+from .worker import CHUNK_ROWS
 
 ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
@@ -114,12 +115,10 @@ class AdaptiveWorker(CepWorker):
         return AdaptivePush(self)
 
     def _record(self, matcher) -> None:
-        from .cep_worker import LAST_STATS
+        from .cep_worker import publish_stats
         self.last_stats = matcher.stats()
-        LAST_STATS.clear()
-        LAST_STATS.update(self.last_stats)
-        LAST_STATS["adaptive_checks"] = self.checks
-        LAST_STATS["adaptive_switches"] = self.switches
+        publish_stats({**self.last_stats, "adaptive_checks": self.checks,
+                       "adaptive_switches": self.switches})
 
 
 class AdaptivePush:
@@ -133,29 +132,21 @@ class AdaptivePush:
         self.cur_cont = False
         self.old = None                     # the previous plan's evaluator, until drained
         self.cur_skip = self.old_skip = 0   # leading pending rows each does not read
-        self.pending: list[pa.RecordBatch] = []
-        self.starts: list[np.ndarray] = []
-        self.pending_rows = 0
-        self.previous = None
-        self.threshold = worker.settings.chunk_rows
+        self.pending = PendingRows(worker._group_starts, worker.settings.chunk_rows)
         self.since_check = 0
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
-        for piece in _chunks([batch], self.worker.settings.chunk_rows):
+        for piece in pieces([batch], self.worker.settings.chunk_rows):
             out += self._feed_piece(piece)
         return out
 
     def _feed_piece(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         w = self.worker
-        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
-        self.previous = batch.slice(batch.num_rows - 1)
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        if self.pending_rows < self.threshold:
+        self.pending.add(batch)
+        if not self.pending.ready:
             return []
-        table = pa.Table.from_batches(self.pending)
-        all_starts = _with_zero(np.concatenate(self.starts))
+        table, all_starts = self.pending.table()
         out: list = []
         if self.old is not None:
             out += self._drain(table, all_starts, False)
@@ -173,25 +164,19 @@ class AdaptivePush:
                 self.cur_cont = False
         base = min(keep_cur, keep_old)
         self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
-        rest = table.slice(base)
-        self.pending = rest.to_batches()
-        self.pending_rows = rest.num_rows
-        self.starts = [np.zeros(0, dtype=np.int64)]
-        # rows held back (a long undecided match) are retried once the data doubled
-        self.threshold = max(w.settings.chunk_rows, 2 * self.pending_rows)
+        self.pending.keep(table.slice(base))
         return out
 
     def finish(self) -> list[pa.RecordBatch]:
         out: list = []
-        if self.pending_rows:
-            table = pa.Table.from_batches(self.pending)
-            all_starts = _with_zero(np.concatenate(self.starts))
+        if self.pending.rows:
+            table, all_starts = self.pending.table()
             if self.old is not None:
                 out += self._drain(table, all_starts, True)
             out += self.worker._process(self.cur, table.slice(self.cur_skip),
                                         _from(all_starts, self.cur_skip), False,
                                         self.cur_cont)
-            self.pending, self.pending_rows = [], 0
+            self.pending.clear()
         self.worker._record(self.cur)
         return out
 
@@ -254,14 +239,4 @@ def plan_digest(choice) -> str:
 
 def _from(all_starts: np.ndarray, skip: int) -> np.ndarray:
     """Group starts of the rows from skip on (row 0 of them continues a group)."""
-    return _with_zero(all_starts[all_starts > skip] - skip)
-
-
-def _chunks(batches, rows: int) -> Iterator[pa.RecordBatch]:
-    """Non-empty batches of at most rows rows (the checks happen per chunk)."""
-    if rows == CHUNK_ROWS:
-        yield from _pieces(batches)
-        return
-    for batch in batches:
-        for i in range(0, batch.num_rows, rows):
-            yield batch.slice(i, rows)
+    return with_zero(all_starts[all_starts > skip] - skip)

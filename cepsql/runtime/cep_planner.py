@@ -26,7 +26,7 @@ from ..errors import CepUnsupportedError
 from ..planning import ALGORITHMS, CostEvaluator, CostModel, PatternStats, choose_plan, dnf_terms
 from ..planning.algorithms import DP_B_MAX_RELATIONS, DP_LD_MAX_RELATIONS, estimate_dp_seconds
 from ..planning.jqpg import _reduce_term
-from ..planning.plans import OrderPlan, TreeNode, TreePlan, left_deep_tree
+from ..planning.plans import OrderPlan, TreeNode, left_deep_tree
 from .planner_options import PlannerOptions
 
 PLANNED_STRATEGY = "SKIP_TILL_ANY_MATCH"

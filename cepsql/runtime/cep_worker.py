@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .conditions import STR, ConditionCode
-from .worker import (CHUNK_ROWS, MatchWorker, _with_zero, measure_lanes, raise_vm_error,
+from .pending import PendingRows, pieces
+from .worker import (CHUNK_ROWS, MatchWorker, measure_lanes, raise_vm_error,
                      window_micros)
 
 
@@ -95,6 +95,12 @@ def publish_stats(stats: dict) -> None:
     """Replace LAST_STATS with one run's counters, atomically (runs may be in threads)."""
     with _STATS_LOCK:
         LAST_STATS.clear()
+        LAST_STATS.update(stats)
+
+
+def add_stats(stats: dict) -> None:
+    """Add counters to the last run's LAST_STATS, atomically."""
+    with _STATS_LOCK:
         LAST_STATS.update(stats)
 
 
@@ -181,43 +187,30 @@ class _GroupPush:
     def __init__(self, worker: CepWorker):
         self.worker = worker
         self.matcher = worker._new_matcher()
-        self.pending: list[pa.RecordBatch] = []
-        self.starts: list[np.ndarray] = []
-        self.pending_rows = 0
-        self.previous = None
-        self.threshold = CHUNK_ROWS
+        self.pending = PendingRows(worker._group_starts, CHUNK_ROWS)
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows == 0:
             return []
-        w = self.worker
-        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
-        self.previous = batch.slice(batch.num_rows - 1)
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        if self.pending_rows < self.threshold:
+        self.pending.add(batch)
+        if not self.pending.ready:
             return []
-        all_starts = _with_zero(np.concatenate(self.starts))
+        all_starts = self.pending.group_starts()
         cut = int(all_starts[-1])  # the last group may continue in the next batch
         if cut == 0:
-            self.threshold = 2 * self.pending_rows
+            self.pending.wait_for_more()
             return []
-        table = pa.Table.from_batches(self.pending)
-        out = w._process(self.matcher, table.slice(0, cut), all_starts[:-1])
-        rest = table.slice(cut)
-        self.pending = rest.to_batches()
-        self.pending_rows = rest.num_rows
-        self.starts = [np.zeros(1, dtype=np.int64)]
-        self.threshold = CHUNK_ROWS
+        table, _ = self.pending.table()
+        out = self.worker._process(self.matcher, table.slice(0, cut), all_starts[:-1])
+        self.pending.keep(table.slice(cut), group_open=False)
         return list(out)
 
     def finish(self) -> list[pa.RecordBatch]:
         out = []
-        if self.pending_rows:
-            table = pa.Table.from_batches(self.pending)
-            out = list(self.worker._process(self.matcher, table,
-                                            _with_zero(np.concatenate(self.starts))))
-            self.pending, self.pending_rows = [], 0
+        if self.pending.rows:
+            table, all_starts = self.pending.table()
+            out = list(self.worker._process(self.matcher, table, all_starts))
+            self.pending.clear()
         self.worker._record_stats(self.matcher)
         return out
 
@@ -229,46 +222,32 @@ class _WindowPush:
     def __init__(self, worker: CepWorker):
         self.worker = worker
         self.matcher = worker._new_matcher()
-        self.pending: list[pa.RecordBatch] = []
-        self.starts: list[np.ndarray] = []  # group starts, as offsets into the pending rows
-        self.pending_rows = 0
+        self.pending = PendingRows(worker._group_starts, CHUNK_ROWS)
         self.carried = 0  # leading pending rows the evaluator's open state refers to
-        self.previous = None
-        self.threshold = CHUNK_ROWS
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
-        for piece in _pieces([batch]):
+        for piece in pieces([batch], CHUNK_ROWS):
             out += self._feed_piece(piece)
         return out
 
     def _feed_piece(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
-        w = self.worker
-        self.starts.append(w._group_starts(batch, self.previous) + self.pending_rows)
-        self.previous = batch.slice(batch.num_rows - 1)
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        if self.pending_rows < self.threshold:
+        self.pending.add(batch)
+        if not self.pending.ready:
             return []
-        table = pa.Table.from_batches(self.pending)
-        all_starts = _with_zero(np.concatenate(self.starts))
-        out = w._process(self.matcher, table, all_starts, True, self.carried > 0)
-        rest = table.slice(self.matcher.keep)
-        self.pending = rest.to_batches()
-        self.pending_rows = self.carried = rest.num_rows
-        self.starts = [np.zeros(0, dtype=np.int64)]
-        # rows held back (a long undecided match) are retried once the data doubled
-        self.threshold = max(CHUNK_ROWS, 2 * self.pending_rows)
+        table, all_starts = self.pending.table()
+        out = self.worker._process(self.matcher, table, all_starts, True, self.carried > 0)
+        self.pending.keep(table.slice(self.matcher.keep))
+        self.carried = self.pending.rows
         return list(out)
 
     def finish(self) -> list[pa.RecordBatch]:
         out = []
-        if self.pending_rows:
-            table = pa.Table.from_batches(self.pending)
-            out = list(self.worker._process(self.matcher, table,
-                                            _with_zero(np.concatenate(self.starts)), False,
+        if self.pending.rows:
+            table, all_starts = self.pending.table()
+            out = list(self.worker._process(self.matcher, table, all_starts, False,
                                             self.carried > 0))
-            self.pending, self.pending_rows = [], 0
+            self.pending.clear()
         self.worker._record_stats(self.matcher)
         return out
 
@@ -278,11 +257,3 @@ def break_flags(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     It is read from the chunk itself, so carried rows passed again keep their flags."""
     flags = pc.fill_null(column.cast(pa.uint8()), 0)
     return np.ascontiguousarray(flags.to_numpy(zero_copy_only=False), dtype=np.uint8)
-
-
-def _pieces(batches) -> Iterator[pa.RecordBatch]:
-    """Non-empty batches of at most CHUNK_ROWS rows (a large input batch would otherwise
-    be one chunk)."""
-    for batch in batches:
-        for i in range(0, batch.num_rows, CHUNK_ROWS):
-            yield batch.slice(i, CHUNK_ROWS)

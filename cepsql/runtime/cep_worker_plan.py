@@ -83,15 +83,15 @@ class PlanningPush:
         return self._start() if self.rows >= self.config.worker_planner.sample_rows else []
 
     def finish(self) -> list[pa.RecordBatch]:
-        from .cep_worker import LAST_STATS
+        from .cep_worker import add_stats
         out = self._start() if self.inner is None else []
         out += self.inner.finish()
         if self.choice is not None:
             planner: WorkerPlanner = self.config.worker_planner
-            LAST_STATS["worker_planned"] = 1
-            LAST_STATS["worker_sample_rows"] = int(min(self.rows, planner.sample_rows))
-            LAST_STATS["worker_plan"] = (self.worker.digest if self.worker is not None
-                                         else plan_digest(self.choice))
+            add_stats({"worker_planned": 1,
+                       "worker_sample_rows": int(min(self.rows, planner.sample_rows)),
+                       "worker_plan": (self.worker.digest if self.worker is not None
+                                       else plan_digest(self.choice))})
         return out
 
     def _start(self) -> list[pa.RecordBatch]:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Case, ColumnRef, Expr, FunctionCall,
-                                   IsNull, Literal, MatchNumber, RowRef, RowValue, children,
+                                   IsNull, Literal, RowRef, RowValue, children,
                                    walk)
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.pattern import Exclusion

@@ -18,6 +18,7 @@ from ..errors import CepRuntimeError
 from ..exprs.arrow_eval import spark_compare
 from .conditions import STR, ConditionCode, aggregate_lane
 from .gathered import compute
+from .pending import PendingRows
 
 CHUNK_ROWS = 1 << 16
 NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
@@ -273,52 +274,36 @@ class _SqlPush:
     def __init__(self, worker: MatchWorker):
         self.worker = worker
         self.matcher = worker._new_matcher()
-        self.pending: list[pa.RecordBatch] = []
-        self.starts: list[np.ndarray] = []  # group starts, as offsets into pending rows
-        self.pending_rows = 0
-        self.previous = None  # last row of the previous batch (partition columns only)
+        self.pending = PendingRows(worker._group_starts, CHUNK_ROWS)
         self.carry = None  # (resume row, match number, covered, has start) of the open group
-        self.threshold = CHUNK_ROWS
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows == 0:
             return []
         w = self.worker
-        new_starts = w._group_starts(batch, self.previous)
-        if self.carry is not None and self.pending_rows == 0 and len(new_starts) \
-                and new_starts[0] == 0:
+        was_empty = self.pending.rows == 0
+        new_starts = self.pending.add(batch)
+        if self.carry is not None and was_empty and len(new_starts) and new_starts[0] == 0:
             self.carry = None  # the carried group ended exactly at the previous chunk's end
-        self.starts.append(new_starts + self.pending_rows)
-        self.previous = batch.slice(batch.num_rows - 1)
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        if self.pending_rows < self.threshold:
+        if not self.pending.ready:
             return []
-        table = pa.Table.from_batches(self.pending)
-        all_starts = _with_zero(np.concatenate(self.starts))
+        table, all_starts = self.pending.table()
         out, resume = w._process(self.matcher, table, all_starts, True, self.carry)
         pos, match_no, covered = resume
         keep = max(min(pos, table.num_rows) - w.config.max_lookback, int(all_starts[-1]))
-        rest = table.slice(keep)
-        self.pending = rest.to_batches()
-        self.pending_rows = rest.num_rows
-        self.starts = [np.zeros(0, dtype=np.int64)]
+        self.pending.keep(table.slice(keep))
         group_start = int(all_starts[-1])
         carry = self.carry
         has_start = keep == group_start and (carry is None or carry[3] or group_start > 0)
         self.carry = (pos - keep, match_no, max(covered - keep, 0), has_start)
-        # an attempt spanning the whole chunk is retried only once the data doubled
-        self.threshold = max(CHUNK_ROWS, 2 * self.pending_rows)
         return list(out)
 
     def finish(self) -> list[pa.RecordBatch]:
-        if not self.pending_rows:
+        if not self.pending.rows:
             return []
-        table = pa.Table.from_batches(self.pending)
-        out, _ = self.worker._process(self.matcher, table,
-                                      _with_zero(np.concatenate(self.starts)), False,
-                                      self.carry)
-        self.pending, self.pending_rows = [], 0
+        table, all_starts = self.pending.table()
+        out, _ = self.worker._process(self.matcher, table, all_starts, False, self.carry)
+        self.pending.clear()
         return list(out)
 
 
@@ -399,13 +384,6 @@ def window_micros(column) -> tuple[np.ndarray, np.ndarray]:
         raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {t} values")
     nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
     return pc.fill_null(micros, 0.0).to_numpy(zero_copy_only=False), nulls
-
-
-def _with_zero(starts: np.ndarray) -> np.ndarray:
-    """Group starts always include row 0 (the chunk's first group, maybe a carried one)."""
-    if len(starts) and starts[0] == 0:
-        return starts.astype(np.int64)
-    return np.concatenate([[0], starts]).astype(np.int64)
 
 
 def _sorted_dictionary(table: pa.Table, columns: list[str], literals: list[str]) -> pa.Array:

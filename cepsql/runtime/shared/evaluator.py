@@ -33,7 +33,8 @@ import pyarrow as pa
 from ...sharing.global_plan import GlobalPlan
 from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
-from ..worker import CHUNK_ROWS, _with_zero, raise_vm_error, window_micros
+from ..pending import with_zero as _with_zero
+from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
 from .columns import load_columns
 from .dag_arrays import dag_arrays
 
