@@ -8,7 +8,7 @@ interleavings). NOT(p) items of SEQ or AND become checks on component ranges (ru
 R6a), p itself expanded the same way into a NOT *program* the evaluator searches with
 any-match semantics. KL over a SEQ, or over an OR of SEQs naming distinct variables,
 becomes an *iteration group* of its sequence (R6b); its alternatives may share a
-variable (KL(AND(a, b)); not under SKIP_TILL_ANY_MATCH). Outside groups each positive
+variable (KL(AND(a, b))). Outside groups each positive
 variable occurs once per sequence, and no NOT variable is also positive.
 """
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     variables) that each take at least one row, name each variable once and hold no NOT
     item or inner group; an iteration runs one alternative. Alternatives may share a
     variable (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart,
-    the rows carry the variable's label (R6b), except under SKIP_TILL_ANY_MATCH."""
+    the rows carry the variable's label (R6b)."""
     pos = getattr(node, "pos", None)
     expanded = expand(node.child, strategy)
     if any(x.negs or x.groups for x in expanded) or \
@@ -167,14 +167,6 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
             "variables and closures of variables, or an OR/AND of such SEQs, each naming "
             "a variable once and taking a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), "
             "KL(AND(a, b))), without NOT or a nested KL", pos=pos)
-    names = [n for x in expanded for n, _, _ in x.comps]
-    if strategy == PLANNED_STRATEGY and len(set(names)) != len(names):
-        # the deferred take (take_skip) misses matches when alternatives share a
-        # variable: found by tests/test_composite_kl_shared.py, not yet fixed
-        raise CepUnsupportedError(
-            "KL(...) whose alternatives share a variable (e.g. KL(AND(a, b)), "
-            "KL(OR(a, SEQ(b, a)))) is not supported by the CEP evaluator under "
-            "SKIP_TILL_ANY_MATCH; the other strategies run it", pos=pos)
     if node.max == 0:
         return [LinearSeq([], [], [])]
     comps, ids, alts = [], [], []
@@ -196,7 +188,9 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
         base = len(rows)
         for f, l, lo, hi, alts in s.groups or ():
-            members = sum(1 << labels.index(s.comps[i][0]) for i in range(f, l + 1))
+            # a set of labels: alternatives may name a variable more than once
+            members = sum(1 << lab for lab in {labels.index(s.comps[i][0])
+                                              for i in range(f, l + 1)})
             for k, (a, b) in enumerate(alts):
                 nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
                 for i in range(a, b + 1):
