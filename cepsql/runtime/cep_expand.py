@@ -153,40 +153,78 @@ def expand(node, strategy: str) -> list[LinearSeq]:
 def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
     expand into linear sequences (alternatives: SEQs of variables and closures of
-    variables) that each take at least one row, name each variable once and hold no NOT
-    item or inner group; an iteration runs one alternative. Alternatives may share a
-    variable (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart,
-    the rows carry the variable's label (R6b)."""
+    variables) that each take at least one row, name each variable once and hold no
+    inner group; an iteration runs one alternative. Alternatives may share a variable
+    (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart, the rows
+    carry the variable's label (R6b). A NOT item of a SEQ in p (KL(SEQ(a, NOT(f), b)))
+    is scoped to its iteration (R6b): its region lies between the iteration's rows, so
+    both its sides must hold a component that takes a row (_closed_in_iteration)."""
     pos = getattr(node, "pos", None)
     expanded = expand(node.child, strategy)
-    if any(x.negs or x.groups for x in expanded) or \
+    if any(not _closed_in_iteration(x, neg) for x in expanded for neg in x.negs):
+        raise CepUnsupportedError(
+            "the CEP evaluator runs a NOT inside KL(...) only between two items of a SEQ "
+            "that each take a row in every iteration (e.g. KL(SEQ(a, NOT(f), b))), not at "
+            "an iteration's start or end, next to optional items or inside an AND",
+            pos=pos)
+    if any(x.groups for x in expanded) or \
             any(len({n for n, _, _ in x.comps}) != len(x.comps) for x in expanded) or \
             any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
         raise CepUnsupportedError(
             "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
             "variables and closures of variables, or an OR/AND of such SEQs, each naming "
             "a variable once and taking a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), "
-            "KL(AND(a, b))), without NOT or a nested KL", pos=pos)
+            "KL(AND(a, b))), without a nested KL", pos=pos)
     if node.max == 0:
         return [LinearSeq([], [], [])]
-    comps, ids, alts = [], [], []
+    comps, ids, alts, negs = [], [], [], []
     for x in expanded:
         alts.append((len(comps), len(comps) + len(x.comps) - 1))
+        negs += _shift(x.negs, len(comps))
         comps += x.comps
         ids += [("group", id(node)) + tuple(i) for i in x.ids]
     hi = -1 if node.max is None else node.max
-    return [LinearSeq(comps, [], ids, groups=[(0, len(comps) - 1, node.min, hi, alts)])]
+    return [LinearSeq(comps, negs, ids, groups=[(0, len(comps) - 1, node.min, hi, alts)])]
+
+
+def _closed_in_iteration(seq: LinearSeq, neg) -> bool:
+    """Whether a NOT check of one alternative of KL's pattern has a component taking a
+    row on both sides (no pending AND scope): its region then lies inside each
+    iteration, and the evaluator finds the iteration boundaries from the components
+    (cep.pyx _neg_iter_ok)."""
+    _, a, b, c, d, pending = neg
+    return not pending and any(seq.comps[i][1] > 0 for i in range(a, b)) and \
+        any(seq.comps[i][1] > 0 for i in range(c, d))
+
+
+def _iteration_negs(seq: LinearSeq) -> list[tuple[int, int]]:
+    """Per NOT check of seq: the (first, last) component of the group alternative both
+    its sides lie in (a NOT inside KL's pattern, R6b), else (-1, -1). A NOT outside the
+    group has a side outside it, so a check with both non-empty sides inside one
+    alternative came from inside KL's pattern."""
+    out = []
+    for _, a, b, c, d, _ in seq.negs:
+        where = (-1, -1)
+        if b > a and d > c:
+            for _, _, _, _, alts in seq.groups or ():
+                for first, last in alts:
+                    if first <= a and d <= last + 1:
+                        where = (first, last)
+        out.append(where)
+    return out
 
 
 def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> dict:
     """cep.pyx set_groups arrays, or {} when no sequence has a group."""
     if not any(s.groups for s in seqs):
         return {}
-    rows, recheck = [], []
+    rows, recheck, neg_iter = [], [], []
     in_group: dict[int, int] = {}   # label index -> mask of its group's labels
     for s in seqs:
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
         base = len(rows)
+        neg_iter += [[f + base, l + base] if f >= 0 else [-1, -1]
+                     for f, l in _iteration_negs(s)]
         for f, l, lo, hi, alts in s.groups or ():
             # a set of labels: alternatives may name a variable more than once
             members = sum(1 << lab for lab in {labels.index(s.comps[i][0])
@@ -206,7 +244,8 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
             for lab, mask in zip(conj_label, conj_mask)]
     return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 6),
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
-                take_skip=np.asarray(skip, dtype=np.uint8))
+                take_skip=np.asarray(skip, dtype=np.uint8),
+                neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 2))
 
 
 def negated_variables(node) -> set[str]:
