@@ -167,6 +167,9 @@ cdef class CepMatcher:
     # NOT inside KL's pattern (R6b): per NOT check, the first and last component of the
     # group alternative it lies in (-1: not in a group); its region is fixed per iteration
     cdef int* neg_iter
+    # nested KL flattened (cep_expand._flatten_nested): an alternative that only a loop
+    # back enters (an inner iteration), per alternative's first component
+    cdef unsigned char* g_loop_only
     cdef int comp_tags         # buffer nodes also record their component (label | comp+1 << 16)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
@@ -381,6 +384,7 @@ cdef class CepMatcher:
         self.seq_recheck = NULL
         self.take_skip = NULL
         self.neg_iter = NULL
+        self.g_loop_only = NULL
         self.comp_tags = 0
         self.mcomp = NULL
         self.cap_path = 0
@@ -428,7 +432,7 @@ cdef class CepMatcher:
         free(self.trk_k); free(self.tmpst); free(self.startst)
         free(self.tpos); free(self.tlab)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
-        free(self.neg_iter)
+        free(self.neg_iter); free(self.g_loop_only)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
@@ -835,8 +839,9 @@ cdef class CepMatcher:
                               False):
                     return -1
         while a >= 0:
-            if self._walk(L, proto, a, it, end, node, r, closure, True):
-                return -1
+            if looped or self.g_loop_only == NULL or not self.g_loop_only[a]:
+                if self._walk(L, proto, a, it, end, node, r, closure, True):
+                    return -1
             a = self.g_alt_next[a]
         return 0
 
@@ -1038,14 +1043,15 @@ cdef class CepMatcher:
         return 0
 
     def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip,
-                   neg_iter=None):
+                   neg_iter=None, loop_only=None):
         """Iteration groups of KL over a SEQ or an OR of SEQs (cep_plan: per component
         first, last, min, max of its group, last component of its alternative, next
         alternative's first component; -1s outside groups): after an alternative's last
         component a run loops back into every alternative or leaves (R6b). seq_recheck: sequences whose conjuncts are all
         re-checked on the complete match; take_skip: conjuncts not decided at take time;
         neg_iter: per NOT check, its alternative's first and last component when the NOT
-        lies inside KL's pattern (-1s otherwise; _neg_iter_ok)."""
+        lies inside KL's pattern (-1s otherwise; _neg_iter_ok); loop_only: per component,
+        1 at the first component of an alternative only a loop back enters (nested KL)."""
         cdef int n = groups.shape[0], i
         cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
         free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
@@ -1069,9 +1075,13 @@ cdef class CepMatcher:
         self.dedup = 1   # one assignment may arise from several iteration splits
         self.take_skip = <unsigned char*> self._copy(
             np.ascontiguousarray(take_skip, dtype=np.uint8))
-        free(self.neg_iter)
+        free(self.neg_iter); free(self.g_loop_only)
         self.neg_iter = NULL
         self.comp_tags = 0
+        self.g_loop_only = NULL
+        if loop_only is not None and len(loop_only) and np.asarray(loop_only).any():
+            self.g_loop_only = <unsigned char*> self._copy(
+                np.ascontiguousarray(loop_only, dtype=np.uint8))
         if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter) >= 0).any():
             self.neg_iter = <int*> self._copy(np.ascontiguousarray(neg_iter, dtype=np.int32))
             self.comp_tags = 1

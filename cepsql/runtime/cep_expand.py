@@ -35,7 +35,8 @@ class LinearSeq:
     negs: list
     ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
     pos: int | None = None
-    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1)
+    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1,
+    # alternatives [(first, last)], per alternative: entered only by a loop back)
     groups: list = None
 
 
@@ -44,8 +45,8 @@ def _shift(negs, k):
 
 
 def _shift_groups(groups, k):
-    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts])
-            for f, l, lo, hi, alts in groups or ()]
+    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts], loop)
+            for f, l, lo, hi, alts, loop in groups or ()]
 
 
 def _concat(parts: list[list[LinearSeq]]) -> list[LinearSeq]:
@@ -161,6 +162,9 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     both its sides must hold a component that takes a row (_closed_in_iteration)."""
     pos = getattr(node, "pos", None)
     expanded = expand(node.child, strategy)
+    loop_only = [False] * len(expanded)
+    if any(x.groups for x in expanded):
+        expanded, loop_only = _flatten_nested(node, expanded, strategy)
     if any(not _closed_in_iteration(x, neg) for x in expanded for neg in x.negs):
         raise CepUnsupportedError(
             "the CEP evaluator runs a NOT inside KL(...) only between two items of a SEQ "
@@ -174,7 +178,7 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
             "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
             "variables and closures of variables, or an OR/AND of such SEQs, each naming "
             "a variable once and taking a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), "
-            "KL(AND(a, b))), without a nested KL", pos=pos)
+            "KL(AND(a, b))), or KL(SEQ(a, KL(SEQ(b, c)))) (see _flatten_nested)", pos=pos)
     if node.max == 0:
         return [LinearSeq([], [], [])]
     comps, ids, alts, negs = [], [], [], []
@@ -184,7 +188,42 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
         comps += x.comps
         ids += [("group", id(node)) + tuple(i) for i in x.ids]
     hi = -1 if node.max is None else node.max
-    return [LinearSeq(comps, negs, ids, groups=[(0, len(comps) - 1, node.min, hi, alts)])]
+    return [LinearSeq(comps, negs, ids,
+                      groups=[(0, len(comps) - 1, node.min, hi, alts, tuple(loop_only))])]
+
+
+def _flatten_nested(node: Quantified, expanded: list, strategy: str
+                    ) -> tuple[list[LinearSeq], list[bool]]:
+    """KL(SEQ(p..., KL(q))) as one iteration group (R6b): with both closures unbounded
+    and at most one iteration required of each, an outer iteration is p q+ (or p q*),
+    so the language and the run NFA's states after each take are those of the flat
+    KL(OR(SEQ(p, q), q)) whose first iteration must be the SEQ(p, q) one: q alone is an
+    alternative only a loop back enters (loop_only). q's alternatives become
+    alternatives of their own. Under SKIP_TILL_NEXT_MATCH, with q required, q must be
+    one sequence (else the flat group splits p's run per alternative of q, while the
+    NFA waits for the first row any of them takes). Anything else raises."""
+    pos = getattr(node, "pos", None)
+    x = expanded[0]
+    ok = len(expanded) == 1 and len(x.groups) == 1 and not x.negs and \
+        node.max is None and node.min <= 1
+    if ok:
+        f, l, lo, hi, alts, loop = x.groups[0]
+        ok = l == len(x.comps) - 1 and hi == -1 and lo <= 1 and not any(loop) and \
+            any(c[1] > 0 for c in x.comps[:f]) and \
+            not (strategy == "SKIP_TILL_NEXT_MATCH" and lo == 1 and len(alts) > 1)
+    if not ok:
+        raise CepUnsupportedError(
+            "the CEP evaluator runs a KL(...) nested in a composite KL(...) only as the "
+            "last item of its SEQ, both unbounded and requiring at most one iteration, "
+            "after an item that takes a row, without NOT (e.g. KL(SEQ(a, KL(SEQ(b, c)))))"
+            "; under SKIP_TILL_NEXT_MATCH the inner KL over one SEQ", pos=pos)
+    pre = LinearSeq(x.comps[:f], [], x.ids[:f])
+    inner = [LinearSeq(x.comps[a:b + 1], [], x.ids[a:b + 1]) for a, b in alts]
+    if lo == 1:
+        entry = [LinearSeq(pre.comps + q.comps, [], pre.ids + q.ids) for q in inner]
+    else:
+        entry = [pre]
+    return entry + inner, [False] * len(entry) + [True] * len(inner)
 
 
 def _closed_in_iteration(seq: LinearSeq, neg) -> bool:
@@ -206,7 +245,7 @@ def _iteration_negs(seq: LinearSeq) -> list[tuple[int, int]]:
     for _, a, b, c, d, _ in seq.negs:
         where = (-1, -1)
         if b > a and d > c:
-            for _, _, _, _, alts in seq.groups or ():
+            for _, _, _, _, alts, _ in seq.groups or ():
                 for first, last in alts:
                     if first <= a and d <= last + 1:
                         where = (first, last)
@@ -219,18 +258,20 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
     if not any(s.groups for s in seqs):
         return {}
     rows, recheck, neg_iter = [], [], []
+    only = [0] * sum(len(s.comps) for s in seqs)   # loop-only alternatives' first comps
     in_group: dict[int, int] = {}   # label index -> mask of its group's labels
     for s in seqs:
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
         base = len(rows)
         neg_iter += [[f + base, l + base] if f >= 0 else [-1, -1]
                      for f, l in _iteration_negs(s)]
-        for f, l, lo, hi, alts in s.groups or ():
+        for f, l, lo, hi, alts, loop in s.groups or ():
             # a set of labels: alternatives may name a variable more than once
             members = sum(1 << lab for lab in {labels.index(s.comps[i][0])
                                               for i in range(f, l + 1)})
             for k, (a, b) in enumerate(alts):
                 nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
+                only[base + a] = int(loop[k])
                 for i in range(a, b + 1):
                     per[i] = [f + base, l + base, lo, hi, b + base, nxt if i == a else -1]
                     lab = labels.index(s.comps[i][0])
@@ -245,7 +286,8 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
     return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 6),
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
                 take_skip=np.asarray(skip, dtype=np.uint8),
-                neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 2))
+                neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 2),
+                loop_only=np.asarray(only, dtype=np.uint8))
 
 
 def negated_variables(node) -> set[str]:
