@@ -2,10 +2,10 @@
 (issue 12 item 3).
 
 PERMUTE(X1..Xn) is the alternation of its orders, lexicographic by item position, and
-each order's inner choices rank below the order itself. Past MAX_EXPANDED_PERMUTE items
+each order's inner choices rank below the order itself. From MIN_SEARCHED_PERMUTE items
 the matcher searches such a PERMUTE (program.py, matcher.pyx _attempt): a used-items
 mask per thread, the order fixed one position at a time by existence runs, then the
-preferred match under the whole order. Here the expansion threshold is lowered so small
+preferred match under the whole order. Here the threshold is lowered so small
 PERMUTEs take that path and are compared with the SQL:2016 reference (which expands);
 a 10-item PERMUTE runs; placements the search cannot handle still raise
 CepUnsupportedError with the position.
@@ -76,7 +76,7 @@ def price_streams(draw):
 @settings(max_examples=60, **SETTINGS)
 @given(sql=permute_with_choices(), table=price_streams())
 def test_searched_permute_equals_the_reference(sql, table):
-    with mock.patch.object(program, "MAX_EXPANDED_PERMUTE", 1):
+    with mock.patch.object(program, "MIN_SEARCHED_PERMUTE", 2):
         assert_engine_matches(sql, table)
 
 
@@ -94,7 +94,7 @@ def test_searched_permute_in_tiny_chunks(monkeypatch, sql, table):
         return original(self, (b.slice(i, 1) for b in batches for i in range(b.num_rows)))
 
     monkeypatch.setattr(worker_module.MatchWorker, "__call__", one_row_batches)
-    with mock.patch.object(program, "MAX_EXPANDED_PERMUTE", 1):
+    with mock.patch.object(program, "MIN_SEARCHED_PERMUTE", 2):
         assert_engine_matches(sql, table)
 
 
@@ -116,9 +116,10 @@ def test_later_order_choice_beats_a_greedier_item():
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS c "
            "ALL ROWS PER MATCH PATTERN (PERMUTE(X0+, X1, X2)) "
            "DEFINE X0 AS v >= 1, X1 AS v = 1, X2 AS v = 2)")
-    with mock.patch.object(program, "MAX_EXPANDED_PERMUTE", 1):
+    with mock.patch.object(program, "MIN_SEARCHED_PERMUTE", 2):
         cols, rows = run(sql, t=t)
-    expected_cols, expected = run(sql, t=t)     # expanded alternation (3 items)
+    with mock.patch.object(program, "MIN_SEARCHED_PERMUTE", 99):
+        expected_cols, expected = run(sql, t=t)     # expanded alternation
     assert [r[cols.index("c")] for r in rows] == \
         [r[expected_cols.index("c")] for r in expected] == ["X0", "X0", "X1", "X2"]
 

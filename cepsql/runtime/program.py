@@ -18,8 +18,9 @@ the items a thread has used, and a dispatch tries the unused items in written or
 then comes back. Depth-first, that enumerates the orders lexicographically, and threads
 with the same mask at the same instruction merge, so states stay at most 2^n. Items with
 inner choices (quantifiers, alternation) would interleave those choices with the choice
-of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items). Beyond
-that it is *searched*: compiled as the dispatch loop, with PERM_BEGIN's b = its item count,
+of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items), or,
+from MIN_SEARCHED_PERMUTE items where its place allows (below; faster from 5 items on,
+benchmarks/bench_permute.py), *searched*: compiled as the dispatch loop, with PERM_BEGIN's b = its item count,
 and the matcher fixes the order one position at a time, the earliest item with which some
 match exists first, then finds the preferred match under the whole order (matcher.pyx
 _attempt). That needs the order to be the first choice a path makes that can differ:
@@ -55,7 +56,8 @@ OP_CLEAR = 14       # slot a := -1 (a loop's progress slot, dead past the loop's
 
 MAX_PROGRAM_SIZE = 200_000
 MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word
-MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives, then searched
+MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives at most
+MIN_SEARCHED_PERMUTE = 5   # ... searched from this many items where the place allows
 MAX_CLOSURE_DEPTH = 1_000_000
 
 
@@ -103,13 +105,13 @@ def compile_pattern(pattern: PatternNode, labels: list[str]) -> Program:
 
 
 def searched_permute(pattern: PatternNode) -> Permute | None:
-    """The PERMUTE the matcher searches order by order (module docstring): more than
-    MAX_EXPANDED_PERMUTE items, some with inner choices, entered once per match, with
+    """The PERMUTE the matcher searches order by order (module docstring): at least
+    MIN_SEARCHED_PERMUTE items, some with inner choices, entered once per match, with
     only items without choices before it."""
     items = list(pattern.items) if isinstance(pattern, Concat) else [pattern]
     for item in items:
         if isinstance(item, Permute):
-            if len(item.items) > MAX_EXPANDED_PERMUTE and \
+            if len(item.items) >= MIN_SEARCHED_PERMUTE and \
                     not all(single_path(i) for i in item.items):
                 return item
             return None
@@ -216,11 +218,11 @@ class _Builder:
                 self.emit_node(node.items[0])
             elif all(single_path(i) for i in node.items):
                 self.emit_permute(node)
+            elif node is self.searched:
+                self.emit_permute(node, searched=True)
             elif len(node.items) <= MAX_EXPANDED_PERMUTE:
                 self.emit_alternation([Concat(tuple(order))
                                        for order in permutations(node.items)])
-            elif node is self.searched:
-                self.emit_permute(node, searched=True)
             else:
                 raise CepUnsupportedError(
                     f"PERMUTE with more than {MAX_EXPANDED_PERMUTE} items whose items have "
