@@ -133,3 +133,26 @@ def test_not_at_an_iteration_edge_is_refused(pattern):
     sql = _sql("SKIP_TILL_NEXT_MATCH", pattern, DEFINES[0], "ONE ROW PER MATCH", "")
     with pytest.raises(CepUnsupportedError, match="NOT inside KL"):
         cepsql.match_recognize(sql, t=table)
+
+
+@pytest.mark.parametrize("pattern", ["KL(SEQ(a, NOT(c), b))", "KL(SEQ(a, KL(SEQ(b, d))))"])
+@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "STRICT_CONTIGUITY"])
+def test_stream_carry_over_keeps_the_iteration_components(monkeypatch, pattern, strategy):
+    # the streaming engine exports the evaluator's buffer nodes (their labels carry the
+    # taking component) between 2-row chunks and one-row increments: still the batch
+    # (STRICT_CONTIGUITY with PARTITION BY is refused over streams)
+    from cepsql.backends.streaming import engine as engine_module
+    from test_streaming_engine import simulate
+    monkeypatch.setattr(engine_module, "CHUNK_ROWS", 2)
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+           f"count(*) AS n, listagg(CLASSIFIER(), '') AS labels ONE ROW PER MATCH "
+           f"STRATEGY {strategy} PATTERN ({pattern}) WITHIN INTERVAL '6' SECOND DEFINE "
+           "a AS a.tag = 'x', b AS b.tag = 'y', " +
+           ("c AS c.tag = 'z')" if "c" in pattern else "d AS d.tag = 'z')"))
+    p_tags, q_tags = "xyzyzxyz", "xzyxyxyy"       # key p: nested iterations; q: NOTs
+    tags = [t for pair in zip(p_tags, q_tags) for t in pair]
+    table = pa.table({"part": ["p", "q"] * 8, "ts": list(range(1, 17)), "price": [0] * 16,
+                      "vol": [1.0] * 16, "tag": tags})
+    got, want, late, dropped = simulate(sql, table, list(range(16)), list(range(1, 16)), 0)
+    assert late == dropped == 0
+    assert got == want and sum(want.values()) > 0, (got, want)
