@@ -20,10 +20,10 @@ with the same mask at the same instruction merge, so states stay at most 2^n. It
 inner choices (quantifiers, alternation) would interleave those choices with the choice
 of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items), or,
 from MIN_SEARCHED_PERMUTE items where its place allows (below; faster from 5 items on,
-benchmarks/bench_permute.py), *searched*: compiled as the dispatch loop, with PERM_BEGIN's b = its item count,
-and the matcher fixes the order one position at a time, the earliest item with which some
-match exists first, then finds the preferred match under the whole order (matcher.pyx
-_attempt). That needs the order to be the first choice a path makes that can differ:
+benchmarks/bench_permute.py), *searched*: compiled as the dispatch loop, with
+PERM_BEGIN's b = its item count, and the matcher fixes the order one position at a time,
+the earliest item with which some match exists first, then finds the preferred match
+under the whole order (matcher.pyx _attempt). That needs the order to be the first choice a path makes that can differ:
 the searched PERMUTE is entered once per match, and only items without choices come
 before it (the pattern is ``X Y PERMUTE(...) rest`` or ``PERMUTE(...) rest``).
 """
