@@ -164,6 +164,13 @@ cdef class CepMatcher:
     cdef int* g_alt_next       # first comp of an alternative -> first comp of the next (-1)
     cdef unsigned char* seq_recheck   # sequence with a group: re-check every conjunct (R2)
     cdef unsigned char* take_skip     # conjunct not decided at take time (ANY in a group)
+    # NOT inside KL's pattern (R6b): per NOT check, the first and last component of the
+    # group alternative it lies in (-1: not in a group); its region is fixed per iteration
+    cdef int* neg_iter
+    # nested KL flattened (cep_expand._flatten_nested): an alternative that only a loop
+    # back enters (an inner iteration), per alternative's first component
+    cdef unsigned char* g_loop_only
+    cdef int comp_tags         # buffer nodes also record their component (label | comp+1 << 16)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
     cdef int* leaves
@@ -218,6 +225,7 @@ cdef class CepMatcher:
     cdef i64* plab
     cdef i64* mpos
     cdef i64* mlab
+    cdef i64* mcomp            # per match row: the component that took it (comp_tags)
     cdef i64 cap_path
     cdef i64 emit_last
     cdef int emit_seq
@@ -375,6 +383,10 @@ cdef class CepMatcher:
         self.g_alt_next = NULL
         self.seq_recheck = NULL
         self.take_skip = NULL
+        self.neg_iter = NULL
+        self.g_loop_only = NULL
+        self.comp_tags = 0
+        self.mcomp = NULL
         self.cap_path = 0
         self.ppos = NULL
         self.plab = NULL
@@ -419,7 +431,8 @@ cdef class CepMatcher:
         free(self.trk_of_set); free(self.trk_set); free(self.trk_base); free(self.trk_f)
         free(self.trk_k); free(self.tmpst); free(self.startst)
         free(self.tpos); free(self.tlab)
-        free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab)
+        free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
+        free(self.neg_iter); free(self.g_loop_only)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
@@ -729,7 +742,8 @@ cdef class CepMatcher:
         cdef u64 closure = 0
         memcpy(proto, run, self.RW * sizeof(i64))
         first = r if run[R_NODE] < 0 else self.n_first.data[run[R_NODE]]
-        node = self._new_node(r, label, run[R_NODE], -2, first)
+        node = self._new_node(r, label | ((comp + 1) << 16) if self.comp_tags else label,
+                              run[R_NODE], -2, first)
         if node < 0:
             return -1
         proto[R_NODE] = node
@@ -825,8 +839,9 @@ cdef class CepMatcher:
                               False):
                     return -1
         while a >= 0:
-            if self._walk(L, proto, a, it, end, node, r, closure, True):
-                return -1
+            if looped or self.g_loop_only == NULL or not self.g_loop_only[a]:
+                if self._walk(L, proto, a, it, end, node, r, closure, True):
+                    return -1
             a = self.g_alt_next[a]
         return 0
 
@@ -981,7 +996,8 @@ cdef class CepMatcher:
         cdef i64 state
         for i in range(m):
             pos[i] = self.ppos[m - 1 - i]
-            lab[i] = self.plab[m - 1 - i]
+            lab[i] = self.plab[m - 1 - i] & 0xFFFF
+            self.mcomp[i] = (self.plab[m - 1 - i] >> 16) - 1
         if not self._fits(pos[0], pos[m - 1]):
             return 0
         for i in range(m):
@@ -1026,12 +1042,16 @@ cdef class CepMatcher:
         self.matches_found += 1
         return 0
 
-    def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip):
+    def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip,
+                   neg_iter=None, loop_only=None):
         """Iteration groups of KL over a SEQ or an OR of SEQs (cep_plan: per component
         first, last, min, max of its group, last component of its alternative, next
         alternative's first component; -1s outside groups): after an alternative's last
         component a run loops back into every alternative or leaves (R6b). seq_recheck: sequences whose conjuncts are all
-        re-checked on the complete match; take_skip: conjuncts not decided at take time."""
+        re-checked on the complete match; take_skip: conjuncts not decided at take time;
+        neg_iter: per NOT check, its alternative's first and last component when the NOT
+        lies inside KL's pattern (-1s otherwise; _neg_iter_ok); loop_only: per component,
+        1 at the first component of an alternative only a loop back enters (nested KL)."""
         cdef int n = groups.shape[0], i
         cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
         free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
@@ -1055,6 +1075,16 @@ cdef class CepMatcher:
         self.dedup = 1   # one assignment may arise from several iteration splits
         self.take_skip = <unsigned char*> self._copy(
             np.ascontiguousarray(take_skip, dtype=np.uint8))
+        free(self.neg_iter); free(self.g_loop_only)
+        self.neg_iter = NULL
+        self.comp_tags = 0
+        self.g_loop_only = NULL
+        if loop_only is not None and len(loop_only) and np.asarray(loop_only).any():
+            self.g_loop_only = <unsigned char*> self._copy(
+                np.ascontiguousarray(loop_only, dtype=np.uint8))
+        if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter) >= 0).any():
+            self.neg_iter = <int*> self._copy(np.ascontiguousarray(neg_iter, dtype=np.int32))
+            self.comp_tags = 1
 
     def set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
                          cnp.ndarray comps, cnp.ndarray early):
@@ -1085,6 +1115,8 @@ cdef class CepMatcher:
         cdef bint has_lo = False, has_hi = False, ok
         cdef i64* tp = self.tpos   # scratch for the trial match
         cdef i64* tl = self.tlab
+        if self.neg_iter != NULL and self.neg_iter[q * 2] >= 0:
+            return self._neg_iter_ok(q, pos, lab, m)
         for i in range(m):
             comp = self.comp_of[seq * self.n_labels + lab[i]]
             if comp >= a and comp < b:
@@ -1135,6 +1167,86 @@ cdef class CepMatcher:
                     return 0
         if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
             return 2
+        return 1
+
+    cdef int _neg_iter_ok(self, int q, i64* pos, i64* lab, i64 m) noexcept nogil:
+        """R6b: a NOT inside KL's pattern holds in every iteration of its alternative,
+        the region between that iteration's rows of components [a, b) and [c, d). The
+        components the rows were taken in (mcomp, from _finish) split the match into
+        iterations: both sides hold a required component (_expand_group), so an
+        iteration spans at least two components and the next one starts at a lower one.
+        0: violated; 1: holds; -1: out of memory."""
+        cdef int sub = self.negs[q * 6 + 1]
+        cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
+        cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
+        cdef int af = self.neg_iter[q * 2], al = self.neg_iter[q * 2 + 1]
+        cdef i64 i, lo = -1, hi = -1, prev = -1
+        cdef i64 comp
+        cdef int rc
+        for i in range(m + 1):
+            comp = self.mcomp[i] if i < m else -1
+            if comp < af or comp > al or comp < prev:
+                # the iteration of the alternative that ended here (if any)
+                if prev >= 0 and lo >= 0 and hi >= 0:
+                    rc = self._neg_region(sub, pos, lab, m, lo + 1, hi, True, self.ps)
+                    if rc != 1:
+                        return rc
+                lo = -1
+                hi = -1
+                prev = -1
+            if comp < af or comp > al:
+                continue
+            prev = comp
+            if comp >= a and comp < b:
+                lo = pos[i]
+            elif comp >= cc and comp < d and hi < 0:
+                hi = pos[i]
+        return 1
+
+    cdef int _neg_region(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
+                         bint closed_region, i64 from_row) noexcept nogil:
+        """No match of NOT program sub on the rows of [lo_r, hi_r) outside the match
+        (open regions: rows that fit the window with the match). 0: violated; 1: holds;
+        -1: out of memory."""
+        cdef int nlab, first_comp, c
+        cdef i64 i, r, k
+        cdef bint ok
+        cdef i64* tp = self.tpos
+        cdef i64* tl = self.tlab
+        first_comp = self.nt_seq[self.nt_sub[sub]]
+        if self.nt_sub[sub + 1] - self.nt_sub[sub] != 1 or \
+                self.nt_seq[self.nt_sub[sub] + 1] - first_comp != 1 or \
+                self.nt_comp[first_comp * 3 + 1] != 1 or self.nt_comp[first_comp * 3 + 2] != 1:
+            return self._neg_program(sub, pos, lab, m, lo_r, hi_r, closed_region)
+        nlab = self.nt_comp[first_comp * 3]
+        if lo_r < from_row:
+            lo_r = from_row
+        k = 0
+        for r in range(lo_r, hi_r):
+            while k < m and pos[k] < r:
+                k += 1
+            if k < m and pos[k] == r:
+                continue
+            if not closed_region:
+                if not self._fits(pos[0] if pos[0] < r else r,
+                                  pos[m - 1] if pos[m - 1] > r else r):
+                    continue
+            for i in range(k):
+                tp[i] = pos[i]
+                tl[i] = lab[i]
+            tp[k] = r
+            tl[k] = nlab
+            for i in range(k, m):
+                tp[i + 1] = pos[i]
+                tl[i + 1] = lab[i]
+            ok = True
+            for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                c = self.lab_conj[i]
+                if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
+                    ok = False
+                    break
+            if ok:
+                return 0
         return 1
 
     cdef int _neg_program(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
@@ -2071,6 +2183,7 @@ cdef class CepMatcher:
             self.plab = <i64*> realloc(self.plab, self.cap_path * sizeof(i64))
             self.mpos = <i64*> realloc(self.mpos, self.cap_path * sizeof(i64))
             self.mlab = <i64*> realloc(self.mlab, self.cap_path * sizeof(i64))
+            self.mcomp = <i64*> realloc(self.mcomp, self.cap_path * sizeof(i64))
             self.tpos = <i64*> realloc(self.tpos, self.cap_path * sizeof(i64))
             self.tlab = <i64*> realloc(self.tlab, self.cap_path * sizeof(i64))
         if self.cap_flags < self.n_rows + 1:
@@ -2079,7 +2192,7 @@ cdef class CepMatcher:
             if p == NULL:
                 raise MemoryError("cepsql CEP matcher ran out of memory")
             self.covered = p
-        if self.ppos == NULL or self.tlab == NULL:
+        if self.ppos == NULL or self.tlab == NULL or self.mcomp == NULL:
             raise MemoryError("cepsql CEP matcher ran out of memory")
         with nogil:
             if self.n_rows > carried:
@@ -2494,8 +2607,9 @@ cdef class CepMatcher:
             sq = <int> self.m_sq.data[i]
             self.m_st.data[i] = 0
             for q in range(self.n_negs):
-                if self.negs[q * 6] != sq:
-                    continue
+                if self.negs[q * 6] != sq or \
+                        (self.neg_iter != NULL and self.neg_iter[q * 2] >= 0):
+                    continue   # an iteration's NOT is closed: settled by _finish
                 rc = self._neg_ok(<int> q, self.m_pos.data + o, self.m_lab.data + o, l,
                                   self.m_chk.data[i])
                 if rc == 0:

@@ -153,6 +153,13 @@ cdef class SqlMatcher:
     cdef int use_one_pass        # set_search switches: one pass where possible,
     cdef int use_early_stop      # early stop on required labels
     cdef i64 undecided_start     # earliest start whose outcome needs rows not seen yet
+    # searched PERMUTE (items with inner choices, see _attempt): its mask slot (-1 none),
+    # item count, and the order prefix the current attempt forces on it
+    cdef int perm_slot
+    cdef int perm_n
+    cdef int forced[64]
+    cdef int forced_len
+    cdef int last_found          # _try_match reached DONE (even when also undecided)
     cdef i64 winner_start_
     # leaves for output: set, logical, loff, poff, final, kind
     cdef int* leaves
@@ -272,10 +279,19 @@ cdef class SqlMatcher:
         self.last_true = <i64*> malloc(max(n_labels, 1) * sizeof(i64))
         self.req = <unsigned long long*> malloc(max(self.n_prog, 1) * sizeof(unsigned long long))
         self._required_masks()
-        self.one_pass_ok = self._start_free()
+        self.perm_slot = -1
+        self.perm_n = 0
+        self.forced_len = 0
+        for i in range(self.n_prog):
+            if self.prog[i * 3] == OP_PERM_BEGIN and self.prog[i * 3 + 2] > 0:
+                self.perm_slot = self.prog[i * 3 + 1]
+                self.perm_n = self.prog[i * 3 + 2]
+        # a searched PERMUTE forces an order prefix per attempt: one start at a time, and
+        # no memo (a configuration that failed under one prefix may match under another)
+        self.one_pass_ok = self._start_free() and self.perm_slot < 0
         self.use_one_pass = 1
         self.use_early_stop = 1
-        self.memo_ok = self._memo_safe()
+        self.memo_ok = self._memo_safe() and self.perm_slot < 0
         self.use_memo = 1
         self.memo_span = MEMO_SPAN
         self.KW = 2 + self.S - ST_SETS
@@ -509,7 +525,8 @@ cdef class SqlMatcher:
         if op == OP_PERM_TRY:
             # item (a & 63) unused: take it first (preferred), then the later items
             k = self.slot_base + (a >> 6)
-            if st[k] & ((<i64> 1) << (a & 63)):
+            if st[k] & ((<i64> 1) << (a & 63)) or \
+                    ((a >> 6) == self.perm_slot and not self._perm_allowed(st[k], a & 63)):
                 self._add(L, pc + 1, st, r, depth)
                 return
             t = self.tmp + (depth + 1) * self.S
@@ -519,6 +536,54 @@ cdef class SqlMatcher:
             memcpy(t, st, self.S * sizeof(i64))
             self._add(L, pc + 1, t, r, depth + 1)
             return
+
+    cdef inline bint _perm_allowed(self, i64 used, int item) noexcept nogil:
+        """Whether the searched PERMUTE may take item next: its position in the order
+        (items used so far) is free or forced to that item."""
+        cdef int k = 0
+        while used:
+            used &= used - 1
+            k += 1
+        return k >= self.forced_len or self.forced[k] == item
+
+    cdef int _attempt(self, i64 start) noexcept nogil:
+        """_try_match, honouring a searched PERMUTE's preference: its orders come first,
+        lexicographically by item position, its items' inner choices after (Trino: the
+        alternation of the orders). The dispatch alone would interleave the two, so the
+        order is fixed one position at a time: the earliest item with which some match
+        exists (an existence run: any DONE), then, with the whole order forced, the
+        preferred match. One run settles a start with no match; at most n(n+1)/2 runs
+        otherwise, each over at most 2^n masks per instruction."""
+        cdef int rc, k, i, placed
+        cdef i64 used = 0
+        if self.perm_slot < 0:
+            return self._try_match(start)
+        self.forced_len = 0
+        rc = self._try_match(start)
+        if rc <= 0 or (rc == 2 and not self.last_found):
+            return rc
+        for k in range(self.perm_n - 1):
+            placed = 0
+            for i in range(self.perm_n):
+                if used & ((<i64> 1) << i):
+                    continue
+                self.forced[k] = i
+                self.forced_len = k + 1
+                rc = self._try_match(start)
+                if rc < 0:
+                    return rc
+                if self.last_found:
+                    used |= (<i64> 1) << i
+                    placed = 1
+                    break
+                if rc == 2:
+                    self.forced_len = 0
+                    return 2   # an earlier order's outcome needs rows not seen yet
+            if not placed:   # not reached: a feasible prefix has a feasible extension
+                self.forced_len = 0
+                return 0
+        self.forced_len = 0
+        return rc   # the run with the whole order forced: its preferred match
 
     cdef bint _insert(self, ThreadList* L, int pc, i64* st) noexcept nogil:
         """Add (pc, st) to L unless an equivalent entry is there; False when dropped."""
@@ -955,6 +1020,7 @@ cdef class SqlMatcher:
             r += 1
         self._list_clear(cur)
         self._list_clear(nxt)
+        self.last_found = found
         if self.undecided:
             return 2
         return found
@@ -1232,7 +1298,7 @@ cdef class SqlMatcher:
                         self.memo_hits = 0
                         self.memo_floor = pos
                         memo_before = self.memo_n
-                        found = self._try_match(pos)
+                        found = self._attempt(pos)
                         if self.memo_on and found == 0:
                             if memo_before and not self.memo_hits and self.pend_n > MEMO_PROBE:
                                 # states carry start-specific words (e.g. FIRST rows):

@@ -4,7 +4,8 @@ PERMUTE(X1..Xn) is the alternation of its n! orders, lexicographic by item posit
 For single-path items the VM (a used-items mask per thread) and the reference (a lazy
 depth-first choice of the next item) never build that alternation. Checked here: the
 lazy reference equals the fully expanded one; the engine equals the reference with
-8-10 items; what stays unsupported raises CepUnsupportedError with a position.
+8-10 items; what stays unsupported raises CepUnsupportedError with a position. Items
+with inner choices past 7 items: tests/test_permute_choices.py.
 """
 from __future__ import annotations
 
@@ -163,8 +164,9 @@ def test_spark_runs_wide_permute(spark):
 # --- what stays unsupported ----------------------------------------------------------
 
 def test_wide_permute_with_inner_choices_is_unsupported_with_position():
+    # inside a quantifier (searched only once per match: test_permute_choices.py)
     items = ", ".join(f"X{i}+" for i in range(8))
-    sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id PATTERN (PERMUTE({items})))"
+    sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id PATTERN ((PERMUTE({items}))+))"
     with pytest.raises(CepUnsupportedError, match="PERMUTE with more than 7") as info:
         cepsql.match_recognize(sql, t=pd.DataFrame({"id": [1]}))
     assert (info.value.line, info.value.col) == loc(sql, "PERMUTE")

@@ -8,7 +8,7 @@ interleavings). NOT(p) items of SEQ or AND become checks on component ranges (ru
 R6a), p itself expanded the same way into a NOT *program* the evaluator searches with
 any-match semantics. KL over a SEQ, or over an OR of SEQs naming distinct variables,
 becomes an *iteration group* of its sequence (R6b); its alternatives may share a
-variable (KL(AND(a, b)); not under SKIP_TILL_ANY_MATCH). Outside groups each positive
+variable (KL(AND(a, b))). Outside groups each positive
 variable occurs once per sequence, and no NOT variable is also positive.
 """
 from __future__ import annotations
@@ -35,7 +35,8 @@ class LinearSeq:
     negs: list
     ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
     pos: int | None = None
-    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1)
+    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1,
+    # alternatives [(first, last)], per alternative: entered only by a loop back)
     groups: list = None
 
 
@@ -44,8 +45,8 @@ def _shift(negs, k):
 
 
 def _shift_groups(groups, k):
-    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts])
-            for f, l, lo, hi, alts in groups or ()]
+    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts], loop)
+            for f, l, lo, hi, alts, loop in groups or ()]
 
 
 def _concat(parts: list[list[LinearSeq]]) -> list[LinearSeq]:
@@ -153,52 +154,124 @@ def expand(node, strategy: str) -> list[LinearSeq]:
 def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
     expand into linear sequences (alternatives: SEQs of variables and closures of
-    variables) that each take at least one row, name each variable once and hold no NOT
-    item or inner group; an iteration runs one alternative. Alternatives may share a
-    variable (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart,
-    the rows carry the variable's label (R6b), except under SKIP_TILL_ANY_MATCH."""
+    variables) that each take at least one row, name each variable once and hold no
+    inner group; an iteration runs one alternative. Alternatives may share a variable
+    (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart, the rows
+    carry the variable's label (R6b). A NOT item of a SEQ in p (KL(SEQ(a, NOT(f), b)))
+    is scoped to its iteration (R6b): its region lies between the iteration's rows, so
+    both its sides must hold a component that takes a row (_closed_in_iteration)."""
     pos = getattr(node, "pos", None)
     expanded = expand(node.child, strategy)
-    if any(x.negs or x.groups for x in expanded) or \
+    loop_only = [False] * len(expanded)
+    if any(x.groups for x in expanded):
+        expanded, loop_only = _flatten_nested(node, expanded, strategy)
+    if any(not _closed_in_iteration(x, neg) for x in expanded for neg in x.negs):
+        raise CepUnsupportedError(
+            "the CEP evaluator runs a NOT inside KL(...) only between two items of a SEQ "
+            "that each take a row in every iteration (e.g. KL(SEQ(a, NOT(f), b))), not at "
+            "an iteration's start or end, next to optional items or inside an AND",
+            pos=pos)
+    if any(x.groups for x in expanded) or \
             any(len({n for n, _, _ in x.comps}) != len(x.comps) for x in expanded) or \
             any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
         raise CepUnsupportedError(
             "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
             "variables and closures of variables, or an OR/AND of such SEQs, each naming "
             "a variable once and taking a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), "
-            "KL(AND(a, b))), without NOT or a nested KL", pos=pos)
-    names = [n for x in expanded for n, _, _ in x.comps]
-    if strategy == PLANNED_STRATEGY and len(set(names)) != len(names):
-        # the deferred take (take_skip) misses matches when alternatives share a
-        # variable: found by tests/test_composite_kl_shared.py, not yet fixed
-        raise CepUnsupportedError(
-            "KL(...) whose alternatives share a variable (e.g. KL(AND(a, b)), "
-            "KL(OR(a, SEQ(b, a)))) is not supported by the CEP evaluator under "
-            "SKIP_TILL_ANY_MATCH; the other strategies run it", pos=pos)
+            "KL(AND(a, b))), or KL(SEQ(a, KL(SEQ(b, c)))) (see _flatten_nested)", pos=pos)
     if node.max == 0:
         return [LinearSeq([], [], [])]
-    comps, ids, alts = [], [], []
+    comps, ids, alts, negs = [], [], [], []
     for x in expanded:
         alts.append((len(comps), len(comps) + len(x.comps) - 1))
+        negs += _shift(x.negs, len(comps))
         comps += x.comps
         ids += [("group", id(node)) + tuple(i) for i in x.ids]
     hi = -1 if node.max is None else node.max
-    return [LinearSeq(comps, [], ids, groups=[(0, len(comps) - 1, node.min, hi, alts)])]
+    return [LinearSeq(comps, negs, ids,
+                      groups=[(0, len(comps) - 1, node.min, hi, alts, tuple(loop_only))])]
+
+
+def _flatten_nested(node: Quantified, expanded: list, strategy: str
+                    ) -> tuple[list[LinearSeq], list[bool]]:
+    """KL(SEQ(p..., KL(q))) as one iteration group (R6b): with both closures unbounded
+    and at most one iteration required of each, an outer iteration is p q+ (or p q*),
+    so the language and the run NFA's states after each take are those of the flat
+    KL(OR(SEQ(p, q), q)) whose first iteration must be the SEQ(p, q) one: q alone is an
+    alternative only a loop back enters (loop_only). q's alternatives become
+    alternatives of their own. Under SKIP_TILL_NEXT_MATCH, with q required, q must be
+    one sequence (else the flat group splits p's run per alternative of q, while the
+    NFA waits for the first row any of them takes). Anything else raises."""
+    pos = getattr(node, "pos", None)
+    x = expanded[0]
+    ok = len(expanded) == 1 and len(x.groups) == 1 and not x.negs and \
+        node.max is None and node.min <= 1
+    if ok:
+        f, l, lo, hi, alts, loop = x.groups[0]
+        ok = l == len(x.comps) - 1 and hi == -1 and lo <= 1 and not any(loop) and \
+            any(c[1] > 0 for c in x.comps[:f]) and \
+            not (strategy == "SKIP_TILL_NEXT_MATCH" and lo == 1 and len(alts) > 1)
+    if not ok:
+        raise CepUnsupportedError(
+            "the CEP evaluator runs a KL(...) nested in a composite KL(...) only as the "
+            "last item of its SEQ, both unbounded and requiring at most one iteration, "
+            "after an item that takes a row, without NOT (e.g. KL(SEQ(a, KL(SEQ(b, c)))))"
+            "; under SKIP_TILL_NEXT_MATCH the inner KL over one SEQ", pos=pos)
+    pre = LinearSeq(x.comps[:f], [], x.ids[:f])
+    inner = [LinearSeq(x.comps[a:b + 1], [], x.ids[a:b + 1]) for a, b in alts]
+    if lo == 1:
+        entry = [LinearSeq(pre.comps + q.comps, [], pre.ids + q.ids) for q in inner]
+    else:
+        entry = [pre]
+    return entry + inner, [False] * len(entry) + [True] * len(inner)
+
+
+def _closed_in_iteration(seq: LinearSeq, neg) -> bool:
+    """Whether a NOT check of one alternative of KL's pattern has a component taking a
+    row on both sides (no pending AND scope): its region then lies inside each
+    iteration, and the evaluator finds the iteration boundaries from the components
+    (cep.pyx _neg_iter_ok)."""
+    _, a, b, c, d, pending = neg
+    return not pending and any(seq.comps[i][1] > 0 for i in range(a, b)) and \
+        any(seq.comps[i][1] > 0 for i in range(c, d))
+
+
+def _iteration_negs(seq: LinearSeq) -> list[tuple[int, int]]:
+    """Per NOT check of seq: the (first, last) component of the group alternative both
+    its sides lie in (a NOT inside KL's pattern, R6b), else (-1, -1). A NOT outside the
+    group has a side outside it, so a check with both non-empty sides inside one
+    alternative came from inside KL's pattern."""
+    out = []
+    for _, a, b, c, d, _ in seq.negs:
+        where = (-1, -1)
+        if b > a and d > c:
+            for _, _, _, _, alts, _ in seq.groups or ():
+                for first, last in alts:
+                    if first <= a and d <= last + 1:
+                        where = (first, last)
+        out.append(where)
+    return out
 
 
 def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> dict:
     """cep.pyx set_groups arrays, or {} when no sequence has a group."""
     if not any(s.groups for s in seqs):
         return {}
-    rows, recheck = [], []
+    rows, recheck, neg_iter = [], [], []
+    only = [0] * sum(len(s.comps) for s in seqs)   # loop-only alternatives' first comps
     in_group: dict[int, int] = {}   # label index -> mask of its group's labels
     for s in seqs:
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
         base = len(rows)
-        for f, l, lo, hi, alts in s.groups or ():
-            members = sum(1 << labels.index(s.comps[i][0]) for i in range(f, l + 1))
+        neg_iter += [[f + base, l + base] if f >= 0 else [-1, -1]
+                     for f, l in _iteration_negs(s)]
+        for f, l, lo, hi, alts, loop in s.groups or ():
+            # a set of labels: alternatives may name a variable more than once
+            members = sum(1 << lab for lab in {labels.index(s.comps[i][0])
+                                              for i in range(f, l + 1)})
             for k, (a, b) in enumerate(alts):
                 nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
+                only[base + a] = int(loop[k])
                 for i in range(a, b + 1):
                     per[i] = [f + base, l + base, lo, hi, b + base, nxt if i == a else -1]
                     lab = labels.index(s.comps[i][0])
@@ -212,7 +285,9 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
             for lab, mask in zip(conj_label, conj_mask)]
     return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 6),
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
-                take_skip=np.asarray(skip, dtype=np.uint8))
+                take_skip=np.asarray(skip, dtype=np.uint8),
+                neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 2),
+                loop_only=np.asarray(only, dtype=np.uint8))
 
 
 def negated_variables(node) -> set[str]:

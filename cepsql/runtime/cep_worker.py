@@ -81,6 +81,8 @@ class CepConfig:
     groups: np.ndarray | None = None
     seq_recheck: np.ndarray | None = None
     take_skip: np.ndarray | None = None
+    neg_iter: np.ndarray | None = None   # per NOT check: its KL alternative's comps (R6b)
+    loop_only: np.ndarray | None = None  # per comp: starts an alternative only loops enter
     # plan inside the task from its first rows (cep_worker_plan.WorkerPlanner), or None
     worker_planner: object | None = None
     # MEASURES aggregates folded over each output row's rows (gathered.GatherSpec)
@@ -149,7 +151,8 @@ class CepWorker(MatchWorker):
         if c.comp_proceed is not None:
             matcher.set_guards(c.comp_proceed)
         if c.groups is not None:
-            matcher.set_groups(c.groups, c.seq_recheck, c.take_skip)
+            matcher.set_groups(c.groups, c.seq_recheck, c.take_skip, c.neg_iter,
+                               c.loop_only)
         if c.not_sub_start is not None:
             matcher.set_not_programs(c.not_sub_start, c.not_seq_start, c.not_comps,
                                      c.not_early)

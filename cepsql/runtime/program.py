@@ -18,7 +18,14 @@ the items a thread has used, and a dispatch tries the unused items in written or
 then comes back. Depth-first, that enumerates the orders lexicographically, and threads
 with the same mask at the same instruction merge, so states stay at most 2^n. Items with
 inner choices (quantifiers, alternation) would interleave those choices with the choice
-of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items).
+of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items), or,
+from MIN_SEARCHED_PERMUTE items where its place allows (below; faster from 5 items on,
+benchmarks/bench_permute.py), *searched*: compiled as the dispatch loop, with
+PERM_BEGIN's b = its item count, and the matcher fixes the order one position at a time,
+the earliest item with which some match exists first, then finds the preferred match
+under the whole order (matcher.pyx _attempt). That needs the order to be the first choice a path makes that can differ:
+the searched PERMUTE is entered once per match, and only items without choices come
+before it (the pattern is ``X Y PERMUTE(...) rest`` or ``PERMUTE(...) rest``).
 """
 from __future__ import annotations
 
@@ -41,7 +48,7 @@ OP_SAVE = 6       # slot a := current position
 OP_LOOP_BACK = 7  # go to b if current position > slot a (progress), else fall through
 OP_EXCL_BEGIN = 8
 OP_EXCL_END = 9
-OP_PERM_BEGIN = 10  # slot a := 0 (no item used)
+OP_PERM_BEGIN = 10  # slot a := 0 (no item used); b = n: the searched PERMUTE (n items)
 OP_PERM_NEXT = 11   # a = slot << 6 | n: all n items used -> slot a := -1, go to b; else next
 OP_PERM_TRY = 12    # a = slot << 6 | i: item i unused -> mark it and go to b; then next
 OP_FAIL = 13        # the thread dies
@@ -49,7 +56,8 @@ OP_CLEAR = 14       # slot a := -1 (a loop's progress slot, dead past the loop's
 
 MAX_PROGRAM_SIZE = 200_000
 MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word
-MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives
+MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives at most
+MIN_SEARCHED_PERMUTE = 5   # ... searched from this many items where the place allows
 MAX_CLOSURE_DEPTH = 1_000_000
 
 
@@ -84,6 +92,7 @@ class Program:
 def compile_pattern(pattern: PatternNode, labels: list[str]) -> Program:
     """labels: variable names in label-id order (primary variables of the pattern)."""
     builder = _Builder({name: i for i, name in enumerate(labels)})
+    builder.searched = searched_permute(pattern)
     builder.emit_node(pattern)
     builder.emit(OP_DONE)
     depth = closure_depth(pattern)
@@ -93,6 +102,22 @@ def compile_pattern(pattern: PatternNode, labels: list[str]) -> Program:
             f"{MAX_CLOSURE_DEPTH} steps without consuming a row")
     return Program(np.asarray(builder.code, dtype=np.int32).reshape(-1, 3), list(labels),
                    builder.n_slots, max(depth, len(builder.code)) + 2)
+
+
+def searched_permute(pattern: PatternNode) -> Permute | None:
+    """The PERMUTE the matcher searches order by order (module docstring): at least
+    MIN_SEARCHED_PERMUTE items, some with inner choices, entered once per match, with
+    only items without choices before it."""
+    items = list(pattern.items) if isinstance(pattern, Concat) else [pattern]
+    for item in items:
+        if isinstance(item, Permute):
+            if len(item.items) >= MIN_SEARCHED_PERMUTE and \
+                    not all(single_path(i) for i in item.items):
+                return item
+            return None
+        if not single_path(item):
+            return None
+    return None
 
 
 def single_path(node: PatternNode) -> bool:
@@ -150,6 +175,7 @@ def can_be_empty(node: PatternNode) -> bool:
 class _Builder:
     def __init__(self, label_ids: dict[str, int]):
         self.label_ids = label_ids
+        self.searched: Permute | None = None
         self.code: list[list[int]] = []
         self.n_slots = 0
 
@@ -192,14 +218,19 @@ class _Builder:
                 self.emit_node(node.items[0])
             elif all(single_path(i) for i in node.items):
                 self.emit_permute(node)
+            elif node is self.searched:
+                self.emit_permute(node, searched=True)
             elif len(node.items) <= MAX_EXPANDED_PERMUTE:
                 self.emit_alternation([Concat(tuple(order))
                                        for order in permutations(node.items)])
             else:
                 raise CepUnsupportedError(
-                    f"PERMUTE with more than {MAX_EXPANDED_PERMUTE} items is supported only "
-                    "when each item is a variable or a fixed sequence (no quantifier, "
-                    "alternation or nested PERMUTE inside)", pos=node.pos)
+                    f"PERMUTE with more than {MAX_EXPANDED_PERMUTE} items whose items have "
+                    "inner choices (a quantifier, alternation or nested PERMUTE) is supported "
+                    "only as the pattern's first item with choices, outside any quantifier "
+                    "or alternation (e.g. PATTERN (S PERMUTE(A+, B, ...) E)); with "
+                    "variables or fixed sequences as items it is supported anywhere",
+                    pos=node.pos)
         elif isinstance(node, Quantified):
             self.emit_quantified(node)
         else:
@@ -219,7 +250,7 @@ class _Builder:
         for j in jumps_to_end:
             self.patch(j, a=self.here)
 
-    def emit_permute(self, node: Permute) -> None:
+    def emit_permute(self, node: Permute, searched: bool = False) -> None:
         """Dispatch loop over a used-items mask (see the module docstring)."""
         items = list(node.items)
         if len(items) > MAX_PERMUTE_ITEMS:
@@ -228,7 +259,7 @@ class _Builder:
                 pos=node.pos)
         slot = self.n_slots
         self.n_slots += 1
-        self.emit(OP_PERM_BEGIN, slot)
+        self.emit(OP_PERM_BEGIN, slot, len(items) if searched else 0)
         dispatch = self.emit(OP_PERM_NEXT, slot << 6 | len(items))
         tries = [self.emit(OP_PERM_TRY, slot << 6 | i) for i in range(len(items))]
         self.emit(OP_FAIL)

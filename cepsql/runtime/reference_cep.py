@@ -90,7 +90,8 @@ CEP-mode semantics (reference_cep):
     iteration, so in its DEFINE LAST(v.x, 1) is v's row of the previous iteration (or
     the previous v row of the same iteration) and aggregates run over all iterations so
     far; references to other variables are FINAL (their last row in the whole match).
-    A NOT item of a SEQ inside p is scoped to its iteration.
+    A NOT item of a SEQ inside p is scoped to its iteration: R6's region between the
+    SEQ's neighbouring items' rows of that iteration.
  R7 Output: distinct assignments. AFTER MATCH SKIP PAST LAST ROW written explicitly:
     SASE+'s non-overlap format. Candidates in order (last position, first position,
     positions, labels); keep one when its first position is after the last position of
