@@ -213,6 +213,8 @@ cdef class CepMatcher:
     cdef i64* startst
     cdef i64* tpos
     cdef i64* tlab
+    cdef unsigned char* neg_memo   # NOT q, row r of this run: 0 unknown, 1 / 2 its
+    cdef i64 neg_memo_cap          # row-local conjuncts hold / fail (see _neg_ok)
     # path / match scratch
     cdef i64* ppos
     cdef i64* plab
@@ -363,6 +365,8 @@ cdef class CepMatcher:
         self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
         self.tpos = NULL
         self.tlab = NULL
+        self.neg_memo = NULL
+        self.neg_memo_cap = 0
         self.nt_sub = NULL
         self.nt_seq = NULL
         self.nt_comp = NULL
@@ -418,7 +422,7 @@ cdef class CepMatcher:
         free(self.lab_conj_start); free(self.lab_conj); free(self.comp_of)
         free(self.trk_of_set); free(self.trk_set); free(self.trk_base); free(self.trk_f)
         free(self.trk_k); free(self.tmpst); free(self.startst)
-        free(self.tpos); free(self.tlab)
+        free(self.tpos); free(self.tlab); free(self.neg_memo)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
@@ -1085,6 +1089,7 @@ cdef class CepMatcher:
         cdef bint has_lo = False, has_hi = False, ok
         cdef i64* tp = self.tpos   # scratch for the trial match
         cdef i64* tl = self.tlab
+        cdef unsigned char* memo
         for i in range(m):
             comp = self.comp_of[seq * self.n_labels + lab[i]]
             if comp >= a and comp < b:
@@ -1115,7 +1120,17 @@ cdef class CepMatcher:
                 if not (has_lo and has_hi):
                     if not self._fits(pos[0] if pos[0] < r else r,
                                       pos[m - 1] if pos[m - 1] > r else r):
+                        if r > pos[m - 1]:
+                            break   # the window column is the first ORDER BY key: rows
+                                    # further on are further still (or NULL)
                         continue
+                # a row failing the NOT label's row-local conjuncts fails them for
+                # every match (memo per run: the region scans of many candidates
+                # overlap; planned mode knows which conjuncts are row-local)
+                memo = self.neg_memo + q * self.n_rows + r if self.neg_memo != NULL \
+                    else NULL
+                if memo != NULL and memo[0] == 2:
+                    continue
                 # trial = match + (r, NOT label)
                 for i in range(k):
                     tp[i] = pos[i]
@@ -1126,8 +1141,20 @@ cdef class CepMatcher:
                     tp[i + 1] = pos[i]
                     tl[i + 1] = lab[i]
                 ok = True
+                if memo != NULL and memo[0] == 0:
+                    for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                        c = self.lab_conj[i]
+                        if self.c_rowlocal[c] and not self._eval(c, nlab, NULL, tp, tl,
+                                                                 m + 1, r):
+                            ok = False
+                            break
+                    memo[0] = 1 if ok else 2
+                    if not ok:
+                        continue
                 for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
                     c = self.lab_conj[i]
+                    if memo != NULL and self.c_rowlocal[c]:
+                        continue
                     if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
                         ok = False
                         break
@@ -2051,6 +2078,15 @@ cdef class CepMatcher:
         self.keep = 0
         self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else &dummy_d
         self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else &dummy_u
+        if self.planned and self.n_negs:   # the rows changed: forget the NOT memo
+            if self.neg_memo_cap < self.n_negs * self.n_rows:
+                free(self.neg_memo)
+                self.neg_memo_cap = self.n_negs * self.n_rows
+                self.neg_memo = <unsigned char*> malloc(self.neg_memo_cap)
+                if self.neg_memo == NULL:
+                    self.neg_memo_cap = 0
+                    raise MemoryError("cepsql CEP matcher ran out of memory")
+            memset(self.neg_memo, 0, self.n_negs * self.n_rows)
         if self.window_kind == 2:
             wt = np.ascontiguousarray(wts, dtype=np.float64)
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
