@@ -197,7 +197,7 @@ def write_eval(rows: list[dict], args) -> None:
                      + " | " + " / ".join(f"{r['TRIVIAL_cost'] / r[a + '_cost']:.1f}"
                                           for a in EVAL_PLANS)
                      + f" | {r['kleene_share']:.0%} | {r['matches']} |")
-    with open(os.path.join(RESULTS, "workload_eval.md"), "w") as f:
+    with open(os.path.join(RESULTS, args.eval_out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     import matplotlib
     matplotlib.use("Agg")
@@ -212,9 +212,10 @@ def write_eval(rows: list[dict], args) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.legend()
+    ax.set_title(f"windows {args.eval_windows} s, {args.rows} events")
     fig.tight_layout()
-    fig.savefig(os.path.join(RESULTS, "workload_eval.png"), dpi=110)
-    print("wrote benchmarks/results/workload_eval.md and workload_eval.png")
+    fig.savefig(os.path.join(RESULTS, args.eval_out + ".png"), dpi=110)
+    print(f"wrote benchmarks/results/{args.eval_out}.md and {args.eval_out}.png")
 
 
 def _kleene_share(patterns) -> float:
@@ -308,6 +309,7 @@ def main() -> None:
                     help="pattern windows (seconds) of the evaluated workloads: the "
                          "trivial plan's partial matches grow fast with the window")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--eval-out", default="workload_eval", help="evaluator results stem")
     ap.add_argument("--rate-weighted-types", action="store_true",
                     help="draw a pattern's symbols with probability proportional to their "
                          "rates (default: uniformly, as the paper's workload generator)")

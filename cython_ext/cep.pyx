@@ -1084,7 +1084,7 @@ cdef class CepMatcher:
         cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
         cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
         cdef int nlab, first_comp
-        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r
+        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r, lo_b, hi_b
         cdef int comp, c, rc
         cdef bint has_lo = False, has_hi = False, ok
         cdef i64* tp = self.tpos   # scratch for the trial match
@@ -1111,6 +1111,20 @@ cdef class CepMatcher:
             nlab = self.nt_comp[first_comp * 3]
             if lo_r < from_row:
                 lo_r = from_row
+            if not has_lo and self.window_kind != 0 and lo_r < pos[0]:
+                # an open leading region: start at the first row that fits the window
+                # with the match's last row (the window column is the first ORDER BY
+                # key, so fitting is monotone in the row; binary search, not a scan
+                # from the partition start for every candidate)
+                lo_b = lo_r
+                hi_b = pos[0]
+                while lo_b < hi_b:
+                    r = (lo_b + hi_b) // 2
+                    if self._fits(r, pos[m - 1]):
+                        hi_b = r
+                    else:
+                        lo_b = r + 1
+                lo_r = lo_b
             k = 0
             for r in range(lo_r, hi_r):
                 while k < m and pos[k] < r:
