@@ -196,8 +196,9 @@ class SharedEvaluator:
     @property
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
-        pattern, the most rows one chunk held, CPU seconds (this thread) spent loading columns / in the
-        DAG / in the patterns' matchers."""
+        pattern, the most rows one chunk held, CPU seconds (of this thread: wall time on a
+        shared machine is noise) spent loading columns / in the DAG / in the patterns'
+        matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
                 "matches": list(self.matches),
