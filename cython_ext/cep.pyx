@@ -220,6 +220,8 @@ cdef class CepMatcher:
     cdef i64* startst
     cdef i64* tpos
     cdef i64* tlab
+    cdef unsigned char* neg_memo   # NOT q, row r of this run: 0 unknown, 1 / 2 its
+    cdef i64 neg_memo_cap          # row-local conjuncts hold / fail (see _neg_ok)
     # path / match scratch
     cdef i64* ppos
     cdef i64* plab
@@ -371,6 +373,8 @@ cdef class CepMatcher:
         self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
         self.tpos = NULL
         self.tlab = NULL
+        self.neg_memo = NULL
+        self.neg_memo_cap = 0
         self.nt_sub = NULL
         self.nt_seq = NULL
         self.nt_comp = NULL
@@ -430,7 +434,7 @@ cdef class CepMatcher:
         free(self.lab_conj_start); free(self.lab_conj); free(self.comp_of)
         free(self.trk_of_set); free(self.trk_set); free(self.trk_base); free(self.trk_f)
         free(self.trk_k); free(self.tmpst); free(self.startst)
-        free(self.tpos); free(self.tlab)
+        free(self.tpos); free(self.tlab); free(self.neg_memo)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
         free(self.neg_iter); free(self.g_loop_only)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
@@ -1110,11 +1114,12 @@ cdef class CepMatcher:
         cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
         cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
         cdef int nlab, first_comp
-        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r
+        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r, lo_b, hi_b
         cdef int comp, c, rc
         cdef bint has_lo = False, has_hi = False, ok
         cdef i64* tp = self.tpos   # scratch for the trial match
         cdef i64* tl = self.tlab
+        cdef unsigned char* memo
         if self.neg_iter != NULL and self.neg_iter[q * 2] >= 0:
             return self._neg_iter_ok(q, pos, lab, m)
         for i in range(m):
@@ -1138,6 +1143,20 @@ cdef class CepMatcher:
             nlab = self.nt_comp[first_comp * 3]
             if lo_r < from_row:
                 lo_r = from_row
+            if not has_lo and self.window_kind != 0 and lo_r < pos[0]:
+                # an open leading region: start at the first row that fits the window
+                # with the match's last row (the window column is the first ORDER BY
+                # key, so fitting is monotone in the row; binary search, not a scan
+                # from the partition start for every candidate)
+                lo_b = lo_r
+                hi_b = pos[0]
+                while lo_b < hi_b:
+                    r = (lo_b + hi_b) // 2
+                    if self._fits(r, pos[m - 1]):
+                        hi_b = r
+                    else:
+                        lo_b = r + 1
+                lo_r = lo_b
             k = 0
             for r in range(lo_r, hi_r):
                 while k < m and pos[k] < r:
@@ -1147,7 +1166,17 @@ cdef class CepMatcher:
                 if not (has_lo and has_hi):
                     if not self._fits(pos[0] if pos[0] < r else r,
                                       pos[m - 1] if pos[m - 1] > r else r):
+                        if r > pos[m - 1]:
+                            break   # the window column is the first ORDER BY key: rows
+                                    # further on are further still (or NULL)
                         continue
+                # a row failing the NOT label's row-local conjuncts fails them for
+                # every match (memo per run: the region scans of many candidates
+                # overlap; planned mode knows which conjuncts are row-local)
+                memo = self.neg_memo + q * self.n_rows + r if self.neg_memo != NULL \
+                    else NULL
+                if memo != NULL and memo[0] == 2:
+                    continue
                 # trial = match + (r, NOT label)
                 for i in range(k):
                     tp[i] = pos[i]
@@ -1158,8 +1187,20 @@ cdef class CepMatcher:
                     tp[i + 1] = pos[i]
                     tl[i + 1] = lab[i]
                 ok = True
+                if memo != NULL and memo[0] == 0:
+                    for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                        c = self.lab_conj[i]
+                        if self.c_rowlocal[c] and not self._eval(c, nlab, NULL, tp, tl,
+                                                                 m + 1, r):
+                            ok = False
+                            break
+                    memo[0] = 1 if ok else 2
+                    if not ok:
+                        continue
                 for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
                     c = self.lab_conj[i]
+                    if memo != NULL and self.c_rowlocal[c]:
+                        continue
                     if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
                         ok = False
                         break
@@ -2163,6 +2204,15 @@ cdef class CepMatcher:
         self.keep = 0
         self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else &dummy_d
         self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else &dummy_u
+        if self.planned and self.n_negs:   # the rows changed: forget the NOT memo
+            if self.neg_memo_cap < self.n_negs * self.n_rows:
+                free(self.neg_memo)
+                self.neg_memo_cap = self.n_negs * self.n_rows
+                self.neg_memo = <unsigned char*> malloc(self.neg_memo_cap)
+                if self.neg_memo == NULL:
+                    self.neg_memo_cap = 0
+                    raise MemoryError("cepsql CEP matcher ran out of memory")
+            memset(self.neg_memo, 0, self.n_negs * self.n_rows)
         if self.window_kind == 2:
             wt = np.ascontiguousarray(wts, dtype=np.float64)
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)

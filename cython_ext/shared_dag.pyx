@@ -66,6 +66,9 @@ cdef class SharedDag:
     cdef int* nd_use_start     # node -> consumers (CSR of kind, index)
     cdef int* nd_use
     cdef unsigned char* nd_keep  # node has a join consumer: store its instances
+    cdef int* nd_rep           # leaf -> the first leaf with its condition (-1: a join)
+    cdef i64* rep_row          # per leaf: the row its condition was last tested on
+    cdef unsigned char* rep_ok  # and the result
     cdef int* bd_pattern
     cdef int* bd_term
     cdef int* bd_root
@@ -129,6 +132,9 @@ cdef class SharedDag:
         self.nd_use_start = <int*> _copy_i32(arrays["nd_use_start"])
         self.nd_use = <int*> _copy_i32(arrays["nd_use"])
         self.nd_keep = <unsigned char*> calloc(self.n_nodes + 1, 1)
+        self.nd_rep = <int*> _copy_i32(arrays["nd_rep"])
+        self.rep_row = <i64*> malloc((self.n_nodes + 1) * sizeof(i64))
+        self.rep_ok = <unsigned char*> calloc(self.n_nodes + 1, 1)
         self.bd_pattern = <int*> _copy_i32(arrays["bd_pattern"])
         self.bd_term = <int*> _copy_i32(arrays["bd_term"])
         self.bd_root = <int*> _copy_i32(arrays["bd_root"])
@@ -153,6 +159,10 @@ cdef class SharedDag:
         self.c_cand = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         self.c_rows = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
         self.c_comp = <Buf*> calloc(self.n_pat + 1, sizeof(Buf))
+        if self.rep_row == NULL or self.rep_ok == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_nodes):
+            self.rep_row[i] = -1
         if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
                 self.live == NULL or self.count == NULL or self.n_created == NULL or \
                 self.c_cand == NULL or \
@@ -186,7 +196,8 @@ cdef class SharedDag:
         free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
         free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
         free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
-        free(self.nd_keep); free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
+        free(self.nd_keep); free(self.nd_rep); free(self.rep_row); free(self.rep_ok)
+        free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
         free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
         free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
 
@@ -633,13 +644,19 @@ cdef class SharedDag:
     cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) of the current partition: each leaf that accepts a row
         makes an instance, which climbs to every consumer."""
-        cdef int node
+        cdef int node, rep
         cdef i64 r
         cdef i64 rec[4]
         for r in range(start, stop):
             self.cur = r
             for node in range(self.n_nodes):
-                if self.nd_left[node] >= 0 or not self._leaf_ok(node, r):
+                if self.nd_left[node] >= 0:
+                    continue
+                rep = self.nd_rep[node]
+                if self.rep_row[rep] != r:   # the leaf's condition, once per row
+                    self.rep_ok[rep] = self._leaf_ok(rep, r)
+                    self.rep_row[rep] = r
+                if not self.rep_ok[rep]:
                     continue
                 rec[0] = r
                 rec[1] = 1
@@ -705,6 +722,8 @@ cdef class SharedDag:
             self.c_comp[p].n = 0
         self.oom = 0
         self.keep = 0
+        for k in range(self.n_nodes):
+            self.rep_row[k] = -1   # rows of another chunk: forget the leaf tests
         with nogil:
             for k in range(n_parts):
                 self.ps = bb[k]

@@ -4,6 +4,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 
 import cepsql
@@ -156,3 +158,46 @@ def test_compiled_clauses_feed_the_planner_like_their_specs():
     plan = plan_workload(from_plans, algorithm="BEST", seconds=None, max_iterations=50)
     check_global_plan(plan, from_plans)
     assert len(plan.bindings) == 4
+
+
+def test_benchmark_workload_draws_the_papers_selectivities_and_uniform_types():
+    """selectivities=(lo, hi): each symbol pair's predicate selectivity log-uniform in
+    [lo, hi] (the planner statistics say so, and the stream agrees); uniform_types: every
+    symbol as likely in a pattern, whatever its rate."""
+    from cepsql.sharing.synthetic import _phi
+    wl = stock_workload(300, seed=3, selectivities=(0.003, 0.92), uniform_types=True)
+    first = wl.patterns[0]
+    from cepsql.dialect import find_match_recognize
+    from cepsql.dialect.statements import parse_create_view
+    spec = find_match_recognize(parse_create_view(first.sql()).query_text)[0].spec
+    planner = wl.statistics_of(first)(spec).selectivities
+    assert sorted(planner.values()) == sorted(_phi(-k / np.sqrt(2.0))
+                                              for _, _, k in first.predicates)
+    ks = np.array(list(wl.offsets.values()))
+    sel = np.array([_phi(-k / np.sqrt(2.0)) for k in ks])
+    assert sel.min() >= 0.003 * 0.97 and sel.max() <= 0.92 * 1.03
+    # log-uniform: about half of the pairs below the geometric middle (0.0525)
+    assert 0.4 < np.mean(sel < np.sqrt(0.003 * 0.92)) < 0.6
+    assert any(k < 0 for k in ks) and any(" - " in s for s in wl.statements)
+    counts = np.zeros(len(wl.symbols))
+    for p in wl.patterns:
+        for s in p.symbols:
+            counts[wl.symbols.index(s)] += 1
+    assert counts.min() > 0.5 * counts.mean()   # rate-weighted: the rarest appear ~never
+    # the predicates hold as often as the statistics say (diff ~ N(0, 1))
+    table = wl.stream(20000, seed=1)
+    diff = {s: table.filter(pa.compute.equal(table["symbol"], s))["diff"].to_numpy()
+            for s in wl.symbols[:2]}
+    (a, b), k = next(((a, b), k) for (a, b), k in wl.offsets.items()
+                     if {a, b} == set(wl.symbols[:2]))
+    got = np.mean(diff[a][:, None] + k < diff[b][None, :])
+    assert got == pytest.approx(_phi(-k / np.sqrt(2.0)), abs=0.03)
+
+
+def test_rate_weighted_types_crowd_on_the_busiest_symbols():
+    wl = stock_workload(300, seed=3)
+    counts = {s: 0 for s in wl.symbols}
+    for p in wl.patterns:
+        for s in p.symbols:
+            counts[s] += 1
+    assert counts[wl.symbols[0]] > 5 * counts[wl.symbols[-1]]

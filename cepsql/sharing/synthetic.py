@@ -57,7 +57,8 @@ class SyntheticPattern:
         conds = {v: [f"{v}.symbol = '{s}'"] for v, s in zip(names, self.symbols)}
         for x, y, k in self.predicates:
             later = names[max(x, y)]
-            left = f"{names[x]}.diff + {k:g}" if k else f"{names[x]}.diff"
+            left = f"{names[x]}.diff {'-' if k < 0 else '+'} {abs(k):g}" if k else \
+                f"{names[x]}.diff"
             conds[later].append(f"{left} < {names[y]}.diff")
         defines = ",\n    ".join(f"{v} AS " + " AND ".join(c) for v, c in conds.items())
         first, last = positive[0], positive[-1]
@@ -135,15 +136,38 @@ def _phi(x: float) -> float:
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
+def _phi_inverse(p: float) -> float:
+    """The standard normal quantile (bisection on _phi; p in (0, 1))."""
+    lo, hi = -10.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2.0
+        if _phi(mid) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
 def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
                    sizes: tuple[int, int] = (3, 7), zipf: float = 1.1,
                    special_fraction: float = 0.2, and_fraction: float = 0.3,
                    windows: tuple[int, ...] = (5, 10, 15), window_unit: str = "SECOND",
                    kleene_max: int = 3,
-                   events_per_second: float = 20.0) -> SyntheticWorkload:
+                   events_per_second: float = 20.0,
+                   selectivities: tuple[float, float] | None = None,
+                   uniform_types: bool = False) -> SyntheticWorkload:
     """n_patterns views over a pool of ``symbols`` skewed-rate stock symbols; Kleene
     variables are bounded (KL(x, 1, kleene_max)) so that any-match evaluation over real
-    streams stays feasible."""
+    streams stays feasible.
+
+    ``selectivities``: None gives every symbol pair's predicate one of the coarse offsets
+    OFFSETS (selectivity 0.08-0.5: dense matches, what the tests want); (lo, hi) draws
+    each pair's selectivity log-uniformly from [lo, hi] -- the paper measured 0.003 to
+    0.92 on its stock data -- and sets the offset k to match it (k = -sqrt 2 *
+    Phi^-1(sel), rounded to 0.01; a negative k is written ``x.diff - |k|``).
+    ``uniform_types``: a pattern's symbols drawn uniformly from the pool (the paper picks
+    event types without regard to their rates); False draws them in proportion to their
+    rates, so patterns crowd on the busiest symbols (more overlap, far more matches)."""
     rng = np.random.default_rng(seed)
     names = [f"S{i:02d}" for i in range(symbols)]
     weights = 1.0 / np.arange(1, symbols + 1) ** zipf
@@ -151,9 +175,13 @@ def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
     offsets: dict[tuple[str, str], float] = {}
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            k = float(rng.choice(OFFSETS))
+            if selectivities is None:
+                k = float(rng.choice(OFFSETS))
+            else:
+                lo, hi = math.log(selectivities[0]), math.log(selectivities[1])
+                k = round(-math.sqrt(2.0) * _phi_inverse(math.exp(rng.uniform(lo, hi))), 2)
             offsets[(a, b) if rng.random() < 0.5 else (b, a)] = k
-    pick = weights / weights.sum()
+    pick = None if uniform_types else weights / weights.sum()
     out = []
     for n in range(n_patterns):
         size = int(rng.integers(sizes[0], sizes[1] + 1))

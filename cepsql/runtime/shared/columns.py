@@ -36,11 +36,14 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
     dictionary = _sorted_dictionary(pa.Table.from_arrays(list(strings.values()), names=names)
                                     if strings else pa.table({}), names, sorted(literals))
     cache: dict[tuple, tuple] = {}
+    no_nulls = np.zeros(n, dtype=np.uint8)
 
     def column(key: tuple, name: str, table: pa.Table) -> tuple:
         if key not in cache:
             col = table.column(name).combine_chunks()
-            nulls = col.is_null().to_numpy(zero_copy_only=False)
+            # most columns have no NULL: skip the bitmap conversion and the fill
+            nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count \
+                else no_nulls
             if key[2]:
                 words = np.zeros((n, 2), dtype=np.int64)
                 exact_lane(col, words)
@@ -48,8 +51,9 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
             else:
                 num = pc.index_in(col, value_set=dictionary).cast(pa.float64()) \
                     if key[1] == STR else _as_float(col)
-                cache[key] = (pc.fill_null(num, 0.0).to_numpy(zero_copy_only=False),
-                              nulls, None)
+                if num.null_count:
+                    num = pc.fill_null(num, 0.0)
+                cache[key] = (num.to_numpy(zero_copy_only=False), nulls, None)
         return cache[key]
 
     ranks = {text: float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
@@ -60,8 +64,10 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
     for w, table in zip(workers, tables):
         code = w.config.code
         names = list(code.columns)
-        layout = tuple((identity.setdefault((id(table), c), _identity(table.column(c))), k,
-                        t.exact)
+        for c in names:
+            if (id(table), c) not in identity:
+                identity[(id(table), c)] = _identity(table.column(c))
+        layout = tuple((identity[(id(table), c)], k, t.exact)
                        for c, k, t in zip(names, code.column_kinds, code.column_types))
         if layout not in matrices:
             k = len(layout)

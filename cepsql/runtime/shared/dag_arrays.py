@@ -80,6 +80,15 @@ def _is_kleene(node) -> bool:
     return node.kleene is not None and tuple(node.kleene) != (1, 1)
 
 
+def _unprivate(key):
+    """A node key without the planner's ("private", term) tag (trivial_global_plan and
+    NONE keep every term's nodes apart that way)."""
+    if isinstance(key, tuple):
+        return tuple(k for k in key if not (isinstance(k, tuple) and len(k) == 2
+                                            and k[0] == "private"))
+    return key
+
+
 def _csr(lists: list[list], width: int) -> tuple[np.ndarray, np.ndarray]:
     starts = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
     flat = np.asarray([v for x in lists for row in x for v in
@@ -142,7 +151,16 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
         wins.append(_window(config.window_kind, config.window_size))
         uses[bind.root].append((U_ROOT, b))
     nd_win = [_window(node.window_kind, node.window) for node in plan.nodes]
+    # leaves with one condition (equal keys but for a private tag: the trivial and
+    # independent plans' unshared copies of one event type) accept the same rows: the
+    # evaluator tests a row once per distinct leaf condition, as an engine routes an
+    # event by its type, whether or not the plan shares the leaves' instances
+    reps: dict = {}
+    nd_rep = [reps.setdefault((_unprivate(nd.key),
+                               sum(1 for k, _, _ in checks[i] if k == K_CONJ)), i)
+              if nd.is_leaf else -1 for i, nd in enumerate(plan.nodes)]
     out = {
+        "nd_rep": np.asarray(nd_rep, dtype=np.int32),
         "nd_left": np.asarray([nd.left for nd in plan.nodes], dtype=np.int32),
         "nd_right": np.asarray([nd.right for nd in plan.nodes], dtype=np.int32),
         "nd_arity": np.asarray([nd.arity for nd in plan.nodes], dtype=np.int32),
