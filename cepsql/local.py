@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from .backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
 from .dialect.statements import clause_output_names
 from .backends.local.duck import run_duckdb
+from .backends.local.sequence import sequence_shape
 from .errors import CepAnalysisError, CepError, CepUnsupportedError
 from .exprs.arrow_eval import evaluate_arrow, spark_compare
 from .local_sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
@@ -310,6 +311,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     if plan.break_column is not None:
         prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
     bound = plan.bind(prepared.schema)
+    shape = sequence_shape(plan.spec, bound.worker)
     keys = list(plan.sort_keys)
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
@@ -320,11 +322,11 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
                                partial(_slice_order, keys=by_rank, plan=plan),
-                               batch_rows=batch_rows, threads=threads)
+                               batch_rows=batch_rows, threads=threads, shape=shape)
     else:
         ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
-                         threads=threads)
+                         threads=threads, shape=shape)
     names = [n for n, _ in bound.final_projection]
     return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)
