@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.backends.local.sequence import sequence_shape
-from cepsql.local import run_local
+from cepsql.backends.local.engine import run_local
 
 SETTINGS = dict(deadline=None, max_examples=60,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -9,7 +9,7 @@ integers, booleans, dates, timestamps), rows are grouped by the rank of their pa
 value (a counting sort over small integers) and each thread sorts only its slice, by that
 rank then ORDER BY and the tie-breakers (``run_by_partition``); otherwise the input is
 sorted once and cut at group boundaries (``run_worker``). Both sorts are Arrow's
-(local_sql.sort_indices: NaN greatest, NULL placement per key). DuckDB's multi-threaded
+(sql.sort_indices: NaN greatest, NULL placement per key). DuckDB's multi-threaded
 ORDER BY was measured slower on this machine (1M ticks by symbol, ts: 1.5 s for the
 table, 0.94 s for the permutation only, against 0.63 s with Arrow), so it is not used."""
 from __future__ import annotations
