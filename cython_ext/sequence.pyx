@@ -25,10 +25,9 @@ cnp.import_array()
 
 
 cdef struct Search:
-    const unsigned char* masks  # [n_labels, n_rows]
-    i64 n_rows
-    i64* run_end                # [n_elems, n_rows]: first row >= r failing the element's label
-    i64* parent                 # [n_elems + 1, n_rows + 1]: failed-position links
+    i64 width                   # the longest partition: the scratch arrays' row stride
+    i64* run_end                # [n_elems, width]: first row >= r failing the element's label
+    i64* parent                 # [n_elems + 1, width + 1]: failed-position links
     const int* label
     const i64* lo
     const i64* hi               # -1: unbounded
@@ -38,8 +37,9 @@ cdef struct Search:
 
 
 cdef inline i64 _find(Search* s, int e, i64 x) noexcept nogil:
-    """The largest position <= x where elements e.. have not failed (-1 if none)."""
-    cdef i64* p = s.parent + e * (s.n_rows + 1)
+    """The largest position <= x where elements e.. have not failed (-1 if none).
+    Positions here and in _try are relative to the partition's first row."""
+    cdef i64* p = s.parent + e * (s.width + 1)
     cdef i64 root = x, nxt
     while root >= 0 and p[root] != root:
         root = p[root]
@@ -55,7 +55,7 @@ cdef int _try(Search* s, int e, i64 r) noexcept nogil:
     cdef i64 avail, top, x
     if e == s.n_elems:
         return 1
-    avail = (s.run_end[e * s.n_rows + r] - r) if r < s.pend else 0
+    avail = (s.run_end[e * s.width + r] - r) if r < s.pend else 0
     top = avail if s.hi[e] < 0 or s.hi[e] > avail else s.hi[e]
     if top >= s.lo[e]:
         if e == s.n_elems - 1:
@@ -67,7 +67,7 @@ cdef int _try(Search* s, int e, i64 r) noexcept nogil:
                 s.counts[e] = x - r
                 return 1
             x = _find(s, e + 1, x - 1)
-    s.parent[e * (s.n_rows + 1) + r] = r - 1  # (e, r) fails from every start
+    s.parent[e * (s.width + 1) + r] = r - 1  # (e, r) fails from every start
     return 0
 
 
@@ -85,8 +85,11 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
     cdef int n_elems = ll.shape[0]
     cdef i64 n = mm.shape[1]
     cdef i64 n_parts = bb.shape[0] - 1
-    cdef cnp.ndarray run_end_arr = np.empty(max(n_elems, 1) * max(n, 1), dtype=np.int64)
-    cdef cnp.ndarray parent_arr = np.empty((n_elems + 1) * (n + 1), dtype=np.int64)
+    cdef i64 width = int(np.max(np.diff(bounds))) if len(bounds) > 1 else 0
+    # scratch for the longest partition only: it stays in cache and is reused
+    cdef cnp.ndarray run_end_arr = np.empty(max(n_elems, 1) * max(width, 1), dtype=np.int64)
+    cdef cnp.ndarray parent_arr = np.empty((n_elems + 1) * (width + 1), dtype=np.int64)
+    cdef const unsigned char* mask
     cdef cnp.ndarray counts_arr = np.zeros(max(n_elems, 1), dtype=np.int64)
     cdef Search s
     cdef i64 k, r, ps, pe, pos, length, cap = 1024, m = 0
@@ -101,8 +104,7 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
     if n_elems == 0 or mm.shape[0] == 0:
         n = 0
         n_parts = 0
-    s.masks = &mm[0, 0] if n > 0 else NULL
-    s.n_rows = n
+    s.width = width
     s.run_end = <i64*> cnp.PyArray_DATA(run_end_arr)
     s.parent = <i64*> cnp.PyArray_DATA(parent_arr)
     s.label = &ll[0] if n_elems else NULL
@@ -114,20 +116,22 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
         for k in range(n_parts):
             ps = bb[k]
             pe = bb[k + 1]
-            s.pend = pe
+            s.pend = pe - ps
             for e in range(n_elems):
-                r = pe - 1
-                while r >= ps:
-                    if s.masks[s.label[e] * n + r]:
-                        s.run_end[e * n + r] = s.run_end[e * n + r + 1] if r + 1 < pe else pe
+                mask = &mm[0, 0] + s.label[e] * n + ps
+                r = pe - ps - 1
+                while r >= 0:
+                    if mask[r]:
+                        s.run_end[e * width + r] = s.run_end[e * width + r + 1] \
+                            if r + 1 < pe - ps else pe - ps
                     else:
-                        s.run_end[e * n + r] = r
+                        s.run_end[e * width + r] = r
                     r -= 1
             for e in range(n_elems + 1):
-                for r in range(ps, pe + 1):
-                    s.parent[e * (n + 1) + r] = r
-            pos = ps
-            while pos < pe:
+                for r in range(pe - ps + 1):
+                    s.parent[e * (width + 1) + r] = r
+            pos = 0
+            while pos < pe - ps:
                 found = _try(&s, 0, pos)
                 if not found:
                     pos += 1
@@ -149,7 +153,7 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                         oom = 1
                         break
                     out_counts = grown
-                out_start[m] = pos
+                out_start[m] = ps + pos
                 out_part[m] = k
                 length = 0
                 for e in range(n_elems):
