@@ -190,3 +190,19 @@ def test_input_already_in_time_order_gives_the_sorted_result(monkeypatch, data):
            "PATTERN (A B+ C) DEFINE B AS B.x >= PREV(B.x), C AS C.x < PREV(C.x))")
     monkeypatch.setenv("CEPSQL_THREADS", "1")
     assert _same(run_local(sql, {"t": table}), run_local(sql, {"t": shuffled}))
+
+
+@settings(**SETTINGS)
+@given(cases())
+def test_sequence_path_in_threads_equals_general_vm(monkeypatch, case):
+    """Slices of a few partitions each on two threads (only the columns the path reads
+    gathered) give the general VM's one-thread rows."""
+    from cepsql.backends.local import threads as threads_module
+    sql, table = case
+    monkeypatch.setattr(threads_module, "MIN_SLICE_ROWS", 1)
+    monkeypatch.setenv("CEPSQL_THREADS", "2")
+    monkeypatch.setenv("CEPSQL_SEQUENCE", "1")
+    fast = run_local(sql, {"t": table})
+    monkeypatch.setenv("CEPSQL_THREADS", "1")
+    monkeypatch.setenv("CEPSQL_SEQUENCE", "0")
+    assert _same(fast, run_local(sql, {"t": table})), sql

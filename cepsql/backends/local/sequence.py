@@ -20,7 +20,7 @@ import pyarrow as pa
 from ...algebra.pattern import Concat, Quantified, Var
 from ...runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
 
-__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "enabled"]
+__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "read_columns", "enabled"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,15 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape) -> 
     aggregates = np.zeros((len(rows), 0, 2), dtype=np.int64)
     out = worker._output(table, rows, numbers, leaves, aggregates, np.zeros(0, np.int64))
     return pa.Table.from_batches(out, schema=c.output_schema)
+
+
+def read_columns(worker: MatchWorker) -> list[str]:
+    """The input columns run_sequence reads (the others need not be gathered): PARTITION
+    BY, the pass-through and MEASURES columns, and the DEFINEs' VM columns."""
+    c = worker.config
+    names = c.partition_columns + c.passthrough + list(c.code.columns) + \
+        [name for name in c.leaf_columns if name is not None]
+    return list(dict.fromkeys(names))
 
 
 def _group_starts(worker: MatchWorker, table: pa.Table) -> np.ndarray:

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ...exprs.arrow_eval import spark_compare
 from ...runtime.plan import BoundPlan, SortColumn
-from .sequence import SequenceShape, run_sequence
+from .sequence import SequenceShape, read_columns, run_sequence
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -192,10 +192,12 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     spans = list(zip(bounds, bounds[1:]))
     workers = [copy.copy(bound.worker) for _ in spans]
 
+    source = prepared if shape is None else prepared.select(read_columns(bound.worker))
+
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
         rows = rows[order_of(prepared, rows, ranks[rows])]
-        ordered = prepared.take(pa.array(rows)).combine_chunks()
+        ordered = source.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
         return one(0)
