@@ -40,9 +40,11 @@ def _table(draw) -> pa.Table:
     vs = draw(st.lists(st.one_of(st.sampled_from([0.0, 1.0, 2.0, 3.0, 5.0, 8.0]),
                                  st.just(float("nan")), st.none()),
                        min_size=n, max_size=n))
+    ks = draw(st.lists(st.sampled_from([0, 1, None]), min_size=n, max_size=n))
     order = draw(st.permutations(list(range(n))))
     return pa.table({"p": pa.array(keys, pa.string()), "ts": pa.array(order, pa.int64()),
-                     "x": pa.array(xs, pa.int64()), "v": pa.array(vs, pa.float64())})
+                     "x": pa.array(xs, pa.int64()), "v": pa.array(vs, pa.float64()),
+                     "k": pa.array(ks, pa.int64())})
 
 
 @st.composite
@@ -60,7 +62,9 @@ def cases(draw) -> tuple[str, pa.Table]:
                 "CLASSIFIER() AS cls", "FIRST(ts) AS fu", "LAST(x, 1) AS lu",
                 "FIRST(U.ts, 1) AS fs", "LAST(U.x) AS ls", f"{first}.x * 2 + 1 AS e"]
     subset = ", ".join(used[:2])
-    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    partition = draw(st.sampled_from(["PARTITION BY p", "PARTITION BY p", "",
+                                      "PARTITION BY p, k"]))
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts MEASURES "
            f"{', '.join(measures)} ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
            f"PATTERN ({pattern}) SUBSET U = ({subset})"
            + (f" DEFINE {', '.join(defines)}" if defines else "") + ")")
