@@ -71,15 +71,19 @@ def sequence_shape(spec, worker) -> SequenceShape | None:
                          np.asarray(highs, np.int64))
 
 
-def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape) -> pa.Table:
-    """The worker's output over table (sorted, whole partitions contiguous)."""
+def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
+                 starts: np.ndarray | None = None) -> pa.Table:
+    """The worker's output over table (sorted, whole partitions contiguous); starts: the
+    rows where a partition begins, when the caller knows them."""
     from ..._ext.sequence import match_sequences
     c = worker.config
     table = table.combine_chunks()
     n = table.num_rows
     if n == 0:
         return c.output_schema.empty_table()
-    bounds = np.append(_group_starts(worker, table), n).astype(np.int64)
+    if starts is None:
+        starts = _group_starts(worker, table)
+    bounds = np.append(starts, n).astype(np.int64)
     matcher = worker._new_matcher()
     values, nulls = worker._load_vm(matcher, table)
     masks = matcher.row_local_masks(values, nulls, bounds)

@@ -198,6 +198,10 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
         rows = order[spans[k][0]:spans[k][1]]
         rows = rows[order_of(prepared, rows, ranks[rows])]
         ordered = source.take(pa.array(rows)).combine_chunks()
+        if shape is not None:  # the groups are where the rank changes
+            r = ranks[rows]
+            starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else r
+            return run_sequence(workers[k], ordered, shape, starts)
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
         return one(0)
