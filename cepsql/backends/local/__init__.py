@@ -5,8 +5,9 @@ is the fast path for sequence patterns, workload.py runs several views in one sh
 ``cepsql.local``, ``cepsql.local_sql`` and ``cepsql.local_workload`` re-export them."""
 from __future__ import annotations
 
+# (``workload`` is the submodule's name here: cepsql.workload is the function)
 _ENTRY_POINTS = {"match_recognize": "engine", "run_local": "engine", "execute_plan": "engine",
-                 "to_arrow": "engine", "to_pandas": "engine", "workload": "workload"}
+                 "to_arrow": "engine", "to_pandas": "engine"}
 
 
 def __getattr__(name: str):
