@@ -25,7 +25,7 @@ import pyarrow as pa
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from cepsql.local import run_local  # noqa: E402
+from cepsql.backends.local.engine import run_local  # noqa: E402
 from cepsql.runtime import cep_worker  # noqa: E402
 from cepsql.runtime.adaptive import AdaptiveSettings  # noqa: E402
 from cepsql.runtime.executor import plan_query  # noqa: E402

@@ -1,14 +1,22 @@
-"""In-process benchmark: the 1M-row ``PARTITION BY symbol ORDER BY ts PATTERN (A B+ C)``
-query end to end through cepsql.match_recognize (pandas in, pandas out), with the
-partitions' evaluators on all cores (threads) and on one thread, and against
-pandas-match-recognize (PyPI) on the same data in the same process when it is installed.
+"""In-process benchmark: the ``PARTITION BY symbol ORDER BY ts PATTERN (A B+ C)`` query end
+to end through cepsql.match_recognize (pandas in, pandas out) at 1M and 5M rows, in one
+process run against baselines on the same data:
 
-pandas-match-recognize evaluates row by row in Python, so it runs on ``--pmr-rows`` rows
-(the first rows of the same generated stream); cepsql runs on those rows too, and the
-ratio is taken on that same data (and, for reference, on events/s at full size). Results
-are checked equal before timing. Prints ratios; saves benchmarks/results/inprocess.png.
+- cepsql on all cores (threads) with the sequence fast path (backends/local/sequence.py),
+  on one thread, and with the general VM (CEPSQL_SEQUENCE=0);
+- the DuckDB floor: DuckDB (all cores) sorting by symbol, ts and computing the DEFINE
+  columns with LAG, pandas in, Arrow out - what a DuckDB-only engine pays before any
+  matching (DuckDB has no MATCH_RECOGNIZE);
+- the pure-pandas floor: sort_values + groupby().shift() + the DEFINE comparisons;
+- pandas-match-recognize (PyPI) on ``--pmr-rows`` rows (it evaluates row by row in
+  Python); cepsql runs on those rows too, results are checked equal and the ratio is taken
+  on that same data.
 
-    python benchmarks/bench_inprocess.py [--rows 1000000] [--pmr-rows 20000] [--repeat 3]
+Every figure is the best wall time of ``--repeat`` runs, with the least process CPU time
+(on a loaded machine the CPU time shows the work itself). Prints ratios; saves
+benchmarks/results/inprocess.png (events/s vs rows).
+
+    python benchmarks/bench_inprocess.py [--rows 1000000 5000000] [--pmr-rows 20000]
 """
 from __future__ import annotations
 
@@ -37,27 +45,54 @@ SELECT * FROM ticks MATCH_RECOGNIZE (
 ) m
 """
 
+DUCKDB_FLOOR = """
+SELECT symbol, ts, price,
+       price > lag(price) OVER w AS is_b, price < lag(price) OVER w AS is_c
+FROM ticks WINDOW w AS (PARTITION BY symbol ORDER BY ts)
+ORDER BY symbol, ts
+"""
 
-CPU_SECONDS: dict[int, float] = {}  # id(run) -> least process CPU time of its runs
 
-
-def best_of(repeat: int, run: Callable[[], object]) -> tuple[float, object]:
-    """Best wall time of repeat runs (the least disturbed by a loaded machine); the least
-    CPU time is kept in CPU_SECONDS (on a loaded machine it shows the work itself)."""
-    best, out = float("inf"), None
+def best_of(repeat: int, run: Callable[[], object]) -> tuple[float, float, object]:
+    """(best wall time, least process CPU time, last result) of repeat runs."""
+    best, cpu_best, out = float("inf"), float("inf"), None
     for _ in range(repeat):
         started, cpu = time.perf_counter(), time.process_time()
         out = run()
         best = min(best, time.perf_counter() - started)
-        CPU_SECONDS[id(run)] = min(CPU_SECONDS.get(id(run), float("inf")),
-                                   time.process_time() - cpu)
-    return best, out
+        cpu_best = min(cpu_best, time.process_time() - cpu)
+    return best, cpu_best, out
 
 
-def cepsql_run(df, threads: int) -> Callable[[], object]:
+def cepsql_run(df, threads: int, sequence: bool = True) -> Callable[[], object]:
     def run():
         os.environ["CEPSQL_THREADS"] = str(threads)
+        os.environ["CEPSQL_SEQUENCE"] = "1" if sequence else "0"
         return cepsql.match_recognize(QUERY, ticks=df)
+    return run
+
+
+def duckdb_floor(df) -> Callable[[], object] | None:
+    try:
+        import duckdb
+    except ImportError:
+        return None
+
+    def run():
+        con = duckdb.connect()
+        con.register("ticks", df)
+        result = con.sql(DUCKDB_FLOOR)
+        out = (getattr(result, "to_arrow_table", None) or result.fetch_arrow_table)()
+        con.close()
+        return out
+    return run
+
+
+def pandas_floor(df) -> Callable[[], object]:
+    def run():
+        s = df.sort_values(["symbol", "ts"], kind="stable")
+        prev = s.groupby("symbol", sort=False)["price"].shift()
+        return s.assign(is_b=s["price"] > prev, is_c=s["price"] < prev)
     return run
 
 
@@ -77,9 +112,42 @@ def _same(a, b) -> bool:
         [str(x) for x in left[c]] == [str(x) for x in right[c]] for c in cols)
 
 
+def measure(rows: int, repeat: int, cores: int) -> dict[str, tuple[float, float]]:
+    """name -> (events/s, CPU seconds per 1M rows) at this many rows."""
+    df = ticks_to_pandas(generate_ticks(rows))
+    runs = {f"cepsql, {cores} threads": cepsql_run(df, cores),
+            "cepsql, 1 thread": cepsql_run(df, 1),
+            f"cepsql general VM, {cores} threads": cepsql_run(df, cores, sequence=False),
+            "DuckDB floor (sort + DEFINE columns)": duckdb_floor(df),
+            "pandas floor (sort + DEFINE columns)": pandas_floor(df)}
+    rates, outputs = {}, {}
+    print(f"{rows:,} rows")
+    for name, run in runs.items():
+        if run is None:
+            print(f"  {name}: not installed")
+            continue
+        run()  # warm-up (imports, statistics cache)
+        wall, cpu, outputs[name] = best_of(repeat, run)
+        rates[name] = (rows / wall, cpu / rows * 1e6)
+        print(f"  {name:<42} {wall:7.3f} s {rows / wall:>13,.0f} events/s   "
+              f"CPU {cpu / rows * 1e6:.3f} s per 1M rows")
+    cepsql_names = [n for n in outputs if n.startswith("cepsql")]
+    first = outputs[cepsql_names[0]]
+    assert all(outputs[n].equals(first) for n in cepsql_names), "cepsql results differ"
+    print(f"  {len(first):,} matches (equal in every cepsql run)")
+    fast = rates[f"cepsql, {cores} threads"][0]
+    for name, (rate, _) in rates.items():
+        if not name.startswith(f"cepsql, {cores}"):
+            print(f"  cepsql ({cores} threads) vs {name}: {fast / rate:.2f}x")
+    print(f"  target 8M events/s: {fast / 8e6:.2f} of it; upper bound on {cores} idle cores "
+          f"(one-thread CPU time split over them, serial parts ignored): "
+          f"{cores * 1e6 / rates['cepsql, 1 thread'][1]:,.0f} events/s")
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--pmr-rows", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--plot", default=os.path.join(os.path.dirname(__file__), "results",
@@ -87,47 +155,32 @@ def main() -> None:
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     print(f"cores: {cores}, load average: {os.getloadavg()[0]:.1f} (other processes share "
-          "the machine: absolute figures are pessimistic)")
+          "the machine: wall-clock figures are pessimistic, ratios less so)")
+    results = {rows: measure(rows, args.repeat, cores) for rows in args.rows}
 
-    df = ticks_to_pandas(generate_ticks(args.rows))
-    rates: dict[str, float] = {}
-    t_all, out = best_of(args.repeat, cepsql_run(df, cores))
-    one_thread = cepsql_run(df, 1)
-    t_one, out1 = best_of(args.repeat, one_thread)
-    assert out.equals(out1), "threaded result differs from the one-thread result"
-    rates[f"cepsql, {cores} threads"] = args.rows / t_all
-    rates["cepsql, 1 thread"] = args.rows / t_one
-    print(f"{args.rows:,} rows, {len(out):,} matches")
-    print(f"  cepsql.match_recognize, {cores} threads: {t_all:7.3f} s  "
-          f"{args.rows / t_all:>12,.0f} events/s")
-    print(f"  cepsql.match_recognize, 1 thread:  {t_one:7.3f} s  "
-          f"{args.rows / t_one:>12,.0f} events/s")
-    print(f"  threads vs one thread: {t_one / t_all:.2f}x;  target 8M events/s: "
-          f"{args.rows / t_all / 8e6:.2f} of it")
-    cpu = CPU_SECONDS[id(one_thread)]
-    print(f"  CPU time of the one-thread run: {cpu:.3f} s = {args.rows / cpu:,.0f} events/s "
-          "per busy core (what an unloaded core would give)")
-
-    small = df.iloc[:args.pmr_rows].reset_index(drop=True)
+    small = ticks_to_pandas(generate_ticks(args.pmr_rows))
     pmr = pmr_run(small)
+    pmr_rate = None
     if pmr is None:
         print("pandas-match-recognize is not installed: no comparison")
     else:
-        t_pmr, ref = best_of(1, pmr)
-        t_small, mine = best_of(args.repeat, cepsql_run(small, cores))
-        same = _same(ref, mine)
-        rates["pandas-match-recognize"] = args.pmr_rows / t_pmr
-        print(f"{args.pmr_rows:,} rows (same data in both), results equal: {same}")
-        print(f"  pandas-match-recognize: {t_pmr:7.3f} s  {args.pmr_rows / t_pmr:>12,.0f} events/s")
-        print(f"  cepsql.match_recognize: {t_small:7.3f} s  "
-              f"{args.pmr_rows / t_small:>12,.0f} events/s")
-        print(f"  cepsql vs pandas-match-recognize on the same rows: {t_pmr / t_small:.1f}x; "
-              f"events/s at {args.rows:,} rows vs its events/s: "
-              f"{(args.rows / t_all) / (args.pmr_rows / t_pmr):.0f}x (target >= 5x)")
-    _plot(rates, args.plot)
+        t_pmr, _, ref = best_of(1, pmr)
+        t_small, _, mine = best_of(args.repeat, cepsql_run(small, cores))
+        pmr_rate = args.pmr_rows / t_pmr
+        print(f"{args.pmr_rows:,} rows (same data in both), results equal: {_same(ref, mine)}")
+        print(f"  pandas-match-recognize: {t_pmr:7.3f} s {pmr_rate:>13,.0f} events/s")
+        print(f"  cepsql.match_recognize: {t_small:7.3f} s {args.pmr_rows / t_small:>13,.0f} "
+              "events/s")
+        print(f"  cepsql vs pandas-match-recognize on the same rows: {t_pmr / t_small:.1f}x "
+              "(target >= 5x)")
+        for rows, rates in results.items():
+            print(f"  cepsql events/s at {rows:,} rows vs its events/s: "
+                  f"{rates[f'cepsql, {cores} threads'][0] / pmr_rate:.0f}x")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    _plot(results, pmr_rate, args.pmr_rows, args.plot)
 
 
-def _plot(rates: dict[str, float], path: str) -> None:
+def _plot(results: dict, pmr_rate: float | None, pmr_rows: int, path: str) -> None:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -136,14 +189,22 @@ def _plot(rates: dict[str, float], path: str) -> None:
         print("matplotlib is not installed: no plot")
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    names = list(rates)
-    ax.barh(names, [rates[n] for n in names], color=["#2b6cb0", "#63b3ed", "#a0aec0"][:len(names)])
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    sizes = sorted(results)
+    names = list(results[sizes[0]])
+    for name in names:
+        ax.plot(sizes, [results[s][name][0] for s in sizes], marker="o", label=name)
+    if pmr_rate is not None:
+        ax.plot([pmr_rows], [pmr_rate], marker="x", linestyle="none", color="black",
+                label=f"pandas-match-recognize ({pmr_rows:,} rows)")
+    ax.axhline(8e6, color="grey", linestyle=":", linewidth=1, label="target 8M events/s")
     ax.set_xscale("log")
-    ax.set_xlabel("events/s (log scale)")
-    ax.set_title("PARTITION BY symbol ORDER BY ts PATTERN (A B+ C), in-process", fontsize=10)
-    for i, n in enumerate(names):
-        ax.text(rates[n], i, f" {rates[n]:,.0f}", va="center", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xlabel("rows")
+    ax.set_ylabel("events/s (wall clock, loaded machine)")
+    ax.set_title("PARTITION BY symbol ORDER BY ts PATTERN (A B+ C), pandas in/out",
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"plot: {path}")

@@ -369,7 +369,7 @@ def run_algorithm(sql: str, table: pa.Table, algorithm: str, repeat: int,
     (a run slower than slow_seconds is not repeated)."""
     import cepsql
     from cepsql.exprs.arrow_eval import evaluate_arrow
-    from cepsql.local import run_local, sort_table
+    from cepsql.backends.local.engine import run_local, sort_table
     from cepsql.runtime import cep_worker
     from cepsql.runtime.executor import plan_query
     from cepsql.runtime.planner_options import PlannerOptions

@@ -106,7 +106,7 @@ def evaluator_part(args) -> list[dict]:
 
     from cepsql.dialect import find_match_recognize
     from cepsql.dialect.statements import parse_create_view
-    from cepsql.local import _table_statistics
+    from cepsql.backends.local.engine import _table_statistics
     from cepsql.runtime.shared.evaluator import SharedEvaluator
     from cepsql.runtime.shared.local_run import plan_local_workload
     from cepsql.runtime.shared_pass import sharing_patterns

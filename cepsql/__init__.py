@@ -15,8 +15,8 @@ __version__ = "0.1.0"
 
 ensure_environment()
 
-from .local import match_recognize  # noqa: E402
-from .local_workload import workload  # noqa: E402
+from .backends.local.engine import match_recognize  # noqa: E402
+from .backends.local.workload import workload  # noqa: E402
 from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
 from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
 from .spark.session import CepSession, attach as _attach  # noqa: E402

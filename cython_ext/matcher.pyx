@@ -1570,6 +1570,39 @@ cdef class SqlMatcher:
         return 0
 
 
+    def row_local_masks(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds):
+        """uint8[n_labels, n_rows]: per row, whether each row-local DEFINE holds (1) or
+        not (0, also for NULL), every partition [bounds[k], bounds[k+1]) closed; labels
+        without DEFINE hold everywhere, other labels read 0. For the in-process sequence
+        matcher (cepsql/backends/local/sequence.py); run's conditions, not its search."""
+        cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
+        cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
+        cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef i64 k, n_parts = bb.shape[0] - 1
+        cdef int label
+        cdef cnp.ndarray out = np.zeros((self.n_labels, vv.shape[1]), dtype=np.uint8)
+        self.n_rows = vv.shape[1]
+        self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else NULL
+        self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else NULL
+        free(self.pre)
+        self.pre = <unsigned char*> malloc(self.n_labels * self.n_rows + 1)
+        if self.pre == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
+        self.open_ = 0
+        with nogil:
+            for k in range(n_parts):
+                self.pstart = bb[k]
+                self.pend = bb[k + 1]
+                self.match_no = 0
+                self._precompute()
+        for label in range(self.n_labels):
+            if self.cond_off[label] < 0:
+                out[label, :] = 1
+            elif self.row_local[label] and self.n_rows:
+                memcpy(<unsigned char*> cnp.PyArray_DATA(out) + label * self.n_rows,
+                       self.pre + label * self.n_rows, self.n_rows)
+        return out
+
 cdef object _to_numpy(Buf* b):
     cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
     if b.n > 0:

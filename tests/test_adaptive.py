@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from cepsql.local import run_local
+from cepsql.backends.local.engine import run_local
 from cepsql.runtime import adaptive, cep_worker
 from cepsql.runtime import cep_worker_plan
 from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift

@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
-from cepsql.local import to_arrow
+from cepsql.backends.local.engine import to_arrow
 from cepsql.runtime import spark_folds
 from cepsql.runtime.gathered import result_type
 from cepsql.runtime.reference import evaluate_reference

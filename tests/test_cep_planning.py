@@ -11,7 +11,7 @@ import pytest
 import cepsql
 from cepsql.dialect import find_match_recognize
 from cepsql.errors import CepAnalysisError
-from cepsql.local import _table_statistics
+from cepsql.backends.local.engine import _table_statistics
 from cepsql.runtime.executor import plan_query
 from cepsql.runtime.planner_options import PlannerOptions, options_from_conf
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 import cepsql
 from cepsql.dialect import find_match_recognize
 from cepsql.errors import CepUnsupportedError
-from cepsql.local import global_breaks
+from cepsql.backends.local.engine import global_breaks
 from cepsql.runtime.executor import plan_query
 from cepsql.runtime.reference_cep import evaluate_reference_cep
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from cepsql.errors import CepRuntimeError, CepUnsupportedError
-from cepsql.local import run_local
+from cepsql.backends.local.engine import run_local
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6 + ["b"] * 4 + ["c"] * 3,
                       "ts": list(range(6)) + list(range(4)) + list(range(3)),
@@ -160,7 +160,7 @@ def test_what_duckdb_cannot_run_keeps_the_located_subset_error():
 
 def test_a_clause_runs_once_when_the_query_moves_to_duckdb(monkeypatch):
     """local_sql runs the clause, then meets a window function: DuckDB reuses the result."""
-    import cepsql.local as local
+    import cepsql.backends.local.engine as local
     calls = []
     real = local.execute_plan
 

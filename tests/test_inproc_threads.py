@@ -35,9 +35,9 @@ def _outcome(sql: str, table: pa.Table, monkeypatch, threads: int):
     monkeypatch.setenv("CEPSQL_THREADS", str(threads))
     with monkeypatch.context() as patch:
         if threads == 1:
-            patch.setattr(cepsql.local, "partition_ranks", lambda *args: None)
+            patch.setattr(cepsql.backends.local.engine, "partition_ranks", lambda *args: None)
         try:
-            return cepsql.local.run_local(sql, {"t": table})
+            return cepsql.backends.local.engine.run_local(sql, {"t": table})
         except CepError as err:
             return type(err).__name__, err.message
 
@@ -73,7 +73,7 @@ def test_cep_threads_equal_one_thread(tiny_slices, sql, table):
 def test_presorted_slices_equal_one_thread(tiny_slices, sql, table):
     """The path that cuts the globally sorted input (several or floating-point keys)."""
     one = _outcome(sql, table, tiny_slices, 1)
-    tiny_slices.setattr(cepsql.local, "partition_ranks", lambda *args: None)
+    tiny_slices.setattr(cepsql.backends.local.engine, "partition_ranks", lambda *args: None)
     many = _outcome(sql, table, tiny_slices, 3)
     assert _same(one, many), sql
 
@@ -107,10 +107,10 @@ def test_sliced_run_publishes_merged_stats(tiny_slices):
            "MATCH_NUMBER() AS mn ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
            "PATTERN (SEQ(a, b)) DEFINE a AS v = 0, b AS v = 1)")
     tiny_slices.setenv("CEPSQL_THREADS", "1")
-    cepsql.local.run_local(sql, {"t": table})
+    cepsql.backends.local.engine.run_local(sql, {"t": table})
     single = dict(cep_worker.LAST_STATS)
     tiny_slices.setenv("CEPSQL_THREADS", "2")
-    out = cepsql.local.run_local(sql, {"t": table})
+    out = cepsql.backends.local.engine.run_local(sql, {"t": table})
     merged = dict(cep_worker.LAST_STATS)
     assert out.num_rows == 6 and merged["matches_found"] == single["matches_found"] == 6
     assert merged["peak_rows"] == 6 < single["peak_rows"] == 12
@@ -119,7 +119,7 @@ def test_sliced_run_publishes_merged_stats(tiny_slices):
 def test_threaded_rows_are_in_partition_order(tiny_slices):
     tiny_slices.setenv("CEPSQL_THREADS", "4")
     table = pa.table({"part": [f"p{i % 7}" for i in range(70)], "ts": list(range(70))})
-    out = cepsql.local.run_local(
+    out = cepsql.backends.local.engine.run_local(
         "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
         "MATCH_NUMBER() AS mn, count(*) AS n ONE ROW PER MATCH PATTERN (a{2}) "
         "DEFINE a AS true)", {"t": table})

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from cepsql.errors import CepAnalysisError
-from cepsql.local import run_local, sort_table, to_pandas
+from cepsql.backends.local.engine import run_local, sort_table, to_pandas
 from cepsql.runtime.plan import SortColumn
 
 TICKS = pd.DataFrame({"sym": ["a", "a", "b", "b", "a"], "ts": [3, 1, 1, 2, 2],

@@ -1,4 +1,4 @@
-"""The in-process SQL subset around MATCH_RECOGNIZE (cepsql.local_sql): each construct
+"""The in-process SQL subset around MATCH_RECOGNIZE (cepsql.backends.local.sql): each construct
 against expected rows, a few statements against Spark, unsupported constructs located."""
 import datetime
 from decimal import Decimal
@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
-from cepsql.local import run_local
-from cepsql.local_sql import Scope, run_sql
+from cepsql.backends.local.engine import run_local
+from cepsql.backends.local.sql import Scope, run_sql
 
 T = pa.table({
     "sym": pa.array(["a", "b", "a", None, "b", "a"]),

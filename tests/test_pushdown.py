@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepsql
-from cepsql.local import run_local
+from cepsql.backends.local.engine import run_local
 from cepsql.runtime.executor import plan_query
 from cepsql.runtime.relevance import relevance_filter
 

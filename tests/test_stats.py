@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from cepsql.dialect import find_match_recognize
-from cepsql.local import _table_statistics
+from cepsql.backends.local.engine import _table_statistics
 from cepsql.runtime.executor import plan_query
 from cepsql.stats import (
     CACHE,

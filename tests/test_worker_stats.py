@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from cepsql.local import run_local
+from cepsql.backends.local.engine import run_local
 from cepsql.runtime import cep_worker
 from cepsql.runtime.executor import plan_query
 from cepsql.stats import CACHE
@@ -66,7 +66,7 @@ def test_worker_plans_match_the_reference():
     @given(sql=planned_queries(), table=cep_streams(unique_ts=False, with_nulls=True),
            rows=st.integers(1, 16))
     def check(sql, table, rows):
-        import cepsql.local as local
+        import cepsql.backends.local.engine as local
         original = local.run_local
 
         def patched(sql_, tables, **kw):

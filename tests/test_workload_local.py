@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError
 from cepsql.exprs.arrow_eval import evaluate_arrow
-from cepsql.local_workload import views_alone
+from cepsql.backends.local.workload import views_alone
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime import worker as worker_module
 from cepsql.runtime.shared_pass import plan_pass
@@ -95,7 +95,7 @@ def test_mixed_workload_equals_each_view_alone():
 
 
 def test_groups_follow_partitioning_and_share_row_local_columns():
-    from cepsql.local import to_arrow
+    from cepsql.backends.local.engine import to_arrow
     from cepsql.runtime.executor import plan_query
     from cepsql.dialect import find_match_recognize, parse_create_view
     table = to_arrow(ticks(10))
@@ -126,7 +126,7 @@ def test_small_chunks_carry_state_across_batches(monkeypatch):
 
 
 def test_push_api_equals_pull_for_any_batch_split():
-    from cepsql.local import to_arrow, sort_table
+    from cepsql.backends.local.engine import to_arrow, sort_table
     from cepsql.runtime.executor import plan_query
     from cepsql.dialect import find_match_recognize, parse_create_view
     table = to_arrow(ticks(50, seed=3))

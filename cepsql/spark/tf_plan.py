@@ -80,7 +80,7 @@ def run_table_plan(table: pa.Table, plan: TablePlan, batch_rows: int = 65536) ->
     """Match all rows of ``table`` (any order, any number of PARTITION BY groups):
     prepare, stable sort by the plan's keys (deterministic tie-breakers included),
     stream through the worker, project and cast to ``output_schema``."""
-    from ..local import sort_table
+    from ..backends.local.sql import sort_table
     table = conform(table, plan.input_schema)
     prepared = table
     added = list(plan.prepared_schema)[len(plan.input_schema):]

@@ -1,16 +1,19 @@
-"""The in-process backend (``cepsql.match_recognize``): the clauses' evaluators on all cores
-in threads (threads.py) and the SQL around the clauses on DuckDB where local_sql's subset
-ends (duck.py). The entry points still live in cepsql.local (other modules edit it); they
-are importable from here too."""
+"""The in-process backend (``cepsql.match_recognize``, ``cepsql.workload``): engine.py runs
+a statement (clauses through the QueryPlan, the SQL around them through sql.py's subset
+or DuckDB, duck.py), threads.py runs the partitions' evaluators on all cores, sequence.py
+is the fast path for sequence patterns, workload.py runs several views in one shared pass.
+``cepsql.local``, ``cepsql.local_sql`` and ``cepsql.local_workload`` re-export them."""
 from __future__ import annotations
 
-_ENTRY_POINTS = ("match_recognize", "run_local", "execute_plan", "to_arrow", "to_pandas")
+# (``workload`` is the submodule's name here: cepsql.workload is the function)
+_ENTRY_POINTS = {"match_recognize": "engine", "run_local": "engine", "execute_plan": "engine",
+                 "to_arrow": "engine", "to_pandas": "engine"}
 
 
 def __getattr__(name: str):
-    """cepsql.local's entry points, imported on first use (cepsql.local imports this
-    package, so an import at the top would be circular)."""
+    """The entry points, imported on first use (so importing one submodule does not load
+    them all)."""
     if name in _ENTRY_POINTS:
-        from ... import local
-        return getattr(local, name)
+        from importlib import import_module
+        return getattr(import_module(f"{__name__}.{_ENTRY_POINTS[name]}"), name)
     raise AttributeError(name)

@@ -1,8 +1,8 @@
-"""The SQL around MATCH_RECOGNIZE on DuckDB, for statements outside local_sql's subset.
+"""The SQL around MATCH_RECOGNIZE on DuckDB, for statements outside sql.py's subset.
 
 ``cepsql.match_recognize`` runs the SQL around the clauses on two engines:
 
-- local_sql (Arrow compute, expressions through ``arrow_eval``) for its documented subset
+- sql.py (Arrow compute, expressions through ``arrow_eval``) for its documented subset
   (one FROM source, WHERE, GROUP BY/HAVING, ORDER BY, LIMIT, UNION ALL, CTEs): its results
   and types are Spark's, tested construct by construct, so it stays the first choice;
 - DuckDB (this module) for everything else Spark accepts there: joins, window functions,
@@ -136,7 +136,7 @@ class DuckQuery:
         table.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
 
     def execute(self, tree: exp.Expr) -> pa.Table:
-        import duckdb  # only statements outside local_sql's subset pay for the import
+        import duckdb  # only statements outside sql.py's subset pay for the import
         types = {name: _column_types(t.schema) for name, t in self.relations.items()}
         sql = spark_to_duckdb(tree, types)
         con = duckdb.connect()
@@ -445,9 +445,9 @@ def _typed_avg(node: exp.Expr, types: _TypeResolver, arg: exp.Expr) -> exp.Expr:
 
 def _name_outputs(tree: exp.Expr) -> None:
     """Unaliased select-list expressions of the outermost query get the Arrow path's
-    names (local_sql.output_name), so both engines name columns alike (named before the
+    names (sql.output_name), so both engines name columns alike (named before the
     transforms, so the names are the user's expressions)."""
-    from ...local_sql import output_name
+    from .sql import output_name
     selects = [tree] if isinstance(tree, exp.Select) else \
         [s for s in tree.find_all(exp.Select) if s.parent_select is None]
     for select in selects[:1]:

@@ -9,7 +9,7 @@ integers, booleans, dates, timestamps), rows are grouped by the rank of their pa
 value (a counting sort over small integers) and each thread sorts only its slice, by that
 rank then ORDER BY and the tie-breakers (``run_by_partition``); otherwise the input is
 sorted once and cut at group boundaries (``run_worker``). Both sorts are Arrow's
-(local_sql.sort_indices: NaN greatest, NULL placement per key). DuckDB's multi-threaded
+(sql.sort_indices: NaN greatest, NULL placement per key). DuckDB's multi-threaded
 ORDER BY was measured slower on this machine (1M ticks by symbol, ts: 1.5 s for the
 table, 0.94 s for the permutation only, against 0.63 s with Arrow), so it is not used."""
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from ...exprs.arrow_eval import spark_compare
 from ...runtime.plan import BoundPlan, SortColumn
+from .sequence import SequenceShape, read_columns, run_sequence
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -40,9 +41,11 @@ def default_threads() -> int:
 
 
 def run_worker(ordered: pa.Table, bound: BoundPlan, partition_columns: list[str], *,
-               batch_rows: int = 65536, threads: int | None = None) -> pa.Table:
+               batch_rows: int = 65536, threads: int | None = None,
+               shape: SequenceShape | None = None) -> pa.Table:
     """The worker's output over ordered (partitions contiguous and sorted), computed on up
-    to ``threads`` threads. Unpartitioned inputs run on one slice."""
+    to ``threads`` threads (by the sequence fast path when shape is given). Unpartitioned
+    inputs run on one slice."""
     threads = default_threads() if threads is None else max(1, threads)
     bounds = [0, ordered.num_rows]
     if threads > 1 and partition_columns:
@@ -50,17 +53,20 @@ def run_worker(ordered: pa.Table, bound: BoundPlan, partition_columns: list[str]
                               min_rows=MIN_SLICE_ROWS)
     pieces = [ordered.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
     if len(pieces) == 1:
-        return _run_one(bound.worker, pieces[0], bound.worker_schema, batch_rows)
+        return _run_one(bound.worker, pieces[0], bound.worker_schema, batch_rows, shape)
     workers = [copy.copy(bound.worker) for _ in pieces]  # per-slice state (last_stats)
     with ThreadPoolExecutor(max_workers=min(threads, len(pieces)),
                             thread_name_prefix="cepsql-worker") as pool:
         outs = list(pool.map(lambda wp: _run_one(wp[0], wp[1], bound.worker_schema,
-                                                 batch_rows), zip(workers, pieces)))
+                                                 batch_rows, shape), zip(workers, pieces)))
     _publish_stats(workers)
     return pa.concat_tables(outs)
 
 
-def _run_one(worker, piece: pa.Table, schema: pa.Schema, batch_rows: int) -> pa.Table:
+def _run_one(worker, piece: pa.Table, schema: pa.Schema, batch_rows: int,
+             shape: SequenceShape | None = None) -> pa.Table:
+    if shape is not None:
+        return run_sequence(worker, piece, shape)
     batches: Iterator[pa.RecordBatch] = iter(piece.to_batches(max_chunksize=batch_rows))
     return pa.Table.from_batches(list(worker(batches)), schema=schema)
 
@@ -163,7 +169,8 @@ def partition_ranks(table: pa.Table, key: SortColumn,
 
 def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                      order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray], *,
-                     batch_rows: int = 65536, threads: int | None = None) -> pa.Table:
+                     batch_rows: int = 65536, threads: int | None = None,
+                     shape: SequenceShape | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
     per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
@@ -185,11 +192,17 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     spans = list(zip(bounds, bounds[1:]))
     workers = [copy.copy(bound.worker) for _ in spans]
 
+    source = prepared if shape is None else prepared.select(read_columns(bound.worker))
+
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
         rows = rows[order_of(prepared, rows, ranks[rows])]
-        ordered = prepared.take(pa.array(rows)).combine_chunks()
-        return _run_one(workers[k], ordered, bound.worker_schema, batch_rows)
+        ordered = source.take(pa.array(rows)).combine_chunks()
+        if shape is not None:  # the groups are where the rank changes
+            r = ranks[rows]
+            starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else r
+            return run_sequence(workers[k], ordered, shape, starts)
+        return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
         return one(0)
     with ThreadPoolExecutor(max_workers=min(threads, len(spans)),

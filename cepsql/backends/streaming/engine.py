@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CepRuntimeError
-from ...local_sql import sort_table
+from ..local.sql import sort_table
 from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import SortColumn
 from ...runtime.worker import CHUNK_ROWS, window_micros

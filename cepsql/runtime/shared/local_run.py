@@ -48,7 +48,7 @@ class LocalWorkload:
 def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536,
                         statistics: Callable | None = None) -> LocalWorkload:
     """Plan every spec over table (all with the same PARTITION BY / ORDER BY)."""
-    from ...local import _sort_for_matching, _table_statistics, global_breaks
+    from ...backends.local.engine import _sort_for_matching, _table_statistics, global_breaks
     from ..executor import plan_query
     stats = statistics or partial(_table_statistics, table=table)
     queries = []

@@ -1,0 +1,352 @@
+"""Run a statement with MATCH_RECOGNIZE in-process, without Spark: the clauses run through
+the same QueryPlan as on Spark (expressions via Arrow compute, the partitions' evaluators on
+all cores: backends/local/threads.py), the SQL around them through ``sql.py``, our
+vectorised evaluator of a subset of Spark SQL, and what lies outside that subset (joins,
+window functions, subqueries, ...) on DuckDB with Spark's semantics (backends/local/duck.py,
+whose docstring lists the differences fixed). Nothing derived from the SQL text is ever
+passed to eval/exec.
+
+Results are pandas DataFrames; integer and boolean columns use pandas' nullable dtypes
+(Int8..Int64, UInt.., boolean) so NULLs never turn integers into floats.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import ChainMap
+from functools import partial
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
+from ...dialect.statements import clause_output_names
+from .duck import run_duckdb
+from .sequence import sequence_shape
+from ...errors import CepAnalysisError, CepError, CepUnsupportedError
+from ...exprs.arrow_eval import evaluate_arrow, spark_compare
+from .sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
+                        unsupported)
+from ...runtime.subqueries import arrow_constant, bind_subqueries
+from ...runtime.plan import QueryPlan, SortColumn
+from ...spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
+
+__all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
+
+TableLike = pd.DataFrame | pa.Table
+_placeholders = itertools.count(1)
+
+
+def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
+    """Result of sql (one query) over the given tables (pandas DataFrames or Arrow tables,
+    matched to table names case-insensitively)."""
+    return to_pandas(run_local(sql, tables))
+
+
+def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
+              planner: Callable | None = None) -> pa.Table:
+    """Result of sql as an Arrow table (finder/planner default to cepsql's own)."""
+    if finder is None:
+        from ...dialect import find_match_recognize as finder
+    if planner is None:
+        from ...runtime.executor import plan_query as planner
+    stmt = sql.rstrip().rstrip(";")
+    scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
+    run = _LocalStatement(stmt, finder, planner)
+    try:
+        sites = finder(stmt, offset=0, full_sql=stmt)
+        if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
+            return run.clause(sites[0], scope)  # fast path: no SQL around the clause
+        return run.query(stmt, 0, scope, sites)
+    except CepError as e:
+        raise e.with_sql(stmt) from None
+
+
+class _LocalStatement:
+    """One statement on the in-process path. Each query text has its MATCH_RECOGNIZE
+    clauses masked by placeholder names (padded to the clause's length, so every position
+    in the masked text is a position in the statement); sql.py evaluates the rest and
+    runs a clause when it reads its placeholder, in the scope of that point (so a CTE name
+    as the clause's source resolves like any table name)."""
+
+    def __init__(self, stmt: str, finder: Callable, planner: Callable):
+        self.stmt, self.finder, self.planner = stmt, finder, planner
+        self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
+
+    def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
+              ) -> pa.Table:
+        """Result of the query text starting at offset in the statement."""
+        if sites is None:
+            sites = self.finder(text, offset=offset, full_sql=self.stmt)
+        parts, cursor, virtual = [], 0, {}
+        for site in sorted(sites, key=lambda s: s.start):
+            lo, hi = site.start - offset, site.end - offset
+            name = f"#cep{next(_placeholders)}"
+            token = quote_identifier(name)
+            if len(token) > hi - lo:  # cannot happen: a clause is longer than its name
+                raise CepUnsupportedError("MATCH_RECOGNIZE clause too short", pos=site.start)
+            parts += [text[cursor:lo], token.ljust(hi - lo)]
+            cursor = hi
+            alias = None if site.alias is None else normalize_name(site.alias)
+            virtual[name] = Virtual(partial(self.clause, site), alias)
+        parts.append(text[cursor:])
+        masked, scope = "".join(parts), scope.with_virtual(virtual)
+        try:
+            return run_sql(masked, scope, base=offset)
+        except OutsideSubset as outside:
+            return self.on_duckdb(masked, offset, scope, outside)
+
+    def on_duckdb(self, masked: str, offset: int, scope: Scope, outside: OutsideSubset
+                  ) -> pa.Table:
+        """The query outside sql.py's subset, on DuckDB (a clause whose source is one of
+        the query's own WITH names reads it from DuckDB). When DuckDB cannot run it
+        either, the subset error says where and why."""
+        def lookup(parts, written, pos, ctes):
+            inner = dataclasses.replace(scope, ctes=ChainMap(ctes, scope.ctes))
+            return inner.lookup(parts, written, pos)
+        try:
+            return run_duckdb(masked, lookup, base=offset)
+        except CepAnalysisError as err:
+            if not err.message.startswith("DuckDB cannot run"):
+                raise
+            raise type(outside)(f"{outside.message} (DuckDB: {err.message})",
+                                pos=outside.pos) from None
+
+    def clause(self, site, scope: Scope) -> pa.Table:
+        """One clause's result: its source's rows through the QueryPlan (computed once per
+        source table: a query that falls back to DuckDB may have run it already)."""
+        table = self.source(site, scope)
+        key = (site.start, id(table))
+        if key not in self.done:
+            self.done[key] = (table, self.run_clause(site, table, scope))
+        return self.done[key][1]
+
+    def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
+        spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
+        plan = self.planner(spec, table.schema, self.stmt,
+                            statistics=partial(_table_statistics, table=table))
+        out = execute_plan(table, plan)
+        try:
+            return out.rename_columns(clause_output_names(site, out.column_names))
+        except CepError as err:
+            raise err.with_sql(self.stmt) from None
+
+    def scalar(self, sub, scope: Scope) -> tuple[list[str | None], str]:
+        """An uncorrelated scalar subquery, run by the local SQL engine in the clause's
+        scope (its errors point at the subquery)."""
+        try:
+            return arrow_constant(self.query(sub.sql, 0, scope))
+        except CepError as err:
+            raise type(err)(f"in the scalar subquery: {err.message} (only uncorrelated "
+                            "scalar subqueries are supported)", sql=self.stmt,
+                            pos=sub.pos) from None
+
+    def source(self, site, scope: Scope) -> pa.Table:
+        if site.source_is_query:
+            inner, shift = strip_parens(site.source_text)
+            return self.query(inner, site.source_offset + shift, scope)
+        name = site.source_text.strip()
+        if "(" in name:
+            raise unsupported(f"the table-valued function {name} as a MATCH_RECOGNIZE source",
+                              site.source_offset)
+        parts = [normalize_name(p) for p in _split_dotted(name)]
+        return scope.lookup(parts, name, site.source_offset)[0]
+
+
+def _table_statistics(spec, table: pa.Table):
+    """Statistics of spec over an in-process input (cached per table object)."""
+    from ...runtime.planner_options import current_options
+    from ...stats import CACHE
+    opts = current_options()
+    return CACHE.get_or_estimate(spec, table, sample_rows=opts.sample_rows,
+                                 time_budget_s=opts.sample_seconds)
+
+
+def _split_dotted(name: str) -> list[str]:
+    """Parts of a dotted name, keeping dots inside backquotes."""
+    parts, current, quoted = [], "", False
+    for ch in name:
+        if ch == "`":
+            quoted = not quoted
+        if ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return parts + [current]
+
+
+def to_arrow(table: TableLike) -> pa.Table:
+    if isinstance(table, pa.Table):
+        # the same object when possible: statistics are cached per input table object
+        return table if table.schema.metadata is None else table.replace_schema_metadata(None)
+    if isinstance(table, pd.DataFrame):
+        return pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(None)
+    raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
+
+
+_NULLABLE = {
+    pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+    pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype(),
+}
+
+
+def to_pandas(table: pa.Table) -> pd.DataFrame:
+    """pandas with nullable integer/boolean dtypes (see module docstring)."""
+    return table.to_pandas(types_mapper=_NULLABLE.get)
+
+
+def _sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
+    """table sorted by PARTITION BY + ORDER BY (+ tie-breakers where needed)."""
+    if not keys or table.num_rows == 0:
+        return table
+    return table.take(_order_for_matching(table, keys, plan))
+
+
+def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Array:
+    """The row order by PARTITION BY + ORDER BY; the tie-breaking keys are added only when
+    that order actually has ties (sorting on every column is the expensive part)."""
+    primary = plan.primary_sort_keys
+    if primary is None or primary >= len(plan.sort_keys):
+        return sort_indices(table, keys)
+    head = keys[:len(keys) - len(plan.sort_keys) + primary]
+    if not head:
+        return sort_indices(table, keys)
+    order = sort_indices(table, head)
+    names = list(dict.fromkeys(k.column for k in head))  # a key may repeat (id ASC, id DESC)
+    if table.num_rows < 2 or not _has_ties(table.select(names).take(order), names):
+        return order
+    return sort_indices(table, keys)
+
+
+def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
+                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray:
+    """The order of one slice's rows (positions in rows), computed on its sort keys only
+    (run_by_partition then takes each input row once)."""
+    if _in_input_order(prepared, rows, ranks, keys, plan):
+        return np.arange(len(rows))
+    names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
+    table = prepared.select(names).take(pa.array(rows)).append_column(
+        RANK_COLUMN, pa.array(ranks, pa.int32()))
+    return _order_for_matching(table, keys, plan).to_numpy()
+
+
+def _in_input_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
+                    keys: list[SortColumn], plan: QueryPlan) -> bool:
+    """Whether rows (grouped by partition rank, input order within a group) are already
+    in ORDER BY order without ties - time series mostly arrive in time order, and then
+    the sort is skipped. Checked for one ascending integer, date or timestamp ORDER BY
+    key without NULLs; ties (whose order the tie-breakers decide) say no."""
+    if plan.primary_sort_keys != 2 or len(keys) < 2 or not keys[1].ascending:
+        return False
+    col = prepared.column(keys[1].column)
+    t = col.type
+    if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
+                              or pa.types.is_date(t)):
+        return False
+    values = col.combine_chunks().to_numpy(zero_copy_only=False)[rows]
+    same_group = ranks[1:] == ranks[:-1]
+    return not np.any(same_group & (values[1:] <= values[:-1]))
+
+
+def _has_ties(table: pa.Table, columns: list[str]) -> bool:
+    """Whether two adjacent rows agree on every column (NULL equal to NULL)."""
+    n = table.num_rows
+    same = None
+    plain = _plain_equal_adjacent(table, columns)
+    if plain is not None:
+        return bool(plain.any())
+    for name in columns:
+        col = table.column(name).combine_chunks()
+        a, b = col.slice(0, n - 1), col.slice(1)
+        eq = pc.or_kleene(spark_compare("=", a, b), pc.and_(pc.is_null(a), pc.is_null(b)))
+        eq = pc.fill_null(eq, False)
+        same = eq if same is None else pc.and_(same, eq)
+    return bool(pc.any(same).as_py())
+
+
+def _plain_equal_adjacent(table: pa.Table, columns: list[str]) -> np.ndarray | None:
+    """_has_ties' per-pair equality in numpy when every column is an integer, date or
+    timestamp column without NULLs (the common ORDER BY keys); None otherwise."""
+    same = None
+    for name in columns:
+        col = table.column(name)
+        t = col.type
+        if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
+                                  or pa.types.is_date(t)):
+            return None
+        values = col.combine_chunks().to_numpy(zero_copy_only=False)
+        eq = values[1:] == values[:-1]
+        same = eq if same is None else same & eq
+    return same
+
+
+def global_breaks(prepared: pa.Table, plan: QueryPlan) -> pa.Array:
+    """STRICT_CONTIGUITY with PARTITION BY (docs/cep_mode.md R5): per row 1 when its
+    predecessor in ``plan.global_order`` (the whole input, PARTITION BY ignored) has other
+    partition keys, NULL keys compared as values; 0 for the globally first row. The keys
+    are compared as the worker compares them to find its partitions."""
+    n = prepared.num_rows
+    if n == 0:
+        return pa.array([], pa.uint8())
+    order = sort_indices(prepared, plan.global_order) if plan.global_order else \
+        pa.array(np.arange(n))
+    changed = np.zeros(n, dtype=bool)
+    for name in plan.partition_columns:
+        col = prepared.column(name).take(order).combine_chunks()
+        prev, cur = col.slice(0, n - 1), col.slice(1)
+        differs = pc.fill_null(spark_compare("<>", prev, cur), False)  # NaN = NaN
+        null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
+        changed[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
+    flags = np.zeros(n, dtype=np.uint8)
+    flags[np.asarray(order)] = changed
+    return pa.array(flags, pa.uint8())
+
+
+def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
+    """table without the rows the plan's relevance filter drops (NULL = drop)."""
+    if plan.relevance_filter is None or table.num_rows == 0:
+        return table
+    try:
+        keep = evaluate_arrow(plan.relevance_filter, table)
+    except CepUnsupportedError:  # not vectorizable here: the evaluator still decides
+        return table
+    if isinstance(keep, pa.Scalar):  # a constant condition
+        return table if keep.as_py() is True else table.slice(0, 0)
+    return table.filter(keep, null_selection_behavior="drop")
+
+
+def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
+                 threads: int | None = None) -> pa.Table:
+    """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
+    (on ``threads`` threads, default all cores: backends/local/threads.py), project."""
+    table = relevant_rows(table, plan)
+    prepared = table
+    for name, expr in plan.prepare_columns:
+        prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+    if plan.break_column is not None:
+        prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
+    bound = plan.bind(prepared.schema)
+    shape = sequence_shape(plan.spec, bound.worker)
+    keys = list(plan.sort_keys)
+    leading = {k.column for k in keys[:len(plan.partition_columns)]}
+    if leading != set(plan.partition_columns):  # the contract: partitions contiguous
+        keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
+    ranks = partition_ranks(prepared, keys[0], sort_indices) \
+        if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
+    if ranks is not None:  # sorted and matched per slice of partitions, in threads
+        by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
+        out = run_by_partition(prepared, ranks, bound,
+                               partial(_slice_order, keys=by_rank, plan=plan),
+                               batch_rows=batch_rows, threads=threads, shape=shape)
+    else:
+        ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
+        out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
+                         threads=threads, shape=shape)
+    names = [n for n, _ in bound.final_projection]
+    return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
+                                names=names)

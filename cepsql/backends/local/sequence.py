@@ -1,0 +1,166 @@
+"""The in-process fast path for the commonest SQL:2016 query shape: a PATTERN that is a
+sequence of greedy quantified variables (``A B+ C``) whose DEFINEs depend on the row
+alone (physical PREV/NEXT included), ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW,
+no WITHIN and no aggregates in MEASURES.
+
+The DEFINEs are evaluated once per row by the general matcher's condition VM
+(``SqlMatcher.row_local_masks``), the matches found by the linear backtracking search of
+cython_ext/sequence.pyx, and the MEASURES' row references (FIRST/LAST with logical and
+physical offsets, CLASSIFIER) resolved in numpy from each match's per-element counts; the
+output batch is the one MatchWorker builds. Results equal the general VM's (property
+tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ...algebra.pattern import Concat, Quantified, Var
+from ...runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
+
+__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "read_columns", "enabled"]
+
+
+@dataclass(frozen=True)
+class SequenceShape:
+    """The pattern as elements: labels[e]{lows[e], highs[e]} (highs -1: unbounded)."""
+    labels: np.ndarray
+    lows: np.ndarray
+    highs: np.ndarray
+
+
+def enabled() -> bool:
+    """Whether the fast path may be used (CEPSQL_SEQUENCE=0 turns it off, for comparisons)."""
+    return os.environ.get("CEPSQL_SEQUENCE", "1") != "0"
+
+
+def sequence_shape(spec, worker) -> SequenceShape | None:
+    """The shape of spec when the fast path computes exactly what ``worker`` (the bound
+    plan's worker) would, else None."""
+    if spec is None or not isinstance(worker, MatchWorker) or not enabled():
+        return None
+    c = worker.config
+    if not isinstance(c, WorkerConfig) or getattr(spec, "strategy", None) is not None:
+        return None
+    if (spec.rows_per_match != "ONE" or spec.after_match_skip.kind != "PAST_LAST_ROW"
+            or spec.window is not None or c.window_kind != 0 or c.all_rows
+            or len(c.measure_aggregates) or c.aggregate_columns or c.gathered):
+        return None
+    items = spec.pattern.items if isinstance(spec.pattern, Concat) else (spec.pattern,)
+    labels, lows, highs = [], [], []
+    for item in items:
+        low, high = 1, 1
+        if isinstance(item, Quantified):
+            if not item.greedy:
+                return None
+            low, high = item.min, (-1 if item.max is None else item.max)
+            item = item.child
+        if not isinstance(item, Var) or item.name not in c.labels:
+            return None
+        label = c.labels.index(item.name)
+        if c.code.offsets[label] >= 0 and not c.code.row_local[label]:
+            return None  # DEFINE reads other rows of the match: the general VM decides
+        labels.append(label)
+        lows.append(low)
+        highs.append(high)
+    if sum(lows) < 1 or any(0 <= h < lo for lo, h in zip(lows, highs)):
+        return None  # empty matches (and empty quantifier ranges) stay with the general VM
+    return SequenceShape(np.asarray(labels, np.int32), np.asarray(lows, np.int64),
+                         np.asarray(highs, np.int64))
+
+
+def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
+                 starts: np.ndarray | None = None) -> pa.Table:
+    """The worker's output over table (sorted, whole partitions contiguous); starts: the
+    rows where a partition begins, when the caller knows them."""
+    from ..._ext.sequence import match_sequences
+    c = worker.config
+    table = table.combine_chunks()
+    n = table.num_rows
+    if n == 0:
+        return c.output_schema.empty_table()
+    if starts is None:
+        starts = _group_starts(worker, table)
+    bounds = np.append(starts, n).astype(np.int64)
+    matcher = worker._new_matcher()
+    values, nulls = worker._load_vm(matcher, table)
+    masks = matcher.row_local_masks(values, nulls, bounds)
+    raise_vm_error(matcher.vm_error())
+    rows, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
+                                          shape.highs)
+    if len(rows) == 0:
+        return c.output_schema.empty_table()
+    numbers = _match_numbers(parts)
+    leaves = _leaves(c, shape, rows, counts, bounds[parts], bounds[parts + 1])
+    aggregates = np.zeros((len(rows), 0, 2), dtype=np.int64)
+    out = worker._output(table, rows, numbers, leaves, aggregates, np.zeros(0, np.int64))
+    return pa.Table.from_batches(out, schema=c.output_schema)
+
+
+def read_columns(worker: MatchWorker) -> list[str]:
+    """The input columns run_sequence reads (the others need not be gathered): PARTITION
+    BY, the pass-through and MEASURES columns, and the DEFINEs' VM columns."""
+    c = worker.config
+    names = c.partition_columns + c.passthrough + list(c.code.columns) + \
+        [name for name in c.leaf_columns if name is not None]
+    return list(dict.fromkeys(names))
+
+
+def _group_starts(worker: MatchWorker, table: pa.Table) -> np.ndarray:
+    """Group starts of a table of several batches, as offsets into the whole table."""
+    out, previous, offset = [], None, 0
+    for batch in table.to_batches():
+        if batch.num_rows == 0:
+            continue
+        out.append(worker._group_starts(batch, previous) + offset)
+        previous = batch.slice(batch.num_rows - 1)
+        offset += batch.num_rows
+    return np.concatenate(out)
+
+
+def _match_numbers(parts: np.ndarray) -> np.ndarray:
+    """1, 2, ... per partition, in match order."""
+    first = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
+    runs = np.diff(np.r_[first, len(parts)])
+    return np.arange(len(parts), dtype=np.int64) - np.repeat(first, runs) + 1
+
+
+def _leaves(c: WorkerConfig, shape: SequenceShape, rows: np.ndarray, counts: np.ndarray,
+            pstart: np.ndarray, pend: np.ndarray) -> np.ndarray:
+    """Per match and leaf, the row it reads (-1: none) - or, for CLASSIFIER leaves, the
+    label code of that row - as the general VM's _emit_leaves resolves them for a whole
+    match (ONE ROW PER MATCH: FINAL)."""
+    m, n_elems = counts.shape
+    ends = np.cumsum(counts, axis=1)
+    begins = ends - counts
+    length = ends[:, -1]
+    out = np.full((m, len(c.leaves)), -1, dtype=np.int64)
+    member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
+    for q, (set_id, logical, loff, poff, _final, kind) in enumerate(c.leaves.tolist()):
+        if set_id < 0:
+            ok = loff < length
+            idx = np.where(ok, (length - 1 - loff) if logical == 1 else loff, -1)
+        else:
+            idx = np.full(m, -1, dtype=np.int64)
+            left = np.full(m, loff, dtype=np.int64)
+            order = range(n_elems - 1, -1, -1) if logical == 1 else range(n_elems)
+            for e in order:
+                if not member[set_id, shape.labels[e]]:
+                    continue
+                hit = (idx < 0) & (left < counts[:, e])
+                at = (ends[:, e] - 1 - left) if logical == 1 else (begins[:, e] + left)
+                idx = np.where(hit, at, idx)
+                left = np.where(idx < 0, left - counts[:, e], left)
+        j = np.where(idx >= 0, rows + idx + poff, -1)
+        j = np.where((j >= pstart) & (j < pend), j, -1)
+        if kind == 1:  # CLASSIFIER: the label of row j when it lies in the match
+            offset = j - rows
+            code = np.full(m, -1, dtype=np.int64)
+            for e in range(n_elems):
+                inside = (j >= 0) & (offset >= begins[:, e]) & (offset < ends[:, e])
+                code = np.where(inside, shape.labels[e], code)
+            j = code
+        out[:, q] = j
+    return out

@@ -1,0 +1,179 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The in-process fast path of SQL:2016 matching for a pattern that is a sequence of
+greedy quantified variables (``A B+ C``, ``A{2,} B? C*``) whose DEFINEs depend on the row
+alone (PREV/NEXT included), ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW.
+
+With every condition known per row (label masks), the preferred match from a start row is
+the first success of a backtracking search: element 0 takes as many rows as it can (its
+run of true rows, capped at its max), then element 1 from there, and so on, giving back
+one row at a time on failure. Whether elements e.. match from row r depends only on the
+masks and the partition end, never on the start row, so a failed (e, r) is remembered for
+the whole partition; the failed positions of each element are linked to the next lower
+position (a union-find with path compression), so the give-back loop jumps over them and
+every (element, row) is decided at most once: linear in rows times elements.
+
+The result equals the general VM's (cython_ext/matcher.pyx; property-tested in
+tests/test_local_sequence.py). No module-level state: re-entrant, runs without the GIL.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.stdlib cimport malloc, realloc, free
+
+ctypedef long long i64
+
+cnp.import_array()
+
+
+cdef struct Search:
+    i64 width                   # the longest partition: the scratch arrays' row stride
+    i64* run_end                # [n_elems, width]: first row >= r failing the element's label
+    i64* parent                 # [n_elems + 1, width + 1]: failed-position links
+    const int* label
+    const i64* lo
+    const i64* hi               # -1: unbounded
+    int n_elems
+    i64 pend
+    i64* counts                 # [n_elems] of the current attempt
+
+
+cdef inline i64 _find(Search* s, int e, i64 x) noexcept nogil:
+    """The largest position <= x where elements e.. have not failed (-1 if none).
+    Positions here and in _try are relative to the partition's first row."""
+    cdef i64* p = s.parent + e * (s.width + 1)
+    cdef i64 root = x, nxt
+    while root >= 0 and p[root] != root:
+        root = p[root]
+    while x >= 0 and p[x] != x:  # path compression
+        nxt = p[x]
+        p[x] = root
+        x = nxt
+    return root
+
+
+cdef int _try(Search* s, int e, i64 r) noexcept nogil:
+    """Whether elements e.. match from row r (their counts in s.counts), preferred first."""
+    cdef i64 avail, top, x
+    if e == s.n_elems:
+        return 1
+    avail = (s.run_end[e * s.width + r] - r) if r < s.pend else 0
+    top = avail if s.hi[e] < 0 or s.hi[e] > avail else s.hi[e]
+    if top >= s.lo[e]:
+        if e == s.n_elems - 1:
+            s.counts[e] = top
+            return 1
+        x = _find(s, e + 1, r + top)
+        while x >= r + s.lo[e]:
+            if _try(s, e + 1, x):
+                s.counts[e] = x - r
+                return 1
+            x = _find(s, e + 1, x - 1)
+    s.parent[e * (s.width + 1) + r] = r - 1  # (e, r) fails from every start
+    return 0
+
+
+def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
+                    cnp.ndarray lows, cnp.ndarray highs):
+    """Matches of the sequence (labels[e]{lows[e], highs[e]}, highs -1 unbounded, every
+    low sum >= 1) in every partition [bounds[k], bounds[k+1]) of the rows, masks
+    uint8[n_labels, n_rows] giving each label's DEFINE per row.
+    Returns (start rows int64[m], counts int64[m, n_elems], partition index int64[m])."""
+    cdef const unsigned char[:, ::1] mm = np.ascontiguousarray(masks, dtype=np.uint8)
+    cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+    cdef const int[::1] ll = np.ascontiguousarray(labels, dtype=np.int32)
+    cdef const i64[::1] lo = np.ascontiguousarray(lows, dtype=np.int64)
+    cdef const i64[::1] hi = np.ascontiguousarray(highs, dtype=np.int64)
+    cdef int n_elems = ll.shape[0]
+    cdef i64 n = mm.shape[1]
+    cdef i64 n_parts = bb.shape[0] - 1
+    cdef i64 width = int(np.max(np.diff(bounds))) if len(bounds) > 1 else 0
+    # scratch for the longest partition only: it stays in cache and is reused
+    cdef cnp.ndarray run_end_arr = np.empty(max(n_elems, 1) * max(width, 1), dtype=np.int64)
+    cdef cnp.ndarray parent_arr = np.empty((n_elems + 1) * (width + 1), dtype=np.int64)
+    cdef const unsigned char* mask
+    cdef cnp.ndarray counts_arr = np.zeros(max(n_elems, 1), dtype=np.int64)
+    cdef Search s
+    cdef i64 k, r, ps, pe, pos, length, cap = 1024, m = 0
+    cdef int e, found, oom = 0
+    cdef i64* out_start = <i64*> malloc(cap * sizeof(i64))
+    cdef i64* out_part = <i64*> malloc(cap * sizeof(i64))
+    cdef i64* out_counts = <i64*> malloc(cap * max(n_elems, 1) * sizeof(i64))
+    cdef i64* grown
+    if out_start == NULL or out_part == NULL or out_counts == NULL:
+        free(out_start); free(out_part); free(out_counts)
+        raise MemoryError("cepsql sequence matcher ran out of memory")
+    if n_elems == 0 or mm.shape[0] == 0:
+        n = 0
+        n_parts = 0
+    s.width = width
+    s.run_end = <i64*> cnp.PyArray_DATA(run_end_arr)
+    s.parent = <i64*> cnp.PyArray_DATA(parent_arr)
+    s.label = &ll[0] if n_elems else NULL
+    s.lo = &lo[0] if n_elems else NULL
+    s.hi = &hi[0] if n_elems else NULL
+    s.n_elems = n_elems
+    s.counts = <i64*> cnp.PyArray_DATA(counts_arr)
+    with nogil:
+        for k in range(n_parts):
+            ps = bb[k]
+            pe = bb[k + 1]
+            s.pend = pe - ps
+            for e in range(n_elems):
+                mask = &mm[0, 0] + s.label[e] * n + ps
+                r = pe - ps - 1
+                while r >= 0:
+                    if mask[r]:
+                        s.run_end[e * width + r] = s.run_end[e * width + r + 1] \
+                            if r + 1 < pe - ps else pe - ps
+                    else:
+                        s.run_end[e * width + r] = r
+                    r -= 1
+            for e in range(n_elems + 1):
+                for r in range(pe - ps + 1):
+                    s.parent[e * (width + 1) + r] = r
+            pos = 0
+            while pos < pe - ps:
+                found = _try(&s, 0, pos)
+                if not found:
+                    pos += 1
+                    continue
+                if m == cap:
+                    cap *= 2
+                    grown = <i64*> realloc(out_start, cap * sizeof(i64))
+                    if grown == NULL:
+                        oom = 1
+                        break
+                    out_start = grown
+                    grown = <i64*> realloc(out_part, cap * sizeof(i64))
+                    if grown == NULL:
+                        oom = 1
+                        break
+                    out_part = grown
+                    grown = <i64*> realloc(out_counts, cap * n_elems * sizeof(i64))
+                    if grown == NULL:
+                        oom = 1
+                        break
+                    out_counts = grown
+                out_start[m] = ps + pos
+                out_part[m] = k
+                length = 0
+                for e in range(n_elems):
+                    out_counts[m * n_elems + e] = s.counts[e]
+                    length += s.counts[e]
+                m += 1
+                pos += length if length > 0 else 1
+            if oom:
+                break
+    try:
+        if oom:
+            raise MemoryError("cepsql sequence matcher ran out of memory")
+        if m == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, np.zeros((0, n_elems), dtype=np.int64), empty.copy()
+        starts = np.array(<i64[:m]> out_start, dtype=np.int64)
+        parts = np.array(<i64[:m]> out_part, dtype=np.int64)
+        counts = np.array(<i64[:m * n_elems]> out_counts, dtype=np.int64).reshape(m, n_elems)
+        return starts, counts, parts
+    finally:
+        free(out_start)
+        free(out_part)
+        free(out_counts)
