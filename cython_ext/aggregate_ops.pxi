@@ -2,7 +2,9 @@
 # and the CEP evaluator: the running state of one aggregate, a row step, and the value.
 #
 # State: AGG_W i64 words per aggregate, zeroed at the start of a match attempt:
-#   [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2])
+#   [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2]; a BIGINT sum
+#   keeps Spark's 64-bit running sum in [2], wrapped, and in [3] whether it overflowed at
+#   any row: Spark's Add raises there under ANSI and wraps without it)
 #   [4:6] the min or max (128-bit or double; MEASURES keep its row in [4])
 #   AVG over integers keeps Spark's double sum (input order) in [4].
 # lane (aggregate_exact in conditions.py): exact, argument scale, result scale, result
@@ -26,6 +28,7 @@ cdef extern from *:
 cdef extern from "exact128.h" nogil:
     x_i128 X_SUM_OVERFLOW
     void x_sum_add(x_i128* s, x_i128 v)
+    bint __builtin_add_overflow(i64 a, i64 b, i64* out)
 
 
 cdef inline x_i128 _get128(const i64* w) noexcept nogil:
@@ -89,6 +92,9 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
                 _put128(a + 4, x)
         elif func == A_AVG and lane[3] < 0:
             a[4] = _double_to_bits(_bits_to_double(a[4]) + x_to_double(x, 0))
+        elif func == A_SUM and lane[3] == 0:
+            if __builtin_add_overflow(a[2], <i64> xcol[row], &a[2]):
+                a[3] = 1
         elif func == A_SUM or func == A_AVG:
             x = _get128(a + 2)
             x_sum_add(&x, xcol[row])
@@ -137,6 +143,12 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
         return
     if func == A_AVG and lane[3] < 0:
         dv[0] = _bits_to_double(a[4]) / a[1]
+        return
+    if func == A_SUM and lane[3] == 0:
+        xv[0] = a[2]
+        if a[3] and xl.ansi:
+            _lane_fail(xl, XS_OVERFLOW, isnull)
+            xv[0] = 0
         return
     s = _get128(a + 2)
     if s == X_SUM_OVERFLOW:
