@@ -148,10 +148,15 @@ def as_decimal(t: VmType, literal: int | None = None) -> VmType:
 
 
 def wider_decimal(a: VmType, b: VmType) -> VmType:
-    """DecimalPrecision.widerDecimalType (comparisons, CASE, COALESCE, GREATEST)."""
+    """DecimalPrecision.widerDecimalType (comparisons, CASE, COALESCE, GREATEST). Since
+    Spark 4.0 (SPARK-45905) a type beyond 38 digits keeps its integral digits and gives
+    up scale (boundedPreferIntegralDigits): DECIMAL(38,20) vs DECIMAL(38,19) compare at
+    DECIMAL(38,19), the first rounded HALF_UP."""
     scale = max(a.scale, b.scale)
     rng = max(a.precision - a.scale, b.precision - b.scale)
-    return bounded(rng + scale, scale)
+    if rng + scale <= MAX_PRECISION:
+        return decimal(rng + scale, scale)
+    return decimal(MAX_PRECISION, max(0, scale - (rng + scale - MAX_PRECISION)))
 
 
 def wider_integral(a: VmType, b: VmType) -> VmType:
