@@ -693,6 +693,8 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     if e.func in MOMENT_FUNCS and not t.numeric:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
+    if e.func in ("MAX_BY", "MIN_BY"):
+        return _aggregate_by(em, e, col, t)
     lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
@@ -700,6 +702,23 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     em.agg_exact.append(lane)
     em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return out
+
+
+def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
+    """max_by/min_by: the aggregate reads its ordering column; its lane names the value
+    column: [ordering exact, ordering scale, value column, value exact]."""
+    from .aggregates import FUNC_CODES
+    by_col, by_t = em.column_index(e.by)
+    for what, typ in (("value", t), ("ordering", by_t)):
+        if typ.name in ("string", "classifier"):
+            raise CepUnsupportedError(
+                f"{e.func.lower()}() in DEFINE needs a numeric, boolean or date/time {what} "
+                f"(got {typ}); MEASURES take any type", pos=e.pos)
+    em.row_local = False
+    em.aggs.append([em.refs.sets.set_id(e.var), FUNC_CODES[e.func], by_col])
+    em.agg_exact.append([int(by_t.exact), by_t.scale, col, int(t.exact)])
+    em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
+    return t
 
 
 def _is_string_literal(e: Expr) -> bool:
