@@ -216,6 +216,22 @@ def test_float_integer_coercion_follows_ansi(spark, cast_view):
     assert answers[True][0] != answers[False][0]
 
 
+# row-local parts (computed per row before matching: by Spark, or by arrow_eval
+# in-process) with FLOAT beside integers and DECIMAL, under ANSI (Spark 4's default)
+ROW_LOCAL = [
+    ("B.f + B.i > A.f + 1", "c_f + c_i > p_f + 1"),
+    ("B.f = B.i OR B.f < A.f", "c_f = c_i OR c_f < p_f"),
+    ("B.f * B.big < A.f", "c_f * c_big < p_f"),
+    ("B.f - B.i < A.f - A.i", "c_f - c_i < p_f - p_i"),
+]
+
+
+def test_row_local_float_coercion_under_ansi(spark, cast_view):
+    expected, got = _answers(spark, ROW_LOCAL, True)
+    _check(expected, got, ROW_LOCAL)
+    assert sum(0 < len(ids) < N - 1 for ids in expected) >= len(ROW_LOCAL) - 1
+
+
 def test_legacy_casts_without_ansi(spark, cast_view):
     expected, got = _answers(spark, LEGACY_CASTS, False)
     _check(expected, got, LEGACY_CASTS)

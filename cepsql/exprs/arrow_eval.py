@@ -84,6 +84,8 @@ class _Evaluator:
             value, count = months
             return add_months(self.value_of(value), count, e.pos)
         a, b = self.value_of(e.left), self.value_of(e.right)
+        if op in _COMPARE or op in ("+", "-", "*", "%"):
+            a, b = _float_with_exact(a, b)
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
             return spark_compare(op, a, b)
@@ -335,6 +337,24 @@ def common_type(types: list[pa.DataType]) -> pa.DataType:
 def cast_value(v: Value, target: pa.DataType) -> Value:
     """Implicit (non-strict) cast of v to target with this module's Spark rules."""
     return _cast_value(v, target)
+
+
+def _float_with_exact(a: Value, b: Value) -> tuple[Value, Value]:
+    """FLOAT beside an integer or DECIMAL meets it at DOUBLE (Spark's AnsiTypeCoercion and
+    DecimalPrecision; Arrow would compute in float32)."""
+    ta, tb = a.type, b.type
+    small = [pa.types.is_float32(t) or pa.types.is_float16(t) for t in (ta, tb)]
+    exact = [pa.types.is_integer(t) or pa.types.is_decimal(t) for t in (ta, tb)]
+    if (small[0] and exact[1]) or (small[1] and exact[0]):
+        return _as_double(a), _as_double(b)
+    return a, b
+
+
+def _as_double(v: Value) -> Value:
+    """A number as DOUBLE, rounded once (integers beyond 2^53 too, unlike a safe cast)."""
+    if pa.types.is_integer(v.type) or pa.types.is_floating(v.type):
+        return pc.cast(v, pa.float64(), safe=False)
+    return _cast_value(v, pa.float64())
 
 
 def _is_numeric(t: pa.DataType) -> bool:
