@@ -2,7 +2,9 @@
 # and the CEP evaluator: the running state of one aggregate, a row step, and the value.
 #
 # State: AGG_W i64 words per aggregate, zeroed at the start of a match attempt:
-#   [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2])
+#   [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2]; a BIGINT sum
+#   keeps Spark's 64-bit running sum in [2], wrapped, and in [3] whether it overflowed at
+#   any row: Spark's Add raises there under ANSI and wraps without it)
 #   [4:6] the min or max (128-bit or double; MEASURES keep its row in [4])
 #   AVG over integers keeps Spark's double sum (input order) in [4].
 # lane (aggregate_exact in conditions.py): exact, argument scale, result scale, result
@@ -17,6 +19,12 @@ cdef enum: A_VAR_SAMP = 7
 cdef enum: A_VAR_POP = 8
 cdef enum: A_STDDEV_SAMP = 9
 cdef enum: A_STDDEV_POP = 10
+# max_by/min_by (DEFINE): [1] non-NULL orderings, [2:4] the extreme ordering (128-bit or
+# a double), [4:6] the value at its row (128-bit, NULL: high word NULL_HI; or a double in
+# [4] with [5] = 1 for NULL). lane: ordering exact, ordering scale, value column, value
+# exact. The evaluators step them with _agg_step_by (two columns).
+cdef enum: A_MAX_BY = 11
+cdef enum: A_MIN_BY = 12
 cdef extern from *:
     """
     #define CEPSQL_NULL_HI (-0x7FFFFFFFFFFFFFFFLL - 1)
@@ -26,6 +34,7 @@ cdef extern from *:
 cdef extern from "exact128.h" nogil:
     x_i128 X_SUM_OVERFLOW
     void x_sum_add(x_i128* s, x_i128 v)
+    bint __builtin_add_overflow(i64 a, i64 b, i64* out)
 
 
 cdef inline x_i128 _get128(const i64* w) noexcept nogil:
@@ -89,6 +98,9 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
                 _put128(a + 4, x)
         elif func == A_AVG and lane[3] < 0:
             a[4] = _double_to_bits(_bits_to_double(a[4]) + x_to_double(x, 0))
+        elif func == A_SUM and lane[3] == 0:
+            if __builtin_add_overflow(a[2], <i64> xcol[row], &a[2]):
+                a[3] = 1
         elif func == A_SUM or func == A_AVG:
             x = _get128(a + 2)
             x_sum_add(&x, xcol[row])
@@ -103,6 +115,42 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
                 a[4] = _double_to_bits(d)
         else:
             a[2] = _double_to_bits(_bits_to_double(a[2]) + d)
+    a[1] += 1
+
+
+cdef inline void _agg_step_by(i64* a, int func, const int* lane, const double* ycol,
+                              const x_i128* yxcol, const unsigned char* yncol,
+                              const double* vcol, const x_i128* vxcol,
+                              const unsigned char* vncol, i64 row) noexcept nogil:
+    """max_by/min_by: row's ordering y replaces the extreme when it is not NULL and not
+    worse (Spark's MaxBy/MinBy keep the newer row on ties); its value goes with it."""
+    cdef int c = 1
+    cdef x_i128 y
+    a[0] += 1
+    if yncol[row]:
+        return
+    if a[1] > 0:
+        if lane[0]:
+            y = _get128(a + 2)
+            c = (yxcol[row] > y) - (yxcol[row] < y)
+        else:
+            c = _dcmp(ycol[row], _bits_to_double(a[2]))
+        if func == A_MIN_BY:
+            c = -c
+    if c >= 0:
+        if lane[0]:
+            _put128(a + 2, yxcol[row])
+        else:
+            a[2] = _double_to_bits(ycol[row])
+        if lane[3]:
+            if vncol[row]:
+                a[4] = 0
+                a[5] = NULL_HI
+            else:
+                _put128(a + 4, vxcol[row])
+        else:
+            a[4] = _double_to_bits(vcol[row])
+            a[5] = vncol[row]
     a[1] += 1
 
 
@@ -121,6 +169,14 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
     if a[1] == 0:
         isnull[0] = 1
         return
+    if func == A_MAX_BY or func == A_MIN_BY:
+        if (a[5] == NULL_HI) if lane[3] else (a[5] != 0):
+            isnull[0] = 1
+        elif lane[3]:
+            xv[0] = _get128(a + 4)
+        else:
+            dv[0] = _bits_to_double(a[4])
+        return
     if func >= A_VAR_SAMP:
         _moment_value(a, func, dv, isnull)
         return
@@ -137,6 +193,12 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
         return
     if func == A_AVG and lane[3] < 0:
         dv[0] = _bits_to_double(a[4]) / a[1]
+        return
+    if func == A_SUM and lane[3] == 0:
+        xv[0] = a[2]
+        if a[3] and xl.ansi:
+            _lane_fail(xl, XS_OVERFLOW, isnull)
+            xv[0] = 0
         return
     s = _get128(a + 2)
     if s == X_SUM_OVERFLOW:

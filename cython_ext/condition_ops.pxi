@@ -43,6 +43,8 @@ cdef enum: C_FUNC1 = 50
 cdef enum: C_FUNC2 = 51
 cdef enum: C_GREATEST = 52
 cdef enum: C_LEAST = 53
+cdef enum: C_TO_FLOAT = 54    # round the double lane to float32 (Spark's FLOAT results)
+cdef enum: C_TO_INT = 55      # width: DOUBLE/FLOAT -> integral (Spark's CAST)
 # exact lane (immediates after the opcode)
 cdef enum: X_CONST = 60      # k
 cdef enum: X_LOAD = 61       # column, ref (evaluator)
@@ -58,6 +60,8 @@ cdef enum: X_ROUND = 70      # mode (0 half up, 1 floor, 2 ceil), sa, sr, pr: to
 cdef enum: X_ABS = 71        # width (0: decimal)
 cdef enum: X_SIGN = 72       # -> double lane
 cdef enum: X_TO_BOOL = 73    # exact -> double-lane boolean (x != 0)
+cdef enum: X_TO_FLOAT = 74   # scale: exact -> double lane, correctly rounded to float32
+cdef enum: X_TO_INT = 75     # scale, width: truncate toward zero, fit the width (CAST)
 # arithmetic sub-ops of X_DEC / X_INT
 cdef enum: XO_ADD = 0
 cdef enum: XO_SUB = 1
@@ -68,6 +72,7 @@ cdef enum: XO_PMOD = 5
 # VM runtime errors (ANSI mode); without ANSI an overflow or a division by zero is NULL
 cdef enum: VM_ERR_OVERFLOW = 1
 cdef enum: VM_ERR_DIV_ZERO = 2
+cdef enum: VM_ERR_CAST_OVERFLOW = 3
 
 cdef extern from "exact128.h" nogil:
     ctypedef long long x_i128 "__int128"
@@ -82,6 +87,13 @@ cdef extern from "exact128.h" nogil:
     int x_int_fit(x_i128 v, int width, int wrap, x_i128* out)
     int x_int_op(int op, x_i128 a, x_i128 b, int width, int wrap, x_i128* out)
     double x_to_double(x_i128 v, int scale)
+    float x_to_float(x_i128 v, int scale)
+    int x_dec_trunc(x_i128 a, int sa, x_i128* out)
+
+
+cdef extern from "math.h" nogil:
+    double ldexp(double x, int e)
+    double trunc(double x)
 
 
 cdef struct ExactLane:
@@ -148,6 +160,38 @@ cdef inline bint _lane_fail(ExactLane* x, int status, unsigned char* isnull) noe
     if x.ansi and x.error == 0:
         x.error = VM_ERR_DIV_ZERO if status == XS_DIV_ZERO else VM_ERR_OVERFLOW
     return 0
+
+
+cdef inline bint _cast_fail(ExactLane* x, unsigned char* isnull) noexcept nogil:
+    """A CAST that overflows its integral type: NULL, an error for the run under ANSI."""
+    isnull[0] = 1
+    if x.ansi and x.error == 0:
+        x.error = VM_ERR_CAST_OVERFLOW
+    return 0
+
+
+cdef inline x_i128 _double_to_int(double v, int width, ExactLane* xl,
+                                  unsigned char* isnull) noexcept nogil:
+    """Spark's CAST of a DOUBLE (or FLOAT) to an integral type. ANSI: an overflow (or NaN)
+    is an error, tested as floor/ceil against the bounds in double (so 2^63 still casts
+    to BIGINT's maximum). Otherwise the JVM's conversion: saturate to INT (BIGINT for
+    BIGINT), NaN -> 0, then keep the low bits for SMALLINT/TINYINT."""
+    cdef double hi = ldexp(1.0, width - 1) - 1.0, lo = -ldexp(1.0, width - 1)
+    cdef double top = ldexp(1.0, 63 if width == 64 else 31)
+    cdef x_i128 r
+    if xl.ansi and (v != v or floor(v) > hi or ceil(v) < lo):
+        _cast_fail(xl, isnull)
+        return 0
+    if v != v:
+        return 0
+    if v >= top:
+        r = ((<x_i128> 1) << (63 if width == 64 else 31)) - 1
+    elif v <= -top:
+        r = -((<x_i128> 1) << (63 if width == 64 else 31))
+    else:
+        r = <x_i128> trunc(v)
+    x_int_fit(r, width, 1, &r)
+    return r
 
 
 cdef inline int _dcmp(double a, double b) noexcept nogil:
@@ -305,6 +349,13 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
         sp -= 1
         vs[sp - 1] = _func2(code[pc + 1], vs[sp - 1], vs[sp], &ns[sp - 1], ns[sp])
         pc += 2
+    elif op == C_TO_FLOAT:
+        vs[sp - 1] = <double> (<float> vs[sp - 1])
+        pc += 1
+    elif op == C_TO_INT:
+        if not ns[sp - 1]:
+            xl.xs[sp - 1] = _double_to_int(vs[sp - 1], code[pc + 1], xl, &ns[sp - 1])
+        pc += 2
     elif op == C_GREATEST or op == C_LEAST:
         n = code[pc + 1]
         sp -= n
@@ -420,6 +471,17 @@ cdef inline int _exact_op(int op, const int* code, int pc, double* vs, unsigned 
     elif op == X_TO_DOUBLE:
         vs[sp - 1] = x_to_double(xs[sp - 1], code[pc + 1])
         pc += 2
+    elif op == X_TO_FLOAT:
+        vs[sp - 1] = x_to_float(xs[sp - 1], code[pc + 1])
+        pc += 2
+    elif op == X_TO_INT:
+        if not ns[sp - 1]:
+            x_dec_trunc(xs[sp - 1], code[pc + 1], &r)
+            if x_int_fit(r, code[pc + 2], not xl.ansi, &r) != XS_OK:
+                _cast_fail(xl, &ns[sp - 1])
+                r = 0
+            xs[sp - 1] = r
+        pc += 3
     elif op == X_TO_BOOL:
         vs[sp - 1] = xs[sp - 1] != 0
         pc += 1

@@ -11,6 +11,7 @@
 #define CEPSQL_EXACT128_H
 
 #include <stdint.h>
+#include <math.h>
 
 typedef __int128 x_i128;
 typedef unsigned __int128 x_u128;
@@ -283,6 +284,14 @@ static inline int x_dec_round(x_i128 a, int sa, int sr, int mode, int pr, x_i128
     return x_finish(a < 0, q, pr, out);
 }
 
+/* a (scale sa) truncated toward zero to an integer (Spark's CAST of DECIMAL to integral) */
+static inline int x_dec_trunc(x_i128 a, int sa, x_i128* out) {
+    x_u128 m = x_abs(a);
+    if (sa > 0) m /= X_POW10[sa];
+    *out = a < 0 ? -(x_i128)m : (x_i128)m;
+    return XS_OK;
+}
+
 /* running sum of an aggregate: the sentinel X_SUM_OVERFLOW (below every 38-digit value)
  * sticks once the 128-bit sum overflowed */
 #define X_SUM_OVERFLOW ((x_i128)((x_u128)1 << 127))
@@ -290,14 +299,58 @@ static inline void x_sum_add(x_i128* sum, x_i128 v) {
     if (*sum != X_SUM_OVERFLOW && __builtin_add_overflow(*sum, v, sum)) *sum = X_SUM_OVERFLOW;
 }
 
-/* decimal to double: exact operands give a correctly rounded quotient; wider values
- * go through long double */
+/* number of significant bits of a magnitude (0 for 0) */
+static inline int x_bitlen(x_u128 v) {
+    unsigned long long hi = (unsigned long long)(v >> 64), lo = (unsigned long long)v;
+    if (hi) return 128 - __builtin_clzll(hi);
+    return lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* |v| / 10^scale rounded once (half even) to a binary mantissa of `bits` bits (53 for
+ * DOUBLE, 24 for FLOAT), as Java's BigDecimal.doubleValue/floatValue: Spark's
+ * Decimal.toDouble/toFloat. The quotient is formed with at least bits + 2 bits, and the
+ * remainder decides ties. */
+static inline double x_round_binary(x_i128 v, int scale, int bits) {
+    x_u128 n = x_abs(v), q, mant, rest, half;
+    x_u256 num, den, rem, quot;
+    int k = 0, shift, blen, sticky, ovf = 0, i;
+    double r;
+    if (n == 0) return v < 0 ? -0.0 : 0.0;
+    den = x_u256_mul_pow10(x_u256_of(1), scale, &ovf);
+    blen = x_bitlen(den.lo);  /* 10^scale < 2^128 for scale <= 38 */
+    if (bits + 2 + blen > x_bitlen(n)) k = bits + 2 + blen - x_bitlen(n);
+    num = x_u256_of(n);
+    for (i = 0; i < k; i++) num = x_u256_shl1(num);
+    quot = x_u256_divmod(num, den, &rem);
+    q = quot.lo;  /* < 2^128: n * 2^k / 10^scale has at most bits + 4 bits when k > 0 */
+    sticky = rem.hi != 0 || rem.lo != 0;
+    shift = x_bitlen(q) - bits;
+    if (shift > 0) {
+        mant = q >> shift;
+        rest = q & ((((x_u128)1) << shift) - 1);
+        half = ((x_u128)1) << (shift - 1);
+        if (rest > half || (rest == half && (sticky || (mant & 1)))) mant += 1;
+    } else {
+        mant = q;
+        shift = 0;
+    }
+    r = ldexp((double)mant, shift - k);
+    return v < 0 ? -r : r;
+}
+
+/* DECIMAL(p, scale) (or an integer, scale 0) to DOUBLE, correctly rounded */
 static inline double x_to_double(x_i128 v, int scale) {
     static const double p10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
         1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    if (scale == 0) return (double)v;
+    if (scale == 0) return (double)v;  /* one rounding (gcc's __floattidf) */
     if (scale <= 22 && x_abs(v) <= ((x_u128)1 << 53)) return (double)(int64_t)v / p10[scale];
-    return (double)((long double)v / (long double)X_POW10[scale]);
+    return x_round_binary(v, scale, 53);
+}
+
+/* DECIMAL(p, scale) (or an integer) to FLOAT, correctly rounded (not through double) */
+static inline float x_to_float(x_i128 v, int scale) {
+    if (scale == 0) return (float)v;  /* __floattisf: one rounding */
+    return (float)x_round_binary(v, scale, 24);  /* exact: 24 bits fit a float */
 }
 
 #endif

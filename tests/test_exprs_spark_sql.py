@@ -38,7 +38,7 @@ def test_compound_nodes():
     x = col("x")
     assert to_spark_sql(BinaryOp("+", x, Literal(1, "int"))) == "(`x` + 1)"
     assert to_spark_sql(BinaryOp("/", x, Literal(2, "int"))) == \
-        "try_divide(CAST(`x` AS DOUBLE), CAST(2 AS DOUBLE))"
+        "try_divide(`x`, 2)"
     assert to_spark_sql(UnaryOp("NOT", IsNull(x, negated=True))) == "(NOT (`x` IS NOT NULL))"
     assert to_spark_sql(InList(x, (Literal(1, "int"), Literal(2, "int")), negated=True)) == \
         "(`x` NOT IN (1, 2))"

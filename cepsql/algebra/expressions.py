@@ -186,12 +186,14 @@ class RowValue(Expr):
 class AggregateValue(Expr):
     """A normalized aggregate: ``func`` ('COUNT_STAR', 'COUNT', 'SUM', 'AVG', 'MIN', 'MAX',
     'LIST') over the rows mapped to ``var`` (None = every row of the match), reading the
-    row-local ``column`` (None for COUNT_STAR), with RUNNING or FINAL semantics."""
+    row-local ``column`` (None for COUNT_STAR), with RUNNING or FINAL semantics.
+    ``by``: the ordering column of MAX_BY/MIN_BY (``column`` is the value)."""
     func: str
     var: str | None
     column: str | None
     final: bool = False
     pos: int | None = field(default=None, compare=False)
+    by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ _BINARY = {
     exp.And: "AND", exp.Or: "OR", exp.DPipe: "||",
 }
 _BINARY_FUNCS = {exp.NullSafeEQ: "equal_null", exp.ILike: "ilike", exp.RegexpLike: "rlike"}
-_LITERAL_TYPES = {"DOUBLE": "double", "FLOAT": "double", "BIGINT": "int", "INT": "int",
+# FLOAT literals (1.1F) stay casts: the condition VM rounds them to float32 as Spark does
+_LITERAL_TYPES = {"DOUBLE": "double", "BIGINT": "int", "INT": "int",
                   "SMALLINT": "int", "TINYINT": "int", "DECIMAL": "decimal"}
 
 

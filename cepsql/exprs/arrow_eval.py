@@ -84,12 +84,16 @@ class _Evaluator:
             value, count = months
             return add_months(self.value_of(value), count, e.pos)
         a, b = self.value_of(e.left), self.value_of(e.right)
+        if op in _COMPARE or op in ("+", "-", "*", "%"):
+            a, b = _float_with_exact(a, b)
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
             return spark_compare(op, a, b)
         if op in ("+", "-", "*", "/", "%") and (pa.types.is_string(a.type) or
                                                  pa.types.is_string(b.type)):
             a, b = _coerce_pair(a, b)
+        if op in ("+", "-", "*") and _needs_precision_loss(op, a, b):
+            return _decimal_arithmetic(op, a, b)
         if op == "+":
             return pc.add_checked(a, b)
         if op == "-":
@@ -335,6 +339,24 @@ def cast_value(v: Value, target: pa.DataType) -> Value:
     return _cast_value(v, target)
 
 
+def _float_with_exact(a: Value, b: Value) -> tuple[Value, Value]:
+    """FLOAT beside an integer or DECIMAL meets it at DOUBLE (Spark's AnsiTypeCoercion and
+    DecimalPrecision; Arrow would compute in float32)."""
+    ta, tb = a.type, b.type
+    small = [pa.types.is_float32(t) or pa.types.is_float16(t) for t in (ta, tb)]
+    exact = [pa.types.is_integer(t) or pa.types.is_decimal(t) for t in (ta, tb)]
+    if (small[0] and exact[1]) or (small[1] and exact[0]):
+        return _as_double(a), _as_double(b)
+    return a, b
+
+
+def _as_double(v: Value) -> Value:
+    """A number as DOUBLE, rounded once (integers beyond 2^53 too, unlike a safe cast)."""
+    if pa.types.is_integer(v.type) or pa.types.is_floating(v.type):
+        return pc.cast(v, pa.float64(), safe=False)
+    return _cast_value(v, pa.float64())
+
+
 def _is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
@@ -440,6 +462,10 @@ def _cast_value(v: Value, target: pa.DataType, strict: bool = False) -> Value:
             if pc.any(bad).as_py() if not isinstance(bad, pa.Scalar) else bad.as_py():
                 raise CepRuntimeError("invalid input for CAST to boolean")
             return pc.if_else(true, True, pc.if_else(false, False, pa.scalar(None, pa.bool_())))
+    if pa.types.is_decimal(src) and pa.types.is_floating(target):
+        # Arrow divides in binary floating point (1.331 -> 1.3310001 as FLOAT, wrong past
+        # 2^53 as DOUBLE); its string parser rounds once, as Spark's BigDecimal does
+        return pc.cast(pc.cast(v, pa.string()), target)
     if pa.types.is_floating(src) and pa.types.is_integer(target):
         v = pc.trunc(v)
     if pa.types.is_integer(src) and pa.types.is_decimal(target):
@@ -463,11 +489,70 @@ def _as_bool(v: Value) -> Value:
 # arithmetic ---------------------------------------------------------------
 
 def _divide(a: Value, b: Value) -> Value:
+    """Spark's a / b as try_divide: DOUBLE unless both sides are exact and one is a
+    DECIMAL (then the exact quotient at Spark's result type); NULL for a zero divisor."""
+    if _is_exact_decimal_pair(a, b):
+        return _decimal_arithmetic("/", a, b)
     a = pc.cast(a, pa.float64())
     b = pc.cast(b, pa.float64())
     zero = pc.equal(b, 0.0)
     safe_b = pc.if_else(zero, pa.scalar(None, pa.float64()), b)
     return pc.divide(a, safe_b)
+
+
+def _spark_decimal(v: Value):
+    """The DECIMAL type Spark gives an exact operand beside a DECIMAL (an integer scalar is
+    a literal and takes its own digits)."""
+    from ..runtime import vm_types as T
+    t = T.of_arrow(v.type)
+    literal = v.as_py() if isinstance(v, pa.Scalar) and t.integral else None
+    return T.as_decimal(t, literal)
+
+
+def _is_exact_decimal_pair(a: Value, b: Value) -> bool:
+    kinds = (a.type, b.type)
+    return any(pa.types.is_decimal(t) for t in kinds) and all(
+        pa.types.is_decimal(t) or pa.types.is_integer(t) for t in kinds)
+
+
+def _needs_precision_loss(op: str, a: Value, b: Value) -> bool:
+    """Whether Spark's DECIMAL result type of a op b is beyond 38 digits before its
+    adjustment (Arrow would refuse it; Spark gives up scale)."""
+    if not _is_exact_decimal_pair(a, b):
+        return False
+    ta, tb = _spark_decimal(a), _spark_decimal(b)
+    if op == "*":
+        return ta.precision + tb.precision + 1 > 38
+    scale = max(ta.scale, tb.scale)
+    return max(ta.precision - ta.scale, tb.precision - tb.scale) + scale + 1 > 38
+
+
+def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
+    """a op b on exact operands with a DECIMAL, as Spark computes it: exact, rounded
+    HALF_UP to the result type of DecimalPrecision (allowPrecisionLoss); NULL for a zero
+    divisor or a result beyond its precision (try_divide and non-ANSI arithmetic)."""
+    from decimal import Context, localcontext
+
+    from ..runtime import vm_types as T
+    out = T.arithmetic_type(op, _spark_decimal(a), _spark_decimal(b))
+    quantum, limit = Decimal(1).scaleb(-out.scale), Decimal(10) ** (out.precision - out.scale)
+    scalar_out = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)
+    xs = [a.as_py()] if isinstance(a, pa.Scalar) else a.to_pylist()
+    ys = [b.as_py()] if isinstance(b, pa.Scalar) else b.to_pylist()
+    n = max(len(xs), len(ys))
+    xs, ys = (xs * n if len(xs) == 1 else xs), (ys * n if len(ys) == 1 else ys)
+    apply = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+             "/": lambda x, y: x / y}[op]
+    values = []
+    with localcontext(Context(prec=120)):
+        for x, y in zip(xs, ys):
+            if x is None or y is None or (op == "/" and y == 0):
+                values.append(None)
+                continue
+            q = apply(Decimal(x), Decimal(y)).quantize(quantum, rounding=ROUND_HALF_UP)
+            values.append(q if abs(q) < limit else None)
+    result = pa.array(values, pa.decimal128(out.precision, out.scale))
+    return result[0] if scalar_out else result
 
 
 def _modulo(a: Value, b: Value, n: int) -> Value:

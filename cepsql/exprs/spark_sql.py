@@ -46,8 +46,10 @@ def to_spark_sql(expr: Expr) -> str:
         left, right = to_spark_sql(expr.left), to_spark_sql(expr.right)
         op = expr.op.upper()
         if op == "/":
-            # Spark semantics we promise: float division, division by zero is NULL
-            return f"try_divide(CAST({left} AS DOUBLE), CAST({right} AS DOUBLE))"
+            # Spark's own division (exact DECIMAL quotient, DOUBLE for integers); a zero
+            # divisor is NULL because rows are computed before matching decides which
+            # rows a DEFINE reads
+            return f"try_divide({left}, {right})"
         if op == "%":
             return f"try_mod({left}, {right})"
         if op not in _BINARY_OPS:

@@ -23,7 +23,9 @@ from .decompose import DerivedColumns
 FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
               "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
               # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
-              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10}
+              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
+              # DEFINE only: the value at the last row holding the extreme ordering
+              "MAX_BY": 11, "MIN_BY": 12}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
@@ -40,7 +42,7 @@ _ARITY = {"max_by": (2, 2), "min_by": (2, 2), "listagg": (1, 2)}
 # DEFINE runs aggregates incrementally inside the matcher
 DEFINE_AGGREGATES = ("count", "sum", "avg", "mean", "min", "max", "count_if", "bool_and",
                      "every", "bool_or", "some", "any", "stddev", "std", "stddev_samp",
-                     "stddev_pop", "variance", "var_samp", "var_pop")
+                     "stddev_pop", "variance", "var_samp", "var_pop", "max_by", "min_by")
 MATCH_NUMBER_COLUMN = "__cep_mn"
 
 
@@ -138,6 +140,8 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         var = agg.star_var or None
         _check_var(var, known, agg)
         return AggregateValue("COUNT_STAR", var, None, False, agg.pos)
+    if name in ("max_by", "min_by"):
+        return _define_by(agg, derived, known)
     if len(agg.args) != 1:
         raise CepAnalysisError(f"{agg.name}() takes one argument", pos=agg.pos)
     var = _aggregate_variable(agg, known)
@@ -189,6 +193,21 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         decided = BinaryOp(">", count(indicator), zero, agg.pos)
     no_rows = BinaryOp("=", count(lambda a: a), zero, agg.pos)
     return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
+
+
+def _define_by(agg: Aggregate, derived: DerivedColumns, known: set[str]) -> Expr:
+    """max_by(x, y)/min_by(x, y) in DEFINE: a running accumulator of the extreme y and
+    its x (Spark's MaxBy/MinBy: NULL orderings skipped, ties taken by the newer row)."""
+    if len(agg.args) != 2:
+        raise CepAnalysisError(f"{agg.name}() takes two arguments", pos=agg.pos)
+    var = _aggregate_variable(agg, known)
+    for node in (n for arg in agg.args for n in walk(arg)):
+        if isinstance(node, (MatchNumber, Classifier)):
+            raise CepUnsupportedError(
+                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
+                "arguments (MEASURES can)", pos=node.pos)
+    value, order = (derived.name_for(_strip(a)) for a in agg.args)
+    return AggregateValue(agg.name.upper(), var, value, False, agg.pos, by=order)
 
 
 def _aggregate_variable(agg: Aggregate, known: set[str]) -> str | None:

@@ -34,9 +34,10 @@ C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = 20, 21, 22, 23, 24, 25
 C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
 C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
 C_SHORT_AND, C_SHORT_OR = 44, 45
-C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST = 50, 51, 52, 53
+C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST, C_TO_FLOAT, C_TO_INT = 50, 51, 52, 53, 54, 55
 X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
 X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
+X_TO_FLOAT, X_TO_INT = 74, 75
 XO = {"+": 0, "-": 1, "*": 2, "/": 3, "%": 4, "pmod": 5}
 
 FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling": 5,
@@ -125,6 +126,7 @@ class _Emitter:
     aggs: list[list[int]] = field(default_factory=list)
     agg_exact: list[list[int]] = field(default_factory=list)
     row_local: bool = True  # of the condition being compiled
+    ansi: bool = True  # spark.sql.ansi.enabled: also decides FLOAT/integer coercion
 
     def read(self, ref) -> None:
         """Note a row read: only current-row-relative physical reads keep a condition
@@ -177,7 +179,7 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
     """defines: label -> localized condition (see decompose.localize). extra_columns are
     also loaded into the VM's column matrix (for aggregates in MEASURES). ansi: Spark's
     spark.sql.ansi.enabled (overflow and division by zero raise instead of giving NULL)."""
-    em = _Emitter(schema, refs, labels)
+    em = _Emitter(schema, refs, labels, ansi=ansi)
     offsets = []
     row_local = []
     for label in labels:
@@ -233,8 +235,16 @@ def _convert(em: _Emitter, t: VmType, target: VmType, e: Expr) -> None:
     if target.name == "double":
         if t.exact and t.numeric:
             em.op(X_TO_DOUBLE, t.scale)
-        elif t.name not in ("double", "boolean"):
+        elif t.name not in ("double", "float", "boolean"):
             raise CepAnalysisError(f"cannot use {t} as a double", pos=getattr(e, "pos", None))
+        return
+    if target.name == "float":
+        if t.exact and t.numeric:
+            em.op(X_TO_FLOAT, t.scale)  # one rounding, not through double
+        elif t.name == "double":
+            em.op(C_TO_FLOAT)
+        elif t.name != "boolean":
+            raise CepAnalysisError(f"cannot use {t} as a float", pos=getattr(e, "pos", None))
         return
     if target.name == "decimal" and t.numeric and t.exact:
         d = T.as_decimal(t, _int_literal(e))
@@ -309,7 +319,7 @@ def _compile(em: _Emitter, e: Expr) -> VmType:
 
 
 def _negate(em: _Emitter, t: VmType, e: Expr) -> VmType:
-    if t.name in ("double", "null"):
+    if t.name in ("double", "float", "null"):
         em.op(C_NEG)
     elif t.numeric or t.name == "interval":
         em.op(X_NEG, t.width if t.integral else 0)
@@ -392,19 +402,28 @@ def _arithmetic(em: _Emitter, op: str, left: Expr, right: Expr, e: Expr) -> VmTy
         other = rt if lt.name == "null" else lt
         _compile(em, left)
         _compile(em, right)
-        if other.name in ("double", "null") or (op == "/" and other.integral):
+        if other.name in ("double", "float", "null") or (op == "/" and other.integral):
             em.op(_ARITH.get(op, C_MOD), delta=-1)
+            if other.name == "float" and op != "/":
+                return T.FLOAT
             return T.DOUBLE if other.name != "null" else T.NULL
         em.op(X_INT, XO[op], 64, delta=-1)  # a NULL operand: the result is NULL
         return other if op != "/" else T.DOUBLE
-    if "double" in names or (op == "/" and lt.integral and rt.integral):
-        _compile_as(em, left, T.DOUBLE)
-        _compile_as(em, right, T.DOUBLE)
+    floating = T.DOUBLE if "double" in names else (
+        T.float_partner(rt if lt.name == "float" else lt, em.ansi) if "float" in names else None)
+    if floating is not None and op == "/":
+        floating = T.DOUBLE  # Spark's Divide takes DOUBLE or DECIMAL
+    if floating is not None or (op == "/" and lt.integral and rt.integral):
+        floating = floating or T.DOUBLE
+        _compile_as(em, left, floating)
+        _compile_as(em, right, floating)
         if op == "pmod":
             em.op(C_FUNC2, FUNC2["pmod"], delta=-1)
         else:
             em.op(_ARITH[op], delta=-1)
-        return T.DOUBLE
+        if floating.name == "float":  # Spark computes in float32: one rounding per op
+            em.op(C_TO_FLOAT)
+        return floating
     _compile(em, left)
     _compile(em, right)
     if lt.integral and rt.integral:
@@ -460,9 +479,10 @@ def _compare(em: _Emitter, op: str, e: BinaryOp) -> VmType:
     known = [t for t in (lt, rt) if t.name != "null"]
     if len(known) == 2 and lt != rt:
         if lt.numeric and rt.numeric:
-            if "double" in (lt.name, rt.name):
-                _compile_as(em, e.left, T.DOUBLE)
-                _compile_as(em, e.right, T.DOUBLE)
+            if lt.floating or rt.floating:  # FLOAT with an integer: FLOAT unless ANSI
+                w = T.common_type([lt, rt], em.ansi)
+                _compile_as(em, e.left, w)
+                _compile_as(em, e.right, w)
                 em.op(_COMPARE[op], delta=-1)
                 return T.BOOLEAN
             if lt.integral and rt.integral:
@@ -477,8 +497,8 @@ def _compare(em: _Emitter, op: str, e: BinaryOp) -> VmType:
             _compile_as(em, e.right, w)
             em.op(X_CMP, code, w.scale, w.scale, delta=-1)
             return T.BOOLEAN
-        if {lt.name, rt.name} <= {"boolean", "double", "byte", "short", "int", "bigint",
-                                  "decimal"}:
+        if {lt.name, rt.name} <= {"boolean", "double", "float", "byte", "short", "int",
+                                  "bigint", "decimal"}:
             _compile_as(em, e.left, T.DOUBLE)
             _compile_as(em, e.right, T.DOUBLE)
             em.op(_COMPARE[op], delta=-1)
@@ -507,7 +527,7 @@ def _classifier_compare(em: _Emitter, op: str, cls_side: Expr, lit: Literal, e: 
 
 def _common(em: _Emitter, exprs: list[Expr], e: Expr, what: str) -> VmType:
     try:
-        return T.common_type([_type_of(em, x) for x in exprs])
+        return T.common_type([_type_of(em, x) for x in exprs], em.ansi)
     except TypeError:
         raise CepAnalysisError(f"{what} have incompatible types", pos=e.pos) from None
 
@@ -536,8 +556,12 @@ def _case(em: _Emitter, e: Case) -> VmType:
 def _cast(em: _Emitter, e: Cast) -> VmType:
     target = e.to.lower().replace(" ", "")
     base = target.split("(")[0]
-    if base in ("double", "float", "real"):
+    if base == "double":
         return _compile_as(em, e.operand, T.DOUBLE)
+    if base in ("float", "real"):
+        return _compile_as(em, e.operand, T.FLOAT)
+    if base in _INTEGRAL_CASTS:
+        return _cast_integral(em, e, VmType(_INTEGRAL_CASTS[base]))
     if base in ("decimal", "numeric", "dec"):
         args = target[len(base):].strip("()").split(",") if "(" in target else []
         p = int(args[0]) if args and args[0] else 10
@@ -548,6 +572,32 @@ def _cast(em: _Emitter, e: Cast) -> VmType:
     raise CepUnsupportedError(
         f"CAST to {e.to} over values of different rows is not supported in DEFINE",
         pos=e.pos)
+
+
+_INTEGRAL_CASTS = {"tinyint": "byte", "byte": "byte", "smallint": "short", "short": "short",
+                   "int": "int", "integer": "int", "bigint": "bigint", "long": "bigint"}
+
+
+def _cast_integral(em: _Emitter, e: Cast, target: VmType) -> VmType:
+    """CAST to TINYINT/SMALLINT/INT/BIGINT as Spark casts: DECIMAL and DOUBLE/FLOAT
+    truncate toward zero; a value outside the type is an error ([CAST_OVERFLOW]) under
+    ANSI, otherwise the low bits (integers, DECIMAL) or the JVM's saturating conversion
+    (DOUBLE/FLOAT, NaN -> 0)."""
+    t = _compile(em, e.operand)
+    if t.name == "null":
+        return target
+    if t.integral and t.width <= target.width:
+        return target  # widening: the 128-bit lane holds the value as it is
+    if t.integral or t.name == "decimal":
+        em.op(X_TO_INT, t.scale, target.width)
+    elif t.name in ("double", "float", "boolean"):
+        em.op(C_TO_INT, target.width)
+    else:
+        raise CepUnsupportedError(
+            f"CAST of {t} to {e.to} over values of different rows is not supported in DEFINE "
+            "(numbers cast to integral types; any CAST works when its argument comes from "
+            "one row)", pos=e.pos)
+    return target
 
 
 def _function(em: _Emitter, e: FunctionCall) -> VmType:
@@ -564,7 +614,7 @@ def _function(em: _Emitter, e: FunctionCall) -> VmType:
         return out
     if name in ("greatest", "least"):
         out = _common(em, list(e.args), e, f"{name} arguments")
-        if out.name not in ("null", "double") and not out.exact:
+        if out.name not in ("null", "double", "float") and not out.exact:
             raise CepAnalysisError(f"{name} needs numeric arguments", pos=e.pos)
         for arg in e.args:
             _compile_as(em, arg, out)
@@ -586,11 +636,13 @@ def _function(em: _Emitter, e: FunctionCall) -> VmType:
 
 def _function1(em: _Emitter, name: str, e: FunctionCall) -> VmType:
     t = _type_of(em, e.args[0])
-    _expect(t, ("double", "null", "byte", "short", "int", "bigint", "decimal"), e,
+    _expect(t, ("double", "float", "null", "byte", "short", "int", "bigint", "decimal"), e,
             f"{name} needs a numeric argument")
     if not t.exact:
         _compile_as(em, e.args[0], T.DOUBLE)
         em.op(C_FUNC1, FUNC1[name])
+        if t.name == "float" and name in ("abs", "negative", "positive"):
+            return T.FLOAT  # the float's own value, with its sign changed or not
         return T.DOUBLE if t.name != "null" else T.NULL
     _compile(em, e.args[0])
     if name == "abs":
@@ -641,6 +693,8 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     if e.func in MOMENT_FUNCS and not t.numeric:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
+    if e.func in ("MAX_BY", "MIN_BY"):
+        return _aggregate_by(em, e, col, t)
     lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
@@ -648,6 +702,23 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     em.agg_exact.append(lane)
     em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return out
+
+
+def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
+    """max_by/min_by: the aggregate reads its ordering column; its lane names the value
+    column: [ordering exact, ordering scale, value column, value exact]."""
+    from .aggregates import FUNC_CODES
+    by_col, by_t = em.column_index(e.by)
+    for what, typ in (("value", t), ("ordering", by_t)):
+        if typ.name in ("string", "classifier"):
+            raise CepUnsupportedError(
+                f"{e.func.lower()}() in DEFINE needs a numeric, boolean or date/time {what} "
+                f"(got {typ}); MEASURES take any type", pos=e.pos)
+    em.row_local = False
+    em.aggs.append([em.refs.sets.set_id(e.var), FUNC_CODES[e.func], by_col])
+    em.agg_exact.append([int(by_t.exact), by_t.scale, col, int(t.exact)])
+    em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
+    return t
 
 
 def _is_string_literal(e: Expr) -> bool:

@@ -3,7 +3,8 @@
 The compiler gives every value on the VM stack a static Spark type. Exact types
 (integral, DECIMAL, TIMESTAMP, DATE, day-time INTERVAL) live in the VM's 128-bit lane
 (DECIMAL as the unscaled integer), DOUBLE/FLOAT, BOOLEAN and string ranks in the double
-lane. Result types follow Spark's type coercion and DecimalPrecision
+lane (a FLOAT value is held exactly as a double and every FLOAT result is rounded back to
+32 bits, as Spark computes FLOAT arithmetic in float32). Result types follow Spark's type coercion and DecimalPrecision
 (``spark.sql.decimalOperations.allowPrecisionLoss=true``), so the VM computes exactly
 the value Spark computes for the same expression.
 """
@@ -39,7 +40,11 @@ class VmType:
 
     @property
     def numeric(self) -> bool:
-        return self.integral or self.name in ("decimal", "double")
+        return self.integral or self.name in ("decimal", "double", "float")
+
+    @property
+    def floating(self) -> bool:
+        return self.name in ("double", "float")
 
     @property
     def width(self) -> int:
@@ -50,6 +55,7 @@ class VmType:
 
 
 DOUBLE, BOOLEAN, STRING = VmType("double"), VmType("boolean"), VmType("string")
+FLOAT = VmType("float")
 CLASSIFIER, NULL, BIGINT, INT = VmType("classifier"), VmType("null"), VmType("bigint"), VmType("int")
 TIMESTAMP, DATE, INTERVAL = VmType("timestamp"), VmType("date"), VmType("interval")
 
@@ -80,7 +86,7 @@ def of_arrow(dtype: pa.DataType) -> VmType:
     if pa.types.is_integer(dtype):
         return VmType({8: "byte", 16: "short", 32: "int"}.get(dtype.bit_width, "bigint"))
     if pa.types.is_floating(dtype):
-        return DOUBLE
+        return FLOAT if dtype.bit_width <= 32 else DOUBLE
     if pa.types.is_decimal(dtype):
         if dtype.precision > MAX_PRECISION:
             raise CepUnsupportedError(f"cannot compare values of type {dtype} across rows")
@@ -102,7 +108,7 @@ def to_arrow(t: VmType) -> pa.DataType:
     if t.name == "decimal":
         return pa.decimal128(t.precision, t.scale)
     return {"byte": pa.int8(), "short": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
-            "double": pa.float64(), "boolean": pa.bool_(), "string": pa.string(),
+            "double": pa.float64(), "float": pa.float32(), "boolean": pa.bool_(), "string": pa.string(),
             "timestamp": pa.timestamp("us", "UTC"), "date": pa.date32(),
             "interval": pa.duration("us")}[t.name]
 
@@ -142,10 +148,15 @@ def as_decimal(t: VmType, literal: int | None = None) -> VmType:
 
 
 def wider_decimal(a: VmType, b: VmType) -> VmType:
-    """DecimalPrecision.widerDecimalType (comparisons, CASE, COALESCE, GREATEST)."""
+    """DecimalPrecision.widerDecimalType (comparisons, CASE, COALESCE, GREATEST). Since
+    Spark 4.0 (SPARK-45905) a type beyond 38 digits keeps its integral digits and gives
+    up scale (boundedPreferIntegralDigits): DECIMAL(38,20) vs DECIMAL(38,19) compare at
+    DECIMAL(38,19), the first rounded HALF_UP."""
     scale = max(a.scale, b.scale)
     rng = max(a.precision - a.scale, b.precision - b.scale)
-    return bounded(rng + scale, scale)
+    if rng + scale <= MAX_PRECISION:
+        return decimal(rng + scale, scale)
+    return decimal(MAX_PRECISION, max(0, scale - (rng + scale - MAX_PRECISION)))
 
 
 def wider_integral(a: VmType, b: VmType) -> VmType:
@@ -167,27 +178,38 @@ def arithmetic_type(op: str, a: VmType, b: VmType) -> VmType:
     return adjust(min(p1 - s1, p2 - s2) + scale, scale)
 
 
-def common_type(types: list[VmType]) -> VmType:
+def common_type(types: list[VmType], ansi: bool = True) -> VmType:
     """The type CASE branches, COALESCE and GREATEST/LEAST arguments are cast to."""
     known = [t for t in types if t.name != "null"]
     if not known:
         return NULL
     out = known[0]
     for t in known[1:]:
-        out = _wider(out, t)
+        out = _wider(out, t, ansi)
     return out
 
 
-def _wider(a: VmType, b: VmType) -> VmType:
+def float_partner(other: VmType, ansi: bool) -> VmType:
+    """The type a FLOAT and another number meet at: FLOAT with FLOAT, and with integers
+    when ANSI is off (TypeCoercion); DOUBLE with DOUBLE or DECIMAL, and with integers
+    under ANSI (AnsiTypeCoercion: a float cannot hold every INT)."""
+    if other.name in ("float", "null") or (other.integral and not ansi):
+        return FLOAT
+    return DOUBLE
+
+
+def _wider(a: VmType, b: VmType, ansi: bool = True) -> VmType:
     if a == b:
         return a
     if a.numeric and b.numeric:
         if "double" in (a.name, b.name):
             return DOUBLE
+        if "float" in (a.name, b.name):
+            return float_partner(b if a.name == "float" else a, ansi)
         if a.integral and b.integral:
             return wider_integral(a, b)
         return wider_decimal(as_decimal(a), as_decimal(b))
-    if {a.name, b.name} == {"boolean", "double"}:
+    if {a.name, b.name} in ({"boolean", "double"}, {"boolean", "float"}):
         return DOUBLE
     raise TypeError(f"{a} and {b} have no common type")
 

@@ -340,6 +340,11 @@ def raise_vm_error(code: int) -> None:
         raise CepRuntimeError(
             "[DIVIDE_BY_ZERO] division by zero in a DEFINE condition; set "
             "spark.sql.ansi.enabled=false to get NULL instead")
+    if code == 3:
+        raise CepRuntimeError(
+            "[CAST_OVERFLOW] a value in a DEFINE condition cannot be cast to its integral "
+            "type due to an overflow; set spark.sql.ansi.enabled=false for Spark's legacy cast "
+            "(the low bits of an integer or DECIMAL, the nearest bound for a DOUBLE)")
 
 
 def exact_lane(col: pa.Array, out: np.ndarray) -> None:

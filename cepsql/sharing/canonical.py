@@ -78,9 +78,9 @@ def _key(e: Expr, ctx: _Ctx) -> Hashable:
         return ("row", who, ref.logical, ref.logical_offset, ref.physical_offset,
                 ref.final, _key(e.value, ctx))
     if isinstance(e, AggregateValue):
-        column = e.column
-        arg = ("derived", _key(ctx.derived[column], ctx)) if column in ctx.derived else column
-        return ("agg", e.func, "*" if e.var is None else ctx.var(e.var), arg, e.final)
+        args = tuple(("derived", _key(ctx.derived[c], ctx)) if c in ctx.derived else c
+                     for c in (e.column, e.by))  # by: max_by/min_by's ordering
+        return ("agg", e.func, "*" if e.var is None else ctx.var(e.var), args, e.final)
     if isinstance(e, BinaryOp):
         return _binary(e, ctx)
     return _generic(e, ctx)

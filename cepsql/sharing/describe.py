@@ -57,7 +57,8 @@ def _expr_text(e, own: str) -> str:
     if isinstance(e, Literal):
         return repr(e.value) if e.type != "string" else f"'{e.value}'"
     if isinstance(e, AggregateValue):
-        return f"{e.func.lower()}({e.var or ''}{'.' + e.column if e.column else ''})"
+        by = f", {e.by}" if e.by else ""
+        return f"{e.func.lower()}({e.var or ''}{'.' + e.column if e.column else ''}{by})"
     return type(e).__name__
 
 
