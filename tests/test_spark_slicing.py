@@ -363,3 +363,36 @@ def test_bounds_conf(spark, events):
     finally:
         spark.conf.unset("cepsql.slicing.bounds")
     assert slice_plan(spark, events, plan).slices == 0
+
+
+def test_timestamp_ntz_across_a_dst_change(spark):
+    """TIMESTAMP_NTZ times are sliced by their wall-clock micros (what the evaluator
+    reads), not through the session zone: in America/New_York 01:59:59.6 and 02:00:00.2
+    on 2024-11-03 are an hour apart as instants, 0.6 s apart as the clause sees them."""
+    base = dt.datetime(2024, 11, 3, 1, 59, 59, 600_000)
+    steps = [0.0, 0.6, 5.0, 5.4, 3600.0, 3600.5]
+    spring = dt.datetime(2024, 3, 10, 1, 59, 59, 800_000)  # 02:xx does not exist there
+    at = [base + dt.timedelta(seconds=s) for s in steps] + \
+        [spring, spring + dt.timedelta(seconds=0.4), spring + dt.timedelta(seconds=3600.1)]
+    table = pa.table({"at": pa.array(at, pa.timestamp("us")),
+                      "tag": ["x", "y"] * 3 + ["x", "y", "y"]})
+    sql = ("SELECT * FROM ntz MATCH_RECOGNIZE (ORDER BY at MEASURES a.at AS ta, b.at AS tb "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '1' SECOND "
+           "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')")
+    want = sorted(cepsql.match_recognize(sql.replace(" ntz ", " t "), t=table)
+                  .itertuples(index=False, name=None))
+    assert len(want) == 4
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        frame = spark.createDataFrame(table.to_pylist(), schema="at timestamp_ntz, tag string")
+        frame.createOrReplaceTempView("ntz")
+        plan = plan_query(find_match_recognize(sql)[0].spec, arrow_schema(frame), sql)
+        for grid in (0.5, 8.0):  # slice borders inside and around the matches
+            sliced = slice_plan(spark, frame, plan, bounds="grid", grid_windows=grid)
+            inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+            out = sliced.finish(run_plan(sliced.frame, inner))
+            got = sorted((r.ta, r.tb) for r in out.collect())
+            assert got == [(a.to_pydatetime(), b.to_pydatetime()) for a, b in want]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
