@@ -186,10 +186,12 @@ def _grid_cut(rows: DataFrame, time: Column, width: float, after: float,
     def slice_at(t: Column) -> Column:
         return F.floor(t / F.lit(width)).cast("long")
 
-    return rows.select("*", slice_at(time).alias(HOME_COLUMN),
-                       F.explode(F.sequence(slice_at(time - F.lit(after) - slack),
-                                            slice_at(time + F.lit(before) + slack)))
-                       .alias(SLICE_COLUMN))
+    home, first, last = (slice_at(time), slice_at(time - F.lit(after) - slack),
+                         slice_at(time + F.lit(before) + slack))
+    # most rows stay in their own slice: a one-element array is cheaper than sequence()
+    # (Spark's Generate costs ~0.8 us a row here); a NULL time gives no row
+    slices = F.when(first == last, F.array(home)).otherwise(F.sequence(first, last))
+    return rows.select("*", home.alias(HOME_COLUMN), F.explode(slices).alias(SLICE_COLUMN))
 
 
 def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
