@@ -285,6 +285,9 @@ from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from strategies_cep import cep_queries, cep_streams  # noqa: E402
+from test_property_sql import row_multiset  # noqa: E402
+
+from cepsql.runtime.reference_cep import evaluate_reference_cep  # noqa: E402
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # a Spark job per example
 
@@ -328,6 +331,7 @@ def test_sliced_equals_unsliced_property(spark, data, window, ties, bounds, grid
     sliced = slice_plan(spark, frame, plan, bounds=bounds, grid_windows=grid_windows,
                         max_slices=max_slices, min_slice_windows=0.25)
     want = cepsql.match_recognize(sql, t=table)
+    _assert_reference(sql, spec, table, want)
     if sliced is None:  # span bounds: fewer than two slices fit
         assert bounds == "span"
         return
@@ -338,6 +342,27 @@ def test_sliced_equals_unsliced_property(spark, data, window, ties, bounds, grid
     expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
     assert got == expected, (f"{sql}\n{table.to_pydict()}\nmissing {expected - got}\n"
                              f"extra {got - expected}")
+
+
+def _assert_reference(sql: str, spec, table: pa.Table, unsliced) -> None:
+    """The unsliced (in-process) result equals the reference_cep oracle's."""
+    names, rows = evaluate_reference_cep(spec, table)
+    assert list(unsliced.columns) == names
+    got = row_multiset(unsliced.itertuples(index=False, name=None))
+    assert got == row_multiset(rows), f"{sql}\n{table.to_pylist()}"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), window=st.integers(1, 5), ties=st.booleans())
+def test_sliceable_clauses_unsliced_equal_reference_property(data, window, ties):
+    """The clauses the Spark property test slices, in-process (never sliced) against the
+    reference_cep oracle: with the Spark test, sliced == unsliced == reference."""
+    table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
+    sql = _unpartitioned_windowed(data.draw(cep_queries()), window)
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    _assert_reference(sql, spec, table, cepsql.match_recognize(sql, t=table))
 
 
 def test_grid_slices_are_spread_over_tasks(spark, events):

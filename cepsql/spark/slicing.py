@@ -34,6 +34,12 @@ Slice bounds (``cepsql.slicing.bounds``):
   the query; slices at least ``min_slice_windows`` windows wide (default 4: at most 50 %
   more rows); labels give each slice a task of its own.
 
+Cost beyond the partitioned path's shuffle + sort (issue 13 point 6, measured on 1M-10M
+ticks): the ORDER BY time once per row (TIMESTAMP_NTZ costs ~0.4 us: no cheaper exact
+zone-free form in Spark), Spark's Generate for the copies (~0.5-0.8 us a row even when a
+row has one slice) and the copied rows themselves; the evaluator is cheaper than the
+partitioned A B+ C's. Sliced strict ``a b c`` runs at 0.6-0.75x of A B+ C.
+
 Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
 columns (written or inferred, see runtime/partition_inference.py), no PREV/NEXT (they count rows, not time),
 no MATCH_NUMBER() in MEASURES, no explicit AFTER MATCH SKIP PAST LAST ROW (its selection
