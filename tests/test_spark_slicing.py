@@ -285,6 +285,9 @@ from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from strategies_cep import cep_queries, cep_streams  # noqa: E402
+from test_property_sql import row_multiset  # noqa: E402
+
+from cepsql.runtime.reference_cep import evaluate_reference_cep  # noqa: E402
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # a Spark job per example
 
@@ -328,6 +331,7 @@ def test_sliced_equals_unsliced_property(spark, data, window, ties, bounds, grid
     sliced = slice_plan(spark, frame, plan, bounds=bounds, grid_windows=grid_windows,
                         max_slices=max_slices, min_slice_windows=0.25)
     want = cepsql.match_recognize(sql, t=table)
+    _assert_reference(sql, spec, table, want)
     if sliced is None:  # span bounds: fewer than two slices fit
         assert bounds == "span"
         return
@@ -338,6 +342,27 @@ def test_sliced_equals_unsliced_property(spark, data, window, ties, bounds, grid
     expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
     assert got == expected, (f"{sql}\n{table.to_pydict()}\nmissing {expected - got}\n"
                              f"extra {got - expected}")
+
+
+def _assert_reference(sql: str, spec, table: pa.Table, unsliced) -> None:
+    """The unsliced (in-process) result equals the reference_cep oracle's."""
+    names, rows = evaluate_reference_cep(spec, table)
+    assert list(unsliced.columns) == names
+    got = row_multiset(unsliced.itertuples(index=False, name=None))
+    assert got == row_multiset(rows), f"{sql}\n{table.to_pylist()}"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), window=st.integers(1, 5), ties=st.booleans())
+def test_sliceable_clauses_unsliced_equal_reference_property(data, window, ties):
+    """The clauses the Spark property test slices, in-process (never sliced) against the
+    reference_cep oracle: with the Spark test, sliced == unsliced == reference."""
+    table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
+    sql = _unpartitioned_windowed(data.draw(cep_queries()), window)
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    _assert_reference(sql, spec, table, cepsql.match_recognize(sql, t=table))
 
 
 def test_grid_slices_are_spread_over_tasks(spark, events):
@@ -363,3 +388,36 @@ def test_bounds_conf(spark, events):
     finally:
         spark.conf.unset("cepsql.slicing.bounds")
     assert slice_plan(spark, events, plan).slices == 0
+
+
+def test_timestamp_ntz_across_a_dst_change(spark):
+    """TIMESTAMP_NTZ times are sliced by their wall-clock micros (what the evaluator
+    reads), not through the session zone: in America/New_York 01:59:59.6 and 02:00:00.2
+    on 2024-11-03 are an hour apart as instants, 0.6 s apart as the clause sees them."""
+    base = dt.datetime(2024, 11, 3, 1, 59, 59, 600_000)
+    steps = [0.0, 0.6, 5.0, 5.4, 3600.0, 3600.5]
+    spring = dt.datetime(2024, 3, 10, 1, 59, 59, 800_000)  # 02:xx does not exist there
+    at = [base + dt.timedelta(seconds=s) for s in steps] + \
+        [spring, spring + dt.timedelta(seconds=0.4), spring + dt.timedelta(seconds=3600.1)]
+    table = pa.table({"at": pa.array(at, pa.timestamp("us")),
+                      "tag": ["x", "y"] * 3 + ["x", "y", "y"]})
+    sql = ("SELECT * FROM ntz MATCH_RECOGNIZE (ORDER BY at MEASURES a.at AS ta, b.at AS tb "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '1' SECOND "
+           "DEFINE a AS a.tag = 'x', b AS b.tag = 'y')")
+    want = sorted(cepsql.match_recognize(sql.replace(" ntz ", " t "), t=table)
+                  .itertuples(index=False, name=None))
+    assert len(want) == 4
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        frame = spark.createDataFrame(table.to_pylist(), schema="at timestamp_ntz, tag string")
+        frame.createOrReplaceTempView("ntz")
+        plan = plan_query(find_match_recognize(sql)[0].spec, arrow_schema(frame), sql)
+        for grid in (0.5, 8.0):  # slice borders inside and around the matches
+            sliced = slice_plan(spark, frame, plan, bounds="grid", grid_windows=grid)
+            inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+            out = sliced.finish(run_plan(sliced.frame, inner))
+            got = sorted((r.ta, r.tb) for r in out.collect())
+            assert got == [(a.to_pydatetime(), b.to_pydatetime()) for a, b in want]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
