@@ -1,4 +1,4 @@
-"""spark.cep.sql over a streaming view (Structured Streaming, transformWithStateInPandas):
+"""spark.cep.sql over a streaming view (Structured Streaming, transformWithState):
 a JSON file source written in two increments (the second with out-of-order rows, a late
 row and a key that goes quiet), each increment run with availableNow from the same
 checkpoint into a parquet sink (stop + restart). The sink must hold exactly the batch
