@@ -22,9 +22,19 @@ Reports
 * state: the stateful operator's ``memoryUsedBytes`` / ``numRowsTotal`` after each batch
   (flat over the run when state is bounded by the window) and the bytes cepsql stores.
 The streaming result is checked against the batch result (same rows, same matches).
+The batch path runs twice: cold (the JVM's first query: it pays the JVM's and Python
+workers' start-up) and warm. Streaming is reported for the whole run and for micro-batches
+2.. (the first one starts the stateful operator's workers and state store and, with the
+watermark still at 0, releases no row).
+
+Part 3 (--minutes M): a file stream written in increments (--rate rows/s, a file every
+--interval s) for M minutes with the default trigger; state bytes over time (statestore
+reader), end-to-end latency per match, exactness against the batch path on the rows
+written; plot results/streaming_long_run.png.
 
     python benchmarks/bench_streaming.py --mode cep --rows 50000 --increments 200 \
         [--spark --files 10]
+    python benchmarks/bench_streaming.py --minutes 10 --rate 400
 """
 from __future__ import annotations
 
@@ -60,15 +70,37 @@ def _state_sizes(spark, checkpoint: str, n_batches: int) -> list[int]:
     sizes = []
     for batch_id in range(n_batches):
         try:
-            df = (spark.read.format("statestore").option("stateVarName", "cep_key")
-                  .option("batchId", batch_id).load(checkpoint))
-            row = df.select(F.sum(F.length("value.held") + F.length("value.pending")
-                                  + F.coalesce(F.length("value.evaluator"), F.lit(0)))).first()
-            sizes.append(int(row[0] or 0))
+            sizes.append(_state_bytes(spark, checkpoint, batch_id))
         except Exception as err:  # noqa: BLE001 - a figure, not a failure
             sizes.append(-1)
             print(f"state of batch {batch_id} not readable: {str(err).splitlines()[0]}")
     return sizes
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds used so far by this process's tree (the JVM, Python workers; exited
+    children once reaped): unlike wall time, hardly inflated by other jobs' load."""
+    import psutil
+    total = 0.0
+    me = psutil.Process()
+    for proc in [me] + me.children(recursive=True):
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
+def _state_bytes(spark, checkpoint: str, batch_id: int | None = None) -> int:
+    """Bytes of every bucket's state value after batch_id (the last committed batch when
+    None): each key's rows (Arrow IPC), evaluator carry-over and integers."""
+    from pyspark.sql import functions as F
+    reader = spark.read.format("statestore").option("stateVarName", "cep_bucket")
+    if batch_id is not None:
+        reader = reader.option("batchId", batch_id)
+    row = reader.load(checkpoint).select(F.sum(F.length("value.keys"))).first()
+    return int(row[0] or 0)
 
 
 def _end_to_end(ends, progress, arrived: dict[int, float]) -> list[float]:
@@ -205,27 +237,42 @@ def _plot_state(args, per_key) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000)
-    parser.add_argument("--increments", type=int, default=200)
+    parser.add_argument("--increments", type=int, default=200,
+                        help="part 1 increments (0: skip part 1)")
     parser.add_argument("--spark", action="store_true", help="also run part 2 (Spark)")
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--mode", choices=sorted(QUERIES), default="cep")
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--minutes", type=float, default=0.0,
+                        help="part 3: a file stream written in increments for this long")
+    parser.add_argument("--rate", type=int, default=400, help="part 3: input rows/s")
+    parser.add_argument("--interval", type=float, default=2.0,
+                        help="part 3: seconds between files")
     args = parser.parse_args()
 
+    if args.minutes:
+        return long_run(args)
     from cepsql.datagen import generate_ticks
     ticks = generate_ticks(args.rows)
-    report_engine(args, ticks)
+    if args.increments:
+        report_engine(args, ticks)
     return spark_run(args, ticks) if args.spark else 0
 
 
-def spark_run(args, ticks) -> int:
+def _session(args):
     import cepsql
-    from cepsql.stream_demo import STREAM_SCHEMA, write_increments
-
     spark = cepsql.get_session(master="local[2]", conf={
         "spark.sql.shuffle.partitions": str(args.partitions),
+        "spark.sql.streaming.numRecentProgressUpdates": "5000",
         "spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"})
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_run(args, ticks) -> int:
+    from cepsql.stream_demo import STREAM_SCHEMA, write_increments
+
+    spark = _session(args)
     from pyspark.sql import functions as F
     query = QUERIES[args.mode]
     with tempfile.TemporaryDirectory(prefix="cepsql-bench-stream-") as folder:
@@ -234,9 +281,13 @@ def spark_run(args, ticks) -> int:
         write_increments(ticks, source, args.files)
 
         spark.read.schema(STREAM_SCHEMA).parquet(source).createOrReplaceTempView("ticks_batch")
-        t0 = time.perf_counter()
-        spark.cep.sql(query.format(src="ticks_batch")).write.format("noop").mode("overwrite").save()
-        batch_s = time.perf_counter() - t0
+        batch_s, batch_cpu = [], []
+        for _ in range(2):  # first: a cold JVM and Python workers; second: warm
+            t0, c0 = time.perf_counter(), _cpu_seconds()
+            spark.cep.sql(query.format(src="ticks_batch")).write.format("noop") \
+                .mode("overwrite").save()
+            batch_s.append(time.perf_counter() - t0)
+            batch_cpu.append(_cpu_seconds() - c0)
         batch_rows = sorted(spark.cep.sql(query.format(src="ticks_batch")).collect())
 
         spark.readStream.schema(STREAM_SCHEMA).option("maxFilesPerTrigger", 1) \
@@ -248,12 +299,13 @@ def spark_run(args, ticks) -> int:
             frame.withColumn("__batch", F.lit(batch_id)).write.mode("append").parquet(out)
             arrived[batch_id] = time.time()   # the batch's matches are in the sink
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_seconds()
         q = (spark.cep.sql(query.format(src="ticks_stream")).writeStream.foreachBatch(sink)
              .option("checkpointLocation", os.path.join(folder, "ck"))
              .trigger(availableNow=True).start())
         q.awaitTermination()
         stream_s = time.perf_counter() - t0
+        stream_cpu = _cpu_seconds() - c0
         progress = q.recentProgress
         written = spark.read.parquet(out)
         stream_rows = sorted(written.drop("__batch").collect())
@@ -269,13 +321,28 @@ def spark_run(args, ticks) -> int:
               if p.get("stateOperators")]
     state_rows = [p["stateOperators"][0].get("numRowsTotal", 0) for p in progress
                   if p.get("stateOperators")]
-    print(f"mode {args.mode}: {args.rows:,} rows in {args.files} files, local[2], "
-          f"{args.partitions} shuffle partitions")
-    print(f"batch     {batch_s:8.2f} s  {args.rows / batch_s:10,.0f} rows/s  "
+    n = args.rows
+    cold, warm = batch_s
+    first_s = latencies[0] / 1000 if latencies else 0.0
+    steady_s = sum(latencies[1:]) / 1000
+    steady_rows = n - (progress[0]["numInputRows"] if progress else 0)
+    print(f"mode {args.mode}: {n:,} rows in {args.files} files, local[2], "
+          f"{args.partitions} shuffle partitions, load {os.getloadavg()[0]:.1f}")
+    print(f"batch, cold (first query of the JVM) {cold:8.2f} s  {n / cold:10,.0f} rows/s  "
           f"{len(batch_rows)} matches")
-    print(f"streaming {stream_s:8.2f} s  {args.rows / stream_s:10,.0f} rows/s  "
-          f"{len(stream_rows)} matches ({len(progress)} micro-batches)  "
-          f"ratio {batch_s / stream_s:.2f}")
+    print(f"batch, warm (same query again)       {warm:8.2f} s  {n / warm:10,.0f} rows/s")
+    print(f"streaming, whole run                 {stream_s:8.2f} s  {n / stream_s:10,.0f} rows/s  "
+          f"{len(stream_rows)} matches ({len(progress)} micro-batches)")
+    if steady_s:
+        print(f"streaming, micro-batches 2..{len(progress)}          {steady_s:8.2f} s  "
+              f"{steady_rows / steady_s:10,.0f} rows/s  (first micro-batch {first_s:.2f} s: "
+              "start-up, releases no row)")
+        print(f"ratios: whole run / cold batch {cold / stream_s:.2f}; steady / warm batch "
+              f"{(steady_rows / steady_s) / (n / warm):.2f}; steady / cold batch "
+              f"{(steady_rows / steady_s) / (n / cold):.2f}")
+    print(f"CPU seconds (JVM + Python workers): batch cold {batch_cpu[0]:.1f}, warm "
+          f"{batch_cpu[1]:.1f}; streaming whole run {stream_cpu:.1f} (ratio warm batch / "
+          f"streaming {batch_cpu[1] / max(stream_cpu, 1e-9):.2f})")
     print(f"exactness: {len(extra)} streamed matches not in the batch result; "
           f"{len(missing)} batch matches still undecided at the end of the stream")
     if latencies:
@@ -287,9 +354,169 @@ def spark_run(args, ticks) -> int:
               f"sink), {len(e2e)} matches: median {statistics.median(e2e):.2f}, "
               f"p95 {e2e[int(0.95 * (len(e2e) - 1))]:.2f}, max {e2e[-1]:.2f}")
     print("RocksDB memoryUsedBytes per batch:", memory)
-    print("cepsql state per batch (bytes of rows + evaluator carry-over over all keys):", held)
-    print("state rows (keys) per batch:", state_rows)
+    print("cepsql state per batch (bytes of every bucket's keys: rows + evaluator "
+          "carry-over + integers):", held)
+    print("state rows (key buckets) per batch:", state_rows)
     return 0 if not extra else 1
+
+
+def long_run(args) -> int:
+    """Part 3: ticks arrive as a parquet file every --interval seconds (--rate rows/s) for
+    --minutes (counted from the end of the first micro-batch, the start-up); the query runs
+    with the default trigger (a micro-batch as soon as the last
+    one ends) into a parquet sink. Every ~20 s: the state's bytes (statestore reader on
+    the last committed batch), keys and RocksDB memory; per match: end-to-end latency.
+    At the end the streamed matches are checked against the batch path on the written
+    rows. Plot: results/streaming_long_run.png."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from cepsql.datagen import generate_ticks
+    from cepsql.stream_demo import STREAM_SCHEMA
+
+    spark = _session(args)
+    from pyspark.sql import functions as F
+    query = QUERIES[args.mode]
+    seconds = args.minutes * 60
+    per_file = max(int(args.rate * args.interval), 1)
+    n_files = int(seconds / args.interval)
+    ticks = generate_ticks(per_file * n_files)
+    ts_index = ticks.schema.get_field_index("ts")
+    ticks = ticks.set_column(ts_index, "ts", ticks.column("ts").cast(pa_timestamp_utc()))
+    with tempfile.TemporaryDirectory(prefix="cepsql-bench-long-") as folder:
+        source, out, ck = (os.path.join(folder, d) for d in ("in", "out", "ck"))
+        os.makedirs(source)
+        pq.write_table(ticks.slice(0, per_file), os.path.join(source, "t-00000.parquet"))
+        spark.readStream.schema(STREAM_SCHEMA).parquet(source) \
+            .withWatermark("ts", "5 seconds").createOrReplaceTempView("ticks_long")
+        arrived: dict[int, float] = {}
+
+        def sink(frame, batch_id: int) -> None:
+            frame.withColumn("__batch", F.lit(batch_id)).write.mode("append").parquet(out)
+            arrived[batch_id] = time.time()
+
+        stop = threading.Event()
+
+        def writer() -> None:
+            t0 = time.time()
+            for i in range(1, n_files):
+                if stop.wait(max(t0 + i * args.interval - time.time(), 0)):
+                    return
+                path = os.path.join(source, f"t-{i:05d}.parquet")
+                pq.write_table(ticks.slice(i * per_file, per_file), path + ".tmp")
+                os.rename(path + ".tmp", path)  # the source never sees half a file
+
+        q = (spark.cep.sql(query.format(src="ticks_long")).writeStream.foreachBatch(sink)
+             .option("checkpointLocation", ck).start())
+        t0 = time.time()
+        while q.lastProgress is None and q.isActive:  # start-up: the first micro-batch
+            time.sleep(1)
+        print(f"first micro-batch (start-up) done after {time.time() - t0:.1f} s", flush=True)
+        started = time.time()
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        samples = []  # (seconds since start, state bytes, keys, RocksDB memory, batch id)
+        while time.time() - started < seconds:
+            time.sleep(20)
+            p = q.lastProgress
+            if not p or not p.get("stateOperators"):
+                continue
+            op = p["stateOperators"][0]
+            try:
+                size = _state_bytes(spark, ck)
+            except Exception as err:  # noqa: BLE001 - a figure, not a failure
+                print(f"state not readable: {str(err).splitlines()[0]}")
+                size = -1
+            samples.append((time.time() - started, size, op.get("numRowsTotal", 0),
+                            op.get("memoryUsedBytes", 0), p["batchId"]))
+            print(f"{samples[-1][0]:6.0f} s  batch {p['batchId']:4d}  state {size:9,} B  "
+                  f"buckets {samples[-1][2]}  RocksDB memory {samples[-1][3]:,} B  "
+                  f"input {p.get('processedRowsPerSecond', 0):8,.0f} rows/s processed", flush=True)
+        stop.set()
+        thread.join()
+        q.processAllAvailable()  # every written row read; stop between micro-batches
+        q.stop()
+        progress = q.recentProgress
+        written = spark.read.parquet(out)
+        stream_rows = sorted(written.drop("__batch").collect())
+        ends = [(r.t1, r["__batch"]) for r in written.select("t1", "__batch").collect()]
+        fed = spark.read.schema(STREAM_SCHEMA).parquet(source)
+        fed.createOrReplaceTempView("ticks_long_batch")
+        n_fed = fed.count()
+        batch_rows = set(spark.cep.sql(query.format(src="ticks_long_batch")).collect())
+
+    extra = [r for r in stream_rows if r not in batch_rows]
+    durations = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
+    inputs = sum(p["numInputRows"] for p in progress)
+    e2e = _end_to_end(ends, progress, arrived)
+    print(f"long run, mode {args.mode}: {args.minutes:g} min, {n_fed:,} rows written "
+          f"({args.rate} rows/s in a file every {args.interval:g} s), {inputs:,} read, "
+          f"{len(progress)} micro-batches (median {statistics.median(durations):.1f} s), "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"exactness: {len(stream_rows)} streamed matches, {len(extra)} not in the batch "
+          f"result ({len(batch_rows)} batch matches over the rows written)")
+    if e2e:
+        s = sorted(e2e)
+        print(f"end-to-end latency s: median {statistics.median(s):.2f}, "
+              f"p95 {s[int(0.95 * (len(s) - 1))]:.2f}, max {s[-1]:.2f} ({len(s)} matches)")
+    sizes = [x[1] for x in samples if x[1] >= 0]
+    if sizes:
+        half = sizes[len(sizes) // 2:]
+        print(f"state bytes: first {sizes[0]:,}, min {min(sizes):,}, max {max(sizes):,}, "
+              f"mean of the second half {statistics.mean(half):,.0f}")
+    _plot_long_run(args, samples, progress, ends, arrived, started)
+    return 0 if not extra else 1
+
+
+def pa_timestamp_utc():
+    import pyarrow as pa
+    return pa.timestamp("us", "UTC")
+
+
+def _plot_long_run(args, samples, progress, ends, arrived, started) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    from datetime import datetime
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(folder, exist_ok=True)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 5.5), sharex=True)
+    minutes = [s[0] / 60 for s in samples]
+    top.plot(minutes, [s[1] / 1024 for s in samples], marker="o", label="cepsql state (KiB)")
+    top.plot(minutes, [s[3] / 1024 for s in samples], marker=".", alpha=0.6,
+             label="RocksDB memoryUsedBytes (KiB)")
+    top.set_ylabel("KiB")
+    top.set_ylim(bottom=0)
+    top.legend(fontsize=8)
+    top.set_title(f"{args.minutes:g}-minute stream, {args.rate} rows/s ({args.mode} mode)")
+    by_batch: dict[int, list] = {}
+    for end in ends:
+        by_batch.setdefault(end[1], []).append(end)
+    points = []
+    for batch_id, batch_ends in by_batch.items():
+        lat = _end_to_end(batch_ends, progress, arrived)
+        if lat and batch_id in arrived:
+            points.append((arrived[batch_id] - started, statistics.median(lat)))
+    points.sort()
+    bottom.plot([t / 60 for t, _ in points], [v for _, v in points], ".", label="median per batch")
+    wall = [(datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+             - started) / 60 for p in progress]
+    bottom.plot(wall, [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress],
+                alpha=0.5, label="micro-batch duration")
+    bottom.set_xlabel("minutes")
+    bottom.set_ylabel("seconds")
+    bottom.set_ylim(bottom=0)
+    bottom.legend(fontsize=8)
+    bottom.set_title("end-to-end latency (watermark passes a match's last row -> sink)",
+                     fontsize=9)
+    fig.tight_layout()
+    path = os.path.join(folder, "streaming_long_run.png")
+    fig.savefig(path, dpi=110)
+    print(f"plot: {os.path.relpath(path)}")
 
 
 if __name__ == "__main__":

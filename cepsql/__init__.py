@@ -6,6 +6,8 @@ Importing never starts a JVM.
 """
 from __future__ import annotations
 
+import os as _os
+
 from . import errors
 from .errors import (CepAnalysisError, CepEnvironmentError, CepError, CepRuntimeError,
                      CepSyntaxError, CepUnsupportedError)
@@ -13,17 +15,36 @@ from .spark.environment import ensure_environment, require_java
 
 __version__ = "0.1.0"
 
-ensure_environment()
+# A Spark Python worker (the JVM's worker factory sets this variable) only unpickles and
+# runs evaluators: it skips the driver-side setup below and imports the public functions
+# on first use, which saves every worker process seconds of imports (pandas, Spark
+# Connect, sqlglot, DuckDB) before its first task.
+_IN_SPARK_WORKER = "PYTHON_WORKER_FACTORY_SECRET" in _os.environ
+_LAZY = {"match_recognize": ".backends.local.engine", "workload": ".backends.local.workload",
+         "plot_matches": ".plot", "PlannerOptions": ".runtime.planner_options",
+         "planner_options": ".runtime.planner_options", "CepSession": ".spark.session"}
 
-from .backends.local.engine import match_recognize  # noqa: E402
-from .backends.local.workload import workload  # noqa: E402
-from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
-from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
-from .spark.session import CepSession, attach as _attach  # noqa: E402
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if not _IN_SPARK_WORKER:
+    ensure_environment()
+    from .backends.local.engine import match_recognize  # noqa: E402
+    from .backends.local.workload import workload  # noqa: E402
+    from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
+    from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
+    from .spark.session import CepSession  # noqa: E402
 
 
 def _attach_all() -> None:
     from pyspark.sql import SparkSession
+
+    from .spark.session import attach as _attach
     _attach(SparkSession)
     import importlib.util
     if importlib.util.find_spec("grpc") is None:  # Spark Connect not installed
@@ -35,11 +56,10 @@ def _attach_all() -> None:
     _attach(ConnectSession)
 
 
-_attach_all()
-
-from .spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
-
-_install_quiet_errors()
+if not _IN_SPARK_WORKER:
+    _attach_all()
+    from .spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
+    _install_quiet_errors()
 
 
 def _install_error_hook() -> None:
@@ -48,7 +68,8 @@ def _install_error_hook() -> None:
     install_error_hook()
 
 
-_install_error_hook()
+if not _IN_SPARK_WORKER:
+    _install_error_hook()
 
 
 def register(spark) -> None:
@@ -72,7 +93,8 @@ def _register_active() -> None:
         register_quietly(spark)
 
 
-_register_active()
+if not _IN_SPARK_WORKER:
+    _register_active()
 
 
 def get_session(master: str | None = None, conf: dict | None = None):

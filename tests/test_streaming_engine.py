@@ -277,18 +277,47 @@ def test_quiet_key_closes_from_timer_alone():
 def test_packer_groups_rows_by_key_and_round_trips():
     from cepsql.backends.streaming.frames import RowPacker, RowUnpacker
     from cepsql.backends.streaming.ipc import from_bytes, to_bytes
+    from cepsql.backends.streaming.packing import bucket_of, key_id
     batch = pa.record_batch({"k": ["b", None, "a", "b", None], "v": [1, 2, 3, 4, 5]})
-    packed = list(RowPacker(["k"])(iter([batch])))
-    groups = {row["k"]: from_bytes(row["__cep_rows"]).column("v").to_pylist()
-              for row in packed[0].to_pylist()}
-    assert groups == {"a": [3], "b": [1, 4], None: [2, 5]}
+    packed = list(RowPacker(["k"], 4)(iter([batch])))
+    rows = packed[0].to_pylist()
+    groups = {row["__cep_kid"]: from_bytes(row["__cep_rows"]).column("v").to_pylist()
+              for row in rows}
+    assert groups == {key_id(("a",)): [3], key_id(("b",)): [1, 4], key_id((None,)): [2, 5]}
+    assert all(row["__cep_bucket"] == bucket_of(row["__cep_kid"], 4) < 4 for row in rows)
     single = list(RowPacker([])(iter([batch])))[0].to_pylist()
-    assert single[0]["__cep_key"] == 0
+    assert single[0]["__cep_kid"] == key_id(())
     assert from_bytes(single[0]["__cep_rows"]).num_rows == 5
     blob = pa.record_batch({"__cep_out": pa.array([to_bytes(pa.Table.from_batches([batch])),
                                                    b""], pa.binary())})
     back = pa.Table.from_batches(list(RowUnpacker()(iter([blob]))))
     assert back.column("v").to_pylist() == [1, 2, 3, 4, 5]
+
+
+def test_key_identity_follows_spark_grouping():
+    """NaN = NaN, -0.0 = 0.0, NULL = NULL; timestamps by their value, not a time zone;
+    the same bucket in every process (no salted hash)."""
+    import datetime
+
+    from cepsql.backends.streaming.packing import RowPacker, bucket_of, key_id
+    assert key_id((float("nan"),)) == key_id((float("-nan"),))
+    assert key_id((-0.0,)) == key_id((0.0,)) != key_id((None,))
+    assert bucket_of(key_id(("IBM",)), 8) == bucket_of(key_id(("IBM",)), 8)
+    moments = [datetime.datetime(2024, 1, 1, 9, 30)] * 2
+    kids = set()
+    for zone in ("UTC", "America/New_York"):
+        column = pa.array(moments, pa.timestamp("us", "UTC")).cast(pa.timestamp("us", zone))
+        batch = pa.record_batch({"t": column, "v": [1, 2]})
+        kids |= {row["__cep_kid"] for row in list(RowPacker(["t"])(iter([batch])))[0].to_pylist()}
+    assert len(kids) == 1
+
+
+def test_bucket_state_round_trips():
+    from cepsql.backends.streaming.processor import decode_keys, encode_keys
+    keys = {"('a',)": ((b"rows", b"", -1, 3, 5, 1, 1 << 40, 0, 2, b"\x00carry"), 1234),
+            "('é',)": ((b"", b"p", 0, 0, 0, 0, -(1 << 62), 1, 0, b""), NO_TIMER)}
+    assert decode_keys(encode_keys(keys)) == keys
+    assert decode_keys(encode_keys({})) == {}
 
 
 def _long_run(sql: str, bursts: bool) -> list[int]:

@@ -27,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CepRuntimeError
-from ..local.sql import sort_table
 from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import SortColumn
 from ...runtime.worker import CHUNK_ROWS, window_micros
@@ -137,6 +136,7 @@ class StreamEngine(ABC):
 
     def _sorted(self, table: pa.Table) -> pa.Table:
         """table in ORDER BY order, then the tie-breakers (Spark's NULL and NaN order)."""
+        from ..local.sql import sort_table  # here: it imports sqlglot (workers start faster)
         return sort_table(table, self.sort_keys)
 
 

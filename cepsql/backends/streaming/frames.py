@@ -1,29 +1,28 @@
 """Wire a QueryPlan into a streaming DataFrame: pack rows per key as Arrow IPC, keep
-them in transformWithStateInPandas state, unpack the decided matches."""
+them in transformWithState state (a bucket of keys per state key), unpack the decided
+matches."""
 from __future__ import annotations
 
-from typing import Iterator
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from ...algebra.expressions import ColumnRef, MatchNumber, Navigation, walk
 from ...algebra.pattern import Anchor
 from ...errors import CepAnalysisError, CepUnsupportedError
-from ...exprs.spark_sql import quote_identifier, to_spark_sql
+from ...exprs.spark_sql import to_spark_sql
 from ...runtime.plan import QueryPlan
 from ...spark.execute import arrow_schema
-from .ipc import from_bytes, to_bytes
-from .processor import OUT_COLUMN, ROWS_COLUMN, MatchProcessor
+from .packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
+                      RowPacker, RowUnpacker)
+from .processor import MatchProcessor
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-SINGLE_KEY = "__cep_key"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+# keys per stateful-operator key (packing.py); changing it needs a new checkpoint
+BUCKETS_CONF = "cepsql.streaming.keyBuckets"
 
 
 def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> DataFrame:
@@ -35,17 +34,16 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
     bound = plan.bind(arrow_schema(df))
     check_streamable_worker(bound.worker)
     keys = list(plan.partition_columns)
-    if keys:
-        key_fields = [df.schema[k] for k in keys]
-    else:
-        key_fields = [StructField(SINGLE_KEY, IntegerType(), False)]
-    packed_schema = StructType(key_fields + [StructField(ROWS_COLUMN, BinaryType())])
-    packed = df.mapInArrow(RowPacker(keys), packed_schema)
+    buckets = int(df.sparkSession.conf.get(BUCKETS_CONF, None) or DEFAULT_BUCKETS)
+    packed_schema = StructType([StructField(BUCKET_COLUMN, IntegerType(), False),
+                                StructField(KID_COLUMN, StringType(), False),
+                                StructField(ROWS_COLUMN, BinaryType())])
+    packed = df.mapInArrow(RowPacker(keys, buckets), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
     processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter)
-    out = packed.groupBy(*[F.col(quote_identifier(f.name)) for f in key_fields]) \
-        .transformWithStateInPandas(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
-                                    "Append", "EventTime")
+    out = packed.groupBy(F.col(BUCKET_COLUMN)) \
+        .transformWithState(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
+                            "Append", "EventTime")
     rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
     return rows.select(*[F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection])
 
@@ -139,60 +137,12 @@ def _pattern_nodes(node):
 
 
 def _use_rocksdb(df: DataFrame) -> None:
-    """transformWithState runs only on the RocksDB state store."""
+    """transformWithState runs only on the RocksDB state store. Unless the user chose,
+    commits write a changelog instead of a snapshot per micro-batch (about half the
+    commit time here; snapshots are then made in the background)."""
     conf = df.sparkSession.conf
     current = conf.get(PROVIDER_CONF, None) or ""
     if current != ROCKSDB:
         conf.set(PROVIDER_CONF, ROCKSDB)
-
-
-class RowPacker:
-    """Picklable mapInArrow function: each input batch -> one row per key holding that
-    key's rows as Arrow IPC bytes."""
-
-    def __init__(self, keys: list[str]):
-        self.keys = keys
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            table = pa.Table.from_batches([batch])
-            if not self.keys:
-                yield pa.RecordBatch.from_pydict(
-                    {SINGLE_KEY: pa.array([0], pa.int32()),
-                     ROWS_COLUMN: pa.array([to_bytes(table)], pa.binary())})
-                continue
-            order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys])
-            table = table.take(order)
-            starts = _group_starts(table, self.keys)
-            ends = list(starts[1:]) + [table.num_rows]
-            blobs = [to_bytes(table.slice(s, e - s)) for s, e in zip(starts, ends)]
-            firsts = table.take(pa.array(starts, pa.int64()))
-            columns = {k: firsts.column(k).combine_chunks() for k in self.keys}
-            columns[ROWS_COLUMN] = pa.array(blobs, pa.binary())
-            yield pa.RecordBatch.from_pydict(columns)
-
-
-def _group_starts(table: pa.Table, keys: list[str]) -> np.ndarray:
-    n = table.num_rows
-    change = np.zeros(n, dtype=bool)
-    change[0] = True
-    for k in keys:
-        col = table.column(k).combine_chunks()
-        prev, cur = col.slice(0, n - 1), col.slice(1)
-        differs = pc.fill_null(pc.not_equal(prev, cur), False)
-        flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
-        change[1:] |= pc.or_(differs, flip).to_numpy(zero_copy_only=False)
-    return np.flatnonzero(change)
-
-
-class RowUnpacker:
-    """Picklable mapInArrow function: IPC blobs of decided output rows -> the rows."""
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for blob in batch.column(OUT_COLUMN).to_pylist():
-                table = from_bytes(blob)
-                if table is not None:
-                    yield from table.to_batches()
+    if conf.get(CHANGELOG_CONF, None) is None:
+        conf.set(CHANGELOG_CONF, "true")

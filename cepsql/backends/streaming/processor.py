@@ -1,29 +1,35 @@
-"""The StatefulProcessor hosting one key's StreamEngine state in Spark's state store."""
+"""The StatefulProcessor hosting the StreamEngine state of a bucket of keys in Spark's
+state store (transformWithState, Row variant: no pandas on the way in or out).
+
+Why buckets: every state get/update and timer call is a round trip between the Python
+worker and the JVM's state server, and each ``handleInputRows`` call is one more. Keyed
+by PARTITION BY these cost ~6 round trips per key and micro-batch; keyed by the bucket
+(packing.py) they are paid once per bucket, whatever the number of keys in it."""
 from __future__ import annotations
 
+import struct
 from typing import Iterator
 
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
-from .engine import NO_TIMER, KeyState, new_engine
+from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
 from .ipc import from_bytes, to_bytes
+from .packing import OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
 
-ROWS_COLUMN = "__cep_rows"
-OUT_COLUMN = "__cep_out"
-STATE_SCHEMA = StructType(
-    [StructField("held", BinaryType()), StructField("pending", BinaryType())]
-    + [StructField(name, LongType()) for name in
-       ("c0", "c1", "c2", "c3", "released_us", "closed", "late")]
-    + [StructField("evaluator", BinaryType())])
+STATE_NAME = "cep_bucket"
+# keys: every key of the bucket (encode_keys); timer: the event-time timer registered
+# for the bucket (the earliest of its keys' timers), so no call lists the timers
+STATE_SCHEMA = StructType([StructField("keys", BinaryType()), StructField("timer", LongType())])
+_HEAD = struct.Struct("<I")
+_KEY = struct.Struct("<4I8q")
 
 
 class MatchProcessor(StatefulProcessor):
-    """Per key: one state value (rows as Arrow IPC, the evaluator's carry-over as
-    integers (SQL:2016 mode) or CepMatcher.export_state bytes (CEP mode))
-    and at most one event-time timer (the next time the watermark can decide something)."""
+    """Per bucket: one state value holding each of its keys' KeyState (rows as Arrow
+    IPC, the evaluator's carry-over as integers (SQL:2016 mode) or CepMatcher.export_state
+    bytes (CEP mode)) and next timer; at most one event-time timer, the earliest of them."""
 
     def __init__(self, worker, event_column: str, sort_keys, late_counter=None):
         self.worker = worker
@@ -33,51 +39,95 @@ class MatchProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.value = handle.getValueState("cep_key", STATE_SCHEMA)
-        self.engine = new_engine(self.worker, self.event_column, self.sort_keys)
+        self.value = handle.getValueState(STATE_NAME, STATE_SCHEMA)
+        self.engine: StreamEngine | None = None  # init also runs on the driver: built lazily
 
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        # the packed rows are the last column (Spark may not keep the column names)
-        tables = [from_bytes(blob) for frame in rows for blob in frame.iloc[:, -1]]
-        tables = [t for t in tables if t is not None]
-        table = pa.concat_tables(tables) if tables else None
-        yield from self._step(table, timerValues.getCurrentWatermarkInMs())
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
+        tables: dict[str, list[pa.Table]] = {}
+        for row in rows:  # (bucket, kid, rows): one per key and packed input batch
+            table = from_bytes(row[-1])
+            if table is not None:
+                tables.setdefault(row[-2], []).append(table)
+        yield from self._step(tables, timerValues.getCurrentWatermarkInMs(), False)
 
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        yield from self._step(None, timerValues.getCurrentWatermarkInMs())
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Row]:
+        yield from self._step({}, timerValues.getCurrentWatermarkInMs(), True)
 
     def close(self) -> None:
         pass
 
     # ------------------------------------------------------------------
-    def _step(self, table, watermark_ms: int) -> Iterator[pd.DataFrame]:
-        state = self._load()
-        step = self.engine.advance(state, table, max(int(watermark_ms), 0))
-        self._save(state)
-        wanted = [] if step.timer_ms == NO_TIMER else [step.timer_ms]
-        current = [int(t) for t in self.handle.listTimers()]
-        if current != wanted:  # each call is a round trip to the JVM's state server
-            for timer in current:
-                self.handle.deleteTimer(timer)
-            for timer in wanted:
-                self.handle.registerTimer(timer)
-        if step.late and self.late_counter is not None:
-            self.late_counter.add(step.late)
-        if step.output:
-            blob = to_bytes(pa.Table.from_batches(step.output))
+    def _step(self, tables: dict, watermark_ms: int, expired: bool) -> Iterator[Row]:
+        """Advance the bucket's keys that got rows or whose timer is due."""
+        row = self.value.get()  # None for a new bucket
+        keys, registered = ({}, NO_TIMER) if row is None else (decode_keys(row[0]), row[1])
+        if expired:  # Spark deletes the timer that fired after this call
+            registered = NO_TIMER
+        watermark = max(int(watermark_ms), 0)
+        due = {kid for kid, (_, timer) in keys.items() if NO_TIMER != timer <= watermark}
+        if self.engine is None:
+            self.engine = new_engine(self.worker, self.event_column, self.sort_keys)
+        output: list[pa.RecordBatch] = []
+        late = 0
+        for kid in sorted(due | set(tables)):
+            record = keys.get(kid)
+            state = KeyState() if record is None else state_from_row(record[0])
+            parts = tables.get(kid)
+            rows = None if not parts else parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+            step = self.engine.advance(state, rows, watermark)
+            keys[kid] = (state_to_row(state), step.timer_ms)
+            output += step.output
+            late += step.late
+        wanted = min((t for _, t in keys.values() if t != NO_TIMER), default=NO_TIMER)
+        if due or tables:
+            self.value.update((encode_keys(keys), wanted))
+        if wanted != registered:
+            if registered != NO_TIMER:
+                self.handle.deleteTimer(registered)
+            if wanted != NO_TIMER:
+                self.handle.registerTimer(wanted)
+        if late and self.late_counter is not None:
+            self.late_counter.add(late)
+        if output:
+            blob = to_bytes(pa.Table.from_batches(output))
             if blob:
-                yield pd.DataFrame({OUT_COLUMN: [blob]})
+                yield Row(**{OUT_COLUMN: blob})
 
-    def _load(self) -> KeyState:
-        row = self.value.get()  # None for a new key
-        return KeyState() if row is None else state_from_row(row)
 
-    def _save(self, state: KeyState) -> None:
-        self.value.update(state_to_row(state))
+def encode_keys(keys: dict[str, tuple[tuple, int]]) -> bytes:
+    """{kid: (state_to_row(...), timer)} as one compact value (lengths + integers, then
+    the bytes: key identity, rows, pending rows, evaluator carry-over)."""
+    parts = [_HEAD.pack(len(keys))]
+    for kid, (row, timer) in keys.items():
+        held, pending, c0, c1, c2, c3, released, closed, late, evaluator = row
+        name = kid.encode("utf-8")
+        parts.append(_KEY.pack(len(name), len(held), len(pending), len(evaluator),
+                               c0, c1, c2, c3, released, closed, late, timer))
+        parts += [name, held, pending, evaluator]
+    return b"".join(parts)
+
+
+def decode_keys(data: bytes) -> dict[str, tuple[tuple, int]]:
+    """encode_keys' inverse."""
+    view = memoryview(data)
+    (n,), pos = _HEAD.unpack_from(view, 0), _HEAD.size
+    keys = {}
+    for _ in range(n):
+        fields = _KEY.unpack_from(view, pos)
+        pos += _KEY.size
+        blobs = []
+        for length in fields[:4]:
+            blobs.append(bytes(view[pos:pos + length]))
+            pos += length
+        name, held, pending, evaluator = blobs
+        c0, c1, c2, c3, released, closed, late, timer = fields[4:]
+        keys[name.decode("utf-8")] = ((held, pending, c0, c1, c2, c3, released, closed, late,
+                                       evaluator), timer)
+    return keys
 
 
 def state_to_row(s: KeyState) -> tuple:
-    """A key's state as the one STATE_SCHEMA value stored for it (rows as Arrow IPC)."""
+    """A key's state as the tuple stored for it (rows as Arrow IPC)."""
     return (to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
             int(s.released_us), int(s.closed), int(s.late), s.evaluator)
 
@@ -90,5 +140,5 @@ def state_from_row(row) -> KeyState:
 
 
 def stored_bytes(row: tuple) -> int:
-    """Bytes of a stored state value's binary fields (rows and evaluator carry-over)."""
+    """Bytes of a stored key state's binary fields (rows and evaluator carry-over)."""
     return sum(len(v) for v in row if isinstance(v, (bytes, bytearray)))
