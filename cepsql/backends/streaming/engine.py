@@ -24,11 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...errors import CepRuntimeError
 from ...local_sql import sort_table
-from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import SortColumn
 from ...runtime.worker import CHUNK_ROWS, window_micros
 from .ipc import concat
@@ -177,8 +175,8 @@ class SqlEngine(StreamEngine):
 
 class CepEngine(StreamEngine):
     """CEP mode: the evaluator's carry-over and its ``keep`` rows (see the module
-    docstring). carry = [-, matches of closed segments, event time (us) of the newest row
-    fed, -]."""
+    docstring). carry = [-, matches numbered by closed segments, event time (us) of the
+    newest row fed, -]."""
 
     def _evaluate(self, state, ready, ready_us, boundary):
         out: list[pa.RecordBatch] = []
@@ -208,7 +206,7 @@ class CepEngine(StreamEngine):
         cont = not state.closed
         table = concat(state.held, rows) if cont else rows
         batches = self._run(matcher, table, True, cont)
-        output = self._numbered(batches, state.carry[1])
+        output = [b for b in batches if b.num_rows]
         state.carry[2] = int(rows_us[-1])
         if matcher.keep >= table.num_rows:  # nothing carried: the segment is decided
             self._closed(state, matcher)
@@ -222,20 +220,24 @@ class CepEngine(StreamEngine):
         """Decide the open segment as if its partition ended (no row to come fits)."""
         matcher = self._matcher(state)
         batches = self._run(matcher, state.held, False, True)
-        output = self._numbered(batches, state.carry[1])
+        output = [b for b in batches if b.num_rows]
         self._closed(state, matcher)
         return output
 
     def _closed(self, state, matcher) -> None:
-        state.carry[1] += int(matcher.match_no)  # the segment's matches, all numbered
+        state.carry[1] = int(matcher.match_no)  # the key's matches so far, all numbered
         state.held = None
         state.evaluator = b""
         state.closed = 1
 
     def _matcher(self, state):
-        """A fresh evaluator holding the key's carry-over (if its segment is open)."""
+        """A fresh evaluator holding the key's carry-over (if its segment is open); a new
+        segment's evaluator numbers its matches after the key's earlier ones, so
+        MATCH_NUMBER() is the batch path's everywhere (output, MEASURES aggregates)."""
         matcher = self.worker._new_matcher()
-        if not state.closed:
+        if state.closed:
+            matcher.release_numbers(int(state.carry[1]))
+        else:
             matcher.import_state(state.evaluator)
             if matcher.n_carried() != state.held.num_rows:
                 raise CepRuntimeError("the stored streaming state of a key is inconsistent "
@@ -245,18 +247,6 @@ class CepEngine(StreamEngine):
     def _run(self, matcher, table: pa.Table, open_last: bool, cont: bool):
         starts = np.zeros(1, dtype=np.int64)
         return list(self.worker._process(matcher, table, starts, open_last, cont))
-
-    @staticmethod
-    def _numbered(batches, offset: int) -> list[pa.RecordBatch]:
-        """The output with MATCH_NUMBER made global (earlier segments' matches added)."""
-        batches = [b for b in batches if b.num_rows]
-        if not batches or offset == 0:
-            return batches
-        table = pa.Table.from_batches(batches)
-        index = table.schema.get_field_index(MATCH_NUMBER_COLUMN)
-        numbers = pc.add(table.column(index), pa.scalar(offset, pa.int64()))
-        table = table.set_column(index, table.schema.field(index), numbers)
-        return table.combine_chunks().to_batches()
 
 
 def new_engine(worker, event_column: str, sort_keys: list[SortColumn]) -> StreamEngine:

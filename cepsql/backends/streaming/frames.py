@@ -85,14 +85,6 @@ def check_streamable_spec(plan: QueryPlan) -> None:
     if plan.break_column is not None:
         raise CepUnsupportedError("STRATEGY STRICT_CONTIGUITY with PARTITION BY is not "
                                   "supported over a stream (it needs the global order)")
-    for expr in spec.defines.values():
-        for node in walk(expr):
-            if isinstance(node, MatchNumber):
-                raise CepUnsupportedError(
-                    "MATCH_NUMBER() in DEFINE is not supported over a stream: a key's "
-                    "attempts after a gap longer than the window are evaluated as a new "
-                    "segment, which would number its matches from 1 inside DEFINE",
-                    pos=getattr(node, "pos", None))
     if spec.strategy is None:
         for node in _pattern_nodes(spec.pattern):
             if isinstance(node, Anchor) and node.kind == "end":
