@@ -53,6 +53,17 @@ class Step:
     late: int       # late rows dropped in this step
 
 
+@dataclass
+class Released:
+    """What one watermark step hands the evaluator: the rows it passed, in ORDER BY
+    order, with their event times (us); the new boundary; what still waits."""
+    rows: pa.Table | None
+    rows_us: np.ndarray | None
+    boundary: int
+    pending_us: np.ndarray | None
+    late: int
+
+
 class StreamEngine(ABC):
     """Advance one key's state to a new watermark with newly arrived rows."""
 
@@ -65,6 +76,14 @@ class StreamEngine(ABC):
 
     # ------------------------------------------------------------------
     def advance(self, state: KeyState, rows: pa.Table | None, watermark_ms: int) -> Step:
+        released = self.release(state, rows, watermark_ms)
+        output = self._evaluate(state, released.rows, released.rows_us, released.boundary)
+        return Step(output, self._next_timer(state, released.pending_us), released.late)
+
+    def release(self, state: KeyState, rows: pa.Table | None, watermark_ms: int) -> "Released":
+        """Drop and count late rows, add the others to ``pending`` and take out (sorted)
+        those the watermark passed; only state's pending/released_us/late change (a
+        workload shares them between its patterns' engines)."""
         late = 0
         if rows is not None and rows.num_rows:
             ts = self._micros(rows)
@@ -94,8 +113,7 @@ class StreamEngine(ABC):
         # raised even without rows: a segment closed at this watermark (a timer alone)
         # must not be reopened by a row older than it that arrives later
         state.released_us = boundary
-        output = self._evaluate(state, ready, ready_us, boundary)
-        return Step(output, self._next_timer(state, pending_us), late)
+        return Released(ready, ready_us, boundary, pending_us, late)
 
     @abstractmethod
     def _evaluate(self, state: KeyState, ready, ready_us, boundary) -> list[pa.RecordBatch]:
