@@ -38,8 +38,8 @@ VIEWS = {
         ORDER BY ts
         MEASURES a.sym AS s0, b.sym AS s1, b.ts AS tb
         ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH
-        PATTERN (SEQ(a, b)) WITHIN INTERVAL '1' SECOND
-        DEFINE a AS a.price > 7, b AS b.price < 2)""",
+        PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND
+        DEFINE a AS a.price > 7, b AS b.price < 5)""",
 }
 MATCHES = ("SELECT view, to_json(partition) AS p, match_number, to_json(measures) AS m "
            "FROM cep_workload('{src}')")
