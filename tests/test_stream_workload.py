@@ -111,3 +111,119 @@ def test_stream_workload_with_restart_equals_batch_workload(spark, tmp_path,
     assert {v for v, *_ in want} == set(VIEWS)   # every view has matches
     assert 0 < first < len(got)                  # matches on both sides of the restart
     assert got == want
+
+
+# --- the per-key workload engine, no Spark ---------------------------------------------
+def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: int):
+    """Every plan's rows from the workload engine (one state per key, stored and loaded
+    after each step as Spark does) and from each plan's batch worker."""
+    from collections import Counter
+
+    import numpy as np
+    import pyarrow as pa
+
+    from cepsql.backends.streaming.engine import NO_TIMER
+    from cepsql.backends.streaming.workload import (WorkloadEngine, state_from_row,
+                                                    state_to_row)
+    from cepsql.exprs.arrow_eval import evaluate_arrow
+    from cepsql.local_sql import sort_table
+    from cepsql.runtime.executor import plan_query
+    from cepsql.runtime.shared_pass import plan_pass
+    try:
+        from .test_property_sql import spec_of
+    except ImportError:
+        from test_property_sql import spec_of
+    plans = [plan_query(spec_of(sql), table.schema, sql) for sql in sqls]
+    shared = plan_pass(table.schema, plans, {"algorithm": "NONE"})
+    assert len(shared.groups) == 1
+    group = shared.groups[0]
+    for name, expr in group.prepare:
+        table = table.append_column(name, evaluate_arrow(expr, table))
+    shared.bind([table.schema])
+    keys = group.partition_columns
+    engine = WorkloadEngine(group.patterns, "ts", group.sort_keys[len(keys):])
+    rng = np.random.default_rng(seed)
+    order = np.argsort(table.column("ts").to_numpy() + rng.uniform(0, delay_ms / 1000,
+                                                                    table.num_rows))
+    arrival = table.take(pa.array(order))
+    states, timers, got = {}, {}, {p.index: [] for p in group.patterns}
+    newest = 0.0
+    bounds = np.linspace(0, table.num_rows, increments + 1).astype(int)
+    steps = [(arrival.slice(lo, hi - lo)) for lo, hi in zip(bounds, bounds[1:])]
+    for part in steps + [None]:
+        if part is not None:
+            newest = max(newest, float(np.max(part.column("ts").to_numpy())))
+            watermark = int(newest * 1000) - delay_ms
+        else:
+            watermark = 1 << 50
+        by_key = {}
+        if part is not None:
+            for i, key in enumerate(zip(*[part.column(k).to_pylist() for k in keys])):
+                by_key.setdefault(key, []).append(i)
+        due = {k for k, t in timers.items() if t != NO_TIMER and t <= watermark}
+        if part is None:
+            due = set(states)
+        for key in sorted(set(by_key) | due, key=repr):
+            state = states.get(key) or engine.new_state()
+            rows = part.take(pa.array(by_key[key])) if key in by_key else None
+            outputs, timers[key], late = engine.advance(state, rows, watermark)
+            assert late == 0
+            states[key] = state_from_row(state_to_row(state), len(group.patterns))
+            for index, batch in outputs:
+                got[index].append(batch)
+    ordered = sort_table(table, list(group.sort_keys)).combine_chunks()
+    result = []
+    for p in group.patterns:
+        worker_in = [p.worker_batch(b) for b in ordered.to_batches()]
+        want = pa.Table.from_batches(list(p.bound.worker(iter(worker_in))),
+                                     schema=p.bound.worker_schema)
+        streamed = pa.Table.from_batches(got[p.index], schema=p.bound.worker_schema)
+        result.append((Counter(map(repr, streamed.to_pylist())),
+                       Counter(map(repr, want.to_pylist()))))
+    return result, states
+
+
+ENGINE_VIEWS = [
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES count(*) AS n, "
+    "MATCH_NUMBER() AS mn ONE ROW PER MATCH PATTERN (a b+) WITHIN INTERVAL '2' SECOND "
+    "DEFINE b AS b.price > PREV(b.price) AND MATCH_NUMBER() % 3 <> 0)",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES a.ts AS ta, "
+    "b.ts AS tb ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) "
+    "WITHIN INTERVAL '2' SECOND DEFINE a AS a.price < 0, b AS b.price > a.price + 5)",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+    "sum(MATCH_NUMBER() + c.price) AS s ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+    "PATTERN (SEQ(a, KL(b), c)) WITHIN INTERVAL '1500' MILLISECOND "
+    "DEFINE a AS a.price < -5, b AS b.price > 0, c AS c.price < b.price)",
+]
+
+
+@pytest.mark.parametrize("increments,delay_ms,seed", [(40, 500, 1), (200, 1500, 2), (7, 0, 3)])
+def test_workload_engine_equals_each_batch_worker(increments, delay_ms, seed):
+    """The one operator's per-key engine (shared pending rows, one carry-over per
+    pattern, stored after every step) emits each pattern's batch rows; keys pause longer
+    than the windows so segments close from timers too."""
+    import numpy as np
+    import pyarrow as pa
+    n = 600
+    rng = np.random.default_rng(seed)
+    gaps = np.where(rng.random(n) < 0.05, 4.0, 0.1)
+    table = pa.table({"part": rng.choice(["x", "y", "z"], n).tolist(),
+                      "ts": np.cumsum(gaps).round(3),
+                      "price": (np.sin(np.arange(n) * 0.7) * 10).round(),
+                      "vol": np.ones(n), "tag": ["t"] * n})
+    result, states = _engine_run(ENGINE_VIEWS, table, increments, delay_ms, seed)
+    for streamed, batch in result:
+        assert sum(batch.values()) > 5
+        assert streamed == batch
+    assert all(s.shared.pending is None for s in states.values())
+
+
+def test_workload_state_of_another_workload_is_refused():
+    from cepsql.backends.streaming.engine import KeyState
+    from cepsql.backends.streaming.workload import (WorkloadKeyState, state_from_row,
+                                                    state_to_row)
+    from cepsql.errors import CepRuntimeError
+    row = state_to_row(WorkloadKeyState(KeyState(), [KeyState(), KeyState()]))
+    assert len(state_from_row(row, 2).patterns) == 2
+    with pytest.raises(CepRuntimeError, match="new checkpoint"):
+        state_from_row(row, 3)
