@@ -477,3 +477,34 @@ def test_sql_mode_match_number_in_define_equals_batch(data, table, window, patte
     got, want, late, dropped = simulate(sql, table, order, cuts, delay)
     assert late == dropped
     assert got == want, (sql, order, cuts, delay)
+
+
+@pytest.mark.parametrize("cuts", [[3, 6, 9], list(range(1, 12)), []])
+@pytest.mark.parametrize("rows", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
+@pytest.mark.parametrize("strategy", ["SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH",
+                                      "PARTITION_CONTIGUITY"])
+def test_cep_prev_reads_across_a_closed_segment(cuts, rows, strategy):
+    """CEP mode PREV over a stream: a key's segment closed at a gap longer than the
+    window keeps its last rows, so PREV on the next segment's first row reads the row
+    before the gap, as batch does; those context rows start no match and are never
+    output again (not even as unmatched rows)."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           f"MEASURES count(*) AS n, MATCH_NUMBER() AS mn {rows} STRATEGY {strategy} "
+           "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+           "DEFINE a AS a.price > PREV(a.price, 2), b AS b.price < PREV(b.price))")
+    table = _gapped([1.0, 2.0, 3.0, 5.0, 4.0, 6.0, 9.0, 1.0, 2.0, 3.0, 2.0, 5.0])
+    got, want, late, _ = simulate(sql, table, list(range(12)), cuts, 100)
+    assert late == 0 and got == want
+    assert sum(want.values()) >= 2
+
+
+def test_cep_next_is_refused_over_a_stream():
+    from cepsql.errors import CepUnsupportedError
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
+           "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+           "DEFINE a AS a.price < NEXT(a.price), b AS b.price > PREV(b.price))")
+    table = _gapped([1.0] * 12)
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    with pytest.raises(CepUnsupportedError, match="NEXT"):
+        check_streamable_worker(plan.bind(prepared(table, plan).schema).worker)

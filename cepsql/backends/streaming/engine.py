@@ -222,12 +222,14 @@ class CepEngine(StreamEngine):
         """Run the open segment (or a new one) on rows; the matches decided by them."""
         matcher = self._matcher(state)
         cont = not state.closed
-        table = concat(state.held, rows) if cont else rows
+        table = concat(state.held, rows)  # a new segment: after its PREV context rows
+        if not cont and state.held is not None:
+            matcher.set_context(state.held.num_rows)
         batches = self._run(matcher, table, True, cont)
         output = [b for b in batches if b.num_rows]
         state.carry[2] = int(rows_us[-1])
         if matcher.keep >= table.num_rows:  # nothing carried: the segment is decided
-            self._closed(state, matcher)
+            self._closed(state, matcher, table)
         else:
             state.held = table.slice(matcher.keep)
             state.evaluator = matcher.export_state()
@@ -239,12 +241,15 @@ class CepEngine(StreamEngine):
         matcher = self._matcher(state)
         batches = self._run(matcher, state.held, False, True)
         output = [b for b in batches if b.num_rows]
-        self._closed(state, matcher)
+        self._closed(state, matcher, state.held)
         return output
 
-    def _closed(self, state, matcher) -> None:
+    def _closed(self, state, matcher, table: pa.Table) -> None:
+        """The segment is decided: keep only the key's match count and, for PREV, its
+        last rows (the next segment's context: batch PREV reads across the gap)."""
         state.carry[1] = int(matcher.match_no)  # the key's matches so far, all numbered
-        state.held = None
+        back = min(int(matcher.lookback), table.num_rows)
+        state.held = table.slice(table.num_rows - back) if back else None
         state.evaluator = b""
         state.closed = 1
 

@@ -103,14 +103,18 @@ def check_streamable_spec(plan: QueryPlan) -> None:
 
 
 def check_streamable_worker(worker) -> None:
-    """What the bound CEP evaluator would read across a gap that closes a key's open
-    partition (PREV/NEXT), or cannot carry between chunks (MIN/MAX over strings)."""
+    """What the bound CEP evaluator would need from rows after a gap that closes a key's
+    open partition (NEXT), or cannot carry between chunks (MIN/MAX over strings). PREV
+    runs: a closed segment keeps its last rows as the next segment's context."""
     from ...runtime.cep_worker import CepWorker
     if not isinstance(worker, CepWorker):
         return
     matcher = worker._new_matcher()
-    if matcher.lookback or matcher.lookahead:
-        raise CepUnsupportedError("PREV/NEXT are not supported in CEP mode over a stream")
+    if matcher.lookahead:
+        raise CepUnsupportedError(
+            "NEXT(...) is not supported in CEP mode over a stream: a key's open partition "
+            "is decided when the watermark passes its window (a timer, without new rows), "
+            "while NEXT of its last rows reads the key's next rows, which may come much later")
     if not worker.streamable():
         raise CepUnsupportedError("MIN/MAX over a string column in DEFINE is not supported "
                                   "in CEP mode over a stream")
