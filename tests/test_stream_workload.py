@@ -27,7 +27,7 @@ VIEWS = {
         MEASURES a.ts AS ta, b.ts AS tb, b.price - a.price AS gain
         ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH
         PATTERN (SEQ(a, b)) WITHIN INTERVAL '3' SECOND
-        DEFINE a AS a.price < 5, b AS b.price > a.price + 1)""",
+        DEFINE a AS a.price < 5, b AS b.price > a.price + 1 AND b.price > PREV(b.price))""",
     "any": """SELECT * FROM {src} MATCH_RECOGNIZE (
         PARTITION BY sym ORDER BY ts
         MEASURES a.price AS pa, c.price AS pc, sum(MATCH_NUMBER() * 10 + b.price) AS s

@@ -489,7 +489,8 @@ def test_cep_prev_reads_across_a_closed_segment(cuts, rows, strategy):
     before the gap, as batch does; those context rows start no match and are never
     output again (not even as unmatched rows)."""
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
-           f"MEASURES count(*) AS n, MATCH_NUMBER() AS mn {rows} STRATEGY {strategy} "
+           "MEASURES count(*) AS n, MATCH_NUMBER() AS mn, PREV(ts, 2) AS pv, "
+           f"PREV(FIRST(a.price), 1) AS q {rows} STRATEGY {strategy} "
            "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
            "DEFINE a AS a.price > PREV(a.price, 2), b AS b.price < PREV(b.price))")
     table = _gapped([1.0, 2.0, 3.0, 5.0, 4.0, 6.0, 9.0, 1.0, 2.0, 3.0, 2.0, 5.0])
