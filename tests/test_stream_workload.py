@@ -88,6 +88,7 @@ def test_stream_workload_with_restart_equals_batch_workload(spark, tmp_path,
             query.awaitTermination()
             return query
 
+        before = sum(spark.cep.late_rows().values())
         _write(source, "part-0.json", FIRST)
         query = run_once()
         # one stateful operator per partitioning group (PARTITION BY sym; no PARTITION BY)
@@ -96,6 +97,8 @@ def test_stream_workload_with_restart_equals_batch_workload(spark, tmp_path,
         _write(source, "part-1.json", SECOND)
         run_once()  # restart from the checkpoint
         got = _rows(spark.read.parquet(out).collect(), "wls")
+        # a late row is counted once per partitioning group (two here), not once per view
+        assert sum(spark.cep.late_rows().values()) - before == 2 * len(LATE)
     finally:
         _drop(spark, "wls")
     batch = spark.read.schema(SCHEMA).json(source)

@@ -136,8 +136,9 @@ class WorkloadProcessor(StatefulProcessor):
     timer (the earliest time any pattern's watermark step can decide something)."""
 
     def __init__(self, patterns: list[PassPattern], event_column: str, sort_keys,
-                 output_schema: pa.Schema):
+                 output_schema: pa.Schema, late_counter=None):
         self.patterns = patterns
+        self.late_counter = late_counter
         self.event_column = event_column
         self.sort_keys = sort_keys
         self.output_schema = output_schema
@@ -163,7 +164,9 @@ class WorkloadProcessor(StatefulProcessor):
         row = self.value.get()
         n = len(self.patterns)
         state = self.engine.new_state() if row is None else state_from_row(row, n)
-        outputs, timer, _ = self.engine.advance(state, table, max(int(watermark_ms), 0))
+        outputs, timer, late = self.engine.advance(state, table, max(int(watermark_ms), 0))
+        if late and self.late_counter is not None:
+            self.late_counter.add(late)
         self.value.update(state_to_row(state))
         wanted = [] if timer == NO_TIMER else [timer]
         current = [int(t) for t in self.handle.listTimers()]
@@ -183,6 +186,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
     source: one stateful operator per partitioning group, unioned into one stream."""
     events = {check_streamable(source, plan) for plan in plans}
     _use_rocksdb(source)
+    late_counter = _late_counter(source.sparkSession)
     shared = plan_pass(arrow_schema(source), plans, {"algorithm": "NONE"})
     inputs = []
     for group in shared.groups:
@@ -202,7 +206,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
             raise AssertionError(f"group ordered by {event_column}, not an event column")
         packed = _packed(df, keys)
         processor = WorkloadProcessor(group.patterns, event_column, sort_keys,
-                                      shared.output_schema)
+                                      shared.output_schema, late_counter)
         key_columns = [F.col(quote_identifier(c)) for c in packed.columns[:-1]]
         outputs.append(packed.groupBy(*key_columns).transformWithStateInPandas(
             processor, StructType([StructField(OUT_COLUMN, BinaryType())]), "Append",
@@ -210,6 +214,17 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
     blobs = reduce(DataFrame.unionByName, outputs)
     tagged = blobs.mapInArrow(RowUnpacker(), from_arrow_schema(shared.output_schema))
     return shared, tagged
+
+
+def _late_counter(spark):
+    """An accumulator of the rows the workload drops as late, listed by
+    ``spark.cep.late_rows()`` under a generated ``__cep_workload...`` name."""
+    from ...spark.splice import new_view_name
+    counter = spark.sparkContext.accumulator(0)
+    late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
+    if late is not None:
+        late["__cep_workload_" + new_view_name()] = counter
+    return counter
 
 
 def _packed(df: DataFrame, keys: list[str]) -> DataFrame:
