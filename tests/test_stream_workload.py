@@ -171,7 +171,8 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
             rows = part.take(pa.array(by_key[key])) if key in by_key else None
             outputs, timers[key], late = engine.advance(state, rows, watermark)
             assert late == 0
-            states[key] = state_from_row(state_to_row(state), len(group.patterns))
+            states[key] = state_from_row(state_to_row(state, "w"), len(group.patterns),
+                                         "w")
             for index, batch in outputs:
                 got[index].append(batch)
     ordered = sort_table(table, list(group.sort_keys)).combine_chunks()
@@ -222,11 +223,31 @@ def test_workload_engine_equals_each_batch_worker(increments, delay_ms, seed):
 
 
 def test_workload_state_of_another_workload_is_refused():
+    """A checkpoint's state written for other views (another count, or the same count
+    with a replaced view: another fingerprint) is refused, not fed to the evaluators."""
+    import pyarrow as pa
+
     from cepsql.backends.streaming.engine import KeyState
-    from cepsql.backends.streaming.workload import (WorkloadKeyState, state_from_row,
-                                                    state_to_row)
+    from cepsql.backends.streaming.workload import (WorkloadKeyState, fingerprint,
+                                                    state_from_row, state_to_row)
     from cepsql.errors import CepRuntimeError
-    row = state_to_row(WorkloadKeyState(KeyState(), [KeyState(), KeyState()]))
-    assert len(state_from_row(row, 2).patterns) == 2
-    with pytest.raises(CepRuntimeError, match="new checkpoint"):
-        state_from_row(row, 3)
+    from cepsql.runtime.executor import plan_query
+    from cepsql.runtime.shared_pass import plan_pass
+    try:
+        from .test_property_sql import spec_of
+    except ImportError:
+        from test_property_sql import spec_of
+    schema = pa.schema([("part", pa.string()), ("ts", pa.float64()),
+                        ("price", pa.float64()), ("vol", pa.float64()), ("tag", pa.string())])
+
+    def group_of(sqls):
+        plans = [plan_query(spec_of(q), schema, q) for q in sqls]
+        return plan_pass(schema, plans, {"algorithm": "NONE"}).groups[0].patterns
+    old = fingerprint(group_of(ENGINE_VIEWS[:2]))
+    assert old == fingerprint(group_of(ENGINE_VIEWS[:2]))
+    replaced = fingerprint(group_of([ENGINE_VIEWS[0], ENGINE_VIEWS[2]]))
+    row = state_to_row(WorkloadKeyState(KeyState(), [KeyState(), KeyState()]), old)
+    assert len(state_from_row(row, 2, old).patterns) == 2
+    for n, workload in ((3, old), (2, replaced)):
+        with pytest.raises(CepRuntimeError, match="new checkpoint"):
+            state_from_row(row, n, workload)

@@ -23,6 +23,7 @@ operator once per view).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from functools import reduce
 from typing import Iterator
 
@@ -33,7 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from ...algebra.expressions import ColumnRef, Expr
 from ...exprs.spark_sql import quote_identifier, to_spark_sql
@@ -55,7 +56,8 @@ PATTERN_STATE = pa.schema([("held", pa.binary()), ("evaluator", pa.binary())]
 STATE_SCHEMA = StructType([StructField("pending", BinaryType()),
                            StructField("released_us", LongType()),
                            StructField("late", LongType()),
-                           StructField("patterns", BinaryType())])
+                           StructField("patterns", BinaryType()),
+                           StructField("workload", StringType())])
 
 
 # --- the per-key engine (no Spark) -------------------------------------------------------
@@ -101,7 +103,14 @@ def _project(table: pa.Table, inputs: list[tuple[str, str]]) -> pa.Table:
                                 names=[own for _, own in inputs])
 
 
-def state_to_row(state: WorkloadKeyState) -> tuple:
+def fingerprint(patterns: list[PassPattern]) -> str:
+    """Names the group's patterns (their specs, in order): a stored state of another
+    workload is refused instead of fed to the wrong evaluators."""
+    text = "\n".join(f"{p.index}:{p.plan.spec!r}" for p in patterns)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
     """A key's state as the one STATE_SCHEMA value stored for it."""
     own = state.patterns
     columns = {"held": pa.array([to_bytes(s.held) for s in own], pa.binary()),
@@ -111,18 +120,19 @@ def state_to_row(state: WorkloadKeyState) -> tuple:
     columns["closed"] = pa.array([int(s.closed) for s in own], pa.int64())
     patterns = to_bytes(pa.table(columns, schema=PATTERN_STATE))
     shared = state.shared
-    return (to_bytes(shared.pending), int(shared.released_us), int(shared.late), patterns)
+    return (to_bytes(shared.pending), int(shared.released_us), int(shared.late), patterns,
+            workload)
 
 
-def state_from_row(row, n_patterns: int) -> WorkloadKeyState:
-    pending, released, late, patterns = row
+def state_from_row(row, n_patterns: int, workload: str) -> WorkloadKeyState:
+    pending, released, late, patterns, stored = row
     shared = KeyState(pending=from_bytes(pending), released_us=released, late=late)
     table = from_bytes(patterns)
-    if table is None or table.num_rows != n_patterns:
+    if stored != workload or table is None or table.num_rows != n_patterns:
         from ...errors import CepRuntimeError
-        raise CepRuntimeError("the stored streaming state of a workload key does not match "
-                              f"its {n_patterns} patterns (was the workload changed? start "
-                              "the query from a new checkpoint)")
+        raise CepRuntimeError("the stored streaming state of a workload key was written for "
+                              "other pattern views (was a view of the workload added, "
+                              "replaced or dropped? start the query from a new checkpoint)")
     d = table.to_pydict()
     own = [KeyState(held=from_bytes(d["held"][i]), evaluator=bytes(d["evaluator"][i] or b""),
                     carry=[d[f"c{k}"][i] for k in range(4)], closed=d["closed"][i])
@@ -147,6 +157,7 @@ class WorkloadProcessor(StatefulProcessor):
         self.handle = handle
         self.value = handle.getValueState("cep_workload_key", STATE_SCHEMA)
         self.engine = WorkloadEngine(self.patterns, self.event_column, self.sort_keys)
+        self.workload = fingerprint(self.patterns)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         tables = [from_bytes(blob) for frame in rows for blob in frame.iloc[:, -1]]
@@ -163,11 +174,12 @@ class WorkloadProcessor(StatefulProcessor):
     def _step(self, table, watermark_ms: int) -> Iterator[pd.DataFrame]:
         row = self.value.get()
         n = len(self.patterns)
-        state = self.engine.new_state() if row is None else state_from_row(row, n)
+        state = self.engine.new_state() if row is None else \
+            state_from_row(row, n, self.workload)
         outputs, timer, late = self.engine.advance(state, table, max(int(watermark_ms), 0))
         if late and self.late_counter is not None:
             self.late_counter.add(late)
-        self.value.update(state_to_row(state))
+        self.value.update(state_to_row(state, self.workload))
         wanted = [] if timer == NO_TIMER else [timer]
         current = [int(t) for t in self.handle.listTimers()]
         if current != wanted:
@@ -184,7 +196,8 @@ class WorkloadProcessor(StatefulProcessor):
 def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPass, DataFrame]:
     """The tagged rows (runtime/shared_pass layout) of every plan over the streaming
     source: one stateful operator per partitioning group, unioned into one stream."""
-    events = {check_streamable(source, plan) for plan in plans}
+    for plan in plans:
+        check_streamable(source, plan)
     _use_rocksdb(source)
     late_counter = _late_counter(source.sparkSession)
     shared = plan_pass(arrow_schema(source), plans, {"algorithm": "NONE"})
@@ -201,9 +214,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
             check_streamable_worker(p.bound.worker)
         keys = list(group.partition_columns)
         sort_keys = group.sort_keys[len(keys):]
-        event_column = sort_keys[0].column
-        if event_column not in events:  # pragma: no cover - check_streamable names it
-            raise AssertionError(f"group ordered by {event_column}, not an event column")
+        event_column = sort_keys[0].column  # a source column (check_streamable)
         packed = _packed(df, keys)
         processor = WorkloadProcessor(group.patterns, event_column, sort_keys,
                                       shared.output_schema, late_counter)
