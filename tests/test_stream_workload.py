@@ -251,3 +251,26 @@ def test_workload_state_of_another_workload_is_refused():
     for n, workload in ((3, old), (2, replaced)):
         with pytest.raises(CepRuntimeError, match="new checkpoint"):
             state_from_row(row, n, workload)
+
+
+def test_stream_workload_views_explain_and_dataframes(spark, tmp_path):
+    """Over a stream every view of the workload is a streaming DataFrame with the view's
+    own columns, and EXPLAIN WORKLOAD describes the one pass (nothing is started)."""
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
+        .createOrReplaceTempView("wlx_ticks")
+    _define(spark, "wlx", "wlx_ticks")
+    try:
+        wl = spark.cep.workload("wlx_ticks")
+        frames = wl.dataframes()
+        assert set(frames) == {f"wlx_{v}" for v in VIEWS}
+        for name, df in frames.items():
+            assert df.isStreaming
+            assert df.columns == spark.table(name).columns
+        text = wl.explain()
+        assert "One pass over wlx_ticks: 2 partitioning group(s)" in text
+        plan = spark.cep.sql("EXPLAIN WORKLOAD wlx_ticks").collect()[0][0]
+        assert "wlx_gain" in plan and "wlx_dips" in plan
+    finally:
+        _drop(spark, "wlx")
