@@ -120,7 +120,7 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
         out = _renamed(site, hooked if hooked is not None
                        else run_streaming_plan(df, plan, counter))
     late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
-    if late is not None:
+    if late is not None and hooked is None:  # a workload counts its own late rows
         late[view] = counter
     frames[view] = out
     result.clauses.append(ClauseRun(view, source.display,
