@@ -254,7 +254,7 @@ cdef class CepMatcher:
     # plan switch (runtime/adaptive.py): only matches whose first row is in [f_lo, f_hi)
     # are stored; while hold is set none of them is output (their numbers wait for the
     # previous plan's count); p_* are applied to the first partition of the next run call
-    cdef i64 f_lo, f_hi, p_lo, p_hi, p_base
+    cdef i64 f_lo, f_hi, p_lo, p_hi, p_base, p_ctx
     cdef int p_set, p_hold, hold
     cdef readonly int drained    # open partition: no match with first row < f_hi is left
     cdef readonly i64 processed  # open partition: rows below were processed (last call)
@@ -2273,6 +2273,12 @@ cdef class CepMatcher:
                     if self.p_set & 2:
                         self.match_no += self.p_base
                         self.hold = 0
+                    if self.p_set & 4 and not is_cont:
+                        start = self.ps + self.p_ctx   # rows before: PREV reads them only
+                        if start > self.pe:
+                            start = self.pe
+                        self.unmatched_done = start
+                        self.last_end = start - 1
                     self.p_set = 0
                 if is_open:
                     self.closed = 0
@@ -2340,6 +2346,14 @@ cdef class CepMatcher:
         self.p_hi = hi
         self.p_hold = hold
         self.p_set |= 1
+
+    def set_context(self, i64 rows):
+        """Streaming (a key's new segment after a gap longer than the window): the first
+        ``rows`` rows of the next run call's first partition are the previous segment's
+        last rows, there only for PREV to read -- no run starts at them, they are never
+        output (not even as unmatched rows)."""
+        self.p_ctx = rows
+        self.p_set |= 4
 
     def release_numbers(self, i64 base):
         """From the next run call on, number the held partition's matches after the

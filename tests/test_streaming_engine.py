@@ -441,16 +441,100 @@ def test_cep_trailing_not_decided_by_timer_alone():
     assert _rows(batch) == _rows(got)
 
 
-def test_match_number_in_define_is_refused_over_a_stream():
-    """A key's attempts after a gap longer than the window start a new segment whose
-    matcher numbers from 1 inside DEFINE (the output numbers are made global, DEFINE's
-    are not): refused with the position instead of a result that differs from batch
-    (found with PATTERN (A* B*), B AS MATCH_NUMBER() <= 2, AFTER MATCH SKIP TO LAST B)."""
+GAPPED_TS = [0.0, 0.5, 1.0, 5.0, 5.5, 6.0, 10.0, 10.5, 11.0, 20.0, 20.5, 21.0]
+
+
+def _gapped(prices: list[float]) -> pa.Table:
+    """One key whose rows come in bursts separated by gaps longer than a 2 s window (so
+    the stream closes the key's open partition between them)."""
+    n = len(GAPPED_TS)
+    return pa.table({"part": ["a"] * n, "ts": GAPPED_TS, "price": prices[:n],
+                     "vol": [1.0] * n, "tag": ["x"] * n})
+
+
+@pytest.mark.parametrize("cuts", [[3, 6, 9], list(range(1, 12)), []])
+@pytest.mark.parametrize("define", ["b AS MATCH_NUMBER() <= 2",
+                                    "a AS a.price > 0 AND MATCH_NUMBER() % 2 = 1"])
+def test_sql_mode_match_number_in_define_over_gaps(cuts, define):
+    """SQL:2016 mode: MATCH_NUMBER() in DEFINE continues across a key's gaps (the chunk
+    carry-over holds the key's match number), so a condition on it equals batch."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+           f"PATTERN (a b*) WITHIN INTERVAL '2' SECOND DEFINE {define})")
+    table = _gapped([1.0, 2.0, 0.0, 3.0, 1.0, 2.0, 0.0, 4.0, 5.0, 1.0, 1.0, 2.0])
+    got, want, late, _ = simulate(sql, table, list(range(12)), cuts, 100)
+    assert late == 0 and got == want and sum(want.values()) >= 1
+
+
+@pytest.mark.parametrize("cuts", [[3, 6, 9], list(range(1, 12)), []])
+def test_cep_match_number_continues_across_segments(cuts):
+    """CEP mode: a new segment's evaluator numbers after the key's earlier matches, so
+    MATCH_NUMBER() inside a MEASURES aggregate equals batch too (it restarted at 1 in
+    each segment when only the output column was renumbered)."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES sum(MATCH_NUMBER() * 100 + b.price) AS s, MATCH_NUMBER() AS mn "
+           "ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) "
+           "WITHIN INTERVAL '2' SECOND DEFINE a AS a.price > 0, b AS b.price > 0)")
+    table = _gapped([1.0] * 12)
+    got, want, late, _ = simulate(sql, table, list(range(12)), cuts, 100)
+    assert late == 0 and got == want
+    assert sorted(float(row[1]) for row in want.elements()) == \
+        [101.0, 201.0, 301.0, 401.0, 501.0, 601.0, 701.0, 801.0]
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(data=st.data(), table=streams(), window=st.sampled_from(TIME_WINDOWS),
+       pattern=st.sampled_from(["A* B*", "A B*", "(A | B)+", "A B* C?"]),
+       skip=st.sampled_from(["SKIP PAST LAST ROW", "SKIP TO NEXT ROW", "SKIP TO FIRST B"]),
+       define=st.sampled_from(["B AS MATCH_NUMBER() <= 2",
+                               "A AS A.price < 5 AND MATCH_NUMBER() % 2 = 1",
+                               "B AS MATCH_NUMBER() % 3 <> 0 AND B.price > PREV(B.price)"]),
+       spread=st.sampled_from([1, 2, 3]))
+def test_sql_mode_match_number_in_define_equals_batch(data, table, window, pattern, skip,
+                                                      define, spread):
+    """MATCH_NUMBER() in DEFINE over a stream with gaps (ts stretched every `spread`
+    rows) equals the batch worker on the same rows."""
+    import pyarrow.compute as pc
+    ts = table.column("ts")
+    table = table.set_column(1, "ts", pc.add(ts, pc.multiply(pc.divide(ts, spread), 3)))
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n, MATCH_NUMBER() AS mn, CLASSIFIER() AS c "
+           f"ALL ROWS PER MATCH AFTER MATCH {skip} PATTERN ({pattern}) {window} "
+           f"DEFINE {define})")
+    table = _by_ts(table)
+    order, cuts, delay = data.draw(arrivals(table.num_rows))
+    got, want, late, dropped = simulate(sql, table, order, cuts, delay)
+    assert late == dropped
+    assert got == want, (sql, order, cuts, delay)
+
+
+@pytest.mark.parametrize("cuts", [[3, 6, 9], list(range(1, 12)), []])
+@pytest.mark.parametrize("rows", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
+@pytest.mark.parametrize("strategy", ["SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH",
+                                      "PARTITION_CONTIGUITY"])
+def test_cep_prev_reads_across_a_closed_segment(cuts, rows, strategy):
+    """CEP mode PREV over a stream: a key's segment closed at a gap longer than the
+    window keeps its last rows, so PREV on the next segment's first row reads the row
+    before the gap, as batch does; those context rows start no match and are never
+    output again (not even as unmatched rows)."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+           "MEASURES count(*) AS n, MATCH_NUMBER() AS mn, PREV(ts, 2) AS pv, "
+           f"PREV(FIRST(a.price), 1) AS q {rows} STRATEGY {strategy} "
+           "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+           "DEFINE a AS a.price > PREV(a.price, 2), b AS b.price < PREV(b.price))")
+    table = _gapped([1.0, 2.0, 3.0, 5.0, 4.0, 6.0, 9.0, 1.0, 2.0, 3.0, 2.0, 5.0])
+    got, want, late, _ = simulate(sql, table, list(range(12)), cuts, 100)
+    assert late == 0 and got == want
+    assert sum(want.values()) >= 2
+
+
+def test_cep_next_is_refused_over_a_stream():
     from cepsql.errors import CepUnsupportedError
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
-           "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (a b*) "
-           "WITHIN INTERVAL '2' SECOND DEFINE b AS MATCH_NUMBER() <= 2)")
-    table = pa.table({"part": ["a"], "ts": [1], "price": [1.0], "vol": [1.0], "tag": ["x"]})
+           "MEASURES count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
+           "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+           "DEFINE a AS a.price < NEXT(a.price), b AS b.price > PREV(b.price))")
+    table = _gapped([1.0] * 12)
     plan = plan_query(spec_of(sql), table.schema, sql)
-    with pytest.raises(CepUnsupportedError, match="MATCH_NUMBER"):
-        check_streamable_spec(plan)
+    with pytest.raises(CepUnsupportedError, match="NEXT"):
+        check_streamable_worker(plan.bind(prepared(table, plan).schema).worker)

@@ -72,7 +72,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         df = _source_frame(spark, source, full, site, frames)
         if df.isStreaming:
             return _run_streaming_clause(spark, df, site, source, full, offset, plan_query,
-                                         result, frames)
+                                         result, frames, clause_runner)
         with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
@@ -106,8 +106,9 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
 
 
 def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, result,
-                          frames: dict[str, DataFrame]) -> str:
-    """A clause over a streaming source: the streaming backend (no sampling, no slicing)."""
+                          frames: dict[str, DataFrame], clause_runner=None) -> str:
+    """A clause over a streaming source: the streaming backend (no sampling, no slicing),
+    or ``clause_runner`` (a workload's one streaming pass)."""
     from ..backends.streaming import run_streaming_plan
     from ..runtime.planner_options import options_from_conf
     options = options_from_conf(lambda k: spark.conf.get(k, None))
@@ -115,9 +116,11 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
     counter = spark.sparkContext.accumulator(0)
     with _clause_errors(full, site, offset):
         plan = plan_query(site.spec, arrow_schema(df), full, options=options)
-        out = _renamed(site, run_streaming_plan(df, plan, counter))
+        hooked = None if clause_runner is None else clause_runner(df, plan, source)
+        out = _renamed(site, hooked if hooked is not None
+                       else run_streaming_plan(df, plan, counter))
     late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
-    if late is not None:
+    if late is not None and hooked is None:  # a workload counts its own late rows
         late[view] = counter
     frames[view] = out
     result.clauses.append(ClauseRun(view, source.display,

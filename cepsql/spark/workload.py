@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..errors import CepAnalysisError, CepUnsupportedError
+from ..errors import CepAnalysisError
 from ..exprs.spark_sql import to_spark_sql
 from ..runtime.plan import QueryPlan
 from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, plan_pass, result_column,
@@ -96,6 +96,9 @@ class Workload:
         """One DataFrame of every clause's matches: view, partition (VARIANT), match_number,
         measures (VARIANT); see the module docstring."""
         built = self._build()
+        if any(tagged.isStreaming for _, tagged in built.passes.values()):
+            from ..backends.streaming.workload import streaming_matches
+            return streaming_matches(built.clauses, built.passes)
         parts = [self._clause_matches(built, c) for c in built.clauses if c.index >= 0]
         if not parts:
             spark = self._session.spark
@@ -295,9 +298,9 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
                  ) -> tuple[SharedPass, DataFrame]:
     """The tagged rows of every plan over source: one shuffle + sort and one mapInArrow per
     partitioning group, the groups unioned and persisted once."""
-    if source.isStreaming:
-        raise CepUnsupportedError("workloads over streaming sources are not supported yet: "
-                                  "query each streaming view on its own")
+    if source.isStreaming:  # one stateful streaming query (backends/streaming/workload.py)
+        from ..backends.streaming.workload import streaming_pass
+        return streaming_pass(source, plans)
     shared = plan_pass(arrow_schema(source), plans, sharing)
     inputs = []
     for group in shared.groups:

@@ -24,10 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...errors import CepRuntimeError
-from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import SortColumn
 from ...runtime.worker import CHUNK_ROWS, window_micros
 from .ipc import concat
@@ -54,6 +52,17 @@ class Step:
     late: int       # late rows dropped in this step
 
 
+@dataclass
+class Released:
+    """What one watermark step hands the evaluator: the rows it passed, in ORDER BY
+    order, with their event times (us); the new boundary; what still waits."""
+    rows: pa.Table | None
+    rows_us: np.ndarray | None
+    boundary: int
+    pending_us: np.ndarray | None
+    late: int
+
+
 class StreamEngine(ABC):
     """Advance one key's state to a new watermark with newly arrived rows."""
 
@@ -66,6 +75,14 @@ class StreamEngine(ABC):
 
     # ------------------------------------------------------------------
     def advance(self, state: KeyState, rows: pa.Table | None, watermark_ms: int) -> Step:
+        released = self.release(state, rows, watermark_ms)
+        output = self._evaluate(state, released.rows, released.rows_us, released.boundary)
+        return Step(output, self._next_timer(state, released.pending_us), released.late)
+
+    def release(self, state: KeyState, rows: pa.Table | None, watermark_ms: int) -> "Released":
+        """Drop and count late rows, add the others to ``pending`` and take out (sorted)
+        those the watermark passed; only state's pending/released_us/late change (a
+        workload shares them between its patterns' engines)."""
         late = 0
         if rows is not None and rows.num_rows:
             ts = self._micros(rows)
@@ -95,8 +112,7 @@ class StreamEngine(ABC):
         # raised even without rows: a segment closed at this watermark (a timer alone)
         # must not be reopened by a row older than it that arrives later
         state.released_us = boundary
-        output = self._evaluate(state, ready, ready_us, boundary)
-        return Step(output, self._next_timer(state, pending_us), late)
+        return Released(ready, ready_us, boundary, pending_us, late)
 
     @abstractmethod
     def _evaluate(self, state: KeyState, ready, ready_us, boundary) -> list[pa.RecordBatch]:
@@ -177,8 +193,8 @@ class SqlEngine(StreamEngine):
 
 class CepEngine(StreamEngine):
     """CEP mode: the evaluator's carry-over and its ``keep`` rows (see the module
-    docstring). carry = [-, matches of closed segments, event time (us) of the newest row
-    fed, -]."""
+    docstring). carry = [-, matches numbered by closed segments, event time (us) of the
+    newest row fed, -]."""
 
     def _evaluate(self, state, ready, ready_us, boundary):
         out: list[pa.RecordBatch] = []
@@ -206,12 +222,14 @@ class CepEngine(StreamEngine):
         """Run the open segment (or a new one) on rows; the matches decided by them."""
         matcher = self._matcher(state)
         cont = not state.closed
-        table = concat(state.held, rows) if cont else rows
+        table = concat(state.held, rows)  # a new segment: after its PREV context rows
+        if not cont and state.held is not None:
+            matcher.set_context(state.held.num_rows)
         batches = self._run(matcher, table, True, cont)
-        output = self._numbered(batches, state.carry[1])
+        output = [b for b in batches if b.num_rows]
         state.carry[2] = int(rows_us[-1])
         if matcher.keep >= table.num_rows:  # nothing carried: the segment is decided
-            self._closed(state, matcher)
+            self._closed(state, matcher, table)
         else:
             state.held = table.slice(matcher.keep)
             state.evaluator = matcher.export_state()
@@ -222,20 +240,27 @@ class CepEngine(StreamEngine):
         """Decide the open segment as if its partition ended (no row to come fits)."""
         matcher = self._matcher(state)
         batches = self._run(matcher, state.held, False, True)
-        output = self._numbered(batches, state.carry[1])
-        self._closed(state, matcher)
+        output = [b for b in batches if b.num_rows]
+        self._closed(state, matcher, state.held)
         return output
 
-    def _closed(self, state, matcher) -> None:
-        state.carry[1] += int(matcher.match_no)  # the segment's matches, all numbered
-        state.held = None
+    def _closed(self, state, matcher, table: pa.Table) -> None:
+        """The segment is decided: keep only the key's match count and, for PREV, its
+        last rows (the next segment's context: batch PREV reads across the gap)."""
+        state.carry[1] = int(matcher.match_no)  # the key's matches so far, all numbered
+        back = min(int(matcher.lookback), table.num_rows)
+        state.held = table.slice(table.num_rows - back) if back else None
         state.evaluator = b""
         state.closed = 1
 
     def _matcher(self, state):
-        """A fresh evaluator holding the key's carry-over (if its segment is open)."""
+        """A fresh evaluator holding the key's carry-over (if its segment is open); a new
+        segment's evaluator numbers its matches after the key's earlier ones, so
+        MATCH_NUMBER() is the batch path's everywhere (output, MEASURES aggregates)."""
         matcher = self.worker._new_matcher()
-        if not state.closed:
+        if state.closed:
+            matcher.release_numbers(int(state.carry[1]))
+        else:
             matcher.import_state(state.evaluator)
             if matcher.n_carried() != state.held.num_rows:
                 raise CepRuntimeError("the stored streaming state of a key is inconsistent "
@@ -245,18 +270,6 @@ class CepEngine(StreamEngine):
     def _run(self, matcher, table: pa.Table, open_last: bool, cont: bool):
         starts = np.zeros(1, dtype=np.int64)
         return list(self.worker._process(matcher, table, starts, open_last, cont))
-
-    @staticmethod
-    def _numbered(batches, offset: int) -> list[pa.RecordBatch]:
-        """The output with MATCH_NUMBER made global (earlier segments' matches added)."""
-        batches = [b for b in batches if b.num_rows]
-        if not batches or offset == 0:
-            return batches
-        table = pa.Table.from_batches(batches)
-        index = table.schema.get_field_index(MATCH_NUMBER_COLUMN)
-        numbers = pc.add(table.column(index), pa.scalar(offset, pa.int64()))
-        table = table.set_column(index, table.schema.field(index), numbers)
-        return table.combine_chunks().to_batches()
 
 
 def new_engine(worker, event_column: str, sort_keys: list[SortColumn]) -> StreamEngine:

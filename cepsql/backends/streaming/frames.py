@@ -83,14 +83,6 @@ def check_streamable_spec(plan: QueryPlan) -> None:
     if plan.break_column is not None:
         raise CepUnsupportedError("STRATEGY STRICT_CONTIGUITY with PARTITION BY is not "
                                   "supported over a stream (it needs the global order)")
-    for expr in spec.defines.values():
-        for node in walk(expr):
-            if isinstance(node, MatchNumber):
-                raise CepUnsupportedError(
-                    "MATCH_NUMBER() in DEFINE is not supported over a stream: a key's "
-                    "attempts after a gap longer than the window are evaluated as a new "
-                    "segment, which would number its matches from 1 inside DEFINE",
-                    pos=getattr(node, "pos", None))
     if spec.strategy is None:
         for node in _pattern_nodes(spec.pattern):
             if isinstance(node, Anchor) and node.kind == "end":
@@ -109,14 +101,18 @@ def check_streamable_spec(plan: QueryPlan) -> None:
 
 
 def check_streamable_worker(worker) -> None:
-    """What the bound CEP evaluator would read across a gap that closes a key's open
-    partition (PREV/NEXT), or cannot carry between chunks (MIN/MAX over strings)."""
+    """What the bound CEP evaluator would need from rows after a gap that closes a key's
+    open partition (NEXT), or cannot carry between chunks (MIN/MAX over strings). PREV
+    runs: a closed segment keeps its last rows as the next segment's context."""
     from ...runtime.cep_worker import CepWorker
     if not isinstance(worker, CepWorker):
         return
     matcher = worker._new_matcher()
-    if matcher.lookback or matcher.lookahead:
-        raise CepUnsupportedError("PREV/NEXT are not supported in CEP mode over a stream")
+    if matcher.lookahead:
+        raise CepUnsupportedError(
+            "NEXT(...) is not supported in CEP mode over a stream: a key's open partition "
+            "is decided when the watermark passes its window (a timer, without new rows), "
+            "while NEXT of its last rows reads the key's next rows, which may come much later")
     if not worker.streamable():
         raise CepUnsupportedError("MIN/MAX over a string column in DEFINE is not supported "
                                   "in CEP mode over a stream")

@@ -1,0 +1,316 @@
+"""A workload over a stream: ONE streaming query evaluates every pattern view of a source.
+
+The batch pass's grouping is reused (runtime/shared_pass.plan_pass: plans grouped by
+partitioning, shared prepared columns, the tagged output layout). Each partitioning group
+is one ``transformWithStateInPandas`` operator keyed by the group's PARTITION BY. Per key
+its state holds what the single-pattern engine keeps, once for the key and once per
+pattern:
+
+- shared: the rows not yet behind the watermark (``pending``), the key's late boundary
+  and late count -- the watermark step (``StreamEngine.release``) runs once per key;
+- per pattern: the carry-over of that pattern's own streaming engine (SQL:2016 chunk
+  state, or the CEP evaluator's ``export_state`` blob) and the rows it may still read,
+  bounded by the pattern's window.
+
+Each pattern runs its OWN streaming engine inside the operator, not the shared DAG
+evaluator (runtime/shared): that evaluator cannot export and re-import its state between
+micro-batches. The released rows are sorted once per key and every pattern reads them
+through its column projection (``PassPattern.inputs``); the output is the batch pass's
+tagged layout, so ``matches()`` projects it exactly as the batch workload does -- in one
+projection over the one operator (a union of per-view filters would plan the stateful
+operator once per view).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from functools import reduce
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+from ...algebra.expressions import ColumnRef, Expr
+from ...exprs.spark_sql import quote_identifier, to_spark_sql
+from ...runtime.measures import MATCH_NUMBER_COLUMN
+from ...runtime.plan import QueryPlan
+from ...runtime.shared_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
+                                    tag_batch)
+from ...spark.execute import arrow_schema
+from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
+from .frames import (ROWS_COLUMN, RowPacker, RowUnpacker, check_streamable,
+                     check_streamable_worker, _use_rocksdb)
+from .ipc import from_bytes, to_bytes
+from .processor import OUT_COLUMN
+
+__all__ = ["streaming_pass", "streaming_matches", "WorkloadEngine", "WorkloadKeyState"]
+
+PATTERN_STATE = pa.schema([("held", pa.binary()), ("evaluator", pa.binary())]
+                          + [(n, pa.int64()) for n in ("c0", "c1", "c2", "c3", "closed")])
+STATE_SCHEMA = StructType([StructField("pending", BinaryType()),
+                           StructField("released_us", LongType()),
+                           StructField("late", LongType()),
+                           StructField("patterns", BinaryType()),
+                           StructField("workload", StringType())])
+
+
+# --- the per-key engine (no Spark) -------------------------------------------------------
+@dataclasses.dataclass
+class WorkloadKeyState:
+    """One key of a group: the shared watermark state and each pattern's carry-over."""
+    shared: KeyState
+    patterns: list[KeyState]
+
+
+class WorkloadEngine:
+    """Advance one key of a partitioning group: release rows once, feed every pattern."""
+
+    def __init__(self, patterns: list[PassPattern], event_column: str, sort_keys):
+        self.indices = [p.index for p in patterns]
+        self.inputs = [p.inputs for p in patterns]
+        self.engines: list[StreamEngine] = [new_engine(p.bound.worker, event_column, sort_keys)
+                                            for p in patterns]
+
+    def new_state(self) -> WorkloadKeyState:
+        return WorkloadKeyState(KeyState(), [KeyState() for _ in self.engines])
+
+    def advance(self, state: WorkloadKeyState, rows: pa.Table | None, watermark_ms: int
+                ) -> tuple[list[tuple[int, pa.RecordBatch]], int, int]:
+        """(tagged outputs [(pattern index, worker rows)], next timer, late rows)."""
+        released = self.engines[0].release(state.shared, rows, watermark_ms)
+        outputs: list[tuple[int, pa.RecordBatch]] = []
+        timers = []
+        for index, inputs, engine, own in zip(self.indices, self.inputs, self.engines,
+                                              state.patterns):
+            ready = None if released.rows is None else _project(released.rows, inputs)
+            outputs += [(index, b) for b in engine._evaluate(own, ready, released.rows_us,
+                                                             released.boundary)]
+            timer = engine._next_timer(own, released.pending_us)
+            if timer != NO_TIMER:
+                timers.append(timer)
+        return outputs, (min(timers) if timers else NO_TIMER), released.late
+
+
+def _project(table: pa.Table, inputs: list[tuple[str, str]]) -> pa.Table:
+    """The shared input rows as one pattern's worker reads them (zero-copy)."""
+    return pa.Table.from_arrays([table.column(s) for s, _ in inputs],
+                                names=[own for _, own in inputs])
+
+
+def fingerprint(patterns: list[PassPattern]) -> str:
+    """Names the group's patterns (their specs, in order): a stored state of another
+    workload is refused instead of fed to the wrong evaluators."""
+    text = "\n".join(f"{p.index}:{p.plan.spec!r}" for p in patterns)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
+    """A key's state as the one STATE_SCHEMA value stored for it."""
+    own = state.patterns
+    columns = {"held": pa.array([to_bytes(s.held) for s in own], pa.binary()),
+               "evaluator": pa.array([s.evaluator for s in own], pa.binary())}
+    for k in range(4):
+        columns[f"c{k}"] = pa.array([int(s.carry[k]) for s in own], pa.int64())
+    columns["closed"] = pa.array([int(s.closed) for s in own], pa.int64())
+    patterns = to_bytes(pa.table(columns, schema=PATTERN_STATE))
+    shared = state.shared
+    return (to_bytes(shared.pending), int(shared.released_us), int(shared.late), patterns,
+            workload)
+
+
+def state_from_row(row, n_patterns: int, workload: str) -> WorkloadKeyState:
+    pending, released, late, patterns, stored = row
+    shared = KeyState(pending=from_bytes(pending), released_us=released, late=late)
+    table = from_bytes(patterns)
+    if stored != workload or table is None or table.num_rows != n_patterns:
+        from ...errors import CepRuntimeError
+        raise CepRuntimeError("the stored streaming state of a workload key was written for "
+                              "other pattern views (was a view of the workload added, "
+                              "replaced or dropped? start the query from a new checkpoint)")
+    d = table.to_pydict()
+    own = [KeyState(held=from_bytes(d["held"][i]), evaluator=bytes(d["evaluator"][i] or b""),
+                    carry=[d[f"c{k}"][i] for k in range(4)], closed=d["closed"][i])
+           for i in range(n_patterns)]
+    return WorkloadKeyState(shared, own)
+
+
+# --- Spark's stateful operator ------------------------------------------------------------
+class WorkloadProcessor(StatefulProcessor):
+    """Per key of a group: one state value (see STATE_SCHEMA) and at most one event-time
+    timer (the earliest time any pattern's watermark step can decide something)."""
+
+    def __init__(self, patterns: list[PassPattern], event_column: str, sort_keys,
+                 output_schema: pa.Schema, late_counter=None):
+        self.patterns = patterns
+        self.late_counter = late_counter
+        self.event_column = event_column
+        self.sort_keys = sort_keys
+        self.output_schema = output_schema
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.value = handle.getValueState("cep_workload_key", STATE_SCHEMA)
+        self.engine = WorkloadEngine(self.patterns, self.event_column, self.sort_keys)
+        self.workload = fingerprint(self.patterns)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        tables = [from_bytes(blob) for frame in rows for blob in frame.iloc[:, -1]]
+        tables = [t for t in tables if t is not None]
+        table = pa.concat_tables(tables) if tables else None
+        yield from self._step(table, timerValues.getCurrentWatermarkInMs())
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        yield from self._step(None, timerValues.getCurrentWatermarkInMs())
+
+    def close(self) -> None:
+        pass
+
+    def _step(self, table, watermark_ms: int) -> Iterator[pd.DataFrame]:
+        row = self.value.get()
+        n = len(self.patterns)
+        state = self.engine.new_state() if row is None else \
+            state_from_row(row, n, self.workload)
+        outputs, timer, late = self.engine.advance(state, table, max(int(watermark_ms), 0))
+        if late and self.late_counter is not None:
+            self.late_counter.add(late)
+        self.value.update(state_to_row(state, self.workload))
+        wanted = [] if timer == NO_TIMER else [timer]
+        current = [int(t) for t in self.handle.listTimers()]
+        if current != wanted:
+            for t in current:
+                self.handle.deleteTimer(t)
+            for t in wanted:
+                self.handle.registerTimer(t)
+        batches = [tag_batch(i, b, self.output_schema) for i, b in outputs if b.num_rows]
+        if batches:
+            yield pd.DataFrame({OUT_COLUMN: [to_bytes(pa.Table.from_batches(batches))]})
+
+
+# --- wiring ---------------------------------------------------------------------------------
+def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPass, DataFrame]:
+    """The tagged rows (runtime/shared_pass layout) of every plan over the streaming
+    source: one stateful operator per partitioning group, unioned into one stream."""
+    for plan in plans:
+        check_streamable(source, plan)
+    _use_rocksdb(source)
+    late_counter = _late_counter(source.sparkSession)
+    shared = plan_pass(arrow_schema(source), plans, {"algorithm": "NONE"})
+    inputs = []
+    for group in shared.groups:
+        df = source
+        if group.prepare:
+            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in group.prepare])
+        inputs.append(df)
+    shared.bind([arrow_schema(df) for df in inputs])
+    outputs = []
+    for group, df in zip(shared.groups, inputs):
+        for p in group.patterns:
+            check_streamable_worker(p.bound.worker)
+        keys = list(group.partition_columns)
+        sort_keys = group.sort_keys[len(keys):]
+        event_column = sort_keys[0].column  # a source column (check_streamable)
+        packed = _packed(df, keys)
+        processor = WorkloadProcessor(group.patterns, event_column, sort_keys,
+                                      shared.output_schema, late_counter)
+        key_columns = [F.col(quote_identifier(c)) for c in packed.columns[:-1]]
+        outputs.append(packed.groupBy(*key_columns).transformWithStateInPandas(
+            processor, StructType([StructField(OUT_COLUMN, BinaryType())]), "Append",
+            "EventTime"))
+    blobs = reduce(DataFrame.unionByName, outputs)
+    tagged = blobs.mapInArrow(RowUnpacker(), from_arrow_schema(shared.output_schema))
+    return shared, tagged
+
+
+def _late_counter(spark):
+    """An accumulator of the rows the workload drops as late, listed by
+    ``spark.cep.late_rows()`` under a generated ``__cep_workload...`` name."""
+    from ...spark.splice import new_view_name
+    counter = spark.sparkContext.accumulator(0)
+    late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
+    if late is not None:
+        late["__cep_workload_" + new_view_name()] = counter
+    return counter
+
+
+def _packed(df: DataFrame, keys: list[str]) -> DataFrame:
+    """Rows packed per key as Arrow IPC (frames.RowPacker), keyed as the single-pattern
+    path keys them."""
+    from pyspark.sql.types import IntegerType
+    from .frames import SINGLE_KEY
+    key_fields = [df.schema[k] for k in keys] if keys else \
+        [StructField(SINGLE_KEY, IntegerType(), False)]
+    schema = StructType(key_fields + [StructField(ROWS_COLUMN, BinaryType())])
+    return df.mapInArrow(RowPacker(keys), schema)
+
+
+# --- matches() ------------------------------------------------------------------------------
+def streaming_matches(clauses, passes: dict[str, tuple[SharedPass, DataFrame]]) -> DataFrame:
+    """The workload's matches (view, partition VARIANT, match_number, measures VARIANT,
+    as the batch ``Workload.matches``) from each source's ONE tagged stream, by one
+    projection that picks each row's view by its tag."""
+    parts = []
+    for source, (shared, tagged) in passes.items():
+        mine = [c for c in clauses if c.source == source and c.index >= 0]
+        bound = {p.index: p.bound for g in shared.groups for p in g.patterns}
+        flat = [F.col(TAG)]
+        for c in mine:
+            for f in bound[c.index].worker_schema:
+                flat.append(F.col(result_column(c.index))[f.name].alias(_flat(c.index, f.name)))
+        rows = tagged.select(*flat)
+        view = partition = number = measures = None
+        for c in mine:
+            v, p, m, ms = _clause_columns(c, bound[c.index])
+            hit = F.col(TAG) == c.index
+            view = F.when(hit, v) if view is None else view.when(hit, v)
+            partition = F.when(hit, p) if partition is None else partition.when(hit, p)
+            number = F.when(hit, m) if number is None else number.when(hit, m)
+            measures = F.when(hit, ms) if measures is None else measures.when(hit, ms)
+        if view is None:
+            continue
+        parts.append(rows.select(view.alias("view"), partition.alias("partition"),
+                                 number.alias("match_number"), measures.alias("measures")))
+    return reduce(DataFrame.unionByName, parts)
+
+
+def _flat(index: int, name: str) -> str:
+    return f"__cep_w{index}_{name}"
+
+
+def _clause_columns(clause, bound):
+    """The batch Workload._clause_matches columns of one clause, over its flattened
+    worker columns."""
+    keys = set(clause.plan.partition_columns)
+    names = {f.name for f in bound.worker_schema}
+    projection = [(n, _renamed(e, clause.index, names)) for n, e in bound.final_projection]
+    exprs = {n: F.expr(to_spark_sql(e)) for n, e in projection}
+    part = [n for n, e in bound.final_projection if getattr(e, "column", None) in keys]
+    other = [n for n, _ in bound.final_projection if n not in part]
+
+    def variant(chosen):
+        if not chosen:
+            return F.expr("to_variant_object(named_struct())")
+        return F.to_variant_object(F.struct(*[exprs[n].alias(n) for n in chosen]))
+    number = F.col(quote_identifier(_flat(clause.index, MATCH_NUMBER_COLUMN)))
+    return F.lit(clause.view), variant(part), number, variant(other)
+
+
+def _renamed(value, index: int, names: set[str]):
+    """value (an Expr, or a tuple/list holding some, as Case.whens) with every worker
+    column reference pointing at its flattened column."""
+    if isinstance(value, ColumnRef):
+        if value.var is None and value.column in names:
+            return dataclasses.replace(value, column=_flat(index, value.column))
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_renamed(v, index, names) for v in value)
+    if not isinstance(value, Expr) or not dataclasses.is_dataclass(value):
+        return value
+    changes = {f.name: _renamed(getattr(value, f.name), index, names)
+               for f in dataclasses.fields(value)}
+    return dataclasses.replace(value, **changes)
