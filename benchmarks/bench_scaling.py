@@ -165,7 +165,7 @@ def timed(spark, run, cap: float | None = None) -> float | None:
         timer.start()
     try:
         run()
-    except Exception as e:  # noqa: BLE001  (the cancelled job)
+    except Exception:  # noqa: BLE001  (the cancelled job)
         if cap and time.perf_counter() - started >= cap:
             return None
         raise

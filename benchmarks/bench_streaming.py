@@ -66,7 +66,6 @@ QUERIES = {
 def _state_sizes(spark, checkpoint: str, n_batches: int) -> list[int]:
     """Bytes of the rows kept in state after each batch, read back with Spark's state
     data source (the RocksDB memory figure also counts memtables of overwritten values)."""
-    from pyspark.sql import functions as F
     sizes = []
     for batch_id in range(n_batches):
         try:
@@ -129,7 +128,6 @@ def engine_long_run(query: str, ticks, increments: int, delay_s: float = 5.0) ->
     stores it) and the batch worker over the same rows, in this process."""
     from collections import Counter
 
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -123,7 +123,6 @@ def test_composite_kl_still_outside_the_run_nfa(pattern, message):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_explain_says_kl_and_runs_in_order(strategy):
-    import pyarrow as pa
     from cepsql.dialect import find_match_recognize
     from cepsql.runtime.executor import plan_query
     from strategies import STREAM_SCHEMA

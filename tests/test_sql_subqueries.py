@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import pandas as pd
 import pyarrow as pa
 import pytest
 

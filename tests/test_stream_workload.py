@@ -129,7 +129,7 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
     from cepsql.backends.streaming.workload import (WorkloadEngine, state_from_row,
                                                     state_to_row)
     from cepsql.exprs.arrow_eval import evaluate_arrow
-    from cepsql.local_sql import sort_table
+    from cepsql.backends.local.sql import sort_table
     from cepsql.runtime.executor import plan_query
     from cepsql.runtime.shared_pass import plan_pass
     try:

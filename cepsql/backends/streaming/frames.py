@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
-from ...algebra.expressions import ColumnRef, MatchNumber, Navigation, walk
+from ...algebra.expressions import ColumnRef, Navigation, walk
 from ...algebra.pattern import Anchor
 from ...errors import CepAnalysisError, CepUnsupportedError
 from ...exprs.spark_sql import to_spark_sql

@@ -27,7 +27,6 @@ import hashlib
 from functools import reduce
 from typing import Iterator
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
