@@ -33,7 +33,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 
 from ...algebra.expressions import ColumnRef, Expr
 from ...exprs.spark_sql import quote_identifier, to_spark_sql
@@ -43,10 +44,10 @@ from ...runtime.shared_pass import (TAG, PassPattern, SharedPass, plan_pass, res
                                     tag_batch)
 from ...spark.execute import arrow_schema
 from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
-from .frames import (ROWS_COLUMN, RowPacker, RowUnpacker, check_streamable,
-                     check_streamable_worker, _use_rocksdb)
+from .frames import check_streamable, check_streamable_worker, _use_rocksdb
 from .ipc import from_bytes, to_bytes
-from .processor import OUT_COLUMN
+from .packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
+                      RowUnpacker)
 
 __all__ = ["streaming_pass", "streaming_matches", "WorkloadEngine", "WorkloadKeyState"]
 
@@ -217,8 +218,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
         packed = _packed(df, keys)
         processor = WorkloadProcessor(group.patterns, event_column, sort_keys,
                                       shared.output_schema, late_counter)
-        key_columns = [F.col(quote_identifier(c)) for c in packed.columns[:-1]]
-        outputs.append(packed.groupBy(*key_columns).transformWithStateInPandas(
+        outputs.append(packed.groupBy(F.col(KID_COLUMN)).transformWithStateInPandas(
             processor, StructType([StructField(OUT_COLUMN, BinaryType())]), "Append",
             "EventTime"))
     blobs = reduce(DataFrame.unionByName, outputs)
@@ -238,13 +238,12 @@ def _late_counter(spark):
 
 
 def _packed(df: DataFrame, keys: list[str]) -> DataFrame:
-    """Rows packed per key as Arrow IPC (frames.RowPacker), keyed as the single-pattern
-    path keys them."""
-    from pyspark.sql.types import IntegerType
-    from .frames import SINGLE_KEY
-    key_fields = [df.schema[k] for k in keys] if keys else \
-        [StructField(SINGLE_KEY, IntegerType(), False)]
-    schema = StructType(key_fields + [StructField(ROWS_COLUMN, BinaryType())])
+    """Rows packed per key as Arrow IPC (packing.RowPacker): one row per key and input
+    batch, with the key's identity (KID_COLUMN, Spark's grouping of the key values)
+    that the workload's operator is keyed by (one state per key)."""
+    schema = StructType([StructField(BUCKET_COLUMN, IntegerType(), False),
+                         StructField(KID_COLUMN, StringType(), False),
+                         StructField(ROWS_COLUMN, BinaryType())])
     return df.mapInArrow(RowPacker(keys), schema)
 
 
