@@ -24,6 +24,7 @@ next call rebuilds it (and unpersists the previous pass); ``close()`` unpersists
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -40,7 +41,10 @@ from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, plan_pass,
                                    unshared_reason)
 from .execute import (TaskWorker, _col, _sort_column, arrow_schema, final_frame, run_plan,
                       shuffle_partitions)
-from .rewrite import default_planner, rewrite, run_sql
+from pyspark.errors import AnalysisException
+
+from .frames import GENERATED_NAME
+from .rewrite import Rewritten, default_planner, rewrite, run_sql
 from .splice import normalize_name
 
 __all__ = ["Workload", "sharing_settings"]
@@ -62,6 +66,114 @@ class _Built:
     clauses: list[_Clause] = field(default_factory=list)
     passes: dict[str, tuple[SharedPass, DataFrame]] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
+
+
+@dataclass
+class _Recorded:
+    """Step 1's result for one view: its clauses' plans in order and, when recorded with
+    placeholders, the rewritten statement (None: replay the view's SQL)."""
+    plans: list[QueryPlan]
+    rewritten: Rewritten | None
+    pending: list
+
+
+class _Pending:
+    """A clause's result before the shared pass exists: the part of a DataFrame the
+    rewrite touches (``columns``, ``toDF`` for ``AS m(a, b)``), with no Spark call."""
+
+    def __init__(self, clause: _Clause, renames: list[str] | None = None):
+        self.clause = clause
+        self.renames = renames
+        self._columns = _LazyNames(clause) if renames is None else list(renames)
+
+    @property
+    def columns(self) -> list[str]:
+        return self._columns
+
+    def toDF(self, *names: str) -> "_Pending":  # noqa: N802 - DataFrame's name
+        return _Pending(self.clause, list(names))
+
+    def frame(self, rows: DataFrame) -> DataFrame:
+        """The clause frame under this placeholder's column names."""
+        return rows if self.renames is None else rows.toDF(*self.renames)
+
+
+class _LazyNames(list):
+    """A clause's output names, asked of Spark only if the rewrite reads them (an alias
+    list ``AS m(a, b)``); compared with itself (no alias list) they stay unasked."""
+
+    def __init__(self, clause: _Clause):
+        super().__init__()
+        self._clause, self._ready = clause, False
+
+    def _fill(self) -> None:
+        if not self._ready:
+            self._ready = True
+            self.extend(_stand_in(self._clause.frame, self._clause.plan).columns)
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        self._fill()
+        return list.__eq__(self, other)
+
+    __hash__ = None
+
+    def __len__(self):
+        self._fill()
+        return list.__len__(self)
+
+    def __iter__(self):
+        self._fill()
+        return list.__iter__(self)
+
+    def __getitem__(self, index):
+        self._fill()
+        return list.__getitem__(self, index)
+
+
+class _SourceFrames:
+    """The tables the workload's views read, each resolved by Spark once per build (not
+    once per view: ``spark.table`` and its schema are JVM round trips)."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.tables: dict[str, DataFrame | None] = {}
+
+    def lookup(self, name: str) -> DataFrame | None:
+        if GENERATED_NAME.fullmatch(name):
+            return None
+        key = normalize_name(name)
+        if key not in self.tables:
+            try:
+                self.tables[key] = self.spark.table(name)
+            except AnalysisException:
+                self.tables[key] = None  # the rewrite's own lookup reports it
+        return self.tables[key]
+
+    def frames(self) -> dict:
+        """A frames mapping for one rewrite that also binds the source tables."""
+        return _ResolvingFrames(self)
+
+
+class _ResolvingFrames(dict):
+    """rewrite's generated-name -> DataFrame mapping, also answering for source tables
+    (frames.table_or_frame looks a table up here before asking Spark)."""
+
+    def __init__(self, sources: _SourceFrames):
+        super().__init__()
+        self._sources = sources
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or self._sources.lookup(key) is not None
+
+    def __getitem__(self, key):
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        found = self._sources.lookup(key)
+        if found is None:
+            raise KeyError(key)
+        return found
 
 
 def sharing_settings(spark: SparkSession) -> dict:
@@ -189,23 +301,38 @@ class Workload:
         self.refresh()
         built = _Built(version, self._resolve())
         views = [self._session._views[normalize_name(n)] for n in built.names]
-        recorded = [self._record(v, built) for v in views]
+        sources = _SourceFrames(self._session.spark)
+        recorded = [self._record(v, built, sources) for v in views]
         self._run_passes(built)
-        for view, plans in zip(views, recorded):
-            built.frames[view.name] = self._replay(view, plans, built)
+        for view, record in zip(views, recorded):
+            built.frames[view.name] = self._view_frame(view, record, built)
         self._built = built
         return built
 
-    def _rewrite(self, view, **hooks):
+    def _rewrite(self, view, frames=None, **hooks):
         from ..dialect import parse_create_view
         create = parse_create_view(view.sql)
         s = self._session
         return rewrite(s.spark, create.query_text, offset=create.query_offset,
-                       full_sql=view.sql, finder=s._finder, views=s._views, **hooks)
+                       full_sql=view.sql, finder=s._finder, views=s._views, frames=frames,
+                       **hooks)
 
-    def _record(self, view, built: _Built) -> list[QueryPlan]:
-        """Step 1: plan every clause of the view (nothing runs), remember inputs and plans."""
+    def _record(self, view, built: _Built, sources: "_SourceFrames") -> "_Recorded":
+        """Step 1: plan every clause of the view (nothing runs). The clauses' results are
+        placeholders (_Pending: no Spark call), so the view's rewritten SQL can be reused
+        with the shared pass's frames in step 2; a statement that hands a clause result
+        to Spark while rewriting (a clause over another clause) is recorded again with
+        empty typed stand-ins and replayed in full."""
+        mark = len(built.clauses)
+        try:
+            return self._record_with(view, built, sources, fast=True)
+        except Exception:  # noqa: BLE001 - the general path below reports real errors
+            del built.clauses[mark:]
+            return self._record_with(view, built, sources, fast=False)
+
+    def _record_with(self, view, built: _Built, sources, *, fast: bool) -> "_Recorded":
         plans: list[QueryPlan] = []
+        pending: list[_Pending] = []
         base = self._session._planner or default_planner()
 
         def planner(spec, schema, sql, **planning):
@@ -214,11 +341,38 @@ class Workload:
             return plan
 
         def runner(df, plan, source):
-            built.clauses.append(_Clause(view.name, normalize_name(source.display), df, plan))
-            return _stand_in(df, plan)
+            clause = _Clause(view.name, normalize_name(source.display), df, plan)
+            built.clauses.append(clause)
+            if not fast:
+                return _stand_in(df, plan)
+            pending.append(_Pending(clause))
+            return pending[-1]
 
-        self._rewrite(view, planner=planner, clause_runner=runner)
-        return plans
+        rewritten = self._rewrite(view, planner=planner, clause_runner=runner,
+                                  frames=sources.frames() if fast else None)
+        return _Recorded(plans, rewritten if fast else None, pending)
+
+    def _view_frame(self, view, record: "_Recorded", built: _Built) -> DataFrame:
+        """Step 2: the view's DataFrame over the shared pass: its recorded SQL with each
+        clause's placeholder bound to the clause's rows from the persisted result (a view
+        that is just ``SELECT * FROM`` its one clause is that clause's frame, no Spark
+        SQL), or, after a general recording, the view's SQL replayed."""
+        if record.rewritten is None:
+            return self._replay(view, record.plans, built)
+        rewritten = record.rewritten
+        frames = dict(rewritten.frames)
+        generated = {}
+        for name, frame in rewritten.frames.items():
+            if isinstance(frame, _Pending):
+                generated[name] = frames[name] = frame.frame(self._clause_frame(built,
+                                                                                frame.clause))
+        if len(generated) == 1:
+            (name, frame), = generated.items()
+            if re.fullmatch(rf"\s*select\s+\*\s+from\s+`?{name}`?\s*", rewritten.sql,
+                            flags=re.IGNORECASE):
+                return frame
+        return run_sql(self._session.spark,
+                       Rewritten(rewritten.sql, rewritten.clauses, frames), view.sql)
 
     def _run_passes(self, built: _Built) -> None:
         by_source: dict[str, list[_Clause]] = {}
@@ -258,8 +412,11 @@ class Workload:
         return rows, pattern.bound
 
     def _clause_frame(self, built: _Built, clause: _Clause) -> DataFrame:
+        """The clause's result: its worker rows from the persisted pass under its own final
+        projection (checked by final_frame when the view was created)."""
         rows, bound = self._worker_rows(built, clause)
-        return final_frame(rows, bound)
+        return rows.select(*[F.expr(to_spark_sql(e)).alias(n)
+                             for n, e in bound.final_projection])
 
     def _clause_matches(self, built: _Built, clause: _Clause) -> DataFrame:
         rows, bound = self._worker_rows(built, clause)
