@@ -34,13 +34,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..errors import CepAnalysisError, CepUnsupportedError
+from ..errors import CepAnalysisError, CepError, CepUnsupportedError
 from ..exprs.spark_sql import to_spark_sql
 from ..runtime.plan import QueryPlan
-from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, plan_pass, result_column,
-                                   unshared_reason)
-from .execute import (TaskWorker, _col, _sort_column, arrow_schema, final_frame, run_plan,
-                      shuffle_partitions)
+from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
+                                   result_column, unshared_reason)
+from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
+                      final_frame, run_plan, shuffle_partitions)
 from pyspark.errors import AnalysisException
 
 from .frames import GENERATED_NAME
@@ -56,7 +56,8 @@ class _Clause:
     source: str          # normalized source display (the pass it joins)
     frame: DataFrame     # the clause's input
     plan: QueryPlan
-    index: int = -1      # pattern index in its source's pass
+    index: int = -1      # pattern index in its source's pass (-1: runs on its own)
+    own: bool = False    # reads another clause's result: not in the pass
 
 
 @dataclass
@@ -344,6 +345,8 @@ class Workload:
             clause = _Clause(view.name, normalize_name(source.display), df, plan)
             built.clauses.append(clause)
             if not fast:
+                # a clause over another clause's result runs on its own, after the pass
+                clause.own = bool(GENERATED_NAME.search(source.sql or source.table or ""))
                 return _stand_in(df, plan)
             pending.append(_Pending(clause))
             return pending[-1]
@@ -377,7 +380,8 @@ class Workload:
     def _run_passes(self, built: _Built) -> None:
         by_source: dict[str, list[_Clause]] = {}
         for c in built.clauses:
-            by_source.setdefault(c.source, []).append(c)
+            if not c.own:
+                by_source.setdefault(c.source, []).append(c)
         for source, clauses in by_source.items():
             for i, c in enumerate(clauses):
                 c.index = i
@@ -398,6 +402,8 @@ class Workload:
 
         def runner(df, plan, source):
             clause = next(c for c in mine if c.plan is plan)
+            if clause.index < 0:  # over another clause's result: its own run (run_plan)
+                return None
             return self._clause_frame(built, clause)
 
         rewritten = self._rewrite(view, planner=planner, clause_runner=runner)
@@ -455,30 +461,92 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     if source.isStreaming:
         raise CepUnsupportedError("workloads over streaming sources are not supported yet: "
                                   "query each streaming view on its own")
-    shared = plan_pass(arrow_schema(source), plans, sharing)
-    inputs = []
+    shared = plan_pass(arrow_schema(source), plans, sharing,
+                       relevance=_relevance(source.sparkSession))
+    inputs, late_columns, computed, schemas = [], [], [], []
     for group in shared.groups:
         df = source
-        if group.prepare:
-            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in group.prepare])
+        if group.relevance:  # a row no pattern of the group can use is not shuffled
+            df = df.where(" OR ".join(f"({to_spark_sql(e)})" for e in group.relevance))
+        early, late = _prepare_split(group)
+        if early:
+            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in early])
         if group.break_column is not None:
             from .strict_breaks import with_global_breaks
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
+        in_engine, in_task, schema = _late_columns(df, late)
         inputs.append(df)
-    shared.bind([arrow_schema(df) for df in inputs])
+        late_columns.append(in_engine)
+        computed.append(in_task)
+        schemas.append(schema)
+    shared.bind(schemas)
     spark_schema = from_arrow_schema(shared.output_schema)
     outputs = []
-    for group, df in zip(shared.groups, inputs):
+    for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
         if group.partition_columns:
             df = df.repartition(shuffle_partitions(df), *[_col(c) for c in
                                                           group.partition_columns])
         else:
             df = df.repartition(1)  # one ordered stream
         df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
-        outputs.append(df.mapInArrow(TaskWorker(SharedPassWorker(group, shared.output_schema)),
-                                     spark_schema))
+        if late:
+            df = df.select("*", *late)
+        worker = SharedPassWorker(group, shared.output_schema, computed=own)
+        outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
+
+
+def _prepare_split(group) -> tuple[list, list]:
+    """The group's shared prepared columns: those the shuffle or sort reads (computed
+    before it), and the rest (computed after the sort, next to the evaluation: a workload
+    has many row-local columns, and shuffling and sorting them costs more than computing
+    them)."""
+    keys = set(group.partition_columns) | {k.column for k in group.sort_keys}
+    everything_early = group.break_column is not None
+    early, late = [], []
+    for name, expr in group.prepare:
+        (early if everything_early or name in keys else late).append((name, expr))
+    return early, late
+
+
+def _late_columns(df: DataFrame, late: list) -> tuple[list, list, pa.Schema]:
+    """Split the late prepared columns into those Spark computes (Column list) and those
+    the task computes with Arrow kernels (shared_pass.with_computed: Spark would convert
+    every one of them to Arrow for the task) -- only where the Arrow evaluation gives
+    exactly the type Spark gives; and the prepared schema the task sees (Spark's
+    columns, then the task's)."""
+    if not late:
+        return [], [], arrow_schema(df)
+    columns = [F.expr(to_spark_sql(e)).alias(n) for n, e in late]
+    spark_types = arrow_schema(df.select(*columns))  # analysis only
+    base = arrow_schema(df)
+    in_engine, in_task = [], []
+    for (name, expr), column, field_ in zip(late, columns, spark_types):
+        if computed_type(expr, base) == field_.type:
+            in_task.append((name, expr))
+        else:
+            in_engine.append((column, field_))
+    schema = pa.schema(list(base) + [f for _, f in in_engine]
+                       + [spark_types.field(n) for n, _ in in_task])
+    return [c for c, _ in in_engine], in_task, schema
+
+
+def _relevance(spark: SparkSession):
+    """The plans' relevance filters the pass may use (as run_plan: unless
+    cepsql.pushdown.relevanceFilter=false, and only those Spark SQL can express)."""
+    if (spark.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
+        return None
+
+    def relevance(plan: QueryPlan):
+        if plan.relevance_filter is None:
+            return None
+        try:
+            to_spark_sql(plan.relevance_filter)
+        except CepError:
+            return None
+        return plan.relevance_filter
+    return relevance
 
 
 def _driver_statistics(spark: SparkSession, source: DataFrame):
