@@ -5,10 +5,18 @@
 planned as when the view is queried alone; the clauses over one source are then grouped
 by partitioning (runtime/shared_pass.py): per group one shuffle + sort and one
 ``mapInArrow(SharedPassWorker)``; the groups' tagged outputs are unioned and persisted
-once. Each view is then its own SQL again, its clauses reading their rows from the
-persisted relation (filter by tag, the clause's own final projection) through the same
-binding of generated names as any statement (rewrite.py), so SQL around a clause still
-applies. Collecting every view runs the source scan, shuffles and evaluation once.
+once. Each view's SQL is rewritten once: its clauses' results are placeholders while the
+plans are recorded, then bound to their rows in the persisted relation (filter by tag,
+the clause's own final projection), so SQL around a clause still applies; a view that is
+just ``SELECT * FROM`` its clause is that projection (no Spark SQL). A statement that
+needs a clause's rows while rewriting (a clause over another clause) is recorded with
+empty typed stand-ins and replayed; the inner clause is in the pass, the outer runs on its
+own. Collecting every view runs the source scan, shuffles and evaluation once.
+
+In the pass, CEP plans' relevance filters (runtime/relevance.py) drop the rows no pattern
+of a group can use before the shuffle (when every pattern has one) and each pattern is fed
+only its own relevant rows; row-local prepared columns not used by the shuffle or sort
+are computed after the sort, in the task with Arrow kernels where that gives Spark's type.
 
 ``matches()`` puts every clause's matches in one DataFrame: ``view`` STRING,
 ``partition`` VARIANT (object of the PARTITION BY columns), ``match_number`` BIGINT,
