@@ -53,11 +53,23 @@ class PassPattern:
     plan: QueryPlan
     inputs: list[tuple[str, str]] = field(default_factory=list)
     bound: BoundPlan | None = None
+    # the shared boolean input column holding the plan's relevance filter (None: every
+    # row goes to the pattern); rows where it is not TRUE cannot change its matches
+    relevant: str | None = None
 
     def worker_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """The shared input batch as this pattern's own worker expects it (zero-copy)."""
+        """The shared input batch as this pattern's own worker expects it (zero-copy),
+        without the rows its relevance filter drops."""
+        if self.relevant is not None:
+            batch = batch.filter(_kept(batch.column(self.relevant)))
         return pa.RecordBatch.from_arrays([batch.column(s) for s, _ in self.inputs],
                                           names=[own for _, own in self.inputs])
+
+
+def _kept(mask: pa.Array) -> pa.Array:
+    """A relevance column as a filter mask: NULL drops the row, as in the filter itself."""
+    import pyarrow.compute as pc
+    return pc.fill_null(mask, False) if mask.null_count else mask
 
 
 @dataclass
@@ -72,6 +84,9 @@ class PassGroup:
     global_plan: GlobalPlan | None = None
     # what the sharing planner saw (sharing.WorkloadPattern per pattern, in group order)
     workload_patterns: list = field(default_factory=list)
+    # every pattern's relevance filter when all have one: a row none keeps is dropped
+    # before the shuffle (None: every row is shuffled)
+    relevance: list[Expr] | None = None
 
     @property
     def own_names(self) -> bool:
@@ -128,10 +143,15 @@ def _full_sort(plan: QueryPlan) -> list[SortColumn]:
 
 
 def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
-              sharing: dict | None = None) -> SharedPass:
+              sharing: dict | None = None,
+              relevance: Callable[[QueryPlan], Expr | None] | None = None) -> SharedPass:
     """Group plans (all over a source with source_schema) by partitioning and lay out each
     group's shared input; ``sharing`` (algorithm, seconds: the cepsql.sharing.* settings)
-    goes to the planner seam ``global_plan_for``."""
+    goes to the planner seam ``global_plan_for``. ``relevance(plan)``, when given, is the
+    plan's relevance filter the backend can compute (or None): it becomes a shared boolean
+    input column, and each pattern is fed only its relevant rows (``PassGroup.relevance``:
+    the filters, when every pattern of the group has one, for a WHERE before the
+    shuffle)."""
     by_key: dict[object, list[int]] = {}
     alone: list[int] = []
     for i, plan in enumerate(plans):
@@ -142,7 +162,8 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
                tuple((_resolved(plan, k.column), k.ascending, k.nulls_first)
                      for k in _full_sort(plan)))
         by_key.setdefault(key, []).append(i)
-    groups = [_group(plans, members, source_schema) for members in by_key.values()]
+    groups = [_group(plans, members, source_schema, relevance)
+              for members in by_key.values()]
     groups += [_own_group(i, plans[i], source_schema) for i in alone]
     sharing = dict(sharing or {})
     statistics = sharing.pop("statistics", None)
@@ -153,20 +174,27 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
     return SharedPass(groups, len(plans))
 
 
-def _group(plans: list[QueryPlan], members: list[int], source_schema: pa.Schema) -> PassGroup:
+def _group(plans: list[QueryPlan], members: list[int], source_schema: pa.Schema,
+           relevance: Callable[[QueryPlan], Expr | None] | None = None) -> PassGroup:
     shared: dict[object, str] = {}
     prepare: list[tuple[str, Expr]] = []
     patterns = []
+
+    def shared_column(expr: Expr) -> str:
+        k = _key(expr)
+        if k not in shared:
+            shared[k] = f"__cep_s{len(prepare)}"
+            prepare.append((shared[k], expr))
+        return shared[k]
+
+    filters: dict[int, tuple[Expr, str]] = {}
     for i in members:
         plan = plans[i]
-        renames = {}
-        for own, expr in plan.prepare_columns:
-            k = _key(expr)
-            if k not in shared:
-                shared[k] = f"__cep_s{len(prepare)}"
-                prepare.append((shared[k], expr))
-            renames[own] = shared[k]
+        renames = {own: shared_column(expr) for own, expr in plan.prepare_columns}
         patterns.append((i, plan, renames))
+        condition = relevance(plan) if relevance is not None else None
+        if condition is not None:
+            filters[i] = (condition, shared_column(condition))
     first_plan, first_renames = patterns[0][1], patterns[0][2]
     rename = lambda c: first_renames.get(c, c)  # noqa: E731
     sort = [SortColumn(rename(k.column), k.ascending, k.nulls_first)
@@ -176,10 +204,13 @@ def _group(plans: list[QueryPlan], members: list[int], source_schema: pa.Schema)
         primary += len(sort) - len(first_plan.sort_keys)
     group = PassGroup(prepare, [rename(c) for c in first_plan.partition_columns], sort,
                       primary, [])
+    if len(filters) == len(members):
+        group.relevance = [condition for condition, _ in filters.values()]
     source = [(f.name, f.name) for f in source_schema]
     for i, plan, renames in patterns:  # the source's columns, then its prepared ones
-        group.patterns.append(PassPattern(i, plan, source + [(shared_name, own) for own,
-                                                             shared_name in renames.items()]))
+        group.patterns.append(PassPattern(
+            i, plan, source + [(shared_name, own) for own, shared_name in renames.items()],
+            relevant=filters[i][1] if i in filters else None))
     return group
 
 
@@ -248,7 +279,9 @@ class _UnsharedEvaluator:
     def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
         out = []
         for p, worker in self.streams:
-            out += [(p.index, b) for b in worker.feed(p.worker_batch(batch))]
+            own = p.worker_batch(batch)
+            if own.num_rows:
+                out += [(p.index, b) for b in worker.feed(own)]
         return out
 
     def finish(self) -> list[tuple[int, pa.RecordBatch]]:
@@ -274,8 +307,18 @@ class _DagEvaluator:
         self.indices = [p.index for p in chosen]
         self.evaluator = SharedEvaluator(plan, [p.bound for p in chosen],
                                          inputs=[p.inputs for p in chosen])
+        masks = [p.relevant for p in chosen]
+        self.relevant = None if None in masks else sorted(set(masks))
 
     def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        if self.relevant is not None:  # rows relevant to some pattern of the DAG
+            import pyarrow.compute as pc
+            keep = _kept(batch.column(self.relevant[0]))
+            for name in self.relevant[1:]:
+                keep = pc.or_(keep, _kept(batch.column(name)))
+            batch = batch.filter(keep)
+            if batch.num_rows == 0:
+                return []
         return [(self.indices[k], b) for k, b in self.evaluator.feed(batch)]
 
     def finish(self) -> list[tuple[int, pa.RecordBatch]]:
@@ -317,10 +360,14 @@ class SharedPassWorker:
     batches (``SharedPass.output_schema``) out."""
 
     def __init__(self, group: PassGroup, output_schema: pa.Schema,
-                 evaluator: Callable = pass_evaluator):
+                 evaluator: Callable = pass_evaluator,
+                 computed: list[tuple[str, Expr]] | None = None):
         self.group = group
         self.output_schema = output_schema
         self.evaluator = evaluator
+        # prepared columns the task computes itself (Arrow kernels) and appends to each
+        # batch, in order: cheaper than computing, moving and converting them in the engine
+        self.computed = list(computed or [])
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import copy
@@ -332,6 +379,8 @@ class SharedPassWorker:
         evaluator = self.evaluator(self.group.global_plan, patterns)
         for batch in batches:
             if batch.num_rows:
+                if self.computed:
+                    batch = with_computed(batch, self.computed)
                 yield from self._tagged(evaluator.feed(batch))
         yield from self._tagged(evaluator.finish())
 
@@ -339,6 +388,30 @@ class SharedPassWorker:
         for index, out in outputs:
             if out.num_rows:
                 yield tag_batch(index, out, self.output_schema)
+
+
+def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]]) -> pa.RecordBatch:
+    """batch with the row-local columns ``computed`` appended (exprs/arrow_eval, the
+    in-process engine's evaluation of the same expressions)."""
+    from ..exprs.arrow_eval import evaluate_arrow
+    table = pa.Table.from_batches([batch])
+    arrays = list(batch.columns)
+    for _, expr in computed:
+        value = evaluate_arrow(expr, table)
+        arrays.append(value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names
+                                      + [name for name, _ in computed])
+
+
+def computed_type(expr: Expr, schema: pa.Schema) -> pa.DataType | None:
+    """The Arrow type ``with_computed`` gives expr over schema, or None when the Arrow
+    evaluation cannot compute it (the engine must)."""
+    from ..errors import CepError
+    from ..exprs.arrow_eval import evaluate_arrow
+    try:
+        return evaluate_arrow(expr, schema.empty_table()).type
+    except (CepError, pa.ArrowException, TypeError, ValueError):
+        return None
 
 
 def tag_batch(index: int, out: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -5,10 +5,18 @@
 planned as when the view is queried alone; the clauses over one source are then grouped
 by partitioning (runtime/shared_pass.py): per group one shuffle + sort and one
 ``mapInArrow(SharedPassWorker)``; the groups' tagged outputs are unioned and persisted
-once. Each view is then its own SQL again, its clauses reading their rows from the
-persisted relation (filter by tag, the clause's own final projection) through the same
-binding of generated names as any statement (rewrite.py), so SQL around a clause still
-applies. Collecting every view runs the source scan, shuffles and evaluation once.
+once. Each view's SQL is rewritten once: its clauses' results are placeholders while the
+plans are recorded, then bound to their rows in the persisted relation (filter by tag,
+the clause's own final projection), so SQL around a clause still applies; a view that is
+just ``SELECT * FROM`` its clause is that projection (no Spark SQL). A statement that
+needs a clause's rows while rewriting (a clause over another clause) is recorded with
+empty typed stand-ins and replayed; the inner clause is in the pass, the outer runs on its
+own. Collecting every view runs the source scan, shuffles and evaluation once.
+
+In the pass, CEP plans' relevance filters (runtime/relevance.py) drop the rows no pattern
+of a group can use before the shuffle (when every pattern has one) and each pattern is fed
+only its own relevant rows; row-local prepared columns not used by the shuffle or sort
+are computed after the sort, in the task with Arrow kernels where that gives Spark's type.
 
 ``matches()`` puts every clause's matches in one DataFrame: ``view`` STRING,
 ``partition`` VARIANT (object of the PARTITION BY columns), ``match_number`` BIGINT,
@@ -24,6 +32,7 @@ next call rebuilds it (and unpersists the previous pass); ``close()`` unpersists
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -31,16 +40,18 @@ import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.errors import AnalysisException
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..errors import CepAnalysisError
+from ..errors import CepAnalysisError, CepError
 from ..exprs.spark_sql import to_spark_sql
 from ..runtime.plan import QueryPlan
-from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, plan_pass, result_column,
-                                   unshared_reason)
-from .execute import (TaskWorker, _col, _sort_column, arrow_schema, final_frame, run_plan,
-                      shuffle_partitions)
-from .rewrite import default_planner, rewrite, run_sql
+from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
+                                   result_column, unshared_reason)
+from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
+                      final_frame, run_plan, shuffle_partitions)
+from .frames import GENERATED_NAME
+from .rewrite import Rewritten, default_planner, rewrite, run_sql
 from .splice import normalize_name
 
 __all__ = ["Workload", "sharing_settings"]
@@ -52,7 +63,8 @@ class _Clause:
     source: str          # normalized source display (the pass it joins)
     frame: DataFrame     # the clause's input
     plan: QueryPlan
-    index: int = -1      # pattern index in its source's pass
+    index: int = -1      # pattern index in its source's pass (-1: runs on its own)
+    own: bool = False    # reads another clause's result: not in the pass
 
 
 @dataclass
@@ -62,6 +74,114 @@ class _Built:
     clauses: list[_Clause] = field(default_factory=list)
     passes: dict[str, tuple[SharedPass, DataFrame]] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
+
+
+@dataclass
+class _Recorded:
+    """Step 1's result for one view: its clauses' plans in order and, when recorded with
+    placeholders, the rewritten statement (None: replay the view's SQL)."""
+    plans: list[QueryPlan]
+    rewritten: Rewritten | None
+    pending: list
+
+
+class _Pending:
+    """A clause's result before the shared pass exists: the part of a DataFrame the
+    rewrite touches (``columns``, ``toDF`` for ``AS m(a, b)``), with no Spark call."""
+
+    def __init__(self, clause: _Clause, renames: list[str] | None = None):
+        self.clause = clause
+        self.renames = renames
+        self._columns = _LazyNames(clause) if renames is None else list(renames)
+
+    @property
+    def columns(self) -> list[str]:
+        return self._columns
+
+    def toDF(self, *names: str) -> "_Pending":  # noqa: N802 - DataFrame's name
+        return _Pending(self.clause, list(names))
+
+    def frame(self, rows: DataFrame) -> DataFrame:
+        """The clause frame under this placeholder's column names."""
+        return rows if self.renames is None else rows.toDF(*self.renames)
+
+
+class _LazyNames(list):
+    """A clause's output names, asked of Spark only if the rewrite reads them (an alias
+    list ``AS m(a, b)``); compared with itself (no alias list) they stay unasked."""
+
+    def __init__(self, clause: _Clause):
+        super().__init__()
+        self._clause, self._ready = clause, False
+
+    def _fill(self) -> None:
+        if not self._ready:
+            self._ready = True
+            self.extend(_stand_in(self._clause.frame, self._clause.plan).columns)
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        self._fill()
+        return list.__eq__(self, other)
+
+    __hash__ = None
+
+    def __len__(self):
+        self._fill()
+        return list.__len__(self)
+
+    def __iter__(self):
+        self._fill()
+        return list.__iter__(self)
+
+    def __getitem__(self, index):
+        self._fill()
+        return list.__getitem__(self, index)
+
+
+class _SourceFrames:
+    """The tables the workload's views read, each resolved by Spark once per build (not
+    once per view: ``spark.table`` and its schema are JVM round trips)."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self.tables: dict[str, DataFrame | None] = {}
+
+    def lookup(self, name: str) -> DataFrame | None:
+        if GENERATED_NAME.fullmatch(name):
+            return None
+        key = normalize_name(name)
+        if key not in self.tables:
+            try:
+                self.tables[key] = self.spark.table(name)
+            except AnalysisException:
+                self.tables[key] = None  # the rewrite's own lookup reports it
+        return self.tables[key]
+
+    def frames(self) -> dict:
+        """A frames mapping for one rewrite that also binds the source tables."""
+        return _ResolvingFrames(self)
+
+
+class _ResolvingFrames(dict):
+    """rewrite's generated-name -> DataFrame mapping, also answering for source tables
+    (frames.table_or_frame looks a table up here before asking Spark)."""
+
+    def __init__(self, sources: _SourceFrames):
+        super().__init__()
+        self._sources = sources
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or self._sources.lookup(key) is not None
+
+    def __getitem__(self, key):
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        found = self._sources.lookup(key)
+        if found is None:
+            raise KeyError(key)
+        return found
 
 
 def sharing_settings(spark: SparkSession) -> dict:
@@ -192,23 +312,38 @@ class Workload:
         self.refresh()
         built = _Built(version, self._resolve())
         views = [self._session._views[normalize_name(n)] for n in built.names]
-        recorded = [self._record(v, built) for v in views]
+        sources = _SourceFrames(self._session.spark)
+        recorded = [self._record(v, built, sources) for v in views]
         self._run_passes(built)
-        for view, plans in zip(views, recorded):
-            built.frames[view.name] = self._replay(view, plans, built)
+        for view, record in zip(views, recorded):
+            built.frames[view.name] = self._view_frame(view, record, built)
         self._built = built
         return built
 
-    def _rewrite(self, view, **hooks):
+    def _rewrite(self, view, frames=None, **hooks):
         from ..dialect import parse_create_view
         create = parse_create_view(view.sql)
         s = self._session
         return rewrite(s.spark, create.query_text, offset=create.query_offset,
-                       full_sql=view.sql, finder=s._finder, views=s._views, **hooks)
+                       full_sql=view.sql, finder=s._finder, views=s._views, frames=frames,
+                       **hooks)
 
-    def _record(self, view, built: _Built) -> list[QueryPlan]:
-        """Step 1: plan every clause of the view (nothing runs), remember inputs and plans."""
+    def _record(self, view, built: _Built, sources: "_SourceFrames") -> "_Recorded":
+        """Step 1: plan every clause of the view (nothing runs). The clauses' results are
+        placeholders (_Pending: no Spark call), so the view's rewritten SQL can be reused
+        with the shared pass's frames in step 2; a statement that hands a clause result
+        to Spark while rewriting (a clause over another clause) is recorded again with
+        empty typed stand-ins and replayed in full."""
+        mark = len(built.clauses)
+        try:
+            return self._record_with(view, built, sources, fast=True)
+        except Exception:  # noqa: BLE001 - the general path below reports real errors
+            del built.clauses[mark:]
+            return self._record_with(view, built, sources, fast=False)
+
+    def _record_with(self, view, built: _Built, sources, *, fast: bool) -> "_Recorded":
         plans: list[QueryPlan] = []
+        pending: list[_Pending] = []
         base = self._session._planner or default_planner()
 
         def planner(spec, schema, sql, **planning):
@@ -217,16 +352,46 @@ class Workload:
             return plan
 
         def runner(df, plan, source):
-            built.clauses.append(_Clause(view.name, normalize_name(source.display), df, plan))
-            return _stand_in(df, plan)
+            clause = _Clause(view.name, normalize_name(source.display), df, plan)
+            built.clauses.append(clause)
+            if not fast:
+                # a clause over another clause's result runs on its own, after the pass
+                clause.own = bool(GENERATED_NAME.search(source.sql or source.table or ""))
+                return _stand_in(df, plan)
+            pending.append(_Pending(clause))
+            return pending[-1]
 
-        self._rewrite(view, planner=planner, clause_runner=runner)
-        return plans
+        rewritten = self._rewrite(view, planner=planner, clause_runner=runner,
+                                  frames=sources.frames() if fast else None)
+        return _Recorded(plans, rewritten if fast else None, pending)
+
+    def _view_frame(self, view, record: "_Recorded", built: _Built) -> DataFrame:
+        """Step 2: the view's DataFrame over the shared pass: its recorded SQL with each
+        clause's placeholder bound to the clause's rows from the persisted result (a view
+        that is just ``SELECT * FROM`` its one clause is that clause's frame, no Spark
+        SQL), or, after a general recording, the view's SQL replayed."""
+        if record.rewritten is None:
+            return self._replay(view, record.plans, built)
+        rewritten = record.rewritten
+        frames = dict(rewritten.frames)
+        generated = {}
+        for name, frame in rewritten.frames.items():
+            if isinstance(frame, _Pending):
+                generated[name] = frames[name] = frame.frame(self._clause_frame(built,
+                                                                                frame.clause))
+        if len(generated) == 1:
+            (name, frame), = generated.items()
+            if re.fullmatch(rf"\s*select\s+\*\s+from\s+`?{name}`?\s*", rewritten.sql,
+                            flags=re.IGNORECASE):
+                return frame
+        return run_sql(self._session.spark,
+                       Rewritten(rewritten.sql, rewritten.clauses, frames), view.sql)
 
     def _run_passes(self, built: _Built) -> None:
         by_source: dict[str, list[_Clause]] = {}
         for c in built.clauses:
-            by_source.setdefault(c.source, []).append(c)
+            if not c.own:
+                by_source.setdefault(c.source, []).append(c)
         for source, clauses in by_source.items():
             for i, c in enumerate(clauses):
                 c.index = i
@@ -247,6 +412,8 @@ class Workload:
 
         def runner(df, plan, source):
             clause = next(c for c in mine if c.plan is plan)
+            if clause.index < 0:  # over another clause's result: its own run (run_plan)
+                return None
             return self._clause_frame(built, clause)
 
         rewritten = self._rewrite(view, planner=planner, clause_runner=runner)
@@ -261,8 +428,11 @@ class Workload:
         return rows, pattern.bound
 
     def _clause_frame(self, built: _Built, clause: _Clause) -> DataFrame:
+        """The clause's result: its worker rows from the persisted pass under its own final
+        projection (checked by final_frame when the view was created)."""
         rows, bound = self._worker_rows(built, clause)
-        return final_frame(rows, bound)
+        return rows.select(*[F.expr(to_spark_sql(e)).alias(n)
+                             for n, e in bound.final_projection])
 
     def _clause_matches(self, built: _Built, clause: _Clause) -> DataFrame:
         rows, bound = self._worker_rows(built, clause)
@@ -301,30 +471,92 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     if source.isStreaming:  # one stateful streaming query (backends/streaming/workload.py)
         from ..backends.streaming.workload import streaming_pass
         return streaming_pass(source, plans)
-    shared = plan_pass(arrow_schema(source), plans, sharing)
-    inputs = []
+    shared = plan_pass(arrow_schema(source), plans, sharing,
+                       relevance=_relevance(source.sparkSession))
+    inputs, late_columns, computed, schemas = [], [], [], []
     for group in shared.groups:
         df = source
-        if group.prepare:
-            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in group.prepare])
+        if group.relevance:  # a row no pattern of the group can use is not shuffled
+            df = df.where(" OR ".join(f"({to_spark_sql(e)})" for e in group.relevance))
+        early, late = _prepare_split(group)
+        if early:
+            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in early])
         if group.break_column is not None:
             from .strict_breaks import with_global_breaks
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
+        in_engine, in_task, schema = _late_columns(df, late)
         inputs.append(df)
-    shared.bind([arrow_schema(df) for df in inputs])
+        late_columns.append(in_engine)
+        computed.append(in_task)
+        schemas.append(schema)
+    shared.bind(schemas)
     spark_schema = from_arrow_schema(shared.output_schema)
     outputs = []
-    for group, df in zip(shared.groups, inputs):
+    for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
         if group.partition_columns:
             df = df.repartition(shuffle_partitions(df), *[_col(c) for c in
                                                           group.partition_columns])
         else:
             df = df.repartition(1)  # one ordered stream
         df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
-        outputs.append(df.mapInArrow(TaskWorker(SharedPassWorker(group, shared.output_schema)),
-                                     spark_schema))
+        if late:
+            df = df.select("*", *late)
+        worker = SharedPassWorker(group, shared.output_schema, computed=own)
+        outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
+
+
+def _prepare_split(group) -> tuple[list, list]:
+    """The group's shared prepared columns: those the shuffle or sort reads (computed
+    before it), and the rest (computed after the sort, next to the evaluation: a workload
+    has many row-local columns, and shuffling and sorting them costs more than computing
+    them)."""
+    keys = set(group.partition_columns) | {k.column for k in group.sort_keys}
+    everything_early = group.break_column is not None
+    early, late = [], []
+    for name, expr in group.prepare:
+        (early if everything_early or name in keys else late).append((name, expr))
+    return early, late
+
+
+def _late_columns(df: DataFrame, late: list) -> tuple[list, list, pa.Schema]:
+    """Split the late prepared columns into those Spark computes (Column list) and those
+    the task computes with Arrow kernels (shared_pass.with_computed: Spark would convert
+    every one of them to Arrow for the task) -- only where the Arrow evaluation gives
+    exactly the type Spark gives; and the prepared schema the task sees (Spark's
+    columns, then the task's)."""
+    if not late:
+        return [], [], arrow_schema(df)
+    columns = [F.expr(to_spark_sql(e)).alias(n) for n, e in late]
+    spark_types = arrow_schema(df.select(*columns))  # analysis only
+    base = arrow_schema(df)
+    in_engine, in_task = [], []
+    for (name, expr), column, field_ in zip(late, columns, spark_types):
+        if computed_type(expr, base) == field_.type:
+            in_task.append((name, expr))
+        else:
+            in_engine.append((column, field_))
+    schema = pa.schema(list(base) + [f for _, f in in_engine]
+                       + [spark_types.field(n) for n, _ in in_task])
+    return [c for c, _ in in_engine], in_task, schema
+
+
+def _relevance(spark: SparkSession):
+    """The plans' relevance filters the pass may use (as run_plan: unless
+    cepsql.pushdown.relevanceFilter=false, and only those Spark SQL can express)."""
+    if (spark.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
+        return None
+
+    def relevance(plan: QueryPlan):
+        if plan.relevance_filter is None:
+            return None
+        try:
+            to_spark_sql(plan.relevance_filter)
+        except CepError:
+            return None
+        return plan.relevance_filter
+    return relevance
 
 
 def _driver_statistics(spark: SparkSession, source: DataFrame):

@@ -1,0 +1,137 @@
+"""The workload's one pass on Spark, beyond tests/test_workload_spark.py: views of every
+shape (alias list, SQL around, two clauses, a clause over a clause) recorded once and read
+from the one pass equal each view alone; CEP views' relevance filters drop rows before the
+shuffle and each pattern gets only its relevant rows; row-local columns computed in the
+task (Arrow) where their type is Spark's."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cepsql.runtime.shared_pass import with_computed
+
+SOURCE = "wlp_ticks"
+N_ROWS = 300
+CEP_VIEWS = {
+    "wlp_any": "SELECT * FROM wlp_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES a.ts AS ta, b.ts AS tb, b.price - a.price AS gain "
+               "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '6' SECOND "
+               "DEFINE a AS a.vol > 70, b AS b.vol > 60 AND b.price > a.price)",
+    "wlp_next": "SELECT * FROM wlp_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+                "MEASURES a.ts AS ta, c.ts AS tc, COUNT(b.ts) AS n "
+                "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, KL(b), c)) "
+                "WITHIN INTERVAL '9' SECOND DEFINE a AS a.vol > 80, "
+                "b AS b.vol > 40 AND b.price > a.price, c AS c.vol > 75 AND c.amount > 2.5)",
+    "wlp_sym": "SELECT * FROM wlp_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+               "MEASURES a.ts AS ta, b.amount AS amt STRATEGY SKIP_TILL_ANY_MATCH "
+               "PATTERN (SEQ(a, b)) WITHIN INTERVAL '5' SECOND "
+               "DEFINE a AS a.sym = 'b' AND a.amount * 2 > 9.5, b AS b.vol < 10)",
+}
+SHAPED_VIEWS = {
+    "wlp_alias": "SELECT * FROM wlp_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+                 "MEASURES FIRST(A.price) AS low, LAST(B.price) AS high PATTERN (A B+) "
+                 "DEFINE B AS B.price > PREV(B.price)) AS m(s, x_low, x_high)",
+    "wlp_around": "SELECT sym, count(*) AS n, max(gain) AS g FROM (SELECT * FROM wlp_ticks "
+                  "MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES "
+                  "LAST(B.price) - FIRST(A.price) AS gain PATTERN (A B+) "
+                  "DEFINE A AS A.vol > 50, B AS B.price > PREV(B.price))) GROUP BY sym",
+    "wlp_two": "SELECT sym, ta AS t FROM wlp_ticks MATCH_RECOGNIZE (PARTITION BY sym "
+               "ORDER BY ts MEASURES a.ts AS ta STRATEGY SKIP_TILL_ANY_MATCH "
+               "PATTERN (SEQ(a, b)) WITHIN INTERVAL '3' SECOND DEFINE a AS a.vol > 90, "
+               "b AS b.vol > 90) UNION ALL SELECT sym, t0 FROM wlp_ticks MATCH_RECOGNIZE ("
+               "PARTITION BY sym ORDER BY ts MEASURES FIRST(D.ts) AS t0 PATTERN (D{2,}) "
+               "DEFINE D AS D.price < PREV(D.price))",
+    "wlp_nested": "SELECT * FROM (SELECT * FROM wlp_ticks MATCH_RECOGNIZE (PARTITION BY sym "
+                  "ORDER BY ts MEASURES A.ts AS ts, A.price AS price ONE ROW PER MATCH "
+                  "PATTERN (A) DEFINE A AS A.vol > 30)) MATCH_RECOGNIZE (ORDER BY ts "
+                  "MEASURES FIRST(U.ts) AS t0, COUNT(U.ts) AS n PATTERN (U{3,}) "
+                  "DEFINE U AS U.price > PREV(U.price))",
+}
+
+
+@pytest.fixture(scope="module")
+def source(spark):
+    rng = np.random.default_rng(11)
+    pdf = pd.DataFrame({"sym": rng.choice(list("abc"), N_ROWS),
+                        "ts": pd.to_datetime(np.arange(N_ROWS), unit="s"),
+                        "price": rng.integers(0, 10, N_ROWS).astype(np.int64),
+                        "vol": rng.integers(0, 100, N_ROWS).astype(np.int64),
+                        "amount": np.round(rng.random(N_ROWS) * 5, 2)})
+    base = spark.createDataFrame(pdf)
+    scanned = spark.sparkContext.accumulator(0)
+
+    def counting(batches):  # counts every row Spark reads from the source
+        for batch in batches:
+            scanned.add(batch.num_rows)
+            yield batch
+
+    base.mapInArrow(counting, base.schema).createOrReplaceTempView(SOURCE)
+    for name, query in {**CEP_VIEWS, **SHAPED_VIEWS}.items():
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {query}")
+    yield spark, scanned
+    for name in [*CEP_VIEWS, *SHAPED_VIEWS, SOURCE]:
+        spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+def rows(df):
+    return sorted(map(repr, df.collect()))
+
+
+def test_cep_views_read_only_relevant_rows_and_equal_each_view_alone(source):
+    spark, scanned = source
+    wl = spark.cep.workload(list(CEP_VIEWS))
+    frames = wl.dataframes()
+    (shared, tagged), = wl._built.passes.values()
+    group, = shared.groups
+    assert group.relevance is not None and len(group.relevance) == len(CEP_VIEWS)
+    assert all(p.relevant is not None for p in group.patterns)
+    assert "Filter" in tagged._jdf.queryExecution().optimizedPlan().toString()
+    before = scanned.value
+    got = {name: rows(df) for name, df in frames.items()}
+    assert scanned.value - before == N_ROWS  # one scan for the three views
+    for name in CEP_VIEWS:
+        alone = spark.table(name)
+        assert frames[name].schema == alone.schema, name
+        assert got[name] == rows(alone), name
+    assert sum(map(len, got.values())) > 20
+    counts = {r.view: r["count"] for r in wl.matches().groupBy("view").count().collect()}
+    assert counts == {name: len(got[name]) for name in CEP_VIEWS if got[name]}
+    wl.close()
+
+
+def test_views_of_every_shape_equal_each_view_alone(source):
+    spark, scanned = source
+    names = [*SHAPED_VIEWS, "wlp_any"]
+    wl = spark.cep.workload(names)
+    frames = wl.dataframes()
+    assert list(frames) == names
+    assert frames["wlp_alias"].columns[-2:] == ["x_low", "x_high"]
+    for name in names:
+        alone = spark.table(name)
+        assert frames[name].schema == alone.schema, name
+        assert rows(frames[name]) == rows(alone), name
+    wl.close()
+
+
+def test_the_pass_computes_row_local_columns_in_the_task_like_spark(source):
+    """Columns the task computes with Arrow (with_computed) equal Spark's own."""
+    spark, _ = source
+    wl = spark.cep.workload(list(CEP_VIEWS))
+    wl.dataframes()
+    (shared, _), = wl._built.passes.values()
+    group, = shared.groups
+    from cepsql.spark.workload import _late_columns, _prepare_split
+    from cepsql.exprs.spark_sql import to_spark_sql
+    from pyspark.sql import functions as F
+    early, late = _prepare_split(group)
+    assert not early and late
+    in_engine, in_task, _ = _late_columns(spark.table(SOURCE), late)
+    assert in_task  # the comparisons and arithmetic above are Arrow-computable
+    batch = spark.table(SOURCE).toArrow().combine_chunks().to_batches()[0]
+    mine = with_computed(batch, in_task)
+    theirs = spark.table(SOURCE).select(
+        *[F.expr(to_spark_sql(e)).alias(n) for n, e in in_task]).toArrow()
+    for name, _ in in_task:
+        assert mine.column(name).to_pylist() == theirs.column(name).to_pylist(), name
+    wl.close()
