@@ -102,7 +102,7 @@ on the planned evaluator, which does not merge runs) is left out.
 
 ``--check`` (also run by tests/test_bench_cep_workload.py on a small stream) compares, for
 every P and ES on a stream that crosses price 500 often, with small windows:
-(1) cepsql.match_recognize vs the reference oracle (cepsql/runtime/reference_cep.py),
+(1) cepsql.match_recognize vs the reference oracle (cepsql/reference/cep.py),
 (2) cepsql vs a direct Python model of the template with the paper's literal predicates
 (real max over the previous a rows, exact average) under SASE+'s NFA^b rules (= R5),
 (3) cepsql with run merging on vs off, and prints (4) the count under the simpler
@@ -308,7 +308,7 @@ def check(rows: int = 400, windows: Sequence[int] = (6, 30), seed: int = 3,
     import pyarrow as pa
 
     from cepsql.dialect import find_match_recognize
-    from cepsql.runtime.reference_cep import evaluate_reference_cep
+    from cepsql.reference.cep import evaluate_reference_cep
 
     df = check_stream(rows, seed)
     table = pa.Table.from_pandas(df, preserve_index=False)

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'step':<44} {'best s':>9} {'events/s':>14}  note")
     print("-" * 90)
     if not args.skip_spark:
-        from cepsql.spark.environment import require_java
+        from cepsql.backends.spark.environment import require_java
         require_java()
         header, *rows = bench_spark(args.rows, args.repeat, args.master, conf)
         print(f"[{header}]")

@@ -67,7 +67,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import cepsql  # noqa: E402
-import cepsql.spark.execute as spark_execute  # noqa: E402
+import cepsql.backends.spark.execute as spark_execute  # noqa: E402
 from bench_foundation import QUERY as PARTITIONED  # noqa: E402
 from bench_unpartitioned import UNPARTITIONED  # noqa: E402
 from cepsql.datagen import generate_ticks  # noqa: E402

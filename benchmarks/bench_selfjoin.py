@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     print(cep_sql)
     print(join_sql + "\n")
 
-    from cepsql.spark.environment import require_java
+    from cepsql.backends.spark.environment import require_java
     require_java()
     spark = cepsql.get_session(master=args.master,
                                conf={"spark.ui.showConsoleProgress": "false", **conf})

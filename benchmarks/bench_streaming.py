@@ -268,7 +268,7 @@ def _session(args):
 
 
 def spark_run(args, ticks) -> int:
-    from cepsql.stream_demo import STREAM_SCHEMA, write_increments
+    from cepsql.backends.streaming.demo import STREAM_SCHEMA, write_increments
 
     spark = _session(args)
     from pyspark.sql import functions as F
@@ -371,7 +371,7 @@ def long_run(args) -> int:
     import pyarrow.parquet as pq
 
     from cepsql.datagen import generate_ticks
-    from cepsql.stream_demo import STREAM_SCHEMA
+    from cepsql.backends.streaming.demo import STREAM_SCHEMA
 
     spark = _session(args)
     from pyspark.sql import functions as F

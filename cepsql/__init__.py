@@ -11,7 +11,7 @@ import os as _os
 from . import errors
 from .errors import (CepAnalysisError, CepEnvironmentError, CepError, CepRuntimeError,
                      CepSyntaxError, CepUnsupportedError)
-from .spark.environment import ensure_environment, require_java
+from .backends.spark.environment import ensure_environment, require_java
 
 __version__ = "0.1.0"
 
@@ -38,13 +38,13 @@ if not _IN_SPARK_WORKER:
     from .backends.local.workload import workload  # noqa: E402
     from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
     from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
-    from .spark.session import CepSession  # noqa: E402
+    from .backends.spark.session import CepSession  # noqa: E402
 
 
 def _attach_all() -> None:
     from pyspark.sql import SparkSession
 
-    from .spark.session import attach as _attach
+    from .backends.spark.session import attach as _attach
     _attach(SparkSession)
     import importlib.util
     if importlib.util.find_spec("grpc") is None:  # Spark Connect not installed
@@ -58,13 +58,13 @@ def _attach_all() -> None:
 
 if not _IN_SPARK_WORKER:
     _attach_all()
-    from .spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
+    from .backends.spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
     _install_quiet_errors()
 
 
 def _install_error_hook() -> None:
     """CepErrors raised inside Spark tasks surface as themselves on any action."""
-    from .spark.task_errors import install_error_hook
+    from .backends.spark.task_errors import install_error_hook
     install_error_hook()
 
 
@@ -76,15 +76,15 @@ def register(spark) -> None:
     """Register the SQL table functions ``cep_match`` and ``cep_view`` on ``spark`` so that
     plain ``spark.sql`` can call them (done automatically for the session active at
     ``import cepsql`` and on first use of ``spark.cep``). Through ``spark.cep.sql`` the
-    same calls run batch-based; see cepsql/spark/table_function.py."""
-    from .spark.tf_plain import register as _register
+    same calls run batch-based; see cepsql/backends/spark/table_function.py."""
+    from .backends.spark.tf_plain import register as _register
     _register(spark)
 
 
 def _register_active() -> None:
     """At import: register on the already running session, if any (never starts one)."""
     from pyspark.sql import SparkSession
-    from .spark.session import register_quietly
+    from .backends.spark.session import register_quietly
     try:
         spark = SparkSession.getActiveSession()
     except Exception:  # pragma: no cover - broken or remote-only environments
@@ -116,7 +116,7 @@ def get_session(master: str | None = None, conf: dict | None = None):
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    from .spark.session import register_quietly
+    from .backends.spark.session import register_quietly
     register_quietly(session)
     return session
 

@@ -106,7 +106,7 @@ def get_spark(master: str | None, conf: dict[str, str]) -> tuple[Any, bool]:
             except Exception:
                 _err(f"Warning: cannot set {key} on the running session; ignored")
         return active, False
-    from cepsql.spark.environment import require_java
+    from cepsql.backends.spark.environment import require_java
     require_java()
     # a progress bar would interleave with the results; the user's --conf still wins
     conf = {"spark.ui.showConsoleProgress": "false", **conf}
@@ -405,7 +405,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     spark, created = get_spark(args.master, dict(args.conf))
     try:
         if args.stream:
-            from cepsql.stream_demo import run_stream_demo
+            from cepsql.backends.streaming.demo import run_stream_demo
             return run_stream_demo(spark, args.rows, out=_out)
         return _demo(spark, args.rows)
     finally:

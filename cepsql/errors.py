@@ -74,7 +74,7 @@ def position_of(sql: str, offset: int) -> tuple[int, int]:
 # A CepError raised inside a Spark task reaches the driver only as the text of Spark's
 # PythonException. ``transported`` makes that text carry the error's class, message and
 # position (one tagged JSON line); ``decode_error`` turns the text back into the CepError
-# on the driver (cepsql/spark/task_errors.py hooks it into pyspark's error conversion).
+# on the driver (cepsql/backends/spark/task_errors.py hooks it into pyspark's error conversion).
 
 WIRE_TAG = "[cepsql-error] "
 

@@ -24,7 +24,7 @@ import pytest  # noqa: E402
 from cepsql.algebra.expressions import BinaryOp, ColumnRef, Literal  # noqa: E402
 from cepsql.errors import CepAnalysisError  # noqa: E402
 from cepsql.runtime.plan import BoundPlan, QueryPlan, SortColumn  # noqa: E402
-from cepsql.spark.splice import matching_paren, skip_space, skip_token  # noqa: E402
+from cepsql.backends.spark.splice import matching_paren, skip_space, skip_token  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -154,7 +154,7 @@ VEHICLES = ("SELECT * FROM trips MATCH_RECOGNIZE (ORDER BY ts "
 
 
 def test_partition_key_inferred_from_linking_equalities():
-    from cepsql.runtime.reference_cep import evaluate_reference_cep
+    from cepsql.reference.cep import evaluate_reference_cep
     rng = np.random.default_rng(3)
     n = 80
     table = pa.table({"ts": np.arange(n, dtype=np.int64),

@@ -15,7 +15,7 @@ from cepsql.dialect import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.backends.local.engine import global_breaks
 from cepsql.runtime.executor import plan_query
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 try:
     from .strategies_cep import cep_queries, cep_streams
@@ -188,7 +188,7 @@ def test_generated_queries_tiny_chunks(monkeypatch):
 
 def test_table_function_form_is_rejected():
     from cepsql.dialect import parse_clause_body
-    from cepsql.spark.tf_plan import build_table_plan
+    from cepsql.backends.spark.tf_plan import build_table_plan
     spec = parse_clause_body("PARTITION BY part ORDER BY ts MEASURES count(*) AS n "
                              "STRATEGY STRICT_CONTIGUITY PATTERN (a b) DEFINE a AS v = 0")
     with pytest.raises(CepUnsupportedError, match="STRICT_CONTIGUITY with PARTITION BY"):
@@ -226,7 +226,7 @@ def test_spark_agrees_with_in_process(spark):
 
 
 def test_spark_break_flags_agree_with_in_process(spark):
-    from cepsql.spark.strict_breaks import with_global_breaks
+    from cepsql.backends.spark.strict_breaks import with_global_breaks
     nan, inf = float("nan"), float("inf")
     table = pa.table({
         "p": ["a", "b", "a", None, None, "b", "a", "a", "b", "b", None, "a", "b", "b"],

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import cepsql
 from cepsql.errors import CepUnsupportedError
 from cepsql.runtime import cep_worker as cep_worker_module
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 from strategies import STREAM_SCHEMA
 from strategies_cep import STRATEGIES, cep_streams

@@ -16,7 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 import cepsql
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 from strategies_cep import STRATEGIES, cep_streams
 from test_property_sql import row_multiset, spec_of

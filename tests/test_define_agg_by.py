@@ -17,7 +17,7 @@ import pytest
 import cepsql
 from cepsql.dialect import find_match_recognize
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime.reference import evaluate_reference
+from cepsql.reference.sql import evaluate_reference
 
 NAN = float("nan")
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)

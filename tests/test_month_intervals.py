@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import cepsql
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.algebra.expressions import Literal
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import add_months

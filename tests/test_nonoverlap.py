@@ -12,8 +12,8 @@ from cepsql.dialect import find_match_recognize
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime.executor import plan_query
 from cepsql.runtime.partition_inference import infer_partition_keys
-from cepsql.runtime.reference_cep import evaluate_reference_cep
-from cepsql.spark.slicing import slicing_blocker
+from cepsql.reference.cep import evaluate_reference_cep
+from cepsql.backends.spark.slicing import slicing_blocker
 
 PAST = "AFTER MATCH SKIP PAST LAST ROW"
 # two symbols interleaved; a match is a, b, c of one symbol within 6 seconds

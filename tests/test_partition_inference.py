@@ -27,7 +27,7 @@ from cepsql.runtime.partition_inference import (
     visible_partitions,
     with_inferred_partitions,
 )
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 try:
     from .strategies_cep import _tree, cep_streams, render, variables

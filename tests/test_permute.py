@@ -19,7 +19,7 @@ import cepsql
 from cepsql.algebra.pattern import Concat, Permute, Quantified, Var
 from cepsql.errors import CepUnsupportedError
 from cepsql.runtime.program import compile_pattern
-from cepsql.runtime.reference_pattern import PatternMatcher
+from cepsql.reference.pattern import PatternMatcher
 
 try:
     from .test_property_sql import SETTINGS, assert_engine_matches

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, reject, settings
 
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 try:
     from .strategies_cep import STRATEGIES, cep_queries, cep_streams

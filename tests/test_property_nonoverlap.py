@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.runtime import cep_worker as cep_worker_module
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 try:
     from .strategies import STREAM_SCHEMA

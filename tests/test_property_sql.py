@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from hypothesis import HealthCheck, given, reject, settings
 
-from cepsql.runtime.reference import SearchBudgetExceeded, evaluate_reference
+from cepsql.reference.sql import SearchBudgetExceeded, evaluate_reference
 
 try:  # tests/ as a package or as a plain directory on sys.path
     from .strategies import queries, streams

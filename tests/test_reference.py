@@ -18,8 +18,8 @@ from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusio
                                     Quantified, Var)
 from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipTo, SortKey
 from cepsql.errors import CepRuntimeError, CepUnsupportedError
-from cepsql.runtime.reference import evaluate_reference
-from cepsql.runtime.reference_expr import EvalContext, evaluate
+from cepsql.reference.sql import evaluate_reference
+from cepsql.reference.expr import EvalContext, evaluate
 
 # --- tiny builders -----------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import pytest
 
 from cepsql.dialect import find_match_recognize
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 S = pa.table({"part": ["p"] * 6, "ts": [1, 2, 3, 4, 5, 6], "price": [10, 20, 15, 30, 25, 22],
               "vol": [1.0] * 6, "tag": ["a", "b", "c", "b", "a", "b"]})

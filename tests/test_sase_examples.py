@@ -16,7 +16,7 @@ import pytest
 import cepsql
 from cepsql.datagen import (RFID_SCHEMA, SHIPMENTS_SCHEMA, generate_rfid, generate_shipments,
                             generate_ticks, site_names, tag_names)
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 
 try:
     from .test_property_sql import row_multiset, spec_of

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.runtime.shared import SharedEvaluator, SharedPass, dag_unsupported, merge_plan
 from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
 from cepsql.runtime.shared.local_run import plan_local_workload

@@ -118,7 +118,7 @@ def test_synthetic_views_parse_share_and_run_in_process():
         counts[s] += 1
     assert counts[wl.symbols[0]] > counts[wl.symbols[-1]]
     from cepsql.dialect import find_match_recognize
-    from cepsql.runtime.reference_cep import evaluate_reference_cep
+    from cepsql.reference.cep import evaluate_reference_cep
     total = 0
     for stmt in wl.statements[:3]:
         query = stmt.split(" AS ", 1)[1]

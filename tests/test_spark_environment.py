@@ -7,7 +7,7 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepEnvironmentError
-from cepsql.spark.environment import ensure_environment, require_java
+from cepsql.backends.spark.environment import ensure_environment, require_java
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -2,7 +2,7 @@
 import pyarrow as pa
 from types import SimpleNamespace
 
-from cepsql.spark.execute import run_plan
+from cepsql.backends.spark.execute import run_plan
 
 TICKS = pa.table({
     "sym": ["a", "b", "a", "b", "a", None, "c"],

@@ -1,12 +1,12 @@
 """Session hygiene (issue 12, item 6): cepsql leaves nothing of its own in the session's
-catalog — generated names are bound to DataFrames (cepsql/spark/frames.py), cep_match is
+catalog — generated names are bound to DataFrames (cepsql/backends/spark/frames.py), cep_match is
 applied without registering a function — while the user's own views stay, and lazy
 DataFrames returned earlier keep working."""
 from __future__ import annotations
 
 import pytest
 
-from cepsql.spark.frames import GENERATED_NAME, sql_with_frames
+from cepsql.backends.spark.frames import GENERATED_NAME, sql_with_frames
 
 RISE = ("MEASURES FIRST(A.price) AS low, LAST(B.price) AS high ONE ROW PER MATCH "
         "PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)")

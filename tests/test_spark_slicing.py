@@ -1,4 +1,4 @@
-"""Time slicing on Spark (cepsql/spark/slicing.py): spark.cep.sql on an unpartitioned,
+"""Time slicing on Spark (cepsql/backends/spark/slicing.py): spark.cep.sql on an unpartitioned,
 time-windowed CEP clause returns exactly the in-process result (which never slices).
 
 The session has 4 shuffle partitions, so spark.cep.sql cuts the data below into 4 slices
@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 import cepsql
 from cepsql.dialect import find_match_recognize
 from cepsql.runtime.executor import plan_query
-from cepsql.spark.execute import arrow_schema, run_plan
-from cepsql.spark.slicing import (
+from cepsql.backends.spark.execute import arrow_schema, run_plan
+from cepsql.backends.spark.slicing import (
     HOME_COLUMN,
     SLICE_COLUMN,
     slice_labels,
@@ -287,7 +287,7 @@ from hypothesis import strategies as st  # noqa: E402
 from strategies_cep import cep_queries, cep_streams  # noqa: E402
 from test_property_sql import row_multiset  # noqa: E402
 
-from cepsql.runtime.reference_cep import evaluate_reference_cep  # noqa: E402
+from cepsql.reference.cep import evaluate_reference_cep  # noqa: E402
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # a Spark job per example
 

@@ -9,7 +9,7 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepSyntaxError
-from cepsql.runtime.reference import evaluate_reference
+from cepsql.reference.sql import evaluate_reference
 from _sqlhelp import loc, run
 
 try:

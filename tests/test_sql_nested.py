@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 import cepsql
-from cepsql.runtime.reference_cep import evaluate_reference_cep
+from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.errors import CepAnalysisError
 from _sqlhelp import loc, run
 
-from cepsql.runtime.reference import evaluate_reference
+from cepsql.reference.sql import evaluate_reference
 
 try:
     from .test_property_sql import assert_engine_matches, row_multiset, spec_of

@@ -11,7 +11,7 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
-from cepsql.runtime.reference import evaluate_reference
+from cepsql.reference.sql import evaluate_reference
 from cepsql.runtime.subqueries import bind_subqueries
 from _sqlhelp import loc, run
 

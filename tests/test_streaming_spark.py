@@ -113,7 +113,7 @@ def test_stream_without_watermark_says_what_to_add(spark, tmp_path):
 
 
 def test_stream_demo_prints_matches_per_batch(spark, one_shuffle_partition):
-    from cepsql.stream_demo import run_stream_demo
+    from cepsql.backends.streaming.demo import run_stream_demo
     lines: list[str] = []
     assert run_stream_demo(spark, 3000, out=lines.append, n_files=2) == 0
     text = "\n".join(lines)
@@ -126,7 +126,7 @@ def test_write_increments_splits_in_order(tmp_path):
     import pyarrow.parquet as pq
 
     from cepsql.datagen import generate_ticks
-    from cepsql.stream_demo import write_increments
+    from cepsql.backends.streaming.demo import write_increments
     table = generate_ticks(10)
     paths = write_increments(table, str(tmp_path), 3)
     parts = [pq.read_table(p) for p in paths]
@@ -191,7 +191,7 @@ def test_cli_demo_stream_matches_are_batch_matches(spark, one_shuffle_partition,
     import cepsql
     from cepsql.cli import main
     from cepsql.datagen import generate_ticks
-    from cepsql.stream_demo import STREAM_QUERY
+    from cepsql.backends.streaming.demo import STREAM_QUERY
     assert main(["demo", "--stream", "--rows", "3000"]) == 0
     lines = capsys.readouterr().out.splitlines()
     streamed = int(lines[-1].split()[0])

@@ -14,7 +14,7 @@ import pytest
 
 from cepsql import cli
 from cepsql.errors import CepAnalysisError, CepSyntaxError
-from cepsql.spark.frames import GENERATED_NAME
+from cepsql.backends.spark.frames import GENERATED_NAME
 
 SOURCE = "wl_ticks"
 VIEWS = {

@@ -121,7 +121,7 @@ def test_the_pass_computes_row_local_columns_in_the_task_like_spark(source):
     wl.dataframes()
     (shared, _), = wl._built.passes.values()
     group, = shared.groups
-    from cepsql.spark.workload import _late_columns, _prepare_split
+    from cepsql.backends.spark.workload import _late_columns, _prepare_split
     from cepsql.exprs.spark_sql import to_spark_sql
     from pyspark.sql import functions as F
     early, late = _prepare_split(group)

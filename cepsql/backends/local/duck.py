@@ -56,7 +56,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ...errors import CepAnalysisError, CepRuntimeError, CepSyntaxError
-from ...spark.splice import normalize_name
+from ..spark.splice import normalize_name
 
 __all__ = ["run_duckdb", "spark_to_duckdb"]
 

@@ -32,7 +32,7 @@ from .sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_tab
                         unsupported)
 from ...runtime.subqueries import arrow_constant, bind_subqueries
 from ...runtime.plan import QueryPlan, SortColumn
-from ...spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
+from ..spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
 __all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
 

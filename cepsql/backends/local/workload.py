@@ -23,7 +23,7 @@ from .engine import (TableLike, _LocalStatement, _sort_for_matching, _table_stat
 from .sql import Scope
 from ...runtime.plan import QueryPlan
 from ...runtime.shared_pass import SharedPass, SharedPassWorker, plan_pass, split_output
-from ...spark.splice import normalize_name
+from ..spark.splice import normalize_name
 
 __all__ = ["workload", "LocalWorkload", "run_shared_pass", "parse_views"]
 

@@ -13,7 +13,7 @@ from ...algebra.pattern import Anchor
 from ...errors import CepAnalysisError, CepUnsupportedError
 from ...exprs.spark_sql import to_spark_sql
 from ...runtime.plan import QueryPlan
-from ...spark.execute import arrow_schema
+from ..spark.execute import arrow_schema
 from .packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
                       RowPacker, RowUnpacker)
 from .processor import MatchProcessor

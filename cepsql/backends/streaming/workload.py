@@ -42,7 +42,7 @@ from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import QueryPlan
 from ...runtime.shared_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
                                     tag_batch)
-from ...spark.execute import arrow_schema
+from ..spark.execute import arrow_schema
 from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
 from .frames import check_streamable, check_streamable_worker, _use_rocksdb
 from .ipc import from_bytes, to_bytes
@@ -229,7 +229,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
 def _late_counter(spark):
     """An accumulator of the rows the workload drops as late, listed by
     ``spark.cep.late_rows()`` under a generated ``__cep_workload...`` name."""
-    from ...spark.splice import new_view_name
+    from ..spark.splice import new_view_name
     counter = spark.sparkContext.accumulator(0)
     late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
     if late is not None:

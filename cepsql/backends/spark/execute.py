@@ -10,9 +10,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from ..errors import CepError, CepUnsupportedError, transported
-from ..exprs.spark_sql import quote_identifier, to_spark_sql
-from ..runtime.plan import QueryPlan, SortColumn
+from ...errors import CepError, CepUnsupportedError, transported
+from ...exprs.spark_sql import quote_identifier, to_spark_sql
+from ...runtime.plan import QueryPlan, SortColumn
 
 
 def _col(name: str) -> Column:
@@ -123,7 +123,7 @@ def _aggregates_matches(df: DataFrame) -> bool:
 
 
 def _unknown_aggregate() -> CepUnsupportedError:
-    from ..dialect.to_algebra import AGGREGATES
+    from ...dialect.to_algebra import AGGREGATES
     return CepUnsupportedError(
         "a MEASURES or DEFINE expression calls a Spark aggregate function that "
         "MATCH_RECOGNIZE does not compute; supported aggregates: "

@@ -25,7 +25,7 @@ from typing import Callable
 
 from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
                                Permute, Quantified, Var)
-from .program import single_path
+from ..runtime.program import single_path
 
 # A labelled prefix: one (variable, excluded) pair per row from the match start.
 Labels = tuple[tuple[str, bool], ...]

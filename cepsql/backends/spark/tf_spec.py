@@ -6,10 +6,10 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from ..algebra.expressions import ColumnRef, walk
-from ..algebra.spec import MatchRecognizeSpec
-from ..dialect import parse_clause_body
-from ..errors import CepAnalysisError, CepError
+from ...algebra.expressions import ColumnRef, walk
+from ...algebra.spec import MatchRecognizeSpec
+from ...dialect import parse_clause_body
+from ...errors import CepAnalysisError, CepError
 from .tf_calls import MatchCall, Piece, map_body_pos
 
 

@@ -57,11 +57,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..algebra.expressions import ColumnRef, Navigation, walk
-from ..algebra.pattern import contains_negation
-from ..algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
-from ..exprs.spark_sql import quote_identifier, to_spark_sql
-from ..runtime.partition_inference import whole_input_output
+from ...algebra.expressions import ColumnRef, Navigation, walk
+from ...algebra.pattern import contains_negation
+from ...algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
+from ...exprs.spark_sql import quote_identifier, to_spark_sql
+from ...runtime.partition_inference import whole_input_output
 from .execute import shuffle_partitions
 
 __all__ = [

@@ -25,8 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..errors import CepAnalysisError, CepError, transported
-from ..exprs.spark_sql import quote_identifier, to_spark_sql
+from ...errors import CepAnalysisError, CepError, transported
+from ...exprs.spark_sql import quote_identifier, to_spark_sql
 from .execute import arrow_schema
 from .splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
                      normalize_name, scan_ctes, wrap_ctes)

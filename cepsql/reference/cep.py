@@ -22,9 +22,9 @@ from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Ne
 from ..algebra.rowrefs import bind_rows, rebuild
 from ..algebra.spec import MatchRecognizeSpec, Window
 from ..errors import CepAnalysisError, CepUnsupportedError
-from .reference import (_all_rows_row, _next_start, _ordered, _partition_values, _partitions,
+from .sql import (_all_rows_row, _next_start, _ordered, _partition_values, _partitions,
                         _Query, _unmatched_row, evaluate_reference)
-from .reference_expr import EvalContext, aggregate_variable, evaluate
+from .expr import EvalContext, aggregate_variable, evaluate
 
 __all__ = ["evaluate_reference_cep", "RULES"]
 
@@ -894,8 +894,8 @@ def _output(q: _Query, conds: _Conditions, rows: list[dict], matches: list[Rows]
 
 def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
     """The SQL reference's partition loop with the window added to every row's acceptance."""
-    from .reference import DEFAULT_MAX_STEPS, _match_rows
-    from .reference_pattern import PatternMatcher
+    from .sql import DEFAULT_MAX_STEPS, _match_rows
+    from .pattern import PatternMatcher
     spec = q.spec
     ts: list[object] = []
     if spec.window.kind == "time":

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from ..dialect.dialect import matching_paren, tokenize
-from ..errors import CepSyntaxError
+from ...dialect.dialect import matching_paren, tokenize
+from ...errors import CepSyntaxError
 
 MATCH_FUNCTION = "cep_match"
 VIEW_FUNCTION = "cep_view"

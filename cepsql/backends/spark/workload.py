@@ -43,10 +43,10 @@ from pyspark.sql import functions as F
 from pyspark.errors import AnalysisException
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..errors import CepAnalysisError, CepError
-from ..exprs.spark_sql import to_spark_sql
-from ..runtime.plan import QueryPlan
-from ..runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
+from ...errors import CepAnalysisError, CepError
+from ...exprs.spark_sql import to_spark_sql
+from ...runtime.plan import QueryPlan
+from ...runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    result_column, unshared_reason)
 from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)
@@ -217,7 +217,7 @@ class Workload:
         measures (VARIANT); see the module docstring."""
         built = self._build()
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
-            from ..backends.streaming.workload import streaming_matches
+            from ..streaming.workload import streaming_matches
             return streaming_matches(built.clauses, built.passes)
         parts = [self._clause_matches(built, c) for c in built.clauses if c.index >= 0]
         if not parts:
@@ -234,7 +234,7 @@ class Workload:
         built = self._build()
         if file is not None:
             self._write_svg(built, file)
-        from ..runtime.explain_summary import summarize
+        from ...runtime.explain_summary import summarize
         settings = sharing_settings(self._session.spark)
         lines = [f"== Workload: {', '.join(built.names)} ==",
                  f"views: {len(built.names)}; clauses in shared passes: "
@@ -258,7 +258,7 @@ class Workload:
     def _write_svg(built, file: str) -> None:
         """The global plan DAG of the first partitioning group that shares sub-patterns
         (EXPLAIN lists every group's plan in text)."""
-        from ..sharing.describe import workload_svg
+        from ...sharing.describe import workload_svg
         drawing = next((workload_svg(group.global_plan, group.workload_patterns)
                         for shared, _ in built.passes.values() for group in shared.groups
                         if group.global_plan is not None and group.global_plan.nodes), None)
@@ -321,7 +321,7 @@ class Workload:
         return built
 
     def _rewrite(self, view, frames=None, **hooks):
-        from ..dialect import parse_create_view
+        from ...dialect import parse_create_view
         create = parse_create_view(view.sql)
         s = self._session
         return rewrite(s.spark, create.query_text, offset=create.query_offset,
@@ -469,7 +469,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     """The tagged rows of every plan over source: one shuffle + sort and one mapInArrow per
     partitioning group, the groups unioned and persisted once."""
     if source.isStreaming:  # one stateful streaming query (backends/streaming/workload.py)
-        from ..backends.streaming.workload import streaming_pass
+        from ..streaming.workload import streaming_pass
         return streaming_pass(source, plans)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
@@ -564,8 +564,8 @@ def _driver_statistics(spark: SparkSession, source: DataFrame):
     once for the whole workload (one small job, only if some pattern is shareable), each
     pattern's rates and selectivities estimated from them as a task does
     (cepsql.stats.workerSampleRows rows)."""
-    from ..stats import estimate_from_table
-    from ..stats.worker import worker_sample_rows
+    from ...stats import estimate_from_table
+    from ...stats.worker import worker_sample_rows
     rows = worker_sample_rows(lambda k: spark.conf.get(k, None))
     sample: list[pa.Table] = []
 
@@ -591,7 +591,7 @@ def _group_text(k: int, group) -> str:
 def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
     """The group's global plan for EXPLAIN WORKLOAD: the sharing planner's multi-pattern
     graph, DAG, costs and search (sharing.describe_workload), views named."""
-    from ..sharing.describe import describe_workload
+    from ...sharing.describe import describe_workload
     patterns = list(group.workload_patterns)
     for k, (p, wp) in enumerate(zip(group.patterns, patterns)):
         c = by_index.get(p.index)

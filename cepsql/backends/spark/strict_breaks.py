@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import CepUnsupportedError
-from ..runtime.plan import QueryPlan, SortColumn
+from ...errors import CepUnsupportedError
+from ...runtime.plan import QueryPlan, SortColumn
 from .execute import _col, _sort_column
 
 _BUCKET, _PREV, _TAIL, _PREV_TAIL = "__cep_gb_bucket", "__cep_gb_prev", "__cep_gb_tail", \

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..errors import CepAnalysisError
+from ...errors import CepAnalysisError
 from .rewrite import default_planner, driver_statistics, rewrite, run_sql
 from .splice import new_view_name, normalize_name
 from .task_errors import quiet_task_logs
@@ -85,14 +85,14 @@ class CepSession:
             rewritten = rewrite(self.spark, query, finder=self._finder,
                                 planner=recording_planner, views=self._views)
         if svg or file is not None:
-            from ..runtime.plan_svg import clauses_svg
+            from ...runtime.plan_svg import clauses_svg
             drawing = clauses_svg(recorded)
             if file is not None:
                 with open(file, "w", encoding="utf-8") as out:
                     out.write(drawing)
             if svg:
                 return drawing
-        from ..runtime.explain_summary import summarize
+        from ...runtime.explain_summary import summarize
         blocks = []
         for i, (spec, plan) in enumerate(recorded, 1):
             body = getattr(plan, "explain", "") or "(no plan details)"
@@ -117,7 +117,7 @@ class CepSession:
     def workload(self, views: str | list[str]) -> "Workload":
         """The pattern views reading a source (``workload("ticks")``) or an explicit list
         of views, evaluated by one shared pass: ``dataframes()``, ``matches()``,
-        ``explain()`` (see cepsql/spark/workload.py). Unknown names raise
+        ``explain()`` (see cepsql/backends/spark/workload.py). Unknown names raise
         CepAnalysisError. The same selector gives the same object: its persisted pass is
         reused until the views change (``close()`` unpersists it)."""
         from .workload import Workload
@@ -170,7 +170,7 @@ class CepSession:
     def _workload_calls(self, stmt: str) -> tuple[str, dict[str, DataFrame]]:
         """``cep_workload('src')`` table function calls replaced by generated names bound
         to the workload's matches()."""
-        from ..dialect.statements import find_workload_calls
+        from ...dialect.statements import find_workload_calls
         frames: dict[str, DataFrame] = {}
         if "cep_workload" not in stmt.lower():
             return stmt, frames
@@ -232,7 +232,7 @@ def _empty(spark: SparkSession) -> DataFrame:
 
 def _dialect():
     try:
-        from .. import dialect
+        from ... import dialect
     except ImportError:  # pragma: no cover - dialect not built yet
         return None
     return dialect if hasattr(dialect, "parse_create_view") else None

@@ -19,8 +19,8 @@ from ..algebra.expressions import ColumnRef, Expr
 from ..algebra.rowrefs import bind_rows
 from ..algebra.spec import MatchRecognizeSpec, SortKey
 from ..errors import CepRuntimeError, CepUnsupportedError
-from .reference_expr import EvalContext, compare, evaluate, in_variable
-from .reference_pattern import Labels, PatternMatcher, SearchBudgetExceeded
+from .expr import EvalContext, compare, evaluate, in_variable
+from .pattern import Labels, PatternMatcher, SearchBudgetExceeded
 
 __all__ = ["evaluate_reference", "SearchBudgetExceeded", "DEFAULT_MAX_STEPS"]
 
