@@ -91,9 +91,7 @@ cdef extern from "exact128.h" nogil:
     int x_dec_trunc(x_i128 a, int sa, x_i128* out)
 
 
-cdef extern from "math.h" nogil:
-    double ldexp(double x, int e)
-    double trunc(double x)
+from libc.math cimport ldexp, trunc
 
 
 cdef struct ExactLane:
