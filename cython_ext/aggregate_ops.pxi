@@ -242,3 +242,22 @@ cdef inline int _push_null_aggregate(Buf* out, int func, const int* lane) noexce
             return buf_push(out, 0) or buf_push(out, NULL_HI)
         return buf_push(out, NULL_BITS) or buf_push(out, 0)
     return buf_push(out, -1) or buf_push(out, 0)
+
+
+cdef inline void _agg_define_row(i64* a, const int* daggs, int k, const ExactLane* xl,
+                                 const double* vals, const unsigned char* nulls,
+                                 i64 n_rows, i64 r) noexcept nogil:
+    """Add row r to DEFINE aggregate k's running state a (daggs: set, function, column
+    per aggregate; the VM's column matrices, n_rows rows per column)."""
+    cdef int func = daggs[k * 3 + 1]
+    cdef int col = daggs[k * 3 + 2]
+    cdef i64 base = col * n_rows
+    cdef const int* lane = xl.dlane + 4 * k
+    cdef i64 vbase = lane[2] * n_rows
+    if func == A_MAX_BY or func == A_MIN_BY:
+        _agg_step_by(a, func, lane, vals + base, xl.cols + base, nulls + base,
+                     vals + vbase, xl.cols + vbase, nulls + vbase, r)
+    elif col < 0:
+        _agg_step(a, func, lane, NULL, NULL, NULL, r, 0)
+    else:
+        _agg_step(a, func, lane, vals + base, xl.cols + base, nulls + base, r, 0)

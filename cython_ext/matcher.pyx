@@ -776,19 +776,7 @@ cdef class SqlMatcher:
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
-        cdef int col = self.daggs[k * 3 + 2]
-        cdef i64 base = col * self.n_rows
-        cdef const int* lane = self.xl.dlane + 4 * k
-        cdef i64 vbase = lane[2] * self.n_rows
-        if self.daggs[k * 3 + 1] == A_MAX_BY or self.daggs[k * 3 + 1] == A_MIN_BY:
-            _agg_step_by(a, self.daggs[k * 3 + 1], lane, self.vals + base, self.xl.cols + base,
-                         self.nulls + base, self.vals + vbase, self.xl.cols + vbase,
-                         self.nulls + vbase, r)
-        elif col < 0:
-            _agg_step(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, NULL, NULL, NULL, r, 0)
-        else:
-            _agg_step(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, self.vals + base,
-                      self.xl.cols + base, self.nulls + base, r, 0)
+        _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r)
 
     cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
         """out := st after mapping row r to label."""

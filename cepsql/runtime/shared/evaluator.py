@@ -33,7 +33,7 @@ import pyarrow as pa
 from ...sharing.global_plan import GlobalPlan
 from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
-from ..pending import with_zero as _with_zero
+from ..pending import PendingRows
 from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
 from .columns import load_columns
 from .dag_arrays import dag_arrays
@@ -111,11 +111,7 @@ class SharedEvaluator:
         self.streaming = not self.generic and all(w.streamable() for w in self.workers) \
             and all(n.window_kind for n in global_plan.nodes)
         self.chunk_rows = chunk_rows
-        self.pending: list[pa.RecordBatch] = []
-        self.starts: list[np.ndarray] = []
-        self.pending_rows = 0
-        self.previous = None
-        self.threshold = chunk_rows
+        self.pending = PendingRows(self.workers[0]._group_starts, chunk_rows)
         self.carried = False               # the pending rows start inside an open group
         self.offsets = [0] * len(self.workers)   # per matcher: its first row in pending
         self.matches = [0] * len(self.workers)
@@ -145,46 +141,34 @@ class SharedEvaluator:
     def _feed(self, batch: pa.RecordBatch) -> Output:
         if batch.num_rows == 0:
             return []
-        first = self._view(0, batch)
-        self.starts.append(self.workers[0]._group_starts(first, self.previous)
-                           + self.pending_rows)
-        self.previous = first.slice(batch.num_rows - 1)
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        if self.pending_rows < self.threshold:
+        self.pending.add(batch, key_view=self._view(0, batch))
+        if not self.pending.ready:
             return []
-        starts = _with_zero(np.concatenate(self.starts))
-        table = pa.Table.from_batches(self.pending)
+        starts = self.pending.group_starts()
         if self.streaming:
+            table, _ = self.pending.table()
             out = self._process(table, starts, open_last=True)
             keep = min(self.dag.keep, min(self.offsets, default=self.dag.keep))
             self.dag.rebase(keep)
             self.offsets = [o - keep for o in self.offsets]
-            rest = table.slice(keep)
             self.carried = True
-            self.starts = [np.zeros(0, dtype=np.int64)]
-            # rows held back (a long undecided match) are retried once the data doubled
-            self.threshold = max(self.chunk_rows, 2 * rest.num_rows)
+            self.pending.keep(table.slice(keep))
         else:
             cut = int(starts[-1])   # the last group may continue in the next batch
             if cut == 0:
-                self.threshold = 2 * self.pending_rows
+                self.pending.wait_for_more()
                 return []
+            table, _ = self.pending.table()
             out = self._process(table.slice(0, cut), starts[:-1])
-            rest = table.slice(cut)
-            self.starts = [np.zeros(1, dtype=np.int64)]
-            self.threshold = self.chunk_rows
-        self.pending = rest.to_batches()
-        self.pending_rows = rest.num_rows
+            self.pending.keep(table.slice(cut), group_open=False)
         return out
 
     def finish(self) -> Output:
         """The end of the input: the open group's output."""
-        if not self.pending_rows:
+        if not self.pending.rows:
             return []
-        table = pa.Table.from_batches(self.pending)
-        starts = _with_zero(np.concatenate(self.starts))
-        self.pending, self.starts, self.pending_rows = [], [], 0
+        table, starts = self.pending.table()
+        self.pending.clear()
         return self._process(table, starts)
 
     def run(self, batches: Iterable[pa.RecordBatch]) -> Output:
