@@ -22,7 +22,7 @@ from cepsql.dialect import find_match_recognize
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.local_sql import sort_table
 from cepsql.runtime.executor import plan_query
-from cepsql.runtime.shared_pass import plan_pass
+from cepsql.runtime.shared.one_pass import plan_pass
 
 VIEWS = [
     "PATTERN (a b+) WITHIN INTERVAL '2' SECOND DEFINE b AS b.price > PREV(b.price)",

@@ -109,7 +109,7 @@ def evaluator_part(args) -> list[dict]:
     from cepsql.backends.local.engine import _table_statistics
     from cepsql.runtime.shared.evaluator import SharedEvaluator
     from cepsql.runtime.shared.local_run import plan_local_workload
-    from cepsql.runtime.shared_pass import sharing_patterns
+    from cepsql.runtime.shared.one_pass import sharing_patterns
     from cepsql.sharing.planner import trivial_global_plan
 
     def rows_of(lw, out):

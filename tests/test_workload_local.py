@@ -19,7 +19,7 @@ from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.backends.local.workload import views_alone
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime import worker as worker_module
-from cepsql.runtime.shared_pass import plan_pass
+from cepsql.runtime.shared.one_pass import plan_pass
 
 SQL_RISE = ("CREATE TEMPORARY VIEW {name} AS SELECT * FROM ticks MATCH_RECOGNIZE ("
             "{part} ORDER BY ts MEASURES FIRST(A.price) AS low, LAST(B.price) AS high, "

@@ -16,7 +16,7 @@ from cepsql.dialect import find_match_recognize
 from cepsql.dialect.statements import parse_create_view
 from cepsql.backends.local.engine import _table_statistics
 from cepsql.runtime.shared.local_run import plan_local_workload
-from cepsql.runtime.shared_pass import sharing_patterns
+from cepsql.runtime.shared.one_pass import sharing_patterns
 from cepsql.sharing import check_global_plan, plan_workload
 from cepsql.sharing.planner import trivial_global_plan
 from cepsql.sharing.synthetic import stock_workload

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cepsql.runtime.shared_pass import with_computed
+from cepsql.runtime.shared.one_pass import with_computed
 
 SOURCE = "wlp_ticks"
 N_ROWS = 300

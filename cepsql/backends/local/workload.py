@@ -1,5 +1,5 @@
 """In-process workloads: several pattern views over the same tables, every clause over one
-source evaluated in ONE shared pass (runtime/shared_pass.py) -- the same SharedPassWorker
+source evaluated in ONE shared pass (runtime/shared/one_pass.py) -- the same SharedPassWorker
 the Spark backend runs in mapInArrow.
 
 ``cepsql.workload(views, **tables)`` takes ``CREATE [OR REPLACE] TEMPORARY VIEW v AS ...``
@@ -22,7 +22,7 @@ from .engine import (TableLike, _LocalStatement, _sort_for_matching, _table_stat
                     global_breaks, to_arrow, to_pandas)
 from .sql import Scope
 from ...runtime.plan import QueryPlan
-from ...runtime.shared_pass import SharedPass, SharedPassWorker, plan_pass, split_output
+from ...runtime.shared.one_pass import SharedPass, SharedPassWorker, plan_pass, split_output
 from ..spark.splice import normalize_name
 
 __all__ = ["workload", "LocalWorkload", "run_shared_pass", "parse_views"]

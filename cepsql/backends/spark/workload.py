@@ -3,7 +3,7 @@
 ``spark.cep.workload("ticks")`` (the pattern views over ticks) or
 ``spark.cep.workload(["v1", "v2"])``. Every batch MATCH_RECOGNIZE clause of the views is
 planned as when the view is queried alone; the clauses over one source are then grouped
-by partitioning (runtime/shared_pass.py): per group one shuffle + sort and one
+by partitioning (runtime/shared/one_pass.py): per group one shuffle + sort and one
 ``mapInArrow(SharedPassWorker)``; the groups' tagged outputs are unioned and persisted
 once. Each view's SQL is rewritten once: its clauses' results are placeholders while the
 plans are recorded, then bound to their rows in the persisted relation (filter by tag,
@@ -46,7 +46,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ...errors import CepAnalysisError, CepError
 from ...exprs.spark_sql import to_spark_sql
 from ...runtime.plan import QueryPlan
-from ...runtime.shared_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
+from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    result_column, unshared_reason)
 from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)

@@ -1,6 +1,6 @@
 """A workload over a stream: ONE streaming query evaluates every pattern view of a source.
 
-The batch pass's grouping is reused (runtime/shared_pass.plan_pass: plans grouped by
+The batch pass's grouping is reused (runtime/shared/one_pass.plan_pass: plans grouped by
 partitioning, shared prepared columns, the tagged output layout). Each partitioning group
 is one ``transformWithStateInPandas`` operator keyed by the group's PARTITION BY. Per key
 its state holds what the single-pattern engine keeps, once for the key and once per
@@ -40,7 +40,7 @@ from ...algebra.expressions import ColumnRef, Expr
 from ...exprs.spark_sql import quote_identifier, to_spark_sql
 from ...runtime.measures import MATCH_NUMBER_COLUMN
 from ...runtime.plan import QueryPlan
-from ...runtime.shared_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
+from ...runtime.shared.one_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
                                     tag_batch)
 from ..spark.execute import arrow_schema
 from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
@@ -194,7 +194,7 @@ class WorkloadProcessor(StatefulProcessor):
 
 # --- wiring ---------------------------------------------------------------------------------
 def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPass, DataFrame]:
-    """The tagged rows (runtime/shared_pass layout) of every plan over the streaming
+    """The tagged rows (runtime/shared/one_pass layout) of every plan over the streaming
     source: one stateful operator per partitioning group, unioned into one stream."""
     for plan in plans:
         check_streamable(source, plan)

@@ -29,9 +29,9 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..algebra.expressions import Expr
-from ..sharing.global_plan import GlobalPlan
-from .plan import BoundPlan, QueryPlan, SortColumn
+from ...algebra.expressions import Expr
+from ...sharing.global_plan import GlobalPlan
+from ..plan import BoundPlan, QueryPlan, SortColumn
 
 __all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "sharing_patterns",
            "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
@@ -227,8 +227,8 @@ def _own_group(i: int, plan: QueryPlan, source_schema: pa.Schema) -> PassGroup:
 def sharing_patterns(plans: list[QueryPlan], statistics=None) -> list:
     """What the sharing planner knows of each plan (sharing.WorkloadPattern); a pattern
     the shared DAG evaluator cannot run is unshared, with its reason."""
-    from ..sharing.planner import patterns_from_plans
-    from .shared.support import dag_unsupported
+    from ...sharing.planner import patterns_from_plans
+    from .support import dag_unsupported
     patterns = patterns_from_plans(plans, statistics)
     for wp, plan in zip(patterns, plans):
         if not wp.shareable:
@@ -248,7 +248,7 @@ def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "BEST",
     the sharing planner (``cepsql.sharing.plan_workload``: ``algorithm`` NONE / PREFIX /
     SA / TABU / BEST, time budget ``seconds``) over the patterns the shared DAG
     evaluator runs; the others are ``unshared`` (their own worker in the same pass)."""
-    from ..sharing.planner import plan_workload
+    from ...sharing.planner import plan_workload
     if patterns is None:
         patterns = sharing_patterns(plans, statistics)
     if not any(p.shareable for p in patterns):
@@ -297,7 +297,7 @@ class _DagEvaluator:
 
     def __init__(self, global_plan: GlobalPlan, patterns: list[PassPattern],
                  members: list[int]):
-        from .shared.evaluator import SharedEvaluator
+        from .evaluator import SharedEvaluator
         local = {p: k for k, p in enumerate(members)}
         plan = GlobalPlan(
             nodes=[replace(n, owner=local[n.owner]) for n in global_plan.nodes],
@@ -393,7 +393,7 @@ class SharedPassWorker:
 def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]]) -> pa.RecordBatch:
     """batch with the row-local columns ``computed`` appended (exprs/arrow_eval, the
     in-process engine's evaluation of the same expressions)."""
-    from ..exprs.arrow_eval import evaluate_arrow
+    from ...exprs.arrow_eval import evaluate_arrow
     table = pa.Table.from_batches([batch])
     arrays = list(batch.columns)
     for _, expr in computed:
@@ -406,8 +406,8 @@ def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]]) -> pa
 def computed_type(expr: Expr, schema: pa.Schema) -> pa.DataType | None:
     """The Arrow type ``with_computed`` gives expr over schema, or None when the Arrow
     evaluation cannot compute it (the engine must)."""
-    from ..errors import CepError
-    from ..exprs.arrow_eval import evaluate_arrow
+    from ...errors import CepError
+    from ...exprs.arrow_eval import evaluate_arrow
     try:
         return evaluate_arrow(expr, schema.empty_table()).type
     except (CepError, pa.ArrowException, TypeError, ValueError):
