@@ -173,11 +173,11 @@ def test_variant_measures_keep_exact_values(spark):
 
 
 def test_explain_workload_statement_and_cli(workload_views, capsys, monkeypatch):
-    from cepsql.runtime import shared_pass
+    from cepsql.runtime.shared import one_pass
     spark, _ = workload_views
     seen = []
-    original = shared_pass.global_plan_for
-    monkeypatch.setattr(shared_pass, "global_plan_for",
+    original = one_pass.global_plan_for
+    monkeypatch.setattr(one_pass, "global_plan_for",
                         lambda plans, **kw: seen.append(kw) or original(plans, **kw))
     spark.conf.set("cepsql.sharing.algorithm", "tabu")
     spark.conf.set("cepsql.sharing.seconds", "0.5")

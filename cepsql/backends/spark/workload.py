@@ -186,7 +186,7 @@ class _ResolvingFrames(dict):
 
 def sharing_settings(spark: SparkSession) -> dict:
     """``cepsql.sharing.algorithm`` / ``cepsql.sharing.seconds`` from the Spark conf: what
-    the sharing planner seam (shared_pass.global_plan_for) is given."""
+    the sharing planner seam (one_pass.global_plan_for) is given."""
     algorithm = (spark.conf.get("cepsql.sharing.algorithm", None) or "BEST").upper()
     seconds = spark.conf.get("cepsql.sharing.seconds", None)
     return {"algorithm": algorithm, "seconds": float(seconds) if seconds else None}
@@ -522,7 +522,7 @@ def _prepare_split(group) -> tuple[list, list]:
 
 def _late_columns(df: DataFrame, late: list) -> tuple[list, list, pa.Schema]:
     """Split the late prepared columns into those Spark computes (Column list) and those
-    the task computes with Arrow kernels (shared_pass.with_computed: Spark would convert
+    the task computes with Arrow kernels (one_pass.with_computed: Spark would convert
     every one of them to Arrow for the task) -- only where the Arrow evaluation gives
     exactly the type Spark gives; and the prepared schema the task sees (Spark's
     columns, then the task's)."""
