@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import cepsql
 from cepsql.errors import CepUnsupportedError
 from cepsql.runtime import cep_worker as cep_worker_module
-from cepsql.reference.cep import evaluate_reference_cep
 
 from strategies import STREAM_SCHEMA
 from strategies_cep import STRATEGIES, cep_streams
-from test_property_sql import SETTINGS, row_multiset, spec_of
+from test_composite_kl_shared import _check, _sql
+from test_property_sql import SETTINGS
 
 PATTERNS = [
     "KL(SEQ(a, NOT(c), b))",
@@ -40,28 +40,6 @@ DEFINES = [
     {"a": "a.tag <> 'z' AND (LAST(a.price, 1) IS NULL OR a.price >= LAST(a.price, 1))",
      "b": "b.tag <> 'x'", "c": "c.vol < LAST(b.vol)", "d": "d.tag = 'z'"},
 ]
-MEASURES = ("count(*) AS n, FIRST(ts) AS t0, LAST(ts) AS t1, count(a.*) AS na, "
-            "listagg(CLASSIFIER(), '') AS labels, sum(b.price) AS sb")
-
-
-def _sql(strategy: str, pattern: str, defines: dict, rows: str, window: str) -> str:
-    define = ", ".join(f"{v} AS {c}" for v, c in defines.items()
-                       if any(f"{v}{end}" in pattern for end in ",)+"))
-    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
-            f"MEASURES {MEASURES} {rows} STRATEGY {strategy} PATTERN ({pattern}) {window} "
-            f"DEFINE {define})")
-
-
-def _check(sql: str, table) -> None:
-    df = cepsql.match_recognize(sql, t=table)
-    names, rows = evaluate_reference_cep(spec_of(sql), table)
-    assert list(df.columns) == names, sql
-    got = row_multiset(df.itertuples(index=False, name=None))
-    want = row_multiset(rows)
-    assert got == want, (f"{sql}\nmissing: {want - got}\nextra: {got - want}\n"
-                         f"input: {table.to_pylist()}")
-
-
 def _query(strategy: str, window_choices: list[str]):
     return st.builds(lambda p, d, r, w: _sql(strategy, p, d, r, w),
                      st.sampled_from(PATTERNS), st.sampled_from(DEFINES),
