@@ -1107,13 +1107,9 @@ cdef class CepMatcher:
         cdef int sub = self.negs[q * 6 + 1]
         cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
         cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
-        cdef int nlab, first_comp
-        cdef i64 lo = -1, hi = -1, i, r, k, lo_r, hi_r, lo_b, hi_b
-        cdef int comp, c, rc
-        cdef bint has_lo = False, has_hi = False, ok
-        cdef i64* tp = self.tpos   # scratch for the trial match
-        cdef i64* tl = self.tlab
-        cdef unsigned char* memo
+        cdef i64 lo = -1, hi = -1, i, lo_r, hi_r
+        cdef int comp, rc
+        cdef bint has_lo = False, has_hi = False
         if self.neg_iter != NULL and self.neg_iter[q * 2] >= 0:
             return self._neg_iter_ok(q, pos, lab, m)
         for i in range(m):
@@ -1126,80 +1122,9 @@ cdef class CepMatcher:
                 has_hi = True
         lo_r = lo + 1 if has_lo else self.ps
         hi_r = hi if has_hi else self.pproc
-        first_comp = self.nt_seq[self.nt_sub[sub]]
-        if self.nt_sub[sub + 1] - self.nt_sub[sub] != 1 or \
-                self.nt_seq[self.nt_sub[sub] + 1] - first_comp != 1 or \
-                self.nt_comp[first_comp * 3 + 1] != 1 or self.nt_comp[first_comp * 3 + 2] != 1:
-            rc = self._neg_program(sub, pos, lab, m, lo_r, hi_r, has_lo and has_hi)
-            if rc != 1:
-                return rc
-        else:
-            nlab = self.nt_comp[first_comp * 3]
-            if lo_r < from_row:
-                lo_r = from_row
-            if not has_lo and self.window_kind != 0 and lo_r < pos[0]:
-                # an open leading region: start at the first row that fits the window
-                # with the match's last row (the window column is the first ORDER BY
-                # key, so fitting is monotone in the row; binary search, not a scan
-                # from the partition start for every candidate)
-                lo_b = lo_r
-                hi_b = pos[0]
-                while lo_b < hi_b:
-                    r = (lo_b + hi_b) // 2
-                    if self._fits(r, pos[m - 1]):
-                        hi_b = r
-                    else:
-                        lo_b = r + 1
-                lo_r = lo_b
-            k = 0
-            for r in range(lo_r, hi_r):
-                while k < m and pos[k] < r:
-                    k += 1
-                if k < m and pos[k] == r:
-                    continue
-                if not (has_lo and has_hi):
-                    if not self._fits(pos[0] if pos[0] < r else r,
-                                      pos[m - 1] if pos[m - 1] > r else r):
-                        if r > pos[m - 1]:
-                            break   # the window column is the first ORDER BY key: rows
-                                    # further on are further still (or NULL)
-                        continue
-                # a row failing the NOT label's row-local conjuncts fails them for
-                # every match (memo per run: the region scans of many candidates
-                # overlap; planned mode knows which conjuncts are row-local)
-                memo = self.neg_memo + q * self.n_rows + r if self.neg_memo != NULL \
-                    else NULL
-                if memo != NULL and memo[0] == 2:
-                    continue
-                # trial = match + (r, NOT label)
-                for i in range(k):
-                    tp[i] = pos[i]
-                    tl[i] = lab[i]
-                tp[k] = r
-                tl[k] = nlab
-                for i in range(k, m):
-                    tp[i + 1] = pos[i]
-                    tl[i + 1] = lab[i]
-                ok = True
-                if memo != NULL and memo[0] == 0:
-                    for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
-                        c = self.lab_conj[i]
-                        if self.c_rowlocal[c] and not self._eval(c, nlab, NULL, tp, tl,
-                                                                 m + 1, r):
-                            ok = False
-                            break
-                    memo[0] = 1 if ok else 2
-                    if not ok:
-                        continue
-                for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
-                    c = self.lab_conj[i]
-                    if memo != NULL and self.c_rowlocal[c]:
-                        continue
-                    if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
-                        ok = False
-                        break
-                if ok:
-                    return 0
+        rc = self._neg_region(q, sub, pos, lab, m, lo_r, hi_r, has_lo, has_hi, from_row)
+        if rc != 1:
+            return rc
         if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
             return 2
         return 1
@@ -1223,7 +1148,7 @@ cdef class CepMatcher:
             if comp < af or comp > al or comp < prev:
                 # the iteration of the alternative that ended here (if any)
                 if prev >= 0 and lo >= 0 and hi >= 0:
-                    rc = self._neg_region(sub, pos, lab, m, lo + 1, hi, True, self.ps)
+                    rc = self._neg_region(q, sub, pos, lab, m, lo + 1, hi, True, True, self.ps)
                     if rc != 1:
                         return rc
                 lo = -1
@@ -1238,34 +1163,61 @@ cdef class CepMatcher:
                 hi = pos[i]
         return 1
 
-    cdef int _neg_region(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
-                         bint closed_region, i64 from_row) noexcept nogil:
-        """No match of NOT program sub on the rows of [lo_r, hi_r) outside the match
-        (open regions: rows that fit the window with the match). 0: violated; 1: holds;
-        -1: out of memory."""
+    cdef int _neg_region(self, int q, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
+                         bint has_lo, bint has_hi, i64 from_row) noexcept nogil:
+        """No match of NOT q's program sub on the rows of [lo_r, hi_r) outside the match;
+        a side without a bounding row (has_lo / has_hi false) is open: only rows that fit
+        the window with the match count. Rows below from_row were checked before (a
+        single-row NOT only). 0: violated; 1: holds; -1: out of memory."""
         cdef int nlab, first_comp, c
-        cdef i64 i, r, k
+        cdef i64 i, r, k, lo_b, hi_b
         cdef bint ok
-        cdef i64* tp = self.tpos
+        cdef i64* tp = self.tpos   # scratch for the trial match
         cdef i64* tl = self.tlab
+        cdef unsigned char* memo
         first_comp = self.nt_seq[self.nt_sub[sub]]
         if self.nt_sub[sub + 1] - self.nt_sub[sub] != 1 or \
                 self.nt_seq[self.nt_sub[sub] + 1] - first_comp != 1 or \
                 self.nt_comp[first_comp * 3 + 1] != 1 or self.nt_comp[first_comp * 3 + 2] != 1:
-            return self._neg_program(sub, pos, lab, m, lo_r, hi_r, closed_region)
+            return self._neg_program(sub, pos, lab, m, lo_r, hi_r, has_lo and has_hi)
         nlab = self.nt_comp[first_comp * 3]
         if lo_r < from_row:
             lo_r = from_row
+        if not has_lo and self.window_kind != 0 and lo_r < pos[0]:
+            # an open leading region: start at the first row that fits the window
+            # with the match's last row (the window column is the first ORDER BY
+            # key, so fitting is monotone in the row; binary search, not a scan
+            # from the partition start for every candidate)
+            lo_b = lo_r
+            hi_b = pos[0]
+            while lo_b < hi_b:
+                r = (lo_b + hi_b) // 2
+                if self._fits(r, pos[m - 1]):
+                    hi_b = r
+                else:
+                    lo_b = r + 1
+            lo_r = lo_b
         k = 0
         for r in range(lo_r, hi_r):
             while k < m and pos[k] < r:
                 k += 1
             if k < m and pos[k] == r:
                 continue
-            if not closed_region:
+            if not (has_lo and has_hi):
                 if not self._fits(pos[0] if pos[0] < r else r,
                                   pos[m - 1] if pos[m - 1] > r else r):
+                    if r > pos[m - 1]:
+                        break   # the window column is the first ORDER BY key: rows
+                                # further on are further still (or NULL)
                     continue
+            # a row failing the NOT label's row-local conjuncts fails them for
+            # every match (memo per run: the region scans of many candidates
+            # overlap; planned mode knows which conjuncts are row-local)
+            memo = self.neg_memo + q * self.n_rows + r if self.neg_memo != NULL \
+                else NULL
+            if memo != NULL and memo[0] == 2:
+                continue
+            # trial = match + (r, NOT label)
             for i in range(k):
                 tp[i] = pos[i]
                 tl[i] = lab[i]
@@ -1275,8 +1227,20 @@ cdef class CepMatcher:
                 tp[i + 1] = pos[i]
                 tl[i + 1] = lab[i]
             ok = True
+            if memo != NULL and memo[0] == 0:
+                for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                    c = self.lab_conj[i]
+                    if self.c_rowlocal[c] and not self._eval(c, nlab, NULL, tp, tl,
+                                                             m + 1, r):
+                        ok = False
+                        break
+                memo[0] = 1 if ok else 2
+                if not ok:
+                    continue
             for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
                 c = self.lab_conj[i]
+                if memo != NULL and self.c_rowlocal[c]:
+                    continue
                 if not self._eval(c, nlab, NULL, tp, tl, m + 1, r):
                     ok = False
                     break
