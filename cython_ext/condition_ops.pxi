@@ -45,6 +45,8 @@ cdef enum: C_GREATEST = 52
 cdef enum: C_LEAST = 53
 cdef enum: C_TO_FLOAT = 54    # round the double lane to float32 (Spark's FLOAT results)
 cdef enum: C_TO_INT = 55      # width: DOUBLE/FLOAT -> integral (Spark's CAST)
+cdef enum: C_ROUND = 56       # digits, half_even, to_float: Spark's round/bround of a double
+cdef enum: C_TO_LONG = 57     # floor/ceil's DOUBLE -> BIGINT (MathUtils.doubleToLong)
 # exact lane (immediates after the opcode)
 cdef enum: X_CONST = 60      # k
 cdef enum: X_LOAD = 61       # column, ref (evaluator)
@@ -89,6 +91,10 @@ cdef extern from "exact128.h" nogil:
     double x_to_double(x_i128 v, int scale)
     float x_to_float(x_i128 v, int scale)
     int x_dec_trunc(x_i128 a, int sa, x_i128* out)
+
+
+cdef extern from "spark_round.h" nogil:
+    double x_spark_round(double x, int digits, int half_even, int to_float)
 
 
 from libc.math cimport ldexp, trunc
@@ -190,6 +196,23 @@ cdef inline x_i128 _double_to_int(double v, int width, ExactLane* xl,
         r = <x_i128> trunc(v)
     x_int_fit(r, width, 1, &r)
     return r
+
+
+cdef inline x_i128 _double_to_long(double v, ExactLane* xl,
+                                   unsigned char* isnull) noexcept nogil:
+    """floor/ceil's result as Spark's BIGINT (MathUtils.doubleToLong): NaN -> 0; beyond
+    the BIGINT range an ARITHMETIC_OVERFLOW under ANSI, else the JVM's saturation."""
+    cdef double top = ldexp(1.0, 63)
+    if v != v:
+        return 0
+    if v > top or v < -top:
+        if xl.ansi:
+            return _lane_fail(xl, XS_OVERFLOW, isnull)
+    if v >= top:
+        return ((<x_i128> 1) << 63) - 1
+    if v <= -top:
+        return -((<x_i128> 1) << 63)
+    return <x_i128> v
 
 
 cdef inline int _dcmp(double a, double b) noexcept nogil:
@@ -354,6 +377,14 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
         if not ns[sp - 1]:
             xl.xs[sp - 1] = _double_to_int(vs[sp - 1], code[pc + 1], xl, &ns[sp - 1])
         pc += 2
+    elif op == C_ROUND:
+        if not ns[sp - 1]:
+            vs[sp - 1] = x_spark_round(vs[sp - 1], code[pc + 1], code[pc + 2], code[pc + 3])
+        pc += 4
+    elif op == C_TO_LONG:
+        if not ns[sp - 1]:
+            xl.xs[sp - 1] = _double_to_long(vs[sp - 1], xl, &ns[sp - 1])
+        pc += 1
     elif op == C_GREATEST or op == C_LEAST:
         n = code[pc + 1]
         sp -= n
@@ -420,8 +451,8 @@ cdef double _func2(int f, double x, double y, unsigned char* isnull, unsigned ch
         isnull[0] = 1
         return 0.0
     r = fmod(x, y)
-    if f == 3 and r < 0:
-        r += fabs(y)
+    if f >= 3 and r < 0:  # pmod: Spark's (r + n) % n, the sum rounded to FLOAT for FLOAT
+        r = fmod(<double> (<float> (r + y)) if f == 4 else r + y, y)
     return r
 
 

@@ -271,7 +271,7 @@ static inline int x_int_op(int op, x_i128 a, x_i128 b, int width, int wrap, x_i1
     return x_int_fit(r, width, wrap, out);
 }
 
-/* round a (scale sa) to scale sr < sa: mode 0 HALF_UP, 1 FLOOR, 2 CEILING */
+/* round a (scale sa) to scale sr < sa: mode 0 HALF_UP, 1 FLOOR, 2 CEILING, 3 HALF_EVEN */
 static inline int x_dec_round(x_i128 a, int sa, int sr, int mode, int pr, x_i128* out) {
     x_u256 m = x_u256_of(x_abs(a)), d, q, rem;
     int ovf = 0, up;
@@ -279,7 +279,12 @@ static inline int x_dec_round(x_i128 a, int sa, int sr, int mode, int pr, x_i128
     if (mode == 0) return x_finish(a < 0, x_round_down(m, sa - sr), pr, out);
     d = x_u256_mul_pow10(x_u256_of(1), sa - sr, &ovf);
     q = x_u256_divmod(m, d, &rem);
-    up = (rem.hi != 0 || rem.lo != 0) && ((mode == 1) == (a < 0));
+    if (mode == 3) {
+        int c = x_u256_cmp(x_u256_shl1(rem), d);
+        up = c > 0 || (c == 0 && (q.lo & 1));
+    } else {
+        up = (rem.hi != 0 || rem.lo != 0) && ((mode == 1) == (a < 0));
+    }
     if (up) q = x_u256_add(q, x_u256_of(1));
     return x_finish(a < 0, q, pr, out);
 }

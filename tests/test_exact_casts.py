@@ -52,6 +52,11 @@ COLUMNS = {
     "den": ("DECIMAL(38,0)", pa.decimal128(38, 0), [
         Decimal(43), Decimal(40), Decimal(43), Decimal(3), Decimal(3), Decimal(40),
         Decimal(7), Decimal(2), Decimal(-3), Decimal(9)]),
+    # decimal ties that binary doubles miss (Spark rounds the shortest decimal string)
+    "r": ("DOUBLE", pa.float64(), [
+        -0.125, 1.005, 1.15, 0.125, -2.5, 2.5, -1.5e-5, NAN, 1e20, 2.675]),
+    "rf": ("FLOAT", pa.float32(), [
+        -0.125, 1.005, 1.15, 0.125, -2.5, 2.5, 16777217.0, NAN, 1e20, 2.675]),
 }
 N = 10
 
@@ -96,6 +101,40 @@ CASES = [
     ("CAST(B.d * A.d AS BIGINT) < 0", "CAST(c_d * p_d AS BIGINT) < 0"),
     ("CAST(B.big - A.big AS DECIMAL(38,0)) > 0", "CAST(c_big - p_big AS DECIMAL(38,0)) > 0"),
 ]
+# round/bround/floor/ceil/pmod on DOUBLE and FLOAT as Spark computes them: the decimal
+# string of the double rounded HALF_UP (HALF_EVEN), FLOAT results in float32, floor/ceil
+# to BIGINT (NaN -> 0), pmod's second remainder for a negative divisor
+_R = _b("r")
+_RF = _b("rf")
+_G = "CASE WHEN A.id > 0 AND B.r <> 1e20 THEN B.r END"  # floor(1e20) overflows BIGINT
+_GS = "CASE WHEN p_id > 0 AND c_r <> 1e20 THEN c_r END"
+ROUNDING = [
+    (f"round({_R}, 2) = 2.68", f"round({_c('r')}, 2) = 2.68"),
+    (f"round({_R}, 2) = 1.01", f"round({_c('r')}, 2) = 1.01"),
+    (f"round({_R}, 1) = 1.2", f"round({_c('r')}, 1) = 1.2"),
+    (f"round({_R}, 2) = 0.13", f"round({_c('r')}, 2) = 0.13"),
+    (f"round({_R}) = -3", f"round({_c('r')}) = -3"),
+    (f"round({_R}, 4) = 0", f"round({_c('r')}, 4) = 0"),
+    (f"round({_R}, -19) = 1e20", f"round({_c('r')}, -19) = 1e20"),
+    (f"bround({_R}, 2) = 0.12", f"bround({_c('r')}, 2) = 0.12"),
+    (f"bround({_R}, 0) = 2", f"bround({_c('r')}, 0) = 2"),
+    (f"round({_R}, 1) > 2.6", f"round({_c('r')}, 1) > 2.6"),
+    (f"round({_RF}, 2) = CAST(2.67 AS FLOAT)", f"round({_c('rf')}, 2) = CAST(2.67 AS FLOAT)"),
+    (f"round({_RF}, 2) = CAST(0.13 AS FLOAT)", f"round({_c('rf')}, 2) = CAST(0.13 AS FLOAT)"),
+    (f"round({_RF}, 1) = CAST(1.1 AS FLOAT)", f"round({_c('rf')}, 1) = CAST(1.1 AS FLOAT)"),
+    (f"round({_RF}, 2) > 2.67", f"round({_c('rf')}, 2) > 2.67"),
+    (f"bround({_RF}, 0) = 2", f"bround({_c('rf')}, 0) = 2"),
+    (f"floor({_G}) = 0", f"floor({_GS}) = 0"),
+    (f"ceil({_G}) = 0", f"ceil({_GS}) = 0"),
+    (f"floor({_G}) * 2 = -2", f"floor({_GS}) * 2 = -2"),
+    ("ceil(CASE WHEN A.rf < 1e19 AND B.rf < 1e19 THEN B.rf - A.rf END) = 16777214",
+     "ceil(CASE WHEN p_rf < 1e19 AND c_rf < 1e19 THEN c_rf - p_rf END) = 16777214"),
+    ("pmod(B.r, -0.75D) < 0", "pmod(c_r, -0.75D) < 0"),
+    ("pmod(B.r, A.r) > 1", "pmod(c_r, p_r) > 1"),
+    ("pmod(B.rf, CAST(-0.75 AS FLOAT)) < 0", "pmod(c_rf, CAST(-0.75 AS FLOAT)) < 0"),
+    ("pmod(B.i, -3) < 0", "pmod(c_i, -3) < 0"),
+    ("B.r % -0.75D < 0", "c_r % -0.75D < 0"),
+]
 # the answers differ with ANSI on and off, but neither raises
 COERCION = [
     ("B.f = A.i", "c_f = p_i"),
@@ -134,7 +173,7 @@ def _arrow(copies: int) -> pa.Table:
     return pa.table(arrays)
 
 
-COPIES = max(len(CASES), len(COERCION), len(LEGACY_CASTS))
+COPIES = max(len(CASES), len(COERCION), len(LEGACY_CASTS), len(ROUNDING))
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +246,13 @@ def test_boundaries_match_spark(spark, cast_view, ansi):
     assert sum(0 < len(ids) < N - 1 for ids in expected) >= len(CASES) - 4
 
 
+@pytest.mark.parametrize("ansi", [True, False])
+def test_rounding_matches_spark(spark, cast_view, ansi):
+    expected, got = _answers(spark, ROUNDING, ansi)
+    _check(expected, got, ROUNDING)
+    assert all(expected[:8]) and sum(map(bool, expected)) >= len(ROUNDING) - 3
+
+
 def test_float_integer_coercion_follows_ansi(spark, cast_view):
     """FLOAT with INT meets at DOUBLE under ANSI and at FLOAT without (16777217 rounds to
     16777216 as a float), so the answers differ between the two settings."""
@@ -226,8 +272,9 @@ ROW_LOCAL = [
 ]
 
 
-def test_row_local_float_coercion_under_ansi(spark, cast_view):
-    expected, got = _answers(spark, ROW_LOCAL, True)
+@pytest.mark.parametrize("ansi", [True, False])
+def test_row_local_float_coercion(spark, cast_view, ansi):
+    expected, got = _answers(spark, ROW_LOCAL, ansi)
     _check(expected, got, ROW_LOCAL)
     assert sum(0 < len(ids) < N - 1 for ids in expected) >= len(ROW_LOCAL) - 1
 

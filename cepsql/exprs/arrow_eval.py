@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Callable
 
 import numpy as np
@@ -578,6 +578,19 @@ def _modulo(a: Value, b: Value, n: int) -> Value:
 
 # functions ----------------------------------------------------------------
 
+def _pmod(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """Spark's pmod: r = a % n, and (r + n) % n when r is negative (so a negative
+    divisor gives a result of its own sign)."""
+    _arity(e, args, 2)
+    a, b = _float_with_exact(_broadcast(args[0], ev.n), _broadcast(args[1], ev.n))
+    r = _modulo(a, b, ev.n)
+    negative = pc.fill_null(pc.less(r, 0), False)
+    if not pc.any(negative).as_py():
+        return r
+    divisor = pc.cast(b, r.type)
+    return pc.if_else(negative, _modulo(pc.add(r, divisor), divisor, ev.n), r)
+
+
 def _arity(e: FunctionCall, args: list, lo: int, hi: int | None = None) -> None:
     hi = lo if hi is None else hi
     if not lo <= len(args) <= hi:
@@ -600,7 +613,10 @@ def _scalar_int(v: Value, e: FunctionCall, what: str) -> int | None:
     return None if not v.is_valid else int(v.as_py())
 
 
-def _round(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False) -> Value:
+    """round (HALF_UP) / bround (HALF_EVEN) as Spark: DOUBLE and FLOAT through the
+    shortest decimal string of the double (BigDecimal.valueOf)."""
+    mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
     _arity(e, args, 1, 2)
     x = args[0]
     d = _scalar_int(args[1], e, "scale") if len(args) > 1 else 0
@@ -608,12 +624,12 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         return pa.scalar(None, x.type)
     t = x.type
     if pa.types.is_decimal(t):
-        return pc.round(x, ndigits=d, round_mode="half_towards_infinity")  # Spark HALF_UP
+        return pc.round(x, ndigits=d,
+                        round_mode="half_to_even" if half_even else "half_towards_infinity")
     if pa.types.is_integer(t):
         if d >= 0:
             return x
-        return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d),
-                                                                  ROUND_HALF_UP)))
+        return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d), mode)))
     if pa.types.is_floating(t):
         # Spark rounds BigDecimal(Double.toString(x)); Python's repr is the same text
         q = Decimal(1).scaleb(-d)
@@ -621,7 +637,10 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         def one(v: float) -> float:
             if math.isnan(v) or math.isinf(v):
                 return v
-            return float(Decimal(repr(v)).quantize(q, ROUND_HALF_UP))
+            text = Decimal(repr(v))
+            if text.as_tuple().exponent >= -d:  # no digit to drop
+                return v
+            return float(text.quantize(q, mode))
         return _rowwise(x, t, one)
     raise CepAnalysisError(f"round() needs a numeric argument, got {t}", pos=e.pos)
 
@@ -799,6 +818,8 @@ _FUNCTIONS: dict[str, Callable] = {
     MAP_VALUE: _map_value,
     "abs": _unary(pc.abs_checked),
     "round": _round,
+    "bround": lambda ev, args, e: _round(ev, args, e, half_even=True),
+    "pmod": _pmod,
     "floor": _floor_ceil(pc.floor),
     "ceil": _floor_ceil(pc.ceil),
     "ceiling": _floor_ceil(pc.ceil),

@@ -11,7 +11,7 @@ import datetime as _dt
 import math
 import re
 from dataclasses import dataclass, field, replace
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
 from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, SUBSCRIPT,
                                    Aggregate, Between, BinaryOp, Case, Cast, Classifier,
@@ -381,13 +381,35 @@ def _cast(expr: Cast, ctx: EvalContext, at: int | None) -> object:
 
 # --- scalar functions ---------------------------------------------------------------
 
-def _round(x: object, digits: int = 0) -> object:
+def _round(x: object, digits: int = 0, rounding: str = ROUND_HALF_UP) -> object:
+    """Spark's round/bround: a double is rounded as its shortest decimal text."""
     if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
         return x
-    q = Decimal(str(x)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    text = Decimal(repr(x) if isinstance(x, float) else str(x))
+    if text.as_tuple().exponent >= -digits:
+        return x
+    q = text.quantize(Decimal(1).scaleb(-digits), rounding=rounding)
     if isinstance(x, int):
         return int(q)
     return q if isinstance(x, Decimal) else float(q)
+
+
+def _to_long(x: object, direction) -> int:
+    """floor/ceil as Spark's BIGINT: NaN -> 0, saturated at the BIGINT range."""
+    if isinstance(x, float):
+        if math.isnan(x):
+            return 0
+        if math.isinf(x):
+            return 2 ** 63 - 1 if x > 0 else -2 ** 63
+    return max(-2 ** 63, min(2 ** 63 - 1, int(direction(x))))
+
+
+def _pmod(a: object, n: object) -> object:
+    """Spark's pmod: r = a % n, then (r + n) % n when r is negative."""
+    r = _arith("%", a, n)
+    if r is not None and r < 0:
+        return _arith("%", _arith("+", r, n), n)
+    return r
 
 
 def _sqrt(x: object) -> float:
@@ -416,9 +438,11 @@ def _extreme(values: list, sign: int) -> object:
 _STRICT_FUNCTIONS = {
     "abs": lambda x: abs(x),
     "round": _round,
-    "floor": lambda x: int(math.floor(x)),
-    "ceil": lambda x: int(math.ceil(x)),
-    "ceiling": lambda x: int(math.ceil(x)),
+    "bround": lambda x, d=0: _round(x, d, ROUND_HALF_EVEN),
+    "pmod": _pmod,
+    "floor": lambda x: _to_long(x, math.floor),
+    "ceil": lambda x: _to_long(x, math.ceil),
+    "ceiling": lambda x: _to_long(x, math.ceil),
     "sqrt": _sqrt,
     "power": _power,
     "pow": _power,

@@ -35,6 +35,7 @@ C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
 C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
 C_SHORT_AND, C_SHORT_OR = 44, 45
 C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST, C_TO_FLOAT, C_TO_INT = 50, 51, 52, 53, 54, 55
+C_ROUND, C_TO_LONG = 56, 57
 X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
 X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
 X_TO_FLOAT, X_TO_INT = 74, 75
@@ -42,7 +43,8 @@ XO = {"+": 0, "-": 1, "*": 2, "/": 3, "%": 4, "pmod": 5}
 
 FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling": 5,
          "sign": 6, "signum": 6, "log10": 7, "negative": 8, "positive": 9}
-FUNC2 = {"power": 0, "pow": 0, "round": 1, "mod": 2, "pmod": 3}
+FUNC2 = {"power": 0, "pow": 0, "round": 1, "bround": 1, "mod": 2, "pmod": 3}
+_PMOD_FLOAT = 4  # pmod's second remainder over a FLOAT sum
 CROSS_ROW_FUNCTIONS = sorted({"coalesce", "nvl", "ifnull", "greatest", "least", *FUNC1, *FUNC2})
 _ARITH = {"+": C_ADD, "-": C_SUB, "*": C_MUL, "/": C_DIV, "%": C_MOD}
 _COMPARE = {"=": C_EQ, "<>": C_NE, "!=": C_NE, "<": C_LT, "<=": C_LE, ">": C_GT, ">=": C_GE}
@@ -418,7 +420,8 @@ def _arithmetic(em: _Emitter, op: str, left: Expr, right: Expr, e: Expr) -> VmTy
         _compile_as(em, left, floating)
         _compile_as(em, right, floating)
         if op == "pmod":
-            em.op(C_FUNC2, FUNC2["pmod"], delta=-1)
+            em.op(C_FUNC2, _PMOD_FLOAT if floating.name == "float" else FUNC2["pmod"],
+                  delta=-1)
         else:
             em.op(_ARITH[op], delta=-1)
         if floating.name == "float":  # Spark computes in float32: one rounding per op
@@ -641,6 +644,9 @@ def _function1(em: _Emitter, name: str, e: FunctionCall) -> VmType:
     if not t.exact:
         _compile_as(em, e.args[0], T.DOUBLE)
         em.op(C_FUNC1, FUNC1[name])
+        if name in ("floor", "ceil", "ceiling") and t.name != "null":
+            em.op(C_TO_LONG)  # Spark: BIGINT (NaN -> 0, overflow per ANSI)
+            return T.BIGINT
         if t.name == "float" and name in ("abs", "negative", "positive"):
             return T.FLOAT  # the float's own value, with its sign changed or not
         return T.DOUBLE if t.name != "null" else T.NULL
@@ -670,13 +676,22 @@ def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
     if name in ("mod", "pmod") and len(e.args) == 2:
         return _arithmetic(em, "%" if name == "mod" else "pmod", x, e.args[1], e)
     digits = _int_literal(e.args[1]) if len(e.args) == 2 else 0
-    if name == "round" and t.exact and t.numeric and digits is not None and digits >= 0:
+    rounding = name in ("round", "bround")
+    if rounding and t.exact and t.numeric and digits is not None and digits >= 0:
         _compile(em, x)
         if t.integral or digits >= t.scale:
             return t
         out = T.decimal(min(t.precision - t.scale + 1 + digits, T.MAX_PRECISION), digits)
-        em.op(X_ROUND, 0, t.scale, digits, out.precision)
+        em.op(X_ROUND, 3 if name == "bround" else 0, t.scale, digits, out.precision)
         return out
+    if rounding and digits is not None and t.numeric:
+        # Spark rounds the double's decimal string (see spark_round.h); FLOAT stays FLOAT
+        _compile_as(em, x, T.DOUBLE)
+        em.op(C_ROUND, digits, int(name == "bround"), int(t.name == "float"))
+        return T.FLOAT if t.name == "float" else T.DOUBLE
+    if name == "bround":
+        raise CepUnsupportedError("bround() over values of different rows needs a constant "
+                                  "scale", pos=e.pos)
     for arg in e.args:
         _expect(_compile_as(em, arg, T.DOUBLE), ("double", "null"), e,
                 f"{name} needs numeric arguments")
