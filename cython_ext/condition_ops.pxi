@@ -47,6 +47,7 @@ cdef enum: C_TO_FLOAT = 54    # round the double lane to float32 (Spark's FLOAT 
 cdef enum: C_TO_INT = 55      # width: DOUBLE/FLOAT -> integral (Spark's CAST)
 cdef enum: C_ROUND = 56       # digits, half_even, to_float: Spark's round/bround of a double
 cdef enum: C_TO_LONG = 57     # floor/ceil's DOUBLE -> BIGINT (MathUtils.doubleToLong)
+cdef enum: C_RAISE_IF = 58    # error: pop a boolean; TRUE is that run error (ANSI checks)
 # exact lane (immediates after the opcode)
 cdef enum: X_CONST = 60      # k
 cdef enum: X_LOAD = 61       # column, ref (evaluator)
@@ -381,6 +382,11 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
         if not ns[sp - 1]:
             vs[sp - 1] = x_spark_round(vs[sp - 1], code[pc + 1], code[pc + 2], code[pc + 3])
         pc += 4
+    elif op == C_RAISE_IF:
+        sp -= 1
+        if not ns[sp] and vs[sp] != 0.0 and xl.error == 0:
+            xl.error = code[pc + 1]
+        pc += 2
     elif op == C_TO_LONG:
         if not ns[sp - 1]:
             xl.xs[sp - 1] = _double_to_long(vs[sp - 1], xl, &ns[sp - 1])

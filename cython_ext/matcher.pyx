@@ -61,6 +61,7 @@ cdef enum: SKIP_NEXT_ROW = 1
 cdef enum: SKIP_TO_FIRST = 2
 cdef enum: SKIP_TO_LAST = 3
 
+cdef enum: PRE_ERROR = 16  # pre[] cell: PRE_ERROR + the VM error the row's DEFINE raised
 cdef enum: MEMO_MAX_WORDS = 1 << 23  # failed-attempt memo: keys of at most 64 MiB
 cdef enum: MEMO_SPAN = 16   # keys are noted from this many rows into an attempt on:
                             # shorter failures cost little, and skip the memo's cost
@@ -868,6 +869,10 @@ cdef class SqlMatcher:
                 if ok == 2:
                     self._undecided_here()
                     ok = 0
+                elif ok >= PRE_ERROR:
+                    if self.xl.error == 0:
+                        self.xl.error = ok - PRE_ERROR
+                    ok = 0
             else:
                 ok = self._eval(label, st, r)
             if ok:
@@ -1398,7 +1403,10 @@ cdef class SqlMatcher:
                 self.pre[label * self.n_rows + r] = self._eval(label, st, r)
                 if self.undecided:
                     self.pre[label * self.n_rows + r] = 2
-                if self.pre[label * self.n_rows + r]:
+                if self.xl.error:  # an ANSI error: raised only if a thread tests this row
+                    self.pre[label * self.n_rows + r] = PRE_ERROR + self.xl.error
+                    self.xl.error = 0
+                if self.pre[label * self.n_rows + r]:  # (an error cell may be tested)
                     self.last_true[label] = r
         self.undecided = 0
 
@@ -1595,6 +1603,11 @@ cdef class SqlMatcher:
             elif self.row_local[label] and self.n_rows:
                 memcpy(<unsigned char*> cnp.PyArray_DATA(out) + label * self.n_rows,
                        self.pre + label * self.n_rows, self.n_rows)
+        errors = out >= PRE_ERROR  # a row whose DEFINE raised: the error, reported now
+        if errors.any():
+            if self.xl.error == 0:
+                self.xl.error = int(out[errors].flat[0]) - PRE_ERROR
+            out[errors] = 0
         return out
 
 cdef object _to_numpy(Buf* b):

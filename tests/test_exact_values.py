@@ -211,6 +211,46 @@ def test_division_by_zero_follows_ansi():
         assert list(cepsql.match_recognize(sql, t=table)["bid"]) == [2]
 
 
+ZERO_DIVISOR = pa.table({"id": pa.array(range(1, 7), pa.int64()),
+                         "x": pa.array([1.0, 5.0, 6.0, 7.0, 1.0, 3.0]),
+                         "y": pa.array([1, 1, 2, 0, 1, 1], pa.int32())})
+
+
+@pytest.mark.parametrize("define,raises", [
+    ("B AS B.x / B.y > 1", True),               # row 4 is tested as B
+    ("B AS B.x % B.y >= 0", True),
+    ("B AS B.y <> 0 AND B.x / B.y > 1", False),  # Spark skips the right side there
+    ("B AS CASE WHEN B.y = 0 THEN false ELSE B.x / B.y > 1 END", False),
+    ("A AS A.x > 100, B AS B.x / B.y > 1", False),  # no row is ever tested as B
+])
+@pytest.mark.parametrize("cep", [False, True])
+def test_row_local_division_by_zero_follows_ansi(spark, define, raises, cep):
+    """A row-local part of a DEFINE is computed for every row ahead of matching (a zero
+    divisor gives NULL there); under ANSI the matcher raises DIVIDE_BY_ZERO exactly when
+    it evaluates that part at a row whose divisor is zero, as Spark would."""
+    strategy = "STRATEGY SKIP_TILL_NEXT_MATCH " if cep else ""
+    sql = ("SELECT * FROM zero_divisor MATCH_RECOGNIZE (ORDER BY id MEASURES LAST(B.id) AS bid "
+           f"ONE ROW PER MATCH {strategy}PATTERN (A B+) DEFINE {define})")
+    spark.createDataFrame(ZERO_DIVISOR.to_pandas()).createOrReplaceTempView("zero_divisor")
+    try:
+        with cepsql.planner_options(ansi=False):
+            quiet = sorted(cepsql.match_recognize(sql, zero_divisor=ZERO_DIVISOR)["bid"])
+        spark.conf.set("spark.sql.ansi.enabled", "false")
+        assert sorted(r.bid for r in spark.cep.sql(sql).collect()) == quiet
+        spark.conf.set("spark.sql.ansi.enabled", "true")
+        if raises:
+            with pytest.raises(CepRuntimeError, match="DIVIDE_BY_ZERO"):
+                cepsql.match_recognize(sql, zero_divisor=ZERO_DIVISOR)
+            with pytest.raises(CepRuntimeError, match="DIVIDE_BY_ZERO"):
+                spark.cep.sql(sql).collect()
+        else:
+            assert sorted(cepsql.match_recognize(sql, zero_divisor=ZERO_DIVISOR)["bid"]) == quiet
+            assert sorted(r.bid for r in spark.cep.sql(sql).collect()) == quiet
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+        spark.catalog.dropTempView("zero_divisor")
+
+
 AGGREGATES = "SUM({c}.price) AS sp, AVG({c}.price) AS ap, SUM({c}.wide) AS sw, " \
              "AVG({c}.wide) AS aw, SUM({c}.i) AS si, AVG({c}.i) AS ai, MIN({c}.x) AS mnx, " \
              "MAX({c}.x) AS mxx, MAX({c}.ts_ns) AS mxn, COUNT({c}.price) AS cp"

@@ -20,10 +20,15 @@ from ..errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupported
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
 
-def evaluate_arrow(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
-    """expr over every row of table (unqualified column references only)."""
+def evaluate_arrow(expr: Expr, table: pa.Table,
+                   ansi: bool | None = None) -> pa.Array | pa.ChunkedArray:
+    """expr over every row of table (unqualified column references only). ansi: Spark's
+    spark.sql.ansi.enabled where it changes types (default: the in-process options')."""
+    if ansi is None:
+        from ..runtime.planner_options import current_options
+        ansi = current_options().ansi
     try:
-        value = _Evaluator(table).value_of(expr)
+        value = _Evaluator(table, ansi).value_of(expr)
     except CepError:
         raise
     except pa.ArrowInvalid as e:  # overflow, invalid cast ...
@@ -40,9 +45,10 @@ def _broadcast(value: Value, n: int) -> pa.Array | pa.ChunkedArray:
 
 
 class _Evaluator:
-    def __init__(self, table: pa.Table):
+    def __init__(self, table: pa.Table, ansi: bool = True):
         self.table = table
         self.n = table.num_rows
+        self.ansi = ansi
 
     def value_of(self, e: Expr) -> Value:
         method = getattr(self, "_" + type(e).__name__, None)
@@ -85,7 +91,7 @@ class _Evaluator:
             return add_months(self.value_of(value), count, e.pos)
         a, b = self.value_of(e.left), self.value_of(e.right)
         if op in _COMPARE or op in ("+", "-", "*", "%"):
-            a, b = _float_with_exact(a, b)
+            a, b = _float_with_exact(a, b, self.ansi)
         if op in _COMPARE:
             a, b = _coerce_pair(a, b)
             return spark_compare(op, a, b)
@@ -339,15 +345,23 @@ def cast_value(v: Value, target: pa.DataType) -> Value:
     return _cast_value(v, target)
 
 
-def _float_with_exact(a: Value, b: Value) -> tuple[Value, Value]:
-    """FLOAT beside an integer or DECIMAL meets it at DOUBLE (Spark's AnsiTypeCoercion and
-    DecimalPrecision; Arrow would compute in float32)."""
+def _float_with_exact(a: Value, b: Value, ansi: bool = True) -> tuple[Value, Value]:
+    """FLOAT beside a DECIMAL meets it at DOUBLE (DecimalPrecision); beside an integer at
+    DOUBLE under ANSI (AnsiTypeCoercion), at FLOAT without (the integer rounded to
+    float32 once, then float32 arithmetic)."""
     ta, tb = a.type, b.type
     small = [pa.types.is_float32(t) or pa.types.is_float16(t) for t in (ta, tb)]
     exact = [pa.types.is_integer(t) or pa.types.is_decimal(t) for t in (ta, tb)]
-    if (small[0] and exact[1]) or (small[1] and exact[0]):
-        return _as_double(a), _as_double(b)
-    return a, b
+    if not ((small[0] and exact[1]) or (small[1] and exact[0])):
+        return a, b
+    if not ansi and not (pa.types.is_decimal(ta) or pa.types.is_decimal(tb)):
+        return (a if small[0] else _as_float(a)), (b if small[1] else _as_float(b))
+    return _as_double(a), _as_double(b)
+
+
+def _as_float(v: Value) -> Value:
+    """An integer as FLOAT, rounded once to nearest (Spark's long -> float widening)."""
+    return pc.cast(v, pa.float32(), safe=False)
 
 
 def _as_double(v: Value) -> Value:
@@ -582,7 +596,7 @@ def _pmod(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
     """Spark's pmod: r = a % n, and (r + n) % n when r is negative (so a negative
     divisor gives a result of its own sign)."""
     _arity(e, args, 2)
-    a, b = _float_with_exact(_broadcast(args[0], ev.n), _broadcast(args[1], ev.n))
+    a, b = _float_with_exact(_broadcast(args[0], ev.n), _broadcast(args[1], ev.n), ev.ansi)
     r = _modulo(a, b, ev.n)
     negative = pc.fill_null(pc.less(r, 0), False)
     if not pc.any(negative).as_py():

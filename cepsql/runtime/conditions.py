@@ -25,6 +25,7 @@ from ..algebra.expressions import (AggregateValue, Between, BinaryOp, Case, Cast
 from ..errors import CepAnalysisError, CepUnsupportedError
 from . import vm_types as T
 from .rowsets import RefTable
+from .decompose import DIVISOR_GUARD
 from .vm_types import VmType
 
 # opcodes: the one list on this side (cython_ext/condition_ops.pxi is the other)
@@ -35,7 +36,8 @@ C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
 C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
 C_SHORT_AND, C_SHORT_OR = 44, 45
 C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST, C_TO_FLOAT, C_TO_INT = 50, 51, 52, 53, 54, 55
-C_ROUND, C_TO_LONG = 56, 57
+C_ROUND, C_TO_LONG, C_RAISE_IF = 56, 57, 58
+VM_ERR_DIV_ZERO = 2  # condition_ops.pxi
 X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
 X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
 X_TO_FLOAT, X_TO_INT = 74, 75
@@ -76,6 +78,7 @@ class ConditionCode:
     column_types: list[VmType] = None  # Spark type of each VM column
     aggregate_exact: np.ndarray = None  # int32[n, 4]: see aggregate_lane()
     ansi: bool = True           # spark.sql.ansi.enabled: overflow raises instead of NULL
+    row_errors: bool = False    # a row-local part raises where it is tested (C_RAISE_IF)
 
     def exact_columns(self) -> list[int]:
         """VM columns held in the exact lane."""
@@ -129,6 +132,7 @@ class _Emitter:
     agg_exact: list[list[int]] = field(default_factory=list)
     row_local: bool = True  # of the condition being compiled
     ansi: bool = True  # spark.sql.ansi.enabled: also decides FLOAT/integer coercion
+    row_errors: bool = False  # some row-local part raises at the rows it is tested on
 
     def read(self, ref) -> None:
         """Note a row read: only current-row-relative physical reads keep a condition
@@ -208,7 +212,8 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
         aggregates=np.asarray(em.aggs, dtype=np.int32).reshape(-1, 3),
         row_local=np.asarray(row_local, dtype=np.uint8),
         extra_columns=extra, xconsts=_split128(em.xconsts), column_types=em.types,
-        aggregate_exact=np.asarray(em.agg_exact, dtype=np.int32).reshape(-1, 4), ansi=ansi)
+        aggregate_exact=np.asarray(em.agg_exact, dtype=np.int32).reshape(-1, 4), ansi=ansi,
+        row_errors=em.row_errors)
 
 
 def _split128(values: list[int]) -> np.ndarray:
@@ -605,6 +610,13 @@ def _cast_integral(em: _Emitter, e: Cast, target: VmType) -> VmType:
 
 def _function(em: _Emitter, e: FunctionCall) -> VmType:
     name = e.name.lower()
+    if name == DIVISOR_GUARD:  # decompose.localize: raise where the row divides by zero
+        guard, value = e.args
+        if em.ansi:
+            _compile(em, guard)
+            em.op(C_RAISE_IF, VM_ERR_DIV_ZERO, delta=-1)
+            em.row_errors = True
+        return _compile(em, value)
     if name in ("coalesce", "nvl", "ifnull"):
         out = _common(em, list(e.args), e, "COALESCE arguments")
         jumps = []

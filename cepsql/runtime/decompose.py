@@ -14,12 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Aggregate,
-                                   AggregateValue, Classifier, ColumnRef, Expr, Literal,
-                                   MatchNumber, RowRef, RowValue, children)
+                                   AggregateValue, BinaryOp, Classifier, ColumnRef, Expr,
+                                   FunctionCall, Literal, MatchNumber, RowRef, RowValue,
+                                   children)
 from ..algebra.rowrefs import rebuild
 
 _MIXED = object()  # signature of a node that combines rows or needs match state
 _CURRENT = RowRef(None)
+# FunctionCall(DIVISOR_GUARD, (guard, value)): value, computed ahead with a zero divisor
+# giving NULL; guard is TRUE where the row's evaluation divides by zero, which Spark
+# raises under ANSI when (and only when) the matcher evaluates this part of a DEFINE
+DIVISOR_GUARD = "__cep_divisor_guard"
 
 
 @dataclass
@@ -56,7 +61,13 @@ def localize(expr: Expr, derived: DerivedColumns, normalize=lambda r: r) -> Expr
             sig is None or sig == _CURRENT or isinstance(expr, RowValue) or _strict(expr)):
         ref = _CURRENT if sig is None else sig
         value = _strip(expr)
-        return RowValue(ref, ColumnRef(None, derived.name_for(value)), getattr(expr, "pos", None))
+        pos = getattr(expr, "pos", None)
+        out = RowValue(ref, ColumnRef(None, derived.name_for(value)), pos)
+        guard = zero_divisor_guard(value)
+        if guard is None:
+            return out
+        checked = RowValue(ref, ColumnRef(None, derived.name_for(guard)), pos)
+        return FunctionCall(DIVISOR_GUARD, (checked, out), pos)
     if isinstance(expr, RowValue):  # a Classifier read
         return RowValue(normalize(expr.ref), expr.value, expr.pos)
     kids = children(expr)
@@ -92,6 +103,65 @@ def _strict(expr: Expr) -> bool:
     elif not isinstance(expr, (UnaryOp, Cast, Between, Like)):
         return False  # IS NULL, CASE, IN, ...
     return all(_strict(k) for k in children(expr))
+
+
+def zero_divisor_guard(expr: Expr) -> Expr | None:
+    """``d1 = 0 OR d2 = 0 ...`` over the divisors (of /, %, div, mod, pmod) that Spark
+    evaluates whenever it evaluates expr, or None when there is none. Divisors on a path
+    Spark may skip (the right side of AND/OR, CASE branches, later COALESCE/IF arguments,
+    IN list items) are left out: they raise only when taken, which a guard cannot tell."""
+    divisors = [d for d in _divisors(expr) if not _nonzero_constant(d)]
+    if not divisors:
+        return None
+    tests = [BinaryOp("=", d, Literal(0, "int")) for d in dict.fromkeys(divisors)]
+    guard = tests[0]
+    for test in tests[1:]:
+        guard = BinaryOp("OR", guard, test)
+    return guard
+
+
+def _nonzero_constant(expr: Expr) -> bool:
+    from ..algebra.expressions import UnaryOp
+    if isinstance(expr, UnaryOp) and expr.op == "-":
+        return _nonzero_constant(expr.operand)
+    if not isinstance(expr, Literal) or expr.type not in ("int", "double", "decimal"):
+        return False
+    try:
+        return float(expr.value) != 0.0
+    except (TypeError, ValueError):
+        return False
+
+
+def _divisors(expr: Expr):
+    from ..algebra.expressions import Between, Case, InList
+    if isinstance(expr, BinaryOp):
+        op = expr.op.upper()
+        yield from _divisors(expr.left)
+        if op in ("AND", "OR"):
+            return
+        yield from _divisors(expr.right)
+        if op in ("/", "%", "DIV"):
+            yield expr.right
+    elif isinstance(expr, FunctionCall):
+        name = expr.name.lower()
+        args = expr.args if name not in _NON_STRICT_FUNCTIONS else expr.args[:1]
+        for arg in args:
+            yield from _divisors(arg)
+        if name in ("mod", "pmod", "div") and len(expr.args) == 2:
+            yield expr.args[1]
+    elif isinstance(expr, Case):
+        if expr.operand is not None:
+            yield from _divisors(expr.operand)
+        if expr.whens:
+            yield from _divisors(expr.whens[0][0])
+    elif isinstance(expr, InList):
+        yield from _divisors(expr.operand)
+    elif isinstance(expr, Between):
+        yield from _divisors(expr.operand)
+        yield from _divisors(expr.low)
+    else:
+        for child in children(expr):
+            yield from _divisors(child)
 
 
 def _signature(expr: Expr, normalize):

@@ -22,6 +22,7 @@ from ..algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Classifi
 from ..algebra.rowrefs import bind_rows
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepError
+from ..runtime.decompose import zero_divisor_guard
 from ..stats.conjuncts import split_conjuncts, strip_row_values
 
 #: strategies under which a row no variable can take changes nothing
@@ -45,8 +46,11 @@ def relevance_filter(spec: MatchRecognizeSpec) -> tuple[Expr | None, str]:
         if not local:
             return None, (f"variable {var} has no single-row condition: it may take any "
                           "row")
-        term = _join("AND", [strip_row_values(bind_rows(
-            c, in_define=True, final_default=False, known_vars=known)) for c in local])
+        stripped = [strip_row_values(bind_rows(
+            c, in_define=True, final_default=False, known_vars=known)) for c in local]
+        # a row where a conjunct divides by zero is kept: the matcher raises there (ANSI)
+        guards = [g for g in map(zero_divisor_guard, stripped) if g is not None]
+        term = _join("OR", [_join("AND", stripped), *guards])
         if term not in per_var:
             per_var.append(term)
     return _join("OR", per_var), ""

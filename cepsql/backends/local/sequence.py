@@ -65,6 +65,8 @@ def sequence_shape(spec, worker) -> SequenceShape | None:
         labels.append(label)
         lows.append(low)
         highs.append(high)
+    if c.code.row_errors:
+        return None  # a DEFINE raises at the rows tested: the general VM knows which
     if sum(lows) < 1 or any(0 <= h < lo for lo, h in zip(lows, highs)):
         return None  # empty matches (and empty quantifier ranges) stay with the general VM
     return SequenceShape(np.asarray(labels, np.int32), np.asarray(lows, np.int64),
