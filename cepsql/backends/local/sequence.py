@@ -3,8 +3,9 @@ sequence of greedy quantified variables (``A B+ C``) whose DEFINEs depend on the
 alone (physical PREV/NEXT included), ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW,
 no WITHIN and no aggregates in MEASURES.
 
-The DEFINEs are evaluated once per row by the general matcher's condition VM
-(``SqlMatcher.row_local_masks``), the matches found by the linear backtracking search of
+The DEFINEs are evaluated as whole-column masks (masks.py: the condition bytecode over
+numpy columns; the general matcher's VM, ``SqlMatcher.row_local_masks``, for instructions
+outside that subset), the matches found by the linear backtracking search of
 cython_ext/sequence.pyx, and the MEASURES' row references (FIRST/LAST with logical and
 physical offsets, CLASSIFIER) resolved in numpy from each match's per-element counts; the
 output batch is the one MatchWorker builds. Results equal the general VM's (property
@@ -19,8 +20,11 @@ import pyarrow as pa
 
 from ...algebra.pattern import Concat, Quantified, Var
 from ...runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
+from .masks import vector_masks
+from .stages import stage
 
-__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "read_columns", "enabled"]
+__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks", "enabled",
+           "vector_enabled"]
 
 
 @dataclass(frozen=True)
@@ -72,40 +76,72 @@ def sequence_shape(spec, worker) -> SequenceShape | None:
 
 
 def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
-                 starts: np.ndarray | None = None) -> pa.Table:
+                 starts: np.ndarray | None = None, rows: np.ndarray | None = None
+                 ) -> pa.Table:
     """The worker's output over table (sorted, whole partitions contiguous); starts: the
-    rows where a partition begins, when the caller knows them."""
+    rows where a partition begins, when the caller knows them. With rows, the input is
+    table's rows at those positions, in that order (starts then index into rows): only
+    the DEFINEs' columns are gathered, the output columns are taken from table directly."""
     from ..._ext.sequence import match_sequences
     c = worker.config
-    table = table.combine_chunks()
-    n = table.num_rows
+    if rows is None:
+        table = table.combine_chunks()
+    n = table.num_rows if rows is None else len(rows)
     if n == 0:
         return c.output_schema.empty_table()
     if starts is None:
         starts = _group_starts(worker, table)
     bounds = np.append(starts, n).astype(np.int64)
+    with stage("DEFINE masks"):
+        masks = define_masks(worker, table, rows, bounds)
+    with stage("sequence search"):
+        first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
+                                               shape.highs)
+    if len(first) == 0:
+        return c.output_schema.empty_table()
+    with stage("MEASURES row references"):
+        numbers = _match_numbers(parts)
+        leaves = _leaves(c, shape, first, counts, bounds[parts], bounds[parts + 1])
+        if rows is not None:  # slice positions -> table rows (CLASSIFIER leaves: labels)
+            first = rows[first]
+            for q, kind in enumerate(c.leaves[:, 5].tolist()):
+                if kind == 0:
+                    idx = leaves[:, q]
+                    leaves[:, q] = np.where(idx >= 0, rows[np.maximum(idx, 0)], -1)
+    with stage("output columns (take)"):
+        aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
+        out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
+        return pa.Table.from_batches(out, schema=c.output_schema)
+
+
+def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
+                 bounds: np.ndarray) -> np.ndarray:
+    """uint8[n_labels, n]: each label's row-local DEFINE per row (of rows, when given),
+    vectorised (masks.py) when every instruction allows, else by the condition VM."""
+    c = worker.config
+    n = int(bounds[-1])
+    if not c.code.columns:  # no column read: a table of n rows all the same
+        columns = pa.table({"__cep_rows": pa.nulls(n)})
+    else:
+        columns = table.select(list(c.code.columns))
+        if rows is not None:
+            columns = columns.take(pa.array(rows))
+    values, nulls, consts, exact = worker._vm_columns(columns.combine_chunks())
+    if not len(exact) and vector_enabled():
+        masks = vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels)
+        if masks is not None:
+            return masks
     matcher = worker._new_matcher()
-    values, nulls = worker._load_vm(matcher, table)
+    matcher.set_consts(consts)
+    matcher.set_exact_columns(exact)
     masks = matcher.row_local_masks(values, nulls, bounds)
     raise_vm_error(matcher.vm_error())
-    rows, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
-                                          shape.highs)
-    if len(rows) == 0:
-        return c.output_schema.empty_table()
-    numbers = _match_numbers(parts)
-    leaves = _leaves(c, shape, rows, counts, bounds[parts], bounds[parts + 1])
-    aggregates = np.zeros((len(rows), 0, 2), dtype=np.int64)
-    out = worker._output(table, rows, numbers, leaves, aggregates, np.zeros(0, np.int64))
-    return pa.Table.from_batches(out, schema=c.output_schema)
+    return masks
 
 
-def read_columns(worker: MatchWorker) -> list[str]:
-    """The input columns run_sequence reads (the others need not be gathered): PARTITION
-    BY, the pass-through and MEASURES columns, and the DEFINEs' VM columns."""
-    c = worker.config
-    names = c.partition_columns + c.passthrough + list(c.code.columns) + \
-        [name for name in c.leaf_columns if name is not None]
-    return list(dict.fromkeys(names))
+def vector_enabled() -> bool:
+    """Whether DEFINE masks may be vectorised (CEPSQL_VECTOR_MASKS=0: always the VM)."""
+    return os.environ.get("CEPSQL_VECTOR_MASKS", "1") != "0"
 
 
 def _group_starts(worker: MatchWorker, table: pa.Table) -> np.ndarray:

@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from ...exprs.arrow_eval import spark_compare
 from ...runtime.plan import BoundPlan, SortColumn
-from .sequence import SequenceShape, read_columns, run_sequence
+from .sequence import SequenceShape, run_sequence
+from .stages import in_context, stage
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -179,34 +180,36 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     copy of the worker. Outputs are concatenated in slice order."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
-    order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # stable counting sort
-    bounds = [0]
-    if threads > 1 and n:
-        ends = np.cumsum(np.bincount(ranks))
-        pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
-        for i in range(1, pieces):
-            cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
-            if bounds[-1] < cut < n:
-                bounds.append(cut)
-    bounds.append(n)
+    with stage("group by partition rank"):
+        order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
+        bounds = [0]
+        if threads > 1 and n:
+            ends = np.cumsum(np.bincount(ranks))
+            pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
+            for i in range(1, pieces):
+                cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
+                if bounds[-1] < cut < n:
+                    bounds.append(cut)
+        bounds.append(n)
     spans = list(zip(bounds, bounds[1:]))
     workers = [copy.copy(bound.worker) for _ in spans]
 
-    source = prepared if shape is None else prepared.select(read_columns(bound.worker))
-
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
-        rows = rows[order_of(prepared, rows, ranks[rows])]
-        ordered = source.take(pa.array(rows)).combine_chunks()
-        if shape is not None:  # the groups are where the rank changes
+        with stage("slice order (sort check/sort)"):
+            rows = rows[order_of(prepared, rows, ranks[rows])]
+        if shape is not None:  # the groups are where the rank changes; no gather
             r = ranks[rows]
             starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else r
-            return run_sequence(workers[k], ordered, shape, starts)
+            return run_sequence(workers[k], prepared, shape, starts, rows)
+        with stage("gather slice (take)"):
+            ordered = prepared.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
         return one(0)
     with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
                             thread_name_prefix="cepsql-worker") as pool:
-        outs = list(pool.map(one, range(len(spans))))
+        with stage("worker threads (all of the above)"):
+            outs = list(pool.map(in_context(one), range(len(spans))))
     _publish_stats(workers)
     return pa.concat_tables(outs)
