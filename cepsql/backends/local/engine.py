@@ -231,11 +231,11 @@ def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan
 
 
 def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
-                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray:
-    """The order of one slice's rows (positions in rows), computed on its sort keys only
-    (run_by_partition then takes each input row once)."""
+                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray | None:
+    """The order of one slice's rows (positions in rows; None: rows are in order),
+    computed on its sort keys only (run_by_partition then takes each input row once)."""
     if _in_input_order(prepared, rows, ranks, keys, plan):
-        return np.arange(len(rows))
+        return None
     names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
     table = prepared.select(names).take(pa.array(rows)).append_column(
         RANK_COLUMN, pa.array(ranks, pa.int32()))

@@ -7,7 +7,7 @@ The DEFINEs are evaluated as whole-column masks (masks.py: the condition bytecod
 numpy columns; the general matcher's VM, ``SqlMatcher.row_local_masks``, for instructions
 outside that subset), the matches found by the linear backtracking search of
 cython_ext/sequence.pyx, and the MEASURES' row references (FIRST/LAST with logical and
-physical offsets, CLASSIFIER) resolved in numpy from each match's per-element counts; the
+physical offsets, CLASSIFIER) resolved from each match's per-element counts there too; the
 output batch is the one MatchWorker builds. Results equal the general VM's (property
 tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off."""
 from __future__ import annotations
@@ -82,7 +82,7 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
     rows where a partition begins, when the caller knows them. With rows, the input is
     table's rows at those positions, in that order (starts then index into rows): only
     the DEFINEs' columns are gathered, the output columns are taken from table directly."""
-    from ..._ext.sequence import match_sequences
+    from ..._ext.sequence import match_sequences, sequence_leaves
     c = worker.config
     if rows is None:
         table = table.combine_chunks()
@@ -96,18 +96,16 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
         masks = define_masks(worker, table, rows, bounds)
     with stage("sequence search"):
         first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
-                                               shape.highs)
+                                               shape.highs, c.code.offsets < 0)
     if len(first) == 0:
         return c.output_schema.empty_table()
     with stage("MEASURES row references"):
         numbers = _match_numbers(parts)
-        leaves = _leaves(c, shape, first, counts, bounds[parts], bounds[parts + 1])
-        if rows is not None:  # slice positions -> table rows (CLASSIFIER leaves: labels)
+        member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
+        leaves = sequence_leaves(first, counts, parts, bounds, shape.labels, member,
+                                 c.leaves, rows)
+        if rows is not None:  # slice positions -> table rows
             first = rows[first]
-            for q, kind in enumerate(c.leaves[:, 5].tolist()):
-                if kind == 0:
-                    idx = leaves[:, q]
-                    leaves[:, q] = np.where(idx >= 0, rows[np.maximum(idx, 0)], -1)
     with stage("output columns (take)"):
         aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
         out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
@@ -161,42 +159,3 @@ def _match_numbers(parts: np.ndarray) -> np.ndarray:
     first = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
     runs = np.diff(np.r_[first, len(parts)])
     return np.arange(len(parts), dtype=np.int64) - np.repeat(first, runs) + 1
-
-
-def _leaves(c: WorkerConfig, shape: SequenceShape, rows: np.ndarray, counts: np.ndarray,
-            pstart: np.ndarray, pend: np.ndarray) -> np.ndarray:
-    """Per match and leaf, the row it reads (-1: none) - or, for CLASSIFIER leaves, the
-    label code of that row - as the general VM's _emit_leaves resolves them for a whole
-    match (ONE ROW PER MATCH: FINAL)."""
-    m, n_elems = counts.shape
-    ends = np.cumsum(counts, axis=1)
-    begins = ends - counts
-    length = ends[:, -1]
-    out = np.full((m, len(c.leaves)), -1, dtype=np.int64)
-    member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
-    for q, (set_id, logical, loff, poff, _final, kind) in enumerate(c.leaves.tolist()):
-        if set_id < 0:
-            ok = loff < length
-            idx = np.where(ok, (length - 1 - loff) if logical == 1 else loff, -1)
-        else:
-            idx = np.full(m, -1, dtype=np.int64)
-            left = np.full(m, loff, dtype=np.int64)
-            order = range(n_elems - 1, -1, -1) if logical == 1 else range(n_elems)
-            for e in order:
-                if not member[set_id, shape.labels[e]]:
-                    continue
-                hit = (idx < 0) & (left < counts[:, e])
-                at = (ends[:, e] - 1 - left) if logical == 1 else (begins[:, e] + left)
-                idx = np.where(hit, at, idx)
-                left = np.where(idx < 0, left - counts[:, e], left)
-        j = np.where(idx >= 0, rows + idx + poff, -1)
-        j = np.where((j >= pstart) & (j < pend), j, -1)
-        if kind == 1:  # CLASSIFIER: the label of row j when it lies in the match
-            offset = j - rows
-            code = np.full(m, -1, dtype=np.int64)
-            for e in range(n_elems):
-                inside = (j >= 0) & (offset >= begins[:, e]) & (offset < ends[:, e])
-                code = np.where(inside, shape.labels[e], code)
-            j = code
-        out[:, q] = j
-    return out

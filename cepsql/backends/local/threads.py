@@ -169,15 +169,18 @@ def partition_ranks(table: pa.Table, key: SortColumn,
 
 
 def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
-                     order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray], *,
+                     order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray | None],
+                     *,
                      batch_rows: int = 65536, threads: int | None = None,
                      shape: SequenceShape | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
     per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
     of rows)`` (positions into rows, by the ranks first, so partitions stay contiguous
-    and in order), takes the rows once in that order and streams them through its own
-    copy of the worker. Outputs are concatenated in slice order."""
+    and in order; None when rows are in that order already) and streams them through
+    its own copy of the worker: the sequence fast path reads the rows where they are,
+    the general worker gets them taken once in that order. Outputs are concatenated in
+    slice order."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
     with stage("group by partition rank"):
@@ -197,10 +200,13 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
         with stage("slice order (sort check/sort)"):
-            rows = rows[order_of(prepared, rows, ranks[rows])]
-        if shape is not None:  # the groups are where the rank changes; no gather
             r = ranks[rows]
-            starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else r
+            within = order_of(prepared, rows, r)
+            if within is not None:
+                rows, r = rows[within], r[within]
+        if shape is not None:  # the groups are where the rank changes; no gather
+            starts = np.flatnonzero(r[1:] != r[:-1]) + 1 if len(r) else r
+            starts = np.r_[0, starts] if len(r) else starts
             return run_sequence(workers[k], prepared, shape, starts, rows)
         with stage("gather slice (take)"):
             ordered = prepared.take(pa.array(rows)).combine_chunks()
