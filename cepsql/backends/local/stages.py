@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
 from typing import Callable, Iterator, TypeVar
 
-__all__ = ["StageTimes", "record_stages", "stage", "in_context"]
+__all__ = ["StageTimes", "record_stages", "stage", "in_context", "WAIT_FOR_WORKERS"]
 
 T = TypeVar("T")
+WAIT_FOR_WORKERS = "worker threads (all of the above)"
 
 
 class StageTimes:
@@ -22,6 +23,7 @@ class StageTimes:
 
     def __init__(self) -> None:
         self.times: dict[str, list[float]] = {}
+        self.in_workers: set[str] = set()  # stages timed in worker threads
         self._lock = threading.Lock()
 
     def add(self, name: str, wall: float, cpu: float) -> None:
@@ -30,6 +32,16 @@ class StageTimes:
             entry[0] += wall
             entry[1] += cpu
             entry[2] += 1
+            if threading.current_thread() is not threading.main_thread():
+                self.in_workers.add(name)
+
+    def cpu_split(self) -> tuple[float, float]:
+        """(CPU seconds of the stages on the main thread, of those in worker threads);
+        a main-thread stage that only waits for the workers is left out of both."""
+        serial = sum(cpu for name, (_, cpu, _) in self.times.items()
+                     if name not in self.in_workers and name != WAIT_FOR_WORKERS)
+        parallel = sum(self.times[name][1] for name in self.in_workers)
+        return serial, parallel
 
     def table(self, rows: int | None = None) -> str:
         """The breakdown as text lines (per 1M rows too when rows is given)."""

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ...exprs.arrow_eval import spark_compare
 from ...runtime.plan import BoundPlan, SortColumn
 from .sequence import SequenceShape, run_sequence
-from .stages import in_context, stage
+from .stages import WAIT_FOR_WORKERS, in_context, stage
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -215,7 +215,7 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
         return one(0)
     with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
                             thread_name_prefix="cepsql-worker") as pool:
-        with stage("worker threads (all of the above)"):
+        with stage(WAIT_FOR_WORKERS):
             outs = list(pool.map(in_context(one), range(len(spans))))
     _publish_stats(workers)
     return pa.concat_tables(outs)
