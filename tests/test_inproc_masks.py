@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -107,9 +108,14 @@ def test_vector_masks_equal_vm(table, define_b, define_c):
 @settings(**SETTINGS)
 def test_define_masks_equal_vm_in_any_row_order(table, data):
     """define_masks over rows given by position (the threads' gather-free path), with
-    DEFINEs the vector path leaves to the VM (integers, division) among them."""
+    DEFINEs the vector path leaves to the VM (integers, abs) among them, over columns with
+    and without NULLs."""
     define_b = data.draw(st.sampled_from(["B.x > PREV(B.x)", "abs(B.v - PREV(B.v)) > 1",
-                                          "B.v > PREV(B.v)", "B.x = 1 OR B.v IS NULL"]))
+                                          "B.v > PREV(B.v)", "B.x = 1 OR B.v IS NULL",
+                                          "B.w - PREV(B.v) >= NEXT(B.w)"]))
+    if data.draw(st.booleans()):  # no NULLs: the DOUBLE columns are read from numpy
+        table = table.set_column(2, "v", pc.fill_null(table.column("v"), 0.5))
+        table = table.set_column(3, "w", pc.fill_null(table.column("w"), -0.0))
     worker, prepared, bounds = _bound(define_b, "C.v < PREV(C.v)", table)
     n = prepared.num_rows
     perm = np.asarray(data.draw(st.permutations(range(n))), dtype=np.int64)

@@ -255,9 +255,17 @@ def _in_input_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
     if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
                               or pa.types.is_date(t)):
         return False
-    values = col.combine_chunks().to_numpy(zero_copy_only=False)[rows]
+    values = _numpy_of(col)[rows]
     same_group = ranks[1:] == ranks[:-1]
     return not np.any(same_group & (values[1:] <= values[:-1]))
+
+
+def _numpy_of(col: pa.ChunkedArray) -> np.ndarray:
+    """A column without NULLs as numpy, zero-copy when it is one chunk (combine_chunks
+    copies even then, and every slice calls this)."""
+    if col.num_chunks == 1:
+        return col.chunk(0).to_numpy(zero_copy_only=False)
+    return col.combine_chunks().to_numpy(zero_copy_only=False)
 
 
 def _has_ties(table: pa.Table, columns: list[str]) -> bool:
@@ -286,7 +294,7 @@ def _plain_equal_adjacent(table: pa.Table, columns: list[str]) -> np.ndarray | N
         if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
                                   or pa.types.is_date(t)):
             return None
-        values = col.combine_chunks().to_numpy(zero_copy_only=False)
+        values = _numpy_of(col)
         eq = values[1:] == values[:-1]
         same = eq if same is None else same & eq
     return same

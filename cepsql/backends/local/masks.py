@@ -64,6 +64,7 @@ class _Program:
         self.bounds = bounds
         self.n = values.shape[1]
         self.loaded: dict[tuple[int, int], tuple[np.ndarray, np.ndarray | None]] = {}
+        self.clean: set[int] = set()  # ids of loaded arrays without NaN (kept in loaded)
 
     def mask(self, pc: int) -> np.ndarray:
         stack: list[tuple[np.ndarray, np.ndarray | None]] = []
@@ -86,7 +87,8 @@ class _Program:
             elif op in _COMPARE:
                 b, nb = stack.pop()
                 a, na = stack.pop()
-                stack.append((_compare(op, a, b), _either(na, nb)))
+                nan = not (self.nan_free(a) and self.nan_free(b))
+                stack.append((_compare(op, a, b, nan), _either(na, nb)))
                 pc += 1
             elif op in _ARITH:
                 b, nb = stack.pop()
@@ -141,7 +143,18 @@ class _Program:
         key = (column, poff)
         if key not in self.loaded:
             self.loaded[key] = self._shifted(column, poff)
+            if not np.isnan(self.values[column]).any():  # shifts fill with 0.0
+                self.clean.add(id(self.loaded[key][0]))
         return self.loaded[key]
+
+    def nan_free(self, a) -> bool:
+        """Whether a stack value is known to hold no NaN (comparisons then skip Spark's
+        NaN order): booleans, NaN-free constants and loads of NaN-free columns."""
+        if a.dtype == np.bool_:
+            return True
+        if a.ndim == 0:
+            return not np.isnan(a)
+        return id(a) in self.clean
 
     def _shifted(self, column: int, poff: int) -> tuple[np.ndarray, np.ndarray | None]:
         x = self.values[column]
@@ -182,11 +195,16 @@ def _truth(a) -> np.ndarray:
     return a if a.dtype == np.bool_ else a != 0.0
 
 
-def _compare(op: int, a, b) -> np.ndarray:
-    """Spark's double order: NaN equals NaN and is above every number; -0.0 equals 0.0."""
-    a, b = _as_double(a), _as_double(b)
+def _compare(op: int, a, b, nan: bool = True) -> np.ndarray:
+    """Spark's double order: NaN equals NaN and is above every number; -0.0 equals 0.0.
+    nan False: neither operand holds a NaN (IEEE order is then Spark's)."""
+    if a.dtype != b.dtype:
+        a, b = _as_double(a), _as_double(b)
     with np.errstate(invalid="ignore"):
         result = _COMPARE[op](a, b)
+    if not nan:
+        return result
+    a, b = _as_double(a), _as_double(b)
     nan_a, nan_b = np.isnan(a), np.isnan(b)
     either = nan_a | nan_b
     if np.any(either):

@@ -118,13 +118,16 @@ def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
     vectorised (masks.py) when every instruction allows, else by the condition VM."""
     c = worker.config
     n = int(bounds[-1])
-    if not c.code.columns:  # no column read: a table of n rows all the same
-        columns = pa.table({"__cep_rows": pa.nulls(n)})
-    else:
-        columns = table.select(list(c.code.columns))
-        if rows is not None:
-            columns = columns.take(pa.array(rows))
-    values, nulls, consts, exact = worker._vm_columns(columns.combine_chunks())
+    loaded = _double_columns(c, table, rows)
+    if loaded is None:
+        if not c.code.columns:  # no column read: a table of n rows all the same
+            columns = pa.table({"__cep_rows": pa.nulls(n)})
+        else:
+            columns = table.select(list(c.code.columns))
+            if rows is not None:
+                columns = columns.take(pa.array(rows))
+        loaded = worker._vm_columns(columns.combine_chunks())
+    values, nulls, consts, exact = loaded
     if not len(exact) and vector_enabled():
         masks = vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels)
         if masks is not None:
@@ -135,6 +138,25 @@ def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
     masks = matcher.row_local_masks(values, nulls, bounds)
     raise_vm_error(matcher.vm_error())
     return masks
+
+
+def _double_columns(c: WorkerConfig, table: pa.Table, rows: np.ndarray | None):
+    """MatchWorker._vm_columns' result, gathered straight from numpy, when every column
+    the DEFINEs read is a single-chunk DOUBLE column without NULLs (the commonest case:
+    prices); None otherwise."""
+    code = c.code
+    if not code.columns or code.string_consts or any(t.exact for t in code.column_types):
+        return None
+    arrays = []
+    for name in code.columns:
+        col = table.column(name)
+        if col.type != pa.float64() or col.num_chunks != 1 or col.null_count:
+            return None
+        x = col.chunk(0).to_numpy(zero_copy_only=False)
+        arrays.append(x if rows is None else x[rows])
+    values = np.stack(arrays) if len(arrays) > 1 else arrays[0].reshape(1, -1)
+    nulls = np.zeros(values.shape, dtype=np.uint8)
+    return values, nulls, code.consts.copy(), np.zeros((0, values.shape[1], 2), np.int64)
 
 
 def vector_enabled() -> bool:
