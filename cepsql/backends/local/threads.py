@@ -146,26 +146,51 @@ RANK_COLUMN = "__cep_prank"
 
 
 def partition_ranks(table: pa.Table, key: SortColumn,
-                    sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array]
-                    ) -> np.ndarray | None:
+                    sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array], *,
+                    threads: int | None = None) -> np.ndarray | None:
     """Per row, the rank of its PARTITION BY value in the key's order (NULL a value of its
     own, placed as the key says), or None when the column is not one whose distinct
-    values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there)."""
+    values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there).
+    Large inputs are encoded in pieces on ``threads`` threads (Arrow's hashing releases
+    the GIL) and the pieces' small dictionaries merged."""
     col = table.column(key.column)
     t = col.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
             or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)):
         return None
+    threads = default_threads() if threads is None else max(1, threads)
+    n = len(col)
+    cuts = np.linspace(0, n, max(1, min(threads, n // MIN_SLICE_ROWS)) + 1).astype(int)
+    pieces = [col.slice(lo, hi - lo) for lo, hi in zip(cuts, cuts[1:])]
+    if len(pieces) > 1:
+        with ThreadPoolExecutor(max_workers=len(pieces),
+                                thread_name_prefix="cepsql-encode") as pool:
+            encoded = list(pool.map(_encode, pieces))
+    else:
+        encoded = [_encode(piece) for piece in pieces]
+    if not encoded:
+        return np.zeros(0, dtype=np.int32)
+    merged = pc.unique(pa.concat_arrays([e.dictionary for e in encoded]))
+    order = np.asarray(sort_indices(pa.table({"k": merged}),
+                                    [SortColumn("k", key.ascending, key.nulls_first)]))
+    ordered = merged.take(pa.array(order))
+    out = []
+    for e in encoded:
+        rank_of_code = pc.index_in(e.dictionary, value_set=ordered, skip_nulls=False)
+        rank_of_code = rank_of_code.to_numpy(zero_copy_only=False).astype(np.int32)
+        out.append(rank_of_code[e.indices.to_numpy(zero_copy_only=False)])
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
+def _encode(col: pa.ChunkedArray) -> pa.DictionaryArray:
+    """col dictionary-encoded as one array (NULL a dictionary value of its own)."""
     encoded = pc.dictionary_encode(col, null_encoding="encode")
     if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.unify_dictionaries().combine_chunks() if encoded.num_chunks else \
-            pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], t))
-    dictionary = encoded.dictionary
-    order = np.asarray(sort_indices(pa.table({"k": dictionary}),
-                                    [SortColumn("k", key.ascending, key.nulls_first)]))
-    rank_of_code = np.empty(len(dictionary), dtype=np.int32)
-    rank_of_code[order] = np.arange(len(dictionary), dtype=np.int32)
-    return rank_of_code[encoded.indices.to_numpy(zero_copy_only=False)]
+        if not encoded.num_chunks:
+            return pa.DictionaryArray.from_arrays(pa.array([], pa.int32()),
+                                                  pa.array([], col.type))
+        encoded = encoded.unify_dictionaries().combine_chunks()
+    return encoded
 
 
 def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
