@@ -77,6 +77,21 @@ cdef int _try(Search* s, int e, i64 r) noexcept nogil:
     return 0
 
 
+def _fixed_prefix(lows, highs):
+    """(elements int32[], offsets int64[]): the elements whose first row lies at a fixed
+    offset from the start row (every element before them has a fixed count) and which
+    need at least one row - rows every match from that start must hold."""
+    elems, offsets, offset = [], [], 0
+    for k in range(len(lows)):
+        if lows[k] >= 1:
+            elems.append(k)
+            offsets.append(offset)
+        if lows[k] != highs[k]:
+            break
+        offset += lows[k]
+    return np.asarray(elems, dtype=np.int32), np.asarray(offsets, dtype=np.int64)
+
+
 def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                     cnp.ndarray lows, cnp.ndarray highs, always=None):
     """Matches of the sequence (labels[e]{lows[e], highs[e]}, highs -1 unbounded, every
@@ -103,7 +118,13 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
     cdef const unsigned char* mask
     cdef cnp.ndarray counts_arr = np.zeros(max(n_elems, 1), dtype=np.int64)
     cdef Search s
-    cdef i64 k, r, ps, pe, pos, length, cap = 1024, m = 0
+    cdef cnp.ndarray pre_elem_arr, pre_off_arr
+    pre_elem_arr, pre_off_arr = _fixed_prefix(lows, highs)
+    cdef const int* pre_elem = <const int*> cnp.PyArray_DATA(pre_elem_arr)
+    cdef const i64* pre_off = <const i64*> cnp.PyArray_DATA(pre_off_arr)
+    cdef int i, n_pre = len(pre_elem_arr)
+    cdef i64 k, r, ps, pe, pos, length, end, cap = 1024, m = 0
+    cdef i64* run
     cdef int e, found, oom = 0
     cdef i64* out_start = <i64*> malloc(cap * sizeof(i64))
     cdef i64* out_part = <i64*> malloc(cap * sizeof(i64))
@@ -133,13 +154,12 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                 if s.always[e]:
                     continue  # run_end not read
                 mask = &mm[0, 0] + s.label[e] * n + ps
+                run = s.run_end + e * width
+                end = pe - ps  # the first failing row at or after r (a select, no branch)
                 r = pe - ps - 1
                 while r >= 0:
-                    if mask[r]:
-                        s.run_end[e * width + r] = s.run_end[e * width + r + 1] \
-                            if r + 1 < pe - ps else pe - ps
-                    else:
-                        s.run_end[e * width + r] = r
+                    end = end if mask[r] else r
+                    run[r] = end
                     r -= 1
             # only elements 1 .. n_elems - 1 are looked up (_find); the others'
             # failure links are written but never read
@@ -148,7 +168,17 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                     s.parent[e * (width + 1) + r] = r
             pos = 0
             while pos < pe - ps:
-                found = _try(&s, 0, pos)
+                # the rows every match from pos must hold (a fixed-width prefix): most
+                # start rows fail here without a search
+                found = 1
+                for i in range(n_pre):
+                    r = pos + pre_off[i]
+                    if r >= pe - ps or not (s.always[pre_elem[i]]
+                                            or mm[s.label[pre_elem[i]], ps + r]):
+                        found = 0
+                        break
+                if found:
+                    found = _try(&s, 0, pos)
                 if not found:
                     pos += 1
                     continue
