@@ -9,7 +9,12 @@ outside that subset), the matches found by the linear backtracking search of
 cython_ext/sequence.pyx, and the MEASURES' row references (FIRST/LAST with logical and
 physical offsets, CLASSIFIER) resolved from each match's per-element counts there too; the
 output batch is the one MatchWorker builds. Results equal the general VM's (property
-tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off."""
+tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off and
+CEPSQL_VECTOR_MASKS=0 keeps the masks on the VM (for comparisons).
+
+Run on a slice of partitions given as row positions (threads.run_by_partition), only the
+DEFINEs' columns are gathered; the output columns are taken from the input once, at the
+matched rows."""
 from __future__ import annotations
 
 import os
