@@ -12,6 +12,7 @@ Results are pandas DataFrames; integer and boolean columns use pandas' nullable 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections import ChainMap
 from functools import partial
@@ -54,6 +55,7 @@ def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
               planner: Callable | None = None) -> pa.Table:
     """Result of sql as an Arrow table (finder/planner default to cepsql's own)."""
+    outer = _parsed if finder is None else finder
     if finder is None:
         from ...dialect import find_match_recognize as finder
     if planner is None:
@@ -63,12 +65,20 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
     run = _LocalStatement(stmt, finder, planner)
     try:
         with stage("parse"):
-            sites = finder(stmt, offset=0, full_sql=stmt)
+            sites = outer(stmt, offset=0, full_sql=stmt)
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
             return run.clause(sites[0], scope)  # fast path: no SQL around the clause
         return run.query(stmt, 0, scope, sites)
     except CepError as e:
         raise e.with_sql(stmt) from None
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed(stmt: str, *, offset: int, full_sql: str) -> tuple:
+    """The statement's MATCH_RECOGNIZE clauses, parsed once per statement text (a query
+    run every minute is parsed once; the sites are never modified)."""
+    from ...dialect import find_match_recognize
+    return tuple(find_match_recognize(stmt, offset=offset, full_sql=full_sql))
 
 
 class _LocalStatement:
