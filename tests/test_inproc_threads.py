@@ -125,3 +125,25 @@ def test_threaded_rows_are_in_partition_order(tiny_slices):
         "DEFINE a AS true)", {"t": table})
     assert out.column("part").to_pylist() == sorted(f"p{i}" for i in range(7) for _ in range(5))
     assert out.column("mn").to_pylist() == [1, 2, 3, 4, 5] * 7
+
+
+@settings(deadline=None, max_examples=40)
+@given(keys=st.lists(st.one_of(st.none(), st.sampled_from(["b", "a", "c", "ab", ""])),
+                     max_size=50),
+       threads=st.integers(1, 5), ascending=st.booleans(), nulls_first=st.booleans())
+def test_partition_ranks_in_pieces_equal_the_key_order(keys, threads, ascending,
+                                                       nulls_first):
+    """Ranks encoded in pieces on several threads are the distinct keys' ranks in the
+    PARTITION BY order (NULL one value, placed as the key says)."""
+    threads_module.MIN_SLICE_ROWS, saved = 1, threads_module.MIN_SLICE_ROWS
+    try:
+        ranks = threads_module.partition_ranks(
+            pa.table({"k": pa.array(keys, pa.string())}),
+            threads_module.SortColumn("k", ascending, nulls_first),
+            cepsql.backends.local.engine.sort_indices, threads=threads)
+    finally:
+        threads_module.MIN_SLICE_ROWS = saved
+    values = sorted({k for k in keys if k is not None}, reverse=not ascending)
+    if None in keys:
+        values = [None] + values if nulls_first else values + [None]
+    assert ranks.tolist() == [values.index(k) for k in keys]

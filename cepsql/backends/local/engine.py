@@ -12,6 +12,7 @@ Results are pandas DataFrames; integer and boolean columns use pandas' nullable 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections import ChainMap
 from functools import partial
@@ -26,6 +27,7 @@ from .threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
 from ...dialect.statements import clause_output_names
 from .duck import run_duckdb
 from .sequence import sequence_shape
+from .stages import stage
 from ...errors import CepAnalysisError, CepError, CepUnsupportedError
 from ...exprs.arrow_eval import evaluate_arrow, spark_compare
 from .sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
@@ -43,12 +45,17 @@ _placeholders = itertools.count(1)
 def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
     """Result of sql (one query) over the given tables (pandas DataFrames or Arrow tables,
     matched to table names case-insensitively)."""
-    return to_pandas(run_local(sql, tables))
+    with stage("pandas -> Arrow"):
+        arrow = {k: to_arrow(v) for k, v in tables.items()}
+    out = run_local(sql, arrow)
+    with stage("Arrow -> pandas"):
+        return to_pandas(out)
 
 
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
               planner: Callable | None = None) -> pa.Table:
     """Result of sql as an Arrow table (finder/planner default to cepsql's own)."""
+    outer = _parsed if finder is None else finder
     if finder is None:
         from ...dialect import find_match_recognize as finder
     if planner is None:
@@ -57,12 +64,21 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
     run = _LocalStatement(stmt, finder, planner)
     try:
-        sites = finder(stmt, offset=0, full_sql=stmt)
+        with stage("parse"):
+            sites = outer(stmt, offset=0, full_sql=stmt)
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
             return run.clause(sites[0], scope)  # fast path: no SQL around the clause
         return run.query(stmt, 0, scope, sites)
     except CepError as e:
         raise e.with_sql(stmt) from None
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed(stmt: str, *, offset: int, full_sql: str) -> tuple:
+    """The statement's MATCH_RECOGNIZE clauses, parsed once per statement text (a query
+    run every minute is parsed once; the sites are never modified)."""
+    from ...dialect import find_match_recognize
+    return tuple(find_match_recognize(stmt, offset=offset, full_sql=full_sql))
 
 
 class _LocalStatement:
@@ -125,9 +141,10 @@ class _LocalStatement:
         return self.done[key][1]
 
     def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
-        spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
-        plan = self.planner(spec, table.schema, self.stmt,
-                            statistics=partial(_table_statistics, table=table))
+        with stage("plan"):
+            spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
+            plan = self.planner(spec, table.schema, self.stmt,
+                                statistics=partial(_table_statistics, table=table))
         out = execute_plan(table, plan)
         try:
             return out.rename_columns(clause_output_names(site, out.column_names))
@@ -224,11 +241,11 @@ def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan
 
 
 def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
-                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray:
-    """The order of one slice's rows (positions in rows), computed on its sort keys only
-    (run_by_partition then takes each input row once)."""
+                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray | None:
+    """The order of one slice's rows (positions in rows; None: rows are in order),
+    computed on its sort keys only (run_by_partition then takes each input row once)."""
     if _in_input_order(prepared, rows, ranks, keys, plan):
-        return np.arange(len(rows))
+        return None
     names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
     table = prepared.select(names).take(pa.array(rows)).append_column(
         RANK_COLUMN, pa.array(ranks, pa.int32()))
@@ -248,9 +265,17 @@ def _in_input_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
     if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
                               or pa.types.is_date(t)):
         return False
-    values = col.combine_chunks().to_numpy(zero_copy_only=False)[rows]
+    values = _numpy_of(col)[rows]
     same_group = ranks[1:] == ranks[:-1]
     return not np.any(same_group & (values[1:] <= values[:-1]))
+
+
+def _numpy_of(col: pa.ChunkedArray) -> np.ndarray:
+    """A column without NULLs as numpy, zero-copy when it is one chunk (combine_chunks
+    copies even then, and every slice calls this)."""
+    if col.num_chunks == 1:
+        return col.chunk(0).to_numpy(zero_copy_only=False)
+    return col.combine_chunks().to_numpy(zero_copy_only=False)
 
 
 def _has_ties(table: pa.Table, columns: list[str]) -> bool:
@@ -279,7 +304,7 @@ def _plain_equal_adjacent(table: pa.Table, columns: list[str]) -> np.ndarray | N
         if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
                                   or pa.types.is_date(t)):
             return None
-        values = col.combine_chunks().to_numpy(zero_copy_only=False)
+        values = _numpy_of(col)
         eq = values[1:] == values[:-1]
         same = eq if same is None else same & eq
     return same
@@ -324,29 +349,33 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                  threads: int | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
     (on ``threads`` threads, default all cores: backends/local/threads.py), project."""
-    table = relevant_rows(table, plan)
-    prepared = table
-    for name, expr in plan.prepare_columns:
-        prepared = prepared.append_column(name, evaluate_arrow(expr, table))
-    if plan.break_column is not None:
-        prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
-    bound = plan.bind(prepared.schema)
-    shape = sequence_shape(plan.spec, bound.worker)
+    with stage("prepare columns + bind"):
+        table = relevant_rows(table, plan)
+        prepared = table
+        for name, expr in plan.prepare_columns:
+            prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+        if plan.break_column is not None:
+            prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
+        bound = plan.bind(prepared.schema)
+        shape = sequence_shape(plan.spec, bound.worker)
     keys = list(plan.sort_keys)
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    ranks = partition_ranks(prepared, keys[0], sort_indices) \
-        if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
+    with stage("partition ranks"):
+        ranks = partition_ranks(prepared, keys[0], sort_indices) \
+            if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
                                partial(_slice_order, keys=by_rank, plan=plan),
                                batch_rows=batch_rows, threads=threads, shape=shape)
     else:
-        ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
+        with stage("sort (whole table)"):
+            ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
                          threads=threads, shape=shape)
     names = [n for n, _ in bound.final_projection]
-    return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
+    with stage("final projection"):
+        return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)

@@ -3,12 +3,18 @@ sequence of greedy quantified variables (``A B+ C``) whose DEFINEs depend on the
 alone (physical PREV/NEXT included), ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW,
 no WITHIN and no aggregates in MEASURES.
 
-The DEFINEs are evaluated once per row by the general matcher's condition VM
-(``SqlMatcher.row_local_masks``), the matches found by the linear backtracking search of
+The DEFINEs are evaluated as whole-column masks (masks.py: the condition bytecode over
+numpy columns; the general matcher's VM, ``SqlMatcher.row_local_masks``, for instructions
+outside that subset), the matches found by the linear backtracking search of
 cython_ext/sequence.pyx, and the MEASURES' row references (FIRST/LAST with logical and
-physical offsets, CLASSIFIER) resolved in numpy from each match's per-element counts; the
+physical offsets, CLASSIFIER) resolved from each match's per-element counts there too; the
 output batch is the one MatchWorker builds. Results equal the general VM's (property
-tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off."""
+tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off and
+CEPSQL_VECTOR_MASKS=0 keeps the masks on the VM (for comparisons).
+
+Run on a slice of partitions given as row positions (threads.run_by_partition), only the
+DEFINEs' columns are gathered; the output columns are taken from the input once, at the
+matched rows."""
 from __future__ import annotations
 
 import os
@@ -19,8 +25,11 @@ import pyarrow as pa
 
 from ...algebra.pattern import Concat, Quantified, Var
 from ...runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
+from .masks import vector_masks
+from .stages import stage
 
-__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "read_columns", "enabled"]
+__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks", "enabled",
+           "vector_enabled"]
 
 
 @dataclass(frozen=True)
@@ -74,40 +83,92 @@ def sequence_shape(spec, worker) -> SequenceShape | None:
 
 
 def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
-                 starts: np.ndarray | None = None) -> pa.Table:
+                 starts: np.ndarray | None = None, rows: np.ndarray | None = None
+                 ) -> pa.Table:
     """The worker's output over table (sorted, whole partitions contiguous); starts: the
-    rows where a partition begins, when the caller knows them."""
-    from ..._ext.sequence import match_sequences
+    rows where a partition begins, when the caller knows them. With rows, the input is
+    table's rows at those positions, in that order (starts then index into rows): only
+    the DEFINEs' columns are gathered, the output columns are taken from table directly."""
+    from ..._ext.sequence import match_sequences, sequence_leaves
     c = worker.config
-    table = table.combine_chunks()
-    n = table.num_rows
+    if rows is None:
+        table = table.combine_chunks()
+    n = table.num_rows if rows is None else len(rows)
     if n == 0:
         return c.output_schema.empty_table()
     if starts is None:
         starts = _group_starts(worker, table)
     bounds = np.append(starts, n).astype(np.int64)
+    with stage("DEFINE masks"):
+        masks = define_masks(worker, table, rows, bounds)
+    with stage("sequence search"):
+        first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
+                                               shape.highs, c.code.offsets < 0)
+    if len(first) == 0:
+        return c.output_schema.empty_table()
+    with stage("MEASURES row references"):
+        numbers = _match_numbers(parts)
+        member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
+        leaves = sequence_leaves(first, counts, parts, bounds, shape.labels, member,
+                                 c.leaves, rows)
+        if rows is not None:  # slice positions -> table rows
+            first = rows[first]
+    with stage("output columns (take)"):
+        aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
+        out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
+        return pa.Table.from_batches(out, schema=c.output_schema)
+
+
+def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
+                 bounds: np.ndarray) -> np.ndarray:
+    """uint8[n_labels, n]: each label's row-local DEFINE per row (of rows, when given),
+    vectorised (masks.py) when every instruction allows, else by the condition VM."""
+    c = worker.config
+    n = int(bounds[-1])
+    loaded = _double_columns(c, table, rows)
+    if loaded is None:
+        if not c.code.columns:  # no column read: a table of n rows all the same
+            columns = pa.table({"__cep_rows": pa.nulls(n)})
+        else:
+            columns = table.select(list(c.code.columns))
+            if rows is not None:
+                columns = columns.take(pa.array(rows))
+        loaded = worker._vm_columns(columns.combine_chunks())
+    values, nulls, consts, exact = loaded
+    if not len(exact) and vector_enabled():
+        masks = vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels)
+        if masks is not None:
+            return masks
     matcher = worker._new_matcher()
-    values, nulls = worker._load_vm(matcher, table)
+    matcher.set_consts(consts)
+    matcher.set_exact_columns(exact)
     masks = matcher.row_local_masks(values, nulls, bounds)
     raise_vm_error(matcher.vm_error())
-    rows, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
-                                          shape.highs)
-    if len(rows) == 0:
-        return c.output_schema.empty_table()
-    numbers = _match_numbers(parts)
-    leaves = _leaves(c, shape, rows, counts, bounds[parts], bounds[parts + 1])
-    aggregates = np.zeros((len(rows), 0, 2), dtype=np.int64)
-    out = worker._output(table, rows, numbers, leaves, aggregates, np.zeros(0, np.int64))
-    return pa.Table.from_batches(out, schema=c.output_schema)
+    return masks
 
 
-def read_columns(worker: MatchWorker) -> list[str]:
-    """The input columns run_sequence reads (the others need not be gathered): PARTITION
-    BY, the pass-through and MEASURES columns, and the DEFINEs' VM columns."""
-    c = worker.config
-    names = c.partition_columns + c.passthrough + list(c.code.columns) + \
-        [name for name in c.leaf_columns if name is not None]
-    return list(dict.fromkeys(names))
+def _double_columns(c: WorkerConfig, table: pa.Table, rows: np.ndarray | None):
+    """MatchWorker._vm_columns' result, gathered straight from numpy, when every column
+    the DEFINEs read is a single-chunk DOUBLE column without NULLs (the commonest case:
+    prices); None otherwise."""
+    code = c.code
+    if not code.columns or code.string_consts or any(t.exact for t in code.column_types):
+        return None
+    arrays = []
+    for name in code.columns:
+        col = table.column(name)
+        if col.type != pa.float64() or col.num_chunks != 1 or col.null_count:
+            return None
+        x = col.chunk(0).to_numpy(zero_copy_only=False)
+        arrays.append(x if rows is None else x[rows])
+    values = np.stack(arrays) if len(arrays) > 1 else arrays[0].reshape(1, -1)
+    nulls = np.zeros(values.shape, dtype=np.uint8)
+    return values, nulls, code.consts.copy(), np.zeros((0, values.shape[1], 2), np.int64)
+
+
+def vector_enabled() -> bool:
+    """Whether DEFINE masks may be vectorised (CEPSQL_VECTOR_MASKS=0: always the VM)."""
+    return os.environ.get("CEPSQL_VECTOR_MASKS", "1") != "0"
 
 
 def _group_starts(worker: MatchWorker, table: pa.Table) -> np.ndarray:
@@ -127,42 +188,3 @@ def _match_numbers(parts: np.ndarray) -> np.ndarray:
     first = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
     runs = np.diff(np.r_[first, len(parts)])
     return np.arange(len(parts), dtype=np.int64) - np.repeat(first, runs) + 1
-
-
-def _leaves(c: WorkerConfig, shape: SequenceShape, rows: np.ndarray, counts: np.ndarray,
-            pstart: np.ndarray, pend: np.ndarray) -> np.ndarray:
-    """Per match and leaf, the row it reads (-1: none) - or, for CLASSIFIER leaves, the
-    label code of that row - as the general VM's _emit_leaves resolves them for a whole
-    match (ONE ROW PER MATCH: FINAL)."""
-    m, n_elems = counts.shape
-    ends = np.cumsum(counts, axis=1)
-    begins = ends - counts
-    length = ends[:, -1]
-    out = np.full((m, len(c.leaves)), -1, dtype=np.int64)
-    member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
-    for q, (set_id, logical, loff, poff, _final, kind) in enumerate(c.leaves.tolist()):
-        if set_id < 0:
-            ok = loff < length
-            idx = np.where(ok, (length - 1 - loff) if logical == 1 else loff, -1)
-        else:
-            idx = np.full(m, -1, dtype=np.int64)
-            left = np.full(m, loff, dtype=np.int64)
-            order = range(n_elems - 1, -1, -1) if logical == 1 else range(n_elems)
-            for e in order:
-                if not member[set_id, shape.labels[e]]:
-                    continue
-                hit = (idx < 0) & (left < counts[:, e])
-                at = (ends[:, e] - 1 - left) if logical == 1 else (begins[:, e] + left)
-                idx = np.where(hit, at, idx)
-                left = np.where(idx < 0, left - counts[:, e], left)
-        j = np.where(idx >= 0, rows + idx + poff, -1)
-        j = np.where((j >= pstart) & (j < pend), j, -1)
-        if kind == 1:  # CLASSIFIER: the label of row j when it lies in the match
-            offset = j - rows
-            code = np.full(m, -1, dtype=np.int64)
-            for e in range(n_elems):
-                inside = (j >= 0) & (offset >= begins[:, e]) & (offset < ends[:, e])
-                code = np.where(inside, shape.labels[e], code)
-            j = code
-        out[:, q] = j
-    return out

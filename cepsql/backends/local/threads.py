@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from ...exprs.arrow_eval import spark_compare
 from ...runtime.plan import BoundPlan, SortColumn
-from .sequence import SequenceShape, read_columns, run_sequence
+from .sequence import SequenceShape, run_sequence
+from .stages import WAIT_FOR_WORKERS, in_context, stage
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -145,68 +146,101 @@ RANK_COLUMN = "__cep_prank"
 
 
 def partition_ranks(table: pa.Table, key: SortColumn,
-                    sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array]
-                    ) -> np.ndarray | None:
+                    sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array], *,
+                    threads: int | None = None) -> np.ndarray | None:
     """Per row, the rank of its PARTITION BY value in the key's order (NULL a value of its
     own, placed as the key says), or None when the column is not one whose distinct
-    values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there)."""
+    values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there).
+    Large inputs are encoded in pieces on ``threads`` threads (Arrow's hashing releases
+    the GIL) and the pieces' small dictionaries merged."""
     col = table.column(key.column)
     t = col.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
             or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)):
         return None
+    threads = default_threads() if threads is None else max(1, threads)
+    n = len(col)
+    cuts = np.linspace(0, n, max(1, min(threads, n // MIN_SLICE_ROWS)) + 1).astype(int)
+    pieces = [col.slice(lo, hi - lo) for lo, hi in zip(cuts, cuts[1:])]
+    if len(pieces) > 1:
+        with ThreadPoolExecutor(max_workers=len(pieces),
+                                thread_name_prefix="cepsql-encode") as pool:
+            encoded = list(pool.map(_encode, pieces))
+    else:
+        encoded = [_encode(piece) for piece in pieces]
+    if not encoded:
+        return np.zeros(0, dtype=np.int32)
+    merged = pc.unique(pa.concat_arrays([e.dictionary for e in encoded]))
+    order = np.asarray(sort_indices(pa.table({"k": merged}),
+                                    [SortColumn("k", key.ascending, key.nulls_first)]))
+    ordered = merged.take(pa.array(order))
+    out = []
+    for e in encoded:
+        rank_of_code = pc.index_in(e.dictionary, value_set=ordered, skip_nulls=False)
+        rank_of_code = rank_of_code.to_numpy(zero_copy_only=False).astype(np.int32)
+        out.append(rank_of_code[e.indices.to_numpy(zero_copy_only=False)])
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
+def _encode(col: pa.ChunkedArray) -> pa.DictionaryArray:
+    """col dictionary-encoded as one array (NULL a dictionary value of its own)."""
     encoded = pc.dictionary_encode(col, null_encoding="encode")
     if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.unify_dictionaries().combine_chunks() if encoded.num_chunks else \
-            pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], t))
-    dictionary = encoded.dictionary
-    order = np.asarray(sort_indices(pa.table({"k": dictionary}),
-                                    [SortColumn("k", key.ascending, key.nulls_first)]))
-    rank_of_code = np.empty(len(dictionary), dtype=np.int32)
-    rank_of_code[order] = np.arange(len(dictionary), dtype=np.int32)
-    return rank_of_code[encoded.indices.to_numpy(zero_copy_only=False)]
+        if not encoded.num_chunks:
+            return pa.DictionaryArray.from_arrays(pa.array([], pa.int32()),
+                                                  pa.array([], col.type))
+        encoded = encoded.unify_dictionaries().combine_chunks()
+    return encoded
 
 
 def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
-                     order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray], *,
+                     order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray | None],
+                     *,
                      batch_rows: int = 65536, threads: int | None = None,
                      shape: SequenceShape | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
     per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
     of rows)`` (positions into rows, by the ranks first, so partitions stay contiguous
-    and in order), takes the rows once in that order and streams them through its own
-    copy of the worker. Outputs are concatenated in slice order."""
+    and in order; None when rows are in that order already) and streams them through
+    its own copy of the worker: the sequence fast path reads the rows where they are,
+    the general worker gets them taken once in that order. Outputs are concatenated in
+    slice order."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
-    order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # stable counting sort
-    bounds = [0]
-    if threads > 1 and n:
-        ends = np.cumsum(np.bincount(ranks))
-        pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
-        for i in range(1, pieces):
-            cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
-            if bounds[-1] < cut < n:
-                bounds.append(cut)
-    bounds.append(n)
+    with stage("group by partition rank"):
+        order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
+        bounds = [0]
+        if threads > 1 and n:
+            ends = np.cumsum(np.bincount(ranks))
+            pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
+            for i in range(1, pieces):
+                cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
+                if bounds[-1] < cut < n:
+                    bounds.append(cut)
+        bounds.append(n)
     spans = list(zip(bounds, bounds[1:]))
     workers = [copy.copy(bound.worker) for _ in spans]
 
-    source = prepared if shape is None else prepared.select(read_columns(bound.worker))
-
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
-        rows = rows[order_of(prepared, rows, ranks[rows])]
-        ordered = source.take(pa.array(rows)).combine_chunks()
-        if shape is not None:  # the groups are where the rank changes
+        with stage("slice order (sort check/sort)"):
             r = ranks[rows]
-            starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else r
-            return run_sequence(workers[k], ordered, shape, starts)
+            within = order_of(prepared, rows, r)
+            if within is not None:
+                rows, r = rows[within], r[within]
+        if shape is not None:  # the groups are where the rank changes; no gather
+            starts = np.flatnonzero(r[1:] != r[:-1]) + 1 if len(r) else r
+            starts = np.r_[0, starts] if len(r) else starts
+            return run_sequence(workers[k], prepared, shape, starts, rows)
+        with stage("gather slice (take)"):
+            ordered = prepared.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
         return one(0)
     with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
                             thread_name_prefix="cepsql-worker") as pool:
-        outs = list(pool.map(one, range(len(spans))))
+        with stage(WAIT_FOR_WORKERS):
+            outs = list(pool.map(in_context(one), range(len(spans))))
     _publish_stats(workers)
     return pa.concat_tables(outs)
