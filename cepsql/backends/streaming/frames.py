@@ -40,7 +40,7 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
                                 StructField(ROWS_COLUMN, BinaryType())])
     packed = df.mapInArrow(RowPacker(keys, buckets), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
-    processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter)
+    processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter, buckets)
     out = packed.groupBy(F.col(BUCKET_COLUMN)) \
         .transformWithState(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
                             "Append", "EventTime")
