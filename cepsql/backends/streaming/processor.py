@@ -32,8 +32,9 @@ class MatchProcessor(StatefulProcessor):
     bytes (CEP mode)) and next timer; at most one event-time timer, the earliest of them."""
 
     def __init__(self, worker, event_column: str, sort_keys, late_counter=None,
-                 buckets: int = DEFAULT_BUCKETS):
+                 buckets: int = DEFAULT_BUCKETS, spec=None):
         self.worker = worker
+        self.spec = spec  # the clause (whether it reads NEXT: engine.new_engine)
         self.buckets = buckets  # stored with the state: a changed setting is refused
         self.event_column = event_column
         self.sort_keys = sort_keys
@@ -68,7 +69,8 @@ class MatchProcessor(StatefulProcessor):
         watermark = max(int(watermark_ms), 0)
         due = {kid for kid, (_, timer) in keys.items() if NO_TIMER != timer <= watermark}
         if self.engine is None:
-            self.engine = new_engine(self.worker, self.event_column, self.sort_keys)
+            self.engine = new_engine(self.worker, self.event_column, self.sort_keys,
+                                     self.spec)
         output: list[pa.RecordBatch] = []
         late = 0
         for kid in sorted(due | set(tables)):

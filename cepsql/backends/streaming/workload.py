@@ -86,7 +86,8 @@ class WorkloadEngine:
         self.inputs = [p.inputs for p in patterns]
         self.releaser = new_engine(patterns[0].bound.worker, event_column, sort_keys)
         self.engines: list[StreamEngine | None] = [
-            None if k in self.members else new_engine(p.bound.worker, event_column, sort_keys)
+            None if k in self.members else new_engine(p.bound.worker, event_column, sort_keys,
+                                                      p.plan.spec)
             for k, p in enumerate(patterns)]
 
     def new_state(self) -> WorkloadKeyState:
