@@ -12,9 +12,10 @@ pattern:
   state, or the CEP evaluator's ``export_state`` blob) and the rows it may still read,
   bounded by the pattern's window.
 
-Each pattern runs its OWN streaming engine inside the operator, not the shared DAG
-evaluator (runtime/shared): that evaluator cannot export and re-import its state between
-micro-batches. The released rows are sorted once per key and every pattern reads them
+The patterns of the group's global plan (sharing planner, as in batch) run in the
+shared DAG evaluator per key (shared_key.SharedKeyEngine: the DAG re-runs over the key's
+kept rows, each matcher resumes from its carry-over); the others run their own streaming
+engine. The released rows are sorted once per key and every pattern reads them
 through its column projection (``PassPattern.inputs``); the output is the batch pass's
 tagged layout, so ``matches()`` projects it exactly as the batch workload does -- in one
 projection over the one operator (a union of per-view filters would plan the stateful
