@@ -70,3 +70,19 @@ def test_restart_with_other_key_buckets_is_refused(spark, tmp_path):
     finally:
         spark.conf.unset("cepsql.streaming.keyBuckets") if before is None else \
             spark.conf.set("cepsql.streaming.keyBuckets", before)
+
+
+def test_workload_state_of_another_layout_is_refused():
+    """A workload key's state names the layout version in its fingerprint: a state
+    written before (no version) or by another layout is refused."""
+    from cepsql.backends.streaming.engine import KeyState
+    from cepsql.backends.streaming.workload import (WorkloadKeyState, state_from_row,
+                                                    state_to_row)
+    current = f"v{STATE_LAYOUT_VERSION}:abc"
+    row = state_to_row(WorkloadKeyState(KeyState(), [KeyState()], KeyState()), current)
+    restored = state_from_row(row, 1, current, dag=True)
+    assert restored.dag is not None and len(restored.patterns) == 1
+    for stored in ("abc", f"v{STATE_LAYOUT_VERSION - 1}:abc"):
+        old = row[:4] + (stored,)
+        with pytest.raises(CepRuntimeError, match="another state layout.*new checkpoint"):
+            state_from_row(old, 1, current, dag=True)
