@@ -242,7 +242,15 @@ def main() -> None:
 
 
 def _plot(results: dict, args) -> None:
-    """benchmarks/results/stream_workload.png: rows/s of each path."""
+    """rows/s of each path: benchmarks/results/stream_workload.png (in-process) and
+    stream_workload_spark.png (Spark)."""
+    if "engine" in results:
+        _bars({"engine": results["engine"]}, args, "stream_workload.png")
+    if "spark" in results:
+        _bars({"spark": results["spark"]}, args, "stream_workload_spark.png")
+
+
+def _bars(results: dict, args, name: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -264,8 +272,7 @@ def _plot(results: dict, args) -> None:
     ax.set_title(f"{len(VIEWS)} views, {args.rows:,} rows", fontsize=9)
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                       "stream_workload.png")
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     fig.savefig(out, dpi=110)
     print("plot:", out)
