@@ -332,3 +332,39 @@ def test_shared_dag_workload_engine_equals_each_batch_worker(increments, delay_m
         assert sum(batch.values()) > 5
         assert streamed == batch
     assert all(s.dag.held is None or s.dag.held.num_rows <= 2 for s in states.values())
+
+
+def test_random_shared_workloads_stream_equals_each_batch_worker():
+    """Random overlapping SKIP_TILL_ANY_MATCH workloads (test_shared_dag's generator:
+    renamed and near-identical conditions, other windows, NOT, OR, Kleene, ALL ROWS,
+    SKIP PAST LAST ROW) over the per-key shared DAG engine, rows arriving out of order in
+    increments, keys pausing past the windows: every view equals its batch worker."""
+    import numpy as np
+    import pyarrow as pa
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    try:
+        from .test_shared_dag import base_patterns, mutations
+    except ImportError:
+        from test_shared_dag import base_patterns, mutations
+
+    @settings(max_examples=10, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data(), seed=st.integers(0, 1000), increments=st.sampled_from([3, 20]),
+           delay_ms=st.sampled_from([0, 700]))
+    def check(data, seed, increments, delay_ms):
+        base = data.draw(base_patterns(True))
+        base.update(window_kind="time", partition="PARTITION BY part")
+        sqls = [data.draw(mutations(base, i)) for i in range(data.draw(st.integers(2, 5)))]
+        n = 90
+        rng = np.random.default_rng(seed)
+        gaps = np.where(rng.random(n) < 0.08, 6.0, rng.choice([0.5, 1.0], n))
+        table = pa.table({"part": rng.choice(["a", "b"], n).tolist(),
+                          "ts": np.cumsum(gaps).round(3),
+                          "price": rng.integers(0, 10, n).astype(float),
+                          "vol": rng.choice([0.5, 1.0, 2.25], n),
+                          "tag": rng.choice(["x", "y", "z"], n).tolist()})
+        result, _ = _engine_run(sqls, table, increments, delay_ms, seed, sharing="BEST")
+        for sql, (streamed, batch) in zip(sqls, result):
+            assert streamed == batch, sql
+    check()

@@ -17,7 +17,7 @@ state), so every match is decided once, as in one unbroken run.
 A gap longer than the largest window ends the key's *segment*, as in the single-pattern
 CEP engine (engine.CepEngine): the segment is decided as if the partition ended, and the
 next one starts afresh with the matchers numbering after their earlier matches and the
-last rows as PREV context (no candidate may start at a context row).
+last rows as PREV context.
 """
 from __future__ import annotations
 
@@ -56,10 +56,11 @@ def shared_members(global_plan, patterns: list[PassPattern]) -> list[int]:
 class SharedKeyEngine:
     """Feeds one key's released rows to the shared DAG evaluator of ``members``.
 
-    Per key the state is a KeyState for the DAG (``held``: the kept rows; carry = [PREV
-    context rows at the start of held, event time (us) of the newest row fed, -, -];
-    ``closed``) and one KeyState per member (``evaluator``: its matcher's carry-over;
-    carry = [its first row in held, matches numbered by closed segments, -, -])."""
+    Per key the state is a KeyState for the DAG (``held``: the kept rows -- once the
+    segment is closed, only its last rows, the PREV context of the next one; carry =
+    [-, event time (us) of the newest row fed, -, -]; ``closed``) and one KeyState per
+    member (``evaluator``: its matcher's carry-over; carry = [its first row in held,
+    matches numbered by closed segments, -, -])."""
 
     def __init__(self, global_plan, patterns: list[PassPattern], members: list[int]):
         self.dag = _DagEvaluator(global_plan, patterns, members)
@@ -108,7 +109,6 @@ class SharedKeyEngine:
         after the key's earlier matches, with the context rows for PREV."""
         ev = self.evaluator
         held = 0 if dag.held is None else dag.held.num_rows
-        ev.dag.context = int(dag.carry[0])
         ev.carried = not dag.closed
         if dag.closed:
             ev.offsets = [0] * len(own)
@@ -131,7 +131,6 @@ class SharedKeyEngine:
         out = ev._process(table, np.zeros(1, dtype=np.int64), open_last=True)
         keep = min(ev.dag.keep, min(ev.offsets))
         dag.held = table.slice(keep) if keep < table.num_rows else None
-        dag.carry[0] = max(int(dag.carry[0]) - keep, 0)
         dag.carry[1] = last_us
         dag.closed = 0
         for matcher, state, offset in zip(ev.matchers, own, ev.offsets):
@@ -148,7 +147,6 @@ class SharedKeyEngine:
             if table is not None else []
         back = min(int(ev.lookback), 0 if table is None else table.num_rows)
         dag.held = table.slice(table.num_rows - back) if back else None
-        dag.carry[0] = back
         dag.closed = 1
         for matcher, state in zip(ev.matchers, own):
             state.carry[1] = int(matcher.match_no)
@@ -173,28 +171,16 @@ class SharedKeyEngine:
 
 
 class _FreshDag:
-    """The SharedDag run from scratch over each call's rows (its stores are not kept
-    between a key's micro-batches), dropping candidates that start at PREV context rows
-    (``context``: the first rows of the call, the previous segment's)."""
+    """The SharedDag run from scratch over each call's rows: its stores are not kept
+    between a key's micro-batches (nor shared between keys). A candidate starting at a
+    PREV context row needs no filter: it either ends there (before the matchers' first
+    row) or spans the gap that closed the segment, longer than every window."""
 
     def __init__(self, dag):
         self._dag = dag
-        self.context = 0
 
     def run(self, bounds, wts, wnulls, open_last, cont, lookahead, lookback):
-        out = self._dag.run(bounds, wts, wnulls, open_last, 0, lookahead, lookback)
-        if self.context <= 0:
-            return out
-        kept = []
-        for cand, rows, comps in out:
-            if len(cand):
-                first = rows[cand[:, 2]] if len(rows) else np.zeros(len(cand), np.int64)
-                cand = cand[first >= self.context]
-            kept.append((cand, rows, comps))
-        return kept
-
-    def rebase(self, d: int) -> None:
-        self._dag.rebase(d)
+        return self._dag.run(bounds, wts, wnulls, open_last, 0, lookahead, lookback)
 
     def __getattr__(self, name):
         return getattr(self._dag, name)
