@@ -21,7 +21,8 @@ from .processor import MatchProcessor
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-# keys per stateful-operator key (packing.py); changing it needs a new checkpoint
+# keys per stateful-operator key (packing.py); stored with the state: a checkpoint written
+# with another value is refused (ipc.check_layout)
 BUCKETS_CONF = "cepsql.streaming.keyBuckets"
 
 
