@@ -1,6 +1,7 @@
 """A workload over a stream: spark.cep.workload(src).matches() and cep_workload('src') over
 a streaming source are ONE streaming query (one stateful operator per partitioning group)
-evaluating every pattern view. A JSON file source is written in two increments (out of
+evaluating every pattern view ("any" and "pair" share SEQ(a, b) in one shared DAG per
+key, next to SQL:2016 and SKIP_TILL_NEXT_MATCH views). A JSON file source is written in two increments (out of
 order rows, a late row, a key that goes quiet), each run with availableNow from the same
 checkpoint (stop + restart); the sink must hold exactly the batch workload's matches over
 the same non-late rows."""
@@ -34,6 +35,12 @@ VIEWS = {
         ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH
         PATTERN (SEQ(a, b, c)) WITHIN INTERVAL '2' SECOND
         DEFINE a AS a.price < 4, b AS b.price > a.price, c AS c.price < b.price)""",
+    "pair": """SELECT * FROM {src} MATCH_RECOGNIZE (
+        PARTITION BY sym ORDER BY ts
+        MEASURES a.ts AS ta, b.ts AS tb, MATCH_NUMBER() AS mn
+        ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH
+        PATTERN (SEQ(a, b, NOT(n))) WITHIN INTERVAL '3' SECOND
+        DEFINE a AS a.price < 4, b AS b.price > a.price, n AS n.price > 8)""",
     "dips": """SELECT * FROM {src} MATCH_RECOGNIZE (
         ORDER BY ts
         MEASURES a.sym AS s0, b.sym AS s1, b.ts AS tb
@@ -117,7 +124,8 @@ def test_stream_workload_with_restart_equals_batch_workload(spark, tmp_path,
 
 
 # --- the per-key workload engine, no Spark ---------------------------------------------
-def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: int):
+def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: int,
+                sharing: str = "NONE", members: int | None = None):
     """Every plan's rows from the workload engine (one state per key, stored and loaded
     after each step as Spark does) and from each plan's batch worker."""
     from collections import Counter
@@ -126,8 +134,8 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
     import pyarrow as pa
 
     from cepsql.backends.streaming.engine import NO_TIMER
-    from cepsql.backends.streaming.workload import (WorkloadEngine, state_from_row,
-                                                    state_to_row)
+    from cepsql.backends.streaming.workload import (WorkloadEngine, fingerprint,
+                                                    state_from_row, state_to_row)
     from cepsql.exprs.arrow_eval import evaluate_arrow
     from cepsql.backends.local.sql import sort_table
     from cepsql.runtime.executor import plan_query
@@ -137,14 +145,19 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
     except ImportError:
         from test_property_sql import spec_of
     plans = [plan_query(spec_of(sql), table.schema, sql) for sql in sqls]
-    shared = plan_pass(table.schema, plans, {"algorithm": "NONE"})
+    shared = plan_pass(table.schema, plans, {"algorithm": sharing})
     assert len(shared.groups) == 1
     group = shared.groups[0]
     for name, expr in group.prepare:
         table = table.append_column(name, evaluate_arrow(expr, table))
     shared.bind([table.schema])
     keys = group.partition_columns
-    engine = WorkloadEngine(group.patterns, "ts", group.sort_keys[len(keys):])
+    engine = WorkloadEngine(group.patterns, "ts", group.sort_keys[len(keys):],
+                            group.global_plan)
+    if members is not None:   # the patterns the shared DAG evaluator runs
+        assert len(engine.members) == members
+    workload = fingerprint(group.patterns, engine.members)
+    dag = engine.shared is not None
     rng = np.random.default_rng(seed)
     order = np.argsort(table.column("ts").to_numpy() + rng.uniform(0, delay_ms / 1000,
                                                                     table.num_rows))
@@ -171,8 +184,8 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
             rows = part.take(pa.array(by_key[key])) if key in by_key else None
             outputs, timers[key], late = engine.advance(state, rows, watermark)
             assert late == 0
-            states[key] = state_from_row(state_to_row(state, "w"), len(group.patterns),
-                                         "w")
+            states[key] = state_from_row(state_to_row(state, workload),
+                                         len(group.patterns), workload, dag)
             for index, batch in outputs:
                 got[index].append(batch)
     ordered = sort_table(table, list(group.sort_keys)).combine_chunks()
@@ -274,3 +287,84 @@ def test_stream_workload_views_explain_and_dataframes(spark, tmp_path):
         assert "wlx_gain" in plan and "wlx_dips" in plan
     finally:
         _drop(spark, "wlx")
+
+
+SHARED_VIEWS = [   # SEQ(a, b) shared by three views (windows differ), a NOT, a trailing NOT
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES a.ts AS ta, "
+    "c.ts AS tc, MATCH_NUMBER() AS mn ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+    "PATTERN (SEQ(a, b, c)) WITHIN INTERVAL '2' SECOND "
+    "DEFINE a AS a.price < -3, b AS b.price > a.price + 4, c AS c.price < b.price)",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES a.ts AS ta, "
+    "d.ts AS td, sum(MATCH_NUMBER() + d.price) AS s ONE ROW PER MATCH "
+    "AFTER MATCH SKIP PAST LAST ROW STRATEGY SKIP_TILL_ANY_MATCH "
+    "PATTERN (SEQ(a, b, NOT(n), d)) WITHIN INTERVAL '1500' MILLISECOND "
+    "DEFINE a AS a.price < -3, b AS b.price > a.price + 4, n AS n.price > 8, "
+    "d AS d.price > 5 AND d.price > PREV(d.price))",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES a.ts AS ta, "
+    "b.ts AS tb ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+    "PATTERN (SEQ(a, b, NOT(n))) WITHIN INTERVAL '1' SECOND "
+    "DEFINE a AS a.price < -3, b AS b.price > a.price + 4, n AS n.price < -8)",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES count(*) AS n, "
+    "MATCH_NUMBER() AS mn ONE ROW PER MATCH PATTERN (a b+) WITHIN INTERVAL '2' SECOND "
+    "DEFINE b AS b.price > PREV(b.price))",
+]
+
+
+@pytest.mark.parametrize("increments,delay_ms,seed", [(30, 500, 4), (150, 1500, 5), (5, 0, 6)])
+def test_shared_dag_workload_engine_equals_each_batch_worker(increments, delay_ms, seed):
+    """Views sharing SEQ(a, b) run in ONE shared DAG per key (re-run over the kept rows
+    each step, each matcher resuming from its stored carry-over) next to a SQL:2016 view:
+    every view's streamed rows equal its own batch worker's, through out-of-order
+    arrival, keys paused longer than the windows (segments closed by timers) and the
+    state stored and loaded after every step."""
+    import numpy as np
+    import pyarrow as pa
+    n = 500
+    rng = np.random.default_rng(seed)
+    gaps = np.where(rng.random(n) < 0.05, 3.0, rng.choice([0.1, 0.2], n))
+    table = pa.table({"part": rng.choice(["x", "y"], n).tolist(),
+                      "ts": np.cumsum(gaps).round(3),
+                      "price": rng.integers(-10, 11, n).astype(float),
+                      "vol": np.ones(n), "tag": ["t"] * n})
+    result, states = _engine_run(SHARED_VIEWS, table, increments, delay_ms, seed,
+                                 sharing="BEST", members=3)
+    for streamed, batch in result:
+        assert sum(batch.values()) > 5
+        assert streamed == batch
+    assert all(s.dag.held is None or s.dag.held.num_rows <= 2 for s in states.values())
+
+
+def test_random_shared_workloads_stream_equals_each_batch_worker():
+    """Random overlapping SKIP_TILL_ANY_MATCH workloads (test_shared_dag's generator:
+    renamed and near-identical conditions, other windows, NOT, OR, Kleene, ALL ROWS,
+    SKIP PAST LAST ROW) over the per-key shared DAG engine, rows arriving out of order in
+    increments, keys pausing past the windows: every view equals its batch worker."""
+    import numpy as np
+    import pyarrow as pa
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    try:
+        from .test_shared_dag import base_patterns, mutations
+    except ImportError:
+        from test_shared_dag import base_patterns, mutations
+
+    @settings(max_examples=10, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data(), seed=st.integers(0, 1000), increments=st.sampled_from([3, 20]),
+           delay_ms=st.sampled_from([0, 700]))
+    def check(data, seed, increments, delay_ms):
+        base = data.draw(base_patterns(True))
+        base.update(window_kind="time", partition="PARTITION BY part")
+        sqls = [data.draw(mutations(base, i)) for i in range(data.draw(st.integers(2, 5)))]
+        n = 90
+        rng = np.random.default_rng(seed)
+        gaps = np.where(rng.random(n) < 0.08, 6.0, rng.choice([0.5, 1.0], n))
+        table = pa.table({"part": rng.choice(["a", "b"], n).tolist(),
+                          "ts": np.cumsum(gaps).round(3),
+                          "price": rng.integers(0, 10, n).astype(float),
+                          "vol": rng.choice([0.5, 1.0, 2.25], n),
+                          "tag": rng.choice(["x", "y", "z"], n).tolist()})
+        result, _ = _engine_run(sqls, table, increments, delay_ms, seed, sharing="BEST")
+        for sql, (streamed, batch) in zip(sqls, result):
+            assert streamed == batch, sql
+    check()

@@ -138,7 +138,6 @@ def test_write_increments_splits_in_order(tmp_path):
 
 @pytest.mark.parametrize("clause, message", [
     ("PATTERN (a b+ $) DEFINE b AS b.price > a.price", r"\$ anchor"),
-    ("PATTERN (a b) DEFINE b AS b.price > NEXT(b.price)", "NEXT"),
     ("STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) DEFINE b AS b.price > a.price",
      "WITHIN INTERVAL"),
 ])

@@ -470,7 +470,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     partitioning group, the groups unioned and persisted once."""
     if source.isStreaming:  # one stateful streaming query (backends/streaming/workload.py)
         from ..streaming.workload import streaming_pass
-        return streaming_pass(source, plans)
+        return streaming_pass(source, plans, sharing)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
     inputs, late_columns, computed, schemas = [], [], [], []

@@ -16,6 +16,13 @@ A gap longer than the WITHIN window separates everything before it from everythi
 after it, so the open partition (a *segment*) is closed -- decided as if the partition
 ended -- once the watermark is a window past its last row: that is what lets quiet keys
 finish their matches from a timer alone, and it empties the key's state.
+
+NEXT (in DEFINE or MEASURES, both modes): NEXT of a key's last row is the key's next
+row, which a stream may deliver at any later time -- not NULL, as the end of a batch
+partition gives. So a query reading NEXT never closes a segment, from a timer or at a
+gap: the evaluator carries its open partition on, a row whose NEXT it needs stays
+undecided until the key's next rows arrive, and a quiet key's last match waits for them
+(the state stays bounded by the window: the evaluator keeps only what is undecided).
 """
 from __future__ import annotations
 
@@ -66,12 +73,15 @@ class Released:
 class StreamEngine(ABC):
     """Advance one key's state to a new watermark with newly arrived rows."""
 
-    def __init__(self, worker, event_column: str, sort_keys: list[SortColumn]):
+    def __init__(self, worker, event_column: str, sort_keys: list[SortColumn],
+                 reads_next: bool = False):
         self.worker = worker
         self.event_column = event_column
         self.sort_keys = sort_keys
         c = worker.config
         self.window_us = float(c.window_size) if c.window_kind == 2 else None
+        # NEXT is read: no segment is ever closed (see the module docstring)
+        self.reads_next = reads_next
 
     # ------------------------------------------------------------------
     def advance(self, state: KeyState, rows: pa.Table | None, watermark_ms: int) -> Step:
@@ -130,7 +140,8 @@ class StreamEngine(ABC):
         times = []
         if pending_us is not None and len(pending_us):
             times.append(int(np.nanmin(pending_us)) // 1000 + 1)
-        last = None if state.closed or self.window_us is None else self._last_fed_us(state)
+        last = None if state.closed or self.window_us is None or self.reads_next \
+            else self._last_fed_us(state)
         if last is not None:
             times.append(int(last + self.window_us) // 1000 + 1)
         return min(times) if times else NO_TIMER
@@ -161,7 +172,7 @@ class SqlEngine(StreamEngine):
 
     def _evaluate(self, state, ready, ready_us, boundary):
         table = concat(state.held, ready)
-        passed = self._window_passed(table, boundary)
+        passed = not self.reads_next and self._window_passed(table, boundary)
         if table is None or ((ready is None or ready.num_rows == 0)
                              and (state.closed or not passed)):
             return []
@@ -199,11 +210,13 @@ class CepEngine(StreamEngine):
     def _evaluate(self, state, ready, ready_us, boundary):
         out: list[pa.RecordBatch] = []
         for piece, us in self._pieces(ready, ready_us):  # a gap longer than the window
-            if not state.closed and us[0] - state.carry[2] > self.window_us:  # ends a segment
+            if not state.closed and us[0] - state.carry[2] > self.window_us \
+                    and not self.reads_next:  # ends a segment
                 out += self._close(state)
             for lo in range(0, piece.num_rows, CHUNK_ROWS):
                 out += self._feed(state, piece.slice(lo, CHUNK_ROWS), us[lo:lo + CHUNK_ROWS])
-        if not state.closed and boundary - state.carry[2] > self.window_us:
+        if not state.closed and boundary - state.carry[2] > self.window_us \
+                and not self.reads_next:
             out += self._close(state)
         return out
 
@@ -228,7 +241,7 @@ class CepEngine(StreamEngine):
         batches = self._run(matcher, table, True, cont)
         output = [b for b in batches if b.num_rows]
         state.carry[2] = int(rows_us[-1])
-        if matcher.keep >= table.num_rows:  # nothing carried: the segment is decided
+        if matcher.keep >= table.num_rows and not self.reads_next:  # the segment is decided
             self._closed(state, matcher, table)
         else:
             state.held = table.slice(matcher.keep)
@@ -262,7 +275,7 @@ class CepEngine(StreamEngine):
             matcher.release_numbers(int(state.carry[1]))
         else:
             matcher.import_state(state.evaluator)
-            if matcher.n_carried() != state.held.num_rows:
+            if matcher.n_carried() != (0 if state.held is None else state.held.num_rows):
                 raise CepRuntimeError("the stored streaming state of a key is inconsistent "
                                       "(evaluator carry-over and rows disagree)")
         return matcher
@@ -272,8 +285,19 @@ class CepEngine(StreamEngine):
         return list(self.worker._process(matcher, table, starts, open_last, cont))
 
 
-def new_engine(worker, event_column: str, sort_keys: list[SortColumn]) -> StreamEngine:
-    """The engine for the worker's mode (CepWorker -> CEP, MatchWorker -> SQL:2016)."""
+def new_engine(worker, event_column: str, sort_keys: list[SortColumn], spec=None
+               ) -> StreamEngine:
+    """The engine for the worker's mode (CepWorker -> CEP, MatchWorker -> SQL:2016);
+    ``spec`` (the clause) says whether NEXT is read."""
     from ...runtime.cep_worker import CepWorker
-    cls = CepEngine if isinstance(worker, CepWorker) else SqlEngine
-    return cls(worker, event_column, sort_keys)
+    if isinstance(worker, CepWorker):
+        return CepEngine(worker, event_column, sort_keys, bool(worker._new_matcher().lookahead))
+    return SqlEngine(worker, event_column, sort_keys, spec is not None and reads_next(spec))
+
+
+def reads_next(spec) -> bool:
+    """Whether the clause reads NEXT(...) (in DEFINE or MEASURES)."""
+    from ...algebra.expressions import Navigation, walk
+    exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
+    return any(isinstance(node, Navigation) and node.kind == "NEXT"
+               for expr in exprs for node in walk(expr))

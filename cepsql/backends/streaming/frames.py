@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
-from ...algebra.expressions import ColumnRef, Navigation, walk
+from ...algebra.expressions import ColumnRef
 from ...algebra.pattern import Anchor
 from ...errors import CepAnalysisError, CepUnsupportedError
 from ...exprs.spark_sql import to_spark_sql
@@ -21,7 +21,8 @@ from .processor import MatchProcessor
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-# keys per stateful-operator key (packing.py); changing it needs a new checkpoint
+# keys per stateful-operator key (packing.py); stored with the state: a checkpoint written
+# with another value is refused (ipc.check_layout)
 BUCKETS_CONF = "cepsql.streaming.keyBuckets"
 
 
@@ -40,7 +41,8 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
                                 StructField(ROWS_COLUMN, BinaryType())])
     packed = df.mapInArrow(RowPacker(keys, buckets), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
-    processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter)
+    processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter, buckets,
+                               plan.spec)
     out = packed.groupBy(F.col(BUCKET_COLUMN)) \
         .transformWithState(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
                             "Append", "EventTime")
@@ -88,12 +90,6 @@ def check_streamable_spec(plan: QueryPlan) -> None:
             if isinstance(node, Anchor) and node.kind == "end":
                 raise CepUnsupportedError("the $ anchor (end of partition) never matches over "
                                           "an unbounded stream", pos=_pattern_pos(spec))
-        exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
-        for expr in exprs:
-            for node in walk(expr):
-                if isinstance(node, Navigation) and node.kind == "NEXT":
-                    raise CepUnsupportedError("NEXT(...) is not supported over a stream",
-                                              pos=node.pos)
     elif spec.window is None or spec.window.kind != "time":
         raise CepUnsupportedError("CEP mode over a stream needs WITHIN INTERVAL (a time "
                                   "window bounds what each key keeps)",
@@ -101,18 +97,12 @@ def check_streamable_spec(plan: QueryPlan) -> None:
 
 
 def check_streamable_worker(worker) -> None:
-    """What the bound CEP evaluator would need from rows after a gap that closes a key's
-    open partition (NEXT), or cannot carry between chunks (MIN/MAX over strings). PREV
-    runs: a closed segment keeps its last rows as the next segment's context."""
+    """What the bound CEP evaluator cannot carry between chunks (MIN/MAX over strings).
+    PREV runs: a closed segment keeps its last rows as the next segment's context; NEXT
+    runs: a key reading it never closes its segment (engine.py)."""
     from ...runtime.cep_worker import CepWorker
     if not isinstance(worker, CepWorker):
         return
-    matcher = worker._new_matcher()
-    if matcher.lookahead:
-        raise CepUnsupportedError(
-            "NEXT(...) is not supported in CEP mode over a stream: a key's open partition "
-            "is decided when the watermark passes its window (a timer, without new rows), "
-            "while NEXT of its last rows reads the key's next rows, which may come much later")
     if not worker.streamable():
         raise CepUnsupportedError("MIN/MAX over a string column in DEFINE is not supported "
                                   "in CEP mode over a stream")

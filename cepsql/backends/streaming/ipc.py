@@ -1,6 +1,8 @@
 """Arrow IPC bytes <-> tables: how rows travel through the shuffle and live in state."""
 from __future__ import annotations
 
+import struct
+
 import pyarrow as pa
 
 
@@ -25,3 +27,40 @@ def concat(a: pa.Table | None, b: pa.Table | None) -> pa.Table | None:
     if b is None or b.num_rows == 0:
         return a
     return pa.concat_tables([a, b.cast(a.schema)])
+
+
+# --- checkpoint safety ----------------------------------------------------------------
+# The layout of cepsql's streaming state values (processor.encode_keys, the workload's
+# STATE_SCHEMA). Bump it whenever what is stored changes: a checkpoint written with
+# another layout is refused instead of misread.
+STATE_LAYOUT_VERSION = 3
+_MAGIC = b"CEPS"
+_LAYOUT = struct.Struct("<4sII")   # magic, layout version, key buckets
+
+
+def layout_header(buckets: int) -> bytes:
+    """What every stored state value starts with: the layout version and the number of
+    key buckets (cepsql.streaming.keyBuckets) the keys were spread over."""
+    return _LAYOUT.pack(_MAGIC, STATE_LAYOUT_VERSION, buckets)
+
+
+def check_layout(data: bytes, buckets: int | None) -> int:
+    """Raise CepRuntimeError unless data was written by this layout with ``buckets``
+    key buckets (None: any); returns the header's size."""
+    from ...errors import CepRuntimeError
+    head = bytes(data[:_LAYOUT.size])
+    magic, version, stored = _LAYOUT.unpack(head) if len(head) == _LAYOUT.size \
+        else (b"", 0, 0)
+    if magic != _MAGIC or version != STATE_LAYOUT_VERSION:
+        raise CepRuntimeError(
+            "the checkpoint's cepsql streaming state was written by another state layout "
+            f"({'version ' + str(version) if magic == _MAGIC else 'an older cepsql'}; this "
+            f"cepsql reads version {STATE_LAYOUT_VERSION}): start the query from a new "
+            "checkpoint location")
+    if buckets is not None and stored != buckets:
+        raise CepRuntimeError(
+            f"the checkpoint's cepsql streaming state was written with "
+            f"cepsql.streaming.keyBuckets={stored}, but the query now runs with {buckets}: "
+            f"set cepsql.streaming.keyBuckets back to {stored}, or start the query from a "
+            "new checkpoint location")
+    return _LAYOUT.size

@@ -15,8 +15,8 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
 from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
-from .ipc import from_bytes, to_bytes
-from .packing import OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
+from .ipc import check_layout, from_bytes, layout_header, to_bytes
+from .packing import DEFAULT_BUCKETS, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
 
 STATE_NAME = "cep_bucket"
 # keys: every key of the bucket (encode_keys); timer: the event-time timer registered
@@ -31,8 +31,11 @@ class MatchProcessor(StatefulProcessor):
     IPC, the evaluator's carry-over as integers (SQL:2016 mode) or CepMatcher.export_state
     bytes (CEP mode)) and next timer; at most one event-time timer, the earliest of them."""
 
-    def __init__(self, worker, event_column: str, sort_keys, late_counter=None):
+    def __init__(self, worker, event_column: str, sort_keys, late_counter=None,
+                 buckets: int = DEFAULT_BUCKETS, spec=None):
         self.worker = worker
+        self.spec = spec  # the clause (whether it reads NEXT: engine.new_engine)
+        self.buckets = buckets  # stored with the state: a changed setting is refused
         self.event_column = event_column
         self.sort_keys = sort_keys
         self.late_counter = late_counter
@@ -60,13 +63,14 @@ class MatchProcessor(StatefulProcessor):
     def _step(self, tables: dict, watermark_ms: int, expired: bool) -> Iterator[Row]:
         """Advance the bucket's keys that got rows or whose timer is due."""
         row = self.value.get()  # None for a new bucket
-        keys, registered = ({}, NO_TIMER) if row is None else (decode_keys(row[0]), row[1])
+        keys, registered = ({}, NO_TIMER) if row is None else (decode_keys(row[0], self.buckets), row[1])
         if expired:  # Spark deletes the timer that fired after this call
             registered = NO_TIMER
         watermark = max(int(watermark_ms), 0)
         due = {kid for kid, (_, timer) in keys.items() if NO_TIMER != timer <= watermark}
         if self.engine is None:
-            self.engine = new_engine(self.worker, self.event_column, self.sort_keys)
+            self.engine = new_engine(self.worker, self.event_column, self.sort_keys,
+                                     self.spec)
         output: list[pa.RecordBatch] = []
         late = 0
         for kid in sorted(due | set(tables)):
@@ -80,7 +84,7 @@ class MatchProcessor(StatefulProcessor):
             late += step.late
         wanted = min((t for _, t in keys.values() if t != NO_TIMER), default=NO_TIMER)
         if due or tables:
-            self.value.update((encode_keys(keys), wanted))
+            self.value.update((encode_keys(keys, self.buckets), wanted))
         if wanted != registered:
             if registered != NO_TIMER:
                 self.handle.deleteTimer(registered)
@@ -94,10 +98,11 @@ class MatchProcessor(StatefulProcessor):
                 yield Row(**{OUT_COLUMN: blob})
 
 
-def encode_keys(keys: dict[str, tuple[tuple, int]]) -> bytes:
-    """{kid: (state_to_row(...), timer)} as one compact value (lengths + integers, then
-    the bytes: key identity, rows, pending rows, evaluator carry-over)."""
-    parts = [_HEAD.pack(len(keys))]
+def encode_keys(keys: dict[str, tuple[tuple, int]], buckets: int = DEFAULT_BUCKETS) -> bytes:
+    """{kid: (state_to_row(...), timer)} as one compact value (the layout header
+    (ipc.layout_header: version, key buckets), lengths + integers, then the bytes: key
+    identity, rows, pending rows, evaluator carry-over)."""
+    parts = [layout_header(buckets), _HEAD.pack(len(keys))]
     for kid, (row, timer) in keys.items():
         held, pending, c0, c1, c2, c3, released, closed, late, evaluator = row
         name = kid.encode("utf-8")
@@ -107,10 +112,12 @@ def encode_keys(keys: dict[str, tuple[tuple, int]]) -> bytes:
     return b"".join(parts)
 
 
-def decode_keys(data: bytes) -> dict[str, tuple[tuple, int]]:
-    """encode_keys' inverse."""
+def decode_keys(data: bytes, buckets: int | None = None) -> dict[str, tuple[tuple, int]]:
+    """encode_keys' inverse; CepRuntimeError when data has another layout version or
+    was written with other than ``buckets`` key buckets (None: any)."""
     view = memoryview(data)
-    (n,), pos = _HEAD.unpack_from(view, 0), _HEAD.size
+    pos = check_layout(data, buckets)
+    (n,), pos = _HEAD.unpack_from(view, pos), pos + _HEAD.size
     keys = {}
     for _ in range(n):
         fields = _KEY.unpack_from(view, pos)

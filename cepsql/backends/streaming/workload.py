@@ -12,9 +12,10 @@ pattern:
   state, or the CEP evaluator's ``export_state`` blob) and the rows it may still read,
   bounded by the pattern's window.
 
-Each pattern runs its OWN streaming engine inside the operator, not the shared DAG
-evaluator (runtime/shared): that evaluator cannot export and re-import its state between
-micro-batches. The released rows are sorted once per key and every pattern reads them
+The patterns of the group's global plan (sharing planner, as in batch) run in the
+shared DAG evaluator per key (shared_key.SharedKeyEngine: the DAG re-runs over the key's
+kept rows, each matcher resumes from its carry-over); the others run their own streaming
+engine. The released rows are sorted once per key and every pattern reads them
 through its column projection (``PassPattern.inputs``); the output is the batch pass's
 tagged layout, so ``matches()`` projects it exactly as the batch workload does -- in one
 projection over the one operator (a union of per-view filters would plan the stateful
@@ -27,6 +28,7 @@ import hashlib
 from functools import reduce
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -45,7 +47,8 @@ from ...runtime.shared.one_pass import (TAG, PassPattern, SharedPass, plan_pass,
 from ..spark.execute import arrow_schema
 from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
 from .frames import check_streamable, check_streamable_worker, _use_rocksdb
-from .ipc import from_bytes, to_bytes
+from .ipc import STATE_LAYOUT_VERSION, from_bytes, to_bytes
+from .shared_key import SharedKeyEngine, shared_members
 from .packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
                       RowUnpacker)
 
@@ -63,37 +66,60 @@ STATE_SCHEMA = StructType([StructField("pending", BinaryType()),
 # --- the per-key engine (no Spark) -------------------------------------------------------
 @dataclasses.dataclass
 class WorkloadKeyState:
-    """One key of a group: the shared watermark state and each pattern's carry-over."""
+    """One key of a group: the shared watermark state, each pattern's carry-over and,
+    when the group runs a shared DAG, its kept rows (shared_key.SharedKeyEngine)."""
     shared: KeyState
     patterns: list[KeyState]
+    dag: KeyState | None = None
 
 
 class WorkloadEngine:
-    """Advance one key of a partitioning group: release rows once, feed every pattern."""
+    """Advance one key of a partitioning group: release rows once, run the shared DAG
+    evaluator for the patterns of the group's global plan it can carry
+    (shared_key.shared_members) and each other pattern's own streaming engine."""
 
-    def __init__(self, patterns: list[PassPattern], event_column: str, sort_keys):
+    def __init__(self, patterns: list[PassPattern], event_column: str, sort_keys,
+                 global_plan=None):
+        self.members = shared_members(global_plan, patterns)
+        self.shared = SharedKeyEngine(global_plan, patterns, self.members) \
+            if self.members else None
         self.indices = [p.index for p in patterns]
         self.inputs = [p.inputs for p in patterns]
-        self.engines: list[StreamEngine] = [new_engine(p.bound.worker, event_column, sort_keys)
-                                            for p in patterns]
+        self.releaser = new_engine(patterns[0].bound.worker, event_column, sort_keys)
+        self.engines: list[StreamEngine | None] = [
+            None if k in self.members else new_engine(p.bound.worker, event_column, sort_keys,
+                                                      p.plan.spec)
+            for k, p in enumerate(patterns)]
 
     def new_state(self) -> WorkloadKeyState:
-        return WorkloadKeyState(KeyState(), [KeyState() for _ in self.engines])
+        if self.shared is None:
+            return WorkloadKeyState(KeyState(), [KeyState() for _ in self.engines])
+        dag, own = self.shared.new_states()
+        mine = iter(own)
+        return WorkloadKeyState(KeyState(), [next(mine) if e is None else KeyState()
+                                             for e in self.engines], dag)
 
     def advance(self, state: WorkloadKeyState, rows: pa.Table | None, watermark_ms: int
                 ) -> tuple[list[tuple[int, pa.RecordBatch]], int, int]:
         """(tagged outputs [(pattern index, worker rows)], next timer, late rows)."""
-        released = self.engines[0].release(state.shared, rows, watermark_ms)
+        released = self.releaser.release(state.shared, rows, watermark_ms)
         outputs: list[tuple[int, pa.RecordBatch]] = []
         timers = []
+        if released.pending_us is not None and len(released.pending_us):
+            timers.append(int(np.nanmin(released.pending_us)) // 1000 + 1)
+        if self.shared is not None:
+            own = [state.patterns[k] for k in self.members]
+            outputs += self.shared.evaluate(state.dag, own, released.rows, released.boundary)
+            timers.append(self.shared.next_timer(state.dag))
         for index, inputs, engine, own in zip(self.indices, self.inputs, self.engines,
                                               state.patterns):
+            if engine is None:
+                continue
             ready = None if released.rows is None else _project(released.rows, inputs)
             outputs += [(index, b) for b in engine._evaluate(own, ready, released.rows_us,
                                                              released.boundary)]
-            timer = engine._next_timer(own, released.pending_us)
-            if timer != NO_TIMER:
-                timers.append(timer)
+            timers.append(engine._next_timer(own, released.pending_us))
+        timers = [t for t in timers if t != NO_TIMER]
         return outputs, (min(timers) if timers else NO_TIMER), released.late
 
 
@@ -103,16 +129,18 @@ def _project(table: pa.Table, inputs: list[tuple[str, str]]) -> pa.Table:
                                 names=[own for _, own in inputs])
 
 
-def fingerprint(patterns: list[PassPattern]) -> str:
-    """Names the group's patterns (their specs, in order): a stored state of another
-    workload is refused instead of fed to the wrong evaluators."""
-    text = "\n".join(f"{p.index}:{p.plan.spec!r}" for p in patterns)
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+def fingerprint(patterns: list[PassPattern], members: list[int] = ()) -> str:
+    """Names the state layout, the group's patterns (their specs, in order) and which of
+    them the shared DAG runs: a stored state of another workload is refused instead of
+    fed to the wrong evaluators."""
+    text = "\n".join(f"{p.index}:{p.plan.spec!r}" for p in patterns) + f"\n{list(members)}"
+    return f"v{STATE_LAYOUT_VERSION}:" + hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
-    """A key's state as the one STATE_SCHEMA value stored for it."""
-    own = state.patterns
+    """A key's state as the one STATE_SCHEMA value stored for it (the patterns' table has
+    one more row, the shared DAG's, when the group runs one)."""
+    own = state.patterns + ([state.dag] if state.dag is not None else [])
     columns = {"held": pa.array([to_bytes(s.held) for s in own], pa.binary()),
                "evaluator": pa.array([s.evaluator for s in own], pa.binary())}
     for k in range(4):
@@ -124,20 +152,27 @@ def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
             workload)
 
 
-def state_from_row(row, n_patterns: int, workload: str) -> WorkloadKeyState:
+def state_from_row(row, n_patterns: int, workload: str, dag: bool = False
+                   ) -> WorkloadKeyState:
     pending, released, late, patterns, stored = row
+    from ...errors import CepRuntimeError
+    if not str(stored or "").startswith(f"v{STATE_LAYOUT_VERSION}:"):
+        raise CepRuntimeError(
+            "the checkpoint's cepsql streaming state of a workload was written by another "
+            f"state layout (this cepsql reads version {STATE_LAYOUT_VERSION}): start the "
+            "query from a new checkpoint location")
     shared = KeyState(pending=from_bytes(pending), released_us=released, late=late)
     table = from_bytes(patterns)
-    if stored != workload or table is None or table.num_rows != n_patterns:
-        from ...errors import CepRuntimeError
+    n = n_patterns + int(dag)
+    if stored != workload or table is None or table.num_rows != n:
         raise CepRuntimeError("the stored streaming state of a workload key was written for "
                               "other pattern views (was a view of the workload added, "
                               "replaced or dropped? start the query from a new checkpoint)")
     d = table.to_pydict()
     own = [KeyState(held=from_bytes(d["held"][i]), evaluator=bytes(d["evaluator"][i] or b""),
                     carry=[d[f"c{k}"][i] for k in range(4)], closed=d["closed"][i])
-           for i in range(n_patterns)]
-    return WorkloadKeyState(shared, own)
+           for i in range(n)]
+    return WorkloadKeyState(shared, own[:n_patterns], own[n_patterns] if dag else None)
 
 
 # --- Spark's stateful operator ------------------------------------------------------------
@@ -146,8 +181,9 @@ class WorkloadProcessor(StatefulProcessor):
     timer (the earliest time any pattern's watermark step can decide something)."""
 
     def __init__(self, patterns: list[PassPattern], event_column: str, sort_keys,
-                 output_schema: pa.Schema, late_counter=None):
+                 output_schema: pa.Schema, late_counter=None, global_plan=None):
         self.patterns = patterns
+        self.global_plan = global_plan
         self.late_counter = late_counter
         self.event_column = event_column
         self.sort_keys = sort_keys
@@ -156,8 +192,9 @@ class WorkloadProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.value = handle.getValueState("cep_workload_key", STATE_SCHEMA)
-        self.engine = WorkloadEngine(self.patterns, self.event_column, self.sort_keys)
-        self.workload = fingerprint(self.patterns)
+        self.engine = WorkloadEngine(self.patterns, self.event_column, self.sort_keys,
+                                     self.global_plan)
+        self.workload = fingerprint(self.patterns, self.engine.members)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         tables = [from_bytes(blob) for frame in rows for blob in frame.iloc[:, -1]]
@@ -175,7 +212,7 @@ class WorkloadProcessor(StatefulProcessor):
         row = self.value.get()
         n = len(self.patterns)
         state = self.engine.new_state() if row is None else \
-            state_from_row(row, n, self.workload)
+            state_from_row(row, n, self.workload, self.engine.shared is not None)
         outputs, timer, late = self.engine.advance(state, table, max(int(watermark_ms), 0))
         if late and self.late_counter is not None:
             self.late_counter.add(late)
@@ -193,14 +230,16 @@ class WorkloadProcessor(StatefulProcessor):
 
 
 # --- wiring ---------------------------------------------------------------------------------
-def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPass, DataFrame]:
+def streaming_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict | None = None
+                   ) -> tuple[SharedPass, DataFrame]:
     """The tagged rows (runtime/shared/one_pass layout) of every plan over the streaming
-    source: one stateful operator per partitioning group, unioned into one stream."""
+    source: one stateful operator per partitioning group, unioned into one stream;
+    ``sharing`` (the cepsql.sharing.* settings) plans each group's shared DAG."""
     for plan in plans:
         check_streamable(source, plan)
     _use_rocksdb(source)
     late_counter = _late_counter(source.sparkSession)
-    shared = plan_pass(arrow_schema(source), plans, {"algorithm": "NONE"})
+    shared = plan_pass(arrow_schema(source), plans, sharing or {"algorithm": "NONE"})
     inputs = []
     for group in shared.groups:
         df = source
@@ -217,7 +256,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan]) -> tuple[SharedPas
         event_column = sort_keys[0].column  # a source column (check_streamable)
         packed = _packed(df, keys)
         processor = WorkloadProcessor(group.patterns, event_column, sort_keys,
-                                      shared.output_schema, late_counter)
+                                      shared.output_schema, late_counter, group.global_plan)
         outputs.append(packed.groupBy(F.col(KID_COLUMN)).transformWithStateInPandas(
             processor, StructType([StructField(OUT_COLUMN, BinaryType())]), "Append",
             "EventTime"))

@@ -1,0 +1,88 @@
+"""Checkpoint safety: the stored streaming state names its layout version and the number
+of key buckets (cepsql.streaming.keyBuckets) it was written with; a query reading a
+state of another layout or bucket count stops with a CepRuntimeError saying what to do,
+instead of silently starting keys afresh or misreading bytes."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from cepsql.backends.streaming.engine import NO_TIMER
+from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, check_layout, layout_header
+from cepsql.backends.streaming.processor import decode_keys, encode_keys
+from cepsql.errors import CepRuntimeError
+
+KEYS = {"('a',)": ((b"rows", b"", -1, 3, 5, 1, 1 << 40, 0, 2, b"\x00carry"), 1234),
+        "('b',)": ((b"", b"p", 0, 0, 0, 0, -(1 << 62), 1, 0, b""), NO_TIMER)}
+
+
+def test_bucket_state_names_its_layout_and_buckets():
+    data = encode_keys(KEYS, 8)
+    assert data.startswith(layout_header(8))
+    assert decode_keys(data, 8) == KEYS
+    assert decode_keys(data) == KEYS          # None: any bucket count
+    with pytest.raises(CepRuntimeError, match=r"keyBuckets=8, but the query now runs "
+                                              r"with 16: set cepsql.streaming.keyBuckets "
+                                              r"back to 8, or start .* new checkpoint"):
+        decode_keys(data, 16)
+
+
+@pytest.mark.parametrize("old", [
+    struct.pack("<I", 2) + b"\x00" * 40,                        # before any header
+    b"CEPS" + struct.pack("<II", STATE_LAYOUT_VERSION - 1, 8),  # an older layout
+    b"",
+])
+def test_state_of_another_layout_is_refused(old):
+    with pytest.raises(CepRuntimeError, match="another state layout.*new checkpoint"):
+        check_layout(old, 8)
+
+
+def test_restart_with_other_key_buckets_is_refused(spark, tmp_path):
+    """A query restarted from its checkpoint after cepsql.streaming.keyBuckets changed
+    stops with the error (the stored buckets are read back when a key or a timer
+    reaches them) instead of starting keys without their state."""
+    import os
+
+    try:
+        from .test_streaming_spark import CEP_MODE, DELAY, FIRST, SCHEMA, SECOND, _run_once, \
+            _write
+    except ImportError:
+        from test_streaming_spark import CEP_MODE, DELAY, FIRST, SCHEMA, SECOND, _run_once, \
+            _write
+    from pyspark.errors import StreamingQueryException
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "ck")
+    spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
+        .createOrReplaceTempView("ckb_ticks")
+    sql = CEP_MODE.format(src="ckb_ticks")
+    before = spark.conf.get("cepsql.streaming.keyBuckets", None)
+    try:
+        spark.conf.set("cepsql.streaming.keyBuckets", "1")
+        _write(source, "part-0.json", FIRST)
+        _run_once(spark, [sql], [out], [checkpoint])
+        spark.conf.set("cepsql.streaming.keyBuckets", "2")
+        _write(source, "part-1.json", SECOND)
+        with pytest.raises(StreamingQueryException, match="keyBuckets=1, but the query now "
+                                                          "runs with 2"):
+            _run_once(spark, [sql], [out], [checkpoint])
+    finally:
+        spark.conf.unset("cepsql.streaming.keyBuckets") if before is None else \
+            spark.conf.set("cepsql.streaming.keyBuckets", before)
+
+
+def test_workload_state_of_another_layout_is_refused():
+    """A workload key's state names the layout version in its fingerprint: a state
+    written before (no version) or by another layout is refused."""
+    from cepsql.backends.streaming.engine import KeyState
+    from cepsql.backends.streaming.workload import (WorkloadKeyState, state_from_row,
+                                                    state_to_row)
+    current = f"v{STATE_LAYOUT_VERSION}:abc"
+    row = state_to_row(WorkloadKeyState(KeyState(), [KeyState()], KeyState()), current)
+    restored = state_from_row(row, 1, current, dag=True)
+    assert restored.dag is not None and len(restored.patterns) == 1
+    for stored in ("abc", f"v{STATE_LAYOUT_VERSION - 1}:abc"):
+        old = row[:4] + (stored,)
+        with pytest.raises(CepRuntimeError, match="another state layout.*new checkpoint"):
+            state_from_row(old, 1, current, dag=True)
