@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -152,7 +154,7 @@ def assert_shared_equals_own(sqls: list[str], table: pa.Table, batch_rows: int,
 
 
 def test_shared_workloads_match_own_workers_and_oracle():
-    seen = {"shared_nodes": 0, "candidates": 0}
+    seen = {"shared_nodes": 0, "candidates": 0, "pointers": 0, "matrices": 0}
 
     @settings(max_examples=60, **SETTINGS)
     @given(sqls=workloads(), table=cep_streams(), batch_rows=st.integers(1, 6),
@@ -161,8 +163,13 @@ def test_shared_workloads_match_own_workers_and_oracle():
         out = assert_shared_equals_own(sqls, table, batch_rows, chunk_rows)
         seen["shared_nodes"] += len(out["plan"].shared_nodes())
         seen["candidates"] += out["stats"]["candidates"]
+        # patterns reading the shared column set through pointers, and the others
+        # (DEFINE aggregates) through their own matrices, both against the oracle
+        seen["pointers"] += out["stats"]["column_pointers"]
+        seen["matrices"] += len(sqls) - out["stats"]["column_pointers"]
     check()
     assert seen["shared_nodes"] > 0 and seen["candidates"] > 0
+    assert seen["pointers"] > 0 and seen["matrices"] > 0
 
 
 def test_larger_workloads_match_own_workers():
@@ -347,6 +354,25 @@ def test_evaluators_run_in_threads():
         for p, batch in out:
             got[p] += _rows(pa.Table.from_batches([batch]))
         assert got == alone and all(alone)
+
+
+def test_column_pointers_only_without_aggregates():
+    """Patterns share the chunk's converted columns (pointers, exact lanes too); a
+    DEFINE aggregate reads the run's matrices, so its pattern keeps its own matrix and
+    the matcher refuses pointers."""
+    from cepsql.runtime.shared.columns import pointer_ready
+    sqls, wl = _hand_plan_workload()
+    workers = [b.worker for b in wl.bounds]
+    assert [pointer_ready(w) for w in workers] == [True, False]
+    matcher = workers[1]._new_matcher()
+    n = len(workers[1].config.code.columns)
+    with pytest.raises(ValueError, match="aggregates"):
+        matcher.use_column_pointers([np.zeros(3)] * n, [np.zeros(3, np.uint8)] * n)
+    own = workers[0]._new_matcher()
+    with pytest.raises(ValueError, match="one length"):
+        own.use_column_pointers([np.zeros(3)], [np.zeros(2, np.uint8)])
+    assert "column_pointers" in SharedEvaluator(merge_plan(wl.queries, wl.bounds),
+                                                wl.bounds).stats
 
 
 def _hand_plan_workload():

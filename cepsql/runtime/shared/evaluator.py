@@ -35,7 +35,7 @@ from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
 from ..pending import PendingRows
 from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
-from .columns import load_columns
+from .columns import load_columns, pointer_ready
 from .dag_arrays import dag_arrays
 
 Output = list[tuple[int, pa.RecordBatch]]
@@ -89,6 +89,10 @@ class SharedEvaluator:
         if len(keys) > 1:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
         self.matchers = [None if i in self.generic else w._new_matcher()
+                         for i, w in enumerate(self.workers)]
+        # matchers reading their condition columns through pointers into one shared
+        # column set (no per-pattern copy of the chunk's columns)
+        self.pointers = [i not in self.generic and pointer_ready(w)
                          for i, w in enumerate(self.workers)]
         self.dag = SharedDag(dag_arrays(global_plan, configs),
                              [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
@@ -181,13 +185,15 @@ class SharedEvaluator:
     @property
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
-        pattern, the most rows one chunk held, CPU seconds (of this thread: wall time on a
+        pattern, the most rows one chunk held, the patterns reading the shared column
+        set through pointers, CPU seconds (of this thread: wall time on a
         shared machine is noise) spent loading columns / in the DAG / in the patterns'
         matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
                 "matches": list(self.matches),
                 "peak_rows": self.peak_rows,
+                "column_pointers": sum(self.pointers),
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
     def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
@@ -203,10 +209,15 @@ class SharedEvaluator:
         cep = [p for p in range(len(self.workers)) if p not in self.generic]
         views = [self._view(p, table) for p in range(len(self.workers))]
         loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep],
-                                            [views[p] for p in cep])))
+                                            [views[p] for p in cep],
+                                            [self.pointers[p] for p in cep])))
         for p, (values, nulls, consts, exact) in loaded.items():
             matcher = self.matchers[p]
             matcher.set_consts(consts)
+            if self.pointers[p]:
+                matcher.use_column_pointers(values, nulls, 0, exact)
+                values, nulls = _no_matrix(n)
+                exact = _NO_EXACT
             matcher.set_exact_columns(exact)
             matcher.attach_rows(values, nulls)
         loaded_at = time.thread_time()
@@ -221,7 +232,10 @@ class SharedEvaluator:
                 continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
-            if off:
+            if self.pointers[p]:
+                matcher.use_column_pointers(values, nulls, off, exact)
+                values, nulls = _no_matrix(n - off)
+            elif off:
                 values, nulls = values[:, off:], nulls[:, off:]
                 matcher.set_exact_columns(exact[:, off:])
             own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off)
@@ -258,6 +272,15 @@ class SharedEvaluator:
         self.seconds["dag"] += dag_at - loaded_at
         self.seconds["finish"] += time.thread_time() - dag_at
         return out
+
+
+_NO_EXACT = np.zeros((0, 0, 2), dtype=np.int64)
+
+
+def _no_matrix(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (0, n) matrices run() / attach_rows() take from a matcher in column
+    pointer mode (they give the row count only)."""
+    return np.empty((0, n), dtype=np.float64), np.empty((0, n), dtype=np.uint8)
 
 
 def _count_matches(bounds: np.ndarray, rows: np.ndarray, numbers: np.ndarray,
