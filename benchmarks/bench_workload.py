@@ -154,6 +154,7 @@ def evaluator_part(args) -> list[dict]:
             row[name + "_build"] = build
             row[name + "_cost"] = plan.cost
             row[name + "_stats"] = ev.stats
+            row[name + "_sharing"] = _sharing(plan, ev.stats)
             row[name + "_same"] = got == reference
         row["identical"] = all(row[k + "_same"] for k in plans)
         out.append(row)
@@ -171,6 +172,11 @@ def evaluator_part(args) -> list[dict]:
                   f"{st['candidates']} candidates; CPU s columns {sec['columns']:.3f} / "
                   f"DAG {sec['dag']:.3f} / finishing {sec['finish']:.3f}; evaluator "
                   f"built in {row[name + '_build']:.3f} s (not in ev/s)", flush=True)
+            sh = row[name + "_sharing"]
+            print(f"{'':>8} {'':>7}  {sh['shared_leaves']} shared leaves, "
+                  f"{sh['shared_joins']} shared joins (most consumers {sh['most']}); join "
+                  f"instances {sh['join_instances']}, formed once for several consumers "
+                  f"{sh['saved']}", flush=True)
         if not row["identical"]:
             raise SystemExit("a global plan's matches differ from the trivial plan's")
     return out
@@ -189,14 +195,17 @@ def write_eval(rows: list[dict], args) -> None:
              f"estimate (trivial cost / cost). Peak RSS of the run {peak:.0f} MB; load "
              f"{os.getloadavg()[0]:.1f}.", "",
              "| patterns | trivial events/s | independent (NONE) | PREFIX | SA | TABU | "
-             "model NONE / PREFIX / SA / TABU | model: Kleene share | matches |",
-             "|---:" * 9 + "|"]
+             "model NONE / PREFIX / SA / TABU | model: Kleene share | matches | SA: shared "
+             "leaves / joins, join instances saved by sharing / formed |",
+             "|---:" * 10 + "|"]
     for r in rows:
         lines.append(f"| {r['n']} | {r['TRIVIAL']:.0f} | "
                      + " | ".join(f"{r[a] / r['TRIVIAL']:.2f}x" for a in EVAL_PLANS)
                      + " | " + " / ".join(f"{r['TRIVIAL_cost'] / r[a + '_cost']:.1f}"
                                           for a in EVAL_PLANS)
-                     + f" | {r['kleene_share']:.0%} | {r['matches']} |")
+                     + f" | {r['kleene_share']:.0%} | {r['matches']} | "
+                     + "{shared_leaves} / {shared_joins}, {saved} / {join_instances} |"
+                     .format(**r["SA_sharing"]))
     with open(os.path.join(RESULTS, args.eval_out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     import matplotlib
@@ -216,6 +225,20 @@ def write_eval(rows: list[dict], args) -> None:
     fig.tight_layout()
     fig.savefig(os.path.join(RESULTS, args.eval_out + ".png"), dpi=110)
     print(f"wrote benchmarks/results/{args.eval_out}.md and {args.eval_out}.png")
+
+
+def _sharing(plan, stats: dict) -> dict:
+    """What the plan shares and what that saved: nodes with more than one consumer
+    (leaves / joins), instances formed at join nodes, and the join instances a shared
+    node formed once instead of once per consumer."""
+    inst = stats["node_instances"]
+    shared = plan.shared_nodes()
+    joins = [i for i in shared if not plan.nodes[i].is_leaf]
+    return {"shared_leaves": len(shared) - len(joins), "shared_joins": len(joins),
+            "most": max((len(plan.consumers(i)) for i in joins), default=0),
+            "join_instances": sum(c for i, c in enumerate(inst)
+                                  if not plan.nodes[i].is_leaf),
+            "saved": sum(inst[i] * (len(plan.consumers(i)) - 1) for i in joins)}
 
 
 def _kleene_share(patterns) -> float:

@@ -69,6 +69,12 @@ cdef class SharedDag:
     cdef int* nd_rep           # leaf -> the first leaf with its condition (-1: a join)
     cdef i64* rep_row          # per leaf: the row its condition was last tested on
     cdef unsigned char* rep_ok  # and the result
+    cdef int* nd_pre           # rep leaf -> row of the chunk's prefilter masks (-1: VM)
+    cdef const unsigned char* pre   # prefilter masks of this run [k, rows] (or NULL)
+    cdef i64 pre_n
+    cdef object pre_ref
+    cdef int* leaf_list        # the leaves, in node order
+    cdef int n_leaves
     cdef int* bd_pattern
     cdef int* bd_term
     cdef int* bd_root
@@ -135,6 +141,11 @@ cdef class SharedDag:
         self.nd_rep = <int*> _copy_i32(arrays["nd_rep"])
         self.rep_row = <i64*> malloc((self.n_nodes + 1) * sizeof(i64))
         self.rep_ok = <unsigned char*> calloc(self.n_nodes + 1, 1)
+        self.nd_pre = <int*> _copy_i32(arrays["nd_pre"] if "nd_pre" in arrays else
+                                       np.full(self.n_nodes, -1, dtype=np.int32))
+        leaves = [i for i in range(self.n_nodes) if arrays["nd_left"][i] < 0]
+        self.n_leaves = len(leaves)
+        self.leaf_list = <int*> _copy_i32(np.asarray(leaves, dtype=np.int32))
         self.bd_pattern = <int*> _copy_i32(arrays["bd_pattern"])
         self.bd_term = <int*> _copy_i32(arrays["bd_term"])
         self.bd_root = <int*> _copy_i32(arrays["bd_root"])
@@ -197,6 +208,7 @@ cdef class SharedDag:
         free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
         free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
         free(self.nd_keep); free(self.nd_rep); free(self.rep_row); free(self.rep_ok)
+        free(self.nd_pre); free(self.leaf_list)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
         free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
         free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
@@ -644,17 +656,19 @@ cdef class SharedDag:
     cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) of the current partition: each leaf that accepts a row
         makes an instance, which climbs to every consumer."""
-        cdef int node, rep
+        cdef int node, rep, k
         cdef i64 r
         cdef i64 rec[4]
         for r in range(start, stop):
             self.cur = r
-            for node in range(self.n_nodes):
-                if self.nd_left[node] >= 0:
-                    continue
+            for k in range(self.n_leaves):
+                node = self.leaf_list[k]
                 rep = self.nd_rep[node]
                 if self.rep_row[rep] != r:   # the leaf's condition, once per row
-                    self.rep_ok[rep] = self._leaf_ok(rep, r)
+                    if self.pre != NULL and self.nd_pre[rep] >= 0:
+                        self.rep_ok[rep] = self.pre[self.nd_pre[rep] * self.pre_n + r]
+                    else:
+                        self.rep_ok[rep] = self._leaf_ok(rep, r)
                     self.rep_row[rep] = r
                 if not self.rep_ok[rep]:
                     continue
@@ -690,7 +704,7 @@ cdef class SharedDag:
         return need
 
     def run(self, cnp.ndarray bounds, wts=None, wnulls=None, int open_last=0, int cont=0,
-            int lookahead=0, int lookback=0):
+            int lookahead=0, int lookback=0, prefilter=None):
         """Every partition [bounds[k], bounds[k+1]) of the chunk the matchers' rows are
         attached for. Returns per pattern (cand int64[n, 4], rows, comps) for
         CepMatcher.set_candidates.
@@ -700,8 +714,11 @@ cdef class SharedDag:
         (NEXT() of a condition must see them), the stores are pruned and ``keep`` is the
         first row the carried instances need (lookback rows before the oldest); call
         rebase(d) once the caller dropped the chunk's first d rows. With cont the first
-        partition continues the carried stores."""
+        partition continues the carried stores. ``prefilter``: uint8[k, rows], the
+        chunk's value of the leaf tests dag_arrays.leaf_prefilters computes at once (row
+        r of test nd_pre[leaf]), or None (every leaf test in the VM)."""
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef cnp.ndarray pm
         cdef const double[::1] wt
         cdef const unsigned char[::1] wn
         cdef double dummy_d = 0.0
@@ -710,6 +727,16 @@ cdef class SharedDag:
         cdef int p, err = 0, is_cont, is_open
         self.wts = &dummy_d
         self.wnull = &dummy_u
+        self.pre = NULL
+        self.pre_ref = None
+        if prefilter is not None:
+            pm = np.ascontiguousarray(prefilter, dtype=np.uint8)
+            if pm.ndim != 2:
+                raise ValueError("prefilter: uint8[tests, rows]")
+            if pm.size:
+                self.pre_ref = pm
+                self.pre_n = pm.shape[1]
+                self.pre = <const unsigned char*> cnp.PyArray_DATA(pm)
         if wts is not None:
             wt = np.ascontiguousarray(wts, dtype=np.float64)
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)

@@ -36,7 +36,7 @@ from ..plan import BoundPlan
 from ..pending import PendingRows
 from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
 from .columns import load_columns, pointer_ready
-from .dag_arrays import dag_arrays
+from .dag_arrays import dag_arrays, leaf_prefilters
 
 Output = list[tuple[int, pa.RecordBatch]]
 
@@ -94,7 +94,10 @@ class SharedEvaluator:
         # column set (no per-pattern copy of the chunk's columns)
         self.pointers = [i not in self.generic and pointer_ready(w)
                          for i, w in enumerate(self.workers)]
-        self.dag = SharedDag(dag_arrays(global_plan, configs),
+        arrays = dag_arrays(global_plan, configs)
+        # leaf tests that are plain condition columns: computed per chunk with numpy
+        arrays["nd_pre"], self.prefilters = leaf_prefilters(global_plan, configs, arrays)
+        self.dag = SharedDag(arrays,
                              [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
                              self.matchers)
         configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
@@ -186,7 +189,7 @@ class SharedEvaluator:
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
         pattern, the most rows one chunk held, the patterns reading the shared column
-        set through pointers, CPU seconds (of this thread: wall time on a
+        set through pointers, the leaf tests computed per chunk, CPU seconds (of this thread: wall time on a
         shared machine is noise) spent loading columns / in the DAG / in the patterns'
         matchers."""
         return {"node_instances": self.dag.node_instances(),
@@ -194,7 +197,20 @@ class SharedEvaluator:
                 "matches": list(self.matches),
                 "peak_rows": self.peak_rows,
                 "column_pointers": sum(self.pointers),
+                "leaf_prefilters": len(self.prefilters),
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+
+    def _prefilter(self, loaded: dict, n: int) -> np.ndarray | None:
+        """The chunk's rows accepted by each leaf test of leaf_prefilters: every one
+        of its columns true (non-NULL, non-zero), as the condition VM reads them."""
+        if not self.prefilters:
+            return None
+        masks = np.ones((len(self.prefilters), n), dtype=np.uint8)
+        for k, cols in enumerate(self.prefilters):
+            for p, col in cols:
+                values, nulls = loaded[p][0], loaded[p][1]
+                masks[k] &= (values[col] != 0.0) & (nulls[col] == 0)
+        return masks
 
     def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
                  ) -> Output:
@@ -220,9 +236,10 @@ class SharedEvaluator:
                 exact = _NO_EXACT
             matcher.set_exact_columns(exact)
             matcher.attach_rows(values, nulls)
+        prefilter = self._prefilter(loaded, n)
         loaded_at = time.thread_time()
         candidates = self.dag.run(bounds, wts, wnulls, int(open_last), int(self.carried),
-                                  self.lookahead, self.lookback)
+                                  self.lookahead, self.lookback, prefilter)
         dag_at = time.thread_time()
         shared = set(self.shared)
         out: Output = []
