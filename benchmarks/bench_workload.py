@@ -169,6 +169,7 @@ def evaluator_part(args) -> list[dict]:
             st = row[name + "_stats"]
             sec = st["seconds"]
             print(f"{'':>8} {name:>7}: {sum(st['node_instances']):>9} instances, "
+                  f"{st['join_attempts']} join attempts, "
                   f"{st['candidates']} candidates; CPU s columns {sec['columns']:.3f} / "
                   f"DAG {sec['dag']:.3f} / finishing {sec['finish']:.3f}; evaluator "
                   f"built in {row[name + '_build']:.3f} s (not in ev/s)", flush=True)

@@ -110,6 +110,8 @@ cdef class SharedDag:
     cdef public object created  # per node: instances formed (numpy int64)
     cdef i64* n_created
     cdef public i64 candidates
+    cdef public i64 join_attempts   # pairs of child instances tried at join nodes
+    cdef public i64 scans_skipped   # sibling store scans no pair could pass (_futile)
 
     def __cinit__(self):
         self.n_nodes = 0
@@ -364,6 +366,9 @@ cdef class SharedDag:
                 if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT, -1, -1):
                     return -1
                 continue
+            if self._futile(idx, kind == U_LEFT, rec):
+                self.scans_skipped += 1
+                continue
             s = &self.store[other]
             j = 0
             n = s.n    # joins only grow ancestors' stores, never this one
@@ -376,12 +381,41 @@ cdef class SharedDag:
                 j += 2 + 2 * s.data[j + 1]
         return 0
 
+    cdef bint _futile(self, int parent, bint new_left, i64* rec) noexcept nogil:
+        """No stored sibling instance can join rec at parent: rec holds the current row
+        in a slot the parent orders before a sibling slot, and every stored row is at or
+        before the current row (the order check, max row of a < min row of b, fails for
+        every pair; skipping the scan changes nothing else)."""
+        cdef i64 m = rec[1], i, newest = -1
+        cdef int slot = -1, q, a, b, shift = self.nd_arity[self.nd_left[parent]]
+        cdef int lo, hi
+        for i in range(m):
+            if rec[2 + i] > newest:
+                newest = rec[2 + i]
+                slot = <int> rec[2 + m + i]
+        if newest != self.cur:
+            return False
+        if new_left:
+            lo, hi = shift, self.nd_arity[parent]
+        else:
+            slot += shift
+            lo, hi = 0, shift
+        for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+            if self.nd_chk[3 * q] != K_ORDER:
+                continue
+            a = self.nd_chk[3 * q + 1]
+            b = self.nd_chk[3 * q + 2]
+            if a == slot and lo <= b < hi:
+                return True
+        return False
+
     cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
         """Join instance a of node's left child with b of its right child."""
         cdef int shift = self.nd_arity[self.nd_left[node]]
         cdef i64 ma = a[1], mb = b[1], m = ma + mb, i, j
         cdef i64 lo = a[0] if a[0] < b[0] else b[0]
         cdef i64* t
+        self.join_attempts += 1
         if not self._fits(self.nd_wkind[node], self.nd_win[node], lo, self.cur):
             return 0
         for i in range(ma):

@@ -194,6 +194,8 @@ class SharedEvaluator:
         matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
+                "join_attempts": int(self.dag.join_attempts),
+                "scans_skipped": int(self.dag.scans_skipped),
                 "matches": list(self.matches),
                 "peak_rows": self.peak_rows,
                 "column_pointers": sum(self.pointers),
