@@ -21,8 +21,11 @@ trivial global plan, the independent best plans (NONE), PREFIX, SA and TABU; eve
 CPU second of the evaluating thread (CPU, not wall time: the machine is shared, and the
 evaluator runs in the calling thread) and the ratio to the trivial plan, every plan's
 matches checked identical to the trivial plan's; per plan the instances formed and the
-CPU split (loading condition columns / DAG / each pattern's finishing). Writes
-workload_eval.md / .png.
+CPU split (loading condition columns / DAG / each pattern's finishing), the join attempts
+(pairs of child instances tried), and what the plan shares: nodes with more than one
+consumer (leaves / joins) and the join instances a shared node formed once for several
+consumers -- against all join instances formed, the share of the DAG's work sharing can
+save. Writes workload_eval.md / .png.
 
 The workload (cepsql.sharing.synthetic.stock_workload), as SIGMOD 2019 section 6.1
 describes its stock experiment, and what we chose where it is silent:
