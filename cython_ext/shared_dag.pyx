@@ -327,7 +327,10 @@ cdef class SharedDag:
         self.n_created[node] += 1
         if self.nd_keep[node]:
             s = &self.store[node]
-            if self.count[node] > 2 * self.live[node] + 32:
+            # expired instances cost a failed join attempt on every scan of the store:
+            # compact once an eighth more were added since the last compaction
+            # (amortised O(1) per instance; only ancestors' stores grow during a scan)
+            if self.count[node] > self.live[node] + (self.live[node] >> 3) + 8:
                 self._compact(node)
             if buf_reserve(s, size):
                 self.oom = 1
