@@ -48,6 +48,9 @@ cdef enum: K_KCONJ = 2     # Kleene leaf: conjunct a checked on the closure bein
 cdef enum: U_LEFT = 0      # join node index takes the instance as its left input
 cdef enum: U_RIGHT = 1
 cdef enum: U_ROOT = 2      # binding index
+cdef extern from *:
+    """#define CEPSQL_DAG_NO_ROW (1LL << 62)"""
+    long long NO_ROW "CEPSQL_DAG_NO_ROW"   # oldest of an empty store
 
 
 cdef class SharedDag:
@@ -91,6 +94,8 @@ cdef class SharedDag:
     cdef Buf* store            # per node: records (first row, m, m rows, m slots)
     cdef i64* live             # per node: instances after the last compaction
     cdef i64* count            # per node: instances stored
+    cdef i64* oldest           # per node: the earliest first row stored (NO_ROW: none)
+    cdef int* scanning         # per node: scans of its store under way (no compaction)
     cdef int* nd_kmin          # per node: Kleene leaf min / max (-1) elements; -1: plain
     cdef int* nd_kmax
     cdef Buf* tmp              # per node: the instance being formed
@@ -166,6 +171,12 @@ cdef class SharedDag:
         self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
         self.count = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.oldest = <i64*> malloc((self.n_nodes + 1) * sizeof(i64))
+        self.scanning = <int*> calloc(self.n_nodes + 1, sizeof(int))
+        if self.oldest == NULL or self.scanning == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_nodes + 1):
+            self.oldest[i] = NO_ROW
         self.nd_kmin = <int*> _copy_i32(arrays["nd_kmin"])
         self.nd_kmax = <int*> _copy_i32(arrays["nd_kmax"])
         self.n_created = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
@@ -204,6 +215,7 @@ cdef class SharedDag:
                 free(self.c_comp[i].data)
         free(self.store); free(self.tmp); free(self.live); free(self.n_created)
         free(self.count); free(self.nd_kmin); free(self.nd_kmax)
+        free(self.oldest); free(self.scanning)
         free(self.sort_pos); free(self.sort_lab)
         free(self.c_cand); free(self.c_rows); free(self.c_comp)
         free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
@@ -228,7 +240,7 @@ cdef class SharedDag:
     cdef void _compact(self, int node) noexcept nogil:
         """Drop the node's instances whose first row no longer fits its window."""
         cdef Buf* s = &self.store[node]
-        cdef i64 k = 0, w = 0, size, live = 0
+        cdef i64 k = 0, w = 0, size, live = 0, oldest = NO_ROW
         cdef int kind = self.nd_wkind[node]
         cdef double win = self.nd_win[node]
         while k < s.n:
@@ -236,12 +248,24 @@ cdef class SharedDag:
             if self._fits(kind, win, s.data[k], self.cur):
                 if w != k:
                     memmove(s.data + w, s.data + k, size * sizeof(i64))
+                if s.data[w] < oldest:
+                    oldest = s.data[w]
                 w += size
                 live += 1
             k += size
         s.n = w
         self.live[node] = live
         self.count[node] = live
+        self.oldest[node] = oldest
+
+    cdef inline void _fresh(self, int node) noexcept nogil:
+        """Before scanning node's store: drop its expired instances when the oldest
+        one no longer fits (each would be a failed join attempt) -- unless an outer
+        frame is scanning the same store (a node shared twice in one plan)."""
+        if self.scanning[node] == 0 and self.oldest[node] != NO_ROW and \
+                not self._fits(self.nd_wkind[node], self.nd_win[node], self.oldest[node],
+                               self.cur):
+            self._compact(node)
 
     # ------------------------------------------------------------------ checks
     cdef bint _sort_room(self, i64 m) noexcept nogil:
@@ -338,6 +362,8 @@ cdef class SharedDag:
             memcpy(s.data + s.n, rec, size * sizeof(i64))
             s.n += size
             self.count[node] += 1
+            if rec[0] < self.oldest[node]:
+                self.oldest[node] = rec[0]
         for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
             kind = self.nd_use[2 * k]
             idx = self.nd_use[2 * k + 1]
@@ -359,11 +385,13 @@ cdef class SharedDag:
                 s = &self.store[other]
                 j = 0
                 n = s.n
+                self.scanning[other] += 1
                 while j < n:
                     if self._closures(node, s.data + j, rec[2], idx, -1, kind == U_LEFT,
                                       -1, -1):
                         return -1
                     j += 2 + 2 * s.data[j + 1]
+                self.scanning[other] -= 1
                 continue
             if self._kleene(other):
                 if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT, -1, -1):
@@ -372,9 +400,11 @@ cdef class SharedDag:
             if self._futile(idx, kind == U_LEFT, rec):
                 self.scans_skipped += 1
                 continue
+            self._fresh(other)
             s = &self.store[other]
             j = 0
             n = s.n    # joins only grow ancestors' stores, never this one
+            self.scanning[other] += 1
             while j < n:
                 if kind == U_LEFT:
                     if self._join(idx, rec, s.data + j):
@@ -382,6 +412,7 @@ cdef class SharedDag:
                 elif self._join(idx, s.data + j, rec):
                     return -1
                 j += 2 + 2 * s.data[j + 1]
+            self.scanning[other] -= 1
         return 0
 
     cdef bint _futile(self, int parent, bint new_left, i64* rec) noexcept nogil:
@@ -689,6 +720,8 @@ cdef class SharedDag:
             self.store[node].n = 0
             self.live[node] = 0
             self.count[node] = 0
+            self.oldest[node] = NO_ROW
+            self.scanning[node] = 0
 
     cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) of the current partition: each leaf that accepts a row
@@ -836,6 +869,9 @@ cdef class SharedDag:
                 for i in range(m):
                     data[k + 2 + i] -= d
                 k += 2 + 2 * m
+        for node in range(self.n_nodes):
+            if self.oldest[node] != NO_ROW:
+                self.oldest[node] -= d
         self.resume -= d
         self.keep -= d
 
