@@ -21,8 +21,11 @@ trivial global plan, the independent best plans (NONE), PREFIX, SA and TABU; eve
 CPU second of the evaluating thread (CPU, not wall time: the machine is shared, and the
 evaluator runs in the calling thread) and the ratio to the trivial plan, every plan's
 matches checked identical to the trivial plan's; per plan the instances formed and the
-CPU split (loading condition columns / DAG / each pattern's finishing). Writes
-workload_eval.md / .png.
+CPU split (loading condition columns / DAG / each pattern's finishing), the join attempts
+(pairs of child instances tried), and what the plan shares: nodes with more than one
+consumer (leaves / joins) and the join instances a shared node formed once for several
+consumers -- against all join instances formed, the share of the DAG's work sharing can
+save. Writes workload_eval.md / .png.
 
 The workload (cepsql.sharing.synthetic.stock_workload), as SIGMOD 2019 section 6.1
 describes its stock experiment, and what we chose where it is silent:
@@ -154,6 +157,7 @@ def evaluator_part(args) -> list[dict]:
             row[name + "_build"] = build
             row[name + "_cost"] = plan.cost
             row[name + "_stats"] = ev.stats
+            row[name + "_sharing"] = _sharing(plan, ev.stats)
             row[name + "_same"] = got == reference
         row["identical"] = all(row[k + "_same"] for k in plans)
         out.append(row)
@@ -168,9 +172,15 @@ def evaluator_part(args) -> list[dict]:
             st = row[name + "_stats"]
             sec = st["seconds"]
             print(f"{'':>8} {name:>7}: {sum(st['node_instances']):>9} instances, "
+                  f"{st['join_attempts']} join attempts, "
                   f"{st['candidates']} candidates; CPU s columns {sec['columns']:.3f} / "
                   f"DAG {sec['dag']:.3f} / finishing {sec['finish']:.3f}; evaluator "
                   f"built in {row[name + '_build']:.3f} s (not in ev/s)", flush=True)
+            sh = row[name + "_sharing"]
+            print(f"{'':>8} {'':>7}  {sh['shared_leaves']} shared leaves, "
+                  f"{sh['shared_joins']} shared joins (most consumers {sh['most']}); join "
+                  f"instances {sh['join_instances']}, formed once for several consumers "
+                  f"{sh['saved']}", flush=True)
         if not row["identical"]:
             raise SystemExit("a global plan's matches differ from the trivial plan's")
     return out
@@ -189,14 +199,17 @@ def write_eval(rows: list[dict], args) -> None:
              f"estimate (trivial cost / cost). Peak RSS of the run {peak:.0f} MB; load "
              f"{os.getloadavg()[0]:.1f}.", "",
              "| patterns | trivial events/s | independent (NONE) | PREFIX | SA | TABU | "
-             "model NONE / PREFIX / SA / TABU | model: Kleene share | matches |",
-             "|---:" * 9 + "|"]
+             "model NONE / PREFIX / SA / TABU | model: Kleene share | matches | SA: shared "
+             "leaves / joins, join instances saved by sharing / formed |",
+             "|---:" * 10 + "|"]
     for r in rows:
         lines.append(f"| {r['n']} | {r['TRIVIAL']:.0f} | "
                      + " | ".join(f"{r[a] / r['TRIVIAL']:.2f}x" for a in EVAL_PLANS)
                      + " | " + " / ".join(f"{r['TRIVIAL_cost'] / r[a + '_cost']:.1f}"
                                           for a in EVAL_PLANS)
-                     + f" | {r['kleene_share']:.0%} | {r['matches']} |")
+                     + f" | {r['kleene_share']:.0%} | {r['matches']} | "
+                     + "{shared_leaves} / {shared_joins}, {saved} / {join_instances} |"
+                     .format(**r["SA_sharing"]))
     with open(os.path.join(RESULTS, args.eval_out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     import matplotlib
@@ -216,6 +229,20 @@ def write_eval(rows: list[dict], args) -> None:
     fig.tight_layout()
     fig.savefig(os.path.join(RESULTS, args.eval_out + ".png"), dpi=110)
     print(f"wrote benchmarks/results/{args.eval_out}.md and {args.eval_out}.png")
+
+
+def _sharing(plan, stats: dict) -> dict:
+    """What the plan shares and what that saved: nodes with more than one consumer
+    (leaves / joins), instances formed at join nodes, and the join instances a shared
+    node formed once instead of once per consumer."""
+    inst = stats["node_instances"]
+    shared = plan.shared_nodes()
+    joins = [i for i in shared if not plan.nodes[i].is_leaf]
+    return {"shared_leaves": len(shared) - len(joins), "shared_joins": len(joins),
+            "most": max((len(plan.consumers(i)) for i in joins), default=0),
+            "join_instances": sum(c for i, c in enumerate(inst)
+                                  if not plan.nodes[i].is_leaf),
+            "saved": sum(inst[i] * (len(plan.consumers(i)) - 1) for i in joins)}
 
 
 def _kleene_share(patterns) -> float:

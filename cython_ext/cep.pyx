@@ -270,6 +270,13 @@ cdef class CepMatcher:
     cdef i64 ext_n, ext_at
     cdef int ext_on
     cdef object rows_ref         # VM rows attached for external condition checks
+    # column pointer mode (use_column_pointers): C_LOAD reads column n's rows from
+    # col_vals[n] / col_nulls[n] instead of the n-th row of the run's matrices
+    cdef const double** col_vals
+    cdef const unsigned char** col_nulls
+    cdef const x_i128** col_exact     # exact-lane columns' 128-bit values (else NULL)
+    cdef int n_colptr
+    cdef object colptr_ref
     cdef i64 att_rows            # their number (run()'s n_rows stays the carried chunk's)
 
     def __cinit__(self):
@@ -426,6 +433,7 @@ cdef class CepMatcher:
         cdef int i
         if self.code == NULL:
             return
+        free(self.col_vals); free(self.col_nulls); free(self.col_exact)
         free(self.code); free(self.conj_off); free(self.conj_label); free(self.conj_mask)
         free(self.consts); free(self.refs); free(self.member); free(self.daggs)
         free(self.comps); free(self.seq_start); free(self.negs); free(self.leaves)
@@ -616,11 +624,18 @@ cdef class CepMatcher:
                     ns[sp] = 1
                 else:
                     n = self.code[pc + 1]
-                    if op == C_LOAD:
+                    if self.col_vals != NULL:
+                        if op == C_LOAD:
+                            vs[sp] = self.col_vals[n][j]
+                        else:
+                            self.xl.xs[sp] = self.col_exact[n][j]
+                        ns[sp] = self.col_nulls[n][j]
+                    elif op == C_LOAD:
                         vs[sp] = self.vals[n * self.n_rows + j]
+                        ns[sp] = self.nulls[n * self.n_rows + j]
                     else:
                         self.xl.xs[sp] = self.xl.cols[n * self.n_rows + j]
-                    ns[sp] = self.nulls[n * self.n_rows + j]
+                        ns[sp] = self.nulls[n * self.n_rows + j]
                 sp += 1
                 pc += 3
             elif op == C_CONST:
@@ -1585,6 +1600,59 @@ cdef class CepMatcher:
         self.att_rows = vv.shape[1]
         self.vals = <const double*> cnp.PyArray_DATA(vv) if vv.size else NULL
         self.nulls = <const unsigned char*> cnp.PyArray_DATA(nn) if nn.size else NULL
+
+    def use_column_pointers(self, values, nulls, i64 offset=0, exact=None):
+        """Column pointer mode: condition column n is read from values[n] / nulls[n]
+        (1-D float64 / uint8 arrays; exact[n]: int64[rows, 2], the 128-bit values of an
+        exact-lane column, None for a float one; row ``offset`` being the run's row 0),
+        so patterns of one shared pass read one converted copy of each column instead
+        of each copying them into its own matrix (run() / attach_rows() then take
+        (0, n_rows) matrices). Not for patterns with an aggregate reading a column
+        (those read the run's matrices). None: switch off."""
+        cdef int n, i
+        cdef cnp.ndarray v, u, x
+        free(self.col_vals)
+        free(self.col_nulls)
+        free(self.col_exact)
+        self.col_vals = NULL
+        self.col_nulls = NULL
+        self.col_exact = NULL
+        self.colptr_ref = None
+        if values is None:
+            return
+        for i in range(self.n_maggs):
+            if self.maggs[4 * i + 2] >= 0:
+                raise ValueError("column pointers: a measure aggregates a column")
+        if self.n_daggs:
+            raise ValueError("column pointers: the pattern has DEFINE aggregates")
+        n = len(values)
+        if len(nulls) != n or (exact is not None and len(exact) != n):
+            raise ValueError("column pointers: one NULL array per column")
+        refs = []
+        self.col_vals = <const double**> calloc(n + 1, sizeof(double*))
+        self.col_nulls = <const unsigned char**> calloc(n + 1, sizeof(unsigned char*))
+        self.col_exact = <const x_i128**> calloc(n + 1, sizeof(x_i128*))
+        if self.col_vals == NULL or self.col_nulls == NULL or self.col_exact == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
+        for i in range(n):
+            u = np.ascontiguousarray(nulls[i], dtype=np.uint8)
+            if exact is not None and exact[i] is not None:
+                x = np.ascontiguousarray(exact[i], dtype=np.int64)
+                if x.ndim != 2 or x.shape[1] != 2 or x.shape[0] != u.shape[0]:
+                    raise ValueError("column pointers: exact columns are int64[rows, 2]")
+                refs.append(x)
+                self.col_exact[i] = (<const x_i128*> cnp.PyArray_DATA(x)) + offset
+                v = np.zeros(u.shape[0], dtype=np.float64) if values[i] is None else \
+                    np.ascontiguousarray(values[i], dtype=np.float64)
+            else:
+                v = np.ascontiguousarray(values[i], dtype=np.float64)
+            if v.ndim != 1 or u.shape[0] != v.shape[0] or not 0 <= offset <= v.shape[0]:
+                raise ValueError("column pointers: 1-D columns of one length past offset")
+            refs.append((v, u))
+            self.col_vals[i] = (<const double*> cnp.PyArray_DATA(v)) + offset
+            self.col_nulls[i] = (<const unsigned char*> cnp.PyArray_DATA(u)) + offset
+        self.n_colptr = n
+        self.colptr_ref = refs
 
     def eval_entry(self):
         """(address of matcher_eval_explicit, address of this matcher): lets another

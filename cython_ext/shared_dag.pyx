@@ -48,6 +48,9 @@ cdef enum: K_KCONJ = 2     # Kleene leaf: conjunct a checked on the closure bein
 cdef enum: U_LEFT = 0      # join node index takes the instance as its left input
 cdef enum: U_RIGHT = 1
 cdef enum: U_ROOT = 2      # binding index
+cdef extern from *:
+    """#define CEPSQL_DAG_NO_ROW (1LL << 62)"""
+    long long NO_ROW "CEPSQL_DAG_NO_ROW"   # oldest of an empty store
 
 
 cdef class SharedDag:
@@ -69,6 +72,12 @@ cdef class SharedDag:
     cdef int* nd_rep           # leaf -> the first leaf with its condition (-1: a join)
     cdef i64* rep_row          # per leaf: the row its condition was last tested on
     cdef unsigned char* rep_ok  # and the result
+    cdef int* nd_pre           # rep leaf -> row of the chunk's prefilter masks (-1: VM)
+    cdef const unsigned char* pre   # prefilter masks of this run [k, rows] (or NULL)
+    cdef i64 pre_n
+    cdef object pre_ref
+    cdef int* leaf_list        # the leaves, in node order
+    cdef int n_leaves
     cdef int* bd_pattern
     cdef int* bd_term
     cdef int* bd_root
@@ -85,6 +94,8 @@ cdef class SharedDag:
     cdef Buf* store            # per node: records (first row, m, m rows, m slots)
     cdef i64* live             # per node: instances after the last compaction
     cdef i64* count            # per node: instances stored
+    cdef i64* oldest           # per node: the earliest first row stored (NO_ROW: none)
+    cdef int* scanning         # per node: scans of its store under way (no compaction)
     cdef int* nd_kmin          # per node: Kleene leaf min / max (-1) elements; -1: plain
     cdef int* nd_kmax
     cdef Buf* tmp              # per node: the instance being formed
@@ -104,6 +115,8 @@ cdef class SharedDag:
     cdef public object created  # per node: instances formed (numpy int64)
     cdef i64* n_created
     cdef public i64 candidates
+    cdef public i64 join_attempts   # pairs of child instances tried at join nodes
+    cdef public i64 scans_skipped   # sibling store scans no pair could pass (_futile)
 
     def __cinit__(self):
         self.n_nodes = 0
@@ -135,6 +148,11 @@ cdef class SharedDag:
         self.nd_rep = <int*> _copy_i32(arrays["nd_rep"])
         self.rep_row = <i64*> malloc((self.n_nodes + 1) * sizeof(i64))
         self.rep_ok = <unsigned char*> calloc(self.n_nodes + 1, 1)
+        self.nd_pre = <int*> _copy_i32(arrays["nd_pre"] if "nd_pre" in arrays else
+                                       np.full(self.n_nodes, -1, dtype=np.int32))
+        leaves = [i for i in range(self.n_nodes) if arrays["nd_left"][i] < 0]
+        self.n_leaves = len(leaves)
+        self.leaf_list = <int*> _copy_i32(np.asarray(leaves, dtype=np.int32))
         self.bd_pattern = <int*> _copy_i32(arrays["bd_pattern"])
         self.bd_term = <int*> _copy_i32(arrays["bd_term"])
         self.bd_root = <int*> _copy_i32(arrays["bd_root"])
@@ -153,6 +171,12 @@ cdef class SharedDag:
         self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
         self.count = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
+        self.oldest = <i64*> malloc((self.n_nodes + 1) * sizeof(i64))
+        self.scanning = <int*> calloc(self.n_nodes + 1, sizeof(int))
+        if self.oldest == NULL or self.scanning == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_nodes + 1):
+            self.oldest[i] = NO_ROW
         self.nd_kmin = <int*> _copy_i32(arrays["nd_kmin"])
         self.nd_kmax = <int*> _copy_i32(arrays["nd_kmax"])
         self.n_created = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
@@ -191,12 +215,14 @@ cdef class SharedDag:
                 free(self.c_comp[i].data)
         free(self.store); free(self.tmp); free(self.live); free(self.n_created)
         free(self.count); free(self.nd_kmin); free(self.nd_kmax)
+        free(self.oldest); free(self.scanning)
         free(self.sort_pos); free(self.sort_lab)
         free(self.c_cand); free(self.c_rows); free(self.c_comp)
         free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
         free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
         free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
         free(self.nd_keep); free(self.nd_rep); free(self.rep_row); free(self.rep_ok)
+        free(self.nd_pre); free(self.leaf_list)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
         free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
         free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
@@ -214,7 +240,7 @@ cdef class SharedDag:
     cdef void _compact(self, int node) noexcept nogil:
         """Drop the node's instances whose first row no longer fits its window."""
         cdef Buf* s = &self.store[node]
-        cdef i64 k = 0, w = 0, size, live = 0
+        cdef i64 k = 0, w = 0, size, live = 0, oldest = NO_ROW
         cdef int kind = self.nd_wkind[node]
         cdef double win = self.nd_win[node]
         while k < s.n:
@@ -222,12 +248,24 @@ cdef class SharedDag:
             if self._fits(kind, win, s.data[k], self.cur):
                 if w != k:
                     memmove(s.data + w, s.data + k, size * sizeof(i64))
+                if s.data[w] < oldest:
+                    oldest = s.data[w]
                 w += size
                 live += 1
             k += size
         s.n = w
         self.live[node] = live
         self.count[node] = live
+        self.oldest[node] = oldest
+
+    cdef inline void _fresh(self, int node) noexcept nogil:
+        """Before scanning node's store: drop its expired instances when the oldest
+        one no longer fits (each would be a failed join attempt) -- unless an outer
+        frame is scanning the same store (a node shared twice in one plan)."""
+        if self.scanning[node] == 0 and self.oldest[node] != NO_ROW and \
+                not self._fits(self.nd_wkind[node], self.nd_win[node], self.oldest[node],
+                               self.cur):
+            self._compact(node)
 
     # ------------------------------------------------------------------ checks
     cdef bint _sort_room(self, i64 m) noexcept nogil:
@@ -313,7 +351,10 @@ cdef class SharedDag:
         self.n_created[node] += 1
         if self.nd_keep[node]:
             s = &self.store[node]
-            if self.count[node] > 2 * self.live[node] + 32:
+            # expired instances cost a failed join attempt on every scan of the store:
+            # compact once an eighth more were added since the last compaction
+            # (amortised O(1) per instance; only ancestors' stores grow during a scan)
+            if self.count[node] > self.live[node] + (self.live[node] >> 3) + 8:
                 self._compact(node)
             if buf_reserve(s, size):
                 self.oom = 1
@@ -321,6 +362,8 @@ cdef class SharedDag:
             memcpy(s.data + s.n, rec, size * sizeof(i64))
             s.n += size
             self.count[node] += 1
+            if rec[0] < self.oldest[node]:
+                self.oldest[node] = rec[0]
         for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
             kind = self.nd_use[2 * k]
             idx = self.nd_use[2 * k + 1]
@@ -342,19 +385,26 @@ cdef class SharedDag:
                 s = &self.store[other]
                 j = 0
                 n = s.n
+                self.scanning[other] += 1
                 while j < n:
                     if self._closures(node, s.data + j, rec[2], idx, -1, kind == U_LEFT,
                                       -1, -1):
                         return -1
                     j += 2 + 2 * s.data[j + 1]
+                self.scanning[other] -= 1
                 continue
             if self._kleene(other):
                 if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT, -1, -1):
                     return -1
                 continue
+            if self._futile(idx, kind == U_LEFT, rec):
+                self.scans_skipped += 1
+                continue
+            self._fresh(other)
             s = &self.store[other]
             j = 0
             n = s.n    # joins only grow ancestors' stores, never this one
+            self.scanning[other] += 1
             while j < n:
                 if kind == U_LEFT:
                     if self._join(idx, rec, s.data + j):
@@ -362,7 +412,36 @@ cdef class SharedDag:
                 elif self._join(idx, s.data + j, rec):
                     return -1
                 j += 2 + 2 * s.data[j + 1]
+            self.scanning[other] -= 1
         return 0
+
+    cdef bint _futile(self, int parent, bint new_left, i64* rec) noexcept nogil:
+        """No stored sibling instance can join rec at parent: rec holds the current row
+        in a slot the parent orders before a sibling slot, and every stored row is at or
+        before the current row (the order check, max row of a < min row of b, fails for
+        every pair; skipping the scan changes nothing else)."""
+        cdef i64 m = rec[1], i, newest = -1
+        cdef int slot = -1, q, a, b, shift = self.nd_arity[self.nd_left[parent]]
+        cdef int lo, hi
+        for i in range(m):
+            if rec[2 + i] > newest:
+                newest = rec[2 + i]
+                slot = <int> rec[2 + m + i]
+        if newest != self.cur:
+            return False
+        if new_left:
+            lo, hi = shift, self.nd_arity[parent]
+        else:
+            slot += shift
+            lo, hi = 0, shift
+        for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+            if self.nd_chk[3 * q] != K_ORDER:
+                continue
+            a = self.nd_chk[3 * q + 1]
+            b = self.nd_chk[3 * q + 2]
+            if a == slot and lo <= b < hi:
+                return True
+        return False
 
     cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
         """Join instance a of node's left child with b of its right child."""
@@ -370,6 +449,7 @@ cdef class SharedDag:
         cdef i64 ma = a[1], mb = b[1], m = ma + mb, i, j
         cdef i64 lo = a[0] if a[0] < b[0] else b[0]
         cdef i64* t
+        self.join_attempts += 1
         if not self._fits(self.nd_wkind[node], self.nd_win[node], lo, self.cur):
             return 0
         for i in range(ma):
@@ -640,21 +720,25 @@ cdef class SharedDag:
             self.store[node].n = 0
             self.live[node] = 0
             self.count[node] = 0
+            self.oldest[node] = NO_ROW
+            self.scanning[node] = 0
 
     cdef int _rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) of the current partition: each leaf that accepts a row
         makes an instance, which climbs to every consumer."""
-        cdef int node, rep
+        cdef int node, rep, k
         cdef i64 r
         cdef i64 rec[4]
         for r in range(start, stop):
             self.cur = r
-            for node in range(self.n_nodes):
-                if self.nd_left[node] >= 0:
-                    continue
+            for k in range(self.n_leaves):
+                node = self.leaf_list[k]
                 rep = self.nd_rep[node]
                 if self.rep_row[rep] != r:   # the leaf's condition, once per row
-                    self.rep_ok[rep] = self._leaf_ok(rep, r)
+                    if self.pre != NULL and self.nd_pre[rep] >= 0:
+                        self.rep_ok[rep] = self.pre[self.nd_pre[rep] * self.pre_n + r]
+                    else:
+                        self.rep_ok[rep] = self._leaf_ok(rep, r)
                     self.rep_row[rep] = r
                 if not self.rep_ok[rep]:
                     continue
@@ -690,7 +774,7 @@ cdef class SharedDag:
         return need
 
     def run(self, cnp.ndarray bounds, wts=None, wnulls=None, int open_last=0, int cont=0,
-            int lookahead=0, int lookback=0):
+            int lookahead=0, int lookback=0, prefilter=None):
         """Every partition [bounds[k], bounds[k+1]) of the chunk the matchers' rows are
         attached for. Returns per pattern (cand int64[n, 4], rows, comps) for
         CepMatcher.set_candidates.
@@ -700,8 +784,11 @@ cdef class SharedDag:
         (NEXT() of a condition must see them), the stores are pruned and ``keep`` is the
         first row the carried instances need (lookback rows before the oldest); call
         rebase(d) once the caller dropped the chunk's first d rows. With cont the first
-        partition continues the carried stores."""
+        partition continues the carried stores. ``prefilter``: uint8[k, rows], the
+        chunk's value of the leaf tests dag_arrays.leaf_prefilters computes at once (row
+        r of test nd_pre[leaf]), or None (every leaf test in the VM)."""
         cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
+        cdef cnp.ndarray pm
         cdef const double[::1] wt
         cdef const unsigned char[::1] wn
         cdef double dummy_d = 0.0
@@ -710,6 +797,16 @@ cdef class SharedDag:
         cdef int p, err = 0, is_cont, is_open
         self.wts = &dummy_d
         self.wnull = &dummy_u
+        self.pre = NULL
+        self.pre_ref = None
+        if prefilter is not None:
+            pm = np.ascontiguousarray(prefilter, dtype=np.uint8)
+            if pm.ndim != 2:
+                raise ValueError("prefilter: uint8[tests, rows]")
+            if pm.size:
+                self.pre_ref = pm
+                self.pre_n = pm.shape[1]
+                self.pre = <const unsigned char*> cnp.PyArray_DATA(pm)
         if wts is not None:
             wt = np.ascontiguousarray(wts, dtype=np.float64)
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
@@ -772,6 +869,9 @@ cdef class SharedDag:
                 for i in range(m):
                     data[k + 2 + i] -= d
                 k += 2 + 2 * m
+        for node in range(self.n_nodes):
+            if self.oldest[node] != NO_ROW:
+                self.oldest[node] -= d
         self.resume -= d
         self.keep -= d
 

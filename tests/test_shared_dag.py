@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -152,7 +154,8 @@ def assert_shared_equals_own(sqls: list[str], table: pa.Table, batch_rows: int,
 
 
 def test_shared_workloads_match_own_workers_and_oracle():
-    seen = {"shared_nodes": 0, "candidates": 0}
+    seen = {"shared_nodes": 0, "candidates": 0, "pointers": 0, "matrices": 0,
+            "prefilters": 0, "skipped": 0}
 
     @settings(max_examples=60, **SETTINGS)
     @given(sqls=workloads(), table=cep_streams(), batch_rows=st.integers(1, 6),
@@ -161,8 +164,19 @@ def test_shared_workloads_match_own_workers_and_oracle():
         out = assert_shared_equals_own(sqls, table, batch_rows, chunk_rows)
         seen["shared_nodes"] += len(out["plan"].shared_nodes())
         seen["candidates"] += out["stats"]["candidates"]
+        # patterns reading the shared column set through pointers, and the others
+        # (DEFINE aggregates) through their own matrices, both against the oracle
+        seen["pointers"] += out["stats"]["column_pointers"]
+        seen["matrices"] += len(sqls) - out["stats"]["column_pointers"]
+        # leaf tests read from per-chunk masks (plain condition columns, dag_arrays.
+        # leaf_prefilters) instead of the VM
+        seen["prefilters"] += out["stats"]["leaf_prefilters"]
+        # sibling scans skipped because the order check fails for every stored instance
+        seen["skipped"] += out["stats"]["scans_skipped"]
     check()
     assert seen["shared_nodes"] > 0 and seen["candidates"] > 0
+    assert seen["pointers"] > 0 and seen["matrices"] > 0 and seen["prefilters"] > 0
+    assert seen["skipped"] > 0
 
 
 def test_larger_workloads_match_own_workers():
@@ -347,6 +361,51 @@ def test_evaluators_run_in_threads():
         for p, batch in out:
             got[p] += _rows(pa.Table.from_batches([batch]))
         assert got == alone and all(alone)
+
+
+def test_column_pointers_only_without_aggregates():
+    """Patterns share the chunk's converted columns (pointers, exact lanes too); a
+    DEFINE aggregate reads the run's matrices, so its pattern keeps its own matrix and
+    the matcher refuses pointers."""
+    from cepsql.runtime.shared.columns import pointer_ready
+    sqls, wl = _hand_plan_workload()
+    workers = [b.worker for b in wl.bounds]
+    assert [pointer_ready(w) for w in workers] == [True, False]
+    matcher = workers[1]._new_matcher()
+    n = len(workers[1].config.code.columns)
+    with pytest.raises(ValueError, match="aggregates"):
+        matcher.use_column_pointers([np.zeros(3)] * n, [np.zeros(3, np.uint8)] * n)
+    own = workers[0]._new_matcher()
+    with pytest.raises(ValueError, match="one length"):
+        own.use_column_pointers([np.zeros(3)], [np.zeros(2, np.uint8)])
+    assert "column_pointers" in SharedEvaluator(merge_plan(wl.queries, wl.bounds),
+                                                wl.bounds).stats
+
+
+def test_leaf_prefilters_only_for_plain_column_tests():
+    """A leaf whose row conditions are precomputed row-local columns (tag = 'x') is
+    tested from a per-chunk mask; one reading another row (PREV) stays in the VM. NULL
+    tags fail the test in both (the stream has some) and the rows equal the own
+    workers' and the oracle's."""
+    from cepsql.runtime.shared.dag_arrays import dag_arrays, leaf_prefilters
+    sqls = [HEAD + f"FIRST({a}.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            f"STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ({a}, {b})) WITHIN 4 ROWS "
+            f"DEFINE {a} AS {a}.tag = 'x', {b} AS {cond})"
+            for a, b, cond in [("a", "b", "PREV(b.price) < b.price"),
+                               ("c", "d", "d.tag = 'y' AND d.price > 2")]]
+    table = _ticks()
+    table = table.set_column(4, "tag", pa.array([None if i % 5 == 0 else t for i, t in
+                                                 enumerate(table.column("tag").to_pylist())]))
+    out = assert_shared_equals_own(sqls, table, batch_rows=4, chunk_rows=6)
+    plan = out["plan"]
+    wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=4)
+    configs = [b.worker.config for b in wl.bounds]
+    arrays = dag_arrays(plan, configs)
+    pre, tests = leaf_prefilters(plan, configs, arrays)
+    masked = {plan.nodes[i].owner_vars[0] for i in range(len(plan.nodes)) if pre[i] >= 0}
+    assert masked & {"A", "C"} and "D" in masked and "B" not in masked
+    assert all(len(cols) >= 1 for cols in tests)
+    assert out["stats"]["leaf_prefilters"] == len(tests)
 
 
 def _hand_plan_workload():

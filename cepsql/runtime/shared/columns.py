@@ -16,10 +16,25 @@ from ..conditions import STR
 from ..worker import _as_float, _sorted_dictionary, exact_lane
 
 
-def load_columns(workers: list, tables: pa.Table | list[pa.Table]
-                 ) -> list[tuple[np.ndarray, ...]]:
+def pointer_ready(worker) -> bool:
+    """Can the worker's matcher read its columns through pointers into the shared
+    column set (CepMatcher.use_column_pointers)? Aggregates over columns read the
+    run's matrices."""
+    c = worker.config
+    if len(np.asarray(c.code.aggregates)):
+        return False
+    maggs = np.asarray(c.measure_aggregates).reshape(-1, 4)
+    return bool(np.all(maggs[:, 2] < 0))
+
+
+def load_columns(workers: list, tables: pa.Table | list[pa.Table],
+                 pointers: list[bool] | None = None) -> list[tuple]:
     """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives them;
-    ``tables``: one table for all, or each worker's own view of the same rows."""
+    ``tables``: one table for all, or each worker's own view of the same rows. With
+    ``pointers[i]`` (see pointer_ready) worker i gets (values list, nulls list, consts,
+    exact list): one array per VM column (exact: int64[n, 2] for an exact-lane column,
+    else None), the same objects for every worker reading that column -- no
+    per-pattern copy of the chunk's columns."""
     if isinstance(tables, pa.Table):
         tables = [tables] * len(workers)
     n = tables[0].num_rows if tables else 0
@@ -37,13 +52,14 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
                                     if strings else pa.table({}), names, sorted(literals))
     cache: dict[tuple, tuple] = {}
     no_nulls = np.zeros(n, dtype=np.uint8)
+    no_values = np.zeros(n, dtype=np.float64)   # an exact-lane column's float lane
 
     def column(key: tuple, name: str, table: pa.Table) -> tuple:
         if key not in cache:
             col = table.column(name).combine_chunks()
             # most columns have no NULL: skip the bitmap conversion and the fill
-            nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count \
-                else no_nulls
+            nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8) \
+                if col.null_count else no_nulls
             if key[2]:
                 words = np.zeros((n, 2), dtype=np.int64)
                 exact_lane(col, words)
@@ -61,7 +77,7 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
     matrices: dict[tuple, tuple] = {}   # patterns reading the same columns share them
     identity: dict[str, tuple] = {}
     out = []
-    for w, table in zip(workers, tables):
+    for i, (w, table) in enumerate(zip(workers, tables)):
         code = w.config.code
         names = list(code.columns)
         for c in names:
@@ -69,6 +85,14 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
                 identity[(id(table), c)] = _identity(table.column(c))
         layout = tuple((identity[(id(table), c)], k, t.exact)
                        for c, k, t in zip(names, code.column_kinds, code.column_types))
+        consts = code.consts.copy()
+        for slot, text in code.string_consts:
+            consts[slot] = ranks[text]
+        if pointers is not None and pointers[i]:
+            cols = [column(key, name, table) for key, name in zip(layout, names)]
+            out.append(([no_values if c[0] is None else c[0] for c in cols],
+                        [c[1] for c in cols], consts, [c[2] for c in cols]))
+            continue
         if layout not in matrices:
             k = len(layout)
             values = np.zeros((k, n), dtype=np.float64)
@@ -84,9 +108,6 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table]
                     values[i] = vals
             matrices[layout] = (values, nulls, exact)
         values, nulls, exact = matrices[layout]
-        consts = code.consts.copy()
-        for slot, text in code.string_consts:
-            consts[slot] = ranks[text]
         out.append((values, nulls, consts, exact))
     return out
 

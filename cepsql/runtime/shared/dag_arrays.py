@@ -183,3 +183,52 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
     out["bd_slot_start"], out["bd_slot"] = _csr(slots, 2)
     out["bd_chk_start"], out["bd_chk"] = _csr(bchecks, 3)
     return out
+
+
+def _column_conjunct(config: CepConfig, c: int, label: int) -> int:
+    """The column a conjunct tests on a one-row match labelled ``label`` when its
+    program is only "that row's column, as a truth value" (a precomputed row-local
+    expression such as ``symbol = 'S03'``); -1 otherwise."""
+    from ..conditions import C_JUMP, C_LOAD
+    code = np.asarray(config.code.code)
+    off = int(config.conj_off[c])
+    end = int(config.conj_off[c + 1]) if c + 1 < len(config.conj_off) else len(code)
+    if end - off != 5 or code[off] != C_LOAD or code[off + 3] != C_JUMP or \
+            code[off + 4] != -1:
+        return -1
+    s, _, loff, poff, _ = (int(v) for v in np.asarray(config.refs).reshape(-1, 5)[code[off + 2]])
+    member = np.asarray(config.membership)
+    if loff != 0 or poff != 0 or (s >= 0 and not member[s, label]):
+        return -1
+    return int(code[off + 1])
+
+
+def leaf_prefilters(plan: GlobalPlan, configs: list[CepConfig], arrays: dict
+                    ) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
+    """Leaf tests the evaluator computes for a whole chunk at once: per node the index
+    of its prefilter (-1: tested row by row in the condition VM), and per prefilter the
+    (pattern, VM column) pairs whose rows must all be true (non-NULL, non-zero). Only
+    for the leaves that stand for their condition (``nd_rep``) whose row conjuncts are
+    all plain column tests; the DAG reads a row's mask byte instead of calling the VM
+    (the same value: see _column_conjunct)."""
+    chk_start, chk = arrays["nd_chk_start"], arrays["nd_chk"].reshape(-1, 3)
+    pre = np.full(len(plan.nodes), -1, dtype=np.int32)
+    tests: list[list[tuple[int, int]]] = []
+    for i, node in enumerate(plan.nodes):
+        if arrays["nd_rep"][i] != i:
+            continue
+        config = configs[node.owner]
+        label = config.labels.index(node.owner_vars[0])
+        cols = []
+        for kind, a, _ in chk[chk_start[i]:chk_start[i + 1]]:
+            if kind != K_CONJ:
+                continue
+            col = _column_conjunct(config, int(a), label)
+            if col < 0:
+                cols = None
+                break
+            cols.append((node.owner, col))
+        if cols:
+            pre[i] = len(tests)
+            tests.append(cols)
+    return pre, tests

@@ -35,8 +35,8 @@ from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
 from ..pending import PendingRows
 from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
-from .columns import load_columns
-from .dag_arrays import dag_arrays
+from .columns import load_columns, pointer_ready
+from .dag_arrays import dag_arrays, leaf_prefilters
 
 Output = list[tuple[int, pa.RecordBatch]]
 
@@ -90,7 +90,14 @@ class SharedEvaluator:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
         self.matchers = [None if i in self.generic else w._new_matcher()
                          for i, w in enumerate(self.workers)]
-        self.dag = SharedDag(dag_arrays(global_plan, configs),
+        # matchers reading their condition columns through pointers into one shared
+        # column set (no per-pattern copy of the chunk's columns)
+        self.pointers = [i not in self.generic and pointer_ready(w)
+                         for i, w in enumerate(self.workers)]
+        arrays = dag_arrays(global_plan, configs)
+        # leaf tests that are plain condition columns: computed per chunk with numpy
+        arrays["nd_pre"], self.prefilters = leaf_prefilters(global_plan, configs, arrays)
+        self.dag = SharedDag(arrays,
                              [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
                              self.matchers)
         configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
@@ -181,14 +188,31 @@ class SharedEvaluator:
     @property
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
-        pattern, the most rows one chunk held, CPU seconds (of this thread: wall time on a
+        pattern, the most rows one chunk held, the patterns reading the shared column
+        set through pointers, the leaf tests computed per chunk, CPU seconds (of this thread: wall time on a
         shared machine is noise) spent loading columns / in the DAG / in the patterns'
         matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
+                "join_attempts": int(self.dag.join_attempts),
+                "scans_skipped": int(self.dag.scans_skipped),
                 "matches": list(self.matches),
                 "peak_rows": self.peak_rows,
+                "column_pointers": sum(self.pointers),
+                "leaf_prefilters": len(self.prefilters),
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+
+    def _prefilter(self, loaded: dict, n: int) -> np.ndarray | None:
+        """The chunk's rows accepted by each leaf test of leaf_prefilters: every one
+        of its columns true (non-NULL, non-zero), as the condition VM reads them."""
+        if not self.prefilters:
+            return None
+        masks = np.ones((len(self.prefilters), n), dtype=np.uint8)
+        for k, cols in enumerate(self.prefilters):
+            for p, col in cols:
+                values, nulls = loaded[p][0], loaded[p][1]
+                masks[k] &= (values[col] != 0.0) & (nulls[col] == 0)
+        return masks
 
     def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
                  ) -> Output:
@@ -203,15 +227,21 @@ class SharedEvaluator:
         cep = [p for p in range(len(self.workers)) if p not in self.generic]
         views = [self._view(p, table) for p in range(len(self.workers))]
         loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep],
-                                            [views[p] for p in cep])))
+                                            [views[p] for p in cep],
+                                            [self.pointers[p] for p in cep])))
         for p, (values, nulls, consts, exact) in loaded.items():
             matcher = self.matchers[p]
             matcher.set_consts(consts)
+            if self.pointers[p]:
+                matcher.use_column_pointers(values, nulls, 0, exact)
+                values, nulls = _no_matrix(n)
+                exact = _NO_EXACT
             matcher.set_exact_columns(exact)
             matcher.attach_rows(values, nulls)
+        prefilter = self._prefilter(loaded, n)
         loaded_at = time.thread_time()
         candidates = self.dag.run(bounds, wts, wnulls, int(open_last), int(self.carried),
-                                  self.lookahead, self.lookback)
+                                  self.lookahead, self.lookback, prefilter)
         dag_at = time.thread_time()
         shared = set(self.shared)
         out: Output = []
@@ -221,7 +251,10 @@ class SharedEvaluator:
                 continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
-            if off:
+            if self.pointers[p]:
+                matcher.use_column_pointers(values, nulls, off, exact)
+                values, nulls = _no_matrix(n - off)
+            elif off:
                 values, nulls = values[:, off:], nulls[:, off:]
                 matcher.set_exact_columns(exact[:, off:])
             own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off)
@@ -258,6 +291,15 @@ class SharedEvaluator:
         self.seconds["dag"] += dag_at - loaded_at
         self.seconds["finish"] += time.thread_time() - dag_at
         return out
+
+
+_NO_EXACT = np.zeros((0, 0, 2), dtype=np.int64)
+
+
+def _no_matrix(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (0, n) matrices run() / attach_rows() take from a matcher in column
+    pointer mode (they give the row count only)."""
+    return np.empty((0, n), dtype=np.float64), np.empty((0, n), dtype=np.uint8)
 
 
 def _count_matches(bounds: np.ndarray, rows: np.ndarray, numbers: np.ndarray,
