@@ -18,7 +18,11 @@ Reports
   watermark has passed is emitted by the next batch, so a batch's duration bounds the
   time from the watermark passing a match's last row to the match reaching the sink;
 * end-to-end latency per match: wall time from the start of the first micro-batch whose
-  watermark is past the match's last row to the match reaching the sink (foreachBatch);
+  watermark is past the match's last row to the match reaching the sink (foreachBatch
+  collecting each micro-batch's matches to the driver: the cheapest sink that keeps them);
+* with --profile: per micro-batch Spark's durationMs breakdown (planning, addBatch,
+  commits) and the stateful operator's Python phases summed over its calls (state get/put,
+  decode, evaluate, encode, timers, output; processor.PROFILE_ENV).
 * state: the stateful operator's ``memoryUsedBytes`` / ``numRowsTotal`` after each batch
   (flat over the run when state is bounded by the window) and the bytes cepsql stores.
 The streaming result is checked against the batch result (same rows, same matches).
@@ -241,6 +245,8 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--mode", choices=sorted(QUERIES), default="cep")
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--profile", action="store_true",
+                        help="part 2: Spark's durationMs and the worker's phase timers")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="part 3: a file stream written in increments for this long")
     parser.add_argument("--rate", type=int, default=400, help="part 3: input rows/s")
@@ -270,8 +276,12 @@ def _session(args):
 def spark_run(args, ticks) -> int:
     from cepsql.backends.streaming.demo import STREAM_SCHEMA, write_increments
 
+    from cepsql.backends.streaming.processor import PROFILE_ENV
+
+    profile = tempfile.mkdtemp(prefix="cepsql-bench-profile-") if args.profile else None
+    if profile:  # before the session: Spark's Python workers inherit it
+        os.environ[PROFILE_ENV] = profile
     spark = _session(args)
-    from pyspark.sql import functions as F
     query = QUERIES[args.mode]
     with tempfile.TemporaryDirectory(prefix="cepsql-bench-stream-") as folder:
         source = os.path.join(folder, "in")
@@ -290,12 +300,16 @@ def spark_run(args, ticks) -> int:
 
         spark.readStream.schema(STREAM_SCHEMA).option("maxFilesPerTrigger", 1) \
             .parquet(source).withWatermark("ts", "5 seconds").createOrReplaceTempView("ticks_stream")
-        out = os.path.join(folder, "out")
         arrived: dict[int, float] = {}
+        collected: list[tuple[int, list]] = []
+        cpu_at: dict[int, float] = {}  # CPU seconds when each micro-batch reached the sink
 
         def sink(frame, batch_id: int) -> None:
-            frame.withColumn("__batch", F.lit(batch_id)).write.mode("append").parquet(out)
+            # the cheapest sink that keeps the rows: one job bringing each micro-batch's
+            # (few) matches to the driver, no files written
+            collected.append((batch_id, frame.collect()))
             arrived[batch_id] = time.time()   # the batch's matches are in the sink
+            cpu_at[batch_id] = _cpu_seconds()
 
         t0, c0 = time.perf_counter(), _cpu_seconds()
         q = (spark.cep.sql(query.format(src="ticks_stream")).writeStream.foreachBatch(sink)
@@ -305,9 +319,8 @@ def spark_run(args, ticks) -> int:
         stream_s = time.perf_counter() - t0
         stream_cpu = _cpu_seconds() - c0
         progress = q.recentProgress
-        written = spark.read.parquet(out)
-        stream_rows = sorted(written.drop("__batch").collect())
-        ends = [(r.t1, r["__batch"]) for r in written.select("t1", "__batch").collect()]
+        stream_rows = sorted(r for _, rows in collected for r in rows)
+        ends = [(r.t1, batch_id) for batch_id, rows in collected for r in rows]
         held = _state_sizes(spark, os.path.join(folder, "ck"), len(progress))
 
     # the stream ends with the last windows still open: compare the decided prefix
@@ -341,6 +354,13 @@ def spark_run(args, ticks) -> int:
     print(f"CPU seconds (JVM + Python workers): batch cold {batch_cpu[0]:.1f}, warm "
           f"{batch_cpu[1]:.1f}; streaming whole run {stream_cpu:.1f} (ratio warm batch / "
           f"streaming {batch_cpu[1] / max(stream_cpu, 1e-9):.2f})")
+    if len(cpu_at) > 1:  # from the first micro-batch's sink call to the last one's
+        steady_cpu = cpu_at[max(cpu_at)] - cpu_at[min(cpu_at)]
+        print(f"CPU seconds of micro-batches 2..{len(progress)}: {steady_cpu:.1f} "
+              f"({steady_rows / max(steady_cpu, 1e-9):,.0f} rows per CPU second; warm batch "
+              f"{n / max(batch_cpu[1], 1e-9):,.0f}; ratio streaming steady / warm batch "
+              f"{(steady_rows / max(steady_cpu, 1e-9)) / (n / max(batch_cpu[1], 1e-9)):.2f}, "
+              "less sensitive to other jobs' load than wall time)")
     print(f"exactness: {len(extra)} streamed matches not in the batch result; "
           f"{len(missing)} batch matches still undecided at the end of the stream")
     if latencies:
@@ -355,7 +375,42 @@ def spark_run(args, ticks) -> int:
     print("cepsql state per batch (bytes of every bucket's keys: rows + evaluator "
           "carry-over + integers):", held)
     print("state rows (key buckets) per batch:", state_rows)
+    if profile:
+        _report_profile(progress, profile)
     return 0 if not extra else 1
+
+
+def _report_profile(progress, folder: str) -> None:
+    """Per micro-batch: Spark's durationMs, the stateful operator's update and commit
+    times, and the Python phases of the operator's calls (summed over its workers)."""
+    import glob
+    import json
+    from collections import Counter, defaultdict
+    from datetime import datetime
+    phases: dict[int, Counter] = defaultdict(Counter)
+    for path in glob.glob(os.path.join(folder, "*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            for record in map(json.loads, f):
+                phases[record.pop("watermark")].update(
+                    {k: v for k, v in record.items() if k != "wall"} | {"calls": 1})
+    for p in progress:
+        op = (p.get("stateOperators") or [{}])[0]
+        d = p["durationMs"]
+        print(f"batch {p['batchId']}: {p['numInputRows']:,} rows; ms: " + ", ".join(
+            f"{k} {d.get(k, 0)}" for k in ("triggerExecution", "queryPlanning", "addBatch",
+                                            "walCommit", "commitOffsets"))
+              + f"; state operator updates {op.get('allUpdatesTimeMs')}, commit "
+              f"{op.get('commitTimeMs')}")
+        wm = p.get("eventTime", {}).get("watermark")
+        if wm is None:
+            continue
+        ms = int(datetime.fromisoformat(wm.replace("Z", "+00:00")).timestamp() * 1000)
+        if ms in phases:
+            c = phases[ms]
+            print("  python phases s (all calls): " + ", ".join(
+                f"{k} {v:.3f}" for k, v in c.items()
+                if k not in ("keys", "out_rows", "calls", "state_bytes"))
+                  + f"; {c['calls']} calls, state {c['state_bytes']:,} B, {c['out_rows']} rows out")
 
 
 def long_run(args) -> int:

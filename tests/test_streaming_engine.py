@@ -322,6 +322,29 @@ def test_bucket_state_round_trips():
     assert decode_keys(encode_keys({})) == {}
 
 
+
+def test_phase_timer_writes_one_line_per_call(tmp_path):
+    """The processor's profiling switch (CEPSQL_STREAM_PROFILE) records each phase's
+    seconds and the counters of one call as a JSON line of the worker's file."""
+    import json
+    from cepsql.backends.streaming.processor import PhaseTimer
+    timer = PhaseTimer(str(tmp_path))
+    for keys in (3, 5):
+        timer.start()
+        timer.lap("state_get")
+        timer.lap("evaluate")
+        timer.lap("evaluate")
+        timer.count("state_bytes", 1234)
+        timer.done(watermark=42, keys=keys, out_rows=7)
+    [path] = list(tmp_path.iterdir())
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["keys"] for r in records] == [3, 5]
+    for r in records:
+        assert set(r) == {"state_get", "evaluate", "state_bytes", "watermark", "keys",
+                          "out_rows", "wall"}
+        assert r["state_get"] >= 0 and r["evaluate"] >= 0
+        assert (r["state_bytes"], r["watermark"], r["out_rows"]) == (1234, 42, 7)
+
 def _long_run(sql: str, bursts: bool) -> list[int]:
     """Rows held in state after each of 150 increments of a single key's stream (10 rows
     per second; with bursts, a 4-second pause after every 3 seconds of rows)."""

@@ -209,12 +209,16 @@ class CepEngine(StreamEngine):
 
     def _evaluate(self, state, ready, ready_us, boundary):
         out: list[pa.RecordBatch] = []
-        for piece, us in self._pieces(ready, ready_us):  # a gap longer than the window
-            if not state.closed and us[0] - state.carry[2] > self.window_us \
-                    and not self.reads_next:  # ends a segment
-                out += self._close(state)
-            for lo in range(0, piece.num_rows, CHUNK_ROWS):
-                out += self._feed(state, piece.slice(lo, CHUNK_ROWS), us[lo:lo + CHUNK_ROWS])
+        if ready is not None and ready.num_rows:
+            if not state.closed and ready_us[0] - state.carry[2] > self.window_us \
+                    and not self.reads_next:
+                out += self._close(state)  # a gap longer than the window ends a segment
+            # the released rows go to ONE evaluator run per chunk, gaps included, as in the
+            # batch worker: no row reads across a gap longer than the window, so a run
+            # over it decides what closing a segment at the gap would (one matcher per
+            # gap cost ~1 ms each: thousands per micro-batch for sparse keys)
+            for lo in range(0, ready.num_rows, CHUNK_ROWS):
+                out += self._feed(state, ready.slice(lo, CHUNK_ROWS), ready_us[lo:lo + CHUNK_ROWS])
         if not state.closed and boundary - state.carry[2] > self.window_us \
                 and not self.reads_next:
             out += self._close(state)
@@ -222,14 +226,6 @@ class CepEngine(StreamEngine):
 
     def _last_fed_us(self, state: KeyState) -> float | None:
         return float(state.carry[2])
-
-    def _pieces(self, ready: pa.Table | None, ready_us) -> list[tuple[pa.Table, np.ndarray]]:
-        """ready (and its event times) cut at every gap longer than the window."""
-        if ready is None or ready.num_rows == 0:
-            return []
-        cuts = (np.flatnonzero(np.diff(ready_us) > self.window_us) + 1).tolist()
-        bounds = [0] + cuts + [ready.num_rows]
-        return [(ready.slice(lo, hi - lo), ready_us[lo:hi]) for lo, hi in zip(bounds, bounds[1:])]
 
     def _feed(self, state, rows: pa.Table, rows_us: np.ndarray) -> list[pa.RecordBatch]:
         """Run the open segment (or a new one) on rows; the matches decided by them."""

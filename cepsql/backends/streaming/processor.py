@@ -7,7 +7,10 @@ by PARTITION BY these cost ~6 round trips per key and micro-batch; keyed by the 
 (packing.py) they are paid once per bucket, whatever the number of keys in it."""
 from __future__ import annotations
 
+import json
+import os
 import struct
+import time
 from typing import Iterator
 
 import pyarrow as pa
@@ -22,6 +25,8 @@ STATE_NAME = "cep_bucket"
 # keys: every key of the bucket (encode_keys); timer: the event-time timer registered
 # for the bucket (the earliest of its keys' timers), so no call lists the timers
 STATE_SCHEMA = StructType([StructField("keys", BinaryType()), StructField("timer", LongType())])
+# set to a folder: each worker process appends one JSON line of phase timings per call
+PROFILE_ENV = "CEPSQL_STREAM_PROFILE"
 _HEAD = struct.Struct("<I")
 _KEY = struct.Struct("<4I8q")
 
@@ -44,16 +49,25 @@ class MatchProcessor(StatefulProcessor):
         self.handle = handle
         self.value = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.engine: StreamEngine | None = None  # init also runs on the driver: built lazily
+        folder = os.environ.get(PROFILE_ENV)
+        self.timer = PhaseTimer(folder) if folder else None
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
+        timer = self.timer
+        if timer:
+            timer.start()
         tables: dict[str, list[pa.Table]] = {}
         for row in rows:  # (bucket, kid, rows): one per key and packed input batch
             table = from_bytes(row[-1])
             if table is not None:
                 tables.setdefault(row[-2], []).append(table)
+        if timer:
+            timer.lap("input")
         yield from self._step(tables, timerValues.getCurrentWatermarkInMs(), False)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Row]:
+        if self.timer:
+            self.timer.start()
         yield from self._step({}, timerValues.getCurrentWatermarkInMs(), True)
 
     def close(self) -> None:
@@ -62,12 +76,15 @@ class MatchProcessor(StatefulProcessor):
     # ------------------------------------------------------------------
     def _step(self, tables: dict, watermark_ms: int, expired: bool) -> Iterator[Row]:
         """Advance the bucket's keys that got rows or whose timer is due."""
+        timer = self.timer
         row = self.value.get()  # None for a new bucket
+        if timer:
+            timer.lap("state_get")
         keys, registered = ({}, NO_TIMER) if row is None else (decode_keys(row[0], self.buckets), row[1])
         if expired:  # Spark deletes the timer that fired after this call
             registered = NO_TIMER
         watermark = max(int(watermark_ms), 0)
-        due = {kid for kid, (_, timer) in keys.items() if NO_TIMER != timer <= watermark}
+        due = {kid for kid, (_, timer_ms) in keys.items() if NO_TIMER != timer_ms <= watermark}
         if self.engine is None:
             self.engine = new_engine(self.worker, self.event_column, self.sort_keys,
                                      self.spec)
@@ -78,24 +95,69 @@ class MatchProcessor(StatefulProcessor):
             state = KeyState() if record is None else state_from_row(record[0])
             parts = tables.get(kid)
             rows = None if not parts else parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+            if timer:
+                timer.lap("decode")
             step = self.engine.advance(state, rows, watermark)
+            if timer:
+                timer.lap("evaluate")
             keys[kid] = (state_to_row(state), step.timer_ms)
             output += step.output
             late += step.late
         wanted = min((t for _, t in keys.values() if t != NO_TIMER), default=NO_TIMER)
         if due or tables:
-            self.value.update((encode_keys(keys, self.buckets), wanted))
+            blob = encode_keys(keys, self.buckets)
+            if timer:
+                timer.lap("encode")
+                timer.count("state_bytes", len(blob))
+            self.value.update((blob, wanted))
+            if timer:
+                timer.lap("state_put")
         if wanted != registered:
             if registered != NO_TIMER:
                 self.handle.deleteTimer(registered)
             if wanted != NO_TIMER:
                 self.handle.registerTimer(wanted)
+            if timer:
+                timer.lap("timers")
         if late and self.late_counter is not None:
             self.late_counter.add(late)
         if output:
             blob = to_bytes(pa.Table.from_batches(output))
+            if timer:
+                timer.lap("output")
+                timer.done(watermark, len(keys), sum(b.num_rows for b in output))
             if blob:
                 yield Row(**{OUT_COLUMN: blob})
+        elif timer:
+            timer.done(watermark, len(keys), 0)
+
+
+class PhaseTimer:
+    """Profiling switch (PROFILE_ENV, off by default): wall seconds per phase of one
+    processor call, appended as a JSON line to <folder>/worker-<pid>.jsonl."""
+
+    def __init__(self, folder: str):
+        self.path = os.path.join(folder, f"worker-{os.getpid()}.jsonl")
+        self.phases: dict[str, float] = {}
+        self.t = 0.0
+
+    def start(self) -> None:
+        self.phases = {}
+        self.t = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.t
+        self.t = now
+
+    def count(self, name: str, value: float) -> None:
+        self.phases[name] = value
+
+    def done(self, watermark: int, keys: int, out_rows: int) -> None:
+        record = dict(self.phases, watermark=watermark, keys=keys, out_rows=out_rows,
+                      wall=time.time())
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
 
 
 def encode_keys(keys: dict[str, tuple[tuple, int]], buckets: int = DEFAULT_BUCKETS) -> bytes:
