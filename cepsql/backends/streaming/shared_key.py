@@ -179,8 +179,8 @@ class _FreshDag:
     def __init__(self, dag):
         self._dag = dag
 
-    def run(self, bounds, wts, wnulls, open_last, cont, lookahead, lookback):
-        return self._dag.run(bounds, wts, wnulls, open_last, 0, lookahead, lookback)
+    def run(self, bounds, wts, wnulls, open_last, cont, lookahead, lookback, *rest):
+        return self._dag.run(bounds, wts, wnulls, open_last, 0, lookahead, lookback, *rest)
 
     def __getattr__(self, name):
         return getattr(self._dag, name)
