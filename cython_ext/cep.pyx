@@ -1021,6 +1021,7 @@ cdef class CepMatcher:
     cdef int _store_match(self, i64* pos, i64* lab, i64 m, i64 state, int seq) noexcept nogil:
         """Keep a checked match of the partition (emitted by _emit_ready); under SKIP PAST
         LAST ROW one starting at or before the last selected match is never output."""
+        cdef i64 i
         if pos[0] < self.f_lo or pos[0] >= self.f_hi:
             return 0   # another plan's evaluator reports this match (adaptive switch)
         if self.select_past_last:
@@ -1035,6 +1036,9 @@ cdef class CepMatcher:
             return -1
         memcpy(self.m_pos.data + self.m_pos.n, pos, m * sizeof(i64))
         memcpy(self.m_lab.data + self.m_lab.n, lab, m * sizeof(i64))
+        if self.comp_tags:   # an iteration's NOT may be re-checked (_untag)
+            for i in range(m):
+                self.m_lab.data[self.m_lab.n + i] |= (self.mcomp[i] + 1) << 16
         self.m_pos.n += m
         self.m_lab.n += m
         self.matches_found += 1
@@ -1047,8 +1051,9 @@ cdef class CepMatcher:
         alternative's first component; -1s outside groups): after an alternative's last
         component a run loops back into every alternative or leaves (R6b). seq_recheck: sequences whose conjuncts are all
         re-checked on the complete match; take_skip: conjuncts not decided at take time;
-        neg_iter: per NOT check, its alternative's first and last component when the NOT
-        lies inside KL's pattern (-1s otherwise; _neg_iter_ok); loop_only: per component,
+        neg_iter: per NOT check, 8 ints when the NOT lies inside KL's pattern: its
+        alternative's first and last component, the group's, the group's slot [oa, ob),
+        [oc, od) (-1s otherwise; _neg_iter_ok, R6c); loop_only: per component,
         1 at the first component of an alternative only a loop back enters (nested KL)."""
         cdef int n = groups.shape[0], i
         cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
@@ -1080,7 +1085,7 @@ cdef class CepMatcher:
         if loop_only is not None and len(loop_only) and np.asarray(loop_only).any():
             self.g_loop_only = <unsigned char*> self._copy(
                 np.ascontiguousarray(loop_only, dtype=np.uint8))
-        if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter) >= 0).any():
+        if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter)[:, 0] >= 0).any():
             self.neg_iter = <int*> self._copy(np.ascontiguousarray(neg_iter, dtype=np.int32))
             self.comp_tags = 1
 
@@ -1110,8 +1115,8 @@ cdef class CepMatcher:
         cdef i64 lo = -1, hi = -1, i, lo_r, hi_r
         cdef int comp, rc
         cdef bint has_lo = False, has_hi = False
-        if self.neg_iter != NULL and self.neg_iter[q * 2] >= 0:
-            return self._neg_iter_ok(q, pos, lab, m)
+        if self.neg_iter != NULL and self.neg_iter[q * 8] >= 0:
+            return self._neg_iter_ok(q, pos, lab, m, from_row)
         for i in range(m):
             comp = self.comp_of[seq * self.n_labels + lab[i]]
             if comp >= a and comp < b:
@@ -1129,39 +1134,77 @@ cdef class CepMatcher:
             return 2
         return 1
 
-    cdef int _neg_iter_ok(self, int q, i64* pos, i64* lab, i64 m) noexcept nogil:
-        """R6b: a NOT inside KL's pattern holds in every iteration of its alternative,
+    cdef int _neg_iter_ok(self, int q, i64* pos, i64* lab, i64 m, i64 from_row) noexcept nogil:
+        """R6b/R6c: a NOT inside KL's pattern holds in every iteration of its alternative,
         the region between that iteration's rows of components [a, b) and [c, d). The
-        components the rows were taken in (mcomp, from _finish) split the match into
-        iterations: both sides hold a required component (_expand_group), so an
-        iteration spans at least two components and the next one starts at a lower one.
-        0: violated; 1: holds; -1: out of memory."""
+        components the rows were taken in (mcomp) split the match into iterations: one
+        of the alternative starts at a lower component, at the same single-row component
+        or after a row outside it (cep_expand._ambiguous_split refuses alternatives where
+        that is not decided). A side without such a row is the neighbouring iteration's
+        nearest row (the match rows of a group are consecutive), else the group's slot
+        (components [oa, ob) before it, [oc, od) after it), else open. 0: violated; 1:
+        holds; 2: holds on the rows seen so far (open trailing region); -1: out of memory."""
+        cdef int* ni = self.neg_iter + q * 8
         cdef int sub = self.negs[q * 6 + 1]
         cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
         cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
-        cdef int af = self.neg_iter[q * 2], al = self.neg_iter[q * 2 + 1]
-        cdef i64 i, lo = -1, hi = -1, prev = -1
-        cdef i64 comp
-        cdef int rc
-        for i in range(m + 1):
-            comp = self.mcomp[i] if i < m else -1
-            if comp < af or comp > al or comp < prev:
-                # the iteration of the alternative that ended here (if any)
-                if prev >= 0 and lo >= 0 and hi >= 0:
-                    rc = self._neg_region(q, sub, pos, lab, m, lo + 1, hi, True, True, self.ps)
-                    if rc != 1:
-                        return rc
-                lo = -1
-                hi = -1
-                prev = -1
-            if comp < af or comp > al:
+        cdef int af = ni[0], al = ni[1], gf = ni[2], gl = ni[3]
+        cdef int oa = ni[4], ob = ni[5], oc = ni[6], od = ni[7]
+        cdef i64 i, j, k, c, lo = -1, hi = -1, olo = -1, ohi = -1
+        cdef int rc, waiting = 0
+        cdef bint has_lo, has_hi, has_olo = False, has_ohi = False
+        for i in range(m):
+            c = self.mcomp[i]
+            if c >= oa and c < ob:
+                olo = pos[i]
+                has_olo = True
+            elif c >= oc and c < od and not has_ohi:
+                ohi = pos[i]
+                has_ohi = True
+        i = 0
+        while i < m:
+            c = self.mcomp[i]
+            if c < af or c > al:
+                i += 1
                 continue
-            prev = comp
-            if comp >= a and comp < b:
-                lo = pos[i]
-            elif comp >= cc and comp < d and hi < 0:
-                hi = pos[i]
-        return 1
+            j = i   # the iteration: rows i..j
+            while j + 1 < m and self.mcomp[j + 1] >= af and self.mcomp[j + 1] <= al and \
+                    (self.mcomp[j + 1] > self.mcomp[j] or
+                     (self.mcomp[j + 1] == self.mcomp[j] and
+                      self.comps[self.mcomp[j] * 4 + 3] != 1)):
+                j += 1
+            has_lo = False
+            has_hi = False
+            for k in range(i, j + 1):
+                c = self.mcomp[k]
+                if c >= a and c < b:
+                    lo = pos[k]
+                    has_lo = True
+                elif c >= cc and c < d and not has_hi:
+                    hi = pos[k]
+                    has_hi = True
+            if not has_lo:
+                if i > 0 and self.mcomp[i - 1] >= gf and self.mcomp[i - 1] <= gl:
+                    lo = pos[i - 1]
+                    has_lo = True
+                elif has_olo:
+                    lo = olo
+                    has_lo = True
+            if not has_hi:
+                if j + 1 < m and self.mcomp[j + 1] >= gf and self.mcomp[j + 1] <= gl:
+                    hi = pos[j + 1]
+                    has_hi = True
+                elif has_ohi:
+                    hi = ohi
+                    has_hi = True
+            rc = self._neg_region(q, sub, pos, lab, m, lo + 1 if has_lo else self.ps,
+                                  hi if has_hi else self.pproc, has_lo, has_hi, from_row)
+            if rc != 1:
+                return rc
+            if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
+                waiting = 1
+            i = j + 1
+        return 2 if waiting else 1
 
     cdef int _neg_region(self, int q, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
                          bint has_lo, bint has_hi, i64 from_row) noexcept nogil:
@@ -2620,6 +2663,7 @@ cdef class CepMatcher:
         cdef i64* order
         cdef MatchOrder ctx
         cdef int rc, sq
+        cdef i64* labs
         # 1. matches waiting for a trailing NOT: check the rows that arrived since
         for i in range(self.m_off.n):
             if self.m_st.data[i] != 1:
@@ -2628,11 +2672,11 @@ cdef class CepMatcher:
             l = self.m_len.data[i]
             sq = <int> self.m_sq.data[i]
             self.m_st.data[i] = 0
+            labs = self._untag(o, l)
             for q in range(self.n_negs):
-                if self.negs[q * 6] != sq or \
-                        (self.neg_iter != NULL and self.neg_iter[q * 2] >= 0):
-                    continue   # an iteration's NOT is closed: settled by _finish
-                rc = self._neg_ok(<int> q, self.m_pos.data + o, self.m_lab.data + o, l,
+                if self.negs[q * 6] != sq:
+                    continue
+                rc = self._neg_ok(<int> q, self.m_pos.data + o, labs, l,
                                   self.m_chk.data[i])
                 if rc == 0:
                     self.m_st.data[i] = 3
@@ -2676,7 +2720,7 @@ cdef class CepMatcher:
             if self.all_rows and self.with_unmatched:
                 for p in range(l):
                     self.covered[self.m_pos.data[o + p]] = 1
-            if self._emit_match(self.m_pos.data + o, self.m_lab.data + o, l, self.match_no,
+            if self._emit_match(self.m_pos.data + o, self._untag(o, l), l, self.match_no,
                                 out):
                 free(order)
                 return -1
@@ -2698,6 +2742,18 @@ cdef class CepMatcher:
             if frontier > self.unmatched_done:
                 self.unmatched_done = frontier
         return 0
+
+    cdef i64* _untag(self, i64 o, i64 l) noexcept nogil:
+        """A stored match's labels; with comp_tags they also carry the component that
+        took each row (_store_match): labels into mlab, components into mcomp."""
+        cdef i64 i, x
+        if not self.comp_tags:
+            return self.m_lab.data + o
+        for i in range(l):
+            x = self.m_lab.data[o + i]
+            self.mlab[i] = x & 0xFFFF
+            self.mcomp[i] = (x >> 16) - 1
+        return self.mlab
 
     cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil:
         cdef int q, func

@@ -8,7 +8,9 @@ interleavings). NOT(p) items of SEQ or AND become checks on component ranges (ru
 R6a), p itself expanded the same way into a NOT *program* the evaluator searches with
 any-match semantics. KL over a SEQ, or over an OR of SEQs naming distinct variables,
 becomes an *iteration group* of its sequence (R6b); its alternatives may share a
-variable (KL(AND(a, b))). Outside groups each positive
+variable (KL(AND(a, b))). A NOT inside the group is checked per iteration, its open
+sides taken from the neighbouring iterations or the group's slot in the enclosing SEQ
+(R6c). Outside groups each positive
 variable occurs once per sequence, and no NOT variable is also positive.
 """
 from __future__ import annotations
@@ -36,7 +38,9 @@ class LinearSeq:
     ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
     pos: int | None = None
     # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1,
-    # alternatives [(first, last)], per alternative: entered only by a loop back)
+    # alternatives [(first, last)], per alternative: entered only by a loop back,
+    # outer: the group's slot in the nearest enclosing SEQ (comps [a, b) before it,
+    # [c, d) after it) or None until a SEQ fixes it, ids of the NOT nodes inside, R6c)
     groups: list = None
 
 
@@ -45,8 +49,14 @@ def _shift(negs, k):
 
 
 def _shift_groups(groups, k):
-    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts], loop)
-            for f, l, lo, hi, alts, loop in groups or ()]
+    return [(f + k, l + k, lo, hi, [(a + k, b + k) for a, b in alts], loop,
+             None if outer is None else tuple(x + k for x in outer), inner)
+            for f, l, lo, hi, alts, loop, outer, inner in groups or ()]
+
+
+def _fix_outer(groups, slot):
+    """Groups of one SEQ item: their slot is the item's in this SEQ (R6c)."""
+    return [g[:6] + (slot if g[6] is None else g[6], g[7]) for g in groups]
 
 
 def _concat(parts: list[list[LinearSeq]]) -> list[LinearSeq]:
@@ -103,12 +113,14 @@ def expand(node, strategy: str) -> list[LinearSeq]:
             for k, s in enumerate(combo):
                 starts.append(len(comps))
                 negs += _shift(s.negs, len(comps))
-                groups += _shift_groups(s.groups, len(comps))
+                groups.append(_shift_groups(s.groups, len(comps)))
                 owner += [k] * len(s.negs)
                 comps += s.comps
                 ids += s.ids
             starts.append(len(comps))
             n = len(comps)
+            groups = [g for k, gs in enumerate(groups)
+                      for g in _fix_outer(gs, (0, starts[k], starts[k + 1], n))]
             # an item's pending AND NOTs: the item's slot in this SEQ (R6)
             negs = [(child, 0, starts[k], starts[k + 1], n, False) if p else
                     (child, a, b, c, d, p)
@@ -157,20 +169,17 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     variables) that each take at least one row, name each variable once and hold no
     inner group; an iteration runs one alternative. Alternatives may share a variable
     (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart, the rows
-    carry the variable's label (R6b). A NOT item of a SEQ in p (KL(SEQ(a, NOT(f), b)))
-    is scoped to its iteration (R6b): its region lies between the iteration's rows, so
-    both its sides must hold a component that takes a row (_closed_in_iteration)."""
+    carry the variable's label (R6b). A NOT inside p is checked per iteration (R6c): a
+    side no row of its SEQ bounds (a NOT at the iteration's edge, next to items that took
+    no row, an AND's NOT) is the neighbouring iteration's nearest row, or the group's
+    slot in the enclosing SEQ; the evaluator splits a match into iterations from the
+    components that took its rows (cep.pyx _neg_iter_ok), so an alternative holding a
+    NOT must split one way only (_ambiguous_split)."""
     pos = getattr(node, "pos", None)
     expanded = expand(node.child, strategy)
     loop_only = [False] * len(expanded)
     if any(x.groups for x in expanded):
         expanded, loop_only = _flatten_nested(node, expanded, strategy)
-    if any(not _closed_in_iteration(x, neg) for x in expanded for neg in x.negs):
-        raise CepUnsupportedError(
-            "the CEP evaluator runs a NOT inside KL(...) only between two items of a SEQ "
-            "that each take a row in every iteration (e.g. KL(SEQ(a, NOT(f), b))), not at "
-            "an iteration's start or end, next to optional items or inside an AND",
-            pos=pos)
     if any(x.groups for x in expanded) or \
             any(len({n for n, _, _ in x.comps}) != len(x.comps) for x in expanded) or \
             any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
@@ -179,17 +188,35 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
             "variables and closures of variables, or an OR/AND of such SEQs, each naming "
             "a variable once and taking a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), "
             "KL(AND(a, b))), or KL(SEQ(a, KL(SEQ(b, c)))) (see _flatten_nested)", pos=pos)
+    if any(x.negs and _ambiguous_split(x) for x in expanded):
+        raise CepUnsupportedError(
+            "the CEP evaluator runs a NOT inside KL(...) only when the iterations of its "
+            "alternative split one way: not when the alternative's only required item is a "
+            "closure (KL(SEQ(NOT(f), a+)) reads a a as one or two iterations)", pos=pos)
     if node.max == 0:
         return [LinearSeq([], [], [])]
     comps, ids, alts, negs = [], [], [], []
     for x in expanded:
-        alts.append((len(comps), len(comps) + len(x.comps) - 1))
-        negs += _shift(x.negs, len(comps))
+        n = len(x.comps)
+        alts.append((len(comps), len(comps) + n - 1))
+        # an AND's NOT directly in p: its scope is the whole iteration (R6c)
+        local = [(c, 0, 0, n, n, False) if p else (c, a, b, cc, d, p)
+                 for c, a, b, cc, d, p in x.negs]
+        negs += _shift(local, len(comps))
         comps += x.comps
         ids += [("group", id(node)) + tuple(i) for i in x.ids]
     hi = -1 if node.max is None else node.max
-    return [LinearSeq(comps, negs, ids,
-                      groups=[(0, len(comps) - 1, node.min, hi, alts, tuple(loop_only))])]
+    inner = frozenset(id(neg[0]) for neg in negs)
+    return [LinearSeq(comps, negs, ids, groups=[(0, len(comps) - 1, node.min, hi, alts,
+                                                 tuple(loop_only), None, inner)])]
+
+
+def _ambiguous_split(seq: LinearSeq) -> bool:
+    """Whether consecutive rows of one component may be one iteration or two: a closure
+    that is the alternative's only required component (all others optional)."""
+    comps = seq.comps
+    return any(hi != 1 and all(c[1] == 0 for j, c in enumerate(comps) if j != i)
+               for i, (_, _, hi) in enumerate(comps))
 
 
 def _flatten_nested(node: Quantified, expanded: list, strategy: str
@@ -207,7 +234,7 @@ def _flatten_nested(node: Quantified, expanded: list, strategy: str
     ok = len(expanded) == 1 and len(x.groups) == 1 and not x.negs and \
         node.max is None and node.min <= 1
     if ok:
-        f, l, lo, hi, alts, loop = x.groups[0]
+        f, l, lo, hi, alts, loop, _, _ = x.groups[0]
         ok = l == len(x.comps) - 1 and hi == -1 and lo <= 1 and not any(loop) and \
             any(c[1] > 0 for c in x.comps[:f]) and \
             not (strategy == "SKIP_TILL_NEXT_MATCH" and lo == 1 and len(alts) > 1)
@@ -226,29 +253,19 @@ def _flatten_nested(node: Quantified, expanded: list, strategy: str
     return entry + inner, [False] * len(entry) + [True] * len(inner)
 
 
-def _closed_in_iteration(seq: LinearSeq, neg) -> bool:
-    """Whether a NOT check of one alternative of KL's pattern has a component taking a
-    row on both sides (no pending AND scope): its region then lies inside each
-    iteration, and the evaluator finds the iteration boundaries from the components
-    (cep.pyx _neg_iter_ok)."""
-    _, a, b, c, d, pending = neg
-    return not pending and any(seq.comps[i][1] > 0 for i in range(a, b)) and \
-        any(seq.comps[i][1] > 0 for i in range(c, d))
-
-
-def _iteration_negs(seq: LinearSeq) -> list[tuple[int, int]]:
-    """Per NOT check of seq: the (first, last) component of the group alternative both
-    its sides lie in (a NOT inside KL's pattern, R6b), else (-1, -1). A NOT outside the
-    group has a side outside it, so a check with both non-empty sides inside one
-    alternative came from inside KL's pattern."""
+def _iteration_negs(seq: LinearSeq) -> list[list[int]]:
+    """Per NOT check of seq, when it lies inside a group's pattern (R6c): its
+    alternative's first and last component, the group's, and the group's slot
+    (comps [a, b) before, [c, d) after; -1s when no SEQ encloses the group); else -1s."""
     out = []
-    for _, a, b, c, d, _ in seq.negs:
-        where = (-1, -1)
-        if b > a and d > c:
-            for _, _, _, _, alts, _ in seq.groups or ():
-                for first, last in alts:
-                    if first <= a and d <= last + 1:
-                        where = (first, last)
+    for node, a, _, _, d, _ in seq.negs:
+        where = [-1] * 8
+        for f, l, _, _, alts, _, outer, inner in seq.groups or ():
+            if id(node) not in inner:
+                continue
+            for first, last in alts:
+                if first <= a and d <= last + 1:
+                    where = [first, last, f, l] + list(outer or (-1, -1, -1, -1))
         out.append(where)
     return out
 
@@ -263,9 +280,9 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
     for s in seqs:
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
         base = len(rows)
-        neg_iter += [[f + base, l + base] if f >= 0 else [-1, -1]
-                     for f, l in _iteration_negs(s)]
-        for f, l, lo, hi, alts, loop in s.groups or ():
+        neg_iter += [[x + base if x >= 0 else -1 for x in where]
+                     for where in _iteration_negs(s)]
+        for f, l, lo, hi, alts, loop, _, _ in s.groups or ():
             # a set of labels: alternatives may name a variable more than once
             members = sum(1 << lab for lab in {labels.index(s.comps[i][0])
                                               for i in range(f, l + 1)})
@@ -286,7 +303,7 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
     return dict(groups=np.asarray(rows, dtype=np.int32).reshape(-1, 6),
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
                 take_skip=np.asarray(skip, dtype=np.uint8),
-                neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 2),
+                neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 8),
                 loop_only=np.asarray(only, dtype=np.uint8))
 
 
