@@ -73,9 +73,9 @@ CEP-mode semantics (reference_cep):
     previous (next) row in the SEQ the side is open: every row before (after) that still
     fits the WITHIN window together with the match; the whole partition side without
     WITHIN. NOT(p) as an item of AND: the absence of p from the AND's scope: the AND's
-    slot in the nearest enclosing SEQ reached through OR, AND and KL (strictly after the
+    slot in the nearest enclosing SEQ reached through OR and AND (strictly after the
     previous item's last row and before the next item's first row of that SEQ, open sides
-    as above; both sides open when no SEQ encloses it). Rows of the AND's own positive
+    as above; both sides open when no SEQ encloses it; inside KL see R6c). Rows of the AND's own positive
     items are match rows, never NOT rows. Under contiguity strategies SEQ neighbours (and
     an AND's rows) are adjacent, so only NOTs with an open side can fail.
  R6a NOT(p) of a composite p (SEQ/AND/OR/KL of variables): one region as in R6; p is
@@ -92,6 +92,13 @@ CEP-mode semantics (reference_cep):
     far; references to other variables are FINAL (their last row in the whole match).
     A NOT item of a SEQ inside p is scoped to its iteration: R6's region between the
     SEQ's neighbouring items' rows of that iteration.
+ R6c NOT inside KL(p), a side of its region no row of its SEQ bounds in that iteration
+    (the NOT at the iteration's start or end, next to items that took no row, or an
+    AND's NOT whose AND no SEQ of p encloses -- its scope is the iteration): the lower
+    side is the previous iteration's last row, the upper side the next iteration's first
+    row; in the first (last) iteration the last row before (first row after) the KL in
+    its slot of the nearest enclosing SEQ reached through OR and AND; open (R6,
+    window-bounded) when there is none.
  R7 Output: distinct assignments. AFTER MATCH SKIP PAST LAST ROW written explicitly:
     SASE+'s non-overlap format. Candidates in order (last position, first position,
     positions, labels); keep one when its first position is after the last position of
