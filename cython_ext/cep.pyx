@@ -170,6 +170,9 @@ cdef class CepMatcher:
     # nested KL flattened (cep_expand._flatten_nested): an alternative that only a loop
     # back enters (an inner iteration), per alternative's first component
     cdef unsigned char* g_loop_only
+    cdef u64* g_succ           # last comp of an alternative -> alternatives that may follow
+    cdef unsigned char* g_noleave   # last comp of an alternative -> the group stays after it
+    cdef unsigned char* g_nocount   # last comp of an alternative -> not an outer iteration
     cdef int comp_tags         # buffer nodes also record their component (label | comp+1 << 16)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
@@ -193,6 +196,8 @@ cdef class CepMatcher:
     cdef const unsigned char* wnull
     cdef const unsigned char* gbreak   # STRICT: 1 = another partition's row precedes
     cdef u64* comp_proceed             # NEXT_MATCH: comp -> labels it may proceed to
+    cdef u64* comp_leave               # ... and, in a group, those once the walk leaves it
+    cdef int walk_left                 # _cross left a group during _proceed_dynamic
     # planned evaluation (see set_plan)
     cdef int planned, pn
     cdef int* pl_node            # node * 5: term, left, right, comp (leaf) or -1, parent
@@ -437,6 +442,7 @@ cdef class CepMatcher:
         free(self.tpos); free(self.tlab); free(self.neg_memo)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
         free(self.neg_iter); free(self.g_loop_only)
+        free(self.g_succ); free(self.g_noleave); free(self.g_nocount)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
@@ -449,7 +455,7 @@ cdef class CepMatcher:
         free(self.walkbuf.data)
         free(self.lists.data)
         free(self.covered)
-        free(self.comp_proceed)
+        free(self.comp_proceed); free(self.comp_leave)
         free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
         free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
         free(self.g_alt_last); free(self.g_alt_next)
@@ -779,6 +785,7 @@ cdef class CepMatcher:
         cdef int rc
         cdef i64* q
         self.walkbuf.n = 0
+        self.walk_left = 0
         if self.g_alt_last[comp] == comp:
             rc = self._cross(&self.walkbuf, proto, comp, proto[R_ITER], end, node, r, 0)
         else:
@@ -787,6 +794,8 @@ cdef class CepMatcher:
         if rc:
             return rc
         n = self.walkbuf.n // self.RW
+        if self.walk_left and self.comp_leave != NULL:
+            mask |= self.comp_leave[comp]   # sibling sequences' states after the group
         for i in range(n):
             q = self.walkbuf.data + i * self.RW
             mask |= (<u64> 1) << self.comps[q[R_COMP] * 4 + 1]
@@ -813,7 +822,7 @@ cdef class CepMatcher:
                     return self._emit_paths(node, <int> proto[R_SEQ], r)
                 return 0
             if self.g_first != NULL and self.g_first[j] == j and not entered:
-                return self._enter(L, proto, j, 0, False, end, node, r, closure)
+                return self._enter(L, proto, j, 0, False, end, node, r, closure, ~(<u64> 0))
             entered = False
             proto[R_ITER] = it
             if self._push_run(L, proto, j, 0, closure):
@@ -825,11 +834,12 @@ cdef class CepMatcher:
             j += 1
 
     cdef int _enter(self, Buf* L, i64* proto, int first, i64 it, bint looped, int end,
-                    i64 node, i64 r, u64 closure) noexcept nogil:
+                    i64 node, i64 r, u64 closure, u64 allow) noexcept nogil:
         """Start an iteration of the group beginning at first, in each of its
-        alternatives (KL of an OR); from outside (not looped) the count starts at 0 and
-        a group that may iterate zero times is also skipped."""
-        cdef int a = first
+        alternatives (KL of an OR) that allow has (the ones that may follow the previous
+        iteration's, _flatten_nested); from outside (not looped) the count starts at 0
+        and a group that may iterate zero times is also skipped."""
+        cdef int a = first, k = 0
         if not looped:
             it = 0
             if self.g_min[first] == 0:
@@ -837,22 +847,26 @@ cdef class CepMatcher:
                               False):
                     return -1
         while a >= 0:
-            if looped or self.g_loop_only == NULL or not self.g_loop_only[a]:
+            if (looped or self.g_loop_only == NULL or not self.g_loop_only[a]) and \
+                    (k >= 64 or (allow >> k) & 1):
                 if self._walk(L, proto, a, it, end, node, r, closure, True):
                     return -1
             a = self.g_alt_next[a]
+            k += 1
         return 0
 
     cdef int _cross(self, Buf* L, i64* proto, int last, i64 it, int end, i64 node, i64 r,
                     u64 closure) noexcept nogil:
         """A run passes the end of an iteration (the last component of one of the
         group's alternatives): loop back into the group and/or leave it (R6b)."""
-        cdef i64 k = it + 1
+        cdef i64 k = it + (0 if self.g_nocount != NULL and self.g_nocount[last] else 1)
         cdef int mx = self.g_max[last]
         if mx < 0 or k < mx:
-            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure):
+            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure,
+                           self.g_succ[last] if self.g_succ != NULL else ~(<u64> 0)):
                 return -1
-        if k >= self.g_min[last]:
+        if k >= self.g_min[last] and (self.g_noleave == NULL or not self.g_noleave[last]):
+            self.walk_left = 1
             return self._walk(L, proto, self.g_last[last] + 1, 0, end, node, r, closure,
                               False)
         return 0
@@ -1082,9 +1096,25 @@ cdef class CepMatcher:
         self.neg_iter = NULL
         self.comp_tags = 0
         self.g_loop_only = NULL
-        if loop_only is not None and len(loop_only) and np.asarray(loop_only).any():
+        free(self.g_succ); free(self.g_noleave); free(self.g_nocount)
+        self.g_succ = NULL
+        self.g_noleave = NULL
+        self.g_nocount = NULL
+        flags = None if loop_only is None else np.asarray(loop_only, dtype=np.int64)
+        if flags is not None and flags.ndim == 2:
+            if (flags[:, 1] != -1).any():
+                self.g_succ = <u64*> self._copy(
+                    np.ascontiguousarray(flags[:, 1].astype(np.uint64)))
+            if flags[:, 2].any():
+                self.g_noleave = <unsigned char*> self._copy(
+                    np.ascontiguousarray(flags[:, 2], dtype=np.uint8))
+            if flags.shape[1] > 3 and flags[:, 3].any():
+                self.g_nocount = <unsigned char*> self._copy(
+                    np.ascontiguousarray(flags[:, 3], dtype=np.uint8))
+            flags = flags[:, 0]
+        if flags is not None and len(flags) and flags.any():
             self.g_loop_only = <unsigned char*> self._copy(
-                np.ascontiguousarray(loop_only, dtype=np.uint8))
+                np.ascontiguousarray(flags, dtype=np.uint8))
         if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter)[:, 0] >= 0).any():
             self.neg_iter = <int*> self._copy(np.ascontiguousarray(neg_iter, dtype=np.int32))
             self.comp_tags = 1
@@ -1405,9 +1435,17 @@ cdef class CepMatcher:
         at once, so it ignores a row only when none of them can take it. Runs are forked
         per state eagerly; each carries the labels of its sibling states (proceed[comp]:
         the labels reachable without taking comp again, across sequences sharing the NFA
-        states) and dies at a row one of them takes."""
+        states) and dies at a row one of them takes. A second column: per component of
+        an iteration group, the labels of sibling sequences after the group, added when
+        the walk leaves the group (_proceed_dynamic)."""
+        cdef cnp.ndarray p = np.ascontiguousarray(proceed, dtype=np.uint64)
         free(self.comp_proceed)
-        self.comp_proceed = <u64*> self._copy(np.ascontiguousarray(proceed, dtype=np.uint64))
+        free(self.comp_leave)
+        self.comp_leave = NULL
+        if p.ndim == 2:
+            self.comp_leave = <u64*> self._copy(np.ascontiguousarray(p[:, 1]))
+            p = np.ascontiguousarray(p[:, 0])
+        self.comp_proceed = <u64*> self._copy(p)
 
     cdef bint _guard_takes(self, i64* run, i64 r) noexcept nogil:
         cdef u64 g = (<u64> run[R_GUARD]) & ~PEEK

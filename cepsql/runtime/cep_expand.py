@@ -177,7 +177,7 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     NOT must split one way only (_ambiguous_split)."""
     pos = getattr(node, "pos", None)
     expanded = expand(node.child, strategy)
-    loop_only = [False] * len(expanded)
+    loop_only = [_PLAIN] * len(expanded)
     if any(x.groups for x in expanded):
         expanded, loop_only = _flatten_nested(node, expanded, strategy)
     if any(x.groups for x in expanded) or \
@@ -219,38 +219,81 @@ def _ambiguous_split(seq: LinearSeq) -> bool:
                for i, (_, _, hi) in enumerate(comps))
 
 
+_PLAIN = (False, -1, False, False)   # an alternative's flags outside nested groups
+
+
 def _flatten_nested(node: Quantified, expanded: list, strategy: str
-                    ) -> tuple[list[LinearSeq], list[bool]]:
-    """KL(SEQ(p..., KL(q))) as one iteration group (R6b): with both closures unbounded
-    and at most one iteration required of each, an outer iteration is p q+ (or p q*),
-    so the language and the run NFA's states after each take are those of the flat
-    KL(OR(SEQ(p, q), q)) whose first iteration must be the SEQ(p, q) one: q alone is an
-    alternative only a loop back enters (loop_only). q's alternatives become
-    alternatives of their own. Under SKIP_TILL_NEXT_MATCH, with q required, q must be
-    one sequence (else the flat group splits p's run per alternative of q, while the
+                    ) -> tuple[list[LinearSeq], list[tuple]]:
+    """KL(p) whose alternatives hold a nested KL, as one iteration group (R6b). An
+    alternative SEQ(p..., KL(q), s...) with both closures unbounded and q required at
+    most once is p q+ s (p q* when s is empty), so the language and the run NFA's
+    states after each take are those of flat alternatives that follow each other as the
+    nested closures allow: without s, SEQ(p, q_i) (or p alone for q*) starts an outer
+    iteration and q_i continues it, either may end it; with s (q required), SEQ(p, q_i)
+    (q_i without p) starts it, q_i continues it, s alone ends it. Plain alternatives
+    start and end one. Per flat alternative: (entered only by a loop back, mask of the
+    alternatives that may follow it, the group may not be left after it, it does not
+    count an outer iteration). Under SKIP_TILL_NEXT_MATCH, with p and q required, q must
+    be one sequence (else the flat group splits p's run per alternative of q, while the
     NFA waits for the first row any of them takes). Anything else raises."""
     pos = getattr(node, "pos", None)
-    x = expanded[0]
-    ok = len(expanded) == 1 and len(x.groups) == 1 and not x.negs and \
-        node.max is None and node.min <= 1
-    if ok:
-        f, l, lo, hi, alts, loop, _, _ = x.groups[0]
-        ok = l == len(x.comps) - 1 and hi == -1 and lo <= 1 and not any(loop) and \
-            any(c[1] > 0 for c in x.comps[:f]) and \
-            not (strategy == "SKIP_TILL_NEXT_MATCH" and lo == 1 and len(alts) > 1)
-    if not ok:
-        raise CepUnsupportedError(
-            "the CEP evaluator runs a KL(...) nested in a composite KL(...) only as the "
-            "last item of its SEQ, both unbounded and requiring at most one iteration, "
-            "after an item that takes a row, without NOT (e.g. KL(SEQ(a, KL(SEQ(b, c)))))"
-            "; under SKIP_TILL_NEXT_MATCH the inner KL over one SEQ", pos=pos)
-    pre = LinearSeq(x.comps[:f], [], x.ids[:f])
-    inner = [LinearSeq(x.comps[a:b + 1], [], x.ids[a:b + 1]) for a, b in alts]
-    if lo == 1:
-        entry = [LinearSeq(pre.comps + q.comps, [], pre.ids + q.ids) for q in inner]
-    else:
-        entry = [pre]
-    return entry + inner, [False] * len(entry) + [True] * len(inner)
+    parts = []   # per outer alternative: [(seq, role)], roles below
+    for x in expanded:
+        if not x.groups:
+            parts.append([(x, "plain")])
+            continue
+        ok = len(x.groups) == 1 and not x.negs and node.max is None
+        if ok:
+            f, l, lo, hi, alts, loop, _, _ = x.groups[0]
+            pre_takes = any(c[1] > 0 for c in x.comps[:f])
+            suf = x.comps[l + 1:]
+            ok = hi == -1 and lo <= 1 and all(fl == _PLAIN for fl in loop) and \
+                (pre_takes if not suf else lo == 1 and any(c[1] > 0 for c in suf)) and \
+                not (strategy == "SKIP_TILL_NEXT_MATCH" and lo == 1 and len(alts) > 1 and
+                     f > 0)
+        if not ok:
+            raise CepUnsupportedError(
+                "the CEP evaluator runs a KL(...) nested in a composite KL(...) only when "
+                "both are unbounded and the inner one requires at most one iteration, "
+                "without NOT, and the inner KL is the last item of its SEQ after an item "
+                "that takes a row (KL(SEQ(a, KL(SEQ(b, c))))) or requires an iteration "
+                "and is followed by an item that takes a row (KL(SEQ(KL(SEQ(a, b)), c))); "
+                "under SKIP_TILL_NEXT_MATCH an inner KL after a prefix over one SEQ",
+                pos=pos)
+        pre = LinearSeq(x.comps[:f], [], x.ids[:f])
+        inner = [LinearSeq(x.comps[a:b + 1], [], x.ids[a:b + 1]) for a, b in alts]
+        with_pre = [LinearSeq(pre.comps + q.comps, [], pre.ids + q.ids) for q in inner]
+        if suf:
+            tail = LinearSeq(suf, [], x.ids[l + 1:])
+            parts.append([(q, "s_start") for q in (with_pre if f > 0 else [])] +
+                         [(q, "s_cont" if f > 0 else "s_start_cont") for q in inner] +
+                         [(tail, "s_end")])
+        else:
+            parts.append([(q, "start") for q in (with_pre if lo == 1 else [pre])] +
+                         [(q, "cont") for q in inner])
+    roles = [role for part in parts for _, role in part]
+    if len(roles) > 64:
+        raise CepUnsupportedError("a nested composite KL(...) expands into more than 64 "
+                                  "alternatives", pos=pos)
+    entry = _mask(roles, 0, {"plain", "start", "s_start", "s_start_cont"})
+    seqs, flags, k = [], [], 0
+    for part in parts:
+        part_roles = [None] * k + [r for _, r in part]
+        cont = _mask(part_roles, k, {"cont", "s_cont", "s_start_cont"})
+        end = _mask(part_roles, k, {"s_end"})
+        for seq, role in part:
+            leave = role in ("plain", "start", "cont", "s_end")
+            succ = entry if role in ("plain", "s_end") else \
+                cont | (entry if leave else end)
+            seqs.append(seq)
+            flags.append((role not in ("plain", "start", "s_start", "s_start_cont"), succ,
+                          not leave, role not in ("plain", "start", "s_end")))
+        k += len(part)
+    return seqs, flags
+
+
+def _mask(roles: list, start: int, wanted: set) -> int:
+    return sum(1 << i for i, r in enumerate(roles) if i >= start and r in wanted)
 
 
 def _iteration_negs(seq: LinearSeq) -> list[list[int]]:
@@ -275,7 +318,10 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
     if not any(s.groups for s in seqs):
         return {}
     rows, recheck, neg_iter = [], [], []
-    only = [0] * sum(len(s.comps) for s in seqs)   # loop-only alternatives' first comps
+    # per comp: loop-only alternative (at its first comp); the alternatives that may
+    # follow, the group may not be left, no outer iteration counted (at its last comp;
+    # _flatten_nested)
+    only = [[0, -1, 0, 0] for s in seqs for _ in s.comps]
     in_group: dict[int, int] = {}   # label index -> mask of its group's labels
     for s in seqs:
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
@@ -288,7 +334,8 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
                                               for i in range(f, l + 1)})
             for k, (a, b) in enumerate(alts):
                 nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
-                only[base + a] = int(loop[k])
+                only[base + a][0] = int(loop[k][0])
+                only[base + b][1:] = [loop[k][1], int(loop[k][2]), int(loop[k][3])]
                 for i in range(a, b + 1):
                     per[i] = [f + base, l + base, lo, hi, b + base, nxt if i == a else -1]
                     lab = labels.index(s.comps[i][0])
@@ -304,7 +351,7 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
                 take_skip=np.asarray(skip, dtype=np.uint8),
                 neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 8),
-                loop_only=np.asarray(only, dtype=np.uint8))
+                loop_only=np.asarray(only, dtype=np.int64).reshape(-1, 4))
 
 
 def negated_variables(node) -> set[str]:

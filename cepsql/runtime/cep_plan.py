@@ -314,31 +314,41 @@ def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:
     component again -- the proceed states of the epsilon closure after a take there, in
     its own sequence and in every sequence that shares the NFA states up to it (same
     pattern nodes, same AND order). SKIP_TILL_NEXT_MATCH ignores a row only when no
-    state of the closure takes it (R5): a waiting run dies when a sibling state could."""
+    state of the closure takes it (R5): a waiting run dies when a sibling state could.
+    Column 1: inside an iteration group, the labels of sibling sequences after the
+    group (SEQ(KL(SEQ(a, b)), OR(c, d))): in the closure only when the walk leaves the
+    group, which depends on the iteration count (cep.pyx _proceed_dynamic adds them)."""
     out = []
     for s in seqs:
         first_group = min((g[0] for g in s.groups or ()), default=None)
         for i in range(len(s.comps)):
-            mask = 0
+            mask = leave = 0
+            group = next((g for g in s.groups or () if g[0] <= i <= g[1]), None)
             for t in seqs:
                 if len(t.comps) <= i or t.ids[:i + 1] != s.ids[:i + 1]:
                     continue
                 if first_group is not None:
                     # the evaluator walks its own closure (it depends on the iteration
-                    # count); other sequences may share states only before the group
+                    # count); other sequences may share states before the group and,
+                    # inside it, the ones after it once the walk leaves the group
                     if t is s:
                         continue
-                    if i >= first_group:
-                        raise CepUnsupportedError(
-                            "KL(...) of a composite pattern followed by alternatives "
-                            "under SKIP_TILL_NEXT_MATCH is not supported by the CEP "
-                            "evaluator")
-                for j in range(i + 1, len(t.comps)):
-                    mask |= 1 << labels.index(t.comps[j][0])
-                    if t.comps[j][1] > 0:
-                        break
-            out.append(mask)
-    return np.asarray(out, dtype=np.uint64)
+                    if group is not None:
+                        leave |= _next_labels(t, group[1], labels)
+                        continue
+                mask |= _next_labels(t, i, labels)
+            out.append((mask, leave))
+    return np.asarray(out, dtype=np.uint64).reshape(-1, 2)
+
+
+def _next_labels(t: LinearSeq, i: int, labels: list[str]) -> int:
+    """Labels of t's components after i up to the first one that must take a row."""
+    mask = 0
+    for j in range(i + 1, len(t.comps)):
+        mask |= 1 << labels.index(t.comps[j][0])
+        if t.comps[j][1] > 0:
+            break
+    return mask
 
 
 def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
