@@ -42,6 +42,8 @@ class LinearSeq:
     # outer: the group's slot in the nearest enclosing SEQ (comps [a, b) before it,
     # [c, d) after it) or None until a SEQ fixes it, ids of the NOT nodes inside, R6c)
     groups: list = None
+    # a variable may have several components (the interleavings of AND(a, b+), R4)
+    repeats: bool = False
 
 
 def _shift(negs, k):
@@ -68,7 +70,8 @@ def _concat(parts: list[list[LinearSeq]]) -> list[LinearSeq]:
             groups += _shift_groups(s.groups, len(comps))
             comps += s.comps
             ids += s.ids
-        out.append(LinearSeq(comps, negs, ids, groups=groups))
+        out.append(LinearSeq(comps, negs, ids, groups=groups,
+                             repeats=any(s.repeats for s in combo)))
         if len(out) > MAX_SEQUENCES:
             raise CepUnsupportedError("CEP pattern expands into too many alternatives")
     return out
@@ -127,7 +130,8 @@ def expand(node, strategy: str) -> list[LinearSeq]:
                     for k, (child, a, b, c, d, p) in zip(owner, negs)]
             for child, at in neg_at:
                 negs.append((child, 0, starts[at], starts[at], n, False))
-            out.append(LinearSeq(comps, negs, ids, groups=groups))
+            out.append(LinearSeq(comps, negs, ids, groups=groups,
+                                 repeats=any(s.repeats for s in combo)))
             if len(out) > MAX_SEQUENCES:
                 raise CepUnsupportedError("CEP pattern expands into too many alternatives")
         return out
@@ -135,9 +139,7 @@ def expand(node, strategy: str) -> list[LinearSeq]:
         positives = [i for i in node.items if not isinstance(i, Negation)]
         negated = [i.child for i in node.items if isinstance(i, Negation)]
         if strategy == "SKIP_TILL_ANY_MATCH" and not all(isinstance(i, Var) for i in positives):
-            raise CepUnsupportedError(
-                "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
-                "closures) is not supported by the CEP evaluator", pos=getattr(node, "pos", None))
+            return _interleavings(node, positives, negated)
         out = []
         for k, order in enumerate(permutations(positives)):
             for s in _concat([expand(i, strategy) for i in order]):
@@ -163,6 +165,45 @@ def expand(node, strategy: str) -> list[LinearSeq]:
                               pos=getattr(node, "pos", None))
 
 
+def _interleavings(node: Permute, positives: list, negated: list) -> list[LinearSeq]:
+    """AND of variables and one unbounded closure V{0,1..} under SKIP_TILL_ANY_MATCH
+    (R4: items in any order, interleaving allowed): per order of the single variables,
+    V's rows fall into the gaps around them, so one sequence per first non-empty gap
+    (V+ there, V* in the later gaps; all gaps V* when V may be empty). V then has several
+    components (repeats): only an iteration group runs such sequences (its rows carry
+    their component). Any other AND of composite items would interleave without bound
+    and raises."""
+    closures = [i for i in positives if not isinstance(i, Var)]
+    singles = [i for i in positives if isinstance(i, Var)]
+    c = closures[0] if len(closures) == 1 else None
+    if c is None or not isinstance(c, Quantified) or not isinstance(c.child, Var) or \
+            c.max is not None or c.min > 1:
+        raise CepUnsupportedError(
+            "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
+            "closures) is supported by the CEP evaluator only inside KL(...) as variables "
+            "and one unbounded closure of a variable (KL(AND(a, b+)))",
+            pos=getattr(node, "pos", None))
+    v = c.child.name
+    out = []
+    for k, order in enumerate(permutations(singles)):
+        starts = [0] if c.min == 0 else range(len(order) + 1)
+        for j in starts:
+            comps, ids = [], []
+            for gap in range(len(order) + 1):
+                if gap >= j:
+                    comps.append((v, 1 if gap == j and c.min == 1 else 0, -1))
+                    ids.append(("and", id(node), k, j, "gap", gap))
+                if gap < len(order):
+                    comps.append((order[gap].name, 1, 1))
+                    ids.append(("and", id(node), k, j, gap))
+            n = len(comps)
+            out.append(LinearSeq(comps, [(x, 0, 0, n, n, True) for x in negated], ids,
+                                 repeats=True))
+    if len(out) > MAX_SEQUENCES:
+        raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+    return out
+
+
 def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
     expand into linear sequences (alternatives: SEQs of variables and closures of
@@ -181,7 +222,8 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     if any(x.groups for x in expanded):
         expanded, loop_only = _flatten_nested(node, expanded, strategy)
     if any(x.groups for x in expanded) or \
-            any(len({n for n, _, _ in x.comps}) != len(x.comps) for x in expanded) or \
+            any(len({n for n, _, _ in x.comps}) != len(x.comps) and not x.repeats
+                for x in expanded) or \
             any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
         raise CepUnsupportedError(
             "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
