@@ -42,6 +42,8 @@ PATTERNS = [
     # the interleavings of AND(a, c, b*) as sequences naming b in every gap
     "KL(SEQ(c, AND(a, b+)))",
     "KL(AND(a, c, b*), 1, 2)",
+    "KL(AND(SEQ(a, b), c+))",
+    "AND(SEQ(a, b), c)",
 ]
 DEFINES = [
     {"a": "a.tag = 'x'", "b": "b.tag = 'y'", "c": "c.tag = 'z'"},
@@ -119,6 +121,8 @@ def test_any_match_take_skips_the_other_group_variable(pattern):
 
 @pytest.mark.parametrize("pattern,message", [
     ("SEQ(b, KL(SEQ(NOT(c), a+)))", "NOT inside KL"),
+    ("KL(AND(a+, b+))", "interleaved closures"),
+    ("KL(AND(SEQ(a, b+), c))", "interleaved closures"),
     ("KL(SEQ(a, KL(SEQ(b, c), 1, 2)))", "nested in a composite"),
     ("KL(OR(a, SEQ(b, b)))", "composite pattern only over"),
 ])

@@ -166,42 +166,80 @@ def expand(node, strategy: str) -> list[LinearSeq]:
 
 
 def _interleavings(node: Permute, positives: list, negated: list) -> list[LinearSeq]:
-    """AND of variables and one unbounded closure V{0,1..} under SKIP_TILL_ANY_MATCH
-    (R4: items in any order, interleaving allowed): per order of the single variables,
-    V's rows fall into the gaps around them, so one sequence per first non-empty gap
-    (V+ there, V* in the later gaps; all gaps V* when V may be empty). V then has several
-    components (repeats): only an iteration group runs such sequences (its rows carry
-    their component). Any other AND of composite items would interleave without bound
-    and raises."""
-    closures = [i for i in positives if not isinstance(i, Var)]
-    singles = [i for i in positives if isinstance(i, Var)]
+    """AND under SKIP_TILL_ANY_MATCH (R4: items in any order, interleaving allowed) of
+    items that expand into SEQs of single variables (NOT items between them allowed) and
+    at most one unbounded closure V{0,1..} of a variable: every shuffle of the items'
+    variables that keeps each item's order, and V's rows in the gaps around them: one
+    sequence per first non-empty gap (V+ there, V* in the later gaps; all gaps V* when
+    V may be empty). V then has several components (repeats): only an iteration group
+    runs such sequences (its rows carry their component). An item's NOT region lies
+    between its own neighbouring variables (rows of other items in between are match
+    rows). Any other AND would interleave without bound and raises."""
+    pos = getattr(node, "pos", None)
+    closures = [i for i in positives if isinstance(i, Quantified) and isinstance(i.child, Var)
+                and i.max is None and i.min <= 1]
     c = closures[0] if len(closures) == 1 else None
-    if c is None or not isinstance(c, Quantified) or not isinstance(c.child, Var) or \
-            c.max is not None or c.min > 1:
-        raise CepUnsupportedError(
-            "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH (interleaved "
-            "closures) is supported by the CEP evaluator only inside KL(...) as variables "
-            "and one unbounded closure of a variable (KL(AND(a, b+)))",
-            pos=getattr(node, "pos", None))
-    v = c.child.name
+    choices = []
+    for item in positives:
+        if item is c:
+            continue
+        seqs = expand(item, "SKIP_TILL_ANY_MATCH")
+        if len(closures) > 1 or any(x.groups or x.repeats or not x.comps or
+                                    any(lo != 1 or hi != 1 for _, lo, hi in x.comps) or
+                                    any(neg[5] for neg in x.negs) for x in seqs):
+            raise CepUnsupportedError(
+                "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH "
+                "(interleaved closures) is supported by the CEP evaluator only inside "
+                "KL(...) over SEQs of variables and one unbounded closure of a variable "
+                "(KL(AND(SEQ(a, b), c+)))", pos=pos)
+        choices.append(seqs)
     out = []
-    for k, order in enumerate(permutations(singles)):
-        starts = [0] if c.min == 0 else range(len(order) + 1)
-        for j in starts:
-            comps, ids = [], []
-            for gap in range(len(order) + 1):
-                if gap >= j:
-                    comps.append((v, 1 if gap == j and c.min == 1 else 0, -1))
-                    ids.append(("and", id(node), k, j, "gap", gap))
-                if gap < len(order):
-                    comps.append((order[gap].name, 1, 1))
-                    ids.append(("and", id(node), k, j, gap))
-            n = len(comps)
-            out.append(LinearSeq(comps, [(x, 0, 0, n, n, True) for x in negated], ids,
-                                 repeats=True))
-    if len(out) > MAX_SEQUENCES:
-        raise CepUnsupportedError("CEP pattern expands into too many alternatives")
+    for combo in product(*choices):
+        for k, order in enumerate(_shuffles([len(x.comps) for x in combo])):
+            starts = [0] if c is None or c.min == 0 else range(len(order) + 1)
+            for j in starts:
+                out.append(_gapped(node, combo, order, c, j, (k, j), negated))
+                if len(out) > MAX_SEQUENCES:
+                    raise CepUnsupportedError(
+                        "CEP pattern expands into too many alternatives", pos=pos)
     return out
+
+
+def _shuffles(lengths: list[int]) -> list[list[tuple[int, int]]]:
+    """Every merge of sequences of the given lengths keeping each one's order, as
+    (sequence, index) lists."""
+    if not any(lengths):
+        return [[]]
+    out = []
+    for i, n in enumerate(lengths):
+        if n:
+            rest = list(lengths)
+            rest[i] -= 1
+            out += [tail + [(i, n - 1)] for tail in _shuffles(rest)]
+    return out
+
+
+def _gapped(node, combo, order, c, j, key, negated) -> LinearSeq:
+    """One interleaving: the items' variables in order, V's components in the gaps
+    (gap j first non-empty) and each item's NOT checks on its own neighbours."""
+    comps, ids, at = [], [], {}
+    for gap in range(len(order) + 1):
+        if c is not None and gap >= j:
+            comps.append((c.child.name, 1 if gap == j and c.min == 1 else 0, -1))
+            ids.append(("and", id(node)) + key + ("gap", gap))
+        if gap < len(order):
+            i, idx = order[gap]
+            at[(i, idx)] = len(comps)
+            comps.append(combo[i].comps[idx])
+            ids.append(("and", id(node)) + key + (i, idx))
+    n = len(comps)
+    negs = [(x, 0, 0, n, n, True) for x in negated]
+    for i, x in enumerate(combo):
+        for child, a, b, cc, d, _ in x.negs:
+            lo = (at[(i, b - 1)], at[(i, b - 1)] + 1) if b > a else (0, 0)
+            hi = (at[(i, cc)], at[(i, cc)] + 1) if d > cc else (n, n)
+            negs.append((child,) + lo + hi + (False,))
+    return LinearSeq(comps, negs, ids, repeats=True)
 
 
 def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
