@@ -140,7 +140,8 @@ def test_not_in_an_alternative_split_two_ways_is_refused(pattern):
         cepsql.match_recognize(sql, t=table)
 
 
-@pytest.mark.parametrize("pattern", ["KL(SEQ(a, NOT(c), b))", "KL(SEQ(a, KL(SEQ(b, d))))"])
+@pytest.mark.parametrize("pattern", ["KL(SEQ(a, NOT(c), b))", "KL(SEQ(a, KL(SEQ(b, d))))",
+                                     "KL(SEQ(a, b, NOT(c)))"])
 @pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "STRICT_CONTIGUITY"])
 def test_stream_carry_over_keeps_the_iteration_components(monkeypatch, pattern, strategy):
     # the streaming engine exports the evaluator's buffer nodes (their labels carry the
