@@ -173,6 +173,7 @@ cdef class CepMatcher:
     cdef u64* g_succ           # last comp of an alternative -> alternatives that may follow
     cdef unsigned char* g_noleave   # last comp of an alternative -> the group stays after it
     cdef unsigned char* g_nocount   # last comp of an alternative -> not an outer iteration
+    cdef u64* g_cont           # ... -> the g_succ alternatives continuing an outer iteration
     cdef int comp_tags         # buffer nodes also record their component (label | comp+1 << 16)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
@@ -442,7 +443,7 @@ cdef class CepMatcher:
         free(self.tpos); free(self.tlab); free(self.neg_memo)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
         free(self.neg_iter); free(self.g_loop_only)
-        free(self.g_succ); free(self.g_noleave); free(self.g_nocount)
+        free(self.g_succ); free(self.g_noleave); free(self.g_nocount); free(self.g_cont)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
@@ -865,6 +866,11 @@ cdef class CepMatcher:
             if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure,
                            self.g_succ[last] if self.g_succ != NULL else ~(<u64> 0)):
                 return -1
+        elif self.g_succ != NULL and self.g_cont[last] != 0:
+            # a bounded outer KL at its maximum: only its current iteration continues
+            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure,
+                           self.g_cont[last]):
+                return -1
         if k >= self.g_min[last] and (self.g_noleave == NULL or not self.g_noleave[last]):
             self.walk_left = 1
             return self._walk(L, proto, self.g_last[last] + 1, 0, end, node, r, closure,
@@ -1096,7 +1102,8 @@ cdef class CepMatcher:
         self.neg_iter = NULL
         self.comp_tags = 0
         self.g_loop_only = NULL
-        free(self.g_succ); free(self.g_noleave); free(self.g_nocount)
+        free(self.g_succ); free(self.g_noleave); free(self.g_nocount); free(self.g_cont)
+        self.g_cont = NULL
         self.g_succ = NULL
         self.g_noleave = NULL
         self.g_nocount = NULL
@@ -1105,6 +1112,8 @@ cdef class CepMatcher:
             if (flags[:, 1] != -1).any():
                 self.g_succ = <u64*> self._copy(
                     np.ascontiguousarray(flags[:, 1].astype(np.uint64)))
+                self.g_cont = <u64*> self._copy(
+                    np.ascontiguousarray(flags[:, 4].astype(np.uint64)))
             if flags[:, 2].any():
                 self.g_noleave = <unsigned char*> self._copy(
                     np.ascontiguousarray(flags[:, 2], dtype=np.uint8))

@@ -299,7 +299,8 @@ def _ambiguous_split(seq: LinearSeq) -> bool:
                for i, (_, _, hi) in enumerate(comps))
 
 
-_PLAIN = (False, -1, False, False)   # an alternative's flags outside nested groups
+# an alternative's flags outside nested groups (see _flatten_nested)
+_PLAIN = (False, -1, False, False, 0)
 
 
 def _flatten_nested(node: Quantified, expanded: list, strategy: str
@@ -313,7 +314,8 @@ def _flatten_nested(node: Quantified, expanded: list, strategy: str
     (q_i without p) starts it, q_i continues it, s alone ends it. Plain alternatives
     start and end one. Per flat alternative: (entered only by a loop back, mask of the
     alternatives that may follow it, the group may not be left after it, it does not
-    count an outer iteration). Under SKIP_TILL_NEXT_MATCH, with p and q required, q must
+    count an outer iteration, the ones of that mask that continue an outer iteration:
+    all that may follow once a bounded outer KL has its maximum). Under SKIP_TILL_NEXT_MATCH, with p and q required, q must
     be one sequence (else the flat group splits p's run per alternative of q, while the
     NFA waits for the first row any of them takes). Anything else raises."""
     pos = getattr(node, "pos", None)
@@ -322,7 +324,7 @@ def _flatten_nested(node: Quantified, expanded: list, strategy: str
         if not x.groups:
             parts.append([(x, "plain")])
             continue
-        ok = len(x.groups) == 1 and not x.negs and node.max is None
+        ok = len(x.groups) == 1 and not x.negs
         if ok:
             f, l, lo, hi, alts, loop, _, _ = x.groups[0]
             pre_takes = any(c[1] > 0 for c in x.comps[:f])
@@ -334,7 +336,7 @@ def _flatten_nested(node: Quantified, expanded: list, strategy: str
         if not ok:
             raise CepUnsupportedError(
                 "the CEP evaluator runs a KL(...) nested in a composite KL(...) only when "
-                "both are unbounded and the inner one requires at most one iteration, "
+                "the inner one is unbounded and requires at most one iteration, "
                 "without NOT, and the inner KL is the last item of its SEQ after an item "
                 "that takes a row (KL(SEQ(a, KL(SEQ(b, c))))) or requires an iteration "
                 "and is followed by an item that takes a row (KL(SEQ(KL(SEQ(a, b)), c))); "
@@ -367,7 +369,8 @@ def _flatten_nested(node: Quantified, expanded: list, strategy: str
                 cont | (entry if leave else end)
             seqs.append(seq)
             flags.append((role not in ("plain", "start", "s_start", "s_start_cont"), succ,
-                          not leave, role not in ("plain", "start", "s_end")))
+                          not leave, role not in ("plain", "start", "s_end"),
+                          0 if role in ("plain", "s_end") else succ & (cont | end)))
         k += len(part)
     return seqs, flags
 
@@ -401,7 +404,7 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
     # per comp: loop-only alternative (at its first comp); the alternatives that may
     # follow, the group may not be left, no outer iteration counted (at its last comp;
     # _flatten_nested)
-    only = [[0, -1, 0, 0] for s in seqs for _ in s.comps]
+    only = [[0, -1, 0, 0, 0] for s in seqs for _ in s.comps]
     in_group: dict[int, int] = {}   # label index -> mask of its group's labels
     for s in seqs:
         per = [[-1, -1, 0, 0, -1, -1] for _ in s.comps]
@@ -415,7 +418,8 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
             for k, (a, b) in enumerate(alts):
                 nxt = alts[k + 1][0] + base if k + 1 < len(alts) else -1
                 only[base + a][0] = int(loop[k][0])
-                only[base + b][1:] = [loop[k][1], int(loop[k][2]), int(loop[k][3])]
+                only[base + b][1:] = [loop[k][1], int(loop[k][2]), int(loop[k][3]),
+                                      loop[k][4]]
                 for i in range(a, b + 1):
                     per[i] = [f + base, l + base, lo, hi, b + base, nxt if i == a else -1]
                     lab = labels.index(s.comps[i][0])
@@ -431,7 +435,7 @@ def group_arrays(seqs: list, strategy: str, conj_label, conj_mask, labels) -> di
                 seq_recheck=np.asarray(recheck, dtype=np.uint8),
                 take_skip=np.asarray(skip, dtype=np.uint8),
                 neg_iter=np.asarray(neg_iter, dtype=np.int32).reshape(-1, 8),
-                loop_only=np.asarray(only, dtype=np.int64).reshape(-1, 4))
+                loop_only=np.asarray(only, dtype=np.int64).reshape(-1, 5))
 
 
 def negated_variables(node) -> set[str]:
