@@ -306,73 +306,101 @@ _PLAIN = (False, -1, False, False, 0)
 def _flatten_nested(node: Quantified, expanded: list, strategy: str
                     ) -> tuple[list[LinearSeq], list[tuple]]:
     """KL(p) whose alternatives hold a nested KL, as one iteration group (R6b). An
-    alternative SEQ(p..., KL(q), s...) with both closures unbounded and q required at
-    most once is p q+ s (p q* when s is empty), so the language and the run NFA's
-    states after each take are those of flat alternatives that follow each other as the
-    nested closures allow: without s, SEQ(p, q_i) (or p alone for q*) starts an outer
-    iteration and q_i continues it, either may end it; with s (q required), SEQ(p, q_i)
-    (q_i without p) starts it, q_i continues it, s alone ends it. Plain alternatives
-    start and end one. Per flat alternative: (entered only by a loop back, mask of the
-    alternatives that may follow it, the group may not be left after it, it does not
-    count an outer iteration, the ones of that mask that continue an outer iteration:
-    all that may follow once a bounded outer KL has its maximum). Under SKIP_TILL_NEXT_MATCH, with p and q required, q must
-    be one sequence (else the flat group splits p's run per alternative of q, while the
-    NFA waits for the first row any of them takes). Anything else raises."""
+    alternative SEQ(p..., KL(q, n, m), s...) is the stages p q q ... s: as the Thompson
+    NFA unrolls KL(q, n, m) into copies of q (n copies then m - n optional ones, or one
+    copy that loops when unbounded), each copy of each alternative of q becomes a flat
+    alternative (the first copy joined to p), and a stage says which may follow it:
+    the next copy, itself (the looping copy), and once n copies were taken s alone or,
+    without s, the end of the outer iteration (leave the group or start the next one).
+    The language and the NFA's states after every take are those of the nested
+    closures. Plain alternatives start and end an outer iteration. Per flat
+    alternative: (entered only by a loop back, mask of the alternatives that may follow
+    it, the group may not be left after it, it does not count an outer iteration, the
+    ones of that mask that continue the current outer iteration: all that may follow
+    once a bounded outer KL has its maximum)."""
     pos = getattr(node, "pos", None)
-    parts = []   # per outer alternative: [(seq, role)], roles below
+    # per outer alternative: stages [(seqs, successor stage indices, ends the outer
+    # iteration)]; stage 0 starts it
+    parts = []
     for x in expanded:
         if not x.groups:
-            parts.append([(x, "plain")])
+            parts.append([([x], [], True)])
             continue
         ok = len(x.groups) == 1 and not x.negs
         if ok:
             f, l, lo, hi, alts, loop, _, _ = x.groups[0]
-            pre_takes = any(c[1] > 0 for c in x.comps[:f])
             suf = x.comps[l + 1:]
-            ok = hi == -1 and lo <= 1 and all(fl == _PLAIN for fl in loop) and \
-                (pre_takes if not suf else lo == 1 and any(c[1] > 0 for c in suf)) and \
-                not (strategy == "SKIP_TILL_NEXT_MATCH" and lo == 1 and len(alts) > 1 and
-                     f > 0)
+            ok = all(fl == _PLAIN for fl in loop) and \
+                (lo >= 1 or any(c[1] > 0 for c in x.comps[:f])) and \
+                (not suf or any(c[1] > 0 for c in suf)) and (hi < 0 or hi <= 8)
         if not ok:
             raise CepUnsupportedError(
-                "the CEP evaluator runs a KL(...) nested in a composite KL(...) only when "
-                "the inner one is unbounded and requires at most one iteration, "
-                "without NOT, and the inner KL is the last item of its SEQ after an item "
-                "that takes a row (KL(SEQ(a, KL(SEQ(b, c))))) or requires an iteration "
-                "and is followed by an item that takes a row (KL(SEQ(KL(SEQ(a, b)), c))); "
-                "under SKIP_TILL_NEXT_MATCH an inner KL after a prefix over one SEQ",
-                pos=pos)
-        pre = LinearSeq(x.comps[:f], [], x.ids[:f])
-        inner = [LinearSeq(x.comps[a:b + 1], [], x.ids[a:b + 1]) for a, b in alts]
-        with_pre = [LinearSeq(pre.comps + q.comps, [], pre.ids + q.ids) for q in inner]
-        if suf:
-            tail = LinearSeq(suf, [], x.ids[l + 1:])
-            parts.append([(q, "s_start") for q in (with_pre if f > 0 else [])] +
-                         [(q, "s_cont" if f > 0 else "s_start_cont") for q in inner] +
-                         [(tail, "s_end")])
-        else:
-            parts.append([(q, "start") for q in (with_pre if lo == 1 else [pre])] +
-                         [(q, "cont") for q in inner])
-    roles = [role for part in parts for _, role in part]
-    if len(roles) > 64:
+                "the CEP evaluator runs a KL(...) nested in a composite KL(...) only "
+                "without NOT, with an inner KL bounded by at most 8 iterations or "
+                "unbounded, and items around it that take a row when it may take none "
+                "(e.g. KL(SEQ(a, KL(SEQ(b, c)))), KL(SEQ(KL(SEQ(a, b), 2), c)))", pos=pos)
+        parts.append(_stages(x, f, l, lo, hi, alts))
+    flat = [(k, j) for k, part in enumerate(parts) for j, st in enumerate(part)
+            for _ in st[0]]
+    if len(flat) > 64:
         raise CepUnsupportedError("a nested composite KL(...) expands into more than 64 "
                                   "alternatives", pos=pos)
-    entry = _mask(roles, 0, {"plain", "start", "s_start", "s_start_cont"})
-    seqs, flags, k = [], [], 0
-    for part in parts:
-        part_roles = [None] * k + [r for _, r in part]
-        cont = _mask(part_roles, k, {"cont", "s_cont", "s_start_cont"})
-        end = _mask(part_roles, k, {"s_end"})
-        for seq, role in part:
-            leave = role in ("plain", "start", "cont", "s_end")
-            succ = entry if role in ("plain", "s_end") else \
-                cont | (entry if leave else end)
-            seqs.append(seq)
-            flags.append((role not in ("plain", "start", "s_start", "s_start_cont"), succ,
-                          not leave, role not in ("plain", "start", "s_end"),
-                          0 if role in ("plain", "s_end") else succ & (cont | end)))
-        k += len(part)
+
+    def stage_mask(k: int, j: int) -> int:
+        return sum(1 << i for i, at in enumerate(flat) if at == (k, j))
+    entry = sum(stage_mask(k, 0) for k in range(len(parts)))
+    seqs, flags = [], []
+    for k, part in enumerate(parts):
+        for j, (alternatives, nxt, ends) in enumerate(part):
+            cont = sum(stage_mask(k, t) for t in nxt)
+            succ = cont | (entry if ends else 0)
+            for seq in alternatives:
+                seqs.append(seq)
+                flags.append((j > 0, succ, not ends, j > 0, cont))
     return seqs, flags
+
+
+def _stages(x: LinearSeq, f: int, l: int, lo: int, hi: int, alts: list) -> list:
+    """The stages of SEQ(p, KL(q, lo, hi), s) (see _flatten_nested); a copy's
+    components get their own NFA identities (the Thompson NFA's copies of q)."""
+    pre = (x.comps[:f], x.ids[:f])
+    suf = (x.comps[l + 1:], x.ids[l + 1:])
+
+    def copy(c: int, with_pre: bool) -> list[LinearSeq]:
+        out = []
+        for a, b in alts:
+            ids = [tuple(i) + ("copy", c) for i in x.ids[a:b + 1]]
+            if with_pre:
+                out.append(LinearSeq(pre[0] + x.comps[a:b + 1], [], pre[1] + ids))
+            else:
+                out.append(LinearSeq(x.comps[a:b + 1], [], ids))
+        return out
+    n_copies = hi if hi >= 0 else max(lo, 1) + 1   # unbounded: the last copy loops
+    stages: list = []
+    if lo == 0:
+        stages.append(([LinearSeq(pre[0], [], pre[1])], [], not suf[0]))
+    first = len(stages)
+    for c in range(1, n_copies + 1):
+        stages.append((copy(c, c == 1 and lo >= 1 and f > 0), [], False))
+    if lo >= 1 and f == 0:
+        pass   # the first copy starts the outer iteration
+    tail = len(stages)
+    if suf[0]:
+        stages.append(([LinearSeq(suf[0], [], suf[1])], [], True))
+    out = []
+    for j, (seqs, _, ends) in enumerate(stages):
+        nxt = []
+        done = j == 0 and lo == 0 or j >= first and j - first + 1 >= lo
+        if j < first or j >= first and j < tail:
+            if j + 1 < tail and j + 1 >= first:
+                nxt.append(j + 1)
+            if hi < 0 and j == tail - 1 and j >= first:
+                nxt.append(j)            # the looping copy
+            if done and suf[0]:
+                nxt.append(tail)
+        ends_here = ends if j >= tail else (done and not suf[0])
+        out.append((seqs, nxt, ends_here))
+    return out
 
 
 def _mask(roles: list, start: int, wanted: set) -> int:
