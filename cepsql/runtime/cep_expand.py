@@ -245,10 +245,10 @@ def _gapped(node, combo, order, c, j, key, negated) -> LinearSeq:
 def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     """KL(p) of a composite p (R6b) as one sequence with an iteration group: p must
     expand into linear sequences (alternatives: SEQs of variables and closures of
-    variables) that each take at least one row, name each variable once and hold no
-    inner group; an iteration runs one alternative. Alternatives may share a variable
-    (KL(AND(a, b)) = the orders (a, b) | (b, a)): the components stay apart, the rows
-    carry the variable's label (R6b). A NOT inside p is checked per iteration (R6c): a
+    variables) that each take at least one row and hold no inner group (nested KLs are
+    flattened first); an iteration runs one alternative. Alternatives may share a
+    variable and name one twice (KL(AND(a, b)) = the orders (a, b) | (b, a)): the
+    components stay apart, the rows carry the variable's label (R6b). A NOT inside p is checked per iteration (R6c): a
     side no row of its SEQ bounds (a NOT at the iteration's edge, next to items that took
     no row, an AND's NOT) is the neighbouring iteration's nearest row, or the group's
     slot in the enclosing SEQ; the evaluator splits a match into iterations from the
@@ -260,14 +260,12 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     if any(x.groups for x in expanded):
         expanded, loop_only = _flatten_nested(node, expanded, strategy)
     if any(x.groups for x in expanded) or \
-            any(len({n for n, _, _ in x.comps}) != len(x.comps) and not x.repeats
-                for x in expanded) or \
             any(all(lo == 0 for _, lo, _ in x.comps) for x in expanded):
         raise CepUnsupportedError(
             "the CEP evaluator runs KL(...) of a composite pattern only over SEQs of "
-            "variables and closures of variables, or an OR/AND of such SEQs, each naming "
-            "a variable once and taking a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), "
-            "KL(AND(a, b))), or KL(SEQ(a, KL(SEQ(b, c)))) (see _flatten_nested)", pos=pos)
+            "variables and closures of variables, or an OR/AND of such SEQs, each taking "
+            "a row (e.g. KL(SEQ(a, b+)), KL(OR(a, SEQ(b, c))), KL(AND(a, b))), or "
+            "KL(SEQ(a, KL(SEQ(b, c)))) (see _flatten_nested)", pos=pos)
     if any(x.negs and _ambiguous_split(x) for x in expanded):
         raise CepUnsupportedError(
             "the CEP evaluator runs a NOT inside KL(...) only when the iterations of its "
