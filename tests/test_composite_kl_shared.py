@@ -9,8 +9,9 @@ variable named twice (KL(AND(a, b))) carried into the next label bit and x y y x
 ABBA when b read LAST(a.vol) (regression test below). Under SKIP_TILL_NEXT_MATCH
 alternatives sharing a prefix (KL(SEQ(c, AND(a, b)))) are one NFA run: each guards
 against the labels the others take next. Under SKIP_TILL_ANY_MATCH KL(AND(a, b+)) runs
-the interleavings (b+ a b*, a b+) as alternatives naming b twice. The cases still
-outside the run NFA raise CepUnsupportedError.
+the interleavings (b+ a b*, a b+) as alternatives naming b twice, and KL(AND(a+, b+))
+as one single-row alternative per (items seen, next item). The cases still outside
+the run NFA raise CepUnsupportedError.
 """
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ PATTERNS = [
     "KL(SEQ(c, AND(a, b+)))",
     "KL(AND(a, c, b*), 1, 2)",
     "KL(AND(SEQ(a, b), c+))",
+    # two closures: one alternative per (items seen, next item) under ANY_MATCH
+    "KL(AND(a+, b+))",
+    "SEQ(c, KL(AND(a+, b*), 2))",
     "AND(SEQ(a, b), c)",
     # a variable named twice in one alternative (its components stay apart)
     "KL(OR(a, SEQ(b, b)))",
@@ -124,7 +128,7 @@ def test_any_match_take_skips_the_other_group_variable(pattern):
 
 @pytest.mark.parametrize("pattern,message", [
     ("SEQ(b, KL(SEQ(NOT(c), a+)))", "NOT inside KL"),
-    ("KL(AND(a+, b+))", "interleaved closures"),
+    ("KL(AND(a+, NOT(c), b+))", "interleaved closures"),
     ("KL(AND(SEQ(a, b+), c))", "interleaved closures"),
     ("KL(SEQ(a, KL(SEQ(b, NOT(a), c), 1, 2)))", "nested in a composite"),
     ("KL(OR(a, SEQ(b?, c?)))", "composite pattern only over"),

@@ -255,8 +255,11 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     components that took its rows (cep.pyx _neg_iter_ok), so an alternative holding a
     NOT must split one way only (_ambiguous_split)."""
     pos = getattr(node, "pos", None)
-    expanded = expand(node.child, strategy)
-    loop_only = [_PLAIN] * len(expanded)
+    if strategy == PLANNED_STRATEGY and _interleaved_closures(node.child):
+        expanded, loop_only = _and_automaton(node.child)
+    else:
+        expanded = expand(node.child, strategy)
+        loop_only = [_PLAIN] * len(expanded)
     if any(x.groups for x in expanded):
         expanded, loop_only = _flatten_nested(node, expanded, strategy)
     if any(x.groups for x in expanded) or \
@@ -399,6 +402,57 @@ def _stages(x: LinearSeq, f: int, l: int, lo: int, hi: int, alts: list) -> list:
         ends_here = ends if j >= tail else (done and not suf[0])
         out.append((seqs, nxt, ends_here))
     return out
+
+
+def _interleaved_closures(node) -> bool:
+    """An AND (no NOT) of variables and unbounded closures of variables, two or more
+    of them closures: under SKIP_TILL_ANY_MATCH no finite set of sequences spells its
+    interleavings (_and_automaton does, inside KL)."""
+    if not isinstance(node, Permute) or any(isinstance(i, Negation) for i in node.items):
+        return False
+    closures = [i for i in node.items if isinstance(i, Quantified) and
+                isinstance(i.child, Var) and i.max is None and i.min <= 1]
+    singles = [i for i in node.items if isinstance(i, Var)]
+    return len(closures) >= 2 and len(closures) + len(singles) == len(node.items) <= 4
+
+
+def _and_automaton(node: Permute) -> tuple[list[LinearSeq], list[tuple]]:
+    """KL(AND(a+, b+, ...)) under SKIP_TILL_ANY_MATCH (R4: an iteration is any
+    interleaving of the items' rows): one flat alternative per (items seen so far, item
+    whose row comes next), a single component; it may be followed by the alternatives
+    of the new set, and ends the iteration once every required item was seen (a single
+    variable is taken once). Flags as _flatten_nested's: the empty set's alternatives
+    start (count) an iteration."""
+    items = [(i.name, True, True) if isinstance(i, Var) else
+             (i.child.name, False, i.min == 1) for i in node.items]
+    alts: list = []          # (seen, item)
+    frontier, seen_sets = [frozenset()], []
+    while frontier:
+        state = frontier.pop()
+        if state in seen_sets:
+            continue
+        seen_sets.append(state)
+        for k, (_, single, _) in enumerate(items):
+            if not (single and k in state):
+                alts.append((state, k))
+                frontier.append(state | {k})
+    if len(alts) > 64:
+        raise CepUnsupportedError("AND(...) of closures inside KL(...) has too many "
+                                  "interleaving states", pos=getattr(node, "pos", None))
+
+    def done(state) -> bool:
+        return all(k in state for k, (_, _, req) in enumerate(items) if req)
+    entry = sum(1 << j for j, (st, _) in enumerate(alts) if not st)
+    seqs, flags = [], []
+    for state, k in alts:
+        after = state | {k}
+        cont = sum(1 << j for j, (st, _) in enumerate(alts) if st == after)
+        ends = done(after)
+        seqs.append(LinearSeq([(items[k][0], 1, 1)], [],
+                              [("and-automaton", id(node), tuple(sorted(state)), k)]))
+        flags.append((bool(state), cont | (entry if ends else 0), not ends, bool(state),
+                      cont))
+    return seqs, flags
 
 
 def _mask(roles: list, start: int, wanted: set) -> int:
