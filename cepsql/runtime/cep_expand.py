@@ -4,13 +4,16 @@ A CEP pattern expands into a union of *linear sequences* of components (a variab
 V* / V+ / V{n,m} / KL(V, ...) of one variable) -- SEQ / regex concatenation, top-level
 or nested OR (union of branches), AND (permutations of its items; under
 SKIP_TILL_ANY_MATCH only AND of single variables, where permutations are exactly the
-interleavings). NOT(p) items of SEQ or AND become checks on component ranges (rules R6,
+interleavings; SEQs of variables and one closure as their shuffles, R4). NOT(p) items
+of SEQ or AND become checks on component ranges (rules R6,
 R6a), p itself expanded the same way into a NOT *program* the evaluator searches with
 any-match semantics. KL over a SEQ, or over an OR of SEQs naming distinct variables,
 becomes an *iteration group* of its sequence (R6b); its alternatives may share a
 variable (KL(AND(a, b))). A NOT inside the group is checked per iteration, its open
 sides taken from the neighbouring iterations or the group's slot in the enclosing SEQ
-(R6c). Outside groups each positive
+(R6c). A KL nested in it, or an AND of closures under SKIP_TILL_ANY_MATCH, becomes flat
+alternatives with the alternatives that may follow each (_flatten_nested,
+_and_automaton). Outside groups each positive
 variable occurs once per sequence, and no NOT variable is also positive.
 """
 from __future__ import annotations
@@ -383,8 +386,6 @@ def _stages(x: LinearSeq, f: int, l: int, lo: int, hi: int, alts: list) -> list:
     first = len(stages)
     for c in range(1, n_copies + 1):
         stages.append((copy(c, c == 1 and lo >= 1 and f > 0), [], False))
-    if lo >= 1 and f == 0:
-        pass   # the first copy starts the outer iteration
     tail = len(stages)
     if suf[0]:
         stages.append(([LinearSeq(suf[0], [], suf[1])], [], True))
