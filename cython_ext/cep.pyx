@@ -167,7 +167,7 @@ cdef class CepMatcher:
     # NOT inside KL's pattern (R6b): per NOT check, the first and last component of the
     # group alternative it lies in (-1: not in a group); its region is fixed per iteration
     cdef int* neg_iter
-    # nested KL flattened (cep_expand._flatten_nested): an alternative that only a loop
+    # nested KL flattened (cep_group_shapes.flatten_nested): an alternative that only a loop
     # back enters (an inner iteration), per alternative's first component
     cdef unsigned char* g_loop_only
     cdef u64* g_succ           # last comp of an alternative -> alternatives that may follow
@@ -838,7 +838,7 @@ cdef class CepMatcher:
                     i64 node, i64 r, u64 closure, u64 allow) noexcept nogil:
         """Start an iteration of the group beginning at first, in each of its
         alternatives (KL of an OR) that allow has (the ones that may follow the previous
-        iteration's, _flatten_nested); from outside (not looped) the count starts at 0
+        iteration's, cep_group_shapes); from outside (not looped) the count starts at 0
         and a group that may iterate zero times is also skipped."""
         cdef int a = first, k = 0
         if not looped:

@@ -5,7 +5,7 @@ R6b applied twice: each outer iteration is a match of the outer pattern. With bo
 closures unbounded and the inner one required at most once, an outer alternative
 p q+ s is a set of flat alternatives -- SEQ(p, q) starts an outer iteration, q
 continues it, s alone ends it (p q+: SEQ(p, q) or q end it) -- that follow each other
-as the nested closures allow (cep_expand._flatten_nested: per alternative the ones that
+as the nested closures allow (cep_group_shapes.flatten_nested: per alternative the ones that
 may follow, whether the group may be left after it, whether it counts an outer
 iteration); the run NFA's states after each take are the same, so the evaluator must
 equal the oracle (reference_cep) under every strategy; a bounded outer KL counts the

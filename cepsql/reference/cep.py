@@ -75,9 +75,10 @@ CEP-mode semantics (reference_cep):
     WITHIN. NOT(p) as an item of AND: the absence of p from the AND's scope: the AND's
     slot in the nearest enclosing SEQ reached through OR and AND (strictly after the
     previous item's last row and before the next item's first row of that SEQ, open sides
-    as above; both sides open when no SEQ encloses it; inside KL see R6c). Rows of the AND's own positive
-    items are match rows, never NOT rows. Under contiguity strategies SEQ neighbours (and
-    an AND's rows) are adjacent, so only NOTs with an open side can fail.
+    as above; both sides open when no SEQ encloses it; inside KL see R6c). Rows of the
+    AND's own positive items are match rows, never NOT rows. Under contiguity strategies
+    SEQ neighbours (and an AND's rows) are adjacent, so only NOTs with an open side can
+    fail.
  R6a NOT(p) of a composite p (SEQ/AND/OR/KL of variables): one region as in R6; p is
     searched with SKIP_TILL_ANY_MATCH semantics (R4, its own rows within the WITHIN
     window) over the region's rows, whatever the clause's strategy, each NOT row's
