@@ -167,9 +167,13 @@ cdef class CepMatcher:
     # NOT inside KL's pattern (R6b): per NOT check, the first and last component of the
     # group alternative it lies in (-1: not in a group); its region is fixed per iteration
     cdef int* neg_iter
-    # nested KL flattened (cep_expand._flatten_nested): an alternative that only a loop
+    # nested KL flattened (cep_group_shapes.flatten_nested): an alternative that only a loop
     # back enters (an inner iteration), per alternative's first component
     cdef unsigned char* g_loop_only
+    cdef u64* g_succ           # last comp of an alternative -> alternatives that may follow
+    cdef unsigned char* g_noleave   # last comp of an alternative -> the group stays after it
+    cdef unsigned char* g_nocount   # last comp of an alternative -> not an outer iteration
+    cdef u64* g_cont           # ... -> the g_succ alternatives continuing an outer iteration
     cdef int comp_tags         # buffer nodes also record their component (label | comp+1 << 16)
     cdef int* comp_of          # seq * n_labels + label -> comp index (global) or -1
     # output
@@ -193,6 +197,8 @@ cdef class CepMatcher:
     cdef const unsigned char* wnull
     cdef const unsigned char* gbreak   # STRICT: 1 = another partition's row precedes
     cdef u64* comp_proceed             # NEXT_MATCH: comp -> labels it may proceed to
+    cdef u64* comp_leave               # ... and, in a group, those once the walk leaves it
+    cdef int walk_left                 # _cross left a group during _proceed_dynamic
     # planned evaluation (see set_plan)
     cdef int planned, pn
     cdef int* pl_node            # node * 5: term, left, right, comp (leaf) or -1, parent
@@ -445,6 +451,7 @@ cdef class CepMatcher:
         free(self.tpos); free(self.tlab); free(self.neg_memo)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
         free(self.neg_iter); free(self.g_loop_only)
+        free(self.g_succ); free(self.g_noleave); free(self.g_nocount); free(self.g_cont)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off
@@ -457,7 +464,7 @@ cdef class CepMatcher:
         free(self.walkbuf.data)
         free(self.lists.data)
         free(self.covered)
-        free(self.comp_proceed)
+        free(self.comp_proceed); free(self.comp_leave)
         free(self.nt_sub); free(self.nt_seq); free(self.nt_comp); free(self.nt_early)
         free(self.g_first); free(self.g_last); free(self.g_min); free(self.g_max)
         free(self.g_alt_last); free(self.g_alt_next)
@@ -794,6 +801,7 @@ cdef class CepMatcher:
         cdef int rc
         cdef i64* q
         self.walkbuf.n = 0
+        self.walk_left = 0
         if self.g_alt_last[comp] == comp:
             rc = self._cross(&self.walkbuf, proto, comp, proto[R_ITER], end, node, r, 0)
         else:
@@ -802,6 +810,8 @@ cdef class CepMatcher:
         if rc:
             return rc
         n = self.walkbuf.n // self.RW
+        if self.walk_left and self.comp_leave != NULL:
+            mask |= self.comp_leave[comp]   # sibling sequences' states after the group
         for i in range(n):
             q = self.walkbuf.data + i * self.RW
             mask |= (<u64> 1) << self.comps[q[R_COMP] * 4 + 1]
@@ -828,7 +838,7 @@ cdef class CepMatcher:
                     return self._emit_paths(node, <int> proto[R_SEQ], r)
                 return 0
             if self.g_first != NULL and self.g_first[j] == j and not entered:
-                return self._enter(L, proto, j, 0, False, end, node, r, closure)
+                return self._enter(L, proto, j, 0, False, end, node, r, closure, ~(<u64> 0))
             entered = False
             proto[R_ITER] = it
             if self._push_run(L, proto, j, 0, closure):
@@ -840,11 +850,12 @@ cdef class CepMatcher:
             j += 1
 
     cdef int _enter(self, Buf* L, i64* proto, int first, i64 it, bint looped, int end,
-                    i64 node, i64 r, u64 closure) noexcept nogil:
+                    i64 node, i64 r, u64 closure, u64 allow) noexcept nogil:
         """Start an iteration of the group beginning at first, in each of its
-        alternatives (KL of an OR); from outside (not looped) the count starts at 0 and
-        a group that may iterate zero times is also skipped."""
-        cdef int a = first
+        alternatives (KL of an OR) that allow has (the ones that may follow the previous
+        iteration's, cep_group_shapes); from outside (not looped) the count starts at 0
+        and a group that may iterate zero times is also skipped."""
+        cdef int a = first, k = 0
         if not looped:
             it = 0
             if self.g_min[first] == 0:
@@ -852,22 +863,31 @@ cdef class CepMatcher:
                               False):
                     return -1
         while a >= 0:
-            if looped or self.g_loop_only == NULL or not self.g_loop_only[a]:
+            if (looped or self.g_loop_only == NULL or not self.g_loop_only[a]) and \
+                    (k >= 64 or (allow >> k) & 1):
                 if self._walk(L, proto, a, it, end, node, r, closure, True):
                     return -1
             a = self.g_alt_next[a]
+            k += 1
         return 0
 
     cdef int _cross(self, Buf* L, i64* proto, int last, i64 it, int end, i64 node, i64 r,
                     u64 closure) noexcept nogil:
         """A run passes the end of an iteration (the last component of one of the
         group's alternatives): loop back into the group and/or leave it (R6b)."""
-        cdef i64 k = it + 1
+        cdef i64 k = it + (0 if self.g_nocount != NULL and self.g_nocount[last] else 1)
         cdef int mx = self.g_max[last]
         if mx < 0 or k < mx:
-            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure):
+            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure,
+                           self.g_succ[last] if self.g_succ != NULL else ~(<u64> 0)):
                 return -1
-        if k >= self.g_min[last]:
+        elif self.g_succ != NULL and self.g_cont[last] != 0:
+            # a bounded outer KL at its maximum: only its current iteration continues
+            if self._enter(L, proto, self.g_first[last], k, True, end, node, r, closure,
+                           self.g_cont[last]):
+                return -1
+        if k >= self.g_min[last] and (self.g_noleave == NULL or not self.g_noleave[last]):
+            self.walk_left = 1
             return self._walk(L, proto, self.g_last[last] + 1, 0, end, node, r, closure,
                               False)
         return 0
@@ -1036,6 +1056,7 @@ cdef class CepMatcher:
     cdef int _store_match(self, i64* pos, i64* lab, i64 m, i64 state, int seq) noexcept nogil:
         """Keep a checked match of the partition (emitted by _emit_ready); under SKIP PAST
         LAST ROW one starting at or before the last selected match is never output."""
+        cdef i64 i
         if pos[0] < self.f_lo or pos[0] >= self.f_hi:
             return 0   # another plan's evaluator reports this match (adaptive switch)
         if self.select_past_last:
@@ -1050,6 +1071,9 @@ cdef class CepMatcher:
             return -1
         memcpy(self.m_pos.data + self.m_pos.n, pos, m * sizeof(i64))
         memcpy(self.m_lab.data + self.m_lab.n, lab, m * sizeof(i64))
+        if self.comp_tags:   # an iteration's NOT may be re-checked (_untag)
+            for i in range(m):
+                self.m_lab.data[self.m_lab.n + i] |= (self.mcomp[i] + 1) << 16
         self.m_pos.n += m
         self.m_lab.n += m
         self.matches_found += 1
@@ -1062,8 +1086,9 @@ cdef class CepMatcher:
         alternative's first component; -1s outside groups): after an alternative's last
         component a run loops back into every alternative or leaves (R6b). seq_recheck: sequences whose conjuncts are all
         re-checked on the complete match; take_skip: conjuncts not decided at take time;
-        neg_iter: per NOT check, its alternative's first and last component when the NOT
-        lies inside KL's pattern (-1s otherwise; _neg_iter_ok); loop_only: per component,
+        neg_iter: per NOT check, 8 ints when the NOT lies inside KL's pattern: its
+        alternative's first and last component, the group's, the group's slot [oa, ob),
+        [oc, od) (-1s otherwise; _neg_iter_ok, R6c); loop_only: per component,
         1 at the first component of an alternative only a loop back enters (nested KL)."""
         cdef int n = groups.shape[0], i
         cdef cnp.ndarray g = np.ascontiguousarray(groups, dtype=np.int32)
@@ -1092,10 +1117,29 @@ cdef class CepMatcher:
         self.neg_iter = NULL
         self.comp_tags = 0
         self.g_loop_only = NULL
-        if loop_only is not None and len(loop_only) and np.asarray(loop_only).any():
+        free(self.g_succ); free(self.g_noleave); free(self.g_nocount); free(self.g_cont)
+        self.g_cont = NULL
+        self.g_succ = NULL
+        self.g_noleave = NULL
+        self.g_nocount = NULL
+        flags = None if loop_only is None else np.asarray(loop_only, dtype=np.int64)
+        if flags is not None and flags.ndim == 2:
+            if (flags[:, 1] != -1).any():
+                self.g_succ = <u64*> self._copy(
+                    np.ascontiguousarray(flags[:, 1].astype(np.uint64)))
+                self.g_cont = <u64*> self._copy(
+                    np.ascontiguousarray(flags[:, 4].astype(np.uint64)))
+            if flags[:, 2].any():
+                self.g_noleave = <unsigned char*> self._copy(
+                    np.ascontiguousarray(flags[:, 2], dtype=np.uint8))
+            if flags.shape[1] > 3 and flags[:, 3].any():
+                self.g_nocount = <unsigned char*> self._copy(
+                    np.ascontiguousarray(flags[:, 3], dtype=np.uint8))
+            flags = flags[:, 0]
+        if flags is not None and len(flags) and flags.any():
             self.g_loop_only = <unsigned char*> self._copy(
-                np.ascontiguousarray(loop_only, dtype=np.uint8))
-        if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter) >= 0).any():
+                np.ascontiguousarray(flags, dtype=np.uint8))
+        if neg_iter is not None and len(neg_iter) and (np.asarray(neg_iter)[:, 0] >= 0).any():
             self.neg_iter = <int*> self._copy(np.ascontiguousarray(neg_iter, dtype=np.int32))
             self.comp_tags = 1
 
@@ -1125,8 +1169,8 @@ cdef class CepMatcher:
         cdef i64 lo = -1, hi = -1, i, lo_r, hi_r
         cdef int comp, rc
         cdef bint has_lo = False, has_hi = False
-        if self.neg_iter != NULL and self.neg_iter[q * 2] >= 0:
-            return self._neg_iter_ok(q, pos, lab, m)
+        if self.neg_iter != NULL and self.neg_iter[q * 8] >= 0:
+            return self._neg_iter_ok(q, pos, lab, m, from_row)
         for i in range(m):
             comp = self.comp_of[seq * self.n_labels + lab[i]]
             if comp >= a and comp < b:
@@ -1144,39 +1188,77 @@ cdef class CepMatcher:
             return 2
         return 1
 
-    cdef int _neg_iter_ok(self, int q, i64* pos, i64* lab, i64 m) noexcept nogil:
-        """R6b: a NOT inside KL's pattern holds in every iteration of its alternative,
+    cdef int _neg_iter_ok(self, int q, i64* pos, i64* lab, i64 m, i64 from_row) noexcept nogil:
+        """R6b/R6c: a NOT inside KL's pattern holds in every iteration of its alternative,
         the region between that iteration's rows of components [a, b) and [c, d). The
-        components the rows were taken in (mcomp, from _finish) split the match into
-        iterations: both sides hold a required component (_expand_group), so an
-        iteration spans at least two components and the next one starts at a lower one.
-        0: violated; 1: holds; -1: out of memory."""
+        components the rows were taken in (mcomp) split the match into iterations: one
+        of the alternative starts at a lower component, at the same single-row component
+        or after a row outside it (cep_expand._ambiguous_split refuses alternatives where
+        that is not decided). A side without such a row is the neighbouring iteration's
+        nearest row (the match rows of a group are consecutive), else the group's slot
+        (components [oa, ob) before it, [oc, od) after it), else open. 0: violated; 1:
+        holds; 2: holds on the rows seen so far (open trailing region); -1: out of memory."""
+        cdef int* ni = self.neg_iter + q * 8
         cdef int sub = self.negs[q * 6 + 1]
         cdef int a = self.negs[q * 6 + 2], b = self.negs[q * 6 + 3]
         cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
-        cdef int af = self.neg_iter[q * 2], al = self.neg_iter[q * 2 + 1]
-        cdef i64 i, lo = -1, hi = -1, prev = -1
-        cdef i64 comp
-        cdef int rc
-        for i in range(m + 1):
-            comp = self.mcomp[i] if i < m else -1
-            if comp < af or comp > al or comp < prev:
-                # the iteration of the alternative that ended here (if any)
-                if prev >= 0 and lo >= 0 and hi >= 0:
-                    rc = self._neg_region(q, sub, pos, lab, m, lo + 1, hi, True, True, self.ps)
-                    if rc != 1:
-                        return rc
-                lo = -1
-                hi = -1
-                prev = -1
-            if comp < af or comp > al:
+        cdef int af = ni[0], al = ni[1], gf = ni[2], gl = ni[3]
+        cdef int oa = ni[4], ob = ni[5], oc = ni[6], od = ni[7]
+        cdef i64 i, j, k, c, lo = -1, hi = -1, olo = -1, ohi = -1
+        cdef int rc, waiting = 0
+        cdef bint has_lo, has_hi, has_olo = False, has_ohi = False
+        for i in range(m):
+            c = self.mcomp[i]
+            if c >= oa and c < ob:
+                olo = pos[i]
+                has_olo = True
+            elif c >= oc and c < od and not has_ohi:
+                ohi = pos[i]
+                has_ohi = True
+        i = 0
+        while i < m:
+            c = self.mcomp[i]
+            if c < af or c > al:
+                i += 1
                 continue
-            prev = comp
-            if comp >= a and comp < b:
-                lo = pos[i]
-            elif comp >= cc and comp < d and hi < 0:
-                hi = pos[i]
-        return 1
+            j = i   # the iteration: rows i..j
+            while j + 1 < m and self.mcomp[j + 1] >= af and self.mcomp[j + 1] <= al and \
+                    (self.mcomp[j + 1] > self.mcomp[j] or
+                     (self.mcomp[j + 1] == self.mcomp[j] and
+                      self.comps[self.mcomp[j] * 4 + 3] != 1)):
+                j += 1
+            has_lo = False
+            has_hi = False
+            for k in range(i, j + 1):
+                c = self.mcomp[k]
+                if c >= a and c < b:
+                    lo = pos[k]
+                    has_lo = True
+                elif c >= cc and c < d and not has_hi:
+                    hi = pos[k]
+                    has_hi = True
+            if not has_lo:
+                if i > 0 and self.mcomp[i - 1] >= gf and self.mcomp[i - 1] <= gl:
+                    lo = pos[i - 1]
+                    has_lo = True
+                elif has_olo:
+                    lo = olo
+                    has_lo = True
+            if not has_hi:
+                if j + 1 < m and self.mcomp[j + 1] >= gf and self.mcomp[j + 1] <= gl:
+                    hi = pos[j + 1]
+                    has_hi = True
+                elif has_ohi:
+                    hi = ohi
+                    has_hi = True
+            rc = self._neg_region(q, sub, pos, lab, m, lo + 1 if has_lo else self.ps,
+                                  hi if has_hi else self.pproc, has_lo, has_hi, from_row)
+            if rc != 1:
+                return rc
+            if not has_hi and not self.closed and self._fits(pos[0], self.pproc - 1):
+                waiting = 1
+            i = j + 1
+        return 2 if waiting else 1
 
     cdef int _neg_region(self, int q, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
                          bint has_lo, bint has_hi, i64 from_row) noexcept nogil:
@@ -1377,9 +1459,17 @@ cdef class CepMatcher:
         at once, so it ignores a row only when none of them can take it. Runs are forked
         per state eagerly; each carries the labels of its sibling states (proceed[comp]:
         the labels reachable without taking comp again, across sequences sharing the NFA
-        states) and dies at a row one of them takes."""
+        states) and dies at a row one of them takes. A second column: per component of
+        an iteration group, the labels of sibling sequences after the group, added when
+        the walk leaves the group (_proceed_dynamic)."""
+        cdef cnp.ndarray p = np.ascontiguousarray(proceed, dtype=np.uint64)
         free(self.comp_proceed)
-        self.comp_proceed = <u64*> self._copy(np.ascontiguousarray(proceed, dtype=np.uint64))
+        free(self.comp_leave)
+        self.comp_leave = NULL
+        if p.ndim == 2:
+            self.comp_leave = <u64*> self._copy(np.ascontiguousarray(p[:, 1]))
+            p = np.ascontiguousarray(p[:, 0])
+        self.comp_proceed = <u64*> self._copy(p)
 
     cdef bint _guard_takes(self, i64* run, i64 r) noexcept nogil:
         cdef u64 g = (<u64> run[R_GUARD]) & ~PEEK
@@ -2688,6 +2778,7 @@ cdef class CepMatcher:
         cdef i64* order
         cdef MatchOrder ctx
         cdef int rc, sq
+        cdef i64* labs
         # 1. matches waiting for a trailing NOT: check the rows that arrived since
         for i in range(self.m_off.n):
             if self.m_st.data[i] != 1:
@@ -2696,11 +2787,11 @@ cdef class CepMatcher:
             l = self.m_len.data[i]
             sq = <int> self.m_sq.data[i]
             self.m_st.data[i] = 0
+            labs = self._untag(o, l)
             for q in range(self.n_negs):
-                if self.negs[q * 6] != sq or \
-                        (self.neg_iter != NULL and self.neg_iter[q * 2] >= 0):
-                    continue   # an iteration's NOT is closed: settled by _finish
-                rc = self._neg_ok(<int> q, self.m_pos.data + o, self.m_lab.data + o, l,
+                if self.negs[q * 6] != sq:
+                    continue
+                rc = self._neg_ok(<int> q, self.m_pos.data + o, labs, l,
                                   self.m_chk.data[i])
                 if rc == 0:
                     self.m_st.data[i] = 3
@@ -2744,7 +2835,7 @@ cdef class CepMatcher:
             if self.all_rows and self.with_unmatched:
                 for p in range(l):
                     self.covered[self.m_pos.data[o + p]] = 1
-            if self._emit_match(self.m_pos.data + o, self.m_lab.data + o, l, self.match_no,
+            if self._emit_match(self.m_pos.data + o, self._untag(o, l), l, self.match_no,
                                 out):
                 free(order)
                 return -1
@@ -2766,6 +2857,18 @@ cdef class CepMatcher:
             if frontier > self.unmatched_done:
                 self.unmatched_done = frontier
         return 0
+
+    cdef i64* _untag(self, i64 o, i64 l) noexcept nogil:
+        """A stored match's labels; with comp_tags they also carry the component that
+        took each row (_store_match): labels into mlab, components into mcomp."""
+        cdef i64 i, x
+        if not self.comp_tags:
+            return self.m_lab.data + o
+        for i in range(l):
+            x = self.m_lab.data[o + i]
+            self.mlab[i] = x & 0xFFFF
+            self.mcomp[i] = (x >> 16) - 1
+        return self.mlab
 
     cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil:
         cdef int q, func

@@ -40,8 +40,8 @@ cdef int _cmp_match(const MatchOrder* c, i64 a, i64 b) noexcept nogil:
     if la != lb:
         return -1 if la < lb else 1
     for i in range(n):
-        x = c.rank[c.lab[oa + i]]
-        y = c.rank[c.lab[ob + i]]
+        x = c.rank[c.lab[oa + i] & 0xFFFF]   # stored labels may carry a component tag
+        y = c.rank[c.lab[ob + i] & 0xFFFF]
         if x != y:
             return -1 if x < y else 1
     return 0

@@ -73,11 +73,12 @@ CEP-mode semantics (reference_cep):
     previous (next) row in the SEQ the side is open: every row before (after) that still
     fits the WITHIN window together with the match; the whole partition side without
     WITHIN. NOT(p) as an item of AND: the absence of p from the AND's scope: the AND's
-    slot in the nearest enclosing SEQ reached through OR, AND and KL (strictly after the
+    slot in the nearest enclosing SEQ reached through OR and AND (strictly after the
     previous item's last row and before the next item's first row of that SEQ, open sides
-    as above; both sides open when no SEQ encloses it). Rows of the AND's own positive
-    items are match rows, never NOT rows. Under contiguity strategies SEQ neighbours (and
-    an AND's rows) are adjacent, so only NOTs with an open side can fail.
+    as above; both sides open when no SEQ encloses it; inside KL see R6c). Rows of the
+    AND's own positive items are match rows, never NOT rows. Under contiguity strategies
+    SEQ neighbours (and an AND's rows) are adjacent, so only NOTs with an open side can
+    fail.
  R6a NOT(p) of a composite p (SEQ/AND/OR/KL of variables): one region as in R6; p is
     searched with SKIP_TILL_ANY_MATCH semantics (R4, its own rows within the WITHIN
     window) over the region's rows, whatever the clause's strategy, each NOT row's
@@ -92,6 +93,13 @@ CEP-mode semantics (reference_cep):
     far; references to other variables are FINAL (their last row in the whole match).
     A NOT item of a SEQ inside p is scoped to its iteration: R6's region between the
     SEQ's neighbouring items' rows of that iteration.
+ R6c NOT inside KL(p), a side of its region no row of its SEQ bounds in that iteration
+    (the NOT at the iteration's start or end, next to items that took no row, or an
+    AND's NOT whose AND no SEQ of p encloses -- its scope is the iteration): the lower
+    side is the previous iteration's last row, the upper side the next iteration's first
+    row; in the first (last) iteration the last row before (first row after) the KL in
+    its slot of the nearest enclosing SEQ reached through OR and AND; open (R6,
+    window-bounded) when there is none.
  R7 Output: distinct assignments. AFTER MATCH SKIP PAST LAST ROW written explicitly:
     SASE+'s non-overlap format. Candidates in order (last position, first position,
     positions, labels); keep one when its first position is after the last position of
@@ -356,11 +364,13 @@ class _Conditions:
 @dataclass(frozen=True)
 class _NegCheck:
     """No match of ``child`` strictly between lo and hi (None = open, window-bounded side).
-    ``slot``: an AND's NOT whose region is still to be fixed by the enclosing SEQ (R6)."""
+    ``lo_slot`` / ``hi_slot``: that side is still to be fixed by the enclosing SEQ (an
+    AND's NOT, R6; an open side of a KL's first / last iteration, R6c)."""
     child: PatternNode
     lo: int | None
     hi: int | None
-    slot: bool = False
+    lo_slot: bool = False
+    hi_slot: bool = False
 
 
 class _Partition:
@@ -480,8 +490,12 @@ def _seq(part, items, i, lo, allowed, excl, rows: Rows, checks, pending) -> Iter
                         pending + ((item.child, prev),))
         return
     for seg, seg_checks in any_match(part, item, lo, allowed, excl):
-        closed = tuple(c for c in seg_checks if not c.slot)
-        scoped = tuple((c.child, prev) for c in seg_checks if c.slot)
+        # sides the item left to this SEQ: the previous item's last row, and (pending)
+        # the next item's first row (R6, R6c)
+        closed = tuple(_NegCheck(c.child, prev if c.lo_slot else c.lo, c.hi)
+                       for c in seg_checks if not c.hi_slot)
+        scoped = tuple((c.child, prev if c.lo_slot else c.lo)
+                       for c in seg_checks if c.hi_slot)
         if not seg:
             yield from _seq(part, items, i + 1, lo, allowed, excl, rows,
                             checks + closed, pending + scoped)
@@ -501,7 +515,7 @@ def _and(part, node: Permute, lo, allowed, excl) -> Iterator[Seg]:
     def combine(k: int, rows: Rows, checks) -> Iterator[Seg]:
         if k == len(positives):
             # the region is the AND's slot in the enclosing SEQ: fixed there (R6)
-            yield rows, checks + tuple(_NegCheck(c, None, None, True) for c in negated)
+            yield rows, checks + tuple(_NegCheck(c, None, None, True, True) for c in negated)
             return
         used = {p for p, _, _ in rows}
         for seg, seg_checks in any_match(part, positives[k], lo, allowed, excl):
@@ -513,9 +527,13 @@ def _and(part, node: Permute, lo, allowed, excl) -> Iterator[Seg]:
     yield from combine(0, (), ())
 
 
-def _loop(part, node: Quantified, count, lo, allowed, excl, rows: Rows, checks) -> Iterator[Seg]:
+def _loop(part, node: Quantified, count, lo, allowed, excl, rows: Rows, checks,
+          waiting: tuple = ()) -> Iterator[Seg]:
+    """Iterations count.. of node; waiting: the previous iteration's NOT checks whose
+    upper side is open, fixed by the next iteration's first row (R6c)."""
     if count >= node.min or _nullable(node.child):
-        yield rows, checks
+        # the last iteration's open upper sides: the KL's slot in the enclosing SEQ
+        yield rows, checks + tuple(replace(c, hi_slot=True) for c in waiting)
     if node.max is not None and count >= node.max:
         return
     for seg, seg_checks in any_match(part, node.child, lo, allowed, excl):
@@ -523,8 +541,25 @@ def _loop(part, node: Quantified, count, lo, allowed, excl, rows: Rows, checks) 
             continue
         new_rows = rows + seg
         if part.fits(new_rows):
+            done = tuple(replace(c, hi=seg[0][0]) for c in waiting)
+            closed, still = _iteration_sides(seg_checks, rows[-1][0] if rows else None)
             yield from _loop(part, node, count + 1, seg[-1][0] + 1, allowed, excl, new_rows,
-                             checks + seg_checks)
+                             checks + done + closed, still)
+
+
+def _iteration_sides(checks, prev_last: int | None) -> tuple[tuple, tuple]:
+    """An iteration's NOT checks with an open side (no row of their SEQ bounds it, or an
+    AND's NOT, R6c): the lower side is the previous iteration's last row, or the KL's
+    slot when this is the first iteration; (closed ones, ones awaiting an upper side)."""
+    closed, waiting = [], []
+    for c in checks:
+        if c.lo is None or c.lo_slot:
+            c = replace(c, lo=prev_last, lo_slot=prev_last is None)
+        if c.hi is None or c.hi_slot:
+            waiting.append(replace(c, hi=None, hi_slot=False))
+        else:
+            closed.append(c)
+    return tuple(closed), tuple(waiting)
 
 
 # --- run-based strategies: Thompson NFA (R5) ------------------------------------------
@@ -557,8 +592,9 @@ class _Nfa:
         self._ids += 1
         return self._ids
 
-    def build(self, node: PatternNode, excl: bool, slot=None) -> tuple[int, int]:
-        """States of node; slot = (SEQ scope, item index) fixing an AND NOT's region."""
+    def build(self, node: PatternNode, excl: bool, slot=None, kl=None) -> tuple[int, int]:
+        """States of node; slot = (SEQ scope, item index) fixing an AND NOT's region;
+        kl = (loop scope, the loop's slot) of the nearest enclosing KL (R6c)."""
         if isinstance(node, Var):
             out = self.new()
             return self.new(var=node.name, excl=excl, target=out), out
@@ -566,25 +602,25 @@ class _Nfa:
             s = self.new()
             return s, s
         if isinstance(node, Exclusion):
-            return self.build(node.child, True, slot)
+            return self.build(node.child, True, slot, kl)
         if isinstance(node, Alternation):
             s, t = self.new(), self.new()
             for item in node.items:
-                a, b = self.build(item, excl, slot)
+                a, b = self.build(item, excl, slot, kl)
                 self.edge(s, a)
                 self.edge(b, t)
             return s, t
         if isinstance(node, Concat):
-            return self.build_seq(node.items, excl)
+            return self.build_seq(node.items, excl, kl)
         if isinstance(node, Permute):
-            return self.build_and(node, excl, slot)
+            return self.build_and(node, excl, slot, kl)
         if isinstance(node, Quantified):
-            return self.build_loop(node, excl, slot)
+            return self.build_loop(node, excl, slot, kl)
         if isinstance(node, Negation):
             raise CepAnalysisError("NOT(...) must be an item of SEQ or AND", pos=node.pos)
         raise CepUnsupportedError(f"{type(node).__name__} is not available in CEP mode")
 
-    def build_seq(self, items, excl: bool) -> tuple[int, int]:
+    def build_seq(self, items, excl: bool, kl=None) -> tuple[int, int]:
         sid = self.scope()
         s = self.new()
         cur = self.new()
@@ -592,10 +628,10 @@ class _Nfa:
         for k, item in enumerate(items):
             if isinstance(item, Negation):
                 nxt = self.new()
-                self.edge(cur, nxt, ("neg", sid, item.child))
+                self.edge(cur, nxt, ("neg", sid, item.child, kl))
                 cur = nxt
                 continue
-            a, b = self.build(item, excl, (sid, k))
+            a, b = self.build(item, excl, (sid, k), kl)
             enter, leave = self.new(), self.new()
             self.edge(cur, enter, ("item", sid, k))
             self.edge(enter, a)
@@ -605,7 +641,7 @@ class _Nfa:
         self.edge(cur, t, ("close", sid))
         return s, t
 
-    def build_and(self, node: Permute, excl: bool, slot) -> tuple[int, int]:
+    def build_and(self, node: Permute, excl: bool, slot, kl=None) -> tuple[int, int]:
         positives = [i for i in node.items if not isinstance(i, Negation)]
         negated = tuple(i.child for i in node.items if isinstance(i, Negation))
         s, t = self.new(), self.new()
@@ -613,17 +649,26 @@ class _Nfa:
             aid = self.scope()
             a = cur = self.new()
             for item in order:   # one order: a chain in the AND's own slot
-                x, y = self.build(item, excl, slot)
+                x, y = self.build(item, excl, slot, kl)
                 self.edge(cur, x)
                 cur = y
             self.edge(s, a, ("and_open", aid))
-            self.edge(cur, t, ("and_close", aid, negated, slot))
+            self.edge(cur, t, ("and_close", aid, negated, slot, kl))
         return s, t
 
-    def build_loop(self, node: Quantified, excl: bool, slot) -> tuple[int, int]:
+    def build_loop(self, node: Quantified, excl: bool, slot, kl=None) -> tuple[int, int]:
         start = len(self.states)
         try:
-            return self._build_loop(node, excl, slot)
+            if isinstance(node.child, (Var, Exclusion)):
+                return self._build_loop(node, excl, slot, kl)
+            # a composite iteration: its open NOT sides come from the neighbouring
+            # iterations or the loop's slot (R6c), found through these markers
+            lid = self.scope()
+            s, t = self._build_loop(node, excl, None, (lid, slot), lid)
+            s0, t0 = self.new(), self.new()
+            self.edge(s0, s, ("loop_open", lid))
+            self.edge(t, t0, ("loop_close", lid))
+            return s0, t0
         finally:
             child = node.child.child if isinstance(node.child, Exclusion) else node.child
             if isinstance(child, Var):   # every copy of the variable is one Kleene state
@@ -631,24 +676,26 @@ class _Nfa:
                     if st.var is not None:
                         st.loop = id(node)
 
-    def _build_loop(self, node: Quantified, excl: bool, slot) -> tuple[int, int]:
+    def _build_loop(self, node: Quantified, excl: bool, slot, kl=None,
+                    lid: int | None = None) -> tuple[int, int]:
+        mark = None if lid is None else ("iter", lid)
         s = self.new()
         cur = s
         for _ in range(node.min):
-            a, b = self.build(node.child, excl, slot)
-            self.edge(cur, a)
+            a, b = self.build(node.child, excl, slot, kl)
+            self.edge(cur, a, mark)
             cur = b
         t = self.new()
         if node.max is None:
-            a, b = self.build(node.child, excl, slot)
-            self.edge(cur, a)
+            a, b = self.build(node.child, excl, slot, kl)
+            self.edge(cur, a, mark)
             self.edge(b, cur)
             self.edge(cur, t)
             return s, t
         for _ in range(node.max - node.min):
-            a, b = self.build(node.child, excl, slot)
+            a, b = self.build(node.child, excl, slot, kl)
             self.edge(cur, t)
-            self.edge(cur, a)
+            self.edge(cur, a, mark)
             cur = b
         self.edge(cur, t)
         return s, t
@@ -684,11 +731,33 @@ def _log_checks(log: tuple) -> tuple[_NegCheck, ...]:
             closed = min(j for j in range(i, len(log)) if log[j][:2] == ("close", sid))
             before = [x[1] for x in log[opened:i] if x[0] == "row"]
             after = [x[1] for x in log[i:closed] if x[0] == "row"]
-            checks.append(_NegCheck(e[2], before[-1] if before else None,
-                                    after[0] if after else None))
+            lo, hi = _iteration_bounds(log, i, e[3], before[-1] if before else None,
+                                       after[0] if after else None)
+            checks.append(_NegCheck(e[2], lo, hi))
         elif e[0] == "and_close":
-            checks += [_NegCheck(child, *_slot_bounds(log, i, e[3])) for child in e[2]]
+            lo, hi = _iteration_bounds(log, i, e[4], *_slot_bounds(log, i, e[3]))
+            checks += [_NegCheck(child, lo, hi) for child in e[2]]
     return tuple(checks)
+
+
+def _iteration_bounds(log: tuple, i: int, kl, lo: int | None, hi: int | None
+                      ) -> tuple[int | None, int | None]:
+    """Open sides of a NOT inside a KL iteration (R6c): the previous iteration's last
+    row / the next iteration's first row, else the loop's slot in its enclosing SEQ."""
+    if kl is None or (lo is not None and hi is not None):
+        return lo, hi
+    lid, slot = kl
+    if lo is None:
+        start = max(j for j in range(i) if log[j] == ("iter", lid))
+        opened = max(j for j in range(start) if log[j] == ("loop_open", lid))
+        rows = [x[1] for x in log[opened:start] if x[0] == "row"]
+        lo = rows[-1] if rows else _slot_bounds(log, i, slot)[0]
+    if hi is None:
+        closed = min(j for j in range(i, len(log)) if log[j] == ("loop_close", lid))
+        nxt = [j for j in range(i, closed) if log[j] == ("iter", lid)]
+        rows = [x[1] for x in log[nxt[0]:closed] if x[0] == "row"] if nxt else []
+        hi = rows[0] if rows else _slot_bounds(log, i, slot)[1]
+    return lo, hi
 
 
 def _slot_bounds(log: tuple, i: int, slot) -> tuple[int | None, int | None]:

@@ -93,6 +93,12 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     for s in seqs:
         names = [c[0] for c in s.comps]
         if not _once_outside_groups(s):
+            if s.repeats:   # AND(a, b+) outside KL under SKIP_TILL_ANY_MATCH, not planned
+                raise CepUnsupportedError(
+                    "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH "
+                    "(interleaved closures) runs on the planned evaluator or inside "
+                    "KL(...); this clause needs the in-order evaluator outside KL",
+                    pos=getattr(spec.pattern, "pos", None))
             raise CepUnsupportedError(
                 "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
                 "each variable once per sequence (rename the second occurrence)")
@@ -314,31 +320,57 @@ def _proceed_masks(seqs: list[LinearSeq], labels: list[str]) -> np.ndarray:
     component again -- the proceed states of the epsilon closure after a take there, in
     its own sequence and in every sequence that shares the NFA states up to it (same
     pattern nodes, same AND order). SKIP_TILL_NEXT_MATCH ignores a row only when no
-    state of the closure takes it (R5): a waiting run dies when a sibling state could."""
+    state of the closure takes it (R5): a waiting run dies when a sibling state could.
+    Column 1: inside an iteration group, the labels of sibling sequences after the
+    group (SEQ(KL(SEQ(a, b)), OR(c, d))): in the closure only when the walk leaves the
+    group, which depends on the iteration count (cep.pyx _proceed_dynamic adds them)."""
     out = []
     for s in seqs:
         first_group = min((g[0] for g in s.groups or ()), default=None)
         for i in range(len(s.comps)):
-            mask = 0
+            mask = leave = 0
+            group = next((g for g in s.groups or () if g[0] <= i <= g[1]), None)
             for t in seqs:
                 if len(t.comps) <= i or t.ids[:i + 1] != s.ids[:i + 1]:
                     continue
                 if first_group is not None:
                     # the evaluator walks its own closure (it depends on the iteration
-                    # count); other sequences may share states only before the group
+                    # count); other sequences may share states before the group and,
+                    # inside it, the ones after it once the walk leaves the group
                     if t is s:
                         continue
-                    if i >= first_group:
-                        raise CepUnsupportedError(
-                            "KL(...) of a composite pattern followed by alternatives "
-                            "under SKIP_TILL_NEXT_MATCH is not supported by the CEP "
-                            "evaluator")
-                for j in range(i + 1, len(t.comps)):
-                    mask |= 1 << labels.index(t.comps[j][0])
-                    if t.comps[j][1] > 0:
-                        break
-            out.append(mask)
-    return np.asarray(out, dtype=np.uint64)
+                    if group is not None:
+                        leave |= _next_labels(t, group[1], labels)
+                        continue
+                mask |= _next_labels(t, i, labels)
+            if group is not None:
+                mask |= _sibling_alternatives(s, group, i, labels)
+            out.append((mask, leave))
+    return np.asarray(out, dtype=np.uint64).reshape(-1, 2)
+
+
+def _sibling_alternatives(s: LinearSeq, group: tuple, i: int, labels: list[str]) -> int:
+    """Inside a group, alternatives sharing the NFA states up to i's (KL(SEQ(d, AND(a,
+    b))): d, then a or b): the labels the others take next, up to a required one."""
+    alts = group[4]
+    own = next((a, b) for a, b in alts if a <= i <= b)
+    rel = i - own[0]
+    mask = 0
+    for a, b in alts:
+        if (a, b) != own and a + rel <= b and s.ids[a:a + rel + 1] == s.ids[own[0]:i + 1]:
+            mask |= _next_labels(s, a + rel, labels, b + 1)
+    return mask
+
+
+def _next_labels(t: LinearSeq, i: int, labels: list[str], end: int | None = None) -> int:
+    """Labels of t's components after i (before end) up to the first one that must
+    take a row."""
+    mask = 0
+    for j in range(i + 1, len(t.comps) if end is None else end):
+        mask |= 1 << labels.index(t.comps[j][0])
+        if t.comps[j][1] > 0:
+            break
+    return mask
 
 
 def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:

@@ -81,7 +81,7 @@ class CepConfig:
     groups: np.ndarray | None = None
     seq_recheck: np.ndarray | None = None
     take_skip: np.ndarray | None = None
-    neg_iter: np.ndarray | None = None   # per NOT check: its KL alternative's comps (R6b)
+    neg_iter: np.ndarray | None = None   # per NOT check inside a KL group (R6b, R6c)
     loop_only: np.ndarray | None = None  # per comp: starts an alternative only loops enter
     # plan inside the task from its first rows (cep_worker_plan.WorkerPlanner), or None
     worker_planner: object | None = None
