@@ -44,7 +44,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ...errors import CepAnalysisError, CepError
-from ...exprs.spark_sql import to_spark_sql
+from ...algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
+from ...algebra.rowrefs import rebuild
+from ...exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from ...runtime.plan import QueryPlan
 from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    result_column, unshared_reason)
@@ -219,7 +221,9 @@ class Workload:
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
             from ..streaming.workload import streaming_matches
             return streaming_matches(built.clauses, built.passes)
-        parts = [self._clause_matches(built, c) for c in built.clauses if c.index >= 0]
+        parts = [_pass_matches(built.passes[source][1],
+                               [(c, self._pattern(built, c)) for c in clauses])
+                 for source, clauses in _by_source(built.clauses).items()]
         if not parts:
             spark = self._session.spark
             return spark.createDataFrame([], "view string, partition variant, "
@@ -434,22 +438,59 @@ class Workload:
         return rows.select(*[F.expr(to_spark_sql(e)).alias(n)
                              for n, e in bound.final_projection])
 
-    def _clause_matches(self, built: _Built, clause: _Clause) -> DataFrame:
-        rows, bound = self._worker_rows(built, clause)
-        keys = set(clause.plan.partition_columns)
-        cols = [F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection]
-        part = [n for n, e in bound.final_projection if getattr(e, "column", None) in keys]
-        other = [n for n, _ in bound.final_projection if n not in part]
-        projected = rows.select(*cols, _col("__cep_mn").alias("__cep_match_number"))
+    @staticmethod
+    def _pattern(built: _Built, clause: _Clause):
+        shared, _ = built.passes[clause.source]
+        return next(p for g in shared.groups for p in g.patterns if p.index == clause.index)
 
-        def variant(names):
-            if not names:
-                return F.expr("to_variant_object(named_struct())")
-            return F.to_variant_object(F.struct(*[_col(n) for n in names]))
-        return projected.select(F.lit(clause.view).alias("view"),
-                                variant(part).alias("partition"),
-                                _col("__cep_match_number").alias("match_number"),
-                                variant(other).alias("measures"))
+
+def _by_source(clauses: list[_Clause]) -> dict[str, list[_Clause]]:
+    """The clauses in a shared pass, by the pass (source) they are in."""
+    out: dict[str, list[_Clause]] = {}
+    for c in clauses:
+        if c.index >= 0:
+            out.setdefault(c.source, []).append(c)
+    return out
+
+
+def _pass_matches(tagged: DataFrame, clauses: list) -> DataFrame:
+    """matches() of one pass: ONE projection over the persisted tagged rows (a union of
+    one filtered branch per clause would scan them once per view and make Spark plan
+    and run hundreds of branches). Each output column is a CASE over the tag whose
+    branch for a clause is its final projection read from its struct column."""
+    views, parts, numbers, measures = [], [], [], []
+    for clause, pattern in clauses:
+        column = ColumnRef(None, result_column(clause.index))
+        final = [(n, _in_struct(e, column)) for n, e in pattern.bound.final_projection]
+        keys = set(clause.plan.partition_columns)
+        part = [(n, e) for (n, e), (_, own) in zip(final, pattern.bound.final_projection)
+                if getattr(own, "column", None) in keys]
+        other = [(n, e) for n, e in final if n not in {k for k, _ in part}]
+        when = f"WHEN {clause.index} THEN "
+        views.append(when + quote_string(clause.view))
+        parts.append(when + _variant_object(part))
+        numbers.append(when + to_spark_sql(_in_struct(ColumnRef(None, "__cep_mn"), column)))
+        measures.append(when + _variant_object(other))
+    tag = quote_identifier(TAG)
+    case = lambda branches: f"CASE {tag} " + " ".join(branches) + " END"  # noqa: E731
+    return tagged.select(F.expr(case(views)).alias("view"),
+                         F.expr(case(parts)).alias("partition"),
+                         F.expr(f"CAST({case(numbers)} AS BIGINT)").alias("match_number"),
+                         F.expr(case(measures)).alias("measures"))
+
+
+def _in_struct(expr: Expr, struct: ColumnRef) -> Expr:
+    """expr with its (worker output) column references read from the struct column."""
+    if isinstance(expr, ColumnRef):
+        return FunctionCall(FIELD_ACCESS, (struct, Literal(expr.column, "string")))
+    kids = children(expr)
+    return rebuild(expr, [_in_struct(k, struct) for k in kids]) if kids else expr
+
+
+def _variant_object(named: list[tuple[str, Expr]]) -> str:
+    """Spark SQL of a VARIANT object of the named values (each keeps its own type)."""
+    fields = ", ".join(f"{quote_string(n)}, {to_spark_sql(e)}" for n, e in named)
+    return f"to_variant_object(named_struct({fields}))"
 
 
 def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
