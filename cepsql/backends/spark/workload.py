@@ -49,7 +49,7 @@ from ...algebra.rowrefs import rebuild
 from ...exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from ...runtime.plan import QueryPlan
 from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
-                                   result_column, unshared_reason)
+                                   unshared_reason)
 from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)
 from .frames import GENERATED_NAME
@@ -76,6 +76,9 @@ class _Built:
     clauses: list[_Clause] = field(default_factory=list)
     passes: dict[str, tuple[SharedPass, DataFrame]] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
+    # (view, its step 1 record) whose DataFrame dataframes() builds on first use:
+    # matches() and cep_workload() never need them (each is JVM calls per view)
+    unbound: list = field(default_factory=list)
 
 
 @dataclass
@@ -212,7 +215,10 @@ class Workload:
     def dataframes(self) -> dict[str, DataFrame]:
         """{view: DataFrame}: every view from the workload's one shared pass."""
         built = self._build()
-        return dict(built.frames)
+        for view, record in built.unbound:
+            built.frames[view.name] = self._view_frame(view, record, built)
+        built.unbound = []
+        return {name: built.frames[name] for name in built.names}
 
     def matches(self) -> DataFrame:
         """One DataFrame of every clause's matches: view, partition (VARIANT), match_number,
@@ -221,7 +227,7 @@ class Workload:
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
             from ..streaming.workload import streaming_matches
             return streaming_matches(built.clauses, built.passes)
-        parts = [_pass_matches(built.passes[source][1],
+        parts = [_pass_matches(*built.passes[source],
                                [(c, self._pattern(built, c)) for c in clauses])
                  for source, clauses in _by_source(built.clauses).items()]
         if not parts:
@@ -319,8 +325,7 @@ class Workload:
         sources = _SourceFrames(self._session.spark)
         recorded = [self._record(v, built, sources) for v in views]
         self._run_passes(built)
-        for view, record in zip(views, recorded):
-            built.frames[view.name] = self._view_frame(view, record, built)
+        built.unbound = list(zip(views, recorded))
         self._built = built
         return built
 
@@ -428,7 +433,7 @@ class Workload:
         shared, tagged = built.passes[clause.source]
         pattern = next(p for g in shared.groups for p in g.patterns if p.index == clause.index)
         rows = tagged.filter(F.col(TAG) == clause.index).select(
-            f"{result_column(clause.index)}.*")
+            f"{shared.column_of(clause.index)}.*")
         return rows, pattern.bound
 
     def _clause_frame(self, built: _Built, clause: _Clause) -> DataFrame:
@@ -453,30 +458,36 @@ def _by_source(clauses: list[_Clause]) -> dict[str, list[_Clause]]:
     return out
 
 
-def _pass_matches(tagged: DataFrame, clauses: list) -> DataFrame:
+def _pass_matches(shared: SharedPass, tagged: DataFrame, clauses: list) -> DataFrame:
     """matches() of one pass: ONE projection over the persisted tagged rows (a union of
     one filtered branch per clause would scan them once per view and make Spark plan
-    and run hundreds of branches). Each output column is a CASE over the tag whose
-    branch for a clause is its final projection read from its struct column."""
-    views, parts, numbers, measures = [], [], [], []
+    and run hundreds of branches). Each output column is a CASE over the tag with one
+    branch per distinct (struct column, final projection): views written from one
+    template share a branch, so the expression stays small for hundreds of views."""
+    tag = quote_identifier(TAG)
+    names = {c.index: c.view for c, _ in clauses}
+    views = "element_at(array(" + ", ".join(
+        quote_string(names.get(i, "")) for i in range(max(names) + 1)) + f"), {tag} + 1)"
+    branches: dict[tuple[str, str, str], list[int]] = {}
     for clause, pattern in clauses:
-        column = ColumnRef(None, result_column(clause.index))
+        column = ColumnRef(None, shared.column_of(clause.index))
         final = [(n, _in_struct(e, column)) for n, e in pattern.bound.final_projection]
         keys = set(clause.plan.partition_columns)
         part = [(n, e) for (n, e), (_, own) in zip(final, pattern.bound.final_projection)
                 if getattr(own, "column", None) in keys]
         other = [(n, e) for n, e in final if n not in {k for k, _ in part}]
-        when = f"WHEN {clause.index} THEN "
-        views.append(when + quote_string(clause.view))
-        parts.append(when + _variant_object(part))
-        numbers.append(when + to_spark_sql(_in_struct(ColumnRef(None, "__cep_mn"), column)))
-        measures.append(when + _variant_object(other))
-    tag = quote_identifier(TAG)
-    case = lambda branches: f"CASE {tag} " + " ".join(branches) + " END"  # noqa: E731
-    return tagged.select(F.expr(case(views)).alias("view"),
-                         F.expr(case(parts)).alias("partition"),
-                         F.expr(f"CAST({case(numbers)} AS BIGINT)").alias("match_number"),
-                         F.expr(case(measures)).alias("measures"))
+        number = to_spark_sql(_in_struct(ColumnRef(None, "__cep_mn"), column))
+        branches.setdefault((_variant_object(part), number, _variant_object(other)),
+                            []).append(clause.index)
+
+    def case(k: int) -> str:
+        return "CASE " + " ".join(
+            f"WHEN {tag} IN ({', '.join(map(str, indices))}) THEN {key[k]}"
+            for key, indices in branches.items()) + " END"
+    return tagged.select(F.expr(views).alias("view"),
+                         F.expr(case(0)).alias("partition"),
+                         F.expr(f"CAST({case(1)} AS BIGINT)").alias("match_number"),
+                         F.expr(case(2)).alias("measures"))
 
 
 def _in_struct(expr: Expr, struct: ColumnRef) -> Expr:
@@ -530,7 +541,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         late_columns.append(in_engine)
         computed.append(in_task)
         schemas.append(schema)
-    shared.bind(schemas)
+    shared.bind(schemas, compact=True)
     spark_schema = from_arrow_schema(shared.output_schema)
     outputs = []
     for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
@@ -542,7 +553,8 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
         if late:
             df = df.select("*", *late)
-        worker = SharedPassWorker(group, shared.output_schema, computed=own)
+        worker = SharedPassWorker(group, shared.output_schema, computed=own,
+                                  slots=shared.slots)
         outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
