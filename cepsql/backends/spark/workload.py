@@ -25,7 +25,10 @@ struct: views have different measures, and a struct per view would make the sche
 wide as the workload; a variant object keeps each value's own type, and
 ``variant_get(measures, '$.x', '<type>')`` returns it exactly -- DECIMAL(38,10), BIGINT
 near 2^63, TIMESTAMP (microseconds) and NaN survive (tests/test_workload_spark.py checks
-each). The matches are those of the clauses themselves (before any SQL around them).
+each). The matches are those of the clauses themselves (before any SQL around them). It is one projection over the
+persisted pass (a CASE over the tag, one branch per distinct final projection), not a
+union of one branch per view. The persisted pass is compact: one struct column per
+distinct worker row type, shared by the views whose measures have equal types.
 
 The workload follows the session's view registry: after CREATE OR REPLACE / DROP VIEW the
 next call rebuilds it (and unpersists the previous pass); ``close()`` unpersists too.
