@@ -15,11 +15,11 @@ largest size; a smaller size is the same first views (same seed), so its time is
 of those views' times. Every view's rows are checked equal (dataframes() against the
 view queried alone, matches() counted per view).
 
-    python benchmarks/bench_workload_spark.py [--rows 1000000] [--sizes 50 100]
+    python benchmarks/bench_workload_spark.py [--rows 1000000] [--sizes 50 100] [--out stem]
 
 Prints per size: separate s, shared s (build + matches() collected), shared s with every
 dataframes() frame also collected, the ratios, and saves
-benchmarks/results/workload_spark.{json,png}.
+benchmarks/results/<stem>.{json,png} (default workload_spark).
 """
 from __future__ import annotations
 
@@ -85,6 +85,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 100])
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "cepsql_bench"))
+    parser.add_argument("--out", default="workload_spark",
+                        help="results file stem under benchmarks/results/")
     args = parser.parse_args()
     sizes = sorted(args.sizes)
 
@@ -135,9 +137,9 @@ def main() -> None:
     for name in names:
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "workload_spark.json"), "w") as out:
+    with open(os.path.join(RESULTS, f"{args.out}.json"), "w") as out:
         json.dump(results, out, indent=1)
-    _plot(results, os.path.join(RESULTS, "workload_spark.png"))
+    _plot(results, os.path.join(RESULTS, f"{args.out}.png"))
 
 
 def _plot(results: list[dict], path: str) -> None:

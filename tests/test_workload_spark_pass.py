@@ -135,3 +135,57 @@ def test_the_pass_computes_row_local_columns_in_the_task_like_spark(source):
     for name, _ in in_task:
         assert mine.column(name).to_pylist() == theirs.column(name).to_pylist(), name
     wl.close()
+
+
+def test_views_of_one_template_share_a_result_column_and_matches_is_one_scan(source):
+    """The compact layout: views with equal measure types share one struct column of the
+    persisted pass; matches() reads it in one projection (one scan of the source) and
+    gives each view's rows, partition keys and measures exactly."""
+    spark, scanned = source
+    twin = CEP_VIEWS["wlp_any"].replace("a.vol > 70", "a.vol > 50").replace("'6'", "'4'")
+    spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW wlp_any2 AS {twin}")
+    try:
+        names = ["wlp_any", "wlp_any2", "wlp_sym"]
+        wl = spark.cep.workload(names)
+        matches = wl.matches()  # builds the pass (the planner's sample is read here)
+        before = scanned.value
+        m = matches.collect()
+        assert scanned.value - before == N_ROWS  # one scan for the three views
+        (shared, tagged), = wl._built.passes.values()
+        slots = [shared.column_of(i) for i in range(3)]
+        assert slots[0] == slots[1] != slots[2]
+        assert [f.name for f in tagged.schema].count(slots[0]) == 1
+        import json
+        by_view: dict[str, list] = {name: [] for name in names}
+        for r in m:
+            by_view[r.view].append((json.loads(r.partition.toJson()), r.match_number,
+                                    json.loads(r.measures.toJson())))
+        for name in names:
+            alone = spark.table(name).collect()
+            assert len(by_view[name]) == len(alone) > 0, name
+            assert sorted(k["sym"] for k, _, _ in by_view[name]) == sorted(
+                r.sym for r in alone), name
+            per_key: dict[str, list[int]] = {}
+            for k, n, _ in by_view[name]:
+                per_key.setdefault(k["sym"], []).append(n)
+            assert all(sorted(ns) == list(range(1, len(ns) + 1))
+                       for ns in per_key.values()), name
+        gains = sorted(v["gain"] for _, _, v in by_view["wlp_any2"])
+        assert gains == sorted(r.gain for r in spark.table("wlp_any2").collect())
+        frames = wl.dataframes()
+        for name in names:
+            assert rows(frames[name]) == rows(spark.table(name)), name
+        wl.close()
+    finally:
+        spark.cep.sql("DROP VIEW IF EXISTS wlp_any2")
+
+
+def test_joined_batches_keep_order_and_join_up_to_the_size():
+    import pyarrow as pa
+    from cepsql.runtime.shared.one_pass import joined_batches
+    parts = [pa.record_batch({"x": list(range(k, k + n))}) for k, n in
+             [(0, 3), (3, 0), (3, 4), (7, 2), (9, 5), (14, 1)]]
+    out = list(joined_batches(iter(parts), 6))
+    assert [b.num_rows for b in out] == [7, 7, 1]
+    assert [v for b in out for v in b.column(0).to_pylist()] == list(range(15))
+    assert list(joined_batches(iter([]), 6)) == []

@@ -25,7 +25,10 @@ struct: views have different measures, and a struct per view would make the sche
 wide as the workload; a variant object keeps each value's own type, and
 ``variant_get(measures, '$.x', '<type>')`` returns it exactly -- DECIMAL(38,10), BIGINT
 near 2^63, TIMESTAMP (microseconds) and NaN survive (tests/test_workload_spark.py checks
-each). The matches are those of the clauses themselves (before any SQL around them).
+each). The matches are those of the clauses themselves (before any SQL around them). It is one projection over the
+persisted pass (a CASE over the tag, one branch per distinct final projection), not a
+union of one branch per view. The persisted pass is compact: one struct column per
+distinct worker row type, shared by the views whose measures have equal types.
 
 The workload follows the session's view registry: after CREATE OR REPLACE / DROP VIEW the
 next call rebuilds it (and unpersists the previous pass); ``close()`` unpersists too.
@@ -44,10 +47,12 @@ from pyspark.errors import AnalysisException
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ...errors import CepAnalysisError, CepError
-from ...exprs.spark_sql import to_spark_sql
+from ...algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
+from ...algebra.rowrefs import rebuild
+from ...exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from ...runtime.plan import QueryPlan
 from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
-                                   result_column, unshared_reason)
+                                   unshared_reason)
 from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)
 from .frames import GENERATED_NAME
@@ -74,6 +79,9 @@ class _Built:
     clauses: list[_Clause] = field(default_factory=list)
     passes: dict[str, tuple[SharedPass, DataFrame]] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
+    # (view, its step 1 record) whose DataFrame dataframes() builds on first use:
+    # matches() and cep_workload() never need them (each is JVM calls per view)
+    unbound: list = field(default_factory=list)
 
 
 @dataclass
@@ -210,7 +218,10 @@ class Workload:
     def dataframes(self) -> dict[str, DataFrame]:
         """{view: DataFrame}: every view from the workload's one shared pass."""
         built = self._build()
-        return dict(built.frames)
+        for view, record in built.unbound:
+            built.frames[view.name] = self._view_frame(view, record, built)
+        built.unbound = []
+        return {name: built.frames[name] for name in built.names}
 
     def matches(self) -> DataFrame:
         """One DataFrame of every clause's matches: view, partition (VARIANT), match_number,
@@ -219,7 +230,9 @@ class Workload:
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
             from ..streaming.workload import streaming_matches
             return streaming_matches(built.clauses, built.passes)
-        parts = [self._clause_matches(built, c) for c in built.clauses if c.index >= 0]
+        parts = [_pass_matches(*built.passes[source],
+                               [(c, self._pattern(built, c)) for c in clauses])
+                 for source, clauses in _by_source(built.clauses).items()]
         if not parts:
             spark = self._session.spark
             return spark.createDataFrame([], "view string, partition variant, "
@@ -315,8 +328,7 @@ class Workload:
         sources = _SourceFrames(self._session.spark)
         recorded = [self._record(v, built, sources) for v in views]
         self._run_passes(built)
-        for view, record in zip(views, recorded):
-            built.frames[view.name] = self._view_frame(view, record, built)
+        built.unbound = list(zip(views, recorded))
         self._built = built
         return built
 
@@ -424,7 +436,7 @@ class Workload:
         shared, tagged = built.passes[clause.source]
         pattern = next(p for g in shared.groups for p in g.patterns if p.index == clause.index)
         rows = tagged.filter(F.col(TAG) == clause.index).select(
-            f"{result_column(clause.index)}.*")
+            f"{shared.column_of(clause.index)}.*")
         return rows, pattern.bound
 
     def _clause_frame(self, built: _Built, clause: _Clause) -> DataFrame:
@@ -434,22 +446,65 @@ class Workload:
         return rows.select(*[F.expr(to_spark_sql(e)).alias(n)
                              for n, e in bound.final_projection])
 
-    def _clause_matches(self, built: _Built, clause: _Clause) -> DataFrame:
-        rows, bound = self._worker_rows(built, clause)
-        keys = set(clause.plan.partition_columns)
-        cols = [F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection]
-        part = [n for n, e in bound.final_projection if getattr(e, "column", None) in keys]
-        other = [n for n, _ in bound.final_projection if n not in part]
-        projected = rows.select(*cols, _col("__cep_mn").alias("__cep_match_number"))
+    @staticmethod
+    def _pattern(built: _Built, clause: _Clause):
+        shared, _ = built.passes[clause.source]
+        return next(p for g in shared.groups for p in g.patterns if p.index == clause.index)
 
-        def variant(names):
-            if not names:
-                return F.expr("to_variant_object(named_struct())")
-            return F.to_variant_object(F.struct(*[_col(n) for n in names]))
-        return projected.select(F.lit(clause.view).alias("view"),
-                                variant(part).alias("partition"),
-                                _col("__cep_match_number").alias("match_number"),
-                                variant(other).alias("measures"))
+
+def _by_source(clauses: list[_Clause]) -> dict[str, list[_Clause]]:
+    """The clauses in a shared pass, by the pass (source) they are in."""
+    out: dict[str, list[_Clause]] = {}
+    for c in clauses:
+        if c.index >= 0:
+            out.setdefault(c.source, []).append(c)
+    return out
+
+
+def _pass_matches(shared: SharedPass, tagged: DataFrame, clauses: list) -> DataFrame:
+    """matches() of one pass: ONE projection over the persisted tagged rows (a union of
+    one filtered branch per clause would scan them once per view and make Spark plan
+    and run hundreds of branches). Each output column is a CASE over the tag with one
+    branch per distinct (struct column, final projection): views written from one
+    template share a branch, so the expression stays small for hundreds of views."""
+    tag = quote_identifier(TAG)
+    names = {c.index: c.view for c, _ in clauses}
+    views = "element_at(array(" + ", ".join(
+        quote_string(names.get(i, "")) for i in range(max(names) + 1)) + f"), {tag} + 1)"
+    branches: dict[tuple[str, str, str], list[int]] = {}
+    for clause, pattern in clauses:
+        column = ColumnRef(None, shared.column_of(clause.index))
+        final = [(n, _in_struct(e, column)) for n, e in pattern.bound.final_projection]
+        keys = set(clause.plan.partition_columns)
+        part = [(n, e) for (n, e), (_, own) in zip(final, pattern.bound.final_projection)
+                if getattr(own, "column", None) in keys]
+        other = [(n, e) for n, e in final if n not in {k for k, _ in part}]
+        number = to_spark_sql(_in_struct(ColumnRef(None, "__cep_mn"), column))
+        branches.setdefault((_variant_object(part), number, _variant_object(other)),
+                            []).append(clause.index)
+
+    def case(k: int) -> str:
+        return "CASE " + " ".join(
+            f"WHEN {tag} IN ({', '.join(map(str, indices))}) THEN {key[k]}"
+            for key, indices in branches.items()) + " END"
+    return tagged.select(F.expr(views).alias("view"),
+                         F.expr(case(0)).alias("partition"),
+                         F.expr(f"CAST({case(1)} AS BIGINT)").alias("match_number"),
+                         F.expr(case(2)).alias("measures"))
+
+
+def _in_struct(expr: Expr, struct: ColumnRef) -> Expr:
+    """expr with its (worker output) column references read from the struct column."""
+    if isinstance(expr, ColumnRef):
+        return FunctionCall(FIELD_ACCESS, (struct, Literal(expr.column, "string")))
+    kids = children(expr)
+    return rebuild(expr, [_in_struct(k, struct) for k in kids]) if kids else expr
+
+
+def _variant_object(named: list[tuple[str, Expr]]) -> str:
+    """Spark SQL of a VARIANT object of the named values (each keeps its own type)."""
+    fields = ", ".join(f"{quote_string(n)}, {to_spark_sql(e)}" for n, e in named)
+    return f"to_variant_object(named_struct({fields}))"
 
 
 def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
@@ -489,7 +544,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         late_columns.append(in_engine)
         computed.append(in_task)
         schemas.append(schema)
-    shared.bind(schemas)
+    shared.bind(schemas, compact=True)
     spark_schema = from_arrow_schema(shared.output_schema)
     outputs = []
     for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
@@ -501,7 +556,8 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
         if late:
             df = df.select("*", *late)
-        worker = SharedPassWorker(group, shared.output_schema, computed=own)
+        worker = SharedPassWorker(group, shared.output_schema, computed=own,
+                                  slots=shared.slots)
         outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged

@@ -9,7 +9,10 @@ evaluator, and each output batch comes back tagged with its pattern's index.
 
 Output layout: ``__cep_view`` (int32, the pattern index) + one struct column
 ``__cep_r<i>`` per pattern of the workload holding that pattern's worker row (NULL on the
-other patterns' rows). Chosen over a wide union of all worker columns because every
+other patterns' rows); or, compact (``SharedPass.bind(compact=True)``, the Spark batch
+pass), one struct column per distinct worker row type, shared by the patterns with
+equal measure types (a workload of rules written from a few templates has a few
+columns, not one per view; ``SharedPass.column_of(i)`` names pattern i's). Chosen over a wide union of all worker columns because every
 plan names its columns alike (``__cep_a0``, ``__cep_mn``...) with other types: a struct per
 pattern keeps each pattern's names and exact Arrow/Spark types with no renaming or casts,
 and ``select(__cep_r<i>.*)`` gives back exactly the worker output the pattern's own
@@ -35,13 +38,16 @@ from ..plan import BoundPlan, QueryPlan, SortColumn
 
 __all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "sharing_patterns",
            "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
-           "split_output"]
+           "split_output", "joined_batches", "BATCH_ROWS"]
 
 TAG = "__cep_view"
+#: rows per batch the pass evaluates (Spark hands mapInArrow 10k-row batches)
+BATCH_ROWS = 65536
 
 
 def result_column(index: int) -> str:
-    """The struct column holding pattern ``index``'s worker rows."""
+    """The struct column holding pattern ``index``'s worker rows (the compact layout:
+    ``SharedPass.column_of``)."""
     return f"__cep_r{index}"
 
 
@@ -60,10 +66,11 @@ class PassPattern:
     def worker_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The shared input batch as this pattern's own worker expects it (zero-copy),
         without the rows its relevance filter drops."""
-        if self.relevant is not None:
-            batch = batch.filter(_kept(batch.column(self.relevant)))
-        return pa.RecordBatch.from_arrays([batch.column(s) for s, _ in self.inputs],
-                                          names=[own for _, own in self.inputs])
+        own = pa.RecordBatch.from_arrays([batch.column(s) for s, _ in self.inputs],
+                                         names=[own for _, own in self.inputs])
+        if self.relevant is not None:  # filter the pattern's own columns, not the group's
+            own = own.filter(_kept(batch.column(self.relevant)))
+        return own
 
 
 def _kept(mask: pa.Array) -> pa.Array:
@@ -100,10 +107,14 @@ class SharedPass:
     groups: list[PassGroup]
     n_patterns: int
     output_schema: pa.Schema | None = None   # set by bind()
+    # pattern index -> the struct column holding its rows (set by bind())
+    slots: dict[int, str] = field(default_factory=dict)
 
-    def bind(self, prepared_schemas: list[pa.Schema]) -> None:
+    def bind(self, prepared_schemas: list[pa.Schema], compact: bool = False) -> None:
         """Bind every plan to its group's prepared input schema (one per group, in order)
-        and fix the tagged output schema."""
+        and fix the tagged output schema: one struct column per pattern, or with
+        ``compact`` one per distinct worker row type (patterns with equal measures
+        share it; ``__cep_view`` tells them apart)."""
         fields = [pa.field(TAG, pa.int32(), nullable=False)]
         structs: dict[int, pa.DataType] = {}
         for group, schema in zip(self.groups, prepared_schemas):
@@ -112,8 +123,21 @@ class SharedPass:
                                  for shared, own_name in p.inputs])
                 p.bound = p.plan.bind(own)
                 structs[p.index] = pa.struct(list(p.bound.worker_schema))
-        fields += [pa.field(result_column(i), structs[i]) for i in range(self.n_patterns)]
+        by_type: dict[pa.DataType, str] = {}
+        for i in range(self.n_patterns):
+            if not compact:
+                self.slots[i] = result_column(i)
+            elif structs[i] not in by_type:
+                by_type[structs[i]] = self.slots[i] = result_column(len(by_type))
+            else:
+                self.slots[i] = by_type[structs[i]]
+            if self.slots[i] not in {f.name for f in fields}:
+                fields.append(pa.field(self.slots[i], structs[i]))
         self.output_schema = pa.schema(fields)
+
+    def column_of(self, index: int) -> str:
+        """The struct column holding pattern ``index``'s worker rows."""
+        return self.slots.get(index) or result_column(index)
 
 
 def _resolved(plan: QueryPlan, name: str):
@@ -361,8 +385,13 @@ class SharedPassWorker:
 
     def __init__(self, group: PassGroup, output_schema: pa.Schema,
                  evaluator: Callable = pass_evaluator,
-                 computed: list[tuple[str, Expr]] | None = None):
+                 computed: list[tuple[str, Expr]] | None = None,
+                 batch_rows: int = BATCH_ROWS, slots: dict[int, str] | None = None):
         self.group = group
+        self.slots = dict(slots or {})  # SharedPass.slots (default: a column per pattern)
+        # sorted input batches are joined up to this many rows before evaluation: every
+        # pattern of the group pays its per-batch cost once per joined batch
+        self.batch_rows = batch_rows
         self.output_schema = output_schema
         self.evaluator = evaluator
         # prepared columns the task computes itself (Arrow kernels) and appends to each
@@ -377,17 +406,34 @@ class SharedPassWorker:
             p.bound.worker = copy.copy(p.bound.worker)
             p.bound.worker._push = None
         evaluator = self.evaluator(self.group.global_plan, patterns)
-        for batch in batches:
-            if batch.num_rows:
-                if self.computed:
-                    batch = with_computed(batch, self.computed)
-                yield from self._tagged(evaluator.feed(batch))
+        for batch in joined_batches(batches, self.batch_rows):
+            if self.computed:
+                batch = with_computed(batch, self.computed)
+            yield from self._tagged(evaluator.feed(batch))
         yield from self._tagged(evaluator.finish())
 
     def _tagged(self, outputs: list[tuple[int, pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
         for index, out in outputs:
             if out.num_rows:
-                yield tag_batch(index, out, self.output_schema)
+                yield tag_batch(index, out, self.output_schema, self.slots.get(index))
+
+
+def joined_batches(batches: Iterator[pa.RecordBatch], rows: int
+                   ) -> Iterator[pa.RecordBatch]:
+    """The non-empty batches in order, consecutive ones concatenated until each holds at
+    least ``rows`` rows (the last may hold fewer)."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        pending.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+            pending, held = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
 
 
 def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]]) -> pa.RecordBatch:
@@ -414,14 +460,17 @@ def computed_type(expr: Expr, schema: pa.Schema) -> pa.DataType | None:
         return None
 
 
-def tag_batch(index: int, out: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """A worker output batch of pattern ``index`` in the tagged layout."""
+def tag_batch(index: int, out: pa.RecordBatch, schema: pa.Schema,
+              column: str | None = None) -> pa.RecordBatch:
+    """A worker output batch of pattern ``index`` in the tagged layout (its rows in
+    ``column``, default ``result_column(index)``)."""
     n = out.num_rows
+    column = column or result_column(index)
     columns = [pa.array(np.full(n, index, dtype=np.int32))]
     for field_ in schema:
         if field_.name == TAG:
             continue
-        if field_.name == result_column(index):
+        if field_.name == column:
             columns.append(pa.StructArray.from_arrays(out.columns, fields=list(field_.type)))
         else:
             columns.append(pa.nulls(n, field_.type))
@@ -442,7 +491,7 @@ def split_output(tagged: pa.Table, shared_pass: SharedPass) -> list[pa.Table]:
         for index in ([lo.as_py()] if lo == hi else pc.unique(tags).to_pylist()):
             rows = batch if lo == hi else batch.filter(pc.equal(tags, index))
             pieces.setdefault(index, []).append(
-                rows.column(batch.schema.get_field_index(result_column(index))))
+                rows.column(batch.schema.get_field_index(shared_pass.column_of(index))))
     out = []
     for p in sorted((p for g in shared_pass.groups for p in g.patterns),
                     key=lambda p: p.index):
