@@ -84,6 +84,9 @@ class ConditionCode:
 MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
 
 
+A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
+
+
 def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:
     """How an evaluator computes an aggregate over a column of type arg, and its result
     type: [exact (0 double lane, 1 exact lane), argument scale, result scale, result
@@ -698,7 +701,15 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
-    em.aggs.append([set_id, FUNC_CODES[e.func], col])
+    func = FUNC_CODES[e.func]
+    if e.distinct:
+        # the evaluators walk the rows matched so far (the thread's history): DISTINCT
+        # state is the set of rows, not a fixed vector. Values compare in the column's lane.
+        func |= A_DISTINCT
+        em.reads_other_labels = True
+        if e.func == "COUNT":
+            lane = [int(t.exact), 0, 0, 0]
+    em.aggs.append([set_id, func, col])
     em.agg_exact.append(lane)
     em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return out
