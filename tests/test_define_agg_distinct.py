@@ -160,7 +160,7 @@ AGGS = [
     ("sum(DISTINCT A.x)", "aggregate(" + _DISTINCT.format(c="x", w="{w}")
      + ", CAST(NULL AS BIGINT), (acc, v) -> coalesce(acc, 0) + v)"),
     ("sum(DISTINCT A.d)", "aggregate(" + _DISTINCT.format(c="d", w="{w}")
-     + ", CAST(NULL AS DECIMAL(20,2)), (acc, v) -> coalesce(acc, 0) + v)"),
+     + ", CAST(NULL AS DECIMAL(20,2)), (acc, v) -> CAST(coalesce(acc, 0) + v AS DECIMAL(20,2)))"),
     ("count(DISTINCT A.f)", f"size({_DISTINCT.format(c='f', w='{w}')})"),
     ("count(DISTINCT A.s)", f"size({_DISTINCT.format(c='s', w='{w}')})"),
     ("count(DISTINCT A.ts)", f"size({_DISTINCT.format(c='ts', w='{w}')})"),
