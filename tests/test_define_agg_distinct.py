@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cepsql
 from cepsql.errors import CepUnsupportedError
@@ -100,6 +100,26 @@ def test_sql_mode_equals_the_oracle(table, cond, n, pattern):
        strategy=st.sampled_from(STRATEGIES))
 def test_cep_mode_equals_the_oracle(table, cond, n, pattern, strategy):
     _agrees(_query(cond[0].format(n=n), pattern, strategy), table, cep=True)
+
+
+@pytest.fixture()
+def tiny_chunks(monkeypatch):
+    """CEP streaming: chunks of 3 rows fed one row per batch (runs and their node
+    chains carried across chunks)."""
+    from test_cep_streaming import _chunked
+    _chunked(monkeypatch, 3)
+
+
+def test_cep_streaming_carries_distinct_state(tiny_chunks):
+    @settings(max_examples=25, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(table=_tables(), cond=st.sampled_from([c for c in CONDITIONS if c[1]]),
+           n=st.integers(1, 4), strategy=st.sampled_from(STRATEGIES))
+    def check(table, cond, n, strategy):
+        sql = _query(cond[0].format(n=n), "A B+ C?", strategy).replace(
+            " DEFINE", " WITHIN 4 ROWS DEFINE")
+        _agrees(sql, table, cep=True)
+    check()
 
 
 # --- by hand and errors --------------------------------------------------------------------
