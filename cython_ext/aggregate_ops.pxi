@@ -30,6 +30,15 @@ cdef enum: A_MIN_BY = 12
 # _agg_distinct folds the first row of each distinct non-NULL value. lane[0] tells the
 # lane the column's values are in (COUNT too).
 cdef enum: A_DISTINCT = 64
+# element_at(array_agg(x), i) (DEFINE): listed like DISTINCT; lane: column exact, the
+# 1-based index (negative: from the end), 0, NULL out of range even under ANSI
+cdef enum: A_ELEMENT = 13
+cdef enum: VM_ERR_INDEX = 4  # element_at out of range under ANSI (worker.raise_vm_error)
+
+
+cdef inline bint _agg_listed(int func) noexcept nogil:
+    """Whether a DEFINE aggregate is computed from the listed rows (no running state)."""
+    return (func & A_DISTINCT) != 0 or func == A_ELEMENT
 cdef extern from *:
     """
     #define CEPSQL_NULL_HI (-0x7FFFFFFFFFFFFFFFLL - 1)
@@ -259,7 +268,7 @@ cdef inline void _agg_define_row(i64* a, const int* daggs, int k, const ExactLan
     cdef i64 base = col * n_rows
     cdef const int* lane = xl.dlane + 4 * k
     cdef i64 vbase = lane[2] * n_rows
-    if func & A_DISTINCT:
+    if _agg_listed(func):
         return  # evaluated over the listed rows (_agg_distinct)
     if func == A_MAX_BY or func == A_MIN_BY:
         _agg_step_by(a, func, lane, vals + base, xl.cols + base, nulls + base,
@@ -285,9 +294,11 @@ cdef inline bint _same_value(const int* lane, const double* dcol, const x_i128* 
 cdef inline void _agg_distinct(i64* rows, i64 n, const int* daggs, int k, ExactLane* xl,
                                const double* vals, const unsigned char* nulls, i64 n_rows,
                                double* dv, x_i128* xv, unsigned char* isnull) noexcept nogil:
-    """DEFINE aggregate k (DISTINCT) over rows[0..n) in match order: each distinct
-    non-NULL value is stepped once, at its first row. rows is scratch: its prefix is
+    """DEFINE aggregate k (DISTINCT, or ELEMENT) over rows[0..n) in match order: each
+    distinct non-NULL value is stepped once, at its first row (ELEMENT: the non-NULL,
+    or distinct, values are kept and the index picks one). rows is scratch: its prefix is
     overwritten with the rows kept. O(n * distinct values)."""
+    cdef bint distinct = (daggs[k * 3 + 1] & A_DISTINCT) != 0
     cdef int func = daggs[k * 3 + 1] & ~A_DISTINCT
     cdef i64 base = daggs[k * 3 + 2] * n_rows
     cdef const int* lane = xl.dlane + 4 * k
@@ -303,11 +314,26 @@ cdef inline void _agg_distinct(i64* rows, i64 n, const int* daggs, int k, ExactL
         if ncol[row]:
             continue
         j = 0
-        while j < kept and not _same_value(lane, dcol, xcol, rows[j], row):
+        while distinct and j < kept and not _same_value(lane, dcol, xcol, rows[j], row):
             j += 1
-        if j < kept:
+        if distinct and j < kept:
             continue
         rows[kept] = row
         kept += 1
-        _agg_step(a, func, lane, dcol, xcol, ncol, row, 0)
-    _agg_value(a, func, lane, xl, dv, xv, isnull)
+        if func != A_ELEMENT:
+            _agg_step(a, func, lane, dcol, xcol, ncol, row, 0)
+    if func != A_ELEMENT:
+        _agg_value(a, func, lane, xl, dv, xv, isnull)
+        return
+    j = lane[1] - 1 if lane[1] > 0 else kept + lane[1]
+    dv[0] = 0.0
+    xv[0] = 0
+    isnull[0] = 0
+    if j < 0 or j >= kept:
+        isnull[0] = 1
+        if xl.ansi and not lane[3] and xl.error == 0:
+            xl.error = VM_ERR_INDEX
+    elif lane[0]:
+        xv[0] = xcol[rows[j]]
+    else:
+        dv[0] = dcol[rows[j]]

@@ -615,7 +615,7 @@ cdef class CepMatcher:
     cdef void _agg_take(self, int k, i64* st, i64 r, int label, double* dv, x_i128* xv,
                         unsigned char* isnull) noexcept nogil:
         cdef i64 a[AGG_W]
-        if self.daggs[k * 3 + 1] & A_DISTINCT:
+        if _agg_listed(self.daggs[k * 3 + 1]):
             self._distinct_take(k, st, r, label, dv, xv, isnull)
             return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
@@ -631,7 +631,7 @@ cdef class CepMatcher:
         cdef i64 a[AGG_W]
         cdef i64 n = 0
         cdef i64* rows
-        if self.daggs[k * 3 + 1] & A_DISTINCT:
+        if _agg_listed(self.daggs[k * 3 + 1]):
             rows = self._drows(m)
             if rows == NULL:
                 isnull[0] = 1
@@ -770,7 +770,7 @@ cdef class CepMatcher:
             st[base] = cnt + 1
         for t in range(self.n_daggs):
             s = self.daggs[t * 3]
-            if self.daggs[t * 3 + 1] & A_DISTINCT:
+            if _agg_listed(self.daggs[t * 3 + 1]):
                 self.dtoken += 1
                 st[self.agg_base + AGG_W * t] = self.dtoken
                 continue

@@ -772,7 +772,7 @@ cdef class SqlMatcher:
         """Aggregate k over the thread's rows plus row r tentatively labelled label."""
         cdef int set_id = self.daggs[k * 3]
         cdef i64 a[AGG_W]
-        if self.daggs[k * 3 + 1] & A_DISTINCT:
+        if _agg_listed(self.daggs[k * 3 + 1]):
             self._distinct_aggregate(k, st, r, label, dv, xv, isnull)
             return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))

@@ -450,6 +450,17 @@ def _array_contains(values: object, probe: object) -> object:
     return None if any(v is None for v in values) else False
 
 
+def _element_at(values: list, index: object) -> object:
+    """element_at/try_element_at of a list: 1-based, negative from the end; NULL out of
+    range (the oracle has no ANSI errors; element_at raises there under ANSI)."""
+    if index is None:
+        return None
+    if index == 0:
+        raise CepAnalysisError("[INVALID_INDEX_OF_ZERO] element_at index starts at 1")
+    i = index - 1 if index > 0 else len(values) + index
+    return values[i] if 0 <= i < len(values) else None
+
+
 def _nested(name: str, base: object, key: object) -> object:
     """Struct field / 0-based array element / map value; NULL when absent (Python rows:
     structs are dicts, arrays lists, maps lists of (key, value) pairs)."""
@@ -484,6 +495,8 @@ def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
             else args[0]
     if name == "if":
         return args[1] if args[0] is True else args[2]
+    if name in ("element_at", "try_element_at") and isinstance(expr.args[0], Aggregate):
+        return None if args[0] is None else _element_at(*args)  # a list aggregate
     if name in (FIELD_ACCESS, SUBSCRIPT, ARRAY_ELEMENT, MAP_VALUE):
         return _nested(name, *args)
     if name == "array_contains":

@@ -25,7 +25,9 @@ FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 
               # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
               "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
               # DEFINE only: the value at the last row holding the extreme ordering
-              "MAX_BY": 11, "MIN_BY": 12}
+              "MAX_BY": 11, "MIN_BY": 12,
+              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
+              "ELEMENT": 13}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
@@ -50,7 +52,9 @@ _DISTINCT_IRRELEVANT = ("min", "max", "bool_and", "bool_or", "max_by", "min_by")
 LIST_AGGREGATES = ("array_agg", "collect_list", "collect_set", "listagg", "string_agg")
 _SIZE_FUNCS = ("size", "cardinality", "array_size")
 _LENGTH_FUNCS = ("length", "char_length", "character_length", "len")
-LIST_FUNCTIONS_TEXT = ("size(), cardinality(), array_size(), array_contains(list, constant) "
+_ELEMENT_FUNCS = ("element_at", "try_element_at")
+LIST_FUNCTIONS_TEXT = ("size(), cardinality(), array_size(), array_contains(list, constant), "
+                       "element_at/try_element_at(list, constant integer) "
                        "(array_agg/collect_list/collect_set) and length()/char_length() "
                        "(listagg/string_agg, without DISTINCT)")
 
@@ -84,6 +88,8 @@ def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: 
         return _normalize(expr, derived, final_default, known_vars, members)
     if in_define and isinstance(expr, FunctionCall) and expr.args and \
             isinstance(expr.args[0], Aggregate) and expr.args[0].name.lower() in LIST_AGGREGATES:
+        if expr.name.lower() in _ELEMENT_FUNCS and len(expr.args) == 2:
+            return _element(expr, derived, known_vars)
         return normalize_aggregates(_list_function(expr), derived, final_default=final_default,
                                     known_vars=known_vars, in_define=True, members=members)
     kids = children(expr)
@@ -264,6 +270,40 @@ def _list_function(call: FunctionCall) -> Expr:
         return Case(None, ((BinaryOp("=", n, Literal(0, "int", pos), pos),
                             Literal(None, "null", pos)),), BinaryOp("+", chars, seps, pos), pos)
     raise unsupported()
+
+
+def _element(call: FunctionCall, derived: DerivedColumns, known: set[str]) -> Expr:
+    """element_at(list, i) (1-based, negative from the end; out of range an error under
+    ANSI, else NULL) and try_element_at (NULL): the evaluators list the rows matched so
+    far and pick the i-th non-NULL (distinct) value."""
+    agg = call.args[0]
+    distinct = agg.distinct or agg.name.lower() == "collect_set"
+    if agg.name.lower() in ("listagg", "string_agg") or agg.star_var is not None:
+        raise CepUnsupportedError(f"{call.name}() of {agg.name}() is not supported in DEFINE",
+                                  pos=call.pos)
+    index = call.args[1]
+    if isinstance(index, UnaryOp) and index.op == "-" and isinstance(index.operand, Literal) \
+            and isinstance(index.operand.value, int):
+        index = Literal(-index.operand.value, "int", index.pos)
+    if not (isinstance(index, Literal) and index.type == "int"):
+        raise CepUnsupportedError(
+            f"{call.name}(array_agg(...), i) in DEFINE needs a constant integer i",
+            pos=getattr(index, "pos", call.pos))
+    i = index.value
+    if i == 0:
+        raise CepAnalysisError("[INVALID_INDEX_OF_ZERO] element_at index starts at 1",
+                               pos=index.pos)
+    if agg.semantics == "FINAL":
+        raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
+    var = _aggregate_variable(agg, known)
+    for node in walk(agg.args[0]):
+        if isinstance(node, (MatchNumber, Classifier)):
+            raise CepUnsupportedError(
+                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
+                "argument (MEASURES can)", pos=node.pos)
+    column = derived.name_for(_strip(agg.args[0]))
+    return AggregateValue("ELEMENT", var, column, False, call.pos, distinct=distinct, index=i,
+                          null_out_of_range=call.name != "element_at")
 
 
 def _define_by(agg: Aggregate, derived: DerivedColumns, known: set[str]) -> Expr:

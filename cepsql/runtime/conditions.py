@@ -698,6 +698,8 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     if e.func in ("MAX_BY", "MIN_BY"):
         return _aggregate_by(em, e, col, t)
+    if e.func == "ELEMENT":
+        return _aggregate_element(em, e, col, t)
     lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
@@ -713,6 +715,19 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     em.agg_exact.append(lane)
     em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return out
+
+
+def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
+    """element_at over the listed rows (like DISTINCT: the thread's history): lane =
+    [column exact, 1-based index (negative from the end), 0, NULL out of range]."""
+    from .aggregates import FUNC_CODES
+    em.row_local = False
+    em.reads_other_labels = True
+    em.aggs.append([em.refs.sets.set_id(e.var),
+                    FUNC_CODES["ELEMENT"] | (A_DISTINCT if e.distinct else 0), col])
+    em.agg_exact.append([int(t.exact), e.index, 0, int(e.null_out_of_range)])
+    em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
+    return t
 
 
 def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
