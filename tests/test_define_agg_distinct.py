@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cepsql
-from cepsql.errors import CepUnsupportedError
+from cepsql.errors import CepRuntimeError, CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.reference.sql import evaluate_reference
 from _sqlhelp import loc, run as run_local
@@ -48,6 +48,9 @@ CONDITIONS = [
     ("length(listagg(B.s, '--')) < {n} + 2", True),
     ("length(string_agg(B.x)) < {n}", True),
     ("stddev_pop(DISTINCT B.x) < {n} / 3.0", False),
+    ("coalesce(try_element_at(array_agg(B.x), -{n}), 0) <> 2", True),
+    ("try_element_at(array_agg(DISTINCT B.s), -1) <> 'a'", True),
+    ("try_element_at(collect_set(B.d), {n}) IS NULL", True),
 ]
 PATTERNS = ["A B+", "A B+ C?", "(A | B)+ C", "A B* C"]
 STRATEGIES = ["SKIP_TILL_NEXT_MATCH", "PARTITION_CONTIGUITY", "SKIP_TILL_ANY_MATCH"]
@@ -145,11 +148,26 @@ def test_distinct_and_list_aggregates_by_hand(cond, spans):
     assert rows == spans
 
 
+def test_element_at_out_of_range_raises_under_ansi_and_is_null_without():
+    """Spark's element_at: INVALID_ARRAY_INDEX_IN_ELEMENT_AT under ANSI, NULL without;
+    try_element_at is NULL in both."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS a, "
+           "LAST(id) AS b ONE ROW PER MATCH PATTERN (A+) "
+           "DEFINE A AS {f}(array_agg(A.x), 2) IS NULL OR {f}(array_agg(A.x), 2) = 2)")
+    with pytest.raises(CepRuntimeError, match="INVALID_ARRAY_INDEX_IN_ELEMENT_AT"):
+        run_local(sql.format(f="element_at"), t=HAND)
+    _, tried = run_local(sql.format(f="try_element_at"), t=HAND)
+    with cepsql.planner_options(ansi=False):
+        _, legacy = run_local(sql.format(f="element_at"), t=HAND)
+    assert tried == legacy == [(1, 7)]
+
+
 @pytest.mark.parametrize("define, needle, message", [
     ("listagg(A.s, ',') = 'a,b'", "listagg", "supported only as the list argument"),
     ("string_agg(A.s) LIKE '%a%'", "string_agg", "supported only as the list argument"),
-    ("element_at(array_agg(A.x), 1) = 1", "element_at", r"size\(\), cardinality\(\)"),
+    ("array_max(array_agg(A.x)) = 1", "array_max", r"size\(\), cardinality\(\)"),
     ("length(listagg(DISTINCT A.s)) < 3", "length", "without DISTINCT"),
+    ("element_at(array_agg(A.x), A.x) = 1", "A.x) = 1", "constant integer"),
 ])
 def test_unsupported_list_forms_name_what_is_supported(define, needle, message):
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS a "
@@ -186,6 +204,9 @@ AGGS = [
     ("count(DISTINCT A.ts)", f"size({_DISTINCT.format(c='ts', w='{w}')})"),
     ("size(array_agg(A.x))", "size(collect_list(x) {w})"),
     ("array_contains(collect_set(A.s), 'b')", "array_contains(collect_set(s) {w}, 'b')"),
+    ("try_element_at(array_agg(A.d), 2)", "try_element_at(collect_list(d) {w}, 2)"),
+    ("try_element_at(array_agg(DISTINCT A.f), -2)",
+     "try_element_at(" + _DISTINCT.format(c="f", w="{w}") + ", -2)"),
     ("length(listagg(A.s, ', '))", "length(listagg(s, ', ') {w})"),
 ]
 
