@@ -90,14 +90,14 @@ def _agrees(sql: str, table: pa.Table, cep: bool) -> None:
     assert row_multiset(rows) == row_multiset(expected), (sql, rows, expected)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(table=_tables(), cond=st.sampled_from(CONDITIONS), n=st.integers(1, 4),
        pattern=st.sampled_from(PATTERNS))
 def test_sql_mode_equals_the_oracle(table, cond, n, pattern):
     _agrees(_query(cond[0].format(n=n), pattern, None), table, cep=False)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(table=_tables(), cond=st.sampled_from([c for c in CONDITIONS if c[1]]),
        n=st.integers(1, 4), pattern=st.sampled_from(PATTERNS),
        strategy=st.sampled_from(STRATEGIES))
@@ -114,7 +114,7 @@ def tiny_chunks(monkeypatch):
 
 
 def test_cep_streaming_carries_distinct_state(tiny_chunks):
-    @settings(max_examples=25, deadline=None,
+    @settings(max_examples=20, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(table=_tables(), cond=st.sampled_from([c for c in CONDITIONS if c[1]]),
            n=st.integers(1, 4), strategy=st.sampled_from(STRATEGIES))
@@ -260,3 +260,11 @@ def test_in_process_distinct_aggregates_around_the_clause_equal_spark(spark, run
     _, got = run_local(sql, dd_rows=table)
     assert row_multiset(got) == row_multiset(expected)
     assert got[0][1] == 3  # 0.0 and -0.0 are one value, NaN another, 1.5 the third
+
+
+def test_distinct_is_part_of_the_sharing_key():
+    """Two DEFINEs differing only in DISTINCT never share a plan node."""
+    from test_sharing_canonical import join_key, view
+    cond = "a AS a.symbol = 'A', b AS b.symbol = 'B' AND count({d}a.price) < b.diff"
+    assert join_key(view("SEQ(a, b)", cond.format(d="DISTINCT "))) != \
+        join_key(view("SEQ(a, b)", cond.format(d="")))
