@@ -25,6 +25,20 @@ cdef enum: A_STDDEV_POP = 10
 # exact. The evaluators step them with _agg_step_by (two columns).
 cdef enum: A_MAX_BY = 11
 cdef enum: A_MIN_BY = 12
+# DISTINCT (DEFINE): a flag on the function code. Such an aggregate keeps no running
+# state: the evaluator lists the rows matched so far (its history / explicit match) and
+# _agg_distinct folds the first row of each distinct non-NULL value. lane[0] tells the
+# lane the column's values are in (COUNT too).
+cdef enum: A_DISTINCT = 64
+# element_at(array_agg(x), i) (DEFINE): listed like DISTINCT; lane: column exact, the
+# 1-based index (negative: from the end), 0, NULL out of range even under ANSI
+cdef enum: A_ELEMENT = 13
+cdef enum: VM_ERR_INDEX = 4  # element_at out of range under ANSI (worker.raise_vm_error)
+
+
+cdef inline bint _agg_listed(int func) noexcept nogil:
+    """Whether a DEFINE aggregate is computed from the listed rows (no running state)."""
+    return (func & A_DISTINCT) != 0 or func == A_ELEMENT
 cdef extern from *:
     """
     #define CEPSQL_NULL_HI (-0x7FFFFFFFFFFFFFFFLL - 1)
@@ -254,6 +268,8 @@ cdef inline void _agg_define_row(i64* a, const int* daggs, int k, const ExactLan
     cdef i64 base = col * n_rows
     cdef const int* lane = xl.dlane + 4 * k
     cdef i64 vbase = lane[2] * n_rows
+    if _agg_listed(func):
+        return  # evaluated over the listed rows (_agg_distinct)
     if func == A_MAX_BY or func == A_MIN_BY:
         _agg_step_by(a, func, lane, vals + base, xl.cols + base, nulls + base,
                      vals + vbase, xl.cols + vbase, nulls + vbase, r)
@@ -261,3 +277,63 @@ cdef inline void _agg_define_row(i64* a, const int* daggs, int k, const ExactLan
         _agg_step(a, func, lane, NULL, NULL, NULL, r, 0)
     else:
         _agg_step(a, func, lane, vals + base, xl.cols + base, nulls + base, r, 0)
+
+
+cdef inline bint _same_value(const int* lane, const double* dcol, const x_i128* xcol,
+                             i64 r1, i64 r2) noexcept nogil:
+    """Spark's DISTINCT equality of two non-NULL values: exact (128-bit) on the exact
+    lane; doubles with NaN = NaN and -0.0 = 0.0 (NormalizeFloatingNumbers); string ranks."""
+    cdef double a, b
+    if lane[0]:
+        return xcol[r1] == xcol[r2]
+    a = dcol[r1]
+    b = dcol[r2]
+    return a == b or (a != a and b != b)
+
+
+cdef inline void _agg_distinct(i64* rows, i64 n, const int* daggs, int k, ExactLane* xl,
+                               const double* vals, const unsigned char* nulls, i64 n_rows,
+                               double* dv, x_i128* xv, unsigned char* isnull) noexcept nogil:
+    """DEFINE aggregate k (DISTINCT, or ELEMENT) over rows[0..n) in match order: each
+    distinct non-NULL value is stepped once, at its first row (ELEMENT: the non-NULL,
+    or distinct, values are kept and the index picks one). rows is scratch: its prefix is
+    overwritten with the rows kept. O(n * distinct values)."""
+    cdef bint distinct = (daggs[k * 3 + 1] & A_DISTINCT) != 0
+    cdef int func = daggs[k * 3 + 1] & ~A_DISTINCT
+    cdef i64 base = daggs[k * 3 + 2] * n_rows
+    cdef const int* lane = xl.dlane + 4 * k
+    cdef const double* dcol = vals + base
+    cdef const x_i128* xcol = xl.cols + base
+    cdef const unsigned char* ncol = nulls + base
+    cdef i64 i, j, kept = 0, row
+    cdef i64 a[AGG_W]
+    for i in range(AGG_W):
+        a[i] = 0
+    for i in range(n):
+        row = rows[i]
+        if ncol[row]:
+            continue
+        j = 0
+        while distinct and j < kept and not _same_value(lane, dcol, xcol, rows[j], row):
+            j += 1
+        if distinct and j < kept:
+            continue
+        rows[kept] = row
+        kept += 1
+        if func != A_ELEMENT:
+            _agg_step(a, func, lane, dcol, xcol, ncol, row, 0)
+    if func != A_ELEMENT:
+        _agg_value(a, func, lane, xl, dv, xv, isnull)
+        return
+    j = lane[1] - 1 if lane[1] > 0 else kept + lane[1]
+    dv[0] = 0.0
+    xv[0] = 0
+    isnull[0] = 0
+    if j < 0 or j >= kept:
+        isnull[0] = 1
+        if xl.ansi and not lane[3] and xl.error == 0:
+            xl.error = VM_ERR_INDEX
+    elif lane[0]:
+        xv[0] = xcol[rows[j]]
+    else:
+        dv[0] = dcol[rows[j]]

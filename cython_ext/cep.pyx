@@ -146,6 +146,9 @@ cdef class CepMatcher:
     cdef int agg_base
     cdef int S
     cdef int RW
+    cdef i64* drows            # scratch: the rows a DISTINCT DEFINE aggregate reads
+    cdef i64 drows_cap
+    cdef i64 dtoken            # per-take token in a DISTINCT aggregate's words (no merge)
     # sequences
     cdef int* comps            # seq, label, min, max(-1)
     cdef int* seq_start        # n_seq + 1
@@ -442,6 +445,7 @@ cdef class CepMatcher:
         free(self.col_vals); free(self.col_nulls); free(self.col_exact)
         free(self.code); free(self.conj_off); free(self.conj_label); free(self.conj_mask)
         free(self.consts); free(self.refs); free(self.member); free(self.daggs)
+        free(self.drows)
         free(self.comps); free(self.seq_start); free(self.negs); free(self.leaves)
         free(self.maggs); free(self.rank); free(self.vstack); free(self.nstack)
         _lane_free(&self.xl)
@@ -582,9 +586,53 @@ cdef class CepMatcher:
     cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
         _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r)
 
+    cdef i64* _drows(self, i64 need) noexcept nogil:
+        """The DISTINCT scratch with room for need rows (NULL: out of memory)."""
+        if need > self.drows_cap:
+            self.drows = <i64*> realloc(self.drows, need * sizeof(i64))
+            self.drows_cap = need if self.drows != NULL else 0
+            if self.drows == NULL:
+                self.oom = 1
+        return self.drows
+
+    cdef void _distinct_take(self, int k, i64* st, i64 r, int label, double* dv,
+                             x_i128* xv, unsigned char* isnull) noexcept nogil:
+        """A DISTINCT aggregate at take time: the run's rows are its node chain (runs
+        holding one never merge: _update gives each take its own token), plus row r."""
+        cdef int s = self.daggs[k * 3]
+        cdef i64 node = (st - R_HDR)[R_NODE]
+        cdef i64 n = 1, i, t
+        cdef i64* rows
+        while node >= 0:
+            n += 1
+            node = self.n_a.data[node]
+        rows = self._drows(n)
+        if rows == NULL:
+            isnull[0] = 1
+            return
+        n = 0
+        if self._in(s, label):
+            rows[n] = r
+            n += 1
+        node = (st - R_HDR)[R_NODE]
+        while node >= 0:
+            if self.n_b.data[node] < 0 and self._in(s, <int> (self.n_lab.data[node] & 0xFFFF)):
+                rows[n] = self.n_row.data[node]
+                n += 1
+            node = self.n_a.data[node]
+        for i in range(n // 2):  # match order: the first row of each value is kept
+            t = rows[i]
+            rows[i] = rows[n - 1 - i]
+            rows[n - 1 - i] = t
+        _agg_distinct(rows, n, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows,
+                      dv, xv, isnull)
+
     cdef void _agg_take(self, int k, i64* st, i64 r, int label, double* dv, x_i128* xv,
                         unsigned char* isnull) noexcept nogil:
         cdef i64 a[AGG_W]
+        if _agg_listed(self.daggs[k * 3 + 1]):
+            self._distinct_take(k, st, r, label, dv, xv, isnull)
+            return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if self._in(self.daggs[k * 3], label):
             self._agg_row(a, k, r)
@@ -596,6 +644,22 @@ cdef class CepMatcher:
         cdef bint final = not self._in(s, label)  # R2: other variables FINAL
         cdef i64 i
         cdef i64 a[AGG_W]
+        cdef i64 n = 0
+        cdef i64* rows
+        if _agg_listed(self.daggs[k * 3 + 1]):
+            rows = self._drows(m)
+            if rows == NULL:
+                isnull[0] = 1
+                return
+            for i in range(m):
+                if not final and pos[i] > r:
+                    break
+                if self._in(s, <int> lab[i]):
+                    rows[n] = pos[i]
+                    n += 1
+            _agg_distinct(rows, n, self.daggs, k, &self.xl, self.vals, self.nulls,
+                          self.n_rows, dv, xv, isnull)
+            return
         memset(a, 0, sizeof(a))
         for i in range(m):
             if not final and pos[i] > r:
@@ -728,6 +792,10 @@ cdef class CepMatcher:
             st[base] = cnt + 1
         for t in range(self.n_daggs):
             s = self.daggs[t * 3]
+            if _agg_listed(self.daggs[t * 3 + 1]):
+                self.dtoken += 1
+                st[self.agg_base + AGG_W * t] = self.dtoken
+                continue
             if not self._in(s, label):
                 continue
             self._agg_row(st + self.agg_base + AGG_W * t, t, r)

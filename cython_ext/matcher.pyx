@@ -126,6 +126,8 @@ cdef class SqlMatcher:
     cdef int* maggs              # MEASURES aggregates: set, function, column, final
     cdef int n_maggs
     cdef i64* acc                # running accumulators per measure aggregate (5 words)
+    cdef i64* drows              # scratch: the rows a DISTINCT DEFINE aggregate reads
+    cdef i64 drows_cap
     cdef i64* facc               # final accumulators
     cdef unsigned char* row_local  # label -> DEFINE depends on the row alone
     cdef unsigned char* pre        # precomputed row-local DEFINE results [label, row]
@@ -395,7 +397,7 @@ cdef class SqlMatcher:
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         _lane_free(&self.xl)
         free(self.leaves); free(self.set_tracked); free(self.set_first)
-        free(self.daggs); free(self.maggs); free(self.acc); free(self.facc)
+        free(self.daggs); free(self.maggs); free(self.acc); free(self.facc); free(self.drows)
         free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
         self._list_free(&self.la)
@@ -771,10 +773,48 @@ cdef class SqlMatcher:
         """Aggregate k over the thread's rows plus row r tentatively labelled label."""
         cdef int set_id = self.daggs[k * 3]
         cdef i64 a[AGG_W]
+        if _agg_listed(self.daggs[k * 3 + 1]):
+            self._distinct_aggregate(k, st, r, label, dv, xv, isnull)
+            return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
             self._agg_row(a, k, r)
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
+
+    cdef void _distinct_aggregate(self, int k, i64* st, i64 r, int label, double* dv,
+                                  x_i128* xv, unsigned char* isnull) noexcept nogil:
+        """A DISTINCT aggregate over the thread's rows of its set (from the history, the
+        state compared when threads merge: full_history) plus row r labelled label."""
+        cdef int set_id = self.daggs[k * 3]
+        cdef i64 node = st[ST_HIST]
+        cdef i64 n = 0, i, t
+        cdef i64 need = 1
+        while node >= 0:
+            need += 1
+            node = self.node_parent[node]
+        node = st[ST_HIST]
+        if need > self.drows_cap:
+            self.drows = <i64*> realloc(self.drows, need * sizeof(i64))
+            if self.drows == NULL:
+                self.drows_cap = 0
+                self.oom = 1
+                isnull[0] = 1
+                return
+            self.drows_cap = need
+        if set_id < 0 or self.member[set_id * self.n_labels + label]:
+            self.drows[n] = r
+            n += 1
+        while node >= 0:
+            if set_id < 0 or self.member[set_id * self.n_labels + self.node_label[node]]:
+                self.drows[n] = self.node_row[node]
+                n += 1
+            node = self.node_parent[node]
+        for i in range(n // 2):  # match order: the first row of each value is kept
+            t = self.drows[i]
+            self.drows[i] = self.drows[n - 1 - i]
+            self.drows[n - 1 - i] = t
+        _agg_distinct(self.drows, n, self.daggs, k, &self.xl, self.vals, self.nulls,
+                      self.n_rows, dv, xv, isnull)
 
     cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
         _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r)

@@ -187,13 +187,18 @@ class AggregateValue(Expr):
     """A normalized aggregate: ``func`` ('COUNT_STAR', 'COUNT', 'SUM', 'AVG', 'MIN', 'MAX',
     'LIST') over the rows mapped to ``var`` (None = every row of the match), reading the
     row-local ``column`` (None for COUNT_STAR), with RUNNING or FINAL semantics.
-    ``by``: the ordering column of MAX_BY/MIN_BY (``column`` is the value)."""
+    ``by``: the ordering column of MAX_BY/MIN_BY (``column`` is the value).
+    ``distinct``: over the distinct non-NULL values only (DEFINE). ``index``: ELEMENT's
+    1-based position in the list of non-NULL values (negative: from the end)."""
     func: str
     var: str | None
     column: str | None
     final: bool = False
     pos: int | None = field(default=None, compare=False)
     by: str | None = None
+    distinct: bool = False
+    index: int = 0
+    null_out_of_range: bool = False  # ELEMENT: NULL (try_element_at, [i]) even under ANSI
 
 
 @dataclass(frozen=True)

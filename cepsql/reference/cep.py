@@ -330,18 +330,20 @@ class _Conditions:
                          for m in q.spec.measures]
 
     def context(self, rows: list[dict], labels: dict[int, str], current: int | None,
-                final_default: bool = False, match_number: int | None = None) -> EvalContext:
+                final_default: bool = False, match_number: int | None = None,
+                in_define: bool = False) -> EvalContext:
         start, end = min(labels), max(labels)
         seq = tuple(labels.get(p, _GAP) for p in range(start, end + 1))
         return EvalContext(rows=rows, start=start, labels=seq, current=current,
                            final_default=final_default, match_number=match_number,
                            subsets=self.subsets, known_vars=frozenset(self.known),
-                           colmap=self.q.colmap)
+                           colmap=self.q.colmap, in_define=in_define)
 
     def holds(self, rows: list[dict], var: str, pos: int, labels: dict[int, str]) -> bool:
         """V's whole DEFINE at pos, labels = the complete assignment (R2)."""
         cond = self.defines.get(var)
-        return cond is None or evaluate(cond, self.context(rows, labels, pos)) is True
+        return cond is None or evaluate(cond, self.context(rows, labels, pos,
+                                                            in_define=True)) is True
 
     def take_ok(self, rows: list[dict], var: str, pos: int, labels: dict[int, str]) -> bool:
         """V's immediate conjuncts at pos on a partial assignment (R5)."""
@@ -349,7 +351,7 @@ class _Conditions:
         ctx = None
         for cond, refs in self.conjuncts.get(var, ()):
             if refs <= bound:
-                ctx = ctx or self.context(rows, labels, pos)
+                ctx = ctx or self.context(rows, labels, pos, in_define=True)
                 if evaluate(cond, ctx) is not True:
                     return False
         return True
@@ -980,7 +982,7 @@ def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
         if cond is None:
             return True
         ctx = q.context(rows, start=start, labels=labels, current=row,
-                        match_number=state["number"] + 1)
+                        match_number=state["number"] + 1, in_define=True)
         return evaluate(cond, ctx) is True
 
     matcher = PatternMatcher(spec.pattern, len(rows), accept, DEFAULT_MAX_STEPS)

@@ -31,6 +31,8 @@ class EvalContext:
     up to the current row; measures: the whole match). current: absolute index of the
     current row, None for an empty match (or a row evaluated outside any match).
     final_default: whether navigation without RUNNING/FINAL reads the whole match.
+    in_define: a DEFINE condition: list aggregates are Spark's collect_list (never NULL:
+    [] over no non-NULL values); MEASURES keep NULL for an empty list.
     """
     rows: list[dict]
     start: int = 0
@@ -41,6 +43,7 @@ class EvalContext:
     subsets: dict[str, frozenset[str]] = field(default_factory=dict)
     known_vars: frozenset[str] = frozenset()
     colmap: dict[str, str] = field(default_factory=dict)
+    in_define: bool = False
 
 
 
@@ -453,8 +456,33 @@ _STRICT_FUNCTIONS = {
     "length": lambda s: len(_to_string(s)),
     "char_length": lambda s: len(_to_string(s)),
     "concat": lambda *xs: "".join(_to_string(x) for x in xs),
+    # arrays (lists): Spark 4 (ANSI) gives NULL for the size of a NULL array
+    "size": len,
+    "cardinality": len,
+    "array_size": len,
     "mod": lambda a, b: _arith("%", a, b),
 }
+
+
+def _array_contains(values: object, probe: object) -> object:
+    """Spark's array_contains: NULL for a NULL array or probe; FALSE when absent, unless
+    the array holds a NULL (then NULL)."""
+    if values is None or probe is None:
+        return None
+    if any(v is not None and compare(v, probe) == 0 for v in values):
+        return True
+    return None if any(v is None for v in values) else False
+
+
+def _element_at(values: list, index: object) -> object:
+    """element_at/try_element_at of a list: 1-based, negative from the end; NULL out of
+    range (the oracle has no ANSI errors; element_at raises there under ANSI)."""
+    if index is None:
+        return None
+    if index == 0:
+        raise CepAnalysisError("[INVALID_INDEX_OF_ZERO] element_at index starts at 1")
+    i = index - 1 if index > 0 else len(values) + index
+    return values[i] if 0 <= i < len(values) else None
 
 
 def _nested(name: str, base: object, key: object) -> object:
@@ -491,8 +519,12 @@ def _function(expr: FunctionCall, ctx: EvalContext, at: int | None) -> object:
             else args[0]
     if name == "if":
         return args[1] if args[0] is True else args[2]
+    if name in ("element_at", "try_element_at") and isinstance(expr.args[0], Aggregate):
+        return None if args[0] is None else _element_at(*args)  # a list aggregate
     if name in (FIELD_ACCESS, SUBSCRIPT, ARRAY_ELEMENT, MAP_VALUE):
         return _nested(name, *args)
+    if name == "array_contains":
+        return _array_contains(*args)
     fn = _STRICT_FUNCTIONS.get(name)
     if fn is None:
         raise ReferenceUnsupported(f"reference evaluator has no function {name}")
@@ -552,6 +584,8 @@ def _aggregate(expr: Aggregate, ctx: EvalContext, at: int | None) -> object:
         sep = evaluate(expr.args[1], ctx) if len(expr.args) > 1 else ""  # a constant
         texts = [_cast_value(v, "string") for v in values]
         return None if not texts else (sep or "").join(texts)
+    if ctx.in_define and name in ("array_agg", "collect_list", "collect_set"):
+        return values
     return _fold(name, values)
 
 

@@ -159,7 +159,7 @@ def _evaluate_partition(q: _Query, rows: list[dict], max_steps: int | None) -> l
         if cond is None:
             return True
         ctx = q.context(rows, start=start, labels=labels, current=row,
-                        match_number=match_number + 1)
+                        match_number=match_number + 1, in_define=True)
         return evaluate(cond, ctx) is True
 
     matcher = PatternMatcher(spec.pattern, len(rows), accept, max_steps)

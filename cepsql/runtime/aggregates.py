@@ -25,7 +25,9 @@ FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 
               # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
               "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
               # DEFINE only: the value at the last row holding the extreme ordering
-              "MAX_BY": 11, "MIN_BY": 12}
+              "MAX_BY": 11, "MIN_BY": 12,
+              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
+              "ELEMENT": 13}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
@@ -44,6 +46,17 @@ DEFINE_AGGREGATES = ("count", "sum", "avg", "mean", "min", "max", "count_if", "b
                      "every", "bool_or", "some", "any", "stddev", "std", "stddev_samp",
                      "stddev_pop", "variance", "var_samp", "var_pop", "max_by", "min_by")
 MATCH_NUMBER_COLUMN = "__cep_mn"
+# aggregates whose value over the distinct values equals their value over all values
+_DISTINCT_IRRELEVANT = ("min", "max", "bool_and", "bool_or", "max_by", "min_by")
+# list aggregates DEFINE reads through a function of the list (_list_function)
+LIST_AGGREGATES = ("array_agg", "collect_list", "collect_set", "listagg", "string_agg")
+_SIZE_FUNCS = ("size", "cardinality", "array_size")
+_LENGTH_FUNCS = ("length", "char_length", "character_length", "len")
+_ELEMENT_FUNCS = ("element_at", "try_element_at")
+LIST_FUNCTIONS_TEXT = ("size(), cardinality(), array_size(), array_contains(list, constant), "
+                       "element_at/try_element_at(list, constant integer) "
+                       "(array_agg/collect_list/collect_set) and length()/char_length() "
+                       "(listagg/string_agg, without DISTINCT)")
 
 
 def value_navigation(expr: Expr) -> Expr:
@@ -73,6 +86,12 @@ def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: 
         if in_define:
             return _normalize_define(expr, derived, known_vars, members)
         return _normalize(expr, derived, final_default, known_vars, members)
+    if in_define and isinstance(expr, FunctionCall) and expr.args and \
+            isinstance(expr.args[0], Aggregate) and expr.args[0].name.lower() in LIST_AGGREGATES:
+        if expr.name.lower() in _ELEMENT_FUNCS and len(expr.args) == 2:
+            return _element(expr, derived, known_vars)
+        return normalize_aggregates(_list_function(expr), derived, final_default=final_default,
+                                    known_vars=known_vars, in_define=True, members=members)
     kids = children(expr)
     if not kids:
         return expr
@@ -128,12 +147,17 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
     bool_and/bool_or rewritten over counts of derived indicator columns. CLASSIFIER() in
     the argument splits count-like aggregates and min/max per primary variable."""
     name = agg.name.lower()
-    if name not in DEFINE_AGGREGATES or agg.distinct:
-        what = f"{agg.name}(DISTINCT ...)" if agg.distinct else f"{agg.name}()"
+    if name in LIST_AGGREGATES:
         raise CepUnsupportedError(
-            f"{what} is not supported in DEFINE; DEFINE supports "
-            f"{', '.join(DEFINE_AGGREGATES)} (without DISTINCT); MEASURES also support "
-            f"{', '.join(sorted(set(GATHERED) - set(DEFINE_AGGREGATES)))}", pos=agg.pos)
+            f"{agg.name}() in DEFINE is supported only as the list argument of "
+            f"{LIST_FUNCTIONS_TEXT}", pos=agg.pos)
+    if name not in DEFINE_AGGREGATES:
+        raise CepUnsupportedError(
+            f"{agg.name}() is not supported in DEFINE; DEFINE supports "
+            f"{', '.join(DEFINE_AGGREGATES)} (with or without DISTINCT), and lists in "
+            f"{LIST_FUNCTIONS_TEXT}", pos=agg.pos)
+    if agg.distinct and GATHERED[name] in _DISTINCT_IRRELEVANT:
+        agg = replace(agg, distinct=False)  # the same value over the distinct values
     if agg.semantics == "FINAL":
         raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
     if agg.star_var is not None:
@@ -155,15 +179,20 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
                 f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
                 "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
                 "bool_and, bool_or, min and max)", pos=node.pos)
+    if agg.distinct and split:
+        raise CepUnsupportedError(
+            f"{agg.name}(DISTINCT ...) in DEFINE cannot read CLASSIFIER() in its argument "
+            "(MEASURES can)", pos=agg.pos)
     if GATHERED[name].startswith(("stddev", "var")):
         return AggregateValue(GATHERED[name].upper(), var, derived.name_for(_strip(agg.args[0])),
-                              False, agg.pos)
+                              False, agg.pos, distinct=agg.distinct)
     arg = _strip(agg.args[0])
     parts = [(label, _with_label(arg, label)) for label in sorted(members(var))] if split \
         else [(var, arg)]
 
     def per_part(func: str, make) -> Expr:
-        values = [AggregateValue(func, v, derived.name_for(make(a)), False, agg.pos)
+        values = [AggregateValue(func, v, derived.name_for(make(a)), False, agg.pos,
+                                 distinct=agg.distinct)
                   for v, a in parts]
         total = values[0]
         for value in values[1:]:
@@ -184,7 +213,7 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
     def indicator(cond: Expr) -> Expr:
         return Case(None, ((cond, Literal(1, "int")),), None)
 
-    if name == "count_if":
+    if name == "count_if":  # DISTINCT: count(DISTINCT 1 or NULL), as Spark's rewrite
         return count(indicator)
     zero = Literal(0, "int")
     if name in ("bool_and", "every"):  # TRUE when no non-null row is FALSE
@@ -193,6 +222,88 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         decided = BinaryOp(">", count(indicator), zero, agg.pos)
     no_rows = BinaryOp("=", count(lambda a: a), zero, agg.pos)
     return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
+
+
+def _list_function(call: FunctionCall) -> Expr:
+    """A function of a list aggregate in DEFINE, as running aggregates over the same rows
+    (collect_list skips NULLs and is [] over no rows, so Spark's size/array_contains of it
+    are counts; listagg is NULL over no non-NULL values)."""
+    name, agg = call.name.lower(), call.args[0]
+    distinct = agg.distinct or agg.name.lower() == "collect_set"
+    is_text = agg.name.lower() in ("listagg", "string_agg")
+    pos = call.pos
+
+    def unsupported() -> CepUnsupportedError:
+        return CepUnsupportedError(
+            f"{call.name}({agg.name}(...)) is not supported in DEFINE; DEFINE reads a list "
+            f"aggregate through {LIST_FUNCTIONS_TEXT}; MEASURES take the list itself",
+            pos=pos)
+
+    if agg.star_var is not None or not agg.args:
+        raise unsupported()
+    value = agg.args[0]
+
+    def over(func: str, arg: Expr, distinct_: bool = False) -> Aggregate:
+        return Aggregate(func, (arg,), agg.semantics, distinct_, None, agg.pos)
+
+    if not is_text and name in _SIZE_FUNCS and len(call.args) == 1:
+        return over("count", value, distinct)
+    if not is_text and name == "array_contains" and len(call.args) == 2:
+        probe = call.args[1]
+        if not isinstance(probe, Literal):
+            raise CepUnsupportedError(
+                "array_contains(array_agg(...), v) in DEFINE needs a constant v",
+                pos=getattr(probe, "pos", pos))
+        if probe.value is None:
+            return Literal(None, "null", pos)
+        hits = over("count_if", BinaryOp("=", value, probe, pos))
+        return BinaryOp(">", hits, Literal(0, "int", pos), pos)
+    if is_text and name in _LENGTH_FUNCS and len(call.args) == 1 and not distinct:
+        sep = agg.args[1] if len(agg.args) > 1 else Literal("", "string", pos)
+        if not (isinstance(sep, Literal) and sep.type in ("string", "null")):
+            raise CepAnalysisError("listagg() delimiter must be a string constant",
+                                   pos=getattr(sep, "pos", agg.pos))
+        n = over("count", value)
+        chars = over("sum", FunctionCall("length", (Cast(value, "string", pos),), pos))
+        seps = BinaryOp("*", BinaryOp("-", n, Literal(1, "int", pos), pos),  # NULL: none
+                        Literal(len(sep.value or ""), "int", pos), pos)
+        return Case(None, ((BinaryOp("=", n, Literal(0, "int", pos), pos),
+                            Literal(None, "null", pos)),), BinaryOp("+", chars, seps, pos), pos)
+    raise unsupported()
+
+
+def _element(call: FunctionCall, derived: DerivedColumns, known: set[str]) -> Expr:
+    """element_at(list, i) (1-based, negative from the end; out of range an error under
+    ANSI, else NULL) and try_element_at (NULL): the evaluators list the rows matched so
+    far and pick the i-th non-NULL (distinct) value."""
+    agg = call.args[0]
+    distinct = agg.distinct or agg.name.lower() == "collect_set"
+    if agg.name.lower() in ("listagg", "string_agg") or agg.star_var is not None:
+        raise CepUnsupportedError(f"{call.name}() of {agg.name}() is not supported in DEFINE",
+                                  pos=call.pos)
+    index = call.args[1]
+    if isinstance(index, UnaryOp) and index.op == "-" and isinstance(index.operand, Literal) \
+            and isinstance(index.operand.value, int):
+        index = Literal(-index.operand.value, "int", index.pos)
+    if not (isinstance(index, Literal) and index.type == "int"):
+        raise CepUnsupportedError(
+            f"{call.name}(array_agg(...), i) in DEFINE needs a constant integer i",
+            pos=getattr(index, "pos", call.pos))
+    i = index.value
+    if i == 0:
+        raise CepAnalysisError("[INVALID_INDEX_OF_ZERO] element_at index starts at 1",
+                               pos=index.pos)
+    if agg.semantics == "FINAL":
+        raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
+    var = _aggregate_variable(agg, known)
+    for node in walk(agg.args[0]):
+        if isinstance(node, (MatchNumber, Classifier)):
+            raise CepUnsupportedError(
+                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
+                "argument (MEASURES can)", pos=node.pos)
+    column = derived.name_for(_strip(agg.args[0]))
+    return AggregateValue("ELEMENT", var, column, False, call.pos, distinct=distinct, index=i,
+                          null_out_of_range=call.name != "element_at")
 
 
 def _define_by(agg: Aggregate, derived: DerivedColumns, known: set[str]) -> Expr:

@@ -89,6 +89,9 @@ class ConditionCode:
 MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
 
 
+A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
+
+
 def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:
     """How an evaluator computes an aggregate over a column of type arg, and its result
     type: [exact (0 double lane, 1 exact lane), argument scale, result scale, result
@@ -722,13 +725,36 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     if e.func in ("MAX_BY", "MIN_BY"):
         return _aggregate_by(em, e, col, t)
+    if e.func == "ELEMENT":
+        return _aggregate_element(em, e, col, t)
     lane, out = aggregate_lane(e.func, t)
     set_id = em.refs.sets.set_id(e.var)
     em.row_local = False
-    em.aggs.append([set_id, FUNC_CODES[e.func], col])
+    func = FUNC_CODES[e.func]
+    if e.distinct:
+        # the evaluators walk the rows matched so far (the thread's history): DISTINCT
+        # state is the set of rows, not a fixed vector. Values compare in the column's lane.
+        func |= A_DISTINCT
+        em.reads_other_labels = True
+        if e.func == "COUNT":
+            lane = [int(t.exact), 0, 0, 0]
+    em.aggs.append([set_id, func, col])
     em.agg_exact.append(lane)
     em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return out
+
+
+def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
+    """element_at over the listed rows (like DISTINCT: the thread's history): lane =
+    [column exact, 1-based index (negative from the end), 0, NULL out of range]."""
+    from .aggregates import FUNC_CODES
+    em.row_local = False
+    em.reads_other_labels = True
+    em.aggs.append([em.refs.sets.set_id(e.var),
+                    FUNC_CODES["ELEMENT"] | (A_DISTINCT if e.distinct else 0), col])
+    em.agg_exact.append([int(t.exact), e.index, 0, int(e.null_out_of_range)])
+    em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
+    return t
 
 
 def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:

@@ -47,7 +47,9 @@ def describe_expr(e: Expr) -> str:
     if isinstance(e, AggregateValue):
         arg = "*" if e.column is None else e.column
         over = e.var or "match"
-        return f"{e.func.lower()}({arg} over {over}{', final' if e.final else ''})"
+        arg = ("DISTINCT " if e.distinct else "") + arg
+        at = f", {e.index}" if e.func == "ELEMENT" else ""
+        return f"{e.func.lower()}({arg}{at} over {over}{', final' if e.final else ''})"
     if isinstance(e, MatchNumber):
         return "MATCH_NUMBER()"
     if isinstance(e, Case):

@@ -340,6 +340,11 @@ def raise_vm_error(code: int) -> None:
         raise CepRuntimeError(
             "[DIVIDE_BY_ZERO] division by zero in a DEFINE condition; set "
             "spark.sql.ansi.enabled=false to get NULL instead")
+    if code == 4:
+        raise CepRuntimeError(
+            "[INVALID_ARRAY_INDEX_IN_ELEMENT_AT] element_at(array_agg(...), i) in a DEFINE "
+            "condition: the index is out of the list's bounds; use try_element_at, or set "
+            "spark.sql.ansi.enabled=false to get NULL instead")
     if code == 3:
         raise CepRuntimeError(
             "[CAST_OVERFLOW] a value in a DEFINE condition cannot be cast to its integral "

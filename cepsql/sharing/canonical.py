@@ -80,7 +80,8 @@ def _key(e: Expr, ctx: _Ctx) -> Hashable:
     if isinstance(e, AggregateValue):
         args = tuple(("derived", _key(ctx.derived[c], ctx)) if c in ctx.derived else c
                      for c in (e.column, e.by))  # by: max_by/min_by's ordering
-        return ("agg", e.func, "*" if e.var is None else ctx.var(e.var), args, e.final)
+        return ("agg", e.func, "*" if e.var is None else ctx.var(e.var), args, e.final,
+                e.distinct, e.index, e.null_out_of_range)
     if isinstance(e, BinaryOp):
         return _binary(e, ctx)
     return _generic(e, ctx)

@@ -58,7 +58,10 @@ def _expr_text(e, own: str) -> str:
         return repr(e.value) if e.type != "string" else f"'{e.value}'"
     if isinstance(e, AggregateValue):
         by = f", {e.by}" if e.by else ""
-        return f"{e.func.lower()}({e.var or ''}{'.' + e.column if e.column else ''}{by})"
+        by += f", {e.index}" if e.func == "ELEMENT" else ""
+        distinct = "DISTINCT " if e.distinct else ""
+        return (f"{e.func.lower()}({distinct}{e.var or ''}"
+                f"{'.' + e.column if e.column else ''}{by})")
     return type(e).__name__
 
 

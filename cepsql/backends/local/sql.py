@@ -42,6 +42,7 @@ import decimal
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
@@ -642,6 +643,8 @@ def aggregate(table: pa.Table, keys: list[Expr], exprs: list[Expr]
     specs: list[tuple] = [("__rows", "count", pc.CountOptions(mode="all"))]
     for j, a in enumerate(aggs):
         arg = work["__rows"] if a.star_var is not None else evaluate(a.args[0], table)
+        if a.distinct and pa.types.is_floating(arg.type):  # Spark: -0.0 is 0.0
+            arg = pc.if_else(pc.equal(arg, 0), pa.scalar(0.0, arg.type), arg)
         work[f"__v{j}"] = arg
         specs += _agg_specs(a, f"__v{j}", arg.type)
     grouped = pa.table(work).group_by([f"__k{i}" for i in range(len(keys))],
@@ -672,8 +675,6 @@ def check_aggregate(a: Aggregate) -> None:
         raise CepAnalysisError(f"{a.semantics} applies only inside MATCH_RECOGNIZE", pos=a.pos)
     if a.star_var:
         raise unsupported(f"count({a.star_var}.*)", a.pos)
-    if a.distinct and a.name in ("sum", "avg"):
-        raise unsupported(f"{a.name}(DISTINCT ...)", a.pos)
     if a.star_var is None and len(a.args) != 1:
         raise CepAnalysisError(f"{a.name}() takes one argument", pos=a.pos)
     if has_aggregate(a.args):
@@ -685,6 +686,8 @@ def _agg_specs(a: Aggregate, column: str, arg_type: pa.DataType) -> list[tuple]:
     if a.name in ("sum", "avg") and not _is_number(arg_type):
         raise CepAnalysisError(f"{a.name}() needs a numeric argument, got {arg_type}",
                                pos=a.pos)
+    if a.distinct and a.name in ("sum", "avg"):  # folded per group by _distinct_fold
+        return [(column, "distinct", pc.CountOptions(mode="only_valid"))]
     if a.name == "count":
         if a.star_var is not None:
             return [(column, "count", pc.CountOptions(mode="all"))]
@@ -700,6 +703,8 @@ def _agg_specs(a: Aggregate, column: str, arg_type: pa.DataType) -> list[tuple]:
 def _agg_result(a: Aggregate, grouped: pa.Table, column: str, arg_type: pa.DataType
                 ) -> pa.ChunkedArray:
     """The aggregate's column with Spark's result type."""
+    if a.distinct and a.name in ("sum", "avg"):
+        return _distinct_fold(a, grouped.column(f"{column}_distinct"), arg_type)
     if a.name == "count":
         kind = "count_distinct" if a.distinct else "count"
         return grouped.column(f"{column}_{kind}")
@@ -716,6 +721,25 @@ def _agg_result(a: Aggregate, grouped: pa.Table, column: str, arg_type: pa.DataT
             return pc.cast(out, pa.float64())
         return pc.cast(out, pa.decimal128(min(38, arg_type.precision + 10), arg_type.scale))
     return out
+
+
+def _distinct_fold(a: Aggregate, lists: pa.ChunkedArray, arg_type: pa.DataType
+                   ) -> pa.ChunkedArray:
+    """sum/avg(DISTINCT x) per group from its list of distinct non-NULL values: the
+    plain aggregate over the flattened lists, scattered back to the groups (NULL where a
+    group has no value)."""
+    lists = lists.combine_chunks()
+    flat = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists)
+    plain = dataclasses.replace(a, distinct=False)
+    folded = pa.table({"g": parents, "v": flat}).group_by("g", use_threads=False).aggregate(
+        _agg_specs(plain, "v", arg_type))
+    where = np.full(len(lists), -1, dtype=np.int64)
+    where[folded.column("g").to_numpy()] = np.arange(folded.num_rows)
+    index = pa.array(where, mask=where < 0)
+    scattered = pa.table({name: pc.take(folded.column(name), index)
+                          for name in folded.column_names if name != "g"})
+    return _agg_result(plain, scattered, "v", arg_type)
 
 
 def _decimal_avg(sums: pa.ChunkedArray, counts: pa.ChunkedArray, arg_type: pa.DataType
