@@ -21,6 +21,7 @@ from cepsql.runtime.executor import plan_query
 from cepsql.backends.spark.execute import arrow_schema, run_plan
 from cepsql.backends.spark.slicing import (
     COPY_COLUMN,
+    GRID_WINDOWS_CONF,
     SLICE_COLUMN,
     slice_labels,
     slice_plan,
@@ -46,8 +47,12 @@ EVENTS = _events()
 
 @pytest.fixture(scope="module")
 def events(spark):
+    """The events as view ``ev``; grids of 8 windows (48 s for 6 s windows over the 240 s
+    of data), so that spark.cep.sql here cuts several slices."""
     spark.createDataFrame(EVENTS.to_pandas()).createOrReplaceTempView("ev")
-    return spark.table("ev")
+    spark.conf.set(GRID_WINDOWS_CONF, "8")
+    yield spark.table("ev")
+    spark.conf.unset(GRID_WINDOWS_CONF)
 
 
 def _normal(v):

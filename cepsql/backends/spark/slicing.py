@@ -10,23 +10,25 @@ slice whose core holds its first row. Each match is thus output exactly once, wi
 same rows, measures and NOT checks as on the whole stream.
 
 Mechanics (no change to the planner): rows are copied into every slice that may need
-them (column SLICE_COLUMN) and tagged with their core slice (HOME_COLUMN); the clause
-gets PARTITION BY SLICE_COLUMN and a hidden measure ``FIRST(HOME_COLUMN)`` (the core
-slice of the match's first row); ``SlicedClause.finish`` keeps the rows where the two
-agree and drops the helper columns, which restores the clause's own output layout.
+them (column SLICE_COLUMN), each copy flagged by whether SLICE_COLUMN is the row's own
+core slice (COPY_COLUMN false) or a neighbour's; the clause gets PARTITION BY
+SLICE_COLUMN and a hidden measure ``FIRST(COPY_COLUMN)``; ``SlicedClause.finish`` keeps
+the matches whose first row is no copy (that slice's core holds it) and drops the helper
+columns, which restores the clause's own output layout.
 
 Slice labels are chosen so that Spark's hash partitioning (``repartition(n, col)`` in
 run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 
 Slice bounds (``cepsql.slicing.bounds``):
 
-* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 8,
+* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 16,
   ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
-  ``floor(t / width)`` itself and Spark's hash partitioning spreads the many slices over
+  ``floor(t / width)`` (for a TIMESTAMP_NTZ key: the start of the tumbling ``window()``
+  holding t, see _window_cut) and Spark's hash partitioning spreads the many slices over
   the tasks (a task evaluates its slices one after another, as partitions). No job runs
   before the query, and the copies add at most (after + before) / width of the input
-  (a strict ``A B C``: one window in eight, 12.5 %; in practice the rows within a window
-  of a border). Data spanning fewer than ``grid_windows`` windows get one slice.
+  (a strict ``A B C``: one window in sixteen, 6.25 %, against 12.5 % with the former
+  default of 8). Data spanning fewer than ``grid_windows`` windows get one slice.
   Below 1, each row is copied into about 1 / grid_windows slices (measured: 0.01 made a
   1M-row query 30x slower); such thin grids serve the tests.
 * ``span``: K = min(max_slices (default spark.sql.shuffle.partitions), span /
@@ -34,11 +36,12 @@ Slice bounds (``cepsql.slicing.bounds``):
   the query; slices at least ``min_slice_windows`` windows wide (default 4: at most 50 %
   more rows); labels give each slice a task of its own.
 
-Cost beyond the partitioned path's shuffle + sort (issue 13 point 6, measured on 1M-10M
-ticks): the ORDER BY time once per row (TIMESTAMP_NTZ costs ~0.4 us: no cheaper exact
-zone-free form in Spark), Spark's Generate for the copies (~0.5-0.8 us a row even when a
-row has one slice) and the copied rows themselves; the evaluator is cheaper than the
-partitioned A B+ C's. Sliced strict ``a b c`` runs at 0.6-0.75x of A B+ C.
+Cost beyond the partitioned path's shuffle + sort (issue 13 point 6, profiled on 1M-5M
+ticks with a TIMESTAMP_NTZ ts): the ORDER BY time's micros (for TIMESTAMP_NTZ the exact
+zone-free form, an interval cast to DECIMAL, cost ~0.5 us a row, more than the scan;
+window() labels cost nearly nothing), Spark's Generate for the copies (a posexplode of a
+one- or two-element array) and the copied rows, which pass the shuffle, sort, Arrow and
+the evaluator like the others (16 windows a slice: 6.25 % more rows for ``a b c``).
 
 Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
 columns (written or inferred, see runtime/partition_inference.py), no PREV/NEXT (they count rows, not time),
@@ -86,7 +89,7 @@ MARK_COLUMNS = ("__cep_slice_before", "__cep_slice_after", "__cep_slice_pos")  #
 HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE)
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
-GRID_WINDOWS = 8
+GRID_WINDOWS = 16
 BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span"
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
@@ -118,7 +121,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     without the slicing additions. bounds: "grid" (no job) or "span" (a min/max job),
     default from ``cepsql.slicing.bounds``; max_slices (default
     spark.sql.shuffle.partitions) and min_slice_windows apply to "span", grid_windows
-    (default ``cepsql.slicing.gridWindows`` or 8) to "grid"."""
+    (default ``cepsql.slicing.gridWindows`` or 16) to "grid"."""
     spec = getattr(plan, "spec", None)
     if plan.partition_columns or not isinstance(spec, MatchRecognizeSpec):
         return None
