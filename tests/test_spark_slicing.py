@@ -471,3 +471,7 @@ def test_window_cut_labels_and_copies(spark, order):
     else:
         copies = [(s, float(2 * (s // 2) + 2), True) for s in seconds if s % 2 >= 1]
     assert got == sorted(homes + copies)
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    out = sorted(r.ta for r in sliced.finish(run_plan(sliced.frame, inner)).collect())
+    want = cepsql.match_recognize(sql, t=table)
+    assert out == sorted(v.to_pydatetime() for v in want["ta"]) and len(out) >= 4
