@@ -21,6 +21,16 @@ Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs al
 them, so load changes hit every run alike); events/s and the ratio of each run to the
 partitioned one and to the floor. The unpartitioned runs must return the same matches
 (counted). Plot: benchmarks/results/bench_unpartitioned.png.
+
+Measured 2026-11-26 (after window() labels, 16-window grid), 1M rows, best of 2 rounds,
+local[2] on 2 cores shared with other jobs (load 16-17): floor 171.9k ev/s; partitioned
+128.4k; grid slices 110.1k (0.86x partitioned, 0.64x floor, 2 jobs); grid with the micros
+cut 106.5k (0.83x); span slices 87.6k (0.68x, 4 jobs); one task 149.5k (1.16x: four
+tasks on two busy cores gain nothing over one). bench_scaling's 1M-10M run at load 4-10
+has grid slices at 1.00x / 1.06x / 0.63x of the partitioned query. 5M rows, best of 2,
+load 0-2 (idle): floor 1.70M ev/s; partitioned 1.17M; grid slices 964k (0.82x, 0.57x
+floor; 2.36x the issue's Flink figure); grid, micros cut 878k (0.75x); span 836k
+(0.71x); one task 1.12M (0.95x).
 """
 from __future__ import annotations
 
