@@ -33,19 +33,20 @@ far: an upper bound for the task). The table prints the largest task of each run
 
 Plot: benchmarks/results/scaling.png (events/s vs rows, log-log).
 
-Measured 2026-11-26, local[2] on 2 cores shared with other jobs (load 20-30), one run each
-(1M-10M in one process, 20M in a second, merged; results/scaling_*.json):
+Measured 2026-11-26 after window() labels for the NTZ ts and 16-window grids, local[2],
+one run each, 1M-10M in one process (load 4-10, join cap 60 s), 50M in a second (load
+4-7, no join), merged (results/scaling_1M-10M.json, scaling_50M.json):
 
-  rows   floor   A B+ C  a b c   SEQ cepsql  A B+ C/floor  a b c/A B+ C
-  1M     48.9k   49.9k   36.4k   45.3k       1.02x         0.73x
-  5M     102.5k  107.3k  77.7k   72.3k       1.05x         0.72x
-  10M    146.0k  152.5k  94.8k   108.7k      1.04x         0.62x
-  20M    96.0k   96.3k   83.6k   150.5k      1.00x         0.87x
+  rows   floor   A B+ C  a b c   SEQ cepsql  a b c/A B+ C
+  1M     246.7k  169.5k  168.8k  169.9k      1.00x
+  5M     240.6k  302.1k  320.5k  353.5k      1.06x
+  10M    753.2k  613.8k  388.1k  329.3k      0.63x
+  50M    524.7k  675.4k  532.8k  652.8k      0.79x
 
-The self-join passed the 240 s cap at 1M (cancelled; SEQ cepsql took 22 s). 50M was
-not run (about 10 min a query at this load). Memory per task stayed flat: the Python
-worker's peak RSS 211-237 MB from 1M to 20M rows (largest task 10.2M rows, 312 MB of
-Arrow input, batches of 0.31-0.46 MB).
+The self-join passed the 60 s cap at 1M. Memory per task stays flat: Python worker peak
+RSS 160-185 MB from 1M to 50M (largest task: A B+ C 25.6M rows, 780 MB of Arrow input;
+the sliced a b c's largest task holds 27 % of the rows, the partitioned one's 51 %).
+(scaling_20M.json is the earlier session's run, before these changes.)
 """
 from __future__ import annotations
 

@@ -3,24 +3,34 @@
     python benchmarks/bench_unpartitioned.py                  # 1M ticks, local[2]
     python benchmarks/bench_unpartitioned.py --rows 5000000 --repeat 2
 
-Same rows (``generate_ticks``, read from Parquet), same session:
+Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same session:
 
+  floor           repartition(symbol) + sortWithinPartitions + a mapInArrow returning one
+                  tiny batch per input batch (bench_scaling's pass-through floor)
   partitioned     PARTITION BY symbol ... PATTERN (A B+ C)   (bench_foundation's query)
   grid slices     cross-symbol STRICT_CONTIGUITY PATTERN (a b c) WITHIN 1 s, no
                   PARTITION BY: time slices of a fixed grid (cepsql.slicing.bounds=grid,
-                  the default: no job before the query)
-  span slices     the same with cepsql.slicing.bounds=span (the former path: a min/max
-                  job, then one slice per shuffle partition)
+                  the default: no job before the query; window() labels for the NTZ ts)
+  grid, micros    the same grid cut from the ts micros (an interval cast to DECIMAL per
+                  row: the path before window() labels), for the comparison
+  span slices     the same with cepsql.slicing.bounds=span (a min/max job, then one
+                  slice per shuffle partition)
   one task        the same with cepsql.planner.slicing=false
 
-Forced with the ``noop`` writer, best of ``--repeat``; events/s and the ratio of each
-unpartitioned run to the partitioned one. The three unpartitioned runs must return the
-same matches (counted). Plot: benchmarks/results/bench_unpartitioned.png.
+Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs all of
+them, so load changes hit every run alike); events/s and the ratio of each run to the
+partitioned one and to the floor. The unpartitioned runs must return the same matches
+(counted). Plot: benchmarks/results/bench_unpartitioned.png.
 
-Measured 2026-11-26, 1M rows, best of 2, local[2] on 2 cores shared with other jobs (load
-~9): partitioned 192.8k ev/s; grid slices 163.8k (0.85x, 2 jobs); span slices 109.3k
-(0.57x, 4 jobs); one task 421.3k (2.18x: under this load four tasks on two busy cores
-cost more than they gain; a 4-task pass-through took 1.5-2.8x a 1-task one too).
+Measured 2026-11-26 (after window() labels, 16-window grid), 1M rows, best of 2 rounds,
+local[2] on 2 cores shared with other jobs (load 16-17): floor 171.9k ev/s; partitioned
+128.4k; grid slices 110.1k (0.86x partitioned, 0.64x floor, 2 jobs); grid with the micros
+cut 106.5k (0.83x); span slices 87.6k (0.68x, 4 jobs); one task 149.5k (1.16x: four
+tasks on two busy cores gain nothing over one). bench_scaling's 1M-10M run at load 4-10
+has grid slices at 1.00x / 1.06x / 0.63x of the partitioned query. 5M rows, best of 2,
+load 0-2 (idle): floor 1.70M ev/s; partitioned 1.17M; grid slices 964k (0.82x, 0.57x
+floor; 2.36x the issue's Flink figure); grid, micros cut 878k (0.75x); span 836k
+(0.71x); one task 1.12M (0.95x).
 """
 from __future__ import annotations
 
@@ -29,13 +39,16 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import cepsql  # noqa: E402
+from cepsql.backends.spark import slicing  # noqa: E402
 from cepsql.datagen import generate_ticks  # noqa: E402
 
 PARTITIONED = """
@@ -61,13 +74,44 @@ SELECT * FROM ticks MATCH_RECOGNIZE (
 #: 653k ev/s were 1.6x Flink); a figure from the issue, not measured here.
 FLINK_ISSUE_EVS = 408_000
 
-RUNS = {  # label -> (query, conf)
+RUNS = {  # label -> (query, conf); None: the pass-through floor
+    "pass-through floor": (None, {}),
     "partitioned A B+ C": (PARTITIONED, {}),
     "unpartitioned a b c, grid slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
-    "unpartitioned a b c, span slices (old)": (UNPARTITIONED,
-                                               {"cepsql.slicing.bounds": "span"}),
+    "unpartitioned a b c, grid, micros cut": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
+    "unpartitioned a b c, span slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "span"}),
     "unpartitioned a b c, one task": (UNPARTITIONED, {"cepsql.planner.slicing": "false"}),
 }
+
+_TINY = pa.schema([("n", pa.int64())])
+
+
+def _one_row_per_batch(batches):
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays([pa.array([batch.num_rows], pa.int64())], schema=_TINY)
+
+
+def _floor(spark):
+    """repartition(symbol) + sortWithinPartitions(symbol, ts) + a mapInArrow returning
+    one tiny batch per input batch: the data movement any engine shipping sorted
+    partitions to Python as Arrow pays (bench_scaling's floor)."""
+    return (spark.table("ticks").repartition("symbol").sortWithinPartitions("symbol", "ts")
+            .mapInArrow(_one_row_per_batch, "n long"))
+
+
+@contextmanager
+def _micros_cut(label: str):
+    """For the "micros cut" run: the grid cut from the ORDER BY time's micros (the former
+    path for TIMESTAMP_NTZ, an interval cast to DECIMAL per row) instead of window()."""
+    if "micros cut" not in label:
+        yield
+        return
+    keep = slicing._window_cut
+    slicing._window_cut = lambda *args: None
+    try:
+        yield
+    finally:
+        slicing._window_cut = keep
 
 
 def _noop(df) -> None:
@@ -81,32 +125,36 @@ def _jobs(spark) -> int:
 
 def run(spark, rows: int, repeat: int) -> dict[str, float]:
     times, counts, jobs = {}, {}, {}
-    for label, (sql, conf) in RUNS.items():
-        for k, v in conf.items():
-            spark.conf.set(k, v)
-        best = float("inf")
-        for _ in range(repeat):
-            before = _jobs(spark)
-            started = time.perf_counter()
-            _noop(spark.cep.sql(sql))
-            best = min(best, time.perf_counter() - started)
-            jobs[label] = _jobs(spark) - before
-        times[label] = best
-        counts[label] = spark.cep.sql(sql).count()
-        for k in conf:
-            spark.conf.unset(k)
+    for _ in range(repeat):  # rounds over all runs: the load changes over the rounds
+        for label, (sql, conf) in RUNS.items():
+            for k, v in conf.items():
+                spark.conf.set(k, v)
+            with _micros_cut(label):
+                before = _jobs(spark)
+                started = time.perf_counter()
+                _noop(_floor(spark) if sql is None else spark.cep.sql(sql))
+                took = time.perf_counter() - started
+                jobs[label] = _jobs(spark) - before
+                if sql is not None and label not in counts:
+                    counts[label] = spark.cep.sql(sql).count()
+            times[label] = min(times.get(label, float("inf")), took)
+            for k in conf:
+                spark.conf.unset(k)
     unpartitioned = {n for k, n in counts.items() if k.startswith("unpartitioned")}
     assert len(unpartitioned) == 1, counts
-    base = times["partitioned A B+ C"]
+    base, floor = times["partitioned A B+ C"], times["pass-through floor"]
     print(f"{rows:,} rows; strict a b c: {unpartitioned.pop():,} matches (equal in the "
-          f"three runs); A B+ C: {counts['partitioned A B+ C']:,} matches")
-    print(f"{'run':<40} {'best s':>8} {'events/s':>12} {'jobs':>5} {'vs partitioned':>15}")
+          f"unpartitioned runs); A B+ C: {counts['partitioned A B+ C']:,} matches; "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"{'run':<40} {'best s':>8} {'events/s':>12} {'jobs':>5} {'vs partitioned':>15} "
+          f"{'vs floor':>9}")
     for label, t in times.items():
         print(f"{label:<40} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
-              f"{base / t:14.2f}x")
+              f"{base / t:14.2f}x {floor / t:8.2f}x")
     grid = rows / times["unpartitioned a b c, grid slices"]
     print(f"grid slices: {grid / FLINK_ISSUE_EVS:.2f}x the {FLINK_ISSUE_EVS:,} ev/s issue 13 "
-          "gives for Flink 2.3 on this query at 5M rows (the issue's figure, not measured here)")
+          "gives for Flink 2.3 on this query at 5M rows (the issue's figure, measured on "
+          "another machine, not here)")
     return times
 
 
@@ -117,7 +165,7 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 3))
     labels = list(times)
     rates = [rows / times[k] for k in labels]
-    ax.barh(labels, rates, color=["#48c", "#2a7", "#c84", "#999"])
+    ax.barh(labels, rates, color=["#999", "#48c", "#2a7", "#8b5", "#c84", "#aaa"])
     for y, r in enumerate(rates):
         ax.text(r, y, f" {r:,.0f}", va="center", fontsize=8)
     ax.invert_yaxis()

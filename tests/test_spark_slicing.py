@@ -20,7 +20,8 @@ from cepsql.dialect import find_match_recognize
 from cepsql.runtime.executor import plan_query
 from cepsql.backends.spark.execute import arrow_schema, run_plan
 from cepsql.backends.spark.slicing import (
-    HOME_COLUMN,
+    COPY_COLUMN,
+    GRID_WINDOWS_CONF,
     SLICE_COLUMN,
     slice_labels,
     slice_plan,
@@ -46,8 +47,12 @@ EVENTS = _events()
 
 @pytest.fixture(scope="module")
 def events(spark):
+    """The events as view ``ev``; grids of 8 windows (48 s for 6 s windows over the 240 s
+    of data), so that spark.cep.sql here cuts several slices."""
     spark.createDataFrame(EVENTS.to_pandas()).createOrReplaceTempView("ev")
-    return spark.table("ev")
+    spark.conf.set(GRID_WINDOWS_CONF, "8")
+    yield spark.table("ev")
+    spark.conf.unset(GRID_WINDOWS_CONF)
 
 
 def _normal(v):
@@ -149,11 +154,17 @@ def _sliced_result(spark, events, sql: str, **slicing):
     return sliced, sliced.finish(run_plan(sliced.frame, inner))
 
 
+def _home_slices(frame, key: str = "ts") -> dict:
+    """key -> the slice whose core holds the row (the copy that is not a copy)."""
+    rows = frame.where(~F.col(COPY_COLUMN)).select(key, SLICE_COLUMN).collect()
+    return {r[key]: r[SLICE_COLUMN] for r in rows}
+
+
 def test_matches_straddle_borders(spark, events):
     sql = QUERIES["any-match one row"]
     sliced = slice_plan(spark, events, _planned(spark, events, sql))  # as spark.cep.sql does
     assert sliced.slices == 0  # a grid of 48 s slices over 240 s
-    home = {r.ts: r[HOME_COLUMN] for r in sliced.frame.select("ts", HOME_COLUMN).collect()}
+    home = _home_slices(sliced.frame)
     matches = assert_same_as_local(spark, sql)
     assert any(home[t0] != home[t2] for t0, t2, _ in matches)
 
@@ -171,7 +182,7 @@ def test_many_thin_slices(spark, events, name):
     got = Counter(tuple(_normal(v) for v in r) for r in out.collect())
     assert got == Counter(tuple(_normal(v) for v in r) for r in want.itertuples(index=False))
     if name == "any-match one row":
-        home = {r.ts: r[HOME_COLUMN] for r in sliced.frame.select("ts", HOME_COLUMN).collect()}
+        home = _home_slices(sliced.frame)
         assert sum(home[t0] != home[t2] for t0, t2, _ in got) >= 5
 
 
@@ -290,6 +301,10 @@ from test_property_sql import row_multiset  # noqa: E402
 from cepsql.reference.cep import evaluate_reference_cep  # noqa: E402
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # a Spark job per example
+#: TIMESTAMP_NTZ origins for the property test: before 1970 (negative micros, across
+#: the epoch), off the grid by a fraction of a second, on a DST night in New York
+NTZ_ORIGINS = (dt.datetime(1969, 12, 31, 23, 59, 57, 250_000),
+               dt.datetime(2024, 3, 10, 1, 59, 58, 700_000))
 
 
 def _null_normal(v):
@@ -316,22 +331,31 @@ def _unpartitioned_windowed(sql: str, window: int) -> str:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), window=st.integers(1, 5), ties=st.booleans(),
        bounds=st.sampled_from(["grid", "grid", "span"]),
-       grid_windows=st.sampled_from([0.2, 0.5, 1.0, 2.0, 8.0]), max_slices=st.integers(2, 6))
+       grid_windows=st.sampled_from([0.2, 0.5, 1.0, 2.0, 8.0]), max_slices=st.integers(2, 6),
+       ntz=st.sampled_from([None, None, *NTZ_ORIGINS]))
 def test_sliced_equals_unsliced_property(spark, data, window, ties, bounds, grid_windows,
-                                         max_slices):
+                                         max_slices, ntz):
     """Grid slices of one ts unit up to many windows, span slices of 2..6, ties and NULLs
-    in ts (with ``ties``): the sliced result equals the in-process one, row for row."""
+    in ts (with ``ties``): the sliced result equals the in-process one, row for row.
+    With ``ntz`` ts is a TIMESTAMP_NTZ (ts seconds after that origin): grids more than a
+    window wide are then cut by window() labels (slicing._window_cut), thinner ones by
+    the micros; matches cross slice borders and, below one window, whole slices."""
     table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
     sql = _unpartitioned_windowed(data.draw(cep_queries()), window)
     spec = find_match_recognize(sql)[0].spec
     assume(slicing_blocker(spec) is None)
-    frame = spark.createDataFrame(table.to_pylist(), schema="part string, ts long, "
-                                  "price long, vol double, tag string")  # NULLs stay NULL
+    want = cepsql.match_recognize(sql, t=table)
+    _assert_reference(sql, spec, table, want)
+    if ntz is not None:  # the same stream on a TIMESTAMP_NTZ axis
+        table = table.set_column(table.schema.get_field_index("ts"), "ts", pa.array(
+            [None if s is None else ntz + dt.timedelta(seconds=s)
+             for s in table["ts"].to_pylist()], pa.timestamp("us")))
+        want = cepsql.match_recognize(sql, t=table)
+    frame = spark.createDataFrame(table.to_pylist(), schema="part string, ts " + (
+        "long" if ntz is None else "timestamp_ntz") + ", price long, vol double, tag string")
     plan = plan_query(spec, arrow_schema(frame), sql)
     sliced = slice_plan(spark, frame, plan, bounds=bounds, grid_windows=grid_windows,
                         max_slices=max_slices, min_slice_windows=0.25)
-    want = cepsql.match_recognize(sql, t=table)
-    _assert_reference(sql, spec, table, want)
     if sliced is None:  # span bounds: fewer than two slices fit
         assert bounds == "span"
         return
@@ -421,3 +445,33 @@ def test_timestamp_ntz_across_a_dst_change(spark):
             assert got == [(a.to_pydatetime(), b.to_pydatetime()) for a, b in want]
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+@pytest.mark.parametrize("order", ["ASC", "DESC"])
+def test_window_cut_labels_and_copies(spark, order):
+    """The TIMESTAMP_NTZ grid cut (window() labels): 2 s slices for a 1 s window; a row
+    is copied into the previous slice when within 1 s of its slice's start (ascending:
+    matches reach forward) or into the next one when within 1 s of its end (descending)."""
+    epoch = dt.datetime(1970, 1, 1)
+    seconds = [-0.3, 0.0, 0.5, 1.2, 2.0, 2.99]
+    table = pa.table({"at": pa.array([epoch + dt.timedelta(seconds=s) for s in seconds],
+                                     pa.timestamp("us")), "tag": ["x"] * len(seconds)})
+    frame = spark.createDataFrame(table.to_pylist(), schema="at timestamp_ntz, tag string")
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY at {order} MEASURES a.at AS ta "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '1' SECOND "
+           "DEFINE a AS a.tag = 'x', b AS b.tag = 'x')")
+    plan = plan_query(find_match_recognize(sql)[0].spec, arrow_schema(frame), sql)
+    sliced = slice_plan(spark, frame, plan, bounds="grid", grid_windows=2)
+    assert "__cep_slice_pos" in sliced.frame._jdf.queryExecution().analyzed().toString()
+    got = sorted(((r.at - epoch).total_seconds(), (r[SLICE_COLUMN] - epoch).total_seconds(),
+                  r[COPY_COLUMN]) for r in sliced.frame.collect())
+    homes = [(s, float(2 * (s // 2)), False) for s in seconds]
+    if order == "ASC":
+        copies = [(s, float(2 * (s // 2) - 2), True) for s in seconds if s % 2 < 1]
+    else:
+        copies = [(s, float(2 * (s // 2) + 2), True) for s in seconds if s % 2 >= 1]
+    assert got == sorted(homes + copies)
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    out = sorted(r.ta for r in sliced.finish(run_plan(sliced.frame, inner)).collect())
+    want = cepsql.match_recognize(sql, t=table)
+    assert out == sorted(v.to_pydatetime() for v in want["ta"]) and len(out) >= 4

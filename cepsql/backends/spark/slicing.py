@@ -10,23 +10,25 @@ slice whose core holds its first row. Each match is thus output exactly once, wi
 same rows, measures and NOT checks as on the whole stream.
 
 Mechanics (no change to the planner): rows are copied into every slice that may need
-them (column SLICE_COLUMN) and tagged with their core slice (HOME_COLUMN); the clause
-gets PARTITION BY SLICE_COLUMN and a hidden measure ``FIRST(HOME_COLUMN)`` (the core
-slice of the match's first row); ``SlicedClause.finish`` keeps the rows where the two
-agree and drops the helper columns, which restores the clause's own output layout.
+them (column SLICE_COLUMN), each copy flagged by whether SLICE_COLUMN is the row's own
+core slice (COPY_COLUMN false) or a neighbour's; the clause gets PARTITION BY
+SLICE_COLUMN and a hidden measure ``FIRST(COPY_COLUMN)``; ``SlicedClause.finish`` keeps
+the matches whose first row is no copy (that slice's core holds it) and drops the helper
+columns, which restores the clause's own output layout.
 
 Slice labels are chosen so that Spark's hash partitioning (``repartition(n, col)`` in
 run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 
 Slice bounds (``cepsql.slicing.bounds``):
 
-* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 8,
+* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 16,
   ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
-  ``floor(t / width)`` itself and Spark's hash partitioning spreads the many slices over
+  ``floor(t / width)`` (for a TIMESTAMP_NTZ key: the start of the tumbling ``window()``
+  holding t, see _window_cut) and Spark's hash partitioning spreads the many slices over
   the tasks (a task evaluates its slices one after another, as partitions). No job runs
   before the query, and the copies add at most (after + before) / width of the input
-  (a strict ``A B C``: one window in eight, 12.5 %; in practice the rows within a window
-  of a border). Data spanning fewer than ``grid_windows`` windows get one slice.
+  (a strict ``A B C``: one window in sixteen, 6.25 %, against 12.5 % with the former
+  default of 8). Data spanning fewer than ``grid_windows`` windows get one slice.
   Below 1, each row is copied into about 1 / grid_windows slices (measured: 0.01 made a
   1M-row query 30x slower); such thin grids serve the tests.
 * ``span``: K = min(max_slices (default spark.sql.shuffle.partitions), span /
@@ -34,11 +36,12 @@ Slice bounds (``cepsql.slicing.bounds``):
   the query; slices at least ``min_slice_windows`` windows wide (default 4: at most 50 %
   more rows); labels give each slice a task of its own.
 
-Cost beyond the partitioned path's shuffle + sort (issue 13 point 6, measured on 1M-10M
-ticks): the ORDER BY time once per row (TIMESTAMP_NTZ costs ~0.4 us: no cheaper exact
-zone-free form in Spark), Spark's Generate for the copies (~0.5-0.8 us a row even when a
-row has one slice) and the copied rows themselves; the evaluator is cheaper than the
-partitioned A B+ C's. Sliced strict ``a b c`` runs at 0.6-0.75x of A B+ C.
+Cost beyond the partitioned path's shuffle + sort (issue 13 point 6, profiled on 1M-5M
+ticks with a TIMESTAMP_NTZ ts): the ORDER BY time's micros (for TIMESTAMP_NTZ the exact
+zone-free form, an interval cast to DECIMAL, cost ~0.5 us a row, more than the scan;
+window() labels cost nearly nothing), Spark's Generate for the copies (a posexplode of a
+one- or two-element array) and the copied rows, which pass the shuffle, sort, Arrow and
+the evaluator like the others (16 windows a slice: 6.25 % more rows for ``a b c``).
 
 Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
 columns (written or inferred, see runtime/partition_inference.py), no PREV/NEXT (they count rows, not time),
@@ -68,7 +71,7 @@ __all__ = [
     "BOUNDS_CONF",
     "FIRST_MEASURE",
     "GRID_WINDOWS_CONF",
-    "HOME_COLUMN",
+    "COPY_COLUMN",
     "SLICE_COLUMN",
     "SlicedClause",
     "slice_labels",
@@ -78,13 +81,15 @@ __all__ = [
 ]
 
 SLICE_COLUMN = "__cep_slice"        # the slice a copy of a row is evaluated in
-HOME_COLUMN = "__cep_slice_home"    # the slice whose core holds the row
-FIRST_MEASURE = "__cep_slice_first"  # hidden measure: HOME_COLUMN of the match's first row
+COPY_COLUMN = "__cep_slice_copy"    # true: SLICE_COLUMN is not the slice whose core holds the row
+FIRST_MEASURE = "__cep_slice_first"  # hidden measure: COPY_COLUMN of the match's first row
 TIME_COLUMN = "__cep_slice_t"        # the ORDER BY key in microseconds, computed once
-HIDDEN = (SLICE_COLUMN, HOME_COLUMN, FIRST_MEASURE)
-RESERVED = HIDDEN + (TIME_COLUMN,)
+HOME_COLUMN = "__cep_slice_home"     # (while cutting) the slice whose core holds the row
+MARK_COLUMNS = ("__cep_slice_before", "__cep_slice_after", "__cep_slice_pos")  # (window path)
+HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE)
+RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
-GRID_WINDOWS = 8
+GRID_WINDOWS = 16
 BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span"
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
@@ -100,7 +105,7 @@ class SlicedClause:
 
     def finish(self, out: DataFrame) -> DataFrame:
         """Matches of the slice holding their first row, in the clause's own layout."""
-        kept = out.where(_col(FIRST_MEASURE) == _col(SLICE_COLUMN))
+        kept = out.where(~_col(FIRST_MEASURE))
         return kept.select(*[_col(c) for c in out.columns if c not in HIDDEN])
 
 
@@ -116,7 +121,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     without the slicing additions. bounds: "grid" (no job) or "span" (a min/max job),
     default from ``cepsql.slicing.bounds``; max_slices (default
     spark.sql.shuffle.partitions) and min_slice_windows apply to "span", grid_windows
-    (default ``cepsql.slicing.gridWindows`` or 8) to "grid"."""
+    (default ``cepsql.slicing.gridWindows`` or 16) to "grid"."""
     spec = getattr(plan, "spec", None)
     if plan.partition_columns or not isinstance(spec, MatchRecognizeSpec):
         return None
@@ -125,35 +130,43 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     taken = {c.lower() for c in df.columns} | {m.name.lower() for m in spec.measures}
     if taken & {h.lower() for h in RESERVED}:
         return None
+    key_sql = to_spark_sql(spec.order_by[0].expr)
     try:
-        micros = _micros(df, to_spark_sql(spec.order_by[0].expr))
+        micros = _micros(df, key_sql)
     except Exception:  # noqa: BLE001  (Spark cannot evaluate it: the planner will say why)
         return None
     if micros is None:
         return None
     bounds, grid_windows = _bounds_settings(spark, bounds, grid_windows)
-    # the time once per row (a TIMESTAMP_NTZ's micros cost ~0.5 us in Spark; the cut reads
-    # it up to five times); rows without a finite time fit no window: a NULL one gives no
-    # slice (explode of a NULL sequence), NaN and infinities are filtered out
-    timed = df.select("*", micros[0].alias(TIME_COLUMN))
-    time = _col(TIME_COLUMN)
-    if micros[1]:
-        timed = timed.where(~F.isnan(time) & (F.abs(time) != F.lit(math.inf)))
     window = float(spec.window.size)
     back = window if contains_negation(spec.pattern) else 0.0
     # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
     # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
     after, before = (window, back) if spec.order_by[0].ascending else (back, window)
-    if bounds == "grid":
-        width = max(grid_windows * window, 1.0)
-        cut = _grid_cut(timed, time, width, after, before)
+    width = max(grid_windows * window, 1.0)
+    cut = None
+    if bounds == "grid" and micros[2]:
+        cut = _window_cut(df, key_sql, width, after, before)
+    if cut is not None:
         count, how = 0, f"a grid of slices {width / 1e6:g} s wide (as many as the data cover)"
     else:
-        found = _span_cut(timed, time, max_slices, min_slice_windows, after, before)
-        if found is None:
-            return None
-        cut, count, width = found
-        how = f"{count} slices of {width / 1e6:g} s"
+        # the time once per row (a TIMESTAMP_NTZ's micros cost ~0.5 us in Spark; the cut
+        # reads it up to five times); rows without a finite time fit no window: a NULL
+        # one gives no slice (explode of a NULL sequence), NaN and infinities are dropped
+        timed = df.select("*", micros[0].alias(TIME_COLUMN))
+        time = _col(TIME_COLUMN)
+        if micros[1]:
+            timed = timed.where(~F.isnan(time) & (F.abs(time) != F.lit(math.inf)))
+        if bounds == "grid":
+            cut = _grid_cut(timed, time, width, after, before)
+            count, how = 0, f"a grid of slices {width / 1e6:g} s wide (as many as the data cover)"
+        else:
+            found = _span_cut(timed, time, max_slices, min_slice_windows, after, before)
+            if found is None:
+                return None
+            cut, count, width = found
+            how = f"{count} slices of {width / 1e6:g} s"
+        cut = _with_copy_flag(cut.drop(TIME_COLUMN))
     sliced = _sliced_spec(spec)
     plan.explain = (plan.explain + "\n" if plan.explain else "") + (
         f"Time slicing: {how} of the ORDER BY time, each also reading {after / 1e6:g} s "
@@ -164,7 +177,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         inputs["statistics"] = statistics
     elif statistics is not None:
         inputs["statistics"] = lambda s: statistics(_unsliced(s))
-    return SlicedClause(cut.drop(TIME_COLUMN), sliced, count, inputs)
+    return SlicedClause(cut, sliced, count, inputs)
 
 
 def _bounds_settings(spark: SparkSession, bounds: str | None,
@@ -198,6 +211,55 @@ def _grid_cut(rows: DataFrame, time: Column, width: float, after: float,
     # (Spark's Generate costs ~0.8 us a row here); a NULL time gives no row
     slices = F.when(first == last, F.array(home)).otherwise(F.sequence(first, last))
     return rows.select("*", home.alias(HOME_COLUMN), F.explode(slices).alias(SLICE_COLUMN))
+
+
+def _window_cut(df: DataFrame, key_sql: str, width: float, after: float,
+                before: float) -> DataFrame | None:
+    """The grid cut of a TIMESTAMP_NTZ key without its micros: Spark's tumbling
+    ``window()`` works on the raw wall-clock micros (no zone, ~free), so the slice label
+    is the window start itself, and two more windows, shifted by ``after`` and by
+    ``width - before``, tell whether the row lies within ``after`` of its slice's start
+    (then it is copied into the previous slice) or within ``before`` of its end (the
+    next slice). Only those copies compute a neighbour's label. None when a slice is
+    not wider than after and before (thin grids: _grid_cut)."""
+    w, a, b = (int(math.ceil(v)) for v in (width, after, before))
+    if not (0 <= a < w and 0 <= b < w):
+        return None
+    key = F.expr(key_sql)
+
+    def start(offset: int) -> Column:
+        return F.window(key, f"{w} microseconds", startTime=f"{offset} microseconds").start
+
+    # one window() per projection (Spark rejects two in one); NULL times are filtered out
+    rows = df.select("*", start(0).alias(HOME_COLUMN))
+    home = _col(HOME_COLUMN)
+    step = F.expr(f"INTERVAL '{w}' MICROSECOND")  # NTZ arithmetic is in UTC: exact
+    neighbours = []
+    if a:  # shifted by a: the start is before home exactly when t - home < a
+        rows = rows.select("*", start(a).alias(MARK_COLUMNS[1]))
+        neighbours.append((_col(MARK_COLUMNS[1]) < home, home - step))
+    if b:  # shifted by w - b: the start is after home exactly when t - home >= w - b
+        rows = rows.select("*", start(w - b).alias(MARK_COLUMNS[0]))
+        neighbours.append((_col(MARK_COLUMNS[0]) > home, home + step))
+    slices = F.array(home)
+    if len(neighbours) == 2:
+        (p, pl), (n, nl) = neighbours
+        slices = (F.when(p & n, F.array(home, pl, nl)).when(p, F.array(home, pl))
+                  .when(n, F.array(home, nl)).otherwise(slices))
+    elif neighbours:
+        (p, pl), = neighbours
+        slices = F.when(p, F.array(home, pl)).otherwise(slices)
+    keep = [_col(c) for c in df.columns]
+    cut = rows.select(*keep, F.posexplode(slices).alias(MARK_COLUMNS[2], SLICE_COLUMN))
+    return cut.select(*keep, _col(SLICE_COLUMN),
+                      (_col(MARK_COLUMNS[2]) != F.lit(0)).alias(COPY_COLUMN))
+
+
+def _with_copy_flag(cut: DataFrame) -> DataFrame:
+    """HOME_COLUMN (the row's own slice) replaced by COPY_COLUMN: a boolean is all the
+    match's first row must tell (one byte a row instead of eight through the shuffle)."""
+    return cut.select(*[_col(c) for c in cut.columns if c != HOME_COLUMN],
+                      (_col(SLICE_COLUMN) != _col(HOME_COLUMN)).alias(COPY_COLUMN))
 
 
 def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
@@ -242,7 +304,7 @@ def _sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
         spec, strategy=strategy,
         partition_by=(PartitionKey(ColumnRef(None, SLICE_COLUMN), SLICE_COLUMN),),
         measures=spec.measures + (Measure(FIRST_MEASURE,
-                                          Navigation("FIRST", ColumnRef(None, HOME_COLUMN), 0)),))
+                                          Navigation("FIRST", ColumnRef(None, COPY_COLUMN), 0)),))
 
 
 def slicing_blocker(spec: MatchRecognizeSpec) -> str | None:
@@ -273,26 +335,27 @@ def _slice_count(span: float, window: float, max_slices: int, min_slice_windows:
     return max_slices
 
 
-def _micros(df: DataFrame, key_sql: str) -> tuple[Column, bool] | None:
+def _micros(df: DataFrame, key_sql: str) -> tuple[Column, bool, bool] | None:
     """The ORDER BY key as the evaluator's window time (cep_worker window_micros):
     timestamps in microseconds, dates as whole days, numbers as seconds; as a double,
-    and whether it may be NaN or infinite (floating keys)."""
+    whether it may be NaN or infinite (floating keys) and whether it is a
+    TIMESTAMP_NTZ (whose micros Spark computes slowly: grids cut it with window())."""
     key = F.expr(key_sql)
     dtype = df.select(key.alias("t")).schema["t"].dataType
     if isinstance(dtype, T.TimestampType):
-        return F.unix_micros(key).cast("double"), False
+        return F.unix_micros(key).cast("double"), False, False
     if isinstance(dtype, T.TimestampNTZType):
         # the wall-clock micros, as the evaluator reads them from Arrow; no time zone
         # (timestampdiff and a cast to TIMESTAMP go through the session zone, whose DST
         # changes would move rows an hour apart), and the cheapest exact form measured
         return F.expr(f"CAST(CAST(({key_sql}) - TIMESTAMP_NTZ'1970-01-01 00:00:00' "
                       "AS INTERVAL SECOND) AS DECIMAL(38, 6))").cast("double") * \
-            F.lit(1_000_000.0), False
+            F.lit(1_000_000.0), False, True
     if isinstance(dtype, T.DateType):
-        return F.unix_date(key).cast("double") * F.lit(86_400_000_000.0), False
+        return F.unix_date(key).cast("double") * F.lit(86_400_000_000.0), False, False
     if isinstance(dtype, T.NumericType):
         floating = isinstance(dtype, (T.FloatType, T.DoubleType))
-        return key.cast("double") * F.lit(1_000_000.0), floating
+        return key.cast("double") * F.lit(1_000_000.0), floating, False
     return None
 
 
