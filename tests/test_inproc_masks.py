@@ -11,11 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cepsql.backends.local.masks import vector_masks
-from cepsql.backends.local.sequence import define_masks
+from cepsql.backends.local.sequence import define_masks, vm_masks
 from cepsql.dialect import find_match_recognize
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.runtime.executor import plan_query
-from cepsql.runtime.worker import raise_vm_error
 
 SETTINGS = dict(deadline=None, max_examples=30,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -84,13 +83,7 @@ def _bound(define_b: str, define_c: str, table: pa.Table):
 
 
 def _vm_masks(worker, prepared: pa.Table, bounds: np.ndarray) -> np.ndarray:
-    values, nulls, consts, exact = worker._vm_columns(prepared)
-    matcher = worker._new_matcher()
-    matcher.set_consts(consts)
-    matcher.set_exact_columns(exact)
-    masks = matcher.row_local_masks(values, nulls, bounds)
-    raise_vm_error(matcher.vm_error())
-    return masks
+    return vm_masks(worker, worker._vm_columns(prepared), bounds)
 
 
 @given(tables(), conditions(), conditions())

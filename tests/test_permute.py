@@ -127,7 +127,7 @@ def price_streams(draw):
         "price": draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))})
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=25, **SETTINGS)
 @given(sql=wide_permute_queries(), table=price_streams())
 def test_engine_matches_reference_on_wide_permute(sql, table):
     assert_engine_matches(sql, table)

@@ -173,5 +173,5 @@ def test_cross_row_function_error_lists_what_is_supported():
     t = pd.DataFrame({"ts": [1, 2], "s": ["a", "b"]})
     with pytest.raises(CepUnsupportedError) as err:
         cepsql.match_recognize(sql, t=t)
-    assert "functions that combine different rows: abs, ceil" in err.value.message
+    assert "functions that combine different rows: abs, bround, ceil" in err.value.message
     assert (err.value.line, err.value.col) == (1, sql.index("concat") + 1)

@@ -139,6 +139,12 @@ def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
         masks = vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels)
         if masks is not None:
             return masks
+    return vm_masks(worker, (values, nulls, consts, exact), bounds)
+
+
+def vm_masks(worker: MatchWorker, loaded: tuple, bounds: np.ndarray) -> np.ndarray:
+    """The row-local DEFINE masks from the condition VM (loaded: worker._vm_columns)."""
+    values, nulls, consts, exact = loaded
     matcher = worker._new_matcher()
     matcher.set_consts(consts)
     matcher.set_exact_columns(exact)
