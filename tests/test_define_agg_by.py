@@ -18,6 +18,7 @@ import cepsql
 from cepsql.dialect import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.sql import evaluate_reference
+from _running import longest_from_first_row, running_window_view
 
 NAN = float("nan")
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
@@ -49,25 +50,10 @@ def _query(view: str, agg: str, cep: bool, col: str) -> str:
             f"{strategy}PATTERN (A+) DEFINE A AS {cond})")
 
 
-def _longest(rows) -> dict[int, int]:
-    """Per partition: the longest match starting at the first row."""
-    out: dict[int, int] = {}
-    for k, s, c in rows:
-        if s == 1:
-            out[int(k)] = max(out.get(int(k), 0), int(c))
-    return out
-
-
 @pytest.fixture(scope="module")
 def by_view(spark):
-    window = "OVER (PARTITION BY k ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    spark.createDataFrame(ROWS, SCHEMA).createOrReplaceTempView("by_raw")
-    cols = ", ".join(f"{s} {window} AS e{i}" for i, (_, s) in enumerate(AGGS))
-    spark.sql(f"SELECT *, {cols} FROM by_raw").createOrReplaceTempView("by_rows")
-    table = spark.sql("SELECT * FROM by_rows ORDER BY k, id").toArrow()
-    yield "by_rows", table
-    spark.catalog.dropTempView("by_rows")
-    spark.catalog.dropTempView("by_raw")
+    yield from running_window_view(spark, ROWS, SCHEMA, [f"{s} {{w}}" for _, s in AGGS],
+                                   "by_rows")
 
 
 @pytest.mark.parametrize("i", range(len(AGGS)), ids=[a for a, _ in AGGS])
@@ -76,10 +62,11 @@ def test_running_max_by_min_by_equal_sparks_window(spark, by_view, i):
     sizes = {0: 7, 1: 4}
     for cep in (False, True):
         sql = _query(view, AGGS[i][0], cep, f"e{i}")
-        got = _longest((r.k, r.s, r.c) for r in spark.cep.sql(sql).collect())
+        got = longest_from_first_row((r.k, r.s, r.c) for r in spark.cep.sql(sql).collect())
         assert got == sizes, (AGGS[i][0], cep, "spark.cep.sql")
         local = cepsql.match_recognize(sql, by_rows=table)
-        assert _longest(zip(local["k"], local["s"], local["c"])) == sizes, (AGGS[i][0], cep)
+        assert longest_from_first_row(zip(local["k"], local["s"], local["c"])) == sizes, \
+            (AGGS[i][0], cep)
 
 
 def test_reference_agrees(by_view):

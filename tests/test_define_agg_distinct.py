@@ -22,6 +22,7 @@ from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.reference.sql import evaluate_reference
 from _sqlhelp import loc, run as run_local
 from test_property_sql import row_multiset, spec_of
+from _running import longest_from_first_row, running_window_view
 
 NAN = float("nan")
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
@@ -213,22 +214,7 @@ AGGS = [
 
 @pytest.fixture(scope="module")
 def running_view(spark):
-    window = "OVER (PARTITION BY k ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    spark.createDataFrame(ROWS, SCHEMA).createOrReplaceTempView("dd_raw")
-    cols = ", ".join(f"{s.format(w=window)} AS e{i}" for i, (_, s) in enumerate(AGGS))
-    spark.sql(f"SELECT *, {cols} FROM dd_raw").createOrReplaceTempView("dd_rows")
-    table = spark.sql("SELECT * FROM dd_rows ORDER BY k, id").toArrow()
-    yield "dd_rows", table
-    spark.catalog.dropTempView("dd_rows")
-    spark.catalog.dropTempView("dd_raw")
-
-
-def _longest(rows) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for k, s, c in rows:
-        if s == 1:
-            out[int(k)] = max(out.get(int(k), 0), int(c))
-    return out
+    yield from running_window_view(spark, ROWS, SCHEMA, [s for _, s in AGGS], "dd_rows")
 
 
 def test_running_values_equal_sparks_windows(spark, running_view):
@@ -242,10 +228,11 @@ def test_running_values_equal_sparks_windows(spark, running_view):
         sql = (f"SELECT * FROM {view} MATCH_RECOGNIZE (PARTITION BY k ORDER BY id "
                "MEASURES FIRST(A.id) AS s, COUNT(A.*) AS c ONE ROW PER MATCH "
                f"{strategy}PATTERN (A+) DEFINE A AS {conds})")
-        got = _longest((r.k, r.s, r.c) for r in spark.cep.sql(sql).collect())
+        got = longest_from_first_row((r.k, r.s, r.c) for r in spark.cep.sql(sql).collect())
         assert got == {0: 6, 1: 3}, (strategy, "spark.cep.sql")
         local = cepsql.match_recognize(sql, dd_rows=table)
-        assert _longest(zip(local["k"], local["s"], local["c"])) == {0: 6, 1: 3}, strategy
+        assert longest_from_first_row(zip(local["k"], local["s"], local["c"])) == \
+            {0: 6, 1: 3}, strategy
 
 
 def test_in_process_distinct_aggregates_around_the_clause_equal_spark(spark, running_view):

@@ -142,7 +142,6 @@ COERCION = [
     ("B.f * A.i = 16777216", "c_f * p_i = 16777216"),
     ("greatest(B.f, A.i) = 16777217", "greatest(c_f, p_i) = 16777217"),
 ]
-# without ANSI: Spark's legacy casts (low bits, saturation, NaN -> 0); with ANSI: errors
 # without ANSI: Spark's legacy casts (low bits, saturation, NaN -> 0); each raises
 # [CAST_OVERFLOW] under ANSI (an overflowing row is in every partition)
 LEGACY_CASTS = [

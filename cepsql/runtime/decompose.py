@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Aggregate,
-                                   AggregateValue, BinaryOp, Classifier, ColumnRef, Expr,
-                                   FunctionCall, Literal, MatchNumber, RowRef, RowValue,
-                                   children)
+                                   AggregateValue, Between, BinaryOp, Case, Classifier,
+                                   ColumnRef, Expr, FunctionCall, InList, Literal,
+                                   MatchNumber, RowRef, RowValue, UnaryOp, children)
 from ..algebra.rowrefs import rebuild
 
 _MIXED = object()  # signature of a node that combines rows or needs match state
@@ -121,7 +121,6 @@ def zero_divisor_guard(expr: Expr) -> Expr | None:
 
 
 def _nonzero_constant(expr: Expr) -> bool:
-    from ..algebra.expressions import UnaryOp
     if isinstance(expr, UnaryOp) and expr.op == "-":
         return _nonzero_constant(expr.operand)
     if not isinstance(expr, Literal) or expr.type not in ("int", "double", "decimal"):
@@ -133,7 +132,6 @@ def _nonzero_constant(expr: Expr) -> bool:
 
 
 def _divisors(expr: Expr):
-    from ..algebra.expressions import Between, Case, InList
     if isinstance(expr, BinaryOp):
         op = expr.op.upper()
         yield from _divisors(expr.left)
