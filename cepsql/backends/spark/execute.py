@@ -67,9 +67,11 @@ def relevant_rows(df: DataFrame, plan: QueryPlan) -> DataFrame:
     return df.where(condition)
 
 
-def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
-    """The plan's result over df; columns in ``final_projection`` order."""
-    df = relevant_rows(df, plan)
+def prepared_input(df: DataFrame, plan: QueryPlan, relevance: bool = True) -> DataFrame:
+    """df (without the rows the relevance filter drops, unless ``relevance`` is False)
+    plus the plan's ``prepare_columns``: steps 1 of runtime/plan.py."""
+    if relevance:
+        df = relevant_rows(df, plan)
     if plan.prepare_columns:
         try:
             df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n)
@@ -78,6 +80,12 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
             if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):
                 raise _unknown_aggregate() from None
             raise
+    return df
+
+
+def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
+    """The plan's result over df; columns in ``final_projection`` order."""
+    df = prepared_input(df, plan)
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
         from .strict_breaks import with_global_breaks
         df = with_global_breaks(df, plan, shuffle_partitions(df))

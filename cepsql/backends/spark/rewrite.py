@@ -85,7 +85,8 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
                 df = sliced.frame
                 plan = default_planner()(sliced.spec, arrow_schema(df), full,
                                          **sliced.planning_inputs)
-            out = hooked if hooked is not None else run_plan(df, plan)
+            out = hooked if hooked is not None else \
+                (sliced.run if sliced is not None else run_plan)(df, plan)
             if sliced is not None:
                 out = sliced.finish(out)
             out = _renamed(site, out)

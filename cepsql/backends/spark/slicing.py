@@ -90,7 +90,8 @@ HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE)
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
 GRID_WINDOWS = 16
-BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span"
+BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span" | "scan" | "auto"
+BOUNDS = ("grid", "span", "scan", "auto")
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
 
@@ -102,6 +103,14 @@ class SlicedClause:
     spec: MatchRecognizeSpec
     slices: int  # 0: a time grid, as many slices as the data cover
     planning_inputs: dict = field(default_factory=dict)
+    scan: object = None  # ordered_scan.OrderedScan: input partitions as slices, no shuffle
+
+    def run(self, frame: DataFrame, plan) -> DataFrame:
+        """The worker output of ``plan`` (planned from ``spec``) over ``frame``."""
+        if self.scan is not None:
+            return self.scan.run(frame, plan)
+        from .execute import run_plan
+        return run_plan(frame, plan)
 
     def finish(self, out: DataFrame) -> DataFrame:
         """Matches of the slice holding their first row, in the clause's own layout."""
@@ -143,6 +152,11 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
     # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
     after, before = (window, back) if spec.order_by[0].ascending else (back, window)
+    if bounds in ("scan", "auto") and (bounds == "scan" or _reads_files(df)):
+        scanned = _scan_slices(df, plan, spec, after, before, options, statistics)
+        if scanned is not None:
+            return scanned
+    bounds = "span" if bounds == "span" else "grid"  # (scan preconditions failed)
     width = max(grid_windows * window, 1.0)
     cut = None
     if bounds == "grid" and micros[2]:
@@ -167,25 +181,55 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
             cut, count, width = found
             how = f"{count} slices of {width / 1e6:g} s"
         cut = _with_copy_flag(cut.drop(TIME_COLUMN))
-    sliced = _sliced_spec(spec)
+    _explain(plan, f"{how} of the ORDER BY time", after, before)
+    return SlicedClause(cut, _sliced_spec(spec), count, _inputs(options, statistics))
+
+
+def _explain(plan, how: str, after: float, before: float) -> None:
     plan.explain = (plan.explain + "\n" if plan.explain else "") + (
-        f"Time slicing: {how} of the ORDER BY time, each also reading {after / 1e6:g} s "
+        f"Time slicing: {how}, each also reading {after / 1e6:g} s "
         f"after and {before / 1e6:g} s before itself; a match is output by the slice "
         "holding its first row")
+
+
+def _inputs(options, statistics) -> dict:
     inputs: dict = {} if options is None else {"options": options}
     if getattr(statistics, "in_worker", False):  # tasks estimate from their own rows
         inputs["statistics"] = statistics
     elif statistics is not None:
         inputs["statistics"] = lambda s: statistics(_unsliced(s))
-    return SlicedClause(cut, sliced, count, inputs)
+    return inputs
+
+
+def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, before: float,
+                 options, statistics) -> SlicedClause | None:
+    """Input partitions as slices (ordered_scan.py), or None: its preconditions fail."""
+    from .ordered_scan import ordered_scan
+    scan = ordered_scan(df, plan, after, before)
+    if scan is None:
+        return None
+    _explain(plan, scan.describe(), after, before)
+    frame = df.where(_col(scan.key).isNotNull()).select(
+        "*", F.lit(0).cast("long").alias(SLICE_COLUMN), F.lit(False).alias(COPY_COLUMN))
+    return SlicedClause(frame, _sliced_spec(spec), len(scan.layout),
+                        _inputs(options, statistics), scan)
+
+
+def _reads_files(df: DataFrame) -> bool:
+    """Whether df's plan scans files (``auto`` bounds try an ordered scan on those only:
+    elsewhere the range job would compute the source once more)."""
+    try:
+        return "FileScan" in df._jdf.queryExecution().executedPlan().toString()
+    except Exception:  # noqa: BLE001  (Spark Connect: no JVM plan to look at)
+        return False
 
 
 def _bounds_settings(spark: SparkSession, bounds: str | None,
                      grid_windows: float | None) -> tuple[str, float]:
     if bounds is None:
         bounds = (spark.conf.get(BOUNDS_CONF, "grid") or "grid").strip().lower()
-    if bounds not in ("grid", "span"):
-        raise ValueError(f"{BOUNDS_CONF} must be 'grid' or 'span', not {bounds!r}")
+    if bounds not in BOUNDS:
+        raise ValueError(f"{BOUNDS_CONF} must be one of {', '.join(BOUNDS)}, not {bounds!r}")
     if grid_windows is None:
         grid_windows = float(spark.conf.get(GRID_WINDOWS_CONF, str(GRID_WINDOWS))
                              or GRID_WINDOWS)

@@ -1,0 +1,376 @@
+"""Ordered-scan slicing: each input partition of a time-ordered source is one slice, no shuffle.
+
+Event logs are mostly written in time order, so the input partitions of their scan often
+hold disjoint, increasing ranges of the ORDER BY time. Then partition i, followed by the
+rows within the window after its last time (from the next partitions) and, with NOT(...)
+in the pattern, preceded by the rows within the window before its first time, is a
+contiguous stretch of the whole ordered input: the grid slice's core + overlap
+(slicing.py), with the input partition as core. So:
+
+1. one cheap job reads only the ORDER BY column and returns, per input partition, its
+   row count, first/last time and whether it is strictly increasing (``partition_ranges``);
+2. when the non-empty partitions' ranges are strictly increasing (no shared time at a
+   border, where the tie-breaking columns would interleave two partitions), a second job
+   collects the overlap rows (a filter on the time ranges, which Parquet applies to its
+   row-group statistics) to the driver;
+3. ONE mapInArrow over the source: a task sorts its partition only when the first job
+   found it not strictly increasing, puts the overlap rows of the neighbouring partitions
+   around it (flagged as copies) and runs the plan's worker; matches are kept by the
+   slice holding their first row (``SlicedClause.finish``), as for grid slices.
+
+The tasks check their partition against the first job's count and range and fail
+(CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
+Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
+column of an integer, DATE or TIMESTAMP(_NTZ) type, a source plan without an Exchange
+(its partitions are the scan's), overlap rows at most OVERLAP_SHARE of the input.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ...errors import CepRuntimeError
+from ...exprs.spark_sql import quote_identifier
+from ...runtime.plan import QueryPlan
+from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
+
+__all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
+           "partition_ranges", "sort_indices"]
+
+OVERLAP_SHARE = 0.25   # more overlap rows than this share of the input: grid slices
+_PID = "__cep_scan_pid"
+_INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_RANGE_SCHEMA = "pid int, n long, lo long, hi long, strict boolean"
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """One input partition's ORDER BY times (as integers of the key's unit)."""
+    pid: int
+    count: int
+    lo: int
+    hi: int
+    strict: bool  # strictly increasing in input order: already sorted, no ties
+
+
+def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A timestamp, date or integer Arrow column as int64 (its own unit), nulls dropped."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count:
+        column = column.drop_null()
+    if pa.types.is_date32(column.type):
+        column = column.view(pa.int32())
+    return np.asarray(column.cast(pa.int64()))
+
+
+class _RangeTask:
+    """mapInArrow function of the first job: one PartitionRange row per task."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+        n, lo, hi, strict, last = 0, None, None, True, None
+        for batch in batches:
+            t = key_ints(batch.column(0))
+            if not len(t):
+                continue
+            strict = strict and bool(np.all(t[1:] > t[:-1])) and (last is None or t[0] > last)
+            last = int(t[-1])
+            lo = int(t.min()) if lo is None else min(lo, int(t.min()))
+            hi = int(t.max()) if hi is None else max(hi, int(t.max()))
+            n += len(t)
+        yield pa.RecordBatch.from_pydict({
+            "pid": pa.array([TaskContext.get().partitionId()], pa.int32()),
+            "n": pa.array([n], pa.int64()), "lo": pa.array([lo], pa.int64()),
+            "hi": pa.array([hi], pa.int64()), "strict": pa.array([strict])})
+
+
+def partition_ranges(df: DataFrame, key: str) -> list[PartitionRange]:
+    """The first job: per input partition of df, its rows with a time and their range
+    (only the ``key`` column is read)."""
+    table = (df.select(_col(key)).where(_col(key).isNotNull())
+             .mapInArrow(_RangeTask(), _RANGE_SCHEMA).toArrow())
+    return [PartitionRange(r["pid"], r["n"], r["lo"], r["hi"], r["strict"])
+            for r in table.to_pylist()]
+
+
+def ordered_layout(ranges: list[PartitionRange]) -> list[PartitionRange] | None:
+    """The non-empty partitions in time order when their ranges are strictly increasing
+    (each partition's first time after the previous one's last), else None."""
+    used = sorted((r for r in ranges if r.count), key=lambda r: (r.lo, r.hi, r.pid))
+    if any(b.lo <= a.hi for a, b in zip(used, used[1:])):
+        return None
+    return used
+
+
+def _key_unit(dtype: T.DataType) -> float | None:
+    """Microseconds per unit of the key's integer form (as cep_worker window_micros)."""
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        return 1.0
+    if isinstance(dtype, T.DateType):
+        return 86_400_000_000.0
+    if isinstance(dtype, _INTEGERS):
+        return 1_000_000.0
+    return None
+
+
+def _literal(dtype: T.DataType, value: int) -> Column:
+    """A Spark literal of the key's type from its integer form (no session zone)."""
+    if isinstance(dtype, T.TimestampType):
+        return F.expr(f"timestamp_micros({value}L)")
+    if isinstance(dtype, T.TimestampNTZType):
+        wall = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=value)
+        return F.expr(f"TIMESTAMP_NTZ'{wall.isoformat(sep=' ')}'")
+    if isinstance(dtype, T.DateType):
+        return F.expr(f"date_from_unix_date({value})")
+    return F.lit(value).cast(dtype)
+
+
+def _has_exchange(df: DataFrame) -> bool:
+    try:
+        return "Exchange" in df._jdf.queryExecution().executedPlan().toString()
+    except Exception:  # noqa: BLE001  (Spark Connect: no JVM plan to look at)
+        return True
+
+
+@dataclass(frozen=True)
+class _Overlap:
+    """Partition ``rank`` reads the rows of earlier partitions at times >= before_from
+    and of later ones at times <= after_to (None: none)."""
+    before_from: int | None
+    after_to: int | None
+
+
+def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
+                 share: float | None = None) -> "OrderedScan | None":
+    """The scan slicing of ``df`` (relevant rows, no slicing columns yet) for the planned
+    unpartitioned clause ``plan``, or None when a precondition fails (then grid slices).
+    after/before: the overlap in microseconds; share: default OVERLAP_SHARE."""
+    from ...algebra.expressions import ColumnRef
+    key = plan.spec.order_by[0]
+    if not key.ascending or not isinstance(key.expr, ColumnRef) or key.expr.var:
+        return None
+    sort = plan.sort_keys
+    if not sort or sort[0].column.lower() != key.expr.column.lower() or \
+            any(not k.ascending or not k.nulls_first for k in sort[1:]):
+        return None  # (tie-breakers: ascending, NULLs first, as the in-task sort orders)
+    name = key.expr.column
+    fields = {f.name.lower(): f for f in df.schema.fields}
+    field = fields.get(name.lower())
+    unit = None if field is None else _key_unit(field.dataType)
+    if unit is None or _has_exchange(df):
+        return None
+    ranges = partition_ranges(df, field.name)
+    layout = ordered_layout(ranges)
+    if layout is None:
+        return None
+    a, b = math.ceil(after / unit), math.ceil(before / unit)
+    overlaps = [_Overlap(r.lo - b if b and i else None,
+                         r.hi + a if a and i + 1 < len(layout) else None)
+                for i, r in enumerate(layout)]
+    total = sum(r.count for r in layout)
+    share = OVERLAP_SHARE if share is None else share
+    if _overlap_estimate(layout, overlaps) > share * max(total, 1):
+        return None
+    return OrderedScan(field.name, field.dataType, layout, overlaps, total)
+
+
+def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) -> float:
+    """Overlap rows, assuming rows spread evenly over each partition's range."""
+    def rows_in(lo: float, hi: float) -> float:
+        n = 0.0
+        for r in layout:
+            width = max(r.hi - r.lo, 1)
+            n += r.count * max(0.0, min(hi, r.hi) - max(lo, r.lo) + 1) / width
+        return n
+    return sum((rows_in(o.before_from, layout[i].lo - 1) if o.before_from is not None else 0)
+               + (rows_in(layout[i].hi + 1, o.after_to) if o.after_to is not None else 0)
+               for i, o in enumerate(overlaps))
+
+
+@dataclass
+class OrderedScan:
+    """The driver side of one scan-sliced clause: what the first job found."""
+    key: str
+    dtype: T.DataType
+    layout: list[PartitionRange]
+    overlaps: list[_Overlap]
+    rows: int
+
+    def describe(self) -> str:
+        unsorted = sum(not r.strict for r in self.layout)
+        return (f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
+                f"increasing ORDER BY ranges; {unsorted} to sort in its task) is a slice, "
+                "no shuffle")
+
+    def run(self, frame: DataFrame, plan: QueryPlan) -> DataFrame:
+        """The sliced plan's worker output over ``frame`` (the source plus the slice
+        columns), one task per input partition; the overlap rows are collected first."""
+        from .slicing import COPY_COLUMN
+        prepared = prepared_input(frame, plan, relevance=False)  # the frame has it
+        bound = plan.bind(arrow_schema(prepared))
+        schema = arrow_schema(prepared)
+        rows = self._overlap_rows(prepared)
+        keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
+                if k.column not in plan.partition_columns]
+        task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN,
+                         {r.pid: (r.count, r.lo, r.hi, r.strict) for r in self.layout},
+                         _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys))
+        out = prepared.mapInArrow(TaskWorker(task), from_arrow_schema(bound.worker_schema))
+        return final_frame(out, bound)
+
+    def _overlap_rows(self, prepared: DataFrame) -> pa.Table:
+        """The second job: the rows some partition reads besides its own, with their
+        partition id (a filter on time ranges only, which file scans can push down)."""
+        key = _col(self.key)
+        ranges = []
+        for r, o in zip(self.layout, self.overlaps):
+            if o.before_from is not None:
+                ranges.append((key >= _literal(self.dtype, o.before_from))
+                              & (key < _literal(self.dtype, r.lo)))
+            if o.after_to is not None:
+                ranges.append((key > _literal(self.dtype, r.hi))
+                              & (key <= _literal(self.dtype, o.after_to)))
+        if not ranges:
+            return pa.Table.from_batches([], arrow_schema(prepared)).append_column(
+                _PID, pa.array([], pa.int32()))
+        condition = ranges[0]
+        for c in ranges[1:]:
+            condition = condition | c
+        picked = prepared.where(condition).select("*", F.spark_partition_id().alias(_PID))
+        return picked.toArrow()
+
+
+def _neighbours(layout, overlaps, rows: pa.Table, schema: pa.Schema, key: str,
+                keys: list) -> dict[int, tuple[bytes | None, bytes | None]]:
+    """Per partition id: the rows it reads before and after its own (Arrow IPC bytes,
+    in the global order: partitions in time order, each sorted as its own task sorts)."""
+    rank = {r.pid: i for i, r in enumerate(layout)}
+    pids = np.asarray(rows.column(_PID)) if rows.num_rows else np.zeros(0, np.int32)
+    ranks = np.array([rank.get(int(p), -1) for p in pids], np.int64)
+    t = key_ints(rows.column(key)) if rows.num_rows else np.zeros(0, np.int64)
+    body = rows.drop_columns([_PID]).cast(schema) if rows.num_rows else schema.empty_table()
+    if rows.num_rows:  # global order: by rank, then as a task sorts its rows
+        ordered = pa.Table.from_arrays([pa.array(ranks)], ["__rank"])
+        for name, *_ in keys:
+            ordered = ordered.append_column(name, _sort_key(body.column(name)))
+        order = pc.sort_indices(ordered, sort_keys=[("__rank", "ascending", "at_start")]
+                                + keys).to_numpy()
+        body, ranks, t = body.take(order), ranks[order], t[order]
+    out = {}
+    for i, (r, o) in enumerate(zip(layout, overlaps)):
+        before = after = None
+        if o.before_from is not None:
+            before = _ipc(body.filter(pa.array((ranks < i) & (t >= o.before_from))))
+        if o.after_to is not None:
+            after = _ipc(body.filter(pa.array((ranks > i) & (t <= o.after_to))))
+        out[r.pid] = (before, after)
+    return out
+
+
+def _ipc(table: pa.Table) -> bytes | None:
+    if not table.num_rows:
+        return None
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _sort_key(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A column as Arrow sorts it the way Spark does: floating values as integers whose
+    order is Spark's (-0.0 = 0.0, NaN above +infinity), other types as they are."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not pa.types.is_floating(column.type):
+        return column
+    valid = np.asarray(column.is_valid())
+    x = np.asarray(column.cast(pa.float64()).fill_null(0.0)) + 0.0
+    x = np.where(np.isnan(x), np.nan, x)  # one NaN bit pattern
+    bits = x.view(np.int64)
+    ordered = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+    return pa.array(ordered, mask=~valid)
+
+
+def sort_indices(table: pa.Table, keys: list) -> np.ndarray:
+    """Row order of ``table`` by ``keys`` ((column, "ascending", "at_start") triples: the
+    planner's keys, ascending with NULLs first), as Spark's sortWithinPartitions orders."""
+    view = pa.Table.from_arrays([_sort_key(table.column(n)) for n, *_ in keys],
+                                [n for n, *_ in keys])
+    return pc.sort_indices(view, sort_keys=keys).to_numpy()
+
+
+class _ScanTask:
+    """mapInArrow function of the query job (picklable): one input partition as a slice."""
+
+    def __init__(self, worker, schema: pa.Schema, key: str, keys: list, copy_column: str,
+                 expected: dict, neighbours: dict):
+        self.worker, self.schema, self.key, self.keys = worker, schema, key, keys
+        self.copy_column, self.expected, self.neighbours = copy_column, expected, neighbours
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+        pid = TaskContext.get().partitionId()
+        expected = self.expected.get(pid)
+        if expected is None:  # an empty partition (by the first job): nothing to start
+            for batch in batches:
+                if batch.num_rows:
+                    raise _changed()
+            return
+        yield from self.worker(self._slice(batches, pid, expected))
+
+    def _slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
+        count, lo, hi, strict = expected
+        before, after = self.neighbours.get(pid, (None, None))
+        yield from self._copies(before)
+        seen, first, last, ordered = 0, None, None, []
+        for batch in batches:
+            t = key_ints(batch.column(self.key))
+            if len(t) != batch.num_rows:
+                raise _changed()  # the frame drops NULL times: a different input
+            if not len(t):
+                continue
+            if strict and (not np.all(t[1:] > t[:-1]) or (last is not None and t[0] <= last)):
+                raise _changed()
+            low, high = int(t.min()), int(t.max())
+            first = low if first is None else min(first, low)
+            last = high if last is None else max(last, high)
+            seen += len(t)
+            if strict:
+                yield batch
+            else:
+                ordered.append(batch)
+        if (seen, first, last) != (count, lo, hi):
+            raise _changed()
+        if ordered:
+            table = pa.Table.from_batches(ordered, self.schema)
+            yield from table.take(sort_indices(table, self.keys)).to_batches()
+        yield from self._copies(after)
+
+    def _copies(self, data: bytes | None) -> Iterator[pa.RecordBatch]:
+        if data is None:
+            return
+        table = pa.ipc.open_stream(data).read_all()
+        at = table.schema.get_field_index(self.copy_column)
+        flags = pa.array(np.ones(table.num_rows, bool))
+        yield from table.set_column(at, self.schema.field(at), flags).to_batches()
+
+
+def _changed() -> CepRuntimeError:
+    return CepRuntimeError(
+        "an input partition changed between the ordered scan's planning job and the query "
+        "(set cepsql.slicing.bounds=grid for this source)")
+
+
+def _col(name: str) -> Column:
+    return F.col(quote_identifier(name))

@@ -1,0 +1,162 @@
+"""Ordered-scan slicing (cepsql/backends/spark/ordered_scan.py): input partitions with
+disjoint, increasing time ranges are the slices, no shuffle; the result equals the
+in-process one (which never slices), and other layouts fall back to grid slices."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+import cepsql
+from cepsql.backends.spark import ordered_scan
+from cepsql.backends.spark.execute import arrow_schema
+from cepsql.backends.spark.ordered_scan import PartitionRange, ordered_layout, sort_indices
+from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
+from cepsql.dialect import find_match_recognize
+from cepsql.errors import CepRuntimeError
+from cepsql.runtime.executor import plan_query
+from strategies_cep import cep_queries, cep_streams
+from test_spark_slicing import _null_normal, _unpartitioned_windowed
+
+SCHEMA = "part string, ts long, price long, vol double, tag string"
+
+
+def _frame(spark, chunks: list[list[dict]]):
+    """One input partition per chunk, in this order (no Exchange in the plan)."""
+    rdd = spark.sparkContext.parallelize(chunks, len(chunks)).flatMap(lambda c: c)
+    return spark.createDataFrame(rdd, schema=SCHEMA)
+
+
+def _chunks(rows: list[dict], cuts: list[int], layout: str, rnd) -> list[list[dict]]:
+    """rows in ts order cut at ``cuts`` (moved to a change of ts: no time shared by two
+    partitions); "unsorted" shuffles each chunk, "overlap" swaps two rows across a border
+    (NULL times anywhere: they are dropped)."""
+    timed = sorted((r for r in rows if r["ts"] is not None), key=lambda r: r["ts"])
+    at = sorted({c for c in cuts if 0 < c < len(timed)})
+    at = [c for c in at if timed[c - 1]["ts"] != timed[c]["ts"]]
+    chunks = [timed[a:b] for a, b in zip([0] + at, at + [len(timed)])]
+    for r in rows:
+        if r["ts"] is None:
+            rnd.choice(chunks).append(r)
+    if layout == "unsorted":
+        for c in chunks:
+            rnd.shuffle(c)
+    elif layout == "overlap" and len(chunks) > 1 and chunks[0] and chunks[1]:
+        chunks[0][-1], chunks[1][0] = chunks[1][0], chunks[0][-1]
+    return chunks
+
+
+def _run(spark, frame, sql: str, bounds: str = "scan"):
+    spec = find_match_recognize(sql)[0].spec
+    plan = plan_query(spec, arrow_schema(frame), sql)
+    sliced = slice_plan(spark, frame, plan, bounds=bounds, grid_windows=1.0)
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
+    return sliced, plan, sliced.finish(sliced.run(sliced.frame, inner))
+
+
+def _rows(out) -> Counter:
+    return Counter(tuple(_null_normal(v) for v in r) for r in out.collect())
+
+
+@settings(max_examples=20, deadline=None, derandomize=True,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), window=st.integers(1, 5), ties=st.booleans(),
+       layout=st.sampled_from(["sorted", "sorted", "unsorted", "overlap"]),
+       cuts=st.lists(st.integers(0, 40), max_size=5), seed=st.integers(0, 99))
+def test_scan_equals_in_process_property(spark, monkeypatch, data, window, ties, layout, cuts,
+                                         seed):
+    """Matches cross partition borders and whole partitions shorter than the window;
+    partitions unsorted or empty; ties inside a partition; overlapping ranges fall back
+    to grid slices. Sliced == in-process (== reference, test_spark_slicing)."""
+    import random
+    monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)  # tiny data: overlap is large
+    table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
+    sql = _unpartitioned_windowed(data.draw(cep_queries()), window)
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    want = cepsql.match_recognize(sql, t=table)
+    chunks = _chunks(table.to_pylist(), cuts, layout, random.Random(seed))
+    sliced, _, out = _run(spark, _frame(spark, chunks), sql)
+    disjoint = ordered_layout([PartitionRange(i, 1, min(t), max(t), True) for i, t in
+                               enumerate([r["ts"] for r in c if r["ts"] is not None]
+                                         for c in chunks) if t]) is not None
+    assert (sliced.scan is not None) == disjoint
+    expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
+    got = _rows(out)
+    assert got == expected, f"{sql}\n{chunks}\nmissing {expected - got}\nextra {got - expected}"
+
+
+SQL = ("SELECT * FROM ev MATCH_RECOGNIZE (ORDER BY ts MEASURES a.ts AS ta, c.ts AS tc "
+       "STRATEGY STRICT_CONTIGUITY PATTERN (a b c) WITHIN INTERVAL '3' SECOND "
+       "DEFINE a AS tag = 'x', b AS tag = 'y', c AS tag = 'z')")
+
+
+def _ticks(n: int) -> list[dict]:
+    return [{"part": "p", "ts": i, "price": i % 10, "vol": 1.0,
+             "tag": "xyz"[i % 3]} for i in range(n)]
+
+
+def test_explain_no_shuffle_and_fallback(spark):
+    rows = _ticks(60)
+    sliced, plan, out = _run(spark, _frame(spark, [rows[:20], rows[20:41], rows[41:]]), SQL)
+    assert sliced.scan is not None and sliced.slices == 3
+    assert "an ordered scan: each of the 3 input partitions" in plan.explain
+    assert "Exchange" not in out._jdf.queryExecution().executedPlan().toString()
+    assert len(out.collect()) == 20
+    crossed = [rows[:20] + rows[22:23], rows[20:22] + rows[23:40], rows[40:]]  # overlap
+    sliced, plan, out = _run(spark, _frame(spark, crossed), SQL)
+    assert sliced.scan is None and "a grid of slices" in plan.explain
+    assert len(out.collect()) == 20
+
+
+def test_changed_partitions_fail_loudly(spark):
+    rows = _ticks(30)
+    frame = _frame(spark, [rows[:15], rows[15:]])
+    sliced, _, _ = _run(spark, frame, SQL)
+    first = sliced.scan.layout[0]
+    sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi,
+                                           first.strict)
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
+    with pytest.raises(Exception) as info:
+        sliced.run(sliced.frame, inner).collect()
+    assert "changed between the ordered scan" in str(info.value)
+    assert issubclass(CepRuntimeError, Exception)
+
+
+def test_auto_scans_time_ordered_parquet(spark, tmp_path):
+    """``auto`` (and spark.cep.sql) take the scan path on a Parquet source in time order."""
+    path = str(tmp_path / "ev.parquet")
+    pq.write_table(pa.Table.from_pylist(_ticks(600)), path, row_group_size=100)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
+    spark.conf.set("cepsql.slicing.bounds", "auto")
+    try:
+        frame = spark.read.parquet(path)
+        assert frame.rdd.getNumPartitions() > 1
+        sliced, plan, out = _run(spark, frame, SQL, bounds="auto")
+        assert sliced.scan is not None and "ordered scan" in plan.explain
+        frame.createOrReplaceTempView("ev")
+        assert len(spark.cep.sql(SQL).collect()) == 200 == len(out.collect())
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset("cepsql.slicing.bounds")
+
+
+def test_in_task_sort_orders_as_spark(spark):
+    """Ties on the time broken by the other columns as Spark sorts them: NULLs first,
+    -0.0 = 0.0, NaN above +infinity, strings by bytes."""
+    nan, inf = float("nan"), float("inf")
+    rows = [(1, v, s) for v in (nan, inf, -0.0, 0.0, None, -inf, 2.5, nan)
+            for s in ("b", None, "a", "é")]
+    table = pa.table({"t": [r[0] for r in rows], "v": [r[1] for r in rows],
+                      "s": [r[2] for r in rows]})
+    keys = [(c, "ascending", "at_start") for c in ("t", "v", "s")]
+    got = table.take(sort_indices(table, keys)).to_pylist()
+    want = spark.createDataFrame(rows, "t int, v double, s string").orderBy(
+        "t", "v", "s").collect()
+    assert [(r["v"] if r["v"] == r["v"] else "nan", r["s"]) for r in got] == \
+        [(r.v if r.v == r.v else "nan", r.s) for r in want]
