@@ -7,16 +7,17 @@ in the pattern, preceded by the rows within the window before its first time, is
 contiguous stretch of the whole ordered input: the grid slice's core + overlap
 (slicing.py), with the input partition as core. So:
 
-1. one cheap job reads only the ORDER BY column and returns, per input partition, its
-   row count, first/last time and whether it is strictly increasing (``partition_ranges``);
+1. one cheap job (an aggregate in the JVM) reads only the ORDER BY column and returns,
+   per input partition, its row count and first/last time (``partition_ranges``);
 2. when the non-empty partitions' ranges are strictly increasing (no shared time at a
    border, where the tie-breaking columns would interleave two partitions), a second job
    collects the overlap rows (a filter on the time ranges, which Parquet applies to its
    row-group statistics) to the driver;
-3. ONE mapInArrow over the source: a task sorts its partition only when the first job
-   found it not strictly increasing, puts the overlap rows of the neighbouring partitions
-   around it (flagged as copies) and runs the plan's worker; matches are kept by the
-   slice holding their first row (``SlicedClause.finish``), as for grid slices.
+3. ONE mapInArrow over the source: a task holds its partition's Arrow batches (as
+   Spark's sort would hold them in the JVM), sorts them only when they are not strictly
+   increasing in time, puts the overlap rows of the neighbouring partitions around them
+   (flagged as copies) and runs the plan's worker; matches are kept by the slice holding
+   their first row (``SlicedClause.finish``), as for grid slices.
 
 The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
@@ -50,7 +51,6 @@ __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
 OVERLAP_SHARE = 0.25   # more overlap rows than this share of the input: grid slices
 _PID = "__cep_scan_pid"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-_RANGE_SCHEMA = "pid int, n long, lo long, hi long, strict boolean"
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,6 @@ class PartitionRange:
     count: int
     lo: int
     hi: int
-    strict: bool  # strictly increasing in input order: already sorted, no ties
 
 
 def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -74,34 +73,17 @@ def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(column.cast(pa.int64()))
 
 
-class _RangeTask:
-    """mapInArrow function of the first job: one PartitionRange row per task."""
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-        n, lo, hi, strict, last = 0, None, None, True, None
-        for batch in batches:
-            t = key_ints(batch.column(0))
-            if not len(t):
-                continue
-            strict = strict and bool(np.all(t[1:] > t[:-1])) and (last is None or t[0] > last)
-            last = int(t[-1])
-            lo = int(t.min()) if lo is None else min(lo, int(t.min()))
-            hi = int(t.max()) if hi is None else max(hi, int(t.max()))
-            n += len(t)
-        yield pa.RecordBatch.from_pydict({
-            "pid": pa.array([TaskContext.get().partitionId()], pa.int32()),
-            "n": pa.array([n], pa.int64()), "lo": pa.array([lo], pa.int64()),
-            "hi": pa.array([hi], pa.int64()), "strict": pa.array([strict])})
-
-
 def partition_ranges(df: DataFrame, key: str) -> list[PartitionRange]:
-    """The first job: per input partition of df, its rows with a time and their range
-    (only the ``key`` column is read)."""
-    table = (df.select(_col(key)).where(_col(key).isNotNull())
-             .mapInArrow(_RangeTask(), _RANGE_SCHEMA).toArrow())
-    return [PartitionRange(r["pid"], r["n"], r["lo"], r["hi"], r["strict"])
-            for r in table.to_pylist()]
+    """The first job: per non-empty input partition of df, its rows with a time and their
+    range (only the ``key`` column is read; an aggregate in the JVM, no Python worker)."""
+    pid = F.spark_partition_id().alias(_PID)
+    table = (df.select(pid, _col(key).alias("t")).where(F.col("t").isNotNull())
+             .groupBy(_PID).agg(F.count("t").alias("n"), F.min("t").alias("lo"),
+                                F.max("t").alias("hi")).toArrow())
+    los, his = key_ints(table.column("lo")), key_ints(table.column("hi"))
+    return [PartitionRange(int(p), int(n), int(lo), int(hi))
+            for p, n, lo, hi in zip(table.column(_PID).to_pylist(),
+                                    table.column("n").to_pylist(), los, his)]
 
 
 def ordered_layout(ranges: list[PartitionRange]) -> list[PartitionRange] | None:
@@ -208,10 +190,9 @@ class OrderedScan:
     rows: int
 
     def describe(self) -> str:
-        unsorted = sum(not r.strict for r in self.layout)
         return (f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
-                f"increasing ORDER BY ranges; {unsorted} to sort in its task) is a slice, "
-                "no shuffle")
+                "increasing ORDER BY ranges; a task sorts its rows only when they are not in "
+                "order) is a slice, no shuffle")
 
     def run(self, frame: DataFrame, plan: QueryPlan) -> DataFrame:
         """The sliced plan's worker output over ``frame`` (the source plus the slice
@@ -224,7 +205,7 @@ class OrderedScan:
         keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
                 if k.column not in plan.partition_columns]
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN,
-                         {r.pid: (r.count, r.lo, r.hi, r.strict) for r in self.layout},
+                         {r.pid: (r.count, r.lo, r.hi) for r in self.layout},
                          _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys))
         out = prepared.mapInArrow(TaskWorker(task), from_arrow_schema(bound.worker_schema))
         return final_frame(out, bound)
@@ -330,30 +311,34 @@ class _ScanTask:
         yield from self.worker(self._slice(batches, pid, expected))
 
     def _slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
-        count, lo, hi, strict = expected
+        """The neighbours' rows before, the partition's own rows in order, the
+        neighbours' rows after. The own rows are held until all are read (whether they
+        are in order is known only then); a sort, when needed, is Arrow's."""
+        count, lo, hi = expected
         before, after = self.neighbours.get(pid, (None, None))
-        yield from self._copies(before)
-        seen, first, last, ordered = 0, None, None, []
+        held, seen, first, last, strict, previous = [], 0, None, None, True, None
         for batch in batches:
             t = key_ints(batch.column(self.key))
             if len(t) != batch.num_rows:
                 raise _changed()  # the frame drops NULL times: a different input
             if not len(t):
                 continue
-            if strict and (not np.all(t[1:] > t[:-1]) or (last is not None and t[0] <= last)):
-                raise _changed()
+            strict = strict and bool(np.all(t[1:] > t[:-1])) and \
+                (previous is None or t[0] > previous)
+            previous = int(t[-1])
             low, high = int(t.min()), int(t.max())
             first = low if first is None else min(first, low)
             last = high if last is None else max(last, high)
             seen += len(t)
-            if strict:
-                yield batch
-            else:
-                ordered.append(batch)
+            held.append(batch)
         if (seen, first, last) != (count, lo, hi):
             raise _changed()
-        if ordered:
-            table = pa.Table.from_batches(ordered, self.schema)
+        yield from self._copies(before)
+        if strict:
+            yield from held
+        else:
+            table = pa.Table.from_batches(held, self.schema)
+            del held
             yield from table.take(sort_indices(table, self.keys)).to_batches()
         yield from self._copies(after)
 
