@@ -68,6 +68,10 @@ def _split(spec, plan) -> str:
         return (f"one independent group per value of {', '.join(written)}, spread over all "
                 "cores (Spark partitions)")
     explain = plan.explain or ""
+    if "Time slicing: an ordered scan" in explain:
+        return ("no PARTITION BY: the input is read in time order, each input partition is a "
+                "time slice (no shuffle) that also reads the window's rows of its neighbours; "
+                "each match is output once, by the slice of its first row")
     if "Time slicing:" in explain:
         return ("no PARTITION BY: the stream is cut into time slices that overlap by the "
                 "window (a fixed time grid spread over the tasks); each match is output once, by "
