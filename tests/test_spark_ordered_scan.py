@@ -25,10 +25,23 @@ from test_spark_slicing import _null_normal, _unpartitioned_windowed
 SCHEMA = "part string, ts long, price long, vol double, tag string"
 
 
-def _frame(spark, chunks: list[list[dict]]):
-    """One input partition per chunk, in this order (no Exchange in the plan)."""
-    rdd = spark.sparkContext.parallelize(chunks, len(chunks)).flatMap(lambda c: c)
-    return spark.createDataFrame(rdd, schema=SCHEMA)
+ARROW_SCHEMA = pa.schema([("part", pa.string()), ("ts", pa.int64()), ("price", pa.int64()),
+                          ("vol", pa.float64()), ("tag", pa.string())])
+
+
+def _frame(spark, chunks: list[list[dict]], directory=None):
+    """One input partition per chunk (no Exchange in the plan): in this order from a
+    Python RDD, or with ``directory`` one Parquet file each (read by the JVM alone; Spark
+    orders the files by size, so the partitions are not in time order)."""
+    if directory is None:
+        rdd = spark.sparkContext.parallelize(chunks, len(chunks)).flatMap(lambda c: c)
+        return spark.createDataFrame(rdd, schema=SCHEMA)
+    import os
+    import tempfile
+    where = tempfile.mkdtemp(dir=directory)
+    for i, c in enumerate(chunks):
+        pq.write_table(pa.Table.from_pylist(c, ARROW_SCHEMA), os.path.join(where, f"{i}.parquet"))
+    return spark.read.parquet(where)
 
 
 def _chunks(rows: list[dict], parts: int, layout: str, rnd) -> list[list[dict]]:
@@ -68,14 +81,22 @@ def _rows(out) -> Counter:
     return Counter(tuple(_null_normal(v) for v in r) for r in out.collect())
 
 
+@pytest.fixture
+def file_partitions(spark):
+    """Each (small) Parquet file an input partition of its own."""
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 30))
+    yield
+    spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
 @settings(max_examples=15, deadline=None, derandomize=True,
           phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), window=st.integers(1, 5), ties=st.booleans(),
        layout=st.sampled_from(["sorted", "sorted", "unsorted", "overlap"]),
        parts=st.integers(2, 5), seed=st.integers(0, 99))
-def test_scan_equals_in_process_property(spark, monkeypatch, data, window, ties, layout, parts,
-                                         seed):
+def test_scan_equals_in_process_property(spark, file_partitions, monkeypatch, tmp_path, data,
+                                         window, ties, layout, parts, seed):
     """Matches cross partition borders and whole partitions shorter than the window;
     partitions unsorted or empty; ties inside a partition; overlapping ranges fall back
     to grid slices. Sliced == in-process (== reference, test_spark_slicing)."""
@@ -87,7 +108,7 @@ def test_scan_equals_in_process_property(spark, monkeypatch, data, window, ties,
     assume(slicing_blocker(spec) is None)
     want = cepsql.match_recognize(sql, t=table)
     chunks = _chunks(table.to_pylist(), parts, layout, random.Random(seed))
-    sliced, _, out = _run(spark, _frame(spark, chunks), sql)
+    sliced, _, out = _run(spark, _frame(spark, chunks, tmp_path), sql)
     disjoint = ordered_layout([PartitionRange(i, 1, min(t), max(t)) for i, t in
                                enumerate([r["ts"] for r in c if r["ts"] is not None]
                                          for c in chunks) if t]) is not None
@@ -165,3 +186,20 @@ def test_in_task_sort_orders_as_spark(spark):
         "t", "v", "s").collect()
     assert [(r["v"] if r["v"] == r["v"] else "nan", r["s"]) for r in got] == \
         [(r.v if r.v == r.v else "nan", r.s) for r in want]
+
+
+def test_time_as_directory_partitions(spark, file_partitions, monkeypatch, tmp_path):
+    """ts as a partition directory of the Parquet source: the overlap job's time filter
+    would skip whole files (and renumber the partitions), so it reads them all."""
+    monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
+    rows = [dict(r, ts=r["ts"] // 2, price=r["ts"]) for r in _ticks(24)]
+    path = str(tmp_path / "by_ts")
+    spark.createDataFrame(rows, SCHEMA).coalesce(1).write.partitionBy("ts").parquet(path)
+    frame = spark.read.parquet(path)
+    sql = SQL.replace("STRICT_CONTIGUITY", "SKIP_TILL_NEXT_MATCH")
+    sliced, plan, out = _run(spark, frame, sql)
+    assert sliced.scan is not None and len(sliced.scan.layout) == 12
+    want = cepsql.match_recognize(sql.replace(" ev ", " t "),
+                                  t=pa.Table.from_pylist(rows, ARROW_SCHEMA))
+    assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
+                                 for r in want.itertuples(index=False))

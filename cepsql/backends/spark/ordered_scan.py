@@ -118,6 +118,16 @@ def _literal(dtype: T.DataType, value: int) -> Column:
     return F.lit(value).cast(dtype)
 
 
+def _prunes_partitions(df: DataFrame) -> bool:
+    """Whether a file scan in df's plan skips files by directory partition values."""
+    import re
+    try:
+        plan = df._jdf.queryExecution().executedPlan().toString()
+    except Exception:  # noqa: BLE001
+        return True
+    return re.search(r"PartitionFilters: \[[^\]]", plan) is not None
+
+
 def _has_exchange(df: DataFrame) -> bool:
     try:
         return "Exchange" in df._jdf.queryExecution().executedPlan().toString()
@@ -228,8 +238,24 @@ class OrderedScan:
         condition = ranges[0]
         for c in ranges[1:]:
             condition = condition | c
-        picked = prepared.where(condition).select("*", F.spark_partition_id().alias(_PID))
-        return picked.toArrow()
+        pid = F.spark_partition_id().alias(_PID)
+        picked = prepared.where(condition).select("*", pid)
+        if _prunes_partitions(picked):  # dropped files would renumber the partitions
+            picked = prepared.select("*", pid).where(condition)
+        rows = picked.toArrow()
+        self._check_owners(rows)
+        return rows
+
+    def _check_owners(self, rows: pa.Table) -> None:
+        """Each overlap row lies in the range of the partition it was read from."""
+        if not rows.num_rows:
+            return
+        bounds = {r.pid: (r.lo, r.hi) for r in self.layout}
+        t = key_ints(rows.column(self.key))
+        for p, v in zip(rows.column(_PID).to_pylist(), t):
+            lo, hi = bounds.get(p, (1, 0))
+            if not lo <= v <= hi:
+                raise _changed()
 
 
 def _neighbours(layout, overlaps, rows: pa.Table, schema: pa.Schema, key: str,
