@@ -155,7 +155,8 @@ def test_changed_partitions_fail_loudly(spark):
 
 
 def test_auto_scans_time_ordered_parquet(spark, tmp_path):
-    """``auto`` (and spark.cep.sql) take the scan path on a Parquet source in time order."""
+    """``auto`` takes the scan path on a Parquet source in time order; spark.cep.sql and
+    its EXPLAIN (summary and plan) say so."""
     path = str(tmp_path / "ev.parquet")
     pq.write_table(pa.Table.from_pylist(_ticks(600)), path, row_group_size=100)
     spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
@@ -167,6 +168,9 @@ def test_auto_scans_time_ordered_parquet(spark, tmp_path):
         assert sliced.scan is not None and "ordered scan" in plan.explain
         frame.createOrReplaceTempView("ev")
         assert len(spark.cep.sql(SQL).collect()) == 200 == len(out.collect())
+        explained = spark.cep.explain(SQL)
+        assert "Time slicing: an ordered scan" in explained
+        assert "each input partition is a time slice (no shuffle)" in explained
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
         spark.conf.unset("cepsql.slicing.bounds")

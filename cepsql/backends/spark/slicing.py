@@ -21,13 +21,14 @@ run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 
 Slice bounds (``cepsql.slicing.bounds``):
 
-* ``auto`` (default): ``scan`` when the source reads files (event logs are mostly
-  written in time order), else ``grid``.
+* ``auto``: ``scan`` when the source reads files (event logs are mostly written in
+  time order), else ``grid``. Not the default: under load its two small jobs cost about
+  what the shuffle saves (bench_unpartitioned.py); the Arrow transfer dominates both.
 * ``scan``: each input partition of the source is a slice when their ORDER BY ranges
   are disjoint and increasing (ordered_scan.py: a JVM min/max/count job reading only the
   ORDER BY column, a job collecting the overlap rows, then one mapInArrow over the
   source, no shuffle); else ``grid``.
-* ``grid``: a fixed grid of slices ``grid_windows`` windows wide (default 16,
+* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 16,
   ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
   ``floor(t / width)`` (for a TIMESTAMP_NTZ key: the start of the tumbling ``window()``
   holding t, see _window_cut) and Spark's hash partitioning spreads the many slices over
@@ -96,7 +97,7 @@ HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE)
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
 GRID_WINDOWS = 16
-BOUNDS_CONF = "cepsql.slicing.bounds"            # "auto" (default) | "grid" | "span" | "scan"
+BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span" | "scan" | "auto"
 BOUNDS = ("grid", "span", "scan", "auto")
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
@@ -135,7 +136,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     off -> None). statistics: the caller's statistics callable; it is handed the clause
     without the slicing additions. bounds: "grid" (no job), "span" (a min/max job),
     "scan" (input partitions as slices, two small jobs) or "auto" (scan for a file
-    source, else grid), default from ``cepsql.slicing.bounds`` or "auto"; max_slices (default
+    source, else grid), default from ``cepsql.slicing.bounds`` or "grid"; max_slices (default
     spark.sql.shuffle.partitions) and min_slice_windows apply to "span", grid_windows
     (default ``cepsql.slicing.gridWindows`` or 16) to "grid"."""
     spec = getattr(plan, "spec", None)
@@ -234,7 +235,7 @@ def _reads_files(df: DataFrame) -> bool:
 def _bounds_settings(spark: SparkSession, bounds: str | None,
                      grid_windows: float | None) -> tuple[str, float]:
     if bounds is None:
-        bounds = (spark.conf.get(BOUNDS_CONF, "auto") or "auto").strip().lower()
+        bounds = (spark.conf.get(BOUNDS_CONF, "grid") or "grid").strip().lower()
     if bounds not in BOUNDS:
         raise ValueError(f"{BOUNDS_CONF} must be one of {', '.join(BOUNDS)}, not {bounds!r}")
     if grid_windows is None:
