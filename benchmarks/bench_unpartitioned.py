@@ -15,6 +15,9 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   row: the path before window() labels), for the comparison
   span slices     the same with cepsql.slicing.bounds=span (a min/max job, then one
                   slice per shuffle partition)
+  ordered scan    the same with cepsql.slicing.bounds=scan: each input partition of the
+                  time-ordered Parquet is a slice (ordered_scan.py: a JVM min/max/count
+                  job on ts, a job collecting the overlap rows, one mapInArrow, no shuffle)
   one task        the same with cepsql.planner.slicing=false
 
 Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs all of
@@ -31,6 +34,17 @@ has grid slices at 1.00x / 1.06x / 0.63x of the partitioned query. 5M rows, best
 load 0-2 (idle): floor 1.70M ev/s; partitioned 1.17M; grid slices 964k (0.82x, 0.57x
 floor; 2.36x the issue's Flink figure); grid, micros cut 878k (0.75x); span 836k
 (0.71x); one task 1.12M (0.95x).
+
+Ordered scan (2026-11-26, ``--skip micros,span``, best of 2, 5M rows = 2 input partitions,
+load 2.6): floor 1.14M ev/s, partitioned 1.31M, grid slices 1.09M (0.83x), ordered scan
+1.15M (0.88x partitioned, 1.06x grid; 2.83x the Flink figure), one task 1.08M. At load 5-7
+the figures swing by 2x between rounds (scan 0.64-0.70M, grid 0.65-1.04M). 1M rows at load
+7: scan 570k vs grid 466k (1.22x). Target (>= 5x Flink, ~2.04M) NOT met. Profiled at 5M:
+per task, receiving its 2.5M rows from the JVM as Arrow takes 3.5-6 s of 4-7 s, the
+evaluation ~0.5 s; the two planning jobs 0.6-0.9 s each under load. A no-shuffle
+pass-through of the source takes 2.77 s with all columns but 1.51 s without the string
+``symbol``, which the worker does not read (its DEFINEs arrive as prepared booleans): not
+shipping unread columns to Python is the next lever, for every path.
 """
 from __future__ import annotations
 
