@@ -482,8 +482,26 @@ def sweep_run(args, ticks) -> int:
     crossing = next((r["size"] for r in results if r["rate"] >= 0.5 * batch_rate), None)
     print("ratio >= 0.5 from " + (f"{crossing:,} rows per micro-batch" if crossing
                                   else "no size in the sweep"))
-    _plot_sweep(args, results, batch_rate)
+    _save_sweep(args, results, batch_rate)
+    _plot_sweep(args)
     return 0
+
+
+def _results_folder() -> str:
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def _save_sweep(args, results, batch_rate: float) -> None:
+    """results/streaming_throughput_p<partitions>.json: one curve of the plot."""
+    import json
+    path = os.path.join(_results_folder(), f"streaming_throughput_p{args.partitions}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"mode": args.mode, "rows": args.rows, "partitions": args.partitions,
+                   "load": round(os.getloadavg()[0], 1), "batch_rate": batch_rate,
+                   "sizes": [r["size"] for r in results],
+                   "rates": [r["rate"] for r in results]}, f, indent=1)
 
 
 def _sweep_source(ticks, folder: str, size: int) -> str:
@@ -517,27 +535,36 @@ def _stream_once(spark, query: str, source: str, checkpoint: str):
     return q.recentProgress, time.perf_counter() - t0
 
 
-def _plot_sweep(args, results, batch_rate: float) -> None:
+def _plot_sweep(args) -> None:
+    """Every saved sweep (one curve per state-partition count) and its warm batch rate."""
+    import glob
+    import json
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    os.makedirs(folder, exist_ok=True)
+    folder = _results_folder()
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    sizes = [r["size"] for r in results]
-    ax.plot(sizes, [r["rate"] for r in results], marker="o", label="streaming, sustained")
-    ax.axhline(batch_rate, color="gray", label="batch path, warm")
-    ax.axhline(0.5 * batch_rate, color="gray", linestyle="--", label="50% of batch")
+    for i, path in enumerate(sorted(glob.glob(os.path.join(folder,
+                                                           "streaming_throughput_p*.json")))):
+        with open(path, encoding="utf-8") as f:
+            run = json.load(f)
+        line, = ax.plot(run["sizes"], run["rates"], marker="o",
+                        label=f"streaming, {run['partitions']} state partition(s), "
+                              f"load {run['load']}")
+        ax.axhline(run["batch_rate"], color=line.get_color(), alpha=0.5,
+                   label="warm batch path (same run)" if i == 0 else None)
+        ax.axhline(0.5 * run["batch_rate"], color=line.get_color(), alpha=0.5,
+                   linestyle="--", label="50% of it" if i == 0 else None)
     ax.set_xscale("log")
     ax.set_xlabel("rows per micro-batch")
-    ax.set_ylabel("rows/s")
+    ax.set_ylabel("sustained rows/s")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"sustained streaming throughput vs micro-batch size ({args.mode} mode, "
+    ax.set_title(f"streaming throughput vs micro-batch size ({args.mode} mode, "
                  f"{args.rows:,} rows, local[2])", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     path = os.path.join(folder, "streaming_throughput.png")
     fig.savefig(path, dpi=110)
