@@ -31,6 +31,14 @@ workers' start-up) and warm. Streaming is reported for the whole run and for mic
 2.. (the first one starts the stateful operator's workers and state store and, with the
 watermark still at 0, releases no row).
 
+Part 2b (--sweep 50000,100000,...): sustained throughput against micro-batch size. The
+same rows (--rows) are written, per size, as a small first file (the query's first
+micro-batch: its start-up) and files of that size, read with maxFilesPerTrigger 1, one
+availableNow query per size into the noop sink. A size's sustained rate is its
+rows per trigger / the median duration of its data micro-batches (the highest input rate
+the query keeps up with at that trigger size), next to the warm batch path on the same
+rows; plot results/streaming_throughput.png.
+
 Part 3 (--minutes M): a file stream written in increments (--rate rows/s, a file every
 --interval s) for M minutes with the default trigger; state bytes over time (statestore
 reader), end-to-end latency per match, exactness against the batch path on the rows
@@ -247,6 +255,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--profile", action="store_true",
                         help="part 2: Spark's durationMs and the worker's phase timers")
+    parser.add_argument("--sweep", default="",
+                        help="part 2b: rows per micro-batch, comma-separated")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="part 3: a file stream written in increments for this long")
     parser.add_argument("--rate", type=int, default=400, help="part 3: input rows/s")
@@ -260,6 +270,8 @@ def main() -> int:
     ticks = generate_ticks(args.rows)
     if args.increments:
         report_engine(args, ticks)
+    if args.sweep:
+        return sweep_run(args, ticks)
     return spark_run(args, ticks) if args.spark else 0
 
 
@@ -411,6 +423,152 @@ def _report_profile(progress, folder: str) -> None:
                 f"{k} {v:.3f}" for k, v in c.items()
                 if k not in ("keys", "out_rows", "calls", "state_bytes"))
                   + f"; {c['calls']} calls, state {c['state_bytes']:,} B, {c['out_rows']} rows out")
+
+
+WARM_ROWS = 2_000
+
+
+def sweep_run(args, ticks) -> int:
+    """Part 2b: sustained rows/s per micro-batch size next to the warm batch path."""
+    from cepsql.backends.streaming.demo import STREAM_SCHEMA, write_increments
+
+    sizes = sorted(int(x) for x in args.sweep.split(","))
+    n = ticks.num_rows
+    spark = _session(args)
+    query = QUERIES[args.mode]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="cepsql-bench-sweep-") as folder:
+        source = os.path.join(folder, "all")
+        os.makedirs(source)
+        write_increments(ticks, source, 4)
+        spark.read.schema(STREAM_SCHEMA).parquet(source).createOrReplaceTempView("ticks_batch")
+        for _ in range(2):  # cold, then warm (the figure)
+            t0, c0 = time.perf_counter(), _cpu_seconds()
+            spark.cep.sql(query.format(src="ticks_batch")).write.format("noop") \
+                .mode("overwrite").save()
+            warm_s, warm_cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+        for size in sizes:
+            source = _sweep_source(ticks, folder, size)
+            c0 = _cpu_seconds()
+            progress, wall = _stream_once(spark, query, source,
+                                          os.path.join(folder, f"ck-{size}"))
+            cpu = _cpu_seconds() - c0
+            steady = [p for p in progress[1:] if p["numInputRows"]]
+            per_batch = statistics.median(p["durationMs"]["triggerExecution"] / 1000
+                                          for p in steady)
+            rows = statistics.median(p["numInputRows"] for p in steady)
+            parts = {k: statistics.median(p["durationMs"].get(k, 0) for p in steady)
+                     for k in ("queryPlanning", "addBatch", "walCommit", "commitOffsets")}
+            commit = statistics.median((p.get("stateOperators") or [{}])[0]
+                                       .get("commitTimeMs", 0) for p in steady)
+            results.append(dict(size=size, rate=rows / per_batch, per_batch=per_batch,
+                                batches=len(steady), wall=wall, cpu=cpu, parts=parts,
+                                commit=commit, first=progress[0]["durationMs"]
+                                ["triggerExecution"] / 1000))
+    batch_rate = n / warm_s
+    print(f"sweep, mode {args.mode}: {n:,} rows, local[2], {args.partitions} shuffle "
+          f"partitions, noop sink, load {os.getloadavg()[0]:.1f}")
+    print(f"batch, warm: {warm_s:.2f} s, {batch_rate:,.0f} rows/s, CPU {warm_cpu:.1f} s")
+    print("micro-batches: those after the query's first (start-up, "
+          f"{WARM_ROWS:,} rows) that read rows")
+    print("rows/trigger  micro-batches  median s  sustained rows/s  / warm batch  "
+          "whole run s  CPU s  (median ms: planning, addBatch, state commit, wal+offsets)")
+    for r in results:
+        d = r["parts"]
+        print(f"{r['size']:>12,}  {r['batches']:>13}  {r['per_batch']:8.2f}  "
+              f"{r['rate']:16,.0f}  {r['rate'] / batch_rate:11.2f}  {r['wall']:11.1f}  "
+              f"{r['cpu']:5.1f}  first {r['first']:.1f} s  ({d['queryPlanning']:.0f}, {d['addBatch']:.0f}, "
+              f"{r['commit']:.0f}, {d['walCommit'] + d['commitOffsets']:.0f})")
+    crossing = next((r["size"] for r in results if r["rate"] >= 0.5 * batch_rate), None)
+    print("ratio >= 0.5 from " + (f"{crossing:,} rows per micro-batch" if crossing
+                                  else "no size in the sweep"))
+    _save_sweep(args, results, batch_rate)
+    _plot_sweep(args)
+    return 0
+
+
+def _results_folder() -> str:
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def _save_sweep(args, results, batch_rate: float) -> None:
+    """results/streaming_throughput_p<partitions>.json: one curve of the plot."""
+    import json
+    path = os.path.join(_results_folder(), f"streaming_throughput_p{args.partitions}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"mode": args.mode, "rows": args.rows, "partitions": args.partitions,
+                   "load": round(os.getloadavg()[0], 1), "batch_rate": batch_rate,
+                   "sizes": [r["size"] for r in results],
+                   "rates": [r["rate"] for r in results]}, f, indent=1)
+
+
+def _sweep_source(ticks, folder: str, size: int) -> str:
+    """A folder whose oldest file holds the first WARM_ROWS ticks (the query's first
+    micro-batch: start-up) and the others the rest, size rows each."""
+    from cepsql.backends.streaming.demo import write_increments
+    source = os.path.join(folder, f"in-{size}")
+    os.makedirs(source)
+    first = os.path.join(source, "first")
+    os.makedirs(first)
+    write_increments(ticks.slice(0, WARM_ROWS), first, 1)
+    os.rename(os.path.join(first, "ticks-0000.parquet"), os.path.join(source, "a.parquet"))
+    os.rmdir(first)
+    old = time.time() - 3600
+    os.utime(os.path.join(source, "a.parquet"), (old, old))  # read first
+    rest = ticks.slice(WARM_ROWS)
+    write_increments(rest, source, -(-rest.num_rows // size))
+    return source
+
+
+def _stream_once(spark, query: str, source: str, checkpoint: str):
+    """One availableNow run of query over source (a file per trigger) into the noop
+    sink: (progress, wall seconds)."""
+    from cepsql.backends.streaming.demo import STREAM_SCHEMA
+    spark.readStream.schema(STREAM_SCHEMA).option("maxFilesPerTrigger", 1) \
+        .parquet(source).withWatermark("ts", "5 seconds").createOrReplaceTempView("ticks_sw")
+    t0 = time.perf_counter()
+    q = (spark.cep.sql(query.format(src="ticks_sw")).writeStream.format("noop")
+         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    q.awaitTermination()
+    return q.recentProgress, time.perf_counter() - t0
+
+
+def _plot_sweep(args) -> None:
+    """Every saved sweep (one curve per state-partition count) and its warm batch rate."""
+    import glob
+    import json
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    folder = _results_folder()
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for i, path in enumerate(sorted(glob.glob(os.path.join(folder,
+                                                           "streaming_throughput_p*.json")))):
+        with open(path, encoding="utf-8") as f:
+            run = json.load(f)
+        line, = ax.plot(run["sizes"], run["rates"], marker="o",
+                        label=f"streaming, {run['partitions']} state partition(s), "
+                              f"load {run['load']}")
+        ax.axhline(run["batch_rate"], color=line.get_color(), alpha=0.5,
+                   label="warm batch path (same run)" if i == 0 else None)
+        ax.axhline(0.5 * run["batch_rate"], color=line.get_color(), alpha=0.5,
+                   linestyle="--", label="50% of it" if i == 0 else None)
+    ax.set_xscale("log")
+    ax.set_xlabel("rows per micro-batch")
+    ax.set_ylabel("sustained rows/s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"streaming throughput vs micro-batch size ({args.mode} mode, "
+                 f"{args.rows:,} rows, local[2])", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(folder, "streaming_throughput.png")
+    fig.savefig(path, dpi=110)
+    print(f"plot: {os.path.relpath(path)}")
 
 
 def long_run(args) -> int:

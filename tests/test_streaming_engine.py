@@ -61,12 +61,27 @@ def simulate(sql: str, table: pa.Table, arrival: list[int], cuts: list[int], del
         assume(False)
     # NEXT: a quiet key's last match waits for its next row (tests/test_stream_next.py)
     assume(not new_engine(bound.worker, "ts", [], plan.spec).reads_next)
+    streamed, batch, late, dropped = compare(plan, bound, table, arrival, cuts, delay_ms)
+    if isinstance(streamed, CepError) or isinstance(batch, CepError):
+        if not complete and isinstance(batch, CepError):
+            return Counter(), Counter(), 0, 0  # the failing match may still be open
+        assert type(streamed) is type(batch), (streamed, batch)
+        return Counter(), Counter(), 0, 0
+    return streamed, batch, late, dropped
+
+
+def compare(plan, bound, table: pa.Table, arrival: list[int], cuts: list[int], delay_ms: int):
+    """(streamed raw rows or the stream's error, batch raw rows over the rows the stream
+    did not drop as late or the batch path's error, late count, rows expected late)."""
     kept: list[int] = []  # rows not dropped as late (so far, if the stream raised)
     try:
         streamed, late = _stream(plan, bound, table, arrival, cuts, delay_ms, kept)
-    except CepError as err:  # the batch path must raise the same error
+    except CepError as err:
+        # the batch path over the rows the stream had admitted (late ones excluded) must
+        # raise it too: the failing match was decided by rows behind the watermark, which
+        # rows arriving later cannot change. (Adding every row not yet seen, late ones
+        # included, made a late row the partition's first: `^ A` then matched nowhere.)
         streamed, late = err, 0
-        kept += [i for i in arrival if i not in kept]
     ordered = sort_table(table.take(pa.array(sorted(kept), pa.int64())),
                          list(plan.sort_keys)).combine_chunks()
     try:
@@ -74,11 +89,6 @@ def simulate(sql: str, table: pa.Table, arrival: list[int], cuts: list[int], del
                                             schema=bound.worker_schema))
     except CepError as err:
         batch = err
-    if isinstance(streamed, CepError) or isinstance(batch, CepError):
-        if not complete and isinstance(batch, CepError):
-            return Counter(), Counter(), 0, 0  # the failing match may still be open
-        assert type(streamed) is type(batch), (streamed, batch)
-        return Counter(), Counter(), 0, 0
     return streamed, batch, late, len(arrival) - len(kept)
 
 
@@ -103,15 +113,14 @@ def _stream(plan, bound, table, arrival, cuts, delay_ms, kept):
         for i, key in enumerate(_keys(part, keys)):
             by_key.setdefault(key, []).append(i)
         due = {k for k, t in timers.items() if t != NO_TIMER and t <= watermark}
+        for key, idx in by_key.items():  # the whole increment arrived: late is decided now
+            released = states.setdefault(key, KeyState()).released_us
+            kept += [rows[i] for i in idx if ts[i] * 1e6 >= released]
         for key in sorted(set(by_key) | due, key=repr):
-            state = states.setdefault(key, KeyState())
+            state = states[key]
             rows_in = None
             if key in by_key:
-                idx = by_key[key]
-                rows_in = part.take(pa.array(idx, pa.int64()))
-                for i in idx:
-                    if ts[i] * 1e6 >= state.released_us:
-                        kept.append(rows[i])
+                rows_in = part.take(pa.array(by_key[key], pa.int64()))
             step = engine.advance(state, rows_in, watermark)
             states[key] = state_from_row(state_to_row(state))  # as Spark stores it
             late += step.late
@@ -255,6 +264,31 @@ def test_timer_alone_raises_the_late_boundary():
     assert state.released_us == 4_000_000
     step = engine.advance(state, table.slice(1, 1), 4000)
     assert step.late == 1 and step.output == [] and state.pending is None
+
+
+@pytest.mark.parametrize("pattern,skip,error", [
+    ("^ A", "SKIP TO LAST A", "cannot skip to the first row"),
+    ("^ B* A", "SKIP TO LAST B", "does not appear in the match")])
+def test_late_row_is_not_the_partition_start(pattern, skip, error):
+    """Found by hypothesis: ts 3 arrives, then ts 2 behind the watermark. ts 2 is dropped
+    as late, so ts 3 is the key's first row: `^` matches there and the SKIP raises, as
+    the batch path does over the rows that were not late. (The check used to add the
+    rows not yet seen when the stream raised -- the late one too -- to the batch side,
+    where `^` then failed at ts 2 and nothing raised.)"""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+           f"count(*) AS n ONE ROW PER MATCH AFTER MATCH {skip} PATTERN ({pattern}) "
+           "DEFINE A AS A.price BETWEEN 3 AND 7"
+           + (", B AS B.price > PREV(B.price))" if "B" in pattern else ")"))
+    table = pa.table({"part": ["b", "b"], "ts": [2, 3], "price": [0, 3],
+                      "vol": [0.5, 0.5], "tag": ["x", "x"]})
+    plan = plan_query(spec_of(sql), table.schema, sql)
+    table = prepared(table, plan)
+    bound = plan.bind(table.schema)
+    streamed, batch, _, dropped = compare(plan, bound, table, [1, 0], [1], 0)
+    assert dropped == 1   # ts 2 was late
+    assert isinstance(streamed, CepError) and error in str(streamed)
+    assert isinstance(batch, CepError) and error in str(batch)
+    assert list(bound.worker(iter(table.to_batches()))) == []  # with ts 2: no match
 
 
 def test_quiet_key_closes_from_timer_alone():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 import pytest
 
@@ -110,6 +111,27 @@ def test_stream_without_watermark_says_what_to_add(spark, tmp_path):
     spark.readStream.schema(SCHEMA).json(source).createOrReplaceTempView("ticks_nowm")
     with pytest.raises(CepAnalysisError, match="withWatermark"):
         spark.cep.sql(SQL_MODE.format(src="ticks_nowm"))
+
+
+def test_many_state_partitions_warn(spark, tmp_path):
+    """Spark's default 200 shuffle partitions become 200 state partitions, each committed
+    every micro-batch: planning the clause says so; a count near the cores does not."""
+    from cepsql.backends.streaming.frames import StatePartitionsWarning
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
+        .createOrReplaceTempView("ticks_parts")
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "200")
+        with pytest.warns(StatePartitionsWarning, match="200 partitions"):
+            spark.cep.sql(SQL_MODE.format(src="ticks_parts"))
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", StatePartitionsWarning)
+            spark.cep.sql(SQL_MODE.format(src="ticks_parts"))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
 def test_stream_demo_prints_matches_per_batch(spark, one_shuffle_partition):

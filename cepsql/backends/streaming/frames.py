@@ -3,6 +3,8 @@ them in transformWithState state (a bucket of keys per state key), unpack the de
 matches."""
 from __future__ import annotations
 
+import warnings
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -24,6 +26,13 @@ CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.
 # keys per stateful-operator key (packing.py); stored with the state: a checkpoint written
 # with another value is refused (ipc.check_layout)
 BUCKETS_CONF = "cepsql.streaming.keyBuckets"
+SHUFFLE_CONF = "spark.sql.shuffle.partitions"
+# state partitions per core above which planning a streaming clause warns (see below)
+STATE_PARTITIONS_PER_CORE = 4
+
+
+class StatePartitionsWarning(UserWarning):
+    """The stateful operator would get many more state partitions than there are cores."""
 
 
 def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> DataFrame:
@@ -125,10 +134,33 @@ def _pattern_nodes(node):
 def _use_rocksdb(df: DataFrame) -> None:
     """transformWithState runs only on the RocksDB state store. Unless the user chose,
     commits write a changelog instead of a snapshot per micro-batch (about half the
-    commit time here; snapshots are then made in the background)."""
+    commit time here; snapshots are then made in the background). Warns when the state
+    would get many more partitions than there are cores."""
     conf = df.sparkSession.conf
     current = conf.get(PROVIDER_CONF, None) or ""
     if current != ROCKSDB:
         conf.set(PROVIDER_CONF, ROCKSDB)
     if conf.get(CHANGELOG_CONF, None) is None:
         conf.set(CHANGELOG_CONF, "true")
+    _warn_many_state_partitions(df)  # here: pattern views and workloads come through too
+
+
+def _warn_many_state_partitions(df: DataFrame) -> None:
+    """The stateful operator gets spark.sql.shuffle.partitions state partitions when its
+    checkpoint is created, for ever; each one loads and commits a RocksDB store every
+    micro-batch, rows or not (Spark's default 200 made a 50k-row micro-batch on 2 cores
+    27x slower than 2 partitions). cepsql cannot pick the count for this query alone, and
+    setting it session-wide would change the user's batch shuffles: it says so instead."""
+    spark = df.sparkSession
+    partitions = int(spark.conf.get(SHUFFLE_CONF, None) or 200)
+    try:
+        cores = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext to ask
+        return
+    if partitions > STATE_PARTITIONS_PER_CORE * max(cores, 1):
+        warnings.warn(
+            f"{SHUFFLE_CONF} is {partitions} with {cores} cores: a new streaming query's "
+            f"pattern state gets {partitions} partitions, each committed every micro-batch "
+            "(a fixed cost per micro-batch). Set it to about the number of cores before "
+            "start(); an existing checkpoint keeps its count (docs/streaming.md, "
+            "Throughput and tuning).", StatePartitionsWarning, stacklevel=4)
