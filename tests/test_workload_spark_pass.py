@@ -189,3 +189,43 @@ def test_joined_batches_keep_order_and_join_up_to_the_size():
     assert [b.num_rows for b in out] == [7, 7, 1]
     assert [v for b in out for v in b.column(0).to_pylist()] == list(range(15))
     assert list(joined_batches(iter([]), 6)) == []
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_task_columns_follow_the_sessions_ansi_setting(spark, ansi):
+    """FLOAT beside an integer meets it at DOUBLE under ANSI and at FLOAT without (2^24 + 1
+    rounds to 2^24): the task's Arrow columns follow the session's setting, not the
+    worker process's defaults, so the pass equals the view alone under both."""
+    import pyspark.sql.types as T
+    big = 2 ** 24 + 1
+    data = [("a", i, 1.0, big if i % 2 else 3) for i in range(8)]
+    schema = T.StructType([T.StructField("sym", T.StringType()),
+                           T.StructField("k", T.LongType()),
+                           T.StructField("f", T.FloatType()),
+                           T.StructField("vol", T.LongType())])
+    spark.createDataFrame(data, schema).createOrReplaceTempView("wlp_float")
+    view = ("SELECT * FROM wlp_float MATCH_RECOGNIZE (PARTITION BY sym ORDER BY k "
+            "MEASURES a.k AS ka, b.k AS kb STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
+            "DEFINE a AS a.f * a.vol > 16777216, b AS b.vol > 0)")
+    old = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW wlp_fview AS {view}")
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW wlp_fview2 AS "
+                      f"{view.replace('b.vol > 0', 'b.vol > 1')}")
+        wl = spark.cep.workload(["wlp_fview", "wlp_fview2"])
+        frames = wl.dataframes()
+        (shared, _), = wl._built.passes.values()
+        from cepsql.backends.spark.workload import _late_columns, _prepare_split
+        _, late = _prepare_split(shared.groups[0])
+        _, in_task, _ = _late_columns(spark.table("wlp_float"), late, ansi == "true")
+        assert in_task
+        for name in ("wlp_fview", "wlp_fview2"):
+            got = rows(frames[name])
+            assert got == rows(spark.table(name)), name
+            assert len(got) == (12 if ansi == "true" else 0), name
+        wl.close()
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", old)
+        for name in ("wlp_fview", "wlp_fview2", "wlp_float"):
+            spark.cep.sql(f"DROP VIEW IF EXISTS {name}")

@@ -528,6 +528,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         return streaming_pass(source, plans, sharing)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
+    ansi = _session_ansi(source.sparkSession)
     inputs, late_columns, computed, schemas = [], [], [], []
     for group in shared.groups:
         df = source
@@ -539,7 +540,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         if group.break_column is not None:
             from .strict_breaks import with_global_breaks
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
-        in_engine, in_task, schema = _late_columns(df, late)
+        in_engine, in_task, schema = _late_columns(df, late, ansi)
         inputs.append(df)
         late_columns.append(in_engine)
         computed.append(in_task)
@@ -557,7 +558,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         if late:
             df = df.select("*", *late)
         worker = SharedPassWorker(group, shared.output_schema, computed=own,
-                                  slots=shared.slots)
+                                  slots=shared.slots, ansi=ansi)
         outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
@@ -576,12 +577,19 @@ def _prepare_split(group) -> tuple[list, list]:
     return early, late
 
 
-def _late_columns(df: DataFrame, late: list) -> tuple[list, list, pa.Schema]:
+def _session_ansi(spark: SparkSession) -> bool:
+    """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
+    from ...runtime.planner_options import options_from_conf
+    return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
+
+
+def _late_columns(df: DataFrame, late: list, ansi: bool = True
+                  ) -> tuple[list, list, pa.Schema]:
     """Split the late prepared columns into those Spark computes (Column list) and those
     the task computes with Arrow kernels (one_pass.with_computed: Spark would convert
     every one of them to Arrow for the task) -- only where the Arrow evaluation gives
     exactly the type Spark gives; and the prepared schema the task sees (Spark's
-    columns, then the task's)."""
+    columns, then the task's); ansi: the session's spark.sql.ansi.enabled."""
     if not late:
         return [], [], arrow_schema(df)
     columns = [F.expr(to_spark_sql(e)).alias(n) for n, e in late]
@@ -589,7 +597,7 @@ def _late_columns(df: DataFrame, late: list) -> tuple[list, list, pa.Schema]:
     base = arrow_schema(df)
     in_engine, in_task = [], []
     for (name, expr), column, field_ in zip(late, columns, spark_types):
-        if computed_type(expr, base) == field_.type:
+        if computed_type(expr, base, ansi) == field_.type:
             in_task.append((name, expr))
         else:
             in_engine.append((column, field_))

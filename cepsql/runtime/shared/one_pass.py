@@ -386,7 +386,8 @@ class SharedPassWorker:
     def __init__(self, group: PassGroup, output_schema: pa.Schema,
                  evaluator: Callable = pass_evaluator,
                  computed: list[tuple[str, Expr]] | None = None,
-                 batch_rows: int = BATCH_ROWS, slots: dict[int, str] | None = None):
+                 batch_rows: int = BATCH_ROWS, slots: dict[int, str] | None = None,
+                 ansi: bool | None = None):
         self.group = group
         self.slots = dict(slots or {})  # SharedPass.slots (default: a column per pattern)
         # sorted input batches are joined up to this many rows before evaluation: every
@@ -397,6 +398,9 @@ class SharedPassWorker:
         # prepared columns the task computes itself (Arrow kernels) and appends to each
         # batch, in order: cheaper than computing, moving and converting them in the engine
         self.computed = list(computed or [])
+        # the session's spark.sql.ansi.enabled for those columns' types: a Spark worker's
+        # process does not see the driver's in-process options (None: read them here)
+        self.ansi = ansi
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import copy
@@ -408,7 +412,7 @@ class SharedPassWorker:
         evaluator = self.evaluator(self.group.global_plan, patterns)
         for batch in joined_batches(batches, self.batch_rows):
             if self.computed:
-                batch = with_computed(batch, self.computed)
+                batch = with_computed(batch, self.computed, self.ansi)
             yield from self._tagged(evaluator.feed(batch))
         yield from self._tagged(evaluator.finish())
 
@@ -436,26 +440,29 @@ def joined_batches(batches: Iterator[pa.RecordBatch], rows: int
         yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
 
 
-def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]]) -> pa.RecordBatch:
+def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]],
+                  ansi: bool | None = None) -> pa.RecordBatch:
     """batch with the row-local columns ``computed`` appended (exprs/arrow_eval, the
-    in-process engine's evaluation of the same expressions)."""
+    in-process engine's evaluation of the same expressions); ansi: spark.sql.ansi.enabled
+    (None: the in-process options')."""
     from ...exprs.arrow_eval import evaluate_arrow
     table = pa.Table.from_batches([batch])
     arrays = list(batch.columns)
     for _, expr in computed:
-        value = evaluate_arrow(expr, table)
+        value = evaluate_arrow(expr, table, ansi)
         arrays.append(value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value)
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names
                                       + [name for name, _ in computed])
 
 
-def computed_type(expr: Expr, schema: pa.Schema) -> pa.DataType | None:
-    """The Arrow type ``with_computed`` gives expr over schema, or None when the Arrow
-    evaluation cannot compute it (the engine must)."""
+def computed_type(expr: Expr, schema: pa.Schema, ansi: bool | None = None
+                  ) -> pa.DataType | None:
+    """The Arrow type ``with_computed`` gives expr over schema (under ``ansi``), or None
+    when the Arrow evaluation cannot compute it (the engine must)."""
     from ...errors import CepError
     from ...exprs.arrow_eval import evaluate_arrow
     try:
-        return evaluate_arrow(expr, schema.empty_table()).type
+        return evaluate_arrow(expr, schema.empty_table(), ansi).type
     except (CepError, pa.ArrowException, TypeError, ValueError):
         return None
 
