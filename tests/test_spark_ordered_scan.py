@@ -89,7 +89,7 @@ def file_partitions(spark):
     spark.conf.unset("spark.sql.files.openCostInBytes")
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=4, deadline=None, derandomize=True,
           phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), window=st.integers(1, 5), ties=st.booleans(),
