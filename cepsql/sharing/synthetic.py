@@ -322,8 +322,7 @@ def _draw(n_patterns, seed, symbols, sizes, zipf, special_fraction, and_fraction
         for k in rng.permutation(len(pool)):
             a, b = pool[k]
             if rng.random() < q and len(chosen) + 2 <= size:
-                span = [r[i] for i in chosen] + [r[a], r[b]]
-                if max(span) - min(span) <= width:
+                if _window_holds(r, chosen + [a, b], size, width):
                     chosen += [a, b]
                     shared.append((a, b))
         need = size - len(chosen)
@@ -353,3 +352,13 @@ def _draw(n_patterns, seed, symbols, sizes, zipf, special_fraction, and_fraction
         out.append(_pattern(rng, n, [names[i] for i in order], offsets, special_fraction,
                             and_fraction, windows, window_unit, kleene_max, fixed))
     return SyntheticWorkload(out, names, rates, offsets)
+
+
+def _window_holds(r, members: list[int], size: int, width: float) -> bool:
+    """Some rate window [r_s, r_s + width] holds ``members`` and ``size`` symbols."""
+    if math.isinf(width):
+        return True
+    lo, hi = min(r[i] for i in members), max(r[i] for i in members)
+    return any(r[s] <= lo and hi <= r[s] + width
+               and int(((r >= r[s]) & (r <= r[s] + width)).sum()) >= size
+               for s in range(len(r)))
