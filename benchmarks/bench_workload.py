@@ -3,6 +3,13 @@
     python benchmarks/bench_workload.py                       # planning part, defaults
     python benchmarks/bench_workload.py --sizes 10 50 --seconds 0.5
     python benchmarks/bench_workload.py --evaluate --eval-sizes 10 50 100 --rows 20000
+    python benchmarks/bench_workload.py --skip-planning --evaluate --rows 20000 \
+        --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50      # -> results/workload_density
+
+``--density d ...`` / ``--rate-diff r``: the paper's workload parameters (appendix D;
+stock_workload(density=, rate_diff=)): one evaluated workload of --density-size (100)
+patterns per target MPG density, then --eval-sizes at the first density; each row gives
+the graph's measured density (graph.mpg_density) next to the target.
 
 Planning part: workloads of the synthetic stock experiment (cepsql.sharing.synthetic:
 3-7 variables over skewed-rate symbols, SEQ/AND, diff predicates on half the pairs, 20%
