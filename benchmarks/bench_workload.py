@@ -3,6 +3,13 @@
     python benchmarks/bench_workload.py                       # planning part, defaults
     python benchmarks/bench_workload.py --sizes 10 50 --seconds 0.5
     python benchmarks/bench_workload.py --evaluate --eval-sizes 10 50 100 --rows 20000
+    python benchmarks/bench_workload.py --skip-planning --evaluate --rows 20000 \
+        --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50      # -> results/workload_density
+
+``--density d ...`` / ``--rate-diff r``: the paper's workload parameters (appendix D;
+stock_workload(density=, rate_diff=)): one evaluated workload of --density-size (100)
+patterns per target MPG density, then --eval-sizes at the first density; each row gives
+the graph's measured density (graph.mpg_density) next to the target.
 
 Planning part: workloads of the synthetic stock experiment (cepsql.sharing.synthetic:
 3-7 variables over skewed-rate symbols, SEQ/AND, diff predicates on half the pairs, 20%
@@ -63,7 +70,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cepsql.sharing import check_global_plan, plan_workload  # noqa: E402
-from cepsql.sharing.synthetic import stock_workload  # noqa: E402
+from cepsql.sharing.dag import WorkloadContext  # noqa: E402
+from cepsql.sharing.graph import build_graph, mpg_density  # noqa: E402
+from cepsql.sharing.synthetic import signature_density, stock_workload  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ALGORITHMS = ("PREFIX", "SA", "TABU")
@@ -125,8 +134,8 @@ def evaluator_part(args) -> list[dict]:
     print(f"{'patterns':>8} {'rows':>7} {'trivial ev/s':>13} "
           + " ".join(f"{a + ' x':>9}" for a in EVAL_PLANS)
           + "  matches  identical   (model estimate: " + " / ".join(EVAL_PLANS) + ")")
-    for n in args.eval_sizes:
-        wl = _workload(n, args, tuple(args.eval_windows))
+    for n, density in _eval_cases(args):
+        wl = _workload(n, args, tuple(args.eval_windows), density)
         table = wl.stream(args.rows, seed=args.seed)
         specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
                  for s in wl.statements]
@@ -136,7 +145,9 @@ def evaluator_part(args) -> list[dict]:
         for name in EVAL_PLANS:
             plans[name] = plan_workload(patterns, algorithm=name, seconds=args.seconds,
                                         seed=args.seed)
-        row, reference = {"n": n, "rows": args.rows}, None
+        row, reference = {"n": n, "rows": args.rows, "target": density}, None
+        row["density"] = mpg_density(build_graph(WorkloadContext(patterns)))
+        row["signature_density"] = signature_density(wl.patterns)
         row["kleene_share"] = _kleene_share(patterns)
         for name, plan in plans.items():
             best = build = float("inf")
@@ -166,6 +177,8 @@ def evaluator_part(args) -> list[dict]:
               + f"  {row['matches']:>7}  {str(row['identical']):>9}   "
               + " / ".join(f"{row['TRIVIAL_cost'] / row[a + '_cost']:.1f}"
                            for a in EVAL_PLANS), flush=True)
+        print(f"{'':>8} MPG density {row['density']:.3f} (target {density}, generator's "
+              f"{row['signature_density']:.3f})", flush=True)
         print(f"{'':>8} model: Kleene patterns are {row['kleene_share']:.0%} of the "
               "trivial plans' estimated cost", flush=True)
         for name in ("TRIVIAL", "NONE", "SA"):
@@ -198,13 +211,16 @@ def write_eval(rows: list[dict], args) -> None:
              "plan's matches identical to the trivial plan's. Model = the planner's "
              f"estimate (trivial cost / cost). Peak RSS of the run {peak:.0f} MB; load "
              f"{os.getloadavg()[0]:.1f}.", "",
-             "| patterns | trivial events/s | independent (NONE) | PREFIX | SA | TABU | "
+             "| patterns | MPG density (target) | trivial events/s | independent (NONE) | "
+             "PREFIX | SA | TABU | SA / NONE | "
              "model NONE / PREFIX / SA / TABU | model: Kleene share | matches | SA: shared "
              "leaves / joins, join instances saved by sharing / formed |",
-             "|---:" * 10 + "|"]
+             "|---:" * 12 + "|"]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['TRIVIAL']:.0f} | "
+        lines.append(f"| {r['n']} | {r['density']:.3f} ({r['target']}) | "
+                     f"{r['TRIVIAL']:.0f} | "
                      + " | ".join(f"{r[a] / r['TRIVIAL']:.2f}x" for a in EVAL_PLANS)
+                     + f" | {r['SA'] / r['NONE']:.2f}x"
                      + " | " + " / ".join(f"{r['TRIVIAL_cost'] / r[a + '_cost']:.1f}"
                                           for a in EVAL_PLANS)
                      + f" | {r['kleene_share']:.0%} | {r['matches']} | "
@@ -216,13 +232,18 @@ def write_eval(rows: list[dict], args) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4))
-    sizes = [r["n"] for r in rows]
+    by_density = bool(args.density)
+    if by_density:   # the per-density rows (at --density-size patterns)
+        rows = [r for r in rows if r["n"] == args.density_size]
+    xs = [r["density"] if by_density else r["n"] for r in rows]
     for key in EVAL_PLANS:
-        ax.plot(sizes, [r[key] / r["TRIVIAL"] for r in rows], marker="o",
+        ax.plot(xs, [r[key] / r["TRIVIAL"] for r in rows], marker="o",
                 label="independent" if key == "NONE" else key)
-    ax.set_xlabel("patterns in the workload")
+    ax.set_xlabel(f"measured MPG density ({args.density_size} patterns)" if by_density
+                  else "patterns in the workload")
     ax.set_ylabel("evaluator throughput gain over the trivial plan")
-    ax.set_xscale("log")
+    if not by_density:
+        ax.set_xscale("log")
     ax.set_yscale("log")
     ax.legend()
     ax.set_title(f"windows {args.eval_windows} s, {args.rows} events")
@@ -257,8 +278,20 @@ def _kleene_share(patterns) -> float:
     return sum(c for c, kl in costs if kl) / total if total else 0.0
 
 
-def _workload(n: int, args, windows: tuple | None = None):
+def _eval_cases(args) -> list[tuple[int, float | None]]:
+    """(patterns, target density) per evaluated workload: every --density at the
+    --density-size, then the --eval-sizes at the first density (none: the default
+    generator)."""
+    if not args.density:
+        return [(n, None) for n in args.eval_sizes]
+    return [(args.density_size, d) for d in args.density] + \
+        [(n, args.density[0]) for n in args.eval_sizes if n != args.density_size]
+
+
+def _workload(n: int, args, windows: tuple | None = None, density: float | None = None):
     kwargs = {} if windows is None else {"windows": windows}
+    if density is not None or args.rate_diff is not None:
+        kwargs.update(density=density, rate_diff=args.rate_diff)
     return stock_workload(n, seed=args.seed, symbols=args.symbols,
                           special_fraction=args.special,
                           selectivities=tuple(args.selectivities) or None,
@@ -269,8 +302,11 @@ def _workload_text(args, windows) -> str:
     sel = (f"selectivities log-uniform in [{args.selectivities[0]}, "
            f"{args.selectivities[1]}]" if args.selectivities else "dense offsets")
     types = "rate-weighted" if args.rate_weighted_types else "uniform"
+    tuned = "" if not args.density and args.rate_diff is None else (
+        f", target MPG densities {args.density} (pool of 4 shared symbol pairs), max "
+        f"normalized rate difference {args.rate_diff}")
     return (f"seed {args.seed}, {args.symbols} symbols (Zipf rates), {types} choice of "
-            f"types, {sel}, {args.special:.0%} NOT/KL patterns, windows {windows} s")
+            f"types, {sel}, {args.special:.0%} NOT/KL patterns, windows {windows} s{tuned}")
 
 
 def write_results(rows: list[dict], args) -> None:
@@ -344,11 +380,20 @@ def main() -> None:
                     help="range of the predicates' selectivities, drawn log-uniformly "
                          "(the paper's measured range); none: the coarse dense offsets")
     ap.add_argument("--skip-planning", action="store_true")
+    ap.add_argument("--density", type=float, nargs="*", default=[],
+                    help="target MPG densities of the evaluated workloads (the paper's "
+                         "Fig. 14 parameter); the first one also for --eval-sizes")
+    ap.add_argument("--density-size", type=int, default=100,
+                    help="patterns of the per-density workloads")
+    ap.add_argument("--rate-diff", type=float, default=None,
+                    help="max normalized arrival-rate difference within a pattern")
     args = ap.parse_args()
     if not args.skip_planning:
         rows = planning_part(args)
         write_results(rows, args)
     if args.evaluate:
+        if args.density and args.eval_out == "workload_eval":
+            args.eval_out = "workload_density"
         write_eval(evaluator_part(args), args)
 
 

@@ -83,3 +83,47 @@ def test_benchmark_workload_equals_each_view_alone(n, seed, rows, chunk):
                  plan_workload(patterns, algorithm="SA", seconds=0.05, seed=seed,
                                max_iterations=40)):
         assert _rows(local.shared_outputs(plan, chunk_rows=chunk)) == own, plan.algorithm
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(10, 20), seed=st.integers(0, 10_000), rows=st.integers(60, 250),
+       chunk=st.sampled_from([None, 37]))
+def test_dense_workload_equals_each_view_alone(n, seed, rows, chunk):
+    """A density-tuned workload (target MPG density 0.5: patterns draw symbol pairs from
+    a shared pool, so shared joins have several consumers) under every algorithm."""
+    wl = stock_workload(n, seed=seed, symbols=10, sizes=(2, 4), windows=(2, 3, 4),
+                        special_fraction=0.3, kleene_max=2, density=0.5,
+                        selectivities=(0.003, 0.92), uniform_types=True)
+    table = wl.stream(rows, seed=seed)
+    specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
+             for s in wl.statements]
+    local = plan_local_workload(specs, table, batch_rows=97)
+    patterns = sharing_patterns(local.queries, partial(_table_statistics, table=table))
+    own = _rows(local.own_outputs())
+    for algorithm in ALGORITHMS:
+        plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05, seed=seed,
+                             max_iterations=30)
+        assert _rows(local.shared_outputs(plan, chunk_rows=chunk)) == own, plan.algorithm
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10_000), density=st.sampled_from([0.1, 0.3, 0.5, 0.7]),
+       rate_diff=st.sampled_from([None, 0.2, 0.5]))
+def test_generator_reaches_density_and_rate_band(seed, density, rate_diff):
+    """The graph's measured MPG density is near the target (30 patterns) and every
+    pattern's symbols lie within the normalized rate band; no parameters: the default
+    generator's draws."""
+    from cepsql.sharing.dag import WorkloadContext
+    from cepsql.sharing.graph import build_graph, mpg_density
+    from cepsql.sharing.synthetic import signature_density
+    wl = stock_workload(30, seed=seed, density=density, rate_diff=rate_diff,
+                        selectivities=(0.003, 0.92), uniform_types=True)
+    measured = mpg_density(build_graph(WorkloadContext(wl.workload_patterns())))
+    assert abs(signature_density(wl.patterns) - density) < 0.1
+    assert abs(measured - density) < 0.12
+    if rate_diff is not None:
+        spread = max(wl.rates.values()) - min(wl.rates.values())
+        assert all(max(wl.rates[s] for s in p.symbols) - min(wl.rates[s] for s in p.symbols)
+                   <= rate_diff * spread + 1e-9 for p in wl.patterns)
+    assert stock_workload(12, seed=seed).statements == \
+        stock_workload(12, seed=seed, density=None, rate_diff=None).statements

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from .canonical import sort_keys
 from .dag import WorkloadContext
 
-__all__ = ["Edge", "MultiPatternGraph", "build_graph", "common_subpattern"]
+__all__ = ["Edge", "MultiPatternGraph", "build_graph", "common_subpattern", "mpg_density"]
 
 
 @dataclass(frozen=True)
@@ -182,3 +182,14 @@ def _multi_conflicts(ctx, a, b, mapping, multi_a, multi_b) -> list[int]:
         if key not in ka:
             bad.append(max(inverse[c] for c in inverse if need >> c & 1))
     return bad
+
+
+def mpg_density(graph: MultiPatternGraph) -> float:
+    """The paper's MPG density (appendix D): the mean fraction of the other disjuncts a
+    disjunct is an MPG neighbour of (an edge with a common subpattern of >= 2 components;
+    computes every candidate edge's common subpattern)."""
+    n = len(graph.ctx.terms)
+    if n < 2:
+        return 0.0
+    edges = sum(1 for pid in range(len(graph.pairs)) if graph.edge(pid) is not None)
+    return 2.0 * edges / (n * (n - 1))

@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from ..stats.model import PatternStatistics
 
-__all__ = ["SyntheticPattern", "SyntheticWorkload", "TICKS_SCHEMA", "stock_workload"]
+__all__ = ["SyntheticPattern", "SyntheticWorkload", "TICKS_SCHEMA", "signature_density",
+           "stock_workload"]
 
 TICKS_SCHEMA = pa.schema([("ts", pa.timestamp("us")), ("symbol", pa.string()),
                           ("price", pa.float64()), ("diff", pa.float64())])
@@ -155,7 +156,8 @@ def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
                    kleene_max: int = 3,
                    events_per_second: float = 20.0,
                    selectivities: tuple[float, float] | None = None,
-                   uniform_types: bool = False) -> SyntheticWorkload:
+                   uniform_types: bool = False, density: float | None = None,
+                   rate_diff: float | None = None) -> SyntheticWorkload:
     """n_patterns views over a pool of ``symbols`` skewed-rate stock symbols; Kleene
     variables are bounded (KL(x, 1, kleene_max)) so that any-match evaluation over real
     streams stays feasible.
@@ -167,8 +169,38 @@ def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
     Phi^-1(sel), rounded to 0.01; a negative k is written ``x.diff - |k|``).
     ``uniform_types``: a pattern's symbols drawn uniformly from the pool (the paper picks
     event types without regard to their rates); False draws them in proportion to their
-    rates, so patterns crowd on the busiest symbols (more overlap, far more matches)."""
+    rates, so patterns crowd on the busiest symbols (more overlap, far more matches).
+
+    The paper's two workload parameters (section 6.1, appendix D); None keeps the
+    generator above unchanged (same draws for the same seed):
+    ``density``: target MPG density (average fraction of the other patterns a pattern is
+    an MPG neighbour of). Patterns take two-symbol sub-patterns (the pair, same predicate
+    everywhere) from a shared pool of POOL_PAIRS disjoint pairs, each with probability q;
+    q is bisected so that the sub-pattern overlap density (``signature_density``, the
+    graph's edge rule on symbols) reaches the target -- the graph's own measure is
+    ``graph.mpg_density``; the target may be out of reach (q = 1 caps it).
+    ``rate_diff``: the maximal normalized arrival-rate difference of a pattern -- (max -
+    min rate of its symbols) / (max - min rate of the pool) <= rate_diff."""
+    if density is not None or rate_diff is not None:
+        return _tuned_workload(n_patterns, seed, symbols, sizes, zipf, special_fraction,
+                               and_fraction, windows, window_unit, kleene_max,
+                               events_per_second, selectivities, uniform_types, density,
+                               rate_diff)
     rng = np.random.default_rng(seed)
+    names, weights, rates, offsets = _pool(rng, symbols, zipf, events_per_second,
+                                           selectivities)
+    pick = None if uniform_types else weights / weights.sum()
+    out = []
+    for n in range(n_patterns):
+        size = int(rng.integers(sizes[0], sizes[1] + 1))
+        chosen = [names[i] for i in rng.choice(symbols, size=size, replace=False, p=pick)]
+        out.append(_pattern(rng, n, chosen, offsets, special_fraction, and_fraction,
+                            windows, window_unit, kleene_max))
+    return SyntheticWorkload(out, names, rates, offsets)
+
+
+def _pool(rng, symbols, zipf, events_per_second, selectivities):
+    """Symbol names, Zipf weights, rates and one predicate offset per symbol pair."""
     names = [f"S{i:02d}" for i in range(symbols)]
     weights = 1.0 / np.arange(1, symbols + 1) ** zipf
     rates = dict(zip(names, events_per_second * weights / weights.sum()))
@@ -181,29 +213,152 @@ def stock_workload(n_patterns: int, *, seed: int = 0, symbols: int = 30,
                 lo, hi = math.log(selectivities[0]), math.log(selectivities[1])
                 k = round(-math.sqrt(2.0) * _phi_inverse(math.exp(rng.uniform(lo, hi))), 2)
             offsets[(a, b) if rng.random() < 0.5 else (b, a)] = k
+    return names, weights, rates, offsets
+
+
+def _pattern(rng, n, chosen, offsets, special_fraction, and_fraction, windows,
+             window_unit, kleene_max, fixed: tuple = ()) -> SyntheticPattern:
+    """One pattern over the symbols ``chosen``: operator, NOT/KL, predicates on about
+    half of the pairs; ``fixed``: variable pairs that must carry their predicate (the
+    shared sub-patterns: the same pair gets the same predicate in every pattern)."""
+    size = len(chosen)
+    operator = "AND" if rng.random() < and_fraction else "SEQ"
+    special = None
+    if rng.random() < special_fraction:
+        special = ("NOT" if rng.random() < 0.5 else "KL", int(rng.integers(0, size)))
+        if special[0] == "NOT" and operator == "SEQ" and special[1] in (0, size - 1):
+            # a NOT between two SEQ neighbours (a pattern of two gets a KL instead)
+            special = ("NOT", int(rng.integers(1, size - 1))) if size > 2 else \
+                ("KL", special[1])
+    positive = [i for i in range(size) if special != ("NOT", i)]
+    pairs = [(x, y) for xi, x in enumerate(positive) for y in positive[xi + 1:]]
+    rng.shuffle(pairs)
+    picked = pairs[:max(1, len(pairs) // 2)]
+    if fixed:
+        picked = [p for p in fixed if p[0] in positive and p[1] in positive] + \
+            [p for p in picked if p not in fixed]
+    preds = []
+    for x, y in picked:
+        key = (chosen[x], chosen[y])
+        if key in offsets:
+            preds.append((x, y, offsets[key]))
+        else:
+            preds.append((y, x, offsets[(chosen[y], chosen[x])]))
+    return SyntheticPattern(f"w{n}", chosen, operator, special, sorted(preds),
+                            int(rng.choice(windows)), window_unit, kleene_max)
+
+
+#: disjoint two-symbol sub-patterns in the shared pool of a density-tuned workload
+POOL_PAIRS = 4
+
+
+def signature_density(patterns: list[SyntheticPattern]) -> float:
+    """The MPG density the generator aims at: the mean fraction of the other patterns
+    sharing a two-symbol sub-pattern (both symbols, plain variables, the same predicate
+    or none between them) -- the graph's edge rule on the generator's side."""
+    sigs = []
+    for p in patterns:
+        plain = [i for i in range(len(p.symbols)) if p.special is None or p.special[1] != i]
+        cond = {(min(x, y), max(x, y)) for x, y, _ in p.predicates}
+        sigs.append({(frozenset((p.symbols[x], p.symbols[y])), (x, y) in cond)
+                     for xi, x in enumerate(plain) for y in plain[xi + 1:]})
+    n = len(patterns)
+    if n < 2:
+        return 0.0
+    return sum(sum(1 for j in range(n) if j != i and sigs[i] & sigs[j])
+               for i in range(n)) / (n * (n - 1))
+
+
+def _tuned_workload(n_patterns, seed, symbols, sizes, zipf, special_fraction, and_fraction,
+                    windows, window_unit, kleene_max, events_per_second, selectivities,
+                    uniform_types, density, rate_diff) -> SyntheticWorkload:
+    """stock_workload with a target density and/or rate band: q (the probability of
+    taking each pool sub-pattern) bisected on signature_density; every candidate workload
+    drawn from the same seed."""
+    def build(q: float) -> SyntheticWorkload:
+        return _draw(n_patterns, seed, symbols, sizes, zipf, special_fraction,
+                     and_fraction, windows, window_unit, kleene_max, events_per_second,
+                     selectivities, uniform_types, q, rate_diff)
+    if density is None:
+        return build(0.0)
+    lo, hi = 0.0, 1.0
+    best = build(1.0)
+    if signature_density(best.patterns) <= density:
+        return best
+    best_gap = float("inf")
+    for _ in range(10):
+        q = (lo + hi) / 2.0
+        wl = build(q)
+        got = signature_density(wl.patterns)
+        if abs(got - density) < best_gap:
+            best, best_gap = wl, abs(got - density)
+        if got < density:
+            lo = q
+        else:
+            hi = q
+    return best
+
+
+def _draw(n_patterns, seed, symbols, sizes, zipf, special_fraction, and_fraction, windows,
+          window_unit, kleene_max, events_per_second, selectivities, uniform_types, q,
+          rate_diff) -> SyntheticWorkload:
+    rng = np.random.default_rng(seed)
+    names, weights, rates, offsets = _pool(rng, symbols, zipf, events_per_second,
+                                           selectivities)
+    r = np.array([rates[s] for s in names])
+    width = float("inf") if rate_diff is None else rate_diff * float(r.max() - r.min())
+    # the pool: pairs of rate-neighbouring symbols (so a narrow band can still hold one)
+    adjacent = [(2 * i, 2 * i + 1) for i in range(symbols // 2)
+                if abs(r[2 * i] - r[2 * i + 1]) <= width]
+    take = min(POOL_PAIRS, len(adjacent))
+    pool = [adjacent[i] for i in rng.choice(len(adjacent), size=take, replace=False)] \
+        if take else []
     pick = None if uniform_types else weights / weights.sum()
     out = []
     for n in range(n_patterns):
         size = int(rng.integers(sizes[0], sizes[1] + 1))
-        chosen = [names[i] for i in rng.choice(symbols, size=size, replace=False, p=pick)]
-        operator = "AND" if rng.random() < and_fraction else "SEQ"
-        special = None
-        if rng.random() < special_fraction:
-            special = ("NOT" if rng.random() < 0.5 else "KL", int(rng.integers(0, size)))
-            if special[0] == "NOT" and operator == "SEQ" and special[1] in (0, size - 1):
-                # a NOT between two SEQ neighbours (a pattern of two gets a KL instead)
-                special = ("NOT", int(rng.integers(1, size - 1))) if size > 2 else \
-                    ("KL", special[1])
-        positive = [i for i in range(size) if special != ("NOT", i)]
-        pairs = [(x, y) for xi, x in enumerate(positive) for y in positive[xi + 1:]]
-        rng.shuffle(pairs)
-        preds = []
-        for x, y in pairs[:max(1, len(pairs) // 2)]:
-            key = (chosen[x], chosen[y])
-            if key in offsets:
-                preds.append((x, y, offsets[key]))
-            else:
-                preds.append((y, x, offsets[(chosen[y], chosen[x])]))
-        out.append(SyntheticPattern(f"w{n}", chosen, operator, special, sorted(preds),
-                                    int(rng.choice(windows)), window_unit, kleene_max))
+        chosen: list[int] = []
+        shared: list[tuple[int, int]] = []
+        for k in rng.permutation(len(pool)):
+            a, b = pool[k]
+            if rng.random() < q and len(chosen) + 2 <= size:
+                if _window_holds(r, chosen + [a, b], size, width):
+                    chosen += [a, b]
+                    shared.append((a, b))
+        need = size - len(chosen)
+        rest = [i for i in range(symbols) if i not in chosen]
+        if math.isinf(width):
+            band = rest
+        else:
+            # rate windows [r_s, r_s + width] holding the symbols so far and enough others
+            fits = []
+            for s in range(symbols):
+                inside = [i for i in rest if r[s] <= r[i] <= r[s] + width]
+                if all(r[s] <= r[i] <= r[s] + width for i in chosen) and len(inside) >= need:
+                    fits.append(inside)
+            if fits:
+                band = fits[int(rng.integers(len(fits)))]
+            else:   # no window holds the pattern: the nearest rates (a wider pattern)
+                mid = float(np.mean([r[i] for i in chosen])) if chosen else float(r.mean())
+                band = sorted(rest, key=lambda i: abs(r[i] - mid))[:need]
+        p = None if pick is None else pick[band] / pick[band].sum()
+        chosen += [int(i) for i in rng.choice(band, size=need, replace=False, p=p)]
+        order = [chosen[i] for i in rng.permutation(len(chosen))]
+        for a, b in shared:   # a shared pair keeps one order in every pattern (SEQ)
+            ia, ib = order.index(a), order.index(b)
+            if ia > ib:
+                order[ia], order[ib] = b, a
+        fixed = tuple((order.index(a), order.index(b)) for a, b in shared)
+        out.append(_pattern(rng, n, [names[i] for i in order], offsets, special_fraction,
+                            and_fraction, windows, window_unit, kleene_max, fixed))
     return SyntheticWorkload(out, names, rates, offsets)
+
+
+def _window_holds(r, members: list[int], size: int, width: float) -> bool:
+    """Some rate window [r_s, r_s + width] holds ``members`` and ``size`` symbols."""
+    if math.isinf(width):
+        return True
+    lo, hi = min(r[i] for i in members), max(r[i] for i in members)
+    return any(r[s] <= lo and hi <= r[s] + width
+               and int(((r >= r[s]) & (r <= r[s] + width)).sum()) >= size
+               for s in range(len(r)))
