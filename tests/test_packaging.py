@@ -8,6 +8,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -25,11 +27,18 @@ def _sources_needed() -> set[str]:
     return {f"cython_ext/{n}" for n in need}
 
 
-def test_sdist_holds_extension_sources_package_data_and_every_module(tmp_path):
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> Path:
+    """One sdist for both tests (building it is a few seconds each time)."""
+    dist = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check",
-                    "--outdir", str(tmp_path), str(ROOT)], check=True,
+                    "--outdir", str(dist), str(ROOT)], check=True,
                    capture_output=True, text=True)
-    (sdist,) = tmp_path.glob("cepsql-*.tar.gz")
+    (path,) = dist.glob("cepsql-*.tar.gz")
+    return path
+
+
+def test_sdist_holds_extension_sources_package_data_and_every_module(sdist):
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     tracked = subprocess.run(["git", "ls-files", "cepsql"], cwd=ROOT, check=True,
@@ -41,14 +50,10 @@ def test_sdist_holds_extension_sources_package_data_and_every_module(tmp_path):
     assert any(n.endswith(".pyx") for n in names) and "cepsql/conf/log4j2.properties" in names
 
 
-def test_wheel_built_from_the_sdist_compiles_every_evaluator_and_imports(tmp_path):
+def test_wheel_built_from_the_sdist_compiles_every_evaluator_and_imports(sdist, tmp_path):
     """What `pip install cepsql` does from an sdist: build a wheel from it (the extension
     compiles), install the wheel into an empty folder, import the evaluators from there."""
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation",
-                    "--skip-dependency-check", "--outdir", str(dist), str(ROOT)], check=True,
-                   capture_output=True, text=True)
-    (sdist,) = dist.glob("cepsql-*.tar.gz")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(dist), str(sdist)], check=True, capture_output=True,
                    text=True)

@@ -106,10 +106,6 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             raise CepUnsupportedError("a variable is used both in NOT(...) and positively")
     sets = LabelSets(labels, dict(spec.subsets))
     known = set(labels) | set(spec.subsets)
-
-    def own(ref_var, var):
-        return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
-
     prepare: list = []
     partition_cols = [ex._column_or_prepared(k.expr, f"__cep_p{i}", prepare)
                       for i, k in enumerate(spec.partition_by)]
@@ -137,42 +133,18 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
     conj_mask: list[int] = []
     conj_late: list[int] = []      # reads the match beyond named variables: check on completion
     conj_rowlocal: list[int] = []  # reads the current row only
-    for var, cond in spec.defines.items():
-        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True, members=sets.members)
-        for e in walk(cond):
-            if isinstance(e, AggregateValue) and e.func in MOMENT_FUNCS:
-                raise CepUnsupportedError(
-                    f"{e.func.lower()}() in DEFINE is not supported in CEP mode (SQL:2016 mode "
-                    "supports it)", pos=e.pos)
-        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
-
-        def fix(e, var=var):
-            if isinstance(e, RowValue) and not own(e.ref.var, var):
-                return replace(e, ref=replace(e.ref, final=True))
-            return None
-        bound = _map(bound, fix)
-        for conj in _conjuncts(bound):
-            refs = set()
-            for e in walk(conj):
-                if isinstance(e, RowValue) and e.ref.var is not None:
-                    refs |= sets.members(e.ref.var)
-                elif isinstance(e, AggregateValue) and e.var is not None:
-                    refs |= sets.members(e.var)
-            refs.discard(var)
-            local = localize(conj, derived,
-                             lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
-            for e in walk(local):
-                if isinstance(e, RowValue) and isinstance(e.value, Classifier) and \
-                        e.ref.physical_offset != 0:
-                    raise CepUnsupportedError("PREV/NEXT of CLASSIFIER() in DEFINE is not "
-                                              "supported in CEP mode", pos=e.pos)
-            conj_exprs.append(local)
-            conj_label.append(labels.index(var))
-            conj_mask.append(sum(1 << labels.index(v) for v in refs))
-            late, rowlocal = _conjunct_scope(local, refs)
-            conj_late.append(late)
-            conj_rowlocal.append(rowlocal)
+    for var, refs, _, local in define_conjuncts(spec, sets, known, derived, _no_moments):
+        for e in walk(local):
+            if isinstance(e, RowValue) and isinstance(e.value, Classifier) and \
+                    e.ref.physical_offset != 0:
+                raise CepUnsupportedError("PREV/NEXT of CLASSIFIER() in DEFINE is not "
+                                          "supported in CEP mode", pos=e.pos)
+        conj_exprs.append(local)
+        conj_label.append(labels.index(var))
+        conj_mask.append(sum(1 << labels.index(v) for v in refs))
+        late, rowlocal = _conjunct_scope(local, refs)
+        conj_late.append(late)
+        conj_rowlocal.append(rowlocal)
 
     one = spec.rows_per_match == "ONE"
     leaves = Leaves()
@@ -451,6 +423,46 @@ def _pattern_nodes(node):
     if child is not None:
         yield from _pattern_nodes(child)
 
+
+
+def _no_moments(cond: Expr) -> None:
+    """CEP mode has no moment aggregates (stddev, variance, ...) in DEFINE."""
+    for e in walk(cond):
+        if isinstance(e, AggregateValue) and e.func in MOMENT_FUNCS:
+            raise CepUnsupportedError(
+                f"{e.func.lower()}() in DEFINE is not supported in CEP mode (SQL:2016 mode "
+                "supports it)", pos=e.pos)
+
+
+def define_conjuncts(spec, sets, known: set, derived, check=None):
+    """Each DEFINE's top-level AND conjuncts as (variable, other variables read, bound
+    conjunct, localized conjunct) — one loop for plan_cep and sharing.patterns, so both
+    number and scope conjuncts the same way. ``check`` sees each normalized condition."""
+    def own(ref_var, var):
+        return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
+
+    for var, cond in spec.defines.items():
+        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
+                                    known_vars=known, in_define=True, members=sets.members)
+        if check is not None:
+            check(cond)
+        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
+
+        def fix(e, var=var):
+            if isinstance(e, RowValue) and not own(e.ref.var, var):
+                return replace(e, ref=replace(e.ref, final=True))
+            return None
+        for conj in _conjuncts(_map(bound, fix)):
+            refs: set[str] = set()
+            for e in walk(conj):
+                if isinstance(e, RowValue) and e.ref.var is not None:
+                    refs |= sets.members(e.ref.var)
+                elif isinstance(e, AggregateValue) and e.var is not None:
+                    refs |= sets.members(e.var)
+            refs.discard(var)
+            local = localize(conj, derived,
+                             lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
+            yield var, refs, conj, local
 
 def _conjunct_scope(local: Expr, refs: set) -> tuple[int, int]:
     """(late, rowlocal) of a localized conjunct: late when it reads rows of the match

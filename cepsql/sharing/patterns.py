@@ -17,19 +17,17 @@ reading the whole match). Conjuncts are numbered exactly as ``plan_cep`` compile
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..algebra.expressions import AggregateValue, Expr, RowValue, walk
-from ..algebra.rowrefs import bind_rows
+from ..algebra.expressions import Expr
 from ..algebra.spec import MatchRecognizeSpec
 from ..errors import CepError
 from ..planning import PatternStats
-from ..runtime.aggregates import normalize_aggregates, value_navigation
-from ..runtime.cep_plan import _conjunct_scope, _conjuncts, _map, _plannable
+from ..runtime.cep_plan import _conjunct_scope, _plannable, define_conjuncts
 from ..runtime.cep_planner import PLANNED_STRATEGY, Term, planner_stats
-from ..runtime.decompose import DerivedColumns, localize, normalize_define_ref
+from ..runtime.decompose import DerivedColumns
 from ..runtime.rowsets import LabelSets
 from .canonical import expr_key, sort_keys
 
@@ -155,32 +153,9 @@ def _define_conjuncts(spec: MatchRecognizeSpec) -> tuple[list[Conjunct], dict]:
     known = set(labels) | set(spec.subsets)
     derived = DerivedColumns()
     out: list[Conjunct] = []
-
-    def own(ref_var, var):
-        return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
-
-    for var, cond in spec.defines.items():
-        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True, members=sets.members)
-        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
-
-        def fix(e, var=var):
-            if isinstance(e, RowValue) and not own(e.ref.var, var):
-                return replace(e, ref=replace(e.ref, final=True))
-            return None
-        bound = _map(bound, fix)
-        for conj in _conjuncts(bound):
-            refs: set[str] = set()
-            for e in walk(conj):
-                if isinstance(e, RowValue) and e.ref.var is not None:
-                    refs |= sets.members(e.ref.var)
-                elif isinstance(e, AggregateValue) and e.var is not None:
-                    refs |= sets.members(e.var)
-            refs.discard(var)
-            local = localize(conj, derived,
-                             lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
-            late, _ = _conjunct_scope(local, refs)
-            out.append(Conjunct(var, frozenset(refs), bool(late), conj))
+    for var, refs, conj, local in define_conjuncts(spec, sets, known, derived):
+        late, _ = _conjunct_scope(local, refs)
+        out.append(Conjunct(var, frozenset(refs), bool(late), conj))
     return out, {name: expr for expr, name in derived.columns.items()}
 
 
