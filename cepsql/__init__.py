@@ -35,7 +35,7 @@ def __getattr__(name: str):
 if not _IN_SPARK_WORKER:
     ensure_environment()
     from .backends.local.engine import match_recognize  # noqa: E402
-    from .backends.local.workload import workload  # noqa: E402
+    from .backends.local.workload import workload  # noqa: E402, F401  (public API)
     from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
     from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
     from .backends.spark.session import CepSession  # noqa: E402

@@ -63,6 +63,17 @@ def test_thirty_views_share_nodes_and_equal_each_view_alone(seed):
     assert _rows(local.shared_outputs(plan)) == _rows(local.own_outputs())
 
 
+def _planned_locally(wl, rows: int, seed: int):
+    """A generated workload over its own stream: (the local workload in 97-row batches,
+    its sharing patterns, each view's rows alone)."""
+    table = wl.stream(rows, seed=seed)
+    specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
+             for s in wl.statements]
+    local = plan_local_workload(specs, table, batch_rows=97)
+    patterns = sharing_patterns(local.queries, partial(_table_statistics, table=table))
+    return local, patterns, _rows(local.own_outputs())
+
+
 @settings(max_examples=20, deadline=None)
 @given(n=st.integers(2, 10), seed=st.integers(0, 10_000), rows=st.integers(40, 400),
        chunk=st.sampled_from([None, 16, 61]))
@@ -73,12 +84,7 @@ def test_benchmark_workload_equals_each_view_alone(n, seed, rows, chunk):
     wl = stock_workload(n, seed=seed, symbols=5, sizes=(2, 4), windows=(2, 3, 4),
                         special_fraction=0.6, selectivities=(0.003, 0.92),
                         uniform_types=True, kleene_max=2)
-    table = wl.stream(rows, seed=seed)
-    specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
-             for s in wl.statements]
-    local = plan_local_workload(specs, table, batch_rows=97)
-    patterns = sharing_patterns(local.queries, partial(_table_statistics, table=table))
-    own = _rows(local.own_outputs())
+    local, patterns, own = _planned_locally(wl, rows, seed)
     for plan in (trivial_global_plan(patterns),
                  plan_workload(patterns, algorithm="SA", seconds=0.05, seed=seed,
                                max_iterations=40)):
@@ -94,12 +100,7 @@ def test_dense_workload_equals_each_view_alone(n, seed, rows, chunk):
     wl = stock_workload(n, seed=seed, symbols=10, sizes=(2, 4), windows=(2, 3, 4),
                         special_fraction=0.3, kleene_max=2, density=0.5,
                         selectivities=(0.003, 0.92), uniform_types=True)
-    table = wl.stream(rows, seed=seed)
-    specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
-             for s in wl.statements]
-    local = plan_local_workload(specs, table, batch_rows=97)
-    patterns = sharing_patterns(local.queries, partial(_table_statistics, table=table))
-    own = _rows(local.own_outputs())
+    local, patterns, own = _planned_locally(wl, rows, seed)
     for algorithm in ALGORITHMS:
         plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05, seed=seed,
                              max_iterations=30)
