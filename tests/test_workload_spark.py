@@ -289,3 +289,32 @@ def test_cep_views_share_sub_patterns_and_equal_each_view_alone(workload_views, 
     finally:
         for name in [*SHARING_VIEWS, "wl_share"]:
             spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+def test_views_over_a_replaced_source_leave_its_workload(spark):
+    """A pattern view keeps the source it was created over; once that source is replaced
+    the view must not join a pass over the new one (it would change the view's rows)."""
+    rows = lambda prices: spark.createDataFrame(  # noqa: E731
+        pd.DataFrame({"sym": ["a"] * len(prices),
+                      "ts": pd.to_datetime(np.arange(len(prices)), unit="s"),
+                      "price": np.asarray(prices, dtype=np.int64)}))
+    query = ("SELECT * FROM st_ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+             "MEASURES A.price AS p PATTERN (A) DEFINE A AS A.price > 5)")
+    rows([9, 1, 7]).createOrReplaceTempView("st_ticks")
+    try:
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW st_old AS {query}")
+        assert spark.cep.workloads()["st_ticks"] == ["st_old"]
+        rows([6, 8, 2, 9]).createOrReplaceTempView("st_ticks")
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW st_new AS {query}")
+        assert spark.cep.workloads()["st_ticks"] == ["st_new"]
+        assert spark.cep.stale_views() == {"st_old": "st_ticks"}
+        assert sorted(r.p for r in spark.table("st_old").collect()) == [7, 9]
+        frames = spark.cep.workload("st_ticks").dataframes()
+        assert sorted(frames) == ["st_new"]
+        assert sorted(r.p for r in frames["st_new"].collect()) == [6, 8, 9]
+        with pytest.raises(CepAnalysisError, match="st_old reads st_ticks as it was"):
+            spark.cep.workload(["st_old", "st_new"])
+    finally:
+        for view in ("st_old", "st_new"):
+            spark.cep.sql(f"DROP VIEW IF EXISTS {view}")
+        spark.catalog.dropTempView("st_ticks")

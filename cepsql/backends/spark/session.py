@@ -23,6 +23,10 @@ class PatternView:
     pattern: str
     source: str
     sql: str
+    # (normalized source table, semanticHash of what it resolved to when the view was
+    # created): the Spark view keeps that plan, so a source replaced since makes the view
+    # stale -- a workload recomputing it over the new source would change its rows
+    source_ids: tuple = ()
 
 
 class CepSession:
@@ -60,7 +64,8 @@ class CepSession:
 
     def views(self) -> list[dict]:
         """Pattern views defined through this session: {name, pattern, source, sql}."""
-        return [dict(v.__dict__) for v in self._views.values()]
+        return [{"name": v.name, "pattern": v.pattern, "source": v.source, "sql": v.sql}
+                for v in self._views.values()]
 
     def explain(self, text: str, file: str | None = None) -> str:
         """EXPLAIN of a query (or of ``EXPLAIN <query>``): each MATCH_RECOGNIZE clause's
@@ -107,12 +112,31 @@ class CepSession:
 
     def workloads(self) -> dict[str, list[str]]:
         """Pattern views grouped by source table: each group is one workload, the unit a
-        multi-pattern plan shares work across (one scan, shared subpatterns)."""
+        multi-pattern plan shares work across (one scan, shared subpatterns). A view whose
+        source was replaced after the view was created belongs to none (``stale_views``)."""
+        stale = self.stale_views()
         groups: dict[str, list[str]] = {}
         for view in self._views.values():
+            if view.name in stale:
+                continue
             for source in view.source.split(", "):
                 groups.setdefault(normalize_name(source), []).append(view.name)
         return groups
+
+    def stale_views(self) -> dict[str, str]:
+        """{view: source} for pattern views whose source table now resolves to another
+        plan than when the view was created (replaced, or dropped): the view still answers
+        over the old source when queried, so it cannot join a pass over the new one."""
+        current: dict[str, int | None] = {}
+        stale = {}
+        for view in self._views.values():
+            for source, identity in view.source_ids:
+                if source not in current:
+                    current[source] = _source_identity(self.spark, source)
+                if current[source] != identity:
+                    stale[view.name] = source
+                    break
+        return stale
 
     def workload(self, views: str | list[str]) -> "Workload":
         """The pattern views reading a source (``workload("ticks")``) or an explicit list
@@ -216,13 +240,33 @@ class CepSession:
             name=name,
             pattern="; ".join(c.pattern for c in clauses),
             source=", ".join(dict.fromkeys(c.source for c in clauses)),
-            sql=stmt.strip())
+            sql=stmt.strip(),
+            source_ids=_source_ids(self.spark, clauses))
         return _empty(self.spark)
 
 
 def _explain_workload(dialect, stmt: str):
     parse = getattr(dialect, "parse_explain_workload", None)
     return parse(stmt) if parse is not None else None
+
+
+def _source_identity(spark: SparkSession, name: str) -> int | None:
+    """The semanticHash of what table ``name`` resolves to now; None when it does not
+    resolve (dropped) or is not a table name (a subquery's display)."""
+    try:
+        return spark.table(name).semanticHash()
+    except Exception:
+        return None
+
+
+def _source_ids(spark: SparkSession, clauses) -> tuple:
+    """(normalized source, identity) for every source table the clauses read."""
+    ids = []
+    for source in dict.fromkeys(normalize_name(c.source) for c in clauses):
+        identity = _source_identity(spark, source)
+        if identity is not None:
+            ids.append((source, identity))
+    return tuple(ids)
 
 
 def _empty(spark: SparkSession) -> DataFrame:

@@ -309,12 +309,19 @@ class Workload:
                                        f"it (workloads by source: {known})")
             return list(groups[key])
         names = []
+        stale = self._session.stale_views()
         for name in selector:
             view = registry.get(normalize_name(name))
             if view is None:
                 raise CepAnalysisError(f"unknown pattern view {name} in the workload (views "
                                        "defined through spark.cep.sql: "
                                        f"{', '.join(v.name for v in registry.values()) or 'none'})")
+            if view.name in stale:
+                raise CepAnalysisError(
+                    f"pattern view {view.name} reads {stale[view.name]} as it was when the "
+                    f"view was created; {stale[view.name]} has been replaced or dropped "
+                    f"since, so the view cannot join a shared pass over it: re-create "
+                    f"{view.name} (CREATE OR REPLACE TEMPORARY VIEW) or leave it out")
             names.append(view.name)
         return names
 
