@@ -114,6 +114,22 @@ cdef i64 _buf_load(Buf* b, cnp.ndarray[cnp.int64_t, ndim=1] w, i64 at) except -1
     return at + 1 + n
 
 
+cdef inline void _region_sides(const i64* mcomp, const i64* pos, i64 start, i64 stop,
+                               int a, int b, int c, int d, i64* lo, bint* has_lo,
+                               i64* hi, bint* has_hi) noexcept nogil:
+    """Over match rows [start, stop): the last row taken by a component in [a, b) (a NOT
+    region's lower side) and the first taken by one in [c, d) (its upper side)."""
+    cdef i64 k, comp
+    for k in range(start, stop):
+        comp = mcomp[k]
+        if comp >= a and comp < b:
+            lo[0] = pos[k]
+            has_lo[0] = True
+        elif comp >= c and comp < d and not has_hi[0]:
+            hi[0] = pos[k]
+            has_hi[0] = True
+
+
 cdef class CepMatcher:
     """One compiled CEP query; ``run`` evaluates every partition of a chunk."""
     # conditions
@@ -1272,17 +1288,10 @@ cdef class CepMatcher:
         cdef int cc = self.negs[q * 6 + 4], d = self.negs[q * 6 + 5]
         cdef int af = ni[0], al = ni[1], gf = ni[2], gl = ni[3]
         cdef int oa = ni[4], ob = ni[5], oc = ni[6], od = ni[7]
-        cdef i64 i, j, k, c, lo = -1, hi = -1, olo = -1, ohi = -1
+        cdef i64 i, j, c, lo = -1, hi = -1, olo = -1, ohi = -1
         cdef int rc, waiting = 0
         cdef bint has_lo, has_hi, has_olo = False, has_ohi = False
-        for i in range(m):
-            c = self.mcomp[i]
-            if c >= oa and c < ob:
-                olo = pos[i]
-                has_olo = True
-            elif c >= oc and c < od and not has_ohi:
-                ohi = pos[i]
-                has_ohi = True
+        _region_sides(self.mcomp, pos, 0, m, oa, ob, oc, od, &olo, &has_olo, &ohi, &has_ohi)
         i = 0
         while i < m:
             c = self.mcomp[i]
@@ -1297,14 +1306,7 @@ cdef class CepMatcher:
                 j += 1
             has_lo = False
             has_hi = False
-            for k in range(i, j + 1):
-                c = self.mcomp[k]
-                if c >= a and c < b:
-                    lo = pos[k]
-                    has_lo = True
-                elif c >= cc and c < d and not has_hi:
-                    hi = pos[k]
-                    has_hi = True
+            _region_sides(self.mcomp, pos, i, j + 1, a, b, cc, d, &lo, &has_lo, &hi, &has_hi)
             if not has_lo:
                 if i > 0 and self.mcomp[i - 1] >= gf and self.mcomp[i - 1] <= gl:
                     lo = pos[i - 1]
