@@ -47,6 +47,39 @@ def spark():
     session.stop()
 
 
+# --- programs run in fresh processes, started with the session (tests/_background.py) ---
+
+_JOBS = pytest.StashKey()
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection: only what will run
+def pytest_collection_modifyitems(session, config, items):
+    """Start the BACKGROUND jobs of the modules with selected tests; run those tests last."""
+    from _background import BackgroundJobs
+    modules = {item.module for item in items if getattr(item.module, "BACKGROUND", None)}
+    if not modules:
+        return
+    jobs = config.stash.setdefault(_JOBS, BackgroundJobs())
+    for module in sorted(modules, key=lambda m: m.__name__):
+        for name, job in module.BACKGROUND.items():
+            jobs.start(name, job)
+    items[:] = [i for i in items if i.module not in modules] + \
+        [i for i in items if i.module in modules]
+
+
+def pytest_unconfigure(config):
+    jobs = config.stash.get(_JOBS, None)
+    if jobs is not None:
+        jobs.close()
+
+
+@pytest.fixture(scope="session")
+def background(pytestconfig):
+    """The session's background jobs: ``background.result(name)`` waits for one."""
+    from _background import BackgroundJobs
+    return pytestconfig.stash.setdefault(_JOBS, BackgroundJobs())
+
+
 @pytest.fixture(scope="session")
 def spark_session(spark):
     """Overrides pytest-spark's fixture so it never starts a second session."""

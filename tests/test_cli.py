@@ -3,10 +3,12 @@ prompt, and the shipped examples. Spark tests reuse the session fixture `spark`.
 import io
 import re
 import pathlib
+import sys
 
 import pandas as pd
 import pytest
 
+from _background import Job
 from cepsql import cli
 from cepsql.errors import CepSyntaxError
 
@@ -95,23 +97,23 @@ def test_demo_runs_every_example(spark, capsys):
     assert out.count("events/s:") >= len(cli.load_examples(demo_only=True))
 
 
-def test_console_is_quiet_in_a_fresh_process(tmp_path):
+_QUIET_SCRIPT = (
+    "CREATE TEMPORARY VIEW t AS SELECT * FROM VALUES (1, 10), (2, 8), (3, 9) AS v(id, x);\n"
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top, B.x AS dip\n"
+    "  PATTERN (A B) DEFINE B AS B.x < A.x) m;\n"
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top PATTERN (A B)\n"
+    "  DEFINE B AS B.x < A.x) m WHERE nope > 1;\n")
+
+#: a new JVM started by the CLI, from the start of the test session (tests/_background.py)
+BACKGROUND = {"cli-quiet-console": Job((sys.executable, "-m", "cepsql", "sql"),
+                                       stdin=_QUIET_SCRIPT)}
+
+
+def test_console_is_quiet_in_a_fresh_process(background):
     """A new JVM started by the CLI: no log lines the user did not cause (table-function
     re-registration, native-library probing, log4j banners), no prompts in piped output,
     and a failing statement prints cepsql's error only (no PySpark JSON log line)."""
-    import os
-    import subprocess
-    import sys
-    script = ("CREATE TEMPORARY VIEW t AS SELECT * FROM VALUES (1, 10), (2, 8), (3, 9) AS v(id, x);\n"
-              "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top, B.x AS dip\n"
-              "  PATTERN (A B) DEFINE B AS B.x < A.x) m;\n"
-              "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top PATTERN (A B)\n"
-              "  DEFINE B AS B.x < A.x) m WHERE nope > 1;\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    done = subprocess.run([sys.executable, "-m", "cepsql", "sql"], input=script, text=True,
-                          capture_output=True, timeout=600, cwd=tmp_path, env=env)
+    done = background.result("cli-quiet-console")
     assert done.stdout.splitlines() == ["top\tdip", "10\t8"]
     err = done.stderr
     assert "Error: " in err and "nope" in err

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from _background import Job
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -55,19 +56,17 @@ def test_python_blocks_run(page, spark, tmp_path, monkeypatch):
         exec(compile(block, f"{page} (block {n})", "exec"), namespace)  # our own docs
 
 
+#: each page's commands run from the start of the test session, beside the other tests
+BACKGROUND = {f"docs-commands-{page}": Job((sys.executable, str(Path(__file__).with_name(
+    "_run_commands.py")), str(DOCS / page))) for page in _pages_with("bash")}
+
+
 @pytest.mark.parametrize("page", _pages_with("bash"))
-def test_command_blocks_run(page, tmp_path):
-    for block in _blocks(DOCS / page, "bash"):
-        for line in block.splitlines():
-            command = line.split("  #")[0].strip()
-            if not command or command.startswith("pip install"):
-                continue
-            words = shlex.split(command)
-            assert words[0] == "cepsql", f"{page}: only cepsql commands run here: {line}"
-            done = subprocess.run([sys.executable, "-m", "cepsql", *words[1:]], cwd=tmp_path,
-                                  capture_output=True, text=True, timeout=600,
-                                  env=_child_env(), stdin=subprocess.DEVNULL)
-            assert done.returncode == 0, f"{page}: {command}\n{done.stderr[-3000:]}"
+def test_command_blocks_run(page, background):
+    done = background.result(f"docs-commands-{page}")
+    assert done.returncode == 0, f"{page}: {done.stderr[-3000:]}"
+    ran = done.stdout.splitlines()
+    assert ran and all(line.startswith("cepsql ") for line in ran), ran
 
 
 def _child_env() -> dict:

@@ -1,5 +1,6 @@
 """The core queries on the deployments users run (issue 12, items 5 and 7), each in its
-own process, started together so their JVM start-ups overlap:
+own process, started with the test session so their JVM start-ups overlap the other
+tests (tests/_background.py):
 
 - Spark Connect: a real local Connect server (``SparkSession.builder.remote("local[2]")``);
   it runs in a subprocess because pyspark's local Connect server and the classic session
@@ -16,51 +17,38 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from _background import Job
 from _deploy_queries import FAILING, FAILING_AT, run_all
 from cepsql.errors import position_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TIMEOUT_S = 420  # the machine is shared; a JVM start-up can take a while there
+_DRIVER = os.path.join(HERE, "_deploy_driver.py")
 
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env["PYSPARK_PYTHON"] = sys.executable
-    return env
+#: started with the test session (conftest.py), so the three JVM start-ups overlap the
+#: other tests instead of stalling the run
+BACKGROUND = {
+    "deploy-connect": Job((sys.executable, _DRIVER, "connect"), cwd=ROOT),
+    "deploy-cluster": Job((sys.executable, _DRIVER, "cluster"), cwd=ROOT),
+    "deploy-console": Job((sys.executable, "-m", "cepsql", "sql", "--master", "local[1]",
+                           "--conf", "spark.ui.enabled=false", "-e",
+                           "CREATE TEMPORARY VIEW dep_ticks AS SELECT * FROM VALUES "
+                           "('a', 0, 5), ('a', 1, 6) AS v(sym, ts, price);\n" + FAILING),
+                          cwd=ROOT),
+}
 
 
 @pytest.fixture(scope="module")
-def runs(spark):
-    """Start the three processes at once, wait for all: {name: (rc, stdout, stderr)}."""
-    commands = {
-        "connect": [sys.executable, os.path.join(HERE, "_deploy_driver.py"), "connect"],
-        "cluster": [sys.executable, os.path.join(HERE, "_deploy_driver.py"), "cluster"],
-        "console": [sys.executable, "-m", "cepsql", "sql", "--master", "local[1]",
-                    "--conf", "spark.ui.enabled=false", "-e",
-                    "CREATE TEMPORARY VIEW dep_ticks AS SELECT * FROM VALUES "
-                    "('a', 0, 5), ('a', 1, 6) AS v(sym, ts, price);\n" + FAILING],
-    }
-    procs = {name: subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-             for name, cmd in commands.items()}
+def runs(background):
+    """{name: (rc, stdout, stderr)} of the three processes."""
     out = {}
-    try:
-        for name, proc in procs.items():
-            stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
-            out[name] = (proc.returncode, stdout, stderr)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+    for job in BACKGROUND:
+        done = background.result(job)
+        out[job.split("-", 1)[1]] = (done.returncode, done.stdout, done.stderr)
     return out
 
 
