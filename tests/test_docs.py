@@ -47,6 +47,15 @@ def test_python_blocks_run(page, spark, tmp_path, monkeypatch):
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{page}"}
+    before = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    try:
+        _run_python_blocks(page, namespace)
+    finally:  # the page's views leave the session the other tests share
+        for view in {t.name for t in spark.catalog.listTables() if t.isTemporary} - before:
+            spark.catalog.dropTempView(view)
+
+
+def _run_python_blocks(page: str, namespace: dict) -> None:
     for n, block in enumerate(_blocks(DOCS / page, "python")):
         if block.startswith("# run: subprocess"):
             done = subprocess.run([sys.executable, "-c", block], capture_output=True,
