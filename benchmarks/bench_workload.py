@@ -119,7 +119,6 @@ def evaluator_part(args) -> list[dict]:
     from cepsql.dialect import find_match_recognize
     from cepsql.dialect.statements import parse_create_view
     from cepsql.backends.local.engine import _table_statistics
-    from cepsql.runtime.shared.evaluator import SharedEvaluator
     from cepsql.runtime.shared.local_run import plan_local_workload
     from cepsql.runtime.shared.one_pass import sharing_patterns
     from cepsql.sharing.planner import trivial_global_plan
@@ -155,7 +154,7 @@ def evaluator_part(args) -> list[dict]:
                 # CPU seconds of this thread (the evaluator runs in it, without the GIL
                 # but without threads): wall time on a machine shared by others is noise
                 started = time.thread_time()
-                ev = SharedEvaluator(plan, lw.bounds)
+                ev = lw.evaluator(plan)
                 built = time.thread_time()
                 result = ev.run(lw.batches)
                 best = min(best, time.thread_time() - built)

@@ -354,7 +354,7 @@ def test_evaluators_run_in_threads():
     plan = merge_plan(wl.queries, wl.bounds)
     alone = [_rows(t) for t in wl.shared_outputs(plan, chunk_rows=100)]
     with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda _: SharedEvaluator(plan, wl.bounds, 100).run(wl.batches),
+        results = list(pool.map(lambda _: wl.evaluator(plan, chunk_rows=100).run(wl.batches),
                                 range(2)))
     for out in results:
         got = [Counter() for _ in sqls]
@@ -465,7 +465,7 @@ def test_shared_pass_is_picklable_and_equals_the_evaluator():
     import pickle
     sqls, wl = _hand_plan_workload()
     plan = merge_plan(wl.queries, wl.bounds)
-    worker = pickle.loads(pickle.dumps(SharedPass(plan, wl.bounds)))
+    worker = pickle.loads(pickle.dumps(SharedPass(plan, wl.bounds, wl.inputs)))
     got = [Counter() for _ in sqls]
     for p, batch in worker(iter(wl.batches)):
         got[p] += _rows(pa.Table.from_batches([batch]))

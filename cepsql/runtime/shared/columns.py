@@ -1,8 +1,9 @@
 """The condition VM columns of every pattern of a shared pass, each input column
 converted once (MatchWorker._vm_columns does it per pattern).
 
-Columns are told apart by the memory they occupy, not by name (the workload adds a
-row-local expression two patterns share once, under each pattern's name). String
+Columns are keyed by the input column holding them (the workload's shared layout: one
+input column per distinct row-local expression, each pattern naming it its own way),
+so a chunk identifies and converts each distinct column once. String
 columns are ranked in ONE sorted dictionary of the chunk's strings and every
 pattern's string literals: a superset of each pattern's own dictionary, so ranks
 compare (=, <, min/max) exactly as in the pattern's own run."""
@@ -27,34 +28,47 @@ def pointer_ready(worker) -> bool:
     return bool(np.all(maggs[:, 2] < 0))
 
 
-def load_columns(workers: list, tables: pa.Table | list[pa.Table],
+def load_columns(workers: list, table: pa.Table,
+                 names: list[dict[str, str]] | None = None,
                  pointers: list[bool] | None = None) -> list[tuple]:
-    """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives them;
-    ``tables``: one table for all, or each worker's own view of the same rows. With
-    ``pointers[i]`` (see pointer_ready) worker i gets (values list, nulls list, consts,
-    exact list): one array per VM column (exact: int64[n, 2] for an exact-lane column,
-    else None), the same objects for every worker reading that column -- no
-    per-pattern copy of the chunk's columns."""
-    if isinstance(tables, pa.Table):
-        tables = [tables] * len(workers)
-    n = tables[0].num_rows if tables else 0
+    """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives them,
+    every distinct input column converted once. ``names[i]``: worker i's own column
+    name -> the input column of ``table`` holding it (the workload's shared layout);
+    None: the workers name ``table``'s columns directly (then columns holding the same
+    memory under two names are told apart by _identity). With ``pointers[i]`` (see
+    pointer_ready) worker i gets (values list, nulls list, consts, exact list): one
+    array per VM column (exact: int64[n, 2] for an exact-lane column, else None), the
+    same objects for every worker reading that column -- no per-pattern copy of the
+    chunk's columns."""
+    n = table.num_rows
+    if names is None:   # key by memory: two names may hold one array
+        ids: dict[str, tuple] = {}
+
+        def source(_i: int, own: str) -> tuple:
+            if own not in ids:
+                ids[own] = _identity(table.column(own))
+            return ids[own], own
+    else:
+        def source(i: int, own: str) -> tuple:
+            name = names[i].get(own, own)
+            return name, name
+    sources = [[source(i, c) for c in w.config.code.columns] for i, w in enumerate(workers)]
     strings: dict[tuple, pa.ChunkedArray] = {}
     literals = set()
-    for w, table in zip(workers, tables):
+    for w, cols in zip(workers, sources):
         code = w.config.code
-        for c, k in zip(code.columns, code.column_kinds):
-            if k == STR:
-                col = table.column(c)
-                strings.setdefault(_identity(col), col)
+        for (key, name), k in zip(cols, code.column_kinds):
+            if k == STR and key not in strings:
+                strings[key] = table.column(name)
         literals |= {s for _, s in code.string_consts}
-    names = [f"s{i}" for i in range(len(strings))]
-    dictionary = _sorted_dictionary(pa.Table.from_arrays(list(strings.values()), names=names)
-                                    if strings else pa.table({}), names, sorted(literals))
+    labels = [f"s{i}" for i in range(len(strings))]
+    dictionary = _sorted_dictionary(pa.Table.from_arrays(list(strings.values()), names=labels)
+                                    if strings else pa.table({}), labels, sorted(literals))
     cache: dict[tuple, tuple] = {}
     no_nulls = np.zeros(n, dtype=np.uint8)
     no_values = np.zeros(n, dtype=np.float64)   # an exact-lane column's float lane
 
-    def column(key: tuple, name: str, table: pa.Table) -> tuple:
+    def column(key: tuple, name: str) -> tuple:
         if key not in cache:
             col = table.column(name).combine_chunks()
             # most columns have no NULL: skip the bitmap conversion and the fill
@@ -75,21 +89,17 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table],
     ranks = {text: float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
              for text in literals}
     matrices: dict[tuple, tuple] = {}   # patterns reading the same columns share them
-    identity: dict[str, tuple] = {}
     out = []
-    for i, (w, table) in enumerate(zip(workers, tables)):
+    for i, (w, cols) in enumerate(zip(workers, sources)):
         code = w.config.code
-        names = list(code.columns)
-        for c in names:
-            if (id(table), c) not in identity:
-                identity[(id(table), c)] = _identity(table.column(c))
-        layout = tuple((identity[(id(table), c)], k, t.exact)
-                       for c, k, t in zip(names, code.column_kinds, code.column_types))
+        names_i = [name for _, name in cols]
+        layout = tuple((key, k, t.exact)
+                       for (key, _), k, t in zip(cols, code.column_kinds, code.column_types))
         consts = code.consts.copy()
         for slot, text in code.string_consts:
             consts[slot] = ranks[text]
         if pointers is not None and pointers[i]:
-            cols = [column(key, name, table) for key, name in zip(layout, names)]
+            cols = [column(key, name) for key, name in zip(layout, names_i)]
             out.append(([no_values if c[0] is None else c[0] for c in cols],
                         [c[1] for c in cols], consts, [c[2] for c in cols]))
             continue
@@ -99,13 +109,13 @@ def load_columns(workers: list, tables: pa.Table | list[pa.Table],
             nulls = np.zeros((k, n), dtype=np.uint8)
             any_exact = any(key[2] for key in layout)
             exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
-            for i, (key, name) in enumerate(zip(layout, names)):
-                vals, nl, words = column(key, name, table)
-                nulls[i] = nl
+            for j, (key, name) in enumerate(zip(layout, names_i)):
+                vals, nl, words = column(key, name)
+                nulls[j] = nl
                 if words is not None:
-                    exact[i] = words
+                    exact[j] = words
                 else:
-                    values[i] = vals
+                    values[j] = vals
             matrices[layout] = (values, nulls, exact)
         values, nulls, exact = matrices[layout]
         out.append((values, nulls, consts, exact))

@@ -5,8 +5,8 @@ batch in that pattern's own worker output layout (``BoundPlan.worker_schema``) w
 rows and match numbers its own CepWorker would give.
 
 Per chunk of rows:
-  1. every pattern's condition VM columns are loaded (its own layout; each input
-     column converted once, columns.py),
+  1. every pattern's condition VM columns are loaded (its own layout; each distinct
+     input column converted once, columns.py),
   2. the shared DAG (cython_ext/shared_dag.pyx) forms each shared pattern's candidate
      matches, evaluating every shared node's conditions once,
   3. each shared pattern's own CepMatcher finishes its candidates (late conjuncts,
@@ -45,13 +45,15 @@ class SharedPass:
     """Picklable: the shared pass as a Spark worker function (mapInArrow /
     applyInArrow build the evaluator inside the task; its Cython state is not shipped)."""
 
-    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan]):
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan],
+                 inputs: list[list[tuple[str, str]]] | None = None):
         self.global_plan = global_plan
         self.bound_plans = bound_plans
+        self.inputs = inputs
 
     def __call__(self, batches: Iterable[pa.RecordBatch]
                  ) -> Iterator[tuple[int, pa.RecordBatch]]:
-        evaluator = SharedEvaluator(self.global_plan, self.bound_plans)
+        evaluator = SharedEvaluator(self.global_plan, self.bound_plans, inputs=self.inputs)
         for batch in batches:
             yield from evaluator.feed(batch)
         yield from evaluator.finish()
@@ -225,10 +227,10 @@ class SharedEvaluator:
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
         cep = [p for p in range(len(self.workers)) if p not in self.generic]
-        views = [self._view(p, table) for p in range(len(self.workers))]
-        loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep],
-                                            [views[p] for p in cep],
-                                            [self.pointers[p] for p in cep])))
+        loaded = dict(zip(cep, load_columns(
+            [self.workers[p] for p in cep], table,
+            None if self.shared_name is None else [self.shared_name[p] for p in cep],
+            [self.pointers[p] for p in cep])))
         for p, (values, nulls, consts, exact) in loaded.items():
             matcher = self.matchers[p]
             matcher.set_consts(consts)
@@ -247,7 +249,8 @@ class SharedEvaluator:
         out: Output = []
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
             if p in self.generic:   # whole groups: its own worker, fresh state
-                out += [(p, b) for b in worker(iter(views[p].to_batches())) if b.num_rows]
+                out += [(p, b) for b in worker(iter(self._view(p, table).to_batches()))
+                        if b.num_rows]
                 continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
@@ -266,10 +269,10 @@ class SharedEvaluator:
                     rows = rows - off
                 matcher.set_candidates(cand, rows, comps)
             own_time = worker.config.window_kind == 2
-            own_table = views[p].slice(off) if off else views[p]
             breaks = None
             if worker.config.breaks_column is not None:   # STRICT_CONTIGUITY, unshared
-                breaks = break_flags(own_table.column(worker.config.breaks_column))
+                breaks = break_flags(table.column(self._input_name(
+                    p, worker.config.breaks_column)).slice(off))
             try:
                 rows, numbers, leaves, aggregates = matcher.run(
                     values, nulls, own_bounds.astype(np.int64),
@@ -284,6 +287,7 @@ class SharedEvaluator:
                 continue
             self.matches[p] += _count_matches(own_bounds, rows, numbers,
                                               worker.config.all_rows)
+            own_table = self._view(p, table.slice(off) if off else table)
             for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
                                         matcher.list_rows()):
                 out.append((p, batch))
