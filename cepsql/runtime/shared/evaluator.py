@@ -92,6 +92,10 @@ class SharedEvaluator:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
         self.matchers = [None if i in self.generic else w._new_matcher()
                          for i, w in enumerate(self.workers)]
+        # patterns outputting unmatched rows (ALL ROWS PER MATCH WITH UNMATCHED ROWS):
+        # their run outputs rows even without a match
+        self.unmatched = [i not in self.generic and c.all_rows and c.with_unmatched
+                          for i, c in enumerate(configs)]
         # matchers reading their condition columns through pointers into one shared
         # column set (no per-pattern copy of the chunk's columns)
         self.pointers = [i not in self.generic and pointer_ready(w)
@@ -126,6 +130,7 @@ class SharedEvaluator:
         self.matches = [0] * len(self.workers)
         self.seconds = {"columns": 0.0, "dag": 0.0, "finish": 0.0}
         self.peak_rows = 0
+        self.runs_skipped = 0   # pattern runs left out: no candidate in a closed chunk
 
     def _input_name(self, p: int, own: str) -> str:
         """The input column holding pattern p's column ``own``."""
@@ -191,7 +196,8 @@ class SharedEvaluator:
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
         pattern, the most rows one chunk held, the patterns reading the shared column
-        set through pointers, the leaf tests computed per chunk, CPU seconds (of this thread: wall time on a
+        set through pointers, the leaf tests computed per chunk, the patterns' runs left out
+        (no candidate to finish in a chunk of whole groups), CPU seconds (of this thread: wall time on a
         shared machine is noise) spent loading columns / in the DAG / in the patterns'
         matchers."""
         return {"node_instances": self.dag.node_instances(),
@@ -202,6 +208,7 @@ class SharedEvaluator:
                 "peak_rows": self.peak_rows,
                 "column_pointers": sum(self.pointers),
                 "leaf_prefilters": len(self.prefilters),
+                "runs_skipped": self.runs_skipped,
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
     def _prefilter(self, loaded: dict, n: int) -> np.ndarray | None:
@@ -247,20 +254,29 @@ class SharedEvaluator:
         dag_at = time.thread_time()
         shared = set(self.shared)
         out: Output = []
+        closed = not open_last and not self.carried   # whole groups, no carried state
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
             if p in self.generic:   # whole groups: its own worker, fresh state
                 out += [(p, b) for b in worker(iter(self._view(p, table).to_batches()))
                         if b.num_rows]
                 continue
+            if closed and p in shared and len(candidates[p][0]) == 0 \
+                    and not self.unmatched[p]:
+                # nothing to finish and nothing carried: its run would output nothing
+                raise_vm_error(matcher.vm_error())
+                self.runs_skipped += 1
+                continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
             if self.pointers[p]:
-                matcher.use_column_pointers(values, nulls, off, exact)
+                if off:   # else the pointers set before the DAG run stand
+                    matcher.use_column_pointers(values, nulls, off, exact)
                 values, nulls = _no_matrix(n - off)
             elif off:
                 values, nulls = values[:, off:], nulls[:, off:]
                 matcher.set_exact_columns(exact[:, off:])
-            own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off)
+            own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off) \
+                if off else bounds
             if p in shared:
                 cand, rows, comps = candidates[p]
                 if off:
@@ -275,7 +291,7 @@ class SharedEvaluator:
                     p, worker.config.breaks_column)).slice(off))
             try:
                 rows, numbers, leaves, aggregates = matcher.run(
-                    values, nulls, own_bounds.astype(np.int64),
+                    values, nulls, own_bounds,
                     wts[off:] if own_time else None, wnulls[off:] if own_time else None,
                     int(open_last), int(self.carried), breaks=breaks)
             finally:
