@@ -491,3 +491,23 @@ def test_plans_missing_a_conjunct_are_refused():
 def wl_outputs(sqls: list[str]) -> list[pa.Table]:
     """Every pattern's own worker output over _ticks()."""
     return plan_local_workload([spec_of(s) for s in sqls], _ticks()).own_outputs()
+
+
+def test_column_conversion_fast_paths_equal_the_arrow_casts():
+    """DOUBLE / BOOLEAN columns without NULLs skip the Arrow cast (zero-copy / bit
+    unpacking, sliced chunks included); the values equal worker._as_float's."""
+    from cepsql.runtime.conditions import NUM
+    from cepsql.runtime.shared.columns import _convert
+    from cepsql.runtime.worker import _as_float
+    flags = pa.array([True, False, True, True, False, False, True, False, True, False, True])
+    doubles = pa.array([0.5, -0.0, float("nan"), float("inf"), 1e300, 2.0, 3.0, 4.0, 5.0,
+                        6.0, 7.0])
+    no_nulls = np.zeros(8, dtype=np.uint8)
+    for col in (flags, doubles):
+        for part in (col.slice(3, 8), pa.chunked_array([col.slice(0, 5), col.slice(5, 3)])):
+            values, nulls, words = _convert(pa.chunked_array(part) if isinstance(
+                part, pa.Array) else part, NUM, False, pa.array([], pa.string()), no_nulls)
+            want = _as_float(pa.concat_arrays(part.chunks) if isinstance(
+                part, pa.ChunkedArray) else part).to_numpy(zero_copy_only=False)
+            assert words is None and not nulls.any()
+            np.testing.assert_array_equal(values, want)

@@ -35,7 +35,7 @@ from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
 from ..pending import PendingRows
 from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
-from .columns import load_columns, pointer_ready
+from .columns import ColumnLoader, pointer_ready
 from .dag_arrays import dag_arrays, leaf_prefilters
 
 Output = list[tuple[int, pa.RecordBatch]]
@@ -100,6 +100,11 @@ class SharedEvaluator:
         # column set (no per-pattern copy of the chunk's columns)
         self.pointers = [i not in self.generic and pointer_ready(w)
                          for i, w in enumerate(self.workers)]
+        cep = [i for i in range(len(self.workers)) if i not in self.generic]
+        self.loader = ColumnLoader(
+            [self.workers[i] for i in cep],
+            None if self.shared_name is None else [self.shared_name[i] for i in cep],
+            [self.pointers[i] for i in cep])
         arrays = dag_arrays(global_plan, configs)
         # leaf tests that are plain condition columns: computed per chunk with numpy
         arrays["nd_pre"], self.prefilters = leaf_prefilters(global_plan, configs, arrays)
@@ -234,10 +239,7 @@ class SharedEvaluator:
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
         cep = [p for p in range(len(self.workers)) if p not in self.generic]
-        loaded = dict(zip(cep, load_columns(
-            [self.workers[p] for p in cep], table,
-            None if self.shared_name is None else [self.shared_name[p] for p in cep],
-            [self.pointers[p] for p in cep])))
+        loaded = dict(zip(cep, self.loader.load(table)))
         for p, (values, nulls, consts, exact) in loaded.items():
             matcher = self.matchers[p]
             matcher.set_consts(consts)
