@@ -201,10 +201,10 @@ class SharedEvaluator:
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
         pattern, the most rows one chunk held, the patterns reading the shared column
-        set through pointers, the leaf tests computed per chunk, the patterns' runs left out
-        (no candidate to finish in a chunk of whole groups), CPU seconds (of this thread: wall time on a
-        shared machine is noise) spent loading columns / in the DAG / in the patterns'
-        matchers."""
+        set through pointers, the leaf tests computed per chunk, the patterns' runs left
+        out (no candidate to finish in a chunk of whole groups), CPU seconds (of this
+        thread: wall time on a shared machine is noise) spent loading columns / in the
+        DAG / in the patterns' matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
                 "join_attempts": int(self.dag.join_attempts),
