@@ -102,14 +102,7 @@ class ColumnLoader:
         return out
 
 
-def load_columns(workers: list, table: pa.Table,
-                 names: list[dict[str, str]] | None = None,
-                 pointers: list[bool] | None = None) -> list[tuple]:
-    """ColumnLoader(workers, names, pointers).load(table): one chunk's columns."""
-    return ColumnLoader(workers, names, pointers).load(table)
-
-
-def _convert(col: pa.ChunkedArray, kind: int, exact: bool, dictionary: pa.Array,
+def _convert(col: pa.ChunkedArray, kind: str, exact: bool, dictionary: pa.Array,
              no_nulls: np.ndarray) -> tuple:
     """(float64 values or None, uint8 NULL flags, int64[n, 2] exact words or None) of
     one input column, as the condition VM reads it (strings: ranks in dictionary)."""
