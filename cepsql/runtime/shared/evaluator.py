@@ -5,8 +5,8 @@ batch in that pattern's own worker output layout (``BoundPlan.worker_schema``) w
 rows and match numbers its own CepWorker would give.
 
 Per chunk of rows:
-  1. every pattern's condition VM columns are loaded (its own layout; each input
-     column converted once, columns.py),
+  1. every pattern's condition VM columns are loaded (its own layout; each distinct
+     input column converted once, columns.py),
   2. the shared DAG (cython_ext/shared_dag.pyx) forms each shared pattern's candidate
      matches, evaluating every shared node's conditions once,
   3. each shared pattern's own CepMatcher finishes its candidates (late conjuncts,
@@ -35,7 +35,7 @@ from ..cep_worker import CepWorker, break_flags
 from ..plan import BoundPlan
 from ..pending import PendingRows
 from ..worker import CHUNK_ROWS, raise_vm_error, window_micros
-from .columns import load_columns, pointer_ready
+from .columns import ColumnLoader, pointer_ready
 from .dag_arrays import dag_arrays, leaf_prefilters
 
 Output = list[tuple[int, pa.RecordBatch]]
@@ -45,13 +45,15 @@ class SharedPass:
     """Picklable: the shared pass as a Spark worker function (mapInArrow /
     applyInArrow build the evaluator inside the task; its Cython state is not shipped)."""
 
-    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan]):
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan],
+                 inputs: list[list[tuple[str, str]]] | None = None):
         self.global_plan = global_plan
         self.bound_plans = bound_plans
+        self.inputs = inputs
 
     def __call__(self, batches: Iterable[pa.RecordBatch]
                  ) -> Iterator[tuple[int, pa.RecordBatch]]:
-        evaluator = SharedEvaluator(self.global_plan, self.bound_plans)
+        evaluator = SharedEvaluator(self.global_plan, self.bound_plans, inputs=self.inputs)
         for batch in batches:
             yield from evaluator.feed(batch)
         yield from evaluator.finish()
@@ -90,10 +92,19 @@ class SharedEvaluator:
             raise ValueError("the patterns of a shared pass must have the same partitioning")
         self.matchers = [None if i in self.generic else w._new_matcher()
                          for i, w in enumerate(self.workers)]
+        # patterns outputting unmatched rows (ALL ROWS PER MATCH WITH UNMATCHED ROWS):
+        # their run outputs rows even without a match
+        self.unmatched = [i not in self.generic and c.all_rows and c.with_unmatched
+                          for i, c in enumerate(configs)]
         # matchers reading their condition columns through pointers into one shared
         # column set (no per-pattern copy of the chunk's columns)
         self.pointers = [i not in self.generic and pointer_ready(w)
                          for i, w in enumerate(self.workers)]
+        cep = [i for i in range(len(self.workers)) if i not in self.generic]
+        self.loader = ColumnLoader(
+            [self.workers[i] for i in cep],
+            None if self.shared_name is None else [self.shared_name[i] for i in cep],
+            [self.pointers[i] for i in cep])
         arrays = dag_arrays(global_plan, configs)
         # leaf tests that are plain condition columns: computed per chunk with numpy
         arrays["nd_pre"], self.prefilters = leaf_prefilters(global_plan, configs, arrays)
@@ -124,6 +135,7 @@ class SharedEvaluator:
         self.matches = [0] * len(self.workers)
         self.seconds = {"columns": 0.0, "dag": 0.0, "finish": 0.0}
         self.peak_rows = 0
+        self.runs_skipped = 0   # pattern runs left out: no candidate in a closed chunk
 
     def _input_name(self, p: int, own: str) -> str:
         """The input column holding pattern p's column ``own``."""
@@ -189,9 +201,10 @@ class SharedEvaluator:
     def stats(self) -> dict:
         """Instances formed per node, candidates handed to the roots, matches output per
         pattern, the most rows one chunk held, the patterns reading the shared column
-        set through pointers, the leaf tests computed per chunk, CPU seconds (of this thread: wall time on a
-        shared machine is noise) spent loading columns / in the DAG / in the patterns'
-        matchers."""
+        set through pointers, the leaf tests computed per chunk, the patterns' runs left
+        out (no candidate to finish in a chunk of whole groups), CPU seconds (of this
+        thread: wall time on a shared machine is noise) spent loading columns / in the
+        DAG / in the patterns' matchers."""
         return {"node_instances": self.dag.node_instances(),
                 "candidates": int(self.dag.candidates),
                 "join_attempts": int(self.dag.join_attempts),
@@ -200,6 +213,7 @@ class SharedEvaluator:
                 "peak_rows": self.peak_rows,
                 "column_pointers": sum(self.pointers),
                 "leaf_prefilters": len(self.prefilters),
+                "runs_skipped": self.runs_skipped,
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
 
     def _prefilter(self, loaded: dict, n: int) -> np.ndarray | None:
@@ -225,10 +239,7 @@ class SharedEvaluator:
         if self.time_column is not None:
             wts, wnulls = window_micros(table.column(self.time_column))
         cep = [p for p in range(len(self.workers)) if p not in self.generic]
-        views = [self._view(p, table) for p in range(len(self.workers))]
-        loaded = dict(zip(cep, load_columns([self.workers[p] for p in cep],
-                                            [views[p] for p in cep],
-                                            [self.pointers[p] for p in cep])))
+        loaded = dict(zip(cep, self.loader.load(table)))
         for p, (values, nulls, consts, exact) in loaded.items():
             matcher = self.matchers[p]
             matcher.set_consts(consts)
@@ -245,19 +256,29 @@ class SharedEvaluator:
         dag_at = time.thread_time()
         shared = set(self.shared)
         out: Output = []
+        closed = not open_last and not self.carried   # whole groups, no carried state
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
             if p in self.generic:   # whole groups: its own worker, fresh state
-                out += [(p, b) for b in worker(iter(views[p].to_batches())) if b.num_rows]
+                out += [(p, b) for b in worker(iter(self._view(p, table).to_batches()))
+                        if b.num_rows]
+                continue
+            if closed and p in shared and len(candidates[p][0]) == 0 \
+                    and not self.unmatched[p]:
+                # nothing to finish and nothing carried: its run would output nothing
+                raise_vm_error(matcher.vm_error())
+                self.runs_skipped += 1
                 continue
             values, nulls, _, exact = loaded[p]
             off = self.offsets[p] if self.carried else 0
             if self.pointers[p]:
-                matcher.use_column_pointers(values, nulls, off, exact)
+                if off:   # else the pointers set before the DAG run stand
+                    matcher.use_column_pointers(values, nulls, off, exact)
                 values, nulls = _no_matrix(n - off)
             elif off:
                 values, nulls = values[:, off:], nulls[:, off:]
                 matcher.set_exact_columns(exact[:, off:])
-            own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off)
+            own_bounds = np.append(np.unique(np.maximum(starts - off, 0)), n - off) \
+                if off else bounds
             if p in shared:
                 cand, rows, comps = candidates[p]
                 if off:
@@ -266,13 +287,13 @@ class SharedEvaluator:
                     rows = rows - off
                 matcher.set_candidates(cand, rows, comps)
             own_time = worker.config.window_kind == 2
-            own_table = views[p].slice(off) if off else views[p]
             breaks = None
             if worker.config.breaks_column is not None:   # STRICT_CONTIGUITY, unshared
-                breaks = break_flags(own_table.column(worker.config.breaks_column))
+                breaks = break_flags(table.column(self._input_name(
+                    p, worker.config.breaks_column)).slice(off))
             try:
                 rows, numbers, leaves, aggregates = matcher.run(
-                    values, nulls, own_bounds.astype(np.int64),
+                    values, nulls, own_bounds,
                     wts[off:] if own_time else None, wnulls[off:] if own_time else None,
                     int(open_last), int(self.carried), breaks=breaks)
             finally:
@@ -284,6 +305,7 @@ class SharedEvaluator:
                 continue
             self.matches[p] += _count_matches(own_bounds, rows, numbers,
                                               worker.config.all_rows)
+            own_table = self._view(p, table.slice(off) if off else table)
             for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
                                         matcher.list_rows()):
                 out.append((p, batch))
