@@ -4,6 +4,7 @@ in-process one (which never slices), and other layouts fall back to grid slices.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import cepsql
-from cepsql.backends.spark import ordered_scan
+from cepsql.backends.spark import ordered_scan, slicing
 from cepsql.backends.spark.execute import arrow_schema
 from cepsql.backends.spark.ordered_scan import PartitionRange, ordered_layout, sort_indices
 from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
@@ -141,12 +142,22 @@ def test_explain_no_shuffle_and_fallback(spark):
     assert len(out.collect()) == 20
 
 
-def test_changed_partitions_fail_loudly(spark):
+@pytest.mark.parametrize("gaps", [False, True])
+def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
+    """A task whose rows differ from the planning job's (its count, or with gap pushdown
+    its kept rows' count and index range) fails instead of answering."""
+    if not gaps:
+        monkeypatch.setattr(slicing, "_gap_sql", lambda df, spec: None)
     rows = _ticks(30)
     frame = _frame(spark, [rows[:15], rows[15:]])
     sliced, _, _ = _run(spark, frame, SQL)
+    assert (sliced.scan.gaps is not None) == gaps
     first = sliced.scan.layout[0]
-    sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi)
+    if gaps:
+        profile = sliced.scan.profiles[first.pid]
+        sliced.scan.profiles[first.pid] = replace(profile, kept=profile.kept + 1)
+    else:
+        sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi)
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
     with pytest.raises(Exception) as info:
         sliced.run(sliced.frame, inner).collect()

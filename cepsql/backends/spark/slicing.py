@@ -73,6 +73,8 @@ from ...algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
 from ...exprs.spark_sql import quote_identifier, to_spark_sql
 from ...runtime.partition_inference import whole_input_output
 from .execute import shuffle_partitions
+from .gap_scan import POSITION_COLUMN
+from ...runtime.cep_plan import BREAK_COLUMN
 
 __all__ = [
     "BOUNDS_CONF",
@@ -93,7 +95,7 @@ FIRST_MEASURE = "__cep_slice_first"  # hidden measure: COPY_COLUMN of the match'
 TIME_COLUMN = "__cep_slice_t"        # the ORDER BY key in microseconds, computed once
 HOME_COLUMN = "__cep_slice_home"     # (while cutting) the slice whose core holds the row
 MARK_COLUMNS = ("__cep_slice_before", "__cep_slice_after", "__cep_slice_pos")  # (window path)
-HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE)
+HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE, POSITION_COLUMN, BREAK_COLUMN)
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
 GRID_WINDOWS = 16
@@ -213,14 +215,31 @@ def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, be
                  options, statistics) -> SlicedClause | None:
     """Input partitions as slices (ordered_scan.py), or None: its preconditions fail."""
     from .ordered_scan import ordered_scan
-    scan = ordered_scan(df, plan, after, before)
+    scan = ordered_scan(df, plan, after, before, gaps=_gap_sql(df, spec))
     if scan is None:
         return None
     _explain(plan, scan.describe(), after, before)
-    frame = df.where(_col(scan.key).isNotNull()).select(
-        "*", F.lit(0).cast("long").alias(SLICE_COLUMN), F.lit(False).alias(COPY_COLUMN))
-    return SlicedClause(frame, _sliced_spec(spec), len(scan.layout),
-                        _inputs(options, statistics), scan)
+    frame = scan.frame(df, [F.lit(0).cast("long").alias(SLICE_COLUMN),
+                            F.lit(False).alias(COPY_COLUMN)])
+    return SlicedClause(frame, _sliced_spec(spec, strict=scan.gaps is not None),
+                        len(scan.layout), _inputs(options, statistics), scan)
+
+
+def _gap_sql(df: DataFrame, spec: MatchRecognizeSpec) -> str | None:
+    """The clause's gap filter (runtime/relevance.py gap_filter) as Spark SQL, or None:
+    not a contiguity clause, every row may matter, relevance pushdown switched off."""
+    from ...errors import CepError
+    from ...runtime.relevance import gap_filter
+    from .execute import RELEVANCE_CONF
+    if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
+        return None
+    condition = gap_filter(spec)
+    if condition is None:
+        return None
+    try:
+        return to_spark_sql(condition)
+    except CepError:  # a function Spark SQL text cannot express: keep every row
+        return None
 
 
 def _reads_files(df: DataFrame) -> bool:
@@ -346,12 +365,16 @@ def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
     return frame, count, width
 
 
-def _sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
-    """The clause partitioned by slice, with the hidden first-row home measure."""
+def _sliced_spec(spec: MatchRecognizeSpec, strict: bool = False) -> MatchRecognizeSpec:
+    """The clause partitioned by slice, with the hidden first-row home measure. strict
+    (the ordered scan's gap pushdown): STRICT_CONTIGUITY, whose break column the scan's
+    tasks fill in from the rows' global positions."""
     # without PARTITION BY strict contiguity is partition contiguity (R5), and a slice is
     # a contiguous range of the input (STRICT_CONTIGUITY with the slice key would compare
     # with the global order, where every row has copies in other slices)
     strategy = "PARTITION_CONTIGUITY" if spec.strategy == "STRICT_CONTIGUITY" else spec.strategy
+    if strict:
+        strategy = "STRICT_CONTIGUITY"
     return replace(
         spec, strategy=strategy,
         partition_by=(PartitionKey(ColumnRef(None, SLICE_COLUMN), SLICE_COLUMN),),
