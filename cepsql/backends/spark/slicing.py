@@ -21,14 +21,19 @@ run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 
 Slice bounds (``cepsql.slicing.bounds``):
 
-* ``auto``: ``scan`` when the source reads files (event logs are mostly written in
-  time order), else ``grid``. Not the default: under load its two small jobs cost about
-  what the shuffle saves (bench_unpartitioned.py); the Arrow transfer dominates both.
+* ``auto`` (default): ``scan`` for a contiguity clause whose rows no variable can take
+  may be dropped (runtime/relevance.py gap_filter) over a source read from files (event
+  logs are mostly written in time order), else ``grid``. There the scan's gap pushdown
+  (gap_scan.py) ships only the kept rows and the columns the worker reads to Python:
+  1.6x grid at 5M rows under load (bench_unpartitioned.py). Without it the scan's small
+  jobs cost about what the shuffle saves (the Arrow transfer dominates both), so other
+  clauses keep the grid.
 * ``scan``: each input partition of the source is a slice when their ORDER BY ranges
   are disjoint and increasing (ordered_scan.py: a JVM min/max/count job reading only the
-  ORDER BY column, a job collecting the overlap rows, then one mapInArrow over the
-  source, no shuffle); else ``grid``.
-* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 16,
+  ORDER BY column -- with gap pushdown a Python job reading it and the relevance flag --
+  a job collecting the overlap rows, then one mapInArrow over the source, no shuffle);
+  else ``grid``.
+* ``grid``: a fixed grid of slices ``grid_windows`` windows wide (default 16,
   ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
   ``floor(t / width)`` (for a TIMESTAMP_NTZ key: the start of the tumbling ``window()``
   holding t, see _window_cut) and Spark's hash partitioning spreads the many slices over
@@ -99,7 +104,7 @@ HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE, POSITION_COLUMN, BREAK_COLUM
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
 GRID_WINDOWS = 16
-BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span" | "scan" | "auto"
+BOUNDS_CONF = "cepsql.slicing.bounds"            # "auto" (default) | "grid" | "span" | "scan"
 BOUNDS = ("grid", "span", "scan", "auto")
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
@@ -137,8 +142,9 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     inferred PARTITION BY already spreads the work). options: PlannerOptions (``slicing``
     off -> None). statistics: the caller's statistics callable; it is handed the clause
     without the slicing additions. bounds: "grid" (no job), "span" (a min/max job),
-    "scan" (input partitions as slices, two small jobs) or "auto" (scan for a file
-    source, else grid), default from ``cepsql.slicing.bounds`` or "grid"; max_slices (default
+    "scan" (input partitions as slices, two small jobs) or "auto" (scan with gap pushdown
+    for a contiguity clause over a file source, else grid), default from
+    ``cepsql.slicing.bounds`` or "auto"; max_slices (default
     spark.sql.shuffle.partitions) and min_slice_windows apply to "span", grid_windows
     (default ``cepsql.slicing.gridWindows`` or 16) to "grid"."""
     spec = getattr(plan, "spec", None)
@@ -162,7 +168,8 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
     # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
     after, before = (window, back) if spec.order_by[0].ascending else (back, window)
-    if bounds in ("scan", "auto") and (bounds == "scan" or _reads_files(df)):
+    if bounds == "scan" or (bounds == "auto" and _gap_sql(df, spec) is not None
+                            and _reads_files(df)):
         scanned = _scan_slices(df, plan, spec, after, before, options, statistics)
         if scanned is not None:
             return scanned
@@ -254,7 +261,7 @@ def _reads_files(df: DataFrame) -> bool:
 def _bounds_settings(spark: SparkSession, bounds: str | None,
                      grid_windows: float | None) -> tuple[str, float]:
     if bounds is None:
-        bounds = (spark.conf.get(BOUNDS_CONF, "grid") or "grid").strip().lower()
+        bounds = (spark.conf.get(BOUNDS_CONF, "auto") or "auto").strip().lower()
     if bounds not in BOUNDS:
         raise ValueError(f"{BOUNDS_CONF} must be one of {', '.join(BOUNDS)}, not {bounds!r}")
     if grid_windows is None:
