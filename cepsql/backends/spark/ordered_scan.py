@@ -19,6 +19,10 @@ contiguous stretch of the whole ordered input: the grid slice's core + overlap
    (flagged as copies) and runs the plan's worker; matches are kept by the slice holding
    their first row (``SlicedClause.finish``), as for grid slices.
 
+Under STRICT_CONTIGUITY the rows no variable can take need not reach Python at all
+(gap_scan.py: dropped in the JVM, their gaps passed on as break flags) when every
+partition is in time order in its files; the first job is then gap_scan's profile.
+
 The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
@@ -215,14 +219,15 @@ class OrderedScan:
     source: DataFrame | None = None  # (gaps) the unfiltered frame, for the overlap job
 
     def describe(self) -> str:
-        text = (f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
-                "increasing ORDER BY ranges; a task sorts its rows only when they are not in "
-                "order) is a slice, no shuffle")
-        if self.gaps is not None:
-            text += (f"; gap pushdown: rows satisfying no variable ({self.gaps} is not true) "
-                     "are dropped before the transfer to Python, the gaps they leave kept as "
-                     "breaks")
-        return text
+        head = f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
+        if self.gaps is None:
+            return head + ("increasing ORDER BY ranges; a task sorts its rows only when they "
+                           "are not in order) is a slice, no shuffle")
+        return head + ("increasing ORDER BY ranges, each in time order in its files) is a "
+                       f"slice, no shuffle; gap pushdown: rows satisfying no variable "
+                       f"({self.gaps} is not true) are dropped before the transfer to "
+                       "Python, the gaps they leave kept as breaks; with ONE ROW PER MATCH "
+                       "only the columns the evaluator reads are sent")
 
     def frame(self, df: DataFrame, extra: list[Column]) -> DataFrame:
         """The rows the tasks read (with the ``extra`` columns): those with a time, or
