@@ -166,8 +166,9 @@ def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
 
 
 def test_auto_scans_time_ordered_parquet(spark, tmp_path):
-    """``auto`` takes the scan path on a Parquet source in time order; spark.cep.sql and
-    its EXPLAIN (summary and plan) say so."""
+    """``auto`` (the default) takes the scan path with gap pushdown for a strict clause
+    on a Parquet source in time order; spark.cep.sql and its EXPLAIN (summary and plan)
+    say so."""
     path = str(tmp_path / "ev.parquet")
     pq.write_table(pa.Table.from_pylist(_ticks(600)), path, row_group_size=100)
     spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
@@ -181,6 +182,7 @@ def test_auto_scans_time_ordered_parquet(spark, tmp_path):
         assert len(spark.cep.sql(SQL).collect()) == 200 == len(out.collect())
         explained = spark.cep.explain(SQL)
         assert "Time slicing: an ordered scan" in explained
+        assert "gap pushdown: rows satisfying no variable" in explained
         assert "each input partition is a time slice (no shuffle)" in explained
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
