@@ -4,6 +4,7 @@ in-process one (which never slices), and other layouts fall back to grid slices.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import cepsql
-from cepsql.backends.spark import ordered_scan
+from cepsql.backends.spark import ordered_scan, slicing
 from cepsql.backends.spark.execute import arrow_schema
 from cepsql.backends.spark.ordered_scan import PartitionRange, ordered_layout, sort_indices
 from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
@@ -141,12 +142,22 @@ def test_explain_no_shuffle_and_fallback(spark):
     assert len(out.collect()) == 20
 
 
-def test_changed_partitions_fail_loudly(spark):
+@pytest.mark.parametrize("gaps", [False, True])
+def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
+    """A task whose rows differ from the planning job's (its count, or with gap pushdown
+    its kept rows' count and index range) fails instead of answering."""
+    if not gaps:
+        monkeypatch.setattr(slicing, "_gap_sql", lambda df, spec: None)
     rows = _ticks(30)
     frame = _frame(spark, [rows[:15], rows[15:]])
     sliced, _, _ = _run(spark, frame, SQL)
+    assert (sliced.scan.gaps is not None) == gaps
     first = sliced.scan.layout[0]
-    sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi)
+    if gaps:
+        profile = sliced.scan.profiles[first.pid]
+        sliced.scan.profiles[first.pid] = replace(profile, kept=profile.kept + 1)
+    else:
+        sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi)
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
     with pytest.raises(Exception) as info:
         sliced.run(sliced.frame, inner).collect()
@@ -155,8 +166,9 @@ def test_changed_partitions_fail_loudly(spark):
 
 
 def test_auto_scans_time_ordered_parquet(spark, tmp_path):
-    """``auto`` takes the scan path on a Parquet source in time order; spark.cep.sql and
-    its EXPLAIN (summary and plan) say so."""
+    """``auto`` (the default) takes the scan path with gap pushdown for a strict clause
+    on a Parquet source in time order; spark.cep.sql and its EXPLAIN (summary and plan)
+    say so."""
     path = str(tmp_path / "ev.parquet")
     pq.write_table(pa.Table.from_pylist(_ticks(600)), path, row_group_size=100)
     spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
@@ -170,6 +182,7 @@ def test_auto_scans_time_ordered_parquet(spark, tmp_path):
         assert len(spark.cep.sql(SQL).collect()) == 200 == len(out.collect())
         explained = spark.cep.explain(SQL)
         assert "Time slicing: an ordered scan" in explained
+        assert "gap pushdown: rows satisfying no variable" in explained
         assert "each input partition is a time slice (no shuffle)" in explained
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
@@ -207,3 +220,79 @@ def test_time_as_directory_partitions(spark, file_partitions, monkeypatch, tmp_p
                                   t=pa.Table.from_pylist(rows, ARROW_SCHEMA))
     assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
                                  for r in want.itertuples(index=False))
+
+
+def _all_defined(sql: str) -> str:
+    """sql with a single-row DEFINE for every variable the drawn query left undefined (a
+    variable without one may take any row: no gap pushdown)."""
+    spec = find_match_recognize(sql)[0].spec
+    missing = [f"{v} AS {v}.price > 3" for v in spec.variables if v not in spec.defines]
+    if not missing:
+        return sql
+    if "DEFINE " in sql:
+        return sql.replace("DEFINE ", "DEFINE " + ", ".join(missing) + ", ", 1)
+    return sql[:sql.rindex(")")] + " DEFINE " + ", ".join(missing) + ")"
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), window=st.integers(1, 5), ties=st.booleans(),
+       layout=st.sampled_from(["sorted", "sorted", "sorted", "unsorted"]),
+       parts=st.integers(2, 4), seed=st.integers(0, 99))
+def test_gap_pushdown_equals_in_process_property(spark, file_partitions, monkeypatch,
+                                                 tmp_path, data, window, ties, layout, parts,
+                                                 seed):
+    """Contiguity clauses (Kleene, NOT, rows no variable takes between the others): with
+    the gap pushdown (every partition in file order, no NULL times) or its fallback
+    (unsorted partitions, ties, NULL times) the result equals the in-process one."""
+    import random
+    from cepsql.runtime.relevance import gap_filter
+    monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
+    table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
+    strategy = data.draw(st.sampled_from(["STRICT_CONTIGUITY", "PARTITION_CONTIGUITY"]))
+    sql = _unpartitioned_windowed(data.draw(cep_queries(strategy=strategy)), window)
+    sql = _all_defined(sql)
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    want = cepsql.match_recognize(sql, t=table)
+    chunks = _chunks(table.to_pylist(), parts, layout, random.Random(seed))
+    sliced, _, out = _run(spark, _frame(spark, chunks, tmp_path), sql)
+    assert sliced.scan is not None
+    if layout == "sorted" and not ties:
+        assert (sliced.scan.gaps is not None) == (gap_filter(spec) is not None)
+    elif layout == "unsorted" and any(len(c) > 1 for c in chunks):
+        assert sliced.scan.gaps is None or all(
+            [r["ts"] for r in c] == sorted(r["ts"] for r in c) for c in chunks)
+    expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
+    got = _rows(out)
+    assert got == expected, f"{sql}\n{chunks}\nmissing {expected - got}\nextra {got - expected}"
+
+
+def test_gap_pushdown_kleene_and_not_over_dropped_rows(spark, file_partitions, tmp_path):
+    """Three partitions in order, most rows taken by no variable: matches across the
+    borders, Kleene runs broken by a dropped row, leading and trailing NOT; EXPLAIN says
+    what was dropped; the in-process result is met."""
+    import random
+    rnd = random.Random(5)
+    rows = [{"part": "p", "ts": i, "price": rnd.randint(0, 9), "vol": 1.0,
+             "tag": rnd.choice("xxyyzqq")} for i in range(240)]
+    frame = _frame(spark, [rows[:70], rows[70:150], rows[150:]], tmp_path)
+    table = pa.Table.from_pylist(rows, ARROW_SCHEMA)
+    for pattern in ("a b+ c", "NOT(n) a b", "a b NOT(n)"):
+        sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(a.ts) AS ta, "
+               "LAST(b.ts) AS tb, COUNT(*) AS k ONE ROW PER MATCH STRATEGY STRICT_CONTIGUITY "
+               f"PATTERN ({pattern}) WITHIN INTERVAL '4' SECOND DEFINE a AS tag = 'x', "
+               "b AS tag IN ('y', 'z') AND b.price >= a.price, c AS tag = 'x', "
+               "n AS tag = 'q' AND price > 7)")
+        if "c" not in pattern.split():
+            sql = sql.replace(", c AS tag = 'x'", "")
+        if "n" not in pattern.replace("NOT", "").replace("(", " ").replace(")", " ").split():
+            sql = sql.replace(", n AS tag = 'q' AND price > 7", "")
+        sliced, plan, out = _run(spark, frame, sql)
+        assert sliced.scan is not None and sliced.scan.gaps is not None
+        assert "gap pushdown: rows satisfying no variable" in plan.explain
+        want = cepsql.match_recognize(sql, t=table)
+        assert len(want) > 3
+        assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
+                                     for r in want.itertuples(index=False)), pattern

@@ -27,12 +27,18 @@ from ..stats.conjuncts import split_conjuncts, strip_row_values
 
 #: strategies under which a row no variable can take changes nothing
 FILTERABLE_STRATEGIES = ("SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH")
+#: contiguity strategies: a row no variable can take only ends the runs waiting at it, so
+#: it may be dropped when the rows after each gap are flagged as breaks (gap_filter)
+GAP_STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY")
 
 
-def relevance_filter(spec: MatchRecognizeSpec) -> tuple[Expr | None, str]:
+def relevance_filter(spec: MatchRecognizeSpec,
+                     strategies: tuple[str, ...] = FILTERABLE_STRATEGIES
+                     ) -> tuple[Expr | None, str]:
     """(condition over the input's own columns that keeps exactly the rows some variable
-    may take, "") or (None, why every row is kept)."""
-    reason = _keeps_every_row(spec)
+    may take, "") or (None, why every row is kept). ``strategies``: those under which
+    dropping rows is allowed (gap_filter adds the contiguity ones)."""
+    reason = _keeps_every_row(spec, strategies)
     if reason:
         return None, reason
     known = set(spec.variables) | set(spec.subsets)
@@ -56,10 +62,24 @@ def relevance_filter(spec: MatchRecognizeSpec) -> tuple[Expr | None, str]:
     return _join("OR", per_var), ""
 
 
-def _keeps_every_row(spec: MatchRecognizeSpec) -> str:
+def gap_filter(spec: MatchRecognizeSpec) -> Expr | None:
+    """The relevance condition of a contiguity clause without PARTITION BY, valid only
+    when the backend flags each kept row whose predecessor in the whole input's ORDER BY
+    order was dropped as a break (QueryPlan.break_column): under STRICT_CONTIGUITY a
+    dropped row (no variable takes it, R5) ends every run waiting at it and nothing else
+    reads it (R2/R6/R7 as for relevance_filter), which is what the break does; None when
+    every row must be kept."""
+    if spec.strategy not in GAP_STRATEGIES or spec.partition_by:
+        return None
+    condition, _ = relevance_filter(spec, FILTERABLE_STRATEGIES + GAP_STRATEGIES)
+    return condition
+
+
+def _keeps_every_row(spec: MatchRecognizeSpec,
+                     strategies: tuple[str, ...] = FILTERABLE_STRATEGIES) -> str:
     if spec.strategy is None:
         return "SQL:2016 mode reads consecutive rows"
-    if spec.strategy not in FILTERABLE_STRATEGIES:
+    if spec.strategy not in strategies:
         return f"STRATEGY {spec.strategy} reads consecutive rows"
     if spec.window is not None and spec.window.kind == "rows":
         return "WITHIN n ROWS counts every row"

@@ -19,6 +19,10 @@ contiguous stretch of the whole ordered input: the grid slice's core + overlap
    (flagged as copies) and runs the plan's worker; matches are kept by the slice holding
    their first row (``SlicedClause.finish``), as for grid slices.
 
+Under STRICT_CONTIGUITY the rows no variable can take need not reach Python at all
+(gap_scan.py: dropped in the JVM, their gaps passed on as break flags) when every
+partition is in time order in its files; the first job is then gap_scan's profile.
+
 The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
@@ -30,7 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -44,12 +48,15 @@ from ...errors import CepRuntimeError
 from ...exprs.spark_sql import quote_identifier
 from ...runtime.plan import QueryPlan
 from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
+from .gap_scan import (POSITION_COLUMN, numbered, overlap_positions, own_positions,
+                       partition_profiles, with_breaks, worker_reads)
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
 
 OVERLAP_SHARE = 0.25   # more overlap rows than this share of the input: grid slices
 _PID = "__cep_scan_pid"
+_KEEP = "__cep_scan_keep"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
@@ -144,10 +151,12 @@ class _Overlap:
 
 
 def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
-                 share: float | None = None) -> "OrderedScan | None":
+                 share: float | None = None, gaps: str | None = None) -> "OrderedScan | None":
     """The scan slicing of ``df`` (relevant rows, no slicing columns yet) for the planned
     unpartitioned clause ``plan``, or None when a precondition fails (then grid slices).
-    after/before: the overlap in microseconds; share: default OVERLAP_SHARE."""
+    after/before: the overlap in microseconds; share: default OVERLAP_SHARE. gaps: the
+    clause's gap_filter as Spark SQL (gap_scan.py): when every input partition is in
+    order, only the rows it keeps reach Python, the others become break flags."""
     from ...algebra.expressions import ColumnRef
     key = plan.spec.order_by[0]
     if not key.ascending or not isinstance(key.expr, ColumnRef) or key.expr.var:
@@ -162,7 +171,14 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     unit = None if field is None else _key_unit(field.dataType)
     if unit is None or _has_exchange(df):
         return None
-    ranges = partition_ranges(df, field.name)
+    profiles = {}
+    if gaps is not None and POSITION_COLUMN not in df.columns:
+        profiles = {p.pid: p for p in partition_profiles(df, field.name, gaps)}
+        ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi) for p in profiles.values()]
+        if not all(p.in_order for p in profiles.values()):
+            gaps, profiles = None, {}  # NULL or unordered times: every row to Python
+    else:
+        gaps, ranges = None, partition_ranges(df, field.name)
     layout = ordered_layout(ranges)
     if layout is None:
         return None
@@ -174,7 +190,7 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     share = OVERLAP_SHARE if share is None else share
     if _overlap_estimate(layout, overlaps) > share * max(total, 1):
         return None
-    return OrderedScan(field.name, field.dataType, layout, overlaps, total)
+    return OrderedScan(field.name, field.dataType, layout, overlaps, total, gaps, profiles)
 
 
 def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) -> float:
@@ -198,11 +214,39 @@ class OrderedScan:
     layout: list[PartitionRange]
     overlaps: list[_Overlap]
     rows: int
+    gaps: str | None = None  # the gap filter (Spark SQL) when it is pushed down
+    profiles: dict = field(default_factory=dict)  # pid -> gap_scan.PartitionProfile
+    source: DataFrame | None = None  # (gaps) the unfiltered frame, for the overlap job
 
     def describe(self) -> str:
-        return (f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
-                "increasing ORDER BY ranges; a task sorts its rows only when they are not in "
-                "order) is a slice, no shuffle")
+        head = f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
+        if self.gaps is None:
+            return head + ("increasing ORDER BY ranges; a task sorts its rows only when they "
+                           "are not in order) is a slice, no shuffle")
+        return head + ("increasing ORDER BY ranges, each in time order in its files) is a "
+                       f"slice, no shuffle; gap pushdown: rows satisfying no variable "
+                       f"({self.gaps} is not true) are dropped before the transfer to "
+                       "Python, the gaps they leave kept as breaks; with ONE ROW PER MATCH "
+                       "only the columns the evaluator reads are sent")
+
+    def frame(self, df: DataFrame, extra: list[Column]) -> DataFrame:
+        """The rows the tasks read (with the ``extra`` columns): those with a time, or
+        with gap pushdown the kept ones, numbered, plus a break flag for the tasks."""
+        if self.gaps is None:
+            return df.where(_col(self.key).isNotNull()).select("*", *extra)
+        from ...runtime.cep_plan import BREAK_COLUMN
+        flag = F.lit(False).alias(BREAK_COLUMN)
+        self.source = df.select("*", F.lit(0).cast("long").alias(POSITION_COLUMN), *extra,
+                                flag)
+        return numbered(df, self.gaps).select("*", *extra, flag)
+
+    def offsets(self) -> dict[int, int]:
+        """Per partition id: the global position of its first row."""
+        out, at = {}, 0
+        for r in self.layout:
+            out[r.pid] = at
+            at += r.count
+        return out
 
     def run(self, frame: DataFrame, plan: QueryPlan) -> DataFrame:
         """The sliced plan's worker output over ``frame`` (the source plus the slice
@@ -211,18 +255,36 @@ class OrderedScan:
         prepared = prepared_input(frame, plan, relevance=False)  # the frame has it
         bound = plan.bind(arrow_schema(prepared))
         schema = arrow_schema(prepared)
-        rows = self._overlap_rows(prepared)
         keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
                 if k.column not in plan.partition_columns]
-        task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN,
-                         {r.pid: (r.count, r.lo, r.hi) for r in self.layout},
-                         _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys))
+        expected = {r.pid: (r.count, r.lo, r.hi) for r in self.layout}
+        if self.gaps is None:
+            rows = self._overlap_rows(prepared)
+        else:
+            from .slicing import SLICE_COLUMN
+            reads = worker_reads(bound)
+            needed = {self.key, POSITION_COLUMN, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
+            if reads is not None and needed <= set(prepared.columns):
+                prepared = prepared.select(*[_col(c) for c in prepared.columns if c in needed])
+                bound = plan.bind(arrow_schema(prepared))
+                schema = arrow_schema(prepared)
+            rows = self._positioned(self._overlap_rows(
+                prepared_input(self.source, plan, relevance=False), F.expr(self.gaps)))
+            rows = rows.select(schema.names + [_PID])
+            offsets = self.offsets()
+            expected = {p: (c, lo, hi, self.profiles[p], offsets[p])
+                        for p, (c, lo, hi) in expected.items()}
+            keys = [(POSITION_COLUMN, "ascending", "at_start")]
+        task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
+                         _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys),
+                         self.gaps is not None)
         out = prepared.mapInArrow(TaskWorker(task), from_arrow_schema(bound.worker_schema))
         return final_frame(out, bound)
 
-    def _overlap_rows(self, prepared: DataFrame) -> pa.Table:
+    def _overlap_rows(self, prepared: DataFrame, flag: Column | None = None) -> pa.Table:
         """The second job: the rows some partition reads besides its own, with their
-        partition id (a filter on time ranges only, which file scans can push down)."""
+        partition id (a filter on time ranges only, which file scans can push down) and,
+        with ``flag``, whether the gap filter keeps them (_KEEP)."""
         key = _col(self.key)
         ranges = []
         for r, o in zip(self.layout, self.overlaps):
@@ -233,18 +295,32 @@ class OrderedScan:
                 ranges.append((key > _literal(self.dtype, r.hi))
                               & (key <= _literal(self.dtype, o.after_to)))
         if not ranges:
-            return pa.Table.from_batches([], arrow_schema(prepared)).append_column(
+            empty = pa.Table.from_batches([], arrow_schema(prepared)).append_column(
                 _PID, pa.array([], pa.int32()))
+            return empty if flag is None else empty.append_column(_KEEP, pa.array([], pa.bool_()))
         condition = ranges[0]
         for c in ranges[1:]:
             condition = condition | c
-        pid = F.spark_partition_id().alias(_PID)
-        picked = prepared.where(condition).select("*", pid)
+        pid = [F.spark_partition_id().alias(_PID)]
+        if flag is not None:
+            pid.append(F.coalesce(flag, F.lit(False)).alias(_KEEP))
+        picked = prepared.where(condition).select("*", *pid)
         if _prunes_partitions(picked):  # dropped files would renumber the partitions
-            picked = prepared.select("*", pid).where(condition)
+            picked = prepared.select("*", *pid).where(condition)
         rows = picked.toArrow()
         self._check_owners(rows)
         return rows
+
+    def _positioned(self, rows: pa.Table) -> pa.Table:
+        """(gaps) The overlap rows the gap filter keeps, with their global positions."""
+        if not rows.num_rows:
+            return rows.drop_columns([_KEEP])
+        at = rows.schema.get_field_index(POSITION_COLUMN)
+        positions = overlap_positions(rows, _PID, key_ints(rows.column(self.key)),
+                                      self.layout, self.overlaps, self.offsets())
+        rows = rows.set_column(at, rows.schema.field(at), pa.array(positions))
+        keep = rows.column(_KEEP)
+        return rows.filter(keep).drop_columns([_KEEP])
 
     def _check_owners(self, rows: pa.Table) -> None:
         """Each overlap row lies in the range of the partition it was read from."""
@@ -321,9 +397,10 @@ class _ScanTask:
     """mapInArrow function of the query job (picklable): one input partition as a slice."""
 
     def __init__(self, worker, schema: pa.Schema, key: str, keys: list, copy_column: str,
-                 expected: dict, neighbours: dict):
+                 expected: dict, neighbours: dict, gaps: bool = False):
         self.worker, self.schema, self.key, self.keys = worker, schema, key, keys
         self.copy_column, self.expected, self.neighbours = copy_column, expected, neighbours
+        self.gaps = gaps
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -334,7 +411,48 @@ class _ScanTask:
                 if batch.num_rows:
                     raise _changed()
             return
-        yield from self.worker(self._slice(batches, pid, expected))
+        if self.gaps:
+            yield from self.worker(self._gap_slice(batches, pid, expected))
+        else:
+            yield from self.worker(self._slice(batches, pid, expected))
+
+    def _gap_slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
+        """(gap pushdown) The neighbours' kept rows before, the partition's kept rows (in
+        order: the profile said so; streamed), the neighbours' after, each with its
+        global position and break flag; the kept rows checked against the profile."""
+        from ...runtime.cep_plan import BREAK_COLUMN
+        _, lo, hi, profile, offset = expected
+        before, after = self.neighbours.get(pid, (None, None))
+        at = self.schema.get_field_index(POSITION_COLUMN), self.schema.get_field_index(
+            BREAK_COLUMN)
+        previous = None
+        for batch in self._copies(before):
+            positions = np.asarray(batch.column(at[0]), dtype=np.int64)
+            yield with_breaks(batch, positions, previous, *at)
+            previous = int(positions[-1])
+        seen, first, last, last_t = 0, -1, -1, None
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            t = key_ints(batch.column(self.key))
+            positions = own_positions(np.asarray(batch.column(at[0]), dtype=np.int64), pid,
+                                      offset)
+            if len(t) != batch.num_rows or positions is None or t[0] < lo or t[-1] > hi \
+                    or (last_t is not None and (t[0] <= last_t or positions[0] <= last)) \
+                    or not (np.all(t[1:] > t[:-1]) and np.all(positions[1:] > positions[:-1])):
+                raise _changed()
+            first = int(positions[0]) if first < 0 else first
+            last, last_t = int(positions[-1]), int(t[-1])
+            seen += batch.num_rows
+            yield with_breaks(batch, positions, previous, *at)
+            previous = last
+        if (seen, first - offset if seen else -1, last - offset if seen else -1) != \
+                (profile.kept, profile.first, profile.last):
+            raise _changed()
+        for batch in self._copies(after):
+            positions = np.asarray(batch.column(at[0]), dtype=np.int64)
+            yield with_breaks(batch, positions, previous, *at)
+            previous = int(positions[-1])
 
     def _slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
         """The neighbours' rows before, the partition's own rows in order, the

@@ -21,14 +21,19 @@ run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 
 Slice bounds (``cepsql.slicing.bounds``):
 
-* ``auto``: ``scan`` when the source reads files (event logs are mostly written in
-  time order), else ``grid``. Not the default: under load its two small jobs cost about
-  what the shuffle saves (bench_unpartitioned.py); the Arrow transfer dominates both.
+* ``auto`` (default): ``scan`` for a contiguity clause whose rows no variable can take
+  may be dropped (runtime/relevance.py gap_filter) over a source read from files (event
+  logs are mostly written in time order), else ``grid``. There the scan's gap pushdown
+  (gap_scan.py) ships only the kept rows and the columns the worker reads to Python:
+  1.6x grid at 5M rows under load (bench_unpartitioned.py). Without it the scan's small
+  jobs cost about what the shuffle saves (the Arrow transfer dominates both), so other
+  clauses keep the grid.
 * ``scan``: each input partition of the source is a slice when their ORDER BY ranges
   are disjoint and increasing (ordered_scan.py: a JVM min/max/count job reading only the
-  ORDER BY column, a job collecting the overlap rows, then one mapInArrow over the
-  source, no shuffle); else ``grid``.
-* ``grid`` (default): a fixed grid of slices ``grid_windows`` windows wide (default 16,
+  ORDER BY column -- with gap pushdown a Python job reading it and the relevance flag --
+  a job collecting the overlap rows, then one mapInArrow over the source, no shuffle);
+  else ``grid``.
+* ``grid``: a fixed grid of slices ``grid_windows`` windows wide (default 16,
   ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
   ``floor(t / width)`` (for a TIMESTAMP_NTZ key: the start of the tumbling ``window()``
   holding t, see _window_cut) and Spark's hash partitioning spreads the many slices over
@@ -73,6 +78,8 @@ from ...algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
 from ...exprs.spark_sql import quote_identifier, to_spark_sql
 from ...runtime.partition_inference import whole_input_output
 from .execute import shuffle_partitions
+from .gap_scan import POSITION_COLUMN
+from ...runtime.cep_plan import BREAK_COLUMN
 
 __all__ = [
     "BOUNDS_CONF",
@@ -93,11 +100,11 @@ FIRST_MEASURE = "__cep_slice_first"  # hidden measure: COPY_COLUMN of the match'
 TIME_COLUMN = "__cep_slice_t"        # the ORDER BY key in microseconds, computed once
 HOME_COLUMN = "__cep_slice_home"     # (while cutting) the slice whose core holds the row
 MARK_COLUMNS = ("__cep_slice_before", "__cep_slice_after", "__cep_slice_pos")  # (window path)
-HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE)
+HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE, POSITION_COLUMN, BREAK_COLUMN)
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
 GRID_WINDOWS = 16
-BOUNDS_CONF = "cepsql.slicing.bounds"            # "grid" (default) | "span" | "scan" | "auto"
+BOUNDS_CONF = "cepsql.slicing.bounds"            # "auto" (default) | "grid" | "span" | "scan"
 BOUNDS = ("grid", "span", "scan", "auto")
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
 
@@ -135,8 +142,9 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     inferred PARTITION BY already spreads the work). options: PlannerOptions (``slicing``
     off -> None). statistics: the caller's statistics callable; it is handed the clause
     without the slicing additions. bounds: "grid" (no job), "span" (a min/max job),
-    "scan" (input partitions as slices, two small jobs) or "auto" (scan for a file
-    source, else grid), default from ``cepsql.slicing.bounds`` or "grid"; max_slices (default
+    "scan" (input partitions as slices, two small jobs) or "auto" (scan with gap pushdown
+    for a contiguity clause over a file source, else grid), default from
+    ``cepsql.slicing.bounds`` or "auto"; max_slices (default
     spark.sql.shuffle.partitions) and min_slice_windows apply to "span", grid_windows
     (default ``cepsql.slicing.gridWindows`` or 16) to "grid"."""
     spec = getattr(plan, "spec", None)
@@ -160,7 +168,8 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
     # time); so a row at t is copied to the slices whose cores meet [t - after, t + before]
     after, before = (window, back) if spec.order_by[0].ascending else (back, window)
-    if bounds in ("scan", "auto") and (bounds == "scan" or _reads_files(df)):
+    if bounds == "scan" or (bounds == "auto" and _gap_sql(df, spec) is not None
+                            and _reads_files(df)):
         scanned = _scan_slices(df, plan, spec, after, before, options, statistics)
         if scanned is not None:
             return scanned
@@ -213,14 +222,31 @@ def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, be
                  options, statistics) -> SlicedClause | None:
     """Input partitions as slices (ordered_scan.py), or None: its preconditions fail."""
     from .ordered_scan import ordered_scan
-    scan = ordered_scan(df, plan, after, before)
+    scan = ordered_scan(df, plan, after, before, gaps=_gap_sql(df, spec))
     if scan is None:
         return None
     _explain(plan, scan.describe(), after, before)
-    frame = df.where(_col(scan.key).isNotNull()).select(
-        "*", F.lit(0).cast("long").alias(SLICE_COLUMN), F.lit(False).alias(COPY_COLUMN))
-    return SlicedClause(frame, _sliced_spec(spec), len(scan.layout),
-                        _inputs(options, statistics), scan)
+    frame = scan.frame(df, [F.lit(0).cast("long").alias(SLICE_COLUMN),
+                            F.lit(False).alias(COPY_COLUMN)])
+    return SlicedClause(frame, _sliced_spec(spec, strict=scan.gaps is not None),
+                        len(scan.layout), _inputs(options, statistics), scan)
+
+
+def _gap_sql(df: DataFrame, spec: MatchRecognizeSpec) -> str | None:
+    """The clause's gap filter (runtime/relevance.py gap_filter) as Spark SQL, or None:
+    not a contiguity clause, every row may matter, relevance pushdown switched off."""
+    from ...errors import CepError
+    from ...runtime.relevance import gap_filter
+    from .execute import RELEVANCE_CONF
+    if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
+        return None
+    condition = gap_filter(spec)
+    if condition is None:
+        return None
+    try:
+        return to_spark_sql(condition)
+    except CepError:  # a function Spark SQL text cannot express: keep every row
+        return None
 
 
 def _reads_files(df: DataFrame) -> bool:
@@ -235,7 +261,7 @@ def _reads_files(df: DataFrame) -> bool:
 def _bounds_settings(spark: SparkSession, bounds: str | None,
                      grid_windows: float | None) -> tuple[str, float]:
     if bounds is None:
-        bounds = (spark.conf.get(BOUNDS_CONF, "grid") or "grid").strip().lower()
+        bounds = (spark.conf.get(BOUNDS_CONF, "auto") or "auto").strip().lower()
     if bounds not in BOUNDS:
         raise ValueError(f"{BOUNDS_CONF} must be one of {', '.join(BOUNDS)}, not {bounds!r}")
     if grid_windows is None:
@@ -346,12 +372,16 @@ def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
     return frame, count, width
 
 
-def _sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
-    """The clause partitioned by slice, with the hidden first-row home measure."""
+def _sliced_spec(spec: MatchRecognizeSpec, strict: bool = False) -> MatchRecognizeSpec:
+    """The clause partitioned by slice, with the hidden first-row home measure. strict
+    (the ordered scan's gap pushdown): STRICT_CONTIGUITY, whose break column the scan's
+    tasks fill in from the rows' global positions."""
     # without PARTITION BY strict contiguity is partition contiguity (R5), and a slice is
     # a contiguous range of the input (STRICT_CONTIGUITY with the slice key would compare
     # with the global order, where every row has copies in other slices)
     strategy = "PARTITION_CONTIGUITY" if spec.strategy == "STRICT_CONTIGUITY" else spec.strategy
+    if strict:
+        strategy = "STRICT_CONTIGUITY"
     return replace(
         spec, strategy=strategy,
         partition_by=(PartitionKey(ColumnRef(None, SLICE_COLUMN), SLICE_COLUMN),),

@@ -1,0 +1,183 @@
+"""Gap pushdown for the ordered scan: under STRICT_CONTIGUITY only the rows some variable
+may take cross from the JVM to Python; the rows dropped between them become breaks.
+
+A contiguity run dies at a row no variable can take (runtime/relevance.py gap_filter),
+and nothing else reads such a row, so it can be dropped before the Arrow transfer
+provided the next kept row is flagged as a break (QueryPlan.break_column, which the CEP
+evaluator honours: every run waiting there dies). The flag needs each kept row's place
+in the whole input's ORDER BY order, which the JVM gives for free when every input
+partition's file order is its sorted order: ``monotonically_increasing_id()`` in a
+projection BELOW the filter (Spark pushes no filter through a nondeterministic
+projection) numbers the rows of a partition (low 33 bits; partition id above), and the
+global position is the partition's offset in the time-ordered layout plus that index.
+A kept row breaks when its position is not the previous kept row's + 1.
+
+So the planning job (``partition_profiles``) ships only the ORDER BY column and the
+relevance flag to Python (a JVM aggregate cannot see row adjacency) and returns, per
+input partition, its row count, NULL times, range, whether its times strictly increase
+in file order (ties -> no: the tie-breakers would reorder them), and its kept rows'
+count and first/last index. Any partition with NULL or unordered times: no pushdown (the
+ordered scan as before). The overlap rows (second job, read without positions so that
+Parquet still skips row groups by time) get theirs from where they sit: a prefix or a
+suffix of their partition (``overlap_positions``). Tasks check pid, count and index range
+of their kept rows against the profile and fail loudly when the partitioning changed.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ...exprs.spark_sql import quote_identifier
+
+POSITION_COLUMN = "__cep_scan_pos"  # monotonically_increasing_id(), then the global position
+_INDEX_BITS = 33
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
+_PROFILE_SCHEMA = pa.schema([("pid", pa.int32()), ("n", pa.int64()), ("nulls", pa.int64()),
+                             ("lo", pa.int64()), ("hi", pa.int64()), ("strict", pa.bool_()),
+                             ("kept", pa.int64()), ("first", pa.int64()),
+                             ("last", pa.int64())])
+
+
+@dataclass(frozen=True)
+class PartitionProfile:
+    """One input partition as the planning job saw it (times as integers of the key's
+    unit; first/last: file index of the first/last kept row, -1 when none)."""
+    pid: int
+    count: int     # rows with a time
+    nulls: int     # rows without one
+    lo: int
+    hi: int
+    strict: bool   # times strictly increase in file order
+    kept: int
+    first: int
+    last: int
+
+    @property
+    def in_order(self) -> bool:
+        return self.strict and not self.nulls
+
+
+def partition_profiles(df: DataFrame, key: str, relevant_sql: str) -> list[PartitionProfile]:
+    """The planning job: per non-empty input partition of df, its profile (only the
+    ``key`` column and the relevance flag reach Python)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    flag = F.coalesce(F.expr(relevant_sql), F.lit(False))
+    rows = (df.select(F.col(quote_identifier(key)).alias("t"), flag.alias("r"))
+            .mapInArrow(_Profile(), from_arrow_schema(_PROFILE_SCHEMA)).toArrow())
+    return [PartitionProfile(r["pid"], r["n"], r["nulls"], r["lo"] or 0, r["hi"] or 0,
+                             bool(r["strict"]), r["kept"], r["first"], r["last"])
+            for r in rows.to_pylist()]
+
+
+class _Profile:
+    """mapInArrow function of the planning job (picklable): one row per partition."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+        from .ordered_scan import key_ints
+        pid = TaskContext.get().partitionId()
+        n = nulls = kept = seen = 0
+        lo = hi = previous = None
+        first = last = -1
+        strict = True
+        for batch in batches:
+            column, flags = batch.column(0), batch.column(1)
+            nulls += column.null_count
+            t = key_ints(column)
+            if len(t):
+                strict = strict and bool(np.all(t[1:] > t[:-1])) and \
+                    (previous is None or int(t[0]) > previous)
+                previous = int(t[-1])
+                lo = int(t.min()) if lo is None else min(lo, int(t.min()))
+                hi = int(t.max()) if hi is None else max(hi, int(t.max()))
+                n += len(t)
+            at = np.flatnonzero(np.asarray(flags.fill_null(False).to_numpy(
+                zero_copy_only=False), dtype=bool))
+            if len(at):
+                first = int(at[0]) + seen if first < 0 else first
+                last = int(at[-1]) + seen
+                kept += len(at)
+            seen += batch.num_rows
+        if not seen:
+            return
+        yield pa.RecordBatch.from_pylist(
+            [{"pid": pid, "n": n, "nulls": nulls, "lo": lo, "hi": hi, "strict": strict,
+              "kept": kept, "first": first, "last": last}], schema=_PROFILE_SCHEMA)
+
+
+def numbered(df: DataFrame, relevant_sql: str) -> DataFrame:
+    """df's rows some variable may take, with their partition id and file index in
+    POSITION_COLUMN (numbered below the filter, which Spark does not push through)."""
+    return df.select("*", F.monotonically_increasing_id().alias(POSITION_COLUMN)) \
+        .where(F.expr(relevant_sql))
+
+
+def overlap_positions(rows: pa.Table, pid_column: str, times: np.ndarray, layout,
+                      overlaps, offsets: dict[int, int]) -> np.ndarray:
+    """Global positions of the overlap rows (all rows of their time ranges, relevant or
+    not, each with its partition id): partition k's rows read by an earlier partition are
+    its first ones (times <= the latest ``after_to`` before k), those read by a later one
+    its last ones; times strictly increase in every partition (the profile said so)."""
+    pids = np.asarray(rows.column(pid_column), dtype=np.int64)
+    out = np.full(len(pids), -1, np.int64)
+    for k, r in enumerate(layout):
+        at = np.flatnonzero(pids == r.pid)
+        if not len(at):
+            continue
+        order = at[np.argsort(times[at], kind="stable")]
+        prefix_to = max((o.after_to for o in overlaps[:k] if o.after_to is not None),
+                        default=None)
+        p = 0 if prefix_to is None else int(np.sum(times[order] <= prefix_to))
+        rank = np.arange(len(order), dtype=np.int64)
+        index = np.where(rank < p, rank, r.count - len(order) + rank)
+        out[order] = offsets[r.pid] + index
+    return out
+
+
+def with_breaks(batch: pa.RecordBatch, positions: np.ndarray, previous: int | None,
+                position_at: int, break_at: int) -> pa.RecordBatch:
+    """batch with its global positions and break flags (a row breaks unless it directly
+    follows the previous kept row, ``previous`` for the first one)."""
+    flags = np.empty(len(positions), bool)
+    if len(positions):
+        flags[0] = previous is None or positions[0] != previous + 1
+        flags[1:] = positions[1:] != positions[:-1] + 1
+    schema = batch.schema
+    batch = batch.set_column(position_at, schema.field(position_at), pa.array(positions))
+    return batch.set_column(break_at, schema.field(break_at), pa.array(flags))
+
+
+def own_positions(mids: np.ndarray, pid: int, offset: int) -> np.ndarray | None:
+    """Global positions of a task's own kept rows from their monotonically_increasing_id
+    values, or None when one was read from another partition."""
+    if len(mids) and np.any((mids >> _INDEX_BITS) != pid):
+        return None
+    return offset + (mids & _INDEX_MASK)
+
+
+def worker_reads(bound) -> set[str] | None:
+    """The prepared columns a bound CEP worker reads (conditions, partition, window and
+    break columns, measure leaves, aggregate arguments), or None when it may read any:
+    ALL ROWS passes every column through, a worker planning from its own first rows
+    evaluates the raw clause. With gap pushdown no task sorts (every partition is in
+    order), so the other columns need not cross to Python at all."""
+    from ...algebra.expressions import ColumnRef, walk
+    from ...runtime.cep_worker import CepConfig
+    config = getattr(bound.worker, "config", None)
+    if not isinstance(config, CepConfig) or config.all_rows or config.with_unmatched \
+            or config.worker_planner is not None:
+        return None
+    names = set(config.code.columns) | set(config.partition_columns) | set(config.passthrough)
+    names |= {config.window_column, config.breaks_column}
+    names |= set(config.leaf_columns) | {c for _, c in config.aggregate_columns}
+    for spec in config.gathered:
+        for _, args in spec.parts:
+            for arg in args:
+                names |= {e.column for e in walk(arg) if isinstance(e, ColumnRef)}
+    names.discard(None)
+    return names
