@@ -404,11 +404,14 @@ class SharedPassWorker:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import copy
+        from ..worker import LaneCache
+        lanes = LaneCache()  # the task's workers convert each batch column once
         patterns = [copy.copy(p) for p in self.group.patterns]
         for p in patterns:  # this task's own worker objects: streams never mix
             p.bound = copy.copy(p.bound)
             p.bound.worker = copy.copy(p.bound.worker)
             p.bound.worker._push = None
+            p.bound.worker.lanes = lanes
         evaluator = self.evaluator(self.group.global_plan, patterns)
         for batch in joined_batches(batches, self.batch_rows):
             if self.computed:
