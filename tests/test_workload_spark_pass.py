@@ -327,3 +327,18 @@ def test_lane_cache_serves_slices_and_tells_arrays_apart():
     assert calls == [4, 4, 4]
     cache.get(base.slice(2), "f", convert)  # base's "f" entry was evicted (capacity 2)
     assert calls == [4, 4, 4, 2]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_time_budgeted_sharing_search_stops_once_it_stalls(seed):
+    """The pass's planning: a search with a long budget over a small multi-pattern graph
+    ends after its stall limit (not the budget) with the plan a fixed-iteration run finds."""
+    from cepsql.sharing import plan_workload
+    from cepsql.sharing.search import STALL_MIN
+    from cepsql.sharing.synthetic import stock_workload
+    patterns = stock_workload(8, seed=seed).workload_patterns()
+    timed = plan_workload(patterns, algorithm="BEST", seconds=600)
+    fixed = plan_workload(patterns, algorithm="BEST", max_iterations=2500)
+    assert 0 < timed.graph_edges < 50
+    assert timed.iterations < 6 * STALL_MIN
+    assert timed.cost == pytest.approx(fixed.cost, rel=1e-9)
