@@ -52,7 +52,7 @@ from ...algebra.rowrefs import rebuild
 from ...exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from ...runtime.plan import QueryPlan
 from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
-                                   unshared_reason)
+                                   task_group, unshared_reason)
 from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)
 from .frames import GENERATED_NAME
@@ -565,7 +565,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
         if late:
             df = df.select("*", *late)
-        worker = SharedPassWorker(group, shared.output_schema, computed=own,
+        worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
                                   slots=shared.slots, ansi=ansi)
         outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)

@@ -36,7 +36,7 @@ from ...algebra.expressions import Expr
 from ...sharing.global_plan import GlobalPlan
 from ..plan import BoundPlan, QueryPlan, SortColumn
 
-__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "sharing_patterns",
+__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "task_group", "sharing_patterns",
            "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
            "split_output", "joined_batches", "BATCH_ROWS"]
 
@@ -376,6 +376,15 @@ def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
     if own:
         parts.append(_UnsharedEvaluator(own))
     return parts[0] if len(parts) == 1 else _Together(parts)
+
+
+def task_group(group: PassGroup) -> PassGroup:
+    """What a task reads of a bound group (pickled into every task): the bound workers,
+    their inputs and relevance columns, the global plan -- not the plans (specs, binding
+    closures), the sharing planner's patterns or the prepared expressions, which are
+    most of the pickle at hundreds of views."""
+    return replace(group, prepare=[], workload_patterns=[], relevance=None,
+                   patterns=[replace(p, plan=None) for p in group.patterns])
 
 
 # --- the task function ----------------------------------------------------------------------
