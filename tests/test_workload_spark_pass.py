@@ -342,3 +342,33 @@ def test_a_time_budgeted_sharing_search_stops_once_it_stalls(seed):
     assert 0 < timed.graph_edges < 50
     assert timed.iterations < 6 * STALL_MIN
     assert timed.cost == pytest.approx(fixed.cost, rel=1e-9)
+
+
+def test_task_columns_reuse_earlier_columns_and_keep_their_values():
+    """with_computed over reused_subexpressions: a relevance filter ORing conditions the
+    pass computes anyway reads those columns; values and types are those of computing
+    every expression on its own (NULL, NaN and DECIMAL included)."""
+    import decimal
+    import pyarrow as pa
+    from cepsql.algebra.expressions import BinaryOp, ColumnRef, Literal, children
+    from cepsql.runtime.shared.one_pass import reused_subexpressions
+    batch = pa.record_batch({
+        "v": pa.array([5, None, 70, 90, 12], pa.int64()),
+        "x": pa.array([1.5, float("nan"), None, -0.0, 3.0], pa.float64()),
+        "d": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("9.10"),
+                       decimal.Decimal("0.00"), decimal.Decimal("2.50")], pa.decimal128(6, 2))})
+    def op(o, a, b):
+        return BinaryOp(o, a, b)
+    v60 = op(">", ColumnRef(None, "v"), Literal(60, "int"))
+    x2 = op("<", ColumnRef(None, "x"), Literal(2.0, "double"))
+    d45 = op(">", op("*", ColumnRef(None, "d"), Literal(2, "int")), Literal(4.5, "double"))
+    exprs = [v60, x2, d45, op("OR", v60, x2), op("OR", op("OR", op("AND", d45, v60), x2), d45),
+             op("+", ColumnRef(None, "v"), Literal(1, "int"))]
+    computed = [(f"__cep_s{i}", e) for i, e in enumerate(exprs)]
+    reused = reused_subexpressions(computed)
+    assert reused[:3] == computed[:3]
+    assert children(reused[3][1]) == (ColumnRef(None, "__cep_s0"), ColumnRef(None, "__cep_s1"))
+    for ansi in (True, False):
+        got, expected = with_computed(batch, reused, ansi), with_computed(batch, computed, ansi)
+        assert got.schema == expected.schema
+        assert repr(got.to_pylist()) == repr(expected.to_pylist())  # NaN compares by repr

@@ -406,7 +406,7 @@ class SharedPassWorker:
         self.evaluator = evaluator
         # prepared columns the task computes itself (Arrow kernels) and appends to each
         # batch, in order: cheaper than computing, moving and converting them in the engine
-        self.computed = list(computed or [])
+        self.computed = reused_subexpressions(list(computed or []))
         # the session's spark.sql.ansi.enabled for those columns' types: a Spark worker's
         # process does not see the driver's in-process options (None: read them here)
         self.ansi = ansi
@@ -460,11 +460,43 @@ def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]],
     from ...exprs.arrow_eval import evaluate_arrow
     table = pa.Table.from_batches([batch])
     arrays = list(batch.columns)
-    for _, expr in computed:
+    for name, expr in computed:  # each column readable by the later ones
         value = evaluate_arrow(expr, table, ansi)
-        arrays.append(value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value)
+        value = value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
+        arrays.append(value)
+        table = table.append_column(name, value)
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names
                                       + [name for name, _ in computed])
+
+
+def reused_subexpressions(computed: list[tuple[str, Expr]]) -> list[tuple[str, Expr]]:
+    """computed (for ``with_computed``) with every compound sub-expression equal to an
+    earlier column's expression read from that column: a workload's relevance filters
+    OR together conditions its views' columns hold already, so each is computed once
+    per batch. The column holds exactly the value and type the sub-expression has
+    (Arrow evaluation is bottom-up), and it is computed on its own anyway."""
+    from ...algebra.expressions import ColumnRef, children
+    from ...algebra.rowrefs import rebuild
+    earlier: dict[object, str] = {}
+
+    def reuse(expr: Expr) -> Expr:
+        kids = children(expr)
+        if not kids:
+            return expr
+        name = earlier.get(_key(expr))
+        if name is not None:
+            return ColumnRef(None, name)
+        new = [reuse(k) for k in kids]
+        return rebuild(expr, new) if any(a is not b for a, b in zip(new, kids)) else expr
+
+    out = []
+    for name, expr in computed:
+        kids = children(expr)  # the column's own expression: its parts may be reused
+        new = [reuse(k) for k in kids]
+        out.append((name, rebuild(expr, new) if any(a is not b for a, b in zip(new, kids))
+                    else expr))
+        earlier.setdefault(_key(expr), name)
+    return out
 
 
 def computed_type(expr: Expr, schema: pa.Schema, ansi: bool | None = None
