@@ -76,7 +76,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
-            plan = plan_query(spec, arrow_schema(df), full, **inputs)
+            plan = plan_query(spec, _schema_of(df), full, **inputs)
             hooked = None if clause_runner is None else clause_runner(df, plan, source)
             # unpartitioned, time-windowed: slices cut from the relevant rows only
             sliced = None if hooked is not None else \
@@ -186,6 +186,18 @@ def conf_reader(spark: SparkSession) -> Callable[[str], str | None]:
             memo[spark, key] = spark.conf.get(key, None)
         return memo[spark, key]
     return get
+
+
+def _schema_of(df: DataFrame):
+    """arrow_schema(df), once per DataFrame inside ``conf_snapshot`` (the schema follows
+    the session's time zone conf, fixed there; a workload's views read one source)."""
+    memo = _CONF_SNAPSHOT.get()
+    if memo is None:
+        return arrow_schema(df)
+    key = ("arrow schema", id(df))
+    if key not in memo:  # the entry keeps df alive: its id is not reused meanwhile
+        memo[key] = (df, arrow_schema(df))
+    return memo[key][1]
 
 
 def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
