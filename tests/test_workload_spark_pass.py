@@ -229,3 +229,146 @@ def test_task_columns_follow_the_sessions_ansi_setting(spark, ansi):
         spark.conf.set("spark.sql.ansi.enabled", old)
         for name in ("wlp_fview", "wlp_fview2", "wlp_float"):
             spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+# --- the task's lane cache (runtime/worker.py LaneCache) --------------------------------
+LANE_VIEWS = [
+    "SELECT * FROM lt MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS p0, "
+    "LAST(B.price) AS p1, SUM(B.x) AS sx, COUNT(B.ts) AS n ONE ROW PER MATCH "
+    "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B{2,}) "
+    "DEFINE A AS A.v > {v}, B AS B.price > PREV(B.price) OR B.x < PREV(B.x))",
+    "SELECT * FROM lt MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES a.ts AS ta, "
+    "c.ts AS tc, COUNT(b.ts) AS busy, MAX(b.x) AS mx ONE ROW PER MATCH "
+    "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, KL(b), c)) WITHIN INTERVAL '{w}' SECOND "
+    "DEFINE a AS a.v > {v}, b AS b.price > a.price, c AS c.x > a.x OR c.v > {v})",
+    "SELECT * FROM lt MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.ts) AS t0, "
+    "AVG(A.price) AS ap ALL ROWS PER MATCH PATTERN (A{2,} B) "
+    "DEFINE A AS A.x >= PREV(A.x) OR A.price IS NULL, B AS B.v < {v})",
+]
+
+
+def _lane_table(seed: int):
+    """Tiny ticks with DECIMAL prices, DOUBLE x (NaN, +-0.0, NULL), BIGINT v and NULL keys."""
+    import decimal
+    import pyarrow as pa
+    rng = np.random.default_rng(seed)
+    n = 150
+    price = [None if rng.random() < 0.1 else decimal.Decimal(int(rng.integers(0, 900))) / 100
+             for _ in range(n)]
+    x = rng.choice([np.nan, -0.0, 0.0, 1.5, 2.5, -3.0], n).tolist()
+    x = [None if rng.random() < 0.1 else value for value in x]
+    sym = [None if rng.random() < 0.05 else str(s) for s in rng.choice(list("ab"), n)]
+    return pa.table({"sym": pa.array(sym, pa.string()),
+                     "ts": pa.array((np.arange(n) * 1_000_000).astype("datetime64[us]")),
+                     "price": pa.array(price, pa.decimal128(12, 2)),
+                     "x": pa.array(x, pa.float64()),
+                     "v": pa.array(rng.integers(0, 100, n), pa.int64())})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_views_sharing_the_lane_cache_equal_each_view_alone(monkeypatch, seed):
+    """Many views of the pass read the same columns through one lane cache, in small
+    batches and chunks (carried rows are slices of converted arrays): every view's rows
+    equal the view run alone (DECIMAL, NaN, -0.0, NULL values and NULL keys included)."""
+    import cepsql
+    from cepsql.runtime import cep_worker, worker
+    from cepsql.runtime.pending import pieces
+    from cepsql.runtime.shared import one_pass
+    table = _lane_table(seed)
+    rng = np.random.default_rng(seed)
+    queries = [LANE_VIEWS[i % 3].replace("{v}", str(int(rng.integers(50, 95))))
+               .replace("{w}", str(int(rng.integers(3, 12)))) for i in range(9)]
+    alone = [cepsql.match_recognize(q, lt=table) for q in queries]
+    conversions = []
+    original = worker.LaneCache.get
+
+    def counting_get(self, array, kind, convert):
+        def counted(a):
+            conversions.append(kind)
+            return convert(a)
+        return original(self, array, kind, counted)
+
+    monkeypatch.setattr(worker.LaneCache, "get", counting_get)
+    monkeypatch.setattr(worker, "CHUNK_ROWS", 16)
+    monkeypatch.setattr(cep_worker, "CHUNK_ROWS", 16)
+    monkeypatch.setattr(one_pass, "joined_batches", lambda batches, rows: pieces(batches, 11))
+    views = [f"CREATE TEMPORARY VIEW lv{i} AS {q}" for i, q in enumerate(queries)]
+    shared = cepsql.workload(views, sharing={"algorithm": "NONE"}, lt=table).dataframes()
+    for i, frame in enumerate(alone):
+        got = shared[f"lv{i}"]
+        assert list(got.columns) == list(frame.columns), queries[i]
+        assert sorted(map(repr, got.itertuples(index=False))) == \
+            sorted(map(repr, frame.itertuples(index=False))), queries[i]
+    assert sum(len(f) for f in alone) > 10
+    cached = len(conversions)
+    del conversions[:]  # the same pass with a cache that keeps nothing
+    no_cache = worker.LaneCache
+    monkeypatch.setattr(worker, "LaneCache", lambda: no_cache(0))
+    cepsql.workload(views, sharing={"algorithm": "NONE"}, lt=table)
+    assert 0 < cached < 0.85 * len(conversions)
+
+
+def test_lane_cache_serves_slices_and_tells_arrays_apart():
+    import pyarrow as pa
+    from cepsql.runtime.worker import LaneCache
+    calls = []
+
+    def convert(a):
+        calls.append(len(a))
+        return (np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.float64),)
+
+    cache = LaneCache(capacity=2)
+    base = pa.array([1.0, 2.0, None, 4.0])
+    assert cache.get(base, "f", convert)[0][:2].tolist() == [1.0, 2.0]
+    assert cache.get(base.slice(1, 3), "f", convert)[0][0] == 2.0  # a slice: no new call
+    same_values = pa.array([1.0, 2.0, None, 4.0])  # other buffers: converted again
+    cache.get(same_values, "f", convert)
+    cache.get(base, "g", convert)  # another kind: its own entry (evicts the oldest)
+    assert calls == [4, 4, 4]
+    cache.get(base.slice(2), "f", convert)  # base's "f" entry was evicted (capacity 2)
+    assert calls == [4, 4, 4, 2]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_time_budgeted_sharing_search_stops_once_it_stalls(seed):
+    """The pass's planning: a search with a long budget over a small multi-pattern graph
+    ends after its stall limit (not the budget) with the plan a fixed-iteration run finds."""
+    from cepsql.sharing import plan_workload
+    from cepsql.sharing.search import STALL_MIN
+    from cepsql.sharing.synthetic import stock_workload
+    patterns = stock_workload(8, seed=seed).workload_patterns()
+    timed = plan_workload(patterns, algorithm="BEST", seconds=600)
+    fixed = plan_workload(patterns, algorithm="BEST", max_iterations=2500)
+    assert 0 < timed.graph_edges < 50
+    assert timed.iterations < 6 * STALL_MIN
+    assert timed.cost == pytest.approx(fixed.cost, rel=1e-9)
+
+
+def test_task_columns_reuse_earlier_columns_and_keep_their_values():
+    """with_computed over reused_subexpressions: a relevance filter ORing conditions the
+    pass computes anyway reads those columns; values and types are those of computing
+    every expression on its own (NULL, NaN and DECIMAL included)."""
+    import decimal
+    import pyarrow as pa
+    from cepsql.algebra.expressions import BinaryOp, ColumnRef, Literal, children
+    from cepsql.runtime.shared.one_pass import reused_subexpressions
+    batch = pa.record_batch({
+        "v": pa.array([5, None, 70, 90, 12], pa.int64()),
+        "x": pa.array([1.5, float("nan"), None, -0.0, 3.0], pa.float64()),
+        "d": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("9.10"),
+                       decimal.Decimal("0.00"), decimal.Decimal("2.50")], pa.decimal128(6, 2))})
+    def op(o, a, b):
+        return BinaryOp(o, a, b)
+    v60 = op(">", ColumnRef(None, "v"), Literal(60, "int"))
+    x2 = op("<", ColumnRef(None, "x"), Literal(2.0, "double"))
+    d45 = op(">", op("*", ColumnRef(None, "d"), Literal(2, "int")), Literal(4.5, "double"))
+    exprs = [v60, x2, d45, op("OR", v60, x2), op("OR", op("OR", op("AND", d45, v60), x2), d45),
+             op("+", ColumnRef(None, "v"), Literal(1, "int"))]
+    computed = [(f"__cep_s{i}", e) for i, e in enumerate(exprs)]
+    reused = reused_subexpressions(computed)
+    assert reused[:3] == computed[:3]
+    assert children(reused[3][1]) == (ColumnRef(None, "__cep_s0"), ColumnRef(None, "__cep_s1"))
+    for ansi in (True, False):
+        got, expected = with_computed(batch, reused, ansi), with_computed(batch, computed, ansi)
+        assert got.schema == expected.schema
+        assert repr(got.to_pylist()) == repr(expected.to_pylist())  # NaN compares by repr

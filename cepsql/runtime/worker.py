@@ -88,7 +88,13 @@ class MatchWorker:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_push", None)  # an open stream never travels with the worker
+        state.pop("lanes", None)  # nor a task's lane cache (SharedPassWorker sets one)
         return state
+
+    def _lane_cache(self) -> "LaneCache":
+        """The lane cache this worker shares with the other workers of its task (set on
+        the task's own worker copies by the shared pass), or one that keeps nothing."""
+        return getattr(self, "lanes", None) or _NO_CACHE
 
     def _new_push(self) -> "_SqlPush":
         return _SqlPush(self)
@@ -110,23 +116,25 @@ class MatchWorker:
     def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
                       ) -> np.ndarray:
         """Offsets in batch where a new PARTITION BY group begins; row 0 counts when it
-        differs from the previous batch's last row (or there is none)."""
+        differs from the previous batch's last row (or there is none). The changes
+        inside the batch come from the lane cache (workers fed the same batch share
+        them); only row 0 is compared here."""
         n = batch.num_rows
-        change = np.zeros(n + 1, dtype=bool)
-        change[0] = True  # the virtual row before the batch
-        if previous is None:
-            change[1] = True
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        change = np.zeros(n, dtype=bool)
+        change[0] = previous is None
+        lanes = self._lane_cache()
         for name in self.config.partition_columns:
             col = batch.column(name)
-            if previous is not None:
-                col = pa.concat_arrays([previous.column(name), col])
-            else:
-                col = pa.concat_arrays([col.slice(0, 1), col])
-            prev, cur = col.slice(0, n), col.slice(1)
-            differs = pc.fill_null(spark_compare("<>", prev, cur), False)  # NaN = NaN
-            null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
-            change[1:] |= pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
-        return np.flatnonzero(change[1:]).astype(np.int64)
+            if isinstance(col, pa.ChunkedArray):
+                col = col.combine_chunks()
+            if n > 1:
+                change[1:] |= lanes.get(col, "changes", _row_changes)[0][1:]
+            if previous is not None and not change[0]:
+                pair = pa.concat_arrays([previous.column(name), col.slice(0, 1)])
+                change[0] = bool(_row_changes(pair)[0][1])
+        return np.flatnonzero(change).astype(np.int64)
 
     def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool,
                  carry: tuple[int, int, int, bool] | None):
@@ -137,7 +145,8 @@ class MatchWorker:
         cont_pos, cont_mn, cont_cov, has_start = carry if carry is not None else (-1, 0, 0, True)
         wts, wnulls = (None, None)
         if self.config.window_kind == 2:
-            wts, wnulls = window_micros(table.column(self.config.window_column))
+            wts, wnulls = self._lane_cache().column(table.column(self.config.window_column),
+                                                    "window", _window_chunk)
         result = matcher.run(values, nulls, bounds, int(open_last), cont_pos, cont_mn, cont_cov,
                              int(has_start), wts, wnulls)
         if len(result) == 2:
@@ -226,7 +235,10 @@ class MatchWorker:
     def _vm_columns(self, table: pa.Table):
         """Double-lane values, null masks, constants and the exact lane (int64[k, n, 2]:
         128-bit values) of the columns the condition VM reads. Each column fills only
-        its own lane (np.zeros leaves the other lane's pages untouched)."""
+        its own lane (np.zeros leaves the other lane's pages untouched). Non-string
+        columns are converted per Arrow chunk through the lane cache: the shared pass's
+        workers read the same batch columns, and carried rows are slices of chunks
+        already converted."""
         code = self.config.code
         n = table.num_rows
         k = len(code.columns)
@@ -239,17 +251,17 @@ class MatchWorker:
         dictionary = _sorted_dictionary(table, strings, [s for _, s in code.string_consts])
         for slot, text in code.string_consts:
             consts[slot] = float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
+        lanes = self._lane_cache()
         for i, (name, kind) in enumerate(zip(code.columns, code.column_kinds)):
-            col = table.column(name).combine_chunks()
-            nulls[i] = col.is_null().to_numpy(zero_copy_only=False)
             if code.column_types[i].exact:
-                exact_lane(col, exact[i])
-                continue
-            if kind == STR:
+                lanes.fill(table.column(name), "exact", _exact_chunk, exact[i], nulls[i])
+            elif kind == STR:
+                col = table.column(name).combine_chunks()
+                nulls[i] = col.is_null().to_numpy(zero_copy_only=False)
                 num = pc.index_in(col, value_set=dictionary).cast(pa.float64())
+                values[i] = pc.fill_null(num, 0.0).to_numpy(zero_copy_only=False)
             else:
-                num = _as_float(col)
-            values[i] = pc.fill_null(num, 0.0).to_numpy(zero_copy_only=False)
+                lanes.fill(table.column(name), "float", _float_chunk, values[i], nulls[i])
         return values, nulls, consts, exact
 
     def _raise_runtime(self, code: int) -> None:
@@ -419,3 +431,95 @@ def _as_float(col: pa.Array) -> pa.Array:
     if pa.types.is_boolean(t):
         return col.cast(pa.int8()).cast(pa.float64())
     return col.cast(pa.float64(), safe=False)
+
+
+# --- lanes shared by the workers of one task -------------------------------------------
+class LaneCache:
+    """Conversions of Arrow arrays to the evaluators' lanes (numpy arrays, one row per
+    array row), made once per array for every worker of a task: the shared pass feeds
+    the same batch to many workers, and a worker's carried rows are slices of arrays it
+    converted before. An entry is keyed by the array's type and buffer addresses and
+    keeps the array alive, so no other array can take those addresses while it is
+    cached; a slice of a cached array is served by slicing its lanes. Least recently
+    used entries leave beyond ``capacity``. One cache per task (never module-level)."""
+
+    def __init__(self, capacity: int = 64):
+        self.capacity = capacity
+        self._entries: dict[tuple, tuple[pa.Array, tuple[np.ndarray, ...]]] = {}
+
+    def get(self, array: pa.Array, kind: str, convert) -> tuple[np.ndarray, ...]:
+        """convert(array) (a tuple of numpy arrays, one row per array row), computed once
+        per underlying array; the returned arrays are views the caller must not write."""
+        if self.capacity <= 0:
+            return convert(array)
+        key = (kind, array.type, tuple(0 if b is None else b.address for b in array.buffers()))
+        found = self._entries.pop(key, None)
+        if found is not None:
+            base, lanes = found
+            start = array.offset - base.offset
+            if 0 <= start and start + len(array) <= len(base):
+                self._entries[key] = found  # most recently used last
+                return tuple(lane[start:start + len(array)] for lane in lanes)
+        lanes = convert(array)
+        self._entries[key] = (array, lanes)
+        while len(self._entries) > self.capacity:
+            del self._entries[next(iter(self._entries))]
+        return lanes
+
+    def fill(self, column, kind: str, convert, values: np.ndarray, nulls: np.ndarray) -> None:
+        """Write a (chunked) column's (values, nulls) lanes into the given rows."""
+        pos = 0
+        for chunk in _chunks(column):
+            m = len(chunk)
+            if m:
+                lane, null = self.get(chunk, kind, convert)
+                values[pos:pos + m] = lane
+                nulls[pos:pos + m] = null
+                pos += m
+
+    def column(self, column, kind: str, convert) -> tuple[np.ndarray, ...]:
+        """A (chunked) column's lanes as contiguous arrays."""
+        chunks = [c for c in _chunks(column) if len(c)]
+        if len(chunks) == 1:
+            return tuple(np.ascontiguousarray(a) for a in self.get(chunks[0], kind, convert))
+        if not chunks:
+            return convert(pa.array([], type=column.type))
+        parts = [self.get(c, kind, convert) for c in chunks]
+        return tuple(np.concatenate([p[j] for p in parts]) for j in range(len(parts[0])))
+
+
+_NO_CACHE = LaneCache(0)
+
+
+def _chunks(column) -> list[pa.Array]:
+    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def _float_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The double lane (NULL as 0) and null mask of a non-string VM column."""
+    nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    values = pc.fill_null(_as_float(col), 0.0).to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.float64), nulls
+
+
+def _exact_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The 128-bit exact lane (exact_lane) and null mask of a VM column."""
+    out = np.zeros((len(col), 2), dtype=np.int64)
+    exact_lane(col, out)
+    return out, col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+
+
+def _window_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    return window_micros(col)
+
+
+def _row_changes(col: pa.Array) -> tuple[np.ndarray]:
+    """flags[j]: row j is not in row j-1's PARTITION BY group by this column (Spark's
+    equality: NaN = NaN; NULL only equals NULL); flags[0] is False."""
+    flags = np.zeros(len(col), dtype=bool)
+    if len(col) > 1:
+        prev, cur = col.slice(0, len(col) - 1), col.slice(1)
+        differs = pc.fill_null(spark_compare("<>", prev, cur), False)
+        null_flip = pc.xor(pc.is_null(prev), pc.is_null(cur))
+        flags[1:] = pc.or_(differs, null_flip).to_numpy(zero_copy_only=False)
+    return (flags,)

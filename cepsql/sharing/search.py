@@ -38,8 +38,24 @@ SA_COOLING = 0.99
 SA_PROBES = 30
 TABU_SAMPLES = 12
 TABU_CAPACITY = 10_000
+#: under a time budget, a search stops early once it has stalled: SA after the
+#: temperature froze (SA_FROZEN iterations of cooling) and the best plan did not improve
+#: for max(STALL_MIN, STALL_PER_PAIR * graph pairs) iterations; tabu after TABU_EXHAUSTED
+#: rounds in a row whose every sampled neighbour was tabu (a small graph's few plans are
+#: all visited) or the same stall. A fixed iteration count (max_iterations) runs in full.
+#: Improvements below a relative 1e-9 (float noise of equal costs summed in another
+#: order) do not count.
+SA_FROZEN = 920  # SA_COOLING ** 920 ~ 1e-4
+STALL_MIN = 1000
+STALL_PER_PAIR = 20
+TABU_EXHAUSTED = 20
 #: random picks of an edge before giving up (an edge may map fewer than two components)
 MAX_TRIES = 50
+
+
+def _better(cost: float, than: float) -> bool:
+    """cost improves on than beyond float noise."""
+    return cost < than - 1e-9 * abs(than)
 
 
 def independent_plans(ctx: WorkloadContext, order_only: bool = False) -> list[LocalPlan]:
@@ -337,6 +353,7 @@ class Search:
             self.apply(undo)
             done += 1
         temperature = spread or 1.0
+        stall, improved = self._stall_limit(iterations), done
         while more(done):
             mv = self.neighbour()
             if mv is None:
@@ -348,8 +365,12 @@ class Search:
             if delta > 0 and self.rng.random() >= math.exp(-delta / max(temperature, 1e-300)):
                 self.apply(undo)
             else:
-                best = self._snapshot(best)
+                previous, best = best[0], self._snapshot(best)
+                if _better(best[0], previous):
+                    improved = done
             temperature *= SA_COOLING
+            if done - improved > stall and done > SA_PROBES + SA_FROZEN:
+                break  # frozen and stalled
         return self._finish(best, start_cost, done, started)
 
     def tabu(self, seconds: float, iterations: int | None = None) -> SearchResult:
@@ -360,7 +381,8 @@ class Search:
         recent: deque = deque(maxlen=TABU_CAPACITY)
         banned = {self.signature}
         recent.append(self.signature)
-        done = 0
+        done = exhausted = improved = 0
+        stall = self._stall_limit(iterations)
         while more(done):
             candidates = []
             for _ in range(TABU_SAMPLES):
@@ -373,17 +395,29 @@ class Search:
                 done += 1
             allowed = [c for c in candidates if c[1] not in banned]
             if not allowed:
-                if not candidates:
+                exhausted += 1
+                if not candidates or (iterations is None and exhausted >= TABU_EXHAUSTED):
                     break
                 continue
+            exhausted = 0
             cost, sig, mv = min(allowed, key=lambda c: c[0])
             self.apply(mv)
             if len(recent) == recent.maxlen:
                 banned.discard(recent[0])
             recent.append(sig)
             banned.add(sig)
-            best = self._snapshot(best)
+            previous, best = best[0], self._snapshot(best)
+            if _better(best[0], previous):
+                improved = done
+            elif done - improved > stall:
+                break  # stalled
         return self._finish(best, start_cost, done, started)
+
+    def _stall_limit(self, iterations: int | None) -> float:
+        """Iterations without a better plan after which a time-budgeted SA stops."""
+        if iterations is not None:
+            return math.inf
+        return max(STALL_MIN, STALL_PER_PAIR * len(self.graph.pairs))
 
     def _finish(self, best, start_cost, done, started) -> SearchResult:
         cost, plans = best

@@ -76,7 +76,7 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
-            plan = plan_query(spec, arrow_schema(df), full, **inputs)
+            plan = plan_query(spec, _schema_of(df), full, **inputs)
             hooked = None if clause_runner is None else clause_runner(df, plan, source)
             # unpartitioned, time-windowed: slices cut from the relevant rows only
             sliced = None if hooked is not None else \
@@ -112,7 +112,7 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
     or ``clause_runner`` (a workload's one streaming pass)."""
     from ..streaming import run_streaming_plan
     from ...runtime.planner_options import options_from_conf
-    options = options_from_conf(lambda k: spark.conf.get(k, None))
+    options = options_from_conf(conf_reader(spark))
     view = new_view_name()
     counter = spark.sparkContext.accumulator(0)
     with _clause_errors(full, site, offset):
@@ -161,6 +161,45 @@ def driver_statistics():
         _DRIVER_STATISTICS.reset(token)
 
 
+_CONF_SNAPSHOT: ContextVar[dict | None] = ContextVar("cepsql_conf_snapshot", default=None)
+
+
+@contextmanager
+def conf_snapshot():
+    """Inside the block, planning reads each Spark conf key once (a workload plans its
+    views' clauses under one conf: ~14 JVM round trips per clause otherwise)."""
+    token = _CONF_SNAPSHOT.set({})
+    try:
+        yield
+    finally:
+        _CONF_SNAPSHOT.reset(token)
+
+
+def conf_reader(spark: SparkSession) -> Callable[[str], str | None]:
+    """``key -> spark.conf.get(key, None)``, memoized inside ``conf_snapshot``."""
+    memo = _CONF_SNAPSHOT.get()
+    if memo is None:
+        return lambda k: spark.conf.get(k, None)
+
+    def get(key: str) -> str | None:
+        if (spark, key) not in memo:
+            memo[spark, key] = spark.conf.get(key, None)
+        return memo[spark, key]
+    return get
+
+
+def _schema_of(df: DataFrame):
+    """arrow_schema(df), once per DataFrame inside ``conf_snapshot`` (the schema follows
+    the session's time zone conf, fixed there; a workload's views read one source)."""
+    memo = _CONF_SNAPSHOT.get()
+    if memo is None:
+        return arrow_schema(df)
+    key = ("arrow schema", id(df))
+    if key not in memo:  # the entry keeps df alive: its id is not reused meanwhile
+        memo[key] = (df, arrow_schema(df))
+    return memo[key][1]
+
+
 def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     """Planner options from the session's conf and the statistics source: each task's
     own first rows (cepsql.stats.mode=worker, the default: no extra Spark job) or a lazy,
@@ -170,7 +209,7 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     from ...stats import CACHE
     from ...stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
                                 worker_sample_rows)
-    get = lambda k: spark.conf.get(k, None)  # noqa: E731
+    get = conf_reader(spark)
     options = options_from_conf(get)
     in_worker = stats_mode(get) == "worker"
     if in_worker and not _DRIVER_STATISTICS.get():

@@ -52,11 +52,11 @@ from ...algebra.rowrefs import rebuild
 from ...exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from ...runtime.plan import QueryPlan
 from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
-                                   unshared_reason)
+                                   task_group, unshared_reason)
 from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)
 from .frames import GENERATED_NAME
-from .rewrite import Rewritten, default_planner, rewrite, run_sql
+from .rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
 from .splice import normalize_name
 
 __all__ = ["Workload", "sharing_settings"]
@@ -333,7 +333,8 @@ class Workload:
         built = _Built(version, self._resolve())
         views = [self._session._views[normalize_name(n)] for n in built.names]
         sources = _SourceFrames(self._session.spark)
-        recorded = [self._record(v, built, sources) for v in views]
+        with conf_snapshot():  # one conf read per key for all the views' clauses
+            recorded = [self._record(v, built, sources) for v in views]
         self._run_passes(built)
         built.unbound = list(zip(views, recorded))
         self._built = built
@@ -564,7 +565,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
         if late:
             df = df.select("*", *late)
-        worker = SharedPassWorker(group, shared.output_schema, computed=own,
+        worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
                                   slots=shared.slots, ansi=ansi)
         outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
@@ -599,18 +600,26 @@ def _late_columns(df: DataFrame, late: list, ansi: bool = True
     columns, then the task's); ansi: the session's spark.sql.ansi.enabled."""
     if not late:
         return [], [], arrow_schema(df)
-    columns = [F.expr(to_spark_sql(e)).alias(n) for n, e in late]
-    spark_types = arrow_schema(df.select(*columns))  # analysis only
+    spark_types = _spark_types(df, late)
     base = arrow_schema(df)
     in_engine, in_task = [], []
-    for (name, expr), column, field_ in zip(late, columns, spark_types):
+    for (name, expr), field_ in zip(late, spark_types):
         if computed_type(expr, base, ansi) == field_.type:
             in_task.append((name, expr))
         else:
-            in_engine.append((column, field_))
+            in_engine.append((F.expr(to_spark_sql(expr)).alias(name), field_))
     schema = pa.schema(list(base) + [f for _, f in in_engine]
                        + [spark_types.field(n) for n, _ in in_task])
     return [c for c, _ in in_engine], in_task, schema
+
+
+def _spark_types(df: DataFrame, named: list[tuple[str, Expr]]) -> pa.Schema:
+    """The Arrow fields Spark gives the named expressions over df, from ONE analysed
+    column (a struct of them all: a Column per expression costs ~7 JVM round trips, a
+    workload has hundreds)."""
+    fields = ", ".join(f"{quote_string(n)}, {to_spark_sql(e)}" for n, e in named)
+    struct = arrow_schema(df.select(F.expr(f"named_struct({fields})").alias("s")))
+    return pa.schema(list(struct.field(0).type))
 
 
 def _relevance(spark: SparkSession):

@@ -36,7 +36,7 @@ from ...algebra.expressions import Expr
 from ...sharing.global_plan import GlobalPlan
 from ..plan import BoundPlan, QueryPlan, SortColumn
 
-__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "sharing_patterns",
+__all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "task_group", "sharing_patterns",
            "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
            "split_output", "joined_batches", "BATCH_ROWS"]
 
@@ -378,6 +378,15 @@ def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
     return parts[0] if len(parts) == 1 else _Together(parts)
 
 
+def task_group(group: PassGroup) -> PassGroup:
+    """What a task reads of a bound group (pickled into every task): the bound workers,
+    their inputs and relevance columns, the global plan -- not the plans (specs, binding
+    closures), the sharing planner's patterns or the prepared expressions, which are
+    most of the pickle at hundreds of views."""
+    return replace(group, prepare=[], workload_patterns=[], relevance=None,
+                   patterns=[replace(p, plan=None) for p in group.patterns])
+
+
 # --- the task function ----------------------------------------------------------------------
 class SharedPassWorker:
     """Picklable mapInArrow function of one group: sorted shared-input batches in, tagged
@@ -397,18 +406,21 @@ class SharedPassWorker:
         self.evaluator = evaluator
         # prepared columns the task computes itself (Arrow kernels) and appends to each
         # batch, in order: cheaper than computing, moving and converting them in the engine
-        self.computed = list(computed or [])
+        self.computed = reused_subexpressions(list(computed or []))
         # the session's spark.sql.ansi.enabled for those columns' types: a Spark worker's
         # process does not see the driver's in-process options (None: read them here)
         self.ansi = ansi
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import copy
+        from ..worker import LaneCache
+        lanes = LaneCache()  # the task's workers convert each batch column once
         patterns = [copy.copy(p) for p in self.group.patterns]
         for p in patterns:  # this task's own worker objects: streams never mix
             p.bound = copy.copy(p.bound)
             p.bound.worker = copy.copy(p.bound.worker)
             p.bound.worker._push = None
+            p.bound.worker.lanes = lanes
         evaluator = self.evaluator(self.group.global_plan, patterns)
         for batch in joined_batches(batches, self.batch_rows):
             if self.computed:
@@ -448,11 +460,43 @@ def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]],
     from ...exprs.arrow_eval import evaluate_arrow
     table = pa.Table.from_batches([batch])
     arrays = list(batch.columns)
-    for _, expr in computed:
+    for name, expr in computed:  # each column readable by the later ones
         value = evaluate_arrow(expr, table, ansi)
-        arrays.append(value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value)
+        value = value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
+        arrays.append(value)
+        table = table.append_column(name, value)
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names
                                       + [name for name, _ in computed])
+
+
+def reused_subexpressions(computed: list[tuple[str, Expr]]) -> list[tuple[str, Expr]]:
+    """computed (for ``with_computed``) with every compound sub-expression equal to an
+    earlier column's expression read from that column: a workload's relevance filters
+    OR together conditions its views' columns hold already, so each is computed once
+    per batch. The column holds exactly the value and type the sub-expression has
+    (Arrow evaluation is bottom-up), and it is computed on its own anyway."""
+    from ...algebra.expressions import ColumnRef, children
+    from ...algebra.rowrefs import rebuild
+    earlier: dict[object, str] = {}
+
+    def reuse(expr: Expr) -> Expr:
+        kids = children(expr)
+        if not kids:
+            return expr
+        name = earlier.get(_key(expr))
+        if name is not None:
+            return ColumnRef(None, name)
+        new = [reuse(k) for k in kids]
+        return rebuild(expr, new) if any(a is not b for a, b in zip(new, kids)) else expr
+
+    out = []
+    for name, expr in computed:
+        kids = children(expr)  # the column's own expression: its parts may be reused
+        new = [reuse(k) for k in kids]
+        out.append((name, rebuild(expr, new) if any(a is not b for a, b in zip(new, kids))
+                    else expr))
+        earlier.setdefault(_key(expr), name)
+    return out
 
 
 def computed_type(expr: Expr, schema: pa.Schema, ansi: bool | None = None
