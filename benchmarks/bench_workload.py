@@ -37,11 +37,16 @@ save. Writes workload_eval.md / .png.
 The evaluated input is laid out as the Spark pass lays it out (local_run.plan_local_workload:
 one input column per distinct row-local expression, each pattern reading it under its own
 name), so a chunk converts each distinct condition column once (columns.ColumnLoader), and
-a shared pattern without a candidate in a chunk of whole groups is not run at all. What
+a shared pattern without a candidate in a chunk of whole groups is not run at all. A
+single-row NOT whose condition reads only its own row answers "a NOT row in the region?"
+from prefix counts (cep.pyx _neg_count), not a scan per candidate: at density 0.5 the
+AND(a, b, NOT(c), d) pattern's 8.5k candidates went from ~5 ms to ~1.5 ms per run. What
 every plan still pays alike, and what caps "SA / NONE" (100 patterns, 20k events, load
-~5): loading the columns (4-6 ms: ~190 distinct columns), the patterns' own finishing of
-their candidates (4-8 ms; at density 0.5 one AND(a, b, NOT(c), d) pattern checks its NOT
-region for 8.5k candidates, ~5 ms) and, at density 0.1, writing 278k matches (~40 ms).
+~2.9): loading the columns (4-7 ms: ~190 distinct columns), the patterns' own finishing
+of their candidates (5-7 ms: ~5 ms in the patterns' runs, ~2 ms Python per pattern:
+views, output batches) and, at density 0.1, writing 278k matches (~40 ms). SA / NONE
+measured 1.32 / 1.52 / 1.80 / 2.22x at density 0.1 / 0.3 / 0.5 / 0.7 (best plan / NONE
+1.35 / 1.63 / 1.80 / 2.22x).
 Run with --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50 (results/workload_density) and,
 separately (one trivial run alone takes ~35 s), --density 0.1 --density-size 250
 --eval-sizes 250 --repeat 1 (results/workload_density_250).

@@ -247,6 +247,9 @@ cdef class CepMatcher:
     cdef i64* tlab
     cdef unsigned char* neg_memo   # NOT q, row r of this run: 0 unknown, 1 / 2 its
     cdef i64 neg_memo_cap          # row-local conjuncts hold / fail (see _neg_ok)
+    cdef i64* neg_cnt              # NOT q: rows below r whose label holds (row-local
+    cdef i64* neg_upto             # labels; filled up to neg_upto[q]; see _neg_count)
+    cdef i64 neg_cnt_cap
     # path / match scratch
     cdef i64* ppos
     cdef i64* plab
@@ -407,6 +410,9 @@ cdef class CepMatcher:
         self.tlab = NULL
         self.neg_memo = NULL
         self.neg_memo_cap = 0
+        self.neg_cnt = NULL
+        self.neg_upto = NULL
+        self.neg_cnt_cap = 0
         self.nt_sub = NULL
         self.nt_seq = NULL
         self.nt_comp = NULL
@@ -469,6 +475,7 @@ cdef class CepMatcher:
         free(self.trk_of_set); free(self.trk_set); free(self.trk_base); free(self.trk_f)
         free(self.trk_k); free(self.tmpst); free(self.startst)
         free(self.tpos); free(self.tlab); free(self.neg_memo)
+        free(self.neg_cnt); free(self.neg_upto)
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
         free(self.neg_iter); free(self.g_loop_only)
         free(self.g_succ); free(self.g_noleave); free(self.g_nocount); free(self.g_cont)
@@ -1336,7 +1343,7 @@ cdef class CepMatcher:
         a side without a bounding row (has_lo / has_hi false) is open: only rows that fit
         the window with the match count. Rows below from_row were checked before (a
         single-row NOT only). 0: violated; 1: holds; -1: out of memory."""
-        cdef int nlab, first_comp, c
+        cdef int nlab, first_comp, c, rc
         cdef i64 i, r, k, lo_b, hi_b
         cdef bint ok
         cdef i64* tp = self.tpos   # scratch for the trial match
@@ -1364,6 +1371,10 @@ cdef class CepMatcher:
                 else:
                     lo_b = r + 1
             lo_r = lo_b
+        if self.neg_cnt != NULL and lo_r < hi_r and self._label_rowlocal(nlab):
+            rc = self._neg_count(q, nlab, pos, m, lo_r, hi_r, has_lo and has_hi)
+            if rc >= 0:
+                return rc
         k = 0
         for r in range(lo_r, hi_r):
             while k < m and pos[k] < r:
@@ -1414,6 +1425,74 @@ cdef class CepMatcher:
             if ok:
                 return 0
         return 1
+
+    cdef inline bint _label_rowlocal(self, int nlab) noexcept nogil:
+        """Whether every conjunct of label nlab reads the current row only (planned mode)."""
+        cdef int i
+        for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+            if not self.c_rowlocal[self.lab_conj[i]]:
+                return False
+        return True
+
+    cdef int _neg_count(self, int q, int nlab, i64* pos, i64 m, i64 lo_r, i64 hi_r,
+                        bint closed_region) noexcept nogil:
+        """_neg_region for a single-row NOT whose label is row-local: whether a row of
+        [lo_r, hi_r) outside the match satisfies it is a difference of prefix counts, not
+        a scan per candidate (lo_r already fits the window with the match's last row).
+        An open region ends at the first row past the match that does not fit the
+        window with its first row (the window column is the first ORDER BY key: fitting
+        is monotone). 0: violated; 1: holds; -1: use the scan (the match itself does
+        not fit the window, so the scan's per-row test decides)."""
+        cdef i64 lo_b, hi_b, r, n, i
+        cdef i64* cnt = self.neg_cnt + q * (self.n_rows + 1)
+        if not closed_region and self.window_kind != 0:
+            if not self._fits(pos[0], pos[m - 1]):
+                return -1
+            if hi_r > pos[m - 1] + 1:
+                lo_b = pos[m - 1] + 1 if pos[m - 1] + 1 > lo_r else lo_r
+                hi_b = hi_r
+                while lo_b < hi_b:   # the first row past the match out of the window
+                    r = (lo_b + hi_b) // 2
+                    if self._fits(pos[0], r):
+                        lo_b = r + 1
+                    else:
+                        hi_b = r
+                hi_r = lo_b
+                if hi_r <= lo_r:
+                    return 1
+        self._neg_fill(q, nlab, hi_r)
+        n = cnt[hi_r] - cnt[lo_r]
+        for i in range(m):   # the match's own rows do not count
+            if pos[i] >= lo_r and pos[i] < hi_r:
+                n -= cnt[pos[i] + 1] - cnt[pos[i]]
+        return 0 if n > 0 else 1
+
+    cdef void _neg_fill(self, int q, int nlab, i64 hi) noexcept nogil:
+        """Extend NOT q's prefix counts to row hi (rows below the partition start
+        count nothing: partitions are matched in row order, no region reaches back)."""
+        cdef i64* cnt = self.neg_cnt + q * (self.n_rows + 1)
+        cdef i64 r = self.neg_upto[q], i
+        cdef bint ok
+        cdef unsigned char* memo = self.neg_memo + q * self.n_rows
+        while r < hi:
+            ok = False
+            if r >= self.ps:
+                if memo[r] == 0:
+                    self.tpos[0] = r
+                    self.tlab[0] = nlab
+                    ok = True
+                    for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+                        if not self._eval(self.lab_conj[i], nlab, NULL, self.tpos,
+                                          self.tlab, 1, r):
+                            ok = False
+                            break
+                    memo[r] = 1 if ok else 2
+                else:
+                    ok = memo[r] == 1
+            cnt[r + 1] = cnt[r] + (1 if ok else 0)
+            r += 1
+        if hi > self.neg_upto[q]:
+            self.neg_upto[q] = hi
 
     cdef int _neg_program(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
                           bint closed_region) noexcept nogil:
@@ -2399,6 +2478,18 @@ cdef class CepMatcher:
                     self.neg_memo_cap = 0
                     raise MemoryError("cepsql CEP matcher ran out of memory")
             memset(self.neg_memo, 0, self.n_negs * self.n_rows)
+            if self.neg_cnt_cap < self.n_negs * (self.n_rows + 1):
+                free(self.neg_cnt)
+                free(self.neg_upto)
+                self.neg_cnt_cap = self.n_negs * (self.n_rows + 1)
+                self.neg_cnt = <i64*> malloc(self.neg_cnt_cap * sizeof(i64))
+                self.neg_upto = <i64*> malloc(self.n_negs * sizeof(i64))
+                if self.neg_cnt == NULL or self.neg_upto == NULL:
+                    self.neg_cnt_cap = 0
+                    raise MemoryError("cepsql CEP matcher ran out of memory")
+            for k in range(self.n_negs):
+                self.neg_upto[k] = 0
+                self.neg_cnt[k * (self.n_rows + 1)] = 0
         if self.window_kind == 2:
             wt = np.ascontiguousarray(wts, dtype=np.float64)
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
