@@ -113,8 +113,11 @@ RUNS = {  # label -> (query, conf); None: the pass-through floor
     "unpartitioned a b c, grid, micros cut": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
     "unpartitioned a b c, span slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "span"}),
     "unpartitioned a b c, ordered scan": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
-    "unpartitioned a b c, scan, no gaps": (UNPARTITIONED, {
+    "unpartitioned a b c, scan, pruned": (UNPARTITIONED, {
         "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false"}),
+    "unpartitioned a b c, scan, no gaps": (UNPARTITIONED, {
+        "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false",
+        "cepsql.slicing.scanPrune": "false"}),
     "unpartitioned a b c, one task": (UNPARTITIONED, {"cepsql.planner.slicing": "false"}),
 }
 
@@ -188,7 +191,7 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
     for label, t in times.items():
         print(f"{label:<40} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
               f"{base / t:14.2f}x {floor / t:8.2f}x")
-    for label in ("grid slices", "ordered scan", "scan, no gaps"):
+    for label in ("grid slices", "ordered scan", "scan, pruned", "scan, no gaps"):
         if f"unpartitioned a b c, {label}" not in times:
             continue
         rate = rows / times[f"unpartitioned a b c, {label}"]
@@ -206,7 +209,7 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     labels = list(times)
     rates = [rows / times[k] for k in labels]
     palette = {"floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
-               "span": "#c84", "ordered scan": "#d4a", "no gaps": "#e9c", "one task": "#aaa"}
+               "span": "#c84", "ordered scan": "#d4a", "pruned": "#a3d", "no gaps": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
     for y, r in enumerate(rates):

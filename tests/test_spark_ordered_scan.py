@@ -165,6 +165,40 @@ def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
     assert issubclass(CepRuntimeError, Exception)
 
 
+@pytest.mark.parametrize("ties", [False, True])
+def test_scan_prunes_columns_without_ties(spark, monkeypatch, ties):
+    """Without gap pushdown and without tied times (the first job's distinct count), only
+    the key and the columns the worker reads reach the tasks, an unsorted partition is
+    sorted by the key alone, and EXPLAIN says so; with ties every column goes (the
+    tie-breakers), and a task meeting a tie the planning job did not count fails."""
+    import random
+    monkeypatch.setattr(slicing, "_gap_sql", lambda df, spec: None)
+    rows = _ticks(60)
+    if ties:
+        rows = [dict(r, ts=r["ts"] // 2 * 2) for r in rows]
+    middle = rows[20:40]
+    random.Random(3).shuffle(middle)
+    chunks = [rows[:20], middle, rows[40:]]
+    seen = []
+    init = ordered_scan._ScanTask.__init__
+    monkeypatch.setattr(ordered_scan._ScanTask, "__init__",
+                        lambda self, w, schema, *a: (seen.append(schema.names),
+                                                     init(self, w, schema, *a))[1])
+    sliced, plan, out = _run(spark, _frame(spark, chunks), SQL)
+    assert sliced.scan is not None and sliced.scan.untied == (not ties)
+    assert ("column pruning" in plan.explain) == (not ties)
+    want = cepsql.match_recognize(SQL, ev=pa.Table.from_pylist(rows, ARROW_SCHEMA))
+    assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
+                                 for r in want.itertuples(index=False))
+    assert ("tag" in seen[-1] and "price" in seen[-1]) == ties
+    assert "ts" in seen[-1]
+    if ties:  # the planning job said untied: the pruned task meets the tie and fails
+        sliced.scan.untied = True
+        inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
+        with pytest.raises(Exception, match="changed between the ordered scan"):
+            sliced.run(sliced.frame, inner).collect()
+
+
 def test_auto_scans_time_ordered_parquet(spark, tmp_path):
     """``auto`` (the default) takes the scan path with gap pushdown for a strict clause
     on a Parquet source in time order; spark.cep.sql and its EXPLAIN (summary and plan)

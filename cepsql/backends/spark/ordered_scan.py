@@ -23,6 +23,13 @@ Under STRICT_CONTIGUITY the rows no variable can take need not reach Python at a
 (gap_scan.py: dropped in the JVM, their gaps passed on as break flags) when every
 partition is in time order in its files; the first job is then gap_scan's profile.
 
+Column pruning: without gap pushdown a task needs every sortable column only to break
+ORDER BY ties when it sorts its partition. When the first job also finds no tied times
+in any partition (count(DISTINCT key) equals the count), a sort by the key alone is
+exact, so only the columns the worker reads (gap_scan.worker_reads) and the key cross
+to Python (not the strings DEFINEs read only through their prepared booleans); a task
+that meets a tie then fails as for a changed partition.
+
 The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
@@ -67,6 +74,7 @@ class PartitionRange:
     count: int
     lo: int
     hi: int
+    distinct: int | None = None  # distinct times (None: not counted)
 
 
 def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -80,17 +88,21 @@ def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(column.cast(pa.int64()))
 
 
-def partition_ranges(df: DataFrame, key: str) -> list[PartitionRange]:
+def partition_ranges(df: DataFrame, key: str, distinct: bool = False) -> list[PartitionRange]:
     """The first job: per non-empty input partition of df, its rows with a time and their
-    range (only the ``key`` column is read; an aggregate in the JVM, no Python worker)."""
+    range (only the ``key`` column is read; an aggregate in the JVM, no Python worker);
+    with ``distinct`` also its distinct times (whether a sort by the key alone is exact)."""
     pid = F.spark_partition_id().alias(_PID)
+    aggs = [F.count("t").alias("n"), F.min("t").alias("lo"), F.max("t").alias("hi")]
+    if distinct:
+        aggs.append(F.countDistinct("t").alias("d"))
     table = (df.select(pid, _col(key).alias("t")).where(F.col("t").isNotNull())
-             .groupBy(_PID).agg(F.count("t").alias("n"), F.min("t").alias("lo"),
-                                F.max("t").alias("hi")).toArrow())
+             .groupBy(_PID).agg(*aggs).toArrow())
     los, his = key_ints(table.column("lo")), key_ints(table.column("hi"))
-    return [PartitionRange(int(p), int(n), int(lo), int(hi))
-            for p, n, lo, hi in zip(table.column(_PID).to_pylist(),
-                                    table.column("n").to_pylist(), los, his)]
+    ds = table.column("d").to_pylist() if distinct else [None] * table.num_rows
+    return [PartitionRange(int(p), int(n), int(lo), int(hi), d)
+            for p, n, lo, hi, d in zip(table.column(_PID).to_pylist(),
+                                       table.column("n").to_pylist(), los, his, ds)]
 
 
 def ordered_layout(ranges: list[PartitionRange]) -> list[PartitionRange] | None:
@@ -151,12 +163,15 @@ class _Overlap:
 
 
 def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
-                 share: float | None = None, gaps: str | None = None) -> "OrderedScan | None":
+                 share: float | None = None, gaps: str | None = None,
+                 prune: bool = True) -> "OrderedScan | None":
     """The scan slicing of ``df`` (relevant rows, no slicing columns yet) for the planned
     unpartitioned clause ``plan``, or None when a precondition fails (then grid slices).
     after/before: the overlap in microseconds; share: default OVERLAP_SHARE. gaps: the
     clause's gap_filter as Spark SQL (gap_scan.py): when every input partition is in
-    order, only the rows it keeps reach Python, the others become break flags."""
+    order, only the rows it keeps reach Python, the others become break flags. prune:
+    without gap pushdown, count each partition's distinct times so that, when none is
+    tied, only the columns the worker reads are sent."""
     from ...algebra.expressions import ColumnRef
     key = plan.spec.order_by[0]
     if not key.ascending or not isinstance(key.expr, ColumnRef) or key.expr.var:
@@ -178,7 +193,7 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
         if not all(p.in_order for p in profiles.values()):
             gaps, profiles = None, {}  # NULL or unordered times: every row to Python
     else:
-        gaps, ranges = None, partition_ranges(df, field.name)
+        gaps, ranges = None, partition_ranges(df, field.name, distinct=prune)
     layout = ordered_layout(ranges)
     if layout is None:
         return None
@@ -190,7 +205,9 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     share = OVERLAP_SHARE if share is None else share
     if _overlap_estimate(layout, overlaps) > share * max(total, 1):
         return None
-    return OrderedScan(field.name, field.dataType, layout, overlaps, total, gaps, profiles)
+    untied = gaps is None and prune and all(r.distinct == r.count for r in layout)
+    return OrderedScan(field.name, field.dataType, layout, overlaps, total, gaps, profiles,
+                       untied=untied)
 
 
 def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) -> float:
@@ -217,9 +234,15 @@ class OrderedScan:
     gaps: str | None = None  # the gap filter (Spark SQL) when it is pushed down
     profiles: dict = field(default_factory=dict)  # pid -> gap_scan.PartitionProfile
     source: DataFrame | None = None  # (gaps) the unfiltered frame, for the overlap job
+    untied: bool = False  # (no gaps) no partition has tied times: columns may be pruned
 
     def describe(self) -> str:
         head = f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
+        if self.gaps is None and self.untied:
+            return head + ("increasing ORDER BY ranges, no tied times; a task sorts its rows "
+                           "by the ORDER BY key alone only when they are not in order) is a "
+                           "slice, no shuffle; column pruning: with ONE ROW PER MATCH only "
+                           "the columns the evaluator reads are sent to Python")
         if self.gaps is None:
             return head + ("increasing ORDER BY ranges; a task sorts its rows only when they "
                            "are not in order) is a slice, no shuffle")
@@ -258,6 +281,17 @@ class OrderedScan:
         keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
                 if k.column not in plan.partition_columns]
         expected = {r.pid: (r.count, r.lo, r.hi) for r in self.layout}
+        untied = False
+        if self.gaps is None and self.untied:
+            from .slicing import SLICE_COLUMN
+            reads = worker_reads(bound)
+            needed = {self.key, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
+            if reads is not None and needed <= set(prepared.columns) \
+                    and self.key == keys[0][0]:
+                prepared = prepared.select(*[_col(c) for c in prepared.columns if c in needed])
+                bound = plan.bind(arrow_schema(prepared))
+                schema = arrow_schema(prepared)
+                keys, untied = keys[:1], True
         if self.gaps is None:
             rows = self._overlap_rows(prepared)
         else:
@@ -277,7 +311,7 @@ class OrderedScan:
             keys = [(POSITION_COLUMN, "ascending", "at_start")]
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
                          _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys),
-                         self.gaps is not None)
+                         self.gaps is not None, untied)
         out = prepared.mapInArrow(TaskWorker(task), from_arrow_schema(bound.worker_schema))
         return final_frame(out, bound)
 
@@ -397,10 +431,10 @@ class _ScanTask:
     """mapInArrow function of the query job (picklable): one input partition as a slice."""
 
     def __init__(self, worker, schema: pa.Schema, key: str, keys: list, copy_column: str,
-                 expected: dict, neighbours: dict, gaps: bool = False):
+                 expected: dict, neighbours: dict, gaps: bool = False, untied: bool = False):
         self.worker, self.schema, self.key, self.keys = worker, schema, key, keys
         self.copy_column, self.expected, self.neighbours = copy_column, expected, neighbours
-        self.gaps = gaps
+        self.gaps, self.untied = gaps, untied
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -483,7 +517,12 @@ class _ScanTask:
         else:
             table = pa.Table.from_batches(held, self.schema)
             del held
-            yield from table.take(sort_indices(table, self.keys)).to_batches()
+            table = table.take(sort_indices(table, self.keys))
+            if self.untied:  # sorted by the key alone: exact only without ties
+                t = key_ints(table.column(self.key))
+                if not np.all(t[1:] > t[:-1]):
+                    raise _changed()
+            yield from table.to_batches()
         yield from self._copies(after)
 
     def _copies(self, data: bytes | None) -> Iterator[pa.RecordBatch]:
