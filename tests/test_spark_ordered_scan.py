@@ -167,17 +167,18 @@ def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_scan_prunes_columns_without_ties(spark, monkeypatch, ties):
-    """Without gap pushdown and without tied times (the first job's distinct count), only
-    the key and the columns the worker reads reach the tasks, an unsorted partition is
-    sorted by the key alone, and EXPLAIN says so; with ties every column goes (the
-    tie-breakers), and a task meeting a tie the planning job did not count fails."""
+    """Without gap pushdown, when the profile job finds every partition strictly in time
+    order (no ties), only the key and the columns the worker reads reach the tasks and
+    EXPLAIN says so; with ties (and a partition out of order) every column goes (the
+    tie-breakers), and a pruned task meeting a tie fails as for a changed partition."""
     import random
     monkeypatch.setattr(slicing, "_gap_sql", lambda df, spec: None)
     rows = _ticks(60)
+    middle = rows[20:40]
     if ties:
         rows = [dict(r, ts=r["ts"] // 2 * 2) for r in rows]
-    middle = rows[20:40]
-    random.Random(3).shuffle(middle)
+        middle = rows[20:40]
+        random.Random(3).shuffle(middle)
     chunks = [rows[:20], middle, rows[40:]]
     seen = []
     init = ordered_scan._ScanTask.__init__
