@@ -185,7 +185,11 @@ def test_scan_prunes_columns_without_ties(spark, monkeypatch, ties):
     monkeypatch.setattr(ordered_scan._ScanTask, "__init__",
                         lambda self, w, schema, *a: (seen.append(schema.names),
                                                      init(self, w, schema, *a))[1])
-    sliced, plan, out = _run(spark, _frame(spark, chunks), SQL)
+    spark.conf.set(slicing.PRUNE_CONF, "true")
+    try:
+        sliced, plan, out = _run(spark, _frame(spark, chunks), SQL)
+    finally:
+        spark.conf.unset(slicing.PRUNE_CONF)
     assert sliced.scan is not None and sliced.scan.untied == (not ties)
     assert ("column pruning" in plan.explain) == (not ties)
     want = cepsql.match_recognize(SQL, ev=pa.Table.from_pylist(rows, ARROW_SCHEMA))

@@ -163,7 +163,7 @@ class _Overlap:
 
 def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
                  share: float | None = None, gaps: str | None = None,
-                 prune: bool = True) -> "OrderedScan | None":
+                 prune: bool = False) -> "OrderedScan | None":
     """The scan slicing of ``df`` (relevant rows, no slicing columns yet) for the planned
     unpartitioned clause ``plan``, or None when a precondition fails (then grid slices).
     after/before: the overlap in microseconds; share: default OVERLAP_SHARE. gaps: the
