@@ -21,6 +21,9 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   mapInArrow, no shuffle) with gap pushdown (gap_scan.py: rows of other
                   symbols dropped in the JVM, their gaps sent as break flags, only the
                   columns the worker reads sent); the default (bounds=auto) for this query
+  scan, pruned    the same with cepsql.pushdown.relevanceFilter=false and
+                  cepsql.slicing.scanPrune=true: every row, but only the columns the
+                  worker reads (ordered_scan.py column pruning: a profile job first)
   scan, no gaps   the same with cepsql.pushdown.relevanceFilter=false: every row and
                   column to Python (the ordered scan before gap pushdown)
   one task        the same with cepsql.planner.slicing=false
@@ -63,6 +66,16 @@ for contiguity clauses over files), but the gap pushdown's own gain is within th
 noise: profiled at 2M, the query job drops from 5.7 to 4.2 s, while the profile job
 (Python reads ts and the relevance flag, 1.1-1.8 s) costs about twice the JVM range
 aggregate it replaces (0.6 s). Target (>= 5x Flink, ~2.04M ev/s) NOT met under this load.
+
+Column pruning without gaps (2026-11-27, ``--skip micros,span,task``, best of 2, 5M rows,
+load 3.7-4.6): floor 1.65M ev/s, partitioned 1.46M, grid 1.10M, ordered scan with gaps
+1.49M (1.36x grid; 3.65x Flink), scan pruned 1.28M (3.13x Flink), scan no gaps 1.39M. So
+pruning without gaps is slower than not pruning (its profile job, 2.7 s alone at 5M vs
+1.0 s for the JVM range aggregate, costs more than the string column's transfer saves)
+and slower than gap mode, which prunes the same columns and drops rows after the same
+profile job: ``auto`` keeps gap mode, scanPrune stays off by default. A first version
+testing ties with count(DISTINCT ts) per partition in the JVM aggregate (a shuffle: 4.9
+s alone) ran the pruned scan at 437k vs 643k unpruned (load 5.5). Target NOT met.
 """
 from __future__ import annotations
 
@@ -113,8 +126,12 @@ RUNS = {  # label -> (query, conf); None: the pass-through floor
     "unpartitioned a b c, grid, micros cut": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
     "unpartitioned a b c, span slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "span"}),
     "unpartitioned a b c, ordered scan": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
+    "unpartitioned a b c, scan, pruned": (UNPARTITIONED, {
+        "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false",
+        "cepsql.slicing.scanPrune": "true"}),
     "unpartitioned a b c, scan, no gaps": (UNPARTITIONED, {
-        "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false"}),
+        "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false",
+        "cepsql.slicing.scanPrune": "false"}),
     "unpartitioned a b c, one task": (UNPARTITIONED, {"cepsql.planner.slicing": "false"}),
 }
 
@@ -188,7 +205,7 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
     for label, t in times.items():
         print(f"{label:<40} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
               f"{base / t:14.2f}x {floor / t:8.2f}x")
-    for label in ("grid slices", "ordered scan", "scan, no gaps"):
+    for label in ("grid slices", "ordered scan", "scan, pruned", "scan, no gaps"):
         if f"unpartitioned a b c, {label}" not in times:
             continue
         rate = rows / times[f"unpartitioned a b c, {label}"]
@@ -206,7 +223,7 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     labels = list(times)
     rates = [rows / times[k] for k in labels]
     palette = {"floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
-               "span": "#c84", "ordered scan": "#d4a", "no gaps": "#e9c", "one task": "#aaa"}
+               "span": "#c84", "ordered scan": "#d4a", "pruned": "#a3d", "no gaps": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
     for y, r in enumerate(rates):

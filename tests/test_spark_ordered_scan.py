@@ -109,7 +109,12 @@ def test_scan_equals_in_process_property(spark, file_partitions, monkeypatch, tm
     assume(slicing_blocker(spec) is None)
     want = cepsql.match_recognize(sql, t=table)
     chunks = _chunks(table.to_pylist(), parts, layout, random.Random(seed))
-    sliced, _, out = _run(spark, _frame(spark, chunks, tmp_path), sql)
+    prune = layout != "unsorted" or seed % 2 == 1  # column pruning when strictly ordered
+    spark.conf.set(slicing.PRUNE_CONF, str(prune).lower())
+    try:
+        sliced, _, out = _run(spark, _frame(spark, chunks, tmp_path), sql)
+    finally:
+        spark.conf.unset(slicing.PRUNE_CONF)
     disjoint = ordered_layout([PartitionRange(i, 1, min(t), max(t)) for i, t in
                                enumerate([r["ts"] for r in c if r["ts"] is not None]
                                          for c in chunks) if t]) is not None
@@ -163,6 +168,45 @@ def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
         sliced.run(sliced.frame, inner).collect()
     assert "changed between the ordered scan" in str(info.value)
     assert issubclass(CepRuntimeError, Exception)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_scan_prunes_columns_without_ties(spark, monkeypatch, ties):
+    """Without gap pushdown, when the profile job finds every partition strictly in time
+    order (no ties), only the key and the columns the worker reads reach the tasks and
+    EXPLAIN says so; with ties (and a partition out of order) every column goes (the
+    tie-breakers), and a pruned task meeting a tie fails as for a changed partition."""
+    import random
+    monkeypatch.setattr(slicing, "_gap_sql", lambda df, spec: None)
+    rows = _ticks(60)
+    middle = rows[20:40]
+    if ties:
+        rows = [dict(r, ts=r["ts"] // 2 * 2) for r in rows]
+        middle = rows[20:40]
+        random.Random(3).shuffle(middle)
+    chunks = [rows[:20], middle, rows[40:]]
+    seen = []
+    init = ordered_scan._ScanTask.__init__
+    monkeypatch.setattr(ordered_scan._ScanTask, "__init__",
+                        lambda self, w, schema, *a: (seen.append(schema.names),
+                                                     init(self, w, schema, *a))[1])
+    spark.conf.set(slicing.PRUNE_CONF, "true")
+    try:
+        sliced, plan, out = _run(spark, _frame(spark, chunks), SQL)
+    finally:
+        spark.conf.unset(slicing.PRUNE_CONF)
+    assert sliced.scan is not None and sliced.scan.untied == (not ties)
+    assert ("column pruning" in plan.explain) == (not ties)
+    want = cepsql.match_recognize(SQL, ev=pa.Table.from_pylist(rows, ARROW_SCHEMA))
+    assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
+                                 for r in want.itertuples(index=False))
+    assert ("tag" in seen[-1] and "price" in seen[-1]) == ties
+    assert "ts" in seen[-1]
+    if ties:  # the planning job said untied: the pruned task meets the tie and fails
+        sliced.scan.untied = True
+        inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
+        with pytest.raises(Exception, match="changed between the ordered scan"):
+            sliced.run(sliced.frame, inner).collect()
 
 
 def test_auto_scans_time_ordered_parquet(spark, tmp_path):
