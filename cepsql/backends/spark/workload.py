@@ -342,11 +342,14 @@ class Workload:
 
     def _rewrite(self, view, frames=None, **hooks):
         from ...dialect import parse_create_view
-        create = parse_create_view(view.sql)
+        parsed = view.parsed  # what CREATE VIEW (or an earlier build) parsed of view.sql
+        if parsed.create is None:
+            parsed.create = parse_create_view(view.sql)
+        create = parsed.create
         s = self._session
         return rewrite(s.spark, create.query_text, offset=create.query_offset,
-                       full_sql=view.sql, finder=s._finder, views=s._views, frames=frames,
-                       **hooks)
+                       full_sql=view.sql, finder=parsed.finder(s._finder), views=s._views,
+                       frames=frames, **hooks)
 
     def _record(self, view, built: _Built, sources: "_SourceFrames") -> "_Recorded":
         """Step 1: plan every clause of the view (nothing runs). The clauses' results are
