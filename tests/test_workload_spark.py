@@ -347,3 +347,20 @@ def test_views_over_a_replaced_source_leave_its_workload(spark):
         for view in ("st_old", "st_new"):
             spark.cep.sql(f"DROP VIEW IF EXISTS {view}")
         spark.catalog.dropTempView("st_ticks")
+
+
+def test_statistics_sample_taken_ahead_is_the_one_taken_on_demand(workload_views):
+    """The sample started while views are recorded (a thread) is the source's first rows,
+    as _driver_statistics takes them; a source with one clause starts none."""
+    from cepsql.backends.spark.workload import _Clause, _SamplesAhead, _first_rows
+    spark, _ = workload_views
+    frame, other = spark.table(SOURCE), spark.table(SOURCE)
+    ahead = _SamplesAhead()
+    clauses = [_Clause("v1", "wl_ticks", frame, None)]
+    ahead.clause_recorded(clauses, "wl_ticks", spark)
+    assert ahead.taken(frame) is None  # one clause: nothing to share, no job
+    clauses.append(_Clause("v2", "wl_ticks", other, None))
+    ahead.clause_recorded(clauses, "wl_ticks", spark)
+    ahead.close()
+    assert ahead.taken(other) is None  # only the pass's source frame (the first clause's)
+    assert ahead.taken(frame).result().equals(_first_rows(spark, frame))
