@@ -250,6 +250,34 @@ def test_workload_follows_view_changes_and_leaves_no_catalog_entries(workload_vi
     assert not {n for n in after if GENERATED_NAME.search(n)}
 
 
+
+def test_build_reuses_create_view_parse_and_a_replaced_view_is_parsed_anew(workload_views,
+                                                                           monkeypatch):
+    """A workload build tokenizes none of its views (CREATE VIEW's parse is kept with the
+    view); CREATE OR REPLACE gives the view a new parse, so the pass follows the new text."""
+    import cepsql.dialect as dialect
+    spark, _ = workload_views
+    make = ("CREATE OR REPLACE TEMPORARY VIEW wl_re AS SELECT * FROM wl_ticks MATCH_RECOGNIZE "
+            "(PARTITION BY sym ORDER BY ts MEASURES A.price AS p PATTERN (A) "
+            "DEFINE A AS A.price = {})")
+    spark.cep.sql(make.format(9))
+    calls = []
+    for name in ("find_match_recognize", "parse_create_view"):
+        original = getattr(dialect, name)
+        monkeypatch.setattr(dialect, name, lambda *a, _f=original, _n=name, **k:
+                            calls.append(_n) or _f(*a, **k))
+    try:
+        wl = spark.cep.workload(["wl_re", "wl_rise"])
+        assert rows(wl.dataframes()["wl_re"]) == rows(spark.table("wl_re"))
+        assert calls == []  # nothing parsed again
+        spark.cep.sql(make.format(0))  # replaced: another pattern
+        replaced = wl.dataframes()["wl_re"]
+        assert rows(replaced) == rows(spark.table("wl_re"))
+        assert {r.p for r in replaced.collect()} == {0}
+        wl.close()
+    finally:
+        spark.cep.sql("DROP VIEW wl_re")
+
 SHARING_VIEWS = {
     "wl_s1": "SELECT * FROM wl_share MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
              "MEASURES a.ts AS ta, c.ts AS tc STRATEGY SKIP_TILL_ANY_MATCH "
@@ -319,3 +347,20 @@ def test_views_over_a_replaced_source_leave_its_workload(spark):
         for view in ("st_old", "st_new"):
             spark.cep.sql(f"DROP VIEW IF EXISTS {view}")
         spark.catalog.dropTempView("st_ticks")
+
+
+def test_statistics_sample_taken_ahead_is_the_one_taken_on_demand(workload_views):
+    """The sample started while views are recorded (a thread) is the source's first rows,
+    as _driver_statistics takes them; a source with one clause starts none."""
+    from cepsql.backends.spark.workload import _Clause, _SamplesAhead, _first_rows
+    spark, _ = workload_views
+    frame, other = spark.table(SOURCE), spark.table(SOURCE)
+    ahead = _SamplesAhead()
+    clauses = [_Clause("v1", "wl_ticks", frame, None)]
+    ahead.clause_recorded(clauses, "wl_ticks", spark)
+    assert ahead.taken(frame) is None  # one clause: nothing to share, no job
+    clauses.append(_Clause("v2", "wl_ticks", other, None))
+    ahead.clause_recorded(clauses, "wl_ticks", spark)
+    ahead.close()
+    assert ahead.taken(other) is None  # only the pass's source frame (the first clause's)
+    assert ahead.taken(frame).result().equals(_first_rows(spark, frame))

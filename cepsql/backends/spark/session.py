@@ -2,7 +2,7 @@
 they define (so later tooling can list and plan them together)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +27,33 @@ class PatternView:
     # created): the Spark view keeps that plan, so a source replaced since makes the view
     # stale -- a workload recomputing it over the new source would change its rows
     source_ids: tuple = ()
+    # what parsing the view's text gave (parsing depends on the text alone): the CREATE
+    # statement and the clause sites found in it, kept so a workload recording the view
+    # does not tokenize and parse it again per build; a replaced view is a new PatternView
+    parsed: "ParsedView" = field(default_factory=lambda: ParsedView(), repr=False,
+                                 compare=False)
+
+
+class ParsedView:
+    """A pattern view's parse results: its CREATE statement, and ``finder`` (the
+    session's clause finder memoized on (text, offset, statement))"""
+
+    def __init__(self, create: object | None = None, sites: dict | None = None):
+        self.create = create
+        self.sites: dict[tuple, list] = {} if sites is None else sites
+
+    def finder(self, find: Callable | None) -> Callable:
+        """find (the session's finder, or the default) answering from the memo."""
+        from .rewrite import default_finder
+        find = find or default_finder()
+        sites = self.sites
+
+        def memoized(sql: str, *, offset: int = 0, full_sql: str | None = None) -> list:
+            key = (sql, offset, full_sql)
+            if key not in sites:
+                sites[key] = find(sql, offset=offset, full_sql=full_sql)
+            return list(sites[key])
+        return memoized
 
 
 class CepSession:
@@ -223,9 +250,10 @@ class CepSession:
         if exists and not create.or_replace:
             raise CepAnalysisError(f"view {name} already exists (use CREATE OR REPLACE)",
                                    sql=stmt)
+        parsed = ParsedView(create)  # kept with the view when stmt is its recorded text
         rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
-                            full_sql=stmt, finder=self._finder, planner=self._planner,
-                            views=self._views)
+                            full_sql=stmt, finder=parsed.finder(self._finder),
+                            planner=self._planner, views=self._views)
         self._views_version += 1
         if not rewritten.clauses:
             self._views.pop(normalize_name(name), None)
@@ -241,7 +269,8 @@ class CepSession:
             pattern="; ".join(c.pattern for c in clauses),
             source=", ".join(dict.fromkeys(c.source for c in clauses)),
             sql=stmt.strip(),
-            source_ids=_source_ids(self.spark, clauses))
+            source_ids=_source_ids(self.spark, clauses),
+            parsed=parsed if stmt == stmt.strip() else ParsedView())
         return _empty(self.spark)
 
 

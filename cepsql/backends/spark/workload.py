@@ -82,6 +82,8 @@ class _Built:
     # (view, its step 1 record) whose DataFrame dataframes() builds on first use:
     # matches() and cep_workload() never need them (each is JVM calls per view)
     unbound: list = field(default_factory=list)
+    # source DataFrame -> its statistics sample being taken while the views are recorded
+    samples: "_SamplesAhead" = field(default_factory=lambda: _SamplesAhead())
 
 
 @dataclass
@@ -333,20 +335,26 @@ class Workload:
         built = _Built(version, self._resolve())
         views = [self._session._views[normalize_name(n)] for n in built.names]
         sources = _SourceFrames(self._session.spark)
-        with conf_snapshot():  # one conf read per key for all the views' clauses
-            recorded = [self._record(v, built, sources) for v in views]
-        self._run_passes(built)
+        try:
+            with conf_snapshot():  # one conf read per key for all the views' clauses
+                recorded = [self._record(v, built, sources) for v in views]
+            self._run_passes(built)
+        finally:
+            built.samples.close()  # (a sample still running finishes on its own)
         built.unbound = list(zip(views, recorded))
         self._built = built
         return built
 
     def _rewrite(self, view, frames=None, **hooks):
         from ...dialect import parse_create_view
-        create = parse_create_view(view.sql)
+        parsed = view.parsed  # what CREATE VIEW (or an earlier build) parsed of view.sql
+        if parsed.create is None:
+            parsed.create = parse_create_view(view.sql)
+        create = parsed.create
         s = self._session
         return rewrite(s.spark, create.query_text, offset=create.query_offset,
-                       full_sql=view.sql, finder=s._finder, views=s._views, frames=frames,
-                       **hooks)
+                       full_sql=view.sql, finder=parsed.finder(s._finder), views=s._views,
+                       frames=frames, **hooks)
 
     def _record(self, view, built: _Built, sources: "_SourceFrames") -> "_Recorded":
         """Step 1: plan every clause of the view (nothing runs). The clauses' results are
@@ -374,6 +382,7 @@ class Workload:
         def runner(df, plan, source):
             clause = _Clause(view.name, normalize_name(source.display), df, plan)
             built.clauses.append(clause)
+            built.samples.clause_recorded(built.clauses, clause.source, self._session.spark)
             if not fast:
                 # a clause over another clause's result runs on its own, after the pass
                 clause.own = bool(GENERATED_NAME.search(source.sql or source.table or ""))
@@ -416,8 +425,9 @@ class Workload:
             for i, c in enumerate(clauses):
                 c.index = i
             settings = {**sharing_settings(self._session.spark),
-                        "statistics": _driver_statistics(self._session.spark,
-                                                         clauses[0].frame)}
+                        "statistics": _driver_statistics(
+                            self._session.spark, clauses[0].frame,
+                            built.samples.taken(clauses[0].frame))}
             shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses],
                                           settings)
             built.passes[source] = (shared, tagged)
@@ -639,21 +649,63 @@ def _relevance(spark: SparkSession):
     return relevance
 
 
-def _driver_statistics(spark: SparkSession, source: DataFrame):
+def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
     """Statistics for the sharing planner: the source's first rows taken to the driver
-    once for the whole workload (one small job, only if some pattern is shareable), each
+    once for the whole workload (one small job, only if some pattern is shareable; or
+    ``ahead``, a future of that same sample started while the views were recorded), each
     pattern's rates and selectivities estimated from them as a task does
     (cepsql.stats.workerSampleRows rows)."""
     from ...stats import estimate_from_table
-    from ...stats.worker import worker_sample_rows
-    rows = worker_sample_rows(lambda k: spark.conf.get(k, None))
     sample: list[pa.Table] = []
 
     def statistics(spec):
         if not sample:
-            sample.append(source.limit(rows).toArrow())
+            sample.append(ahead.result() if ahead is not None else
+                          _first_rows(spark, source))
         return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1))
     return statistics
+
+
+def _first_rows(spark: SparkSession, source: DataFrame) -> pa.Table:
+    """The statistics sample: source's first cepsql.stats.workerSampleRows rows."""
+    from ...stats.worker import worker_sample_rows
+    return source.limit(worker_sample_rows(lambda k: spark.conf.get(k, None))).toArrow()
+
+
+class _SamplesAhead:
+    """The statistics sample of each pass's source, taken in a thread while the rest of
+    the views are recorded (the sample job and the recording's driver work overlap).
+    Started once a source has two clauses (one alone shares nothing: no sample needed);
+    the sample is the one _driver_statistics would take, of the same DataFrame."""
+
+    def __init__(self):
+        self._futures: dict[int, tuple[DataFrame, object]] = {}
+        self._started: set[str] = set()
+        self._pool = None
+
+    def clause_recorded(self, clauses: list, source: str, spark: SparkSession) -> None:
+        if source in self._started:
+            return
+        mine = [c for c in clauses if c.source == source and not c.own]
+        if len(mine) < 2 or mine[0].frame.isStreaming:
+            return
+        self._started.add(source)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=1,
+                                            thread_name_prefix="cepsql-sample")
+        frame = mine[0].frame
+        self._futures[id(frame)] = (frame, self._pool.submit(_first_rows, spark, frame))
+
+    def taken(self, frame: DataFrame):
+        """The future of frame's sample, if one was started for this very DataFrame."""
+        entry = self._futures.get(id(frame))
+        return entry[1] if entry is not None and entry[0] is frame else None
+
+    def close(self) -> None:
+        """No more samples are started (those running finish)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
 
 def _group_text(k: int, group) -> str:
