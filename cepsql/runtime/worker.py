@@ -495,11 +495,24 @@ def _chunks(column) -> list[pa.Array]:
     return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
 
 
+def float_lane(col: pa.Array) -> np.ndarray:
+    """The double lane (NULL as 0) of a non-string VM column: DOUBLE / BOOLEAN columns
+    without NULLs skip the Arrow cast (zero-copy / bit unpacking), others _as_float."""
+    if not col.null_count and pa.types.is_float64(col.type):
+        return col.to_numpy(zero_copy_only=False)
+    if not col.null_count and pa.types.is_boolean(col.type):
+        bits = np.unpackbits(np.frombuffer(col.buffers()[1], dtype=np.uint8),
+                             bitorder="little")
+        return bits[col.offset:col.offset + len(col)].astype(np.float64)
+    num = _as_float(col)
+    if num.null_count:
+        num = pc.fill_null(num, 0.0)
+    return np.asarray(num.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
 def _float_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The double lane (NULL as 0) and null mask of a non-string VM column."""
-    nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
-    values = pc.fill_null(_as_float(col), 0.0).to_numpy(zero_copy_only=False)
-    return np.asarray(values, dtype=np.float64), nulls
+    return float_lane(col), col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
 
 
 def _exact_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..conditions import STR
-from ..worker import _as_float, _sorted_dictionary, exact_lane
+from ..worker import _sorted_dictionary, exact_lane, float_lane
 
 
 def pointer_ready(worker) -> bool:
@@ -114,10 +114,9 @@ def _convert(col: pa.ChunkedArray, kind: str, exact: bool, dictionary: pa.Array,
         words = np.zeros((len(col), 2), dtype=np.int64)
         exact_lane(col, words)
         return None, nulls, words
-    if kind != STR and not col.null_count and _fast_float(col.type):
-        return _to_float64(col), nulls, None
-    num = pc.index_in(col, value_set=dictionary).cast(pa.float64()) \
-        if kind == STR else _as_float(col)
+    if kind != STR:
+        return float_lane(col), nulls, None
+    num = pc.index_in(col, value_set=dictionary).cast(pa.float64())
     if num.null_count:
         num = pc.fill_null(num, 0.0)
     return num.to_numpy(zero_copy_only=False), nulls, None
@@ -138,15 +137,3 @@ def _matrices(cols: list[tuple], n: int) -> tuple:
             values[j] = vals
     return values, nulls, exact
 
-
-def _fast_float(t: pa.DataType) -> bool:
-    """Types converted without an Arrow cast (worker._as_float gives the same values)."""
-    return pa.types.is_float64(t) or pa.types.is_boolean(t)
-
-
-def _to_float64(col: pa.Array) -> np.ndarray:
-    """A DOUBLE (zero-copy) or BOOLEAN column without NULLs as float64."""
-    if pa.types.is_float64(col.type):
-        return col.to_numpy(zero_copy_only=False)
-    bits = np.unpackbits(np.frombuffer(col.buffers()[1], dtype=np.uint8), bitorder="little")
-    return bits[col.offset:col.offset + len(col)].astype(np.float64)
