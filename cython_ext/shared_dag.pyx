@@ -68,6 +68,9 @@ cdef class SharedDag:
     cdef int* nd_chk
     cdef int* nd_use_start     # node -> consumers (CSR of kind, index)
     cdef int* nd_use
+    cdef int* nd_newest        # node -> slot holding every instance's newest row (-1)
+    cdef int* nd_cut_start     # 2 * node + stored side -> scan cuts (CSR of dir, slot)
+    cdef int* nd_cut
     cdef unsigned char* nd_keep  # node has a join consumer: store its instances
     cdef int* nd_rep           # leaf -> the first leaf with its condition (-1: a join)
     cdef i64* rep_row          # per leaf: the row its condition was last tested on
@@ -144,6 +147,9 @@ cdef class SharedDag:
         self.nd_chk = <int*> _copy_i32(arrays["nd_chk"])
         self.nd_use_start = <int*> _copy_i32(arrays["nd_use_start"])
         self.nd_use = <int*> _copy_i32(arrays["nd_use"])
+        self.nd_newest = <int*> _copy_i32(arrays["nd_newest"])
+        self.nd_cut_start = <int*> _copy_i32(arrays["nd_cut_start"])
+        self.nd_cut = <int*> _copy_i32(arrays["nd_cut"])
         self.nd_keep = <unsigned char*> calloc(self.n_nodes + 1, 1)
         self.nd_rep = <int*> _copy_i32(arrays["nd_rep"])
         self.rep_row = <i64*> malloc((self.n_nodes + 1) * sizeof(i64))
@@ -221,6 +227,7 @@ cdef class SharedDag:
         free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
         free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
         free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
+        free(self.nd_newest); free(self.nd_cut_start); free(self.nd_cut)
         free(self.nd_keep); free(self.nd_rep); free(self.rep_row); free(self.rep_ok)
         free(self.nd_pre); free(self.leaf_list)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
@@ -404,6 +411,8 @@ cdef class SharedDag:
             s = &self.store[other]
             j = 0
             n = s.n    # joins only grow ancestors' stores, never this one
+            if self.nd_newest[other] >= 0:
+                self._scan_range(idx, kind == U_LEFT, other, rec, &j, &n)
             self.scanning[other] += 1
             while j < n:
                 if kind == U_LEFT:
@@ -442,6 +451,57 @@ cdef class SharedDag:
             if a == slot and lo <= b < hi:
                 return True
         return False
+
+    cdef void _scan_range(self, int parent, bint new_left, int other, i64* rec, i64* j0,
+                          i64* j1) noexcept nogil:
+        """Narrow the scan of other's store [j0, j1) (offsets; fixed-size records, rows
+        in slot order) to the instances that can join rec at parent. Along the store the
+        newest row never decreases (appended as rows advance, each instance holding the
+        row it was formed at; compaction and rebasing keep the order), and it sits in
+        slot nd_newest. Skipped in front: instances whose newest row is outside the
+        parent's window with the current row (the window key is monotone in the
+        partition, so the pair's first row is too) or not after a row of rec the
+        parent orders before it; at the back: those not before a row of rec the parent
+        orders after it (the cuts of dag_arrays._scan_cuts). Every skipped pair would
+        fail _join."""
+        cdef i64 size = 2 + 2 * self.nd_arity[other], at = 2 + self.nd_newest[other]
+        cdef i64 cnt = (j1[0] - j0[0]) // size, lo = 0, hi, mid, i, v, m = rec[1]
+        cdef i64 after = -1, before = NO_ROW
+        cdef int q, cut = 2 * parent + (1 if new_left else 0), slot
+        cdef const i64* d = self.store[other].data + j0[0]
+        for q in range(self.nd_cut_start[cut], self.nd_cut_start[cut + 1]):
+            slot = self.nd_cut[2 * q + 1]
+            for i in range(m):
+                if rec[2 + m + i] != slot:
+                    continue
+                v = rec[2 + i]
+                if self.nd_cut[2 * q] == 0:
+                    if v < before:
+                        before = v
+                elif v > after:
+                    after = v
+        # first instance past the front: both tests fail on a prefix
+        hi = cnt
+        while lo < hi:
+            mid = (lo + hi) // 2
+            v = d[mid * size + at]
+            if v > after and self._fits(self.nd_wkind[parent], self.nd_win[parent], v,
+                                        self.cur):
+                hi = mid
+            else:
+                lo = mid + 1
+        # first instance of the back (its newest row at or after `before`)
+        hi = cnt
+        if before != NO_ROW:
+            i = lo
+            while i < hi:
+                mid = (i + hi) // 2
+                if d[mid * size + at] < before:
+                    i = mid + 1
+                else:
+                    hi = mid
+        j1[0] = j0[0] + hi * size
+        j0[0] = j0[0] + lo * size
 
     cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
         """Join instance a of node's left child with b of its right child."""

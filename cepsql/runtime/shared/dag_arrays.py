@@ -100,6 +100,84 @@ def _window(kind: int, size) -> tuple[int, float]:
     return (0, 0.0) if not kind or size is None else (int(kind), float(size))
 
 
+def _implied_orders(plan: GlobalPlan, checks: list, i: int, memo: dict) -> set:
+    """The slot pairs (a, b) every instance of node i satisfies as "every row of slot a
+    before every row of slot b": its subtree's order checks (an instance passed each),
+    closed transitively."""
+    if i in memo:
+        return memo[i]
+    node = plan.nodes[i]
+    pairs: set = set()
+    if not node.is_leaf:
+        shift = plan.nodes[node.left].arity
+        pairs |= _implied_orders(plan, checks, node.left, memo)
+        pairs |= {(a + shift, b + shift)
+                  for a, b in _implied_orders(plan, checks, node.right, memo)}
+        pairs |= {(a, b) for k, a, b in checks[i] if k == K_ORDER}
+        grew = True
+        while grew:
+            new = {(a, d) for a, b in pairs for c, d in pairs if b == c} - pairs
+            grew = bool(new)
+            pairs |= new
+    memo[i] = pairs
+    return pairs
+
+
+def _has_kleene(plan: GlobalPlan, i: int) -> bool:
+    node = plan.nodes[i]
+    if node.is_leaf:
+        return _is_kleene(node)
+    return _has_kleene(plan, node.left) or _has_kleene(plan, node.right)
+
+
+def _newest_slots(plan: GlobalPlan, checks: list) -> list[int]:
+    """Per node, the slot that holds the newest row of every instance (every other slot
+    is ordered before it; a plain leaf's one slot), or -1: not known, or a Kleene
+    closure below (records of varying size; the scan cuts read fixed-size records)."""
+    memo: dict = {}
+    out = []
+    for i, node in enumerate(plan.nodes):
+        if _has_kleene(plan, i):
+            out.append(-1)
+            continue
+        pairs = _implied_orders(plan, checks, i, memo)
+        last = [s for s in range(node.arity)
+                if all((t, s) in pairs for t in range(node.arity) if t != s)]
+        out.append(last[0] if last else -1)
+    return out
+
+
+def _scan_cuts(plan: GlobalPlan, checks: list, newest: list[int]) -> list[list]:
+    """Per join node and stored side (2 * node + 0: the left child's store is scanned
+    for a new right instance; + 1: the right child's for a new left one): the parent's
+    order checks between the stored child's newest slot and a slot b of the new
+    instance, as (direction, b in the new child's slots). Direction 0: the stored
+    newest row must come before every row of b; 1: after every row of b. Along a store
+    the newest row never decreases (instances are appended as rows advance, each
+    holding the row it was formed at), so such a check fails on a suffix (0) or a
+    prefix (1) of the store: the scan skips it (shared_dag.pyx _scan_range)."""
+    cuts: list[list] = []
+    for i, node in enumerate(plan.nodes):
+        for stored_left in (True, False):
+            row: list = []
+            if not node.is_leaf:
+                shift = plan.nodes[node.left].arity
+                stored = node.left if stored_left else node.right
+                if newest[stored] >= 0:
+                    top = newest[stored] + (0 if stored_left else shift)
+                    new_lo, new_hi = (shift, node.arity) if stored_left else (0, shift)
+                    new_base = shift if stored_left else 0
+                    for k, a, b in checks[i]:
+                        if k != K_ORDER:
+                            continue
+                        if a == top and new_lo <= b < new_hi:
+                            row.append((0, b - new_base))
+                        elif b == top and new_lo <= a < new_hi:
+                            row.append((1, a - new_base))
+            cuts.append(row)
+    return cuts
+
+
 def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarray]:
     """The arrays of SharedDag for plan; configs[i] is pattern i's CepConfig."""
     n = len(plan.nodes)
@@ -182,6 +260,9 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
     out["nd_use_start"], out["nd_use"] = _csr(uses, 2)
     out["bd_slot_start"], out["bd_slot"] = _csr(slots, 2)
     out["bd_chk_start"], out["bd_chk"] = _csr(bchecks, 3)
+    newest = _newest_slots(plan, checks)
+    out["nd_newest"] = np.asarray(newest, dtype=np.int32)
+    out["nd_cut_start"], out["nd_cut"] = _csr(_scan_cuts(plan, checks, newest), 2)
     return out
 
 
