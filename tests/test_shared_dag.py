@@ -511,3 +511,90 @@ def test_column_conversion_fast_paths_equal_the_arrow_casts():
                 part, pa.ChunkedArray) else part).to_numpy(zero_copy_only=False)
             assert words is None and not nulls.any()
             np.testing.assert_array_equal(values, want)
+
+
+def _cut_stream() -> pa.Table:
+    """Two groups of 36 rows, tags x/y/z and prices drawn with a fixed seed; times
+    (seconds) with ties."""
+    rng = np.random.default_rng(7)
+    n = 72
+    return pa.table({"part": ["p"] * 36 + ["q"] * 36,
+                     "ts": [i // 2 for i in range(36)] * 2,
+                     "price": rng.integers(0, 10, n).tolist(),
+                     "vol": [1.0] * n,
+                     "tag": rng.choice(list("xyz"), n).tolist()})
+
+
+@pytest.mark.parametrize("window", ["WITHIN 6 ROWS", "WITHIN INTERVAL '3' SECOND"])
+def test_scan_cuts_skip_only_failing_pairs(window, monkeypatch):
+    """Bushy hand-built plans where the scan cuts apply (shared_dag.pyx _scan_range):
+    SEQ(a, b, c, d) as ((a, b), (c, d)) with b < c at the root (the stored (a, b)
+    instances from the first whose newest row b is not before the new c on fail), and
+    SEQ(e, f, g) as (f, (e, g)) with f < g (the stored (e, g) up to the last whose
+    newest row g is not after the new f fail); the leaves are kept for a larger window
+    than the joins read (the front of their stores is out of the joins' window). The
+    rows equal the own workers' and the oracle's, with fewer join attempts than with
+    the cuts off (nd_newest -1: every stored instance tried)."""
+    import cepsql.runtime.shared.evaluator as evaluator_module
+    from cepsql.runtime.shared.dag_arrays import dag_arrays
+    sqls = [HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+            f"STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c, d)) {window} "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z', "
+            "d AS d.tag = 'y' AND d.price > a.price)",
+            HEAD + "FIRST(e.ts) AS t0, count(*) AS n ALL ROWS PER MATCH "
+            f"STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(e, f, g)) {window} "
+            "DEFINE e AS e.tag = 'x', f AS f.tag = 'y' AND f.price > e.price, "
+            "g AS g.tag = 'z')"]
+    table = _cut_stream()
+    wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=10)
+    kind, size, wide = (1, 6.0, 9.0) if "ROWS" in window else (2, 3e6, 5e6)
+    conj = [{lab: [k for k, x in enumerate(b.worker.config.conj_label) if x == lab]
+             for lab in range(len(b.worker.config.labels))} for b in wl.bounds]
+    lab = [{v: b.worker.config.labels.index(v) for v in b.worker.config.labels}
+           for b in wl.bounds]
+
+    def leaf(p, var, key):
+        return DagNode(key=key, arity=1, window=wide, window_kind=kind, owner=p,
+                       owner_vars=(var,), checks=(("conjunct", conj[p][lab[p][var]][0]),))
+
+    def join(p, left, right, vars_, checks):
+        return DagNode(key=vars_, arity=len(vars_), left=left, right=right, window=size,
+                       window_kind=kind, owner=p, owner_vars=vars_, checks=checks)
+    nodes = [leaf(0, "A", "x"), leaf(0, "B", "y"), leaf(0, "C", "z"), leaf(0, "D", "y"),
+             join(0, 0, 1, ("A", "B"), (("order", ("A", "B")),)),
+             join(0, 2, 3, ("C", "D"), (("order", ("C", "D")),)),
+             join(0, 4, 5, ("A", "B", "C", "D"),
+                  (("order", ("B", "C")), ("conjunct", conj[0][lab[0]["D"]][1]))),
+             leaf(1, "E", "x"), leaf(1, "F", "y"), leaf(1, "G", "z"),
+             join(1, 7, 9, ("E", "G"), (("order", ("E", "G")),)),
+             join(1, 8, 10, ("F", "E", "G"),
+                  (("order", ("E", "F")), ("order", ("F", "G")),
+                   ("conjunct", conj[1][lab[1]["F"]][1])))]
+    plan = GlobalPlan(nodes=nodes, bindings=[
+        Binding(pattern=0, root=6, slot_vars=("A", "B", "C", "D")),
+        Binding(pattern=1, root=11, slot_vars=("F", "E", "G"))])
+    arrays = dag_arrays(plan, [b.worker.config for b in wl.bounds])
+    # newest slots: a plain leaf's one slot, (a, b): b, (c, d): d, (e, g): g
+    assert list(arrays["nd_newest"][[0, 4, 5, 6, 10, 11]]) == [0, 1, 1, 3, 1, 2]
+    cuts = arrays["nd_cut_start"]
+    assert cuts[2 * 6 + 1] - cuts[2 * 6] == 1       # (a, b) stored: b before new c
+    assert cuts[2 * 11 + 2] - cuts[2 * 11 + 1] == 1  # (e, g) stored: g after new f
+    own = wl.own_outputs()
+    shared = wl.shared_outputs(plan, chunk_rows=12)
+    with_cuts = wl.last_stats
+    assert all(t.num_rows > 0 for t in own)
+    for i, spec in enumerate(wl.queries):
+        assert _rows(shared[i]) == _rows(own[i])
+        names, want = evaluate_reference_cep(spec.spec, table)
+        got = wl.projected(i, shared[i])
+        assert row_multiset(tuple(r.values()) for r in got.to_pylist()) == row_multiset(want)
+
+    def no_cuts(*args):
+        out = dag_arrays(*args)
+        out["nd_newest"] = np.full_like(out["nd_newest"], -1)
+        return out
+    monkeypatch.setattr(evaluator_module, "dag_arrays", no_cuts)
+    uncut = wl.shared_outputs(plan, chunk_rows=12)
+    assert [_rows(t) for t in uncut] == [_rows(t) for t in shared]
+    assert wl.last_stats["node_instances"] == with_cuts["node_instances"]
+    assert with_cuts["join_attempts"] < wl.last_stats["join_attempts"]
