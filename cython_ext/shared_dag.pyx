@@ -68,6 +68,7 @@ cdef class SharedDag:
     cdef int* nd_chk
     cdef int* nd_use_start     # node -> consumers (CSR of kind, index)
     cdef int* nd_use
+    cdef int* nd_use_futile    # per consumer: 1 = never a pair (dag_arrays._futile_uses)
     cdef int* nd_newest        # node -> slot holding every instance's newest row (-1)
     cdef int* nd_cut_start     # 2 * node + stored side -> scan cuts (CSR of dir, slot)
     cdef int* nd_cut
@@ -148,6 +149,7 @@ cdef class SharedDag:
         self.nd_use_start = <int*> _copy_i32(arrays["nd_use_start"])
         self.nd_use = <int*> _copy_i32(arrays["nd_use"])
         self.nd_newest = <int*> _copy_i32(arrays["nd_newest"])
+        self.nd_use_futile = <int*> _copy_i32(arrays["nd_use_futile"])
         self.nd_cut_start = <int*> _copy_i32(arrays["nd_cut_start"])
         self.nd_cut = <int*> _copy_i32(arrays["nd_cut"])
         self.nd_keep = <unsigned char*> calloc(self.n_nodes + 1, 1)
@@ -227,7 +229,7 @@ cdef class SharedDag:
         free(self.nd_left); free(self.nd_right); free(self.nd_arity); free(self.nd_owner)
         free(self.nd_wkind); free(self.nd_win); free(self.nd_lab_start); free(self.nd_lab)
         free(self.nd_chk_start); free(self.nd_chk); free(self.nd_use_start); free(self.nd_use)
-        free(self.nd_newest); free(self.nd_cut_start); free(self.nd_cut)
+        free(self.nd_newest); free(self.nd_use_futile); free(self.nd_cut_start); free(self.nd_cut)
         free(self.nd_keep); free(self.nd_rep); free(self.rep_row); free(self.rep_ok)
         free(self.nd_pre); free(self.leaf_list)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
@@ -372,6 +374,9 @@ cdef class SharedDag:
             if rec[0] < self.oldest[node]:
                 self.oldest[node] = rec[0]
         for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
+            if self.nd_use_futile[k]:
+                self.scans_skipped += 1
+                continue
             kind = self.nd_use[2 * k]
             idx = self.nd_use[2 * k + 1]
             if kind == U_ROOT:

@@ -178,6 +178,34 @@ def _scan_cuts(plan: GlobalPlan, checks: list, newest: list[int]) -> list[list]:
     return cuts
 
 
+def _futile_uses(plan: GlobalPlan, checks: list, newest: list[int],
+                 uses: list[list]) -> list[list[int]]:
+    """Per node, per consumer (as in uses): 1 when no stored sibling instance can ever
+    pass the parent's order checks with a new instance of the node -- the parent orders
+    the node's newest slot (which holds the current row: every instance is formed at
+    its newest row) before a slot of the sibling, whose stored rows are all at or before
+    the current row. The evaluator then skips the sibling's store without a look (what
+    shared_dag.pyx _futile finds per instance; a Kleene sibling is enumerated instead)."""
+    out = []
+    for i, node_uses in enumerate(uses):
+        row = []
+        for kind, parent in node_uses:
+            futile = 0
+            if kind != U_ROOT and newest[i] >= 0:
+                pn = plan.nodes[parent]
+                shift = plan.nodes[pn.left].arity
+                sibling = pn.right if kind == U_LEFT else pn.left
+                top = newest[i] + (0 if kind == U_LEFT else shift)
+                lo, hi = (shift, pn.arity) if kind == U_LEFT else (0, shift)
+                if not _is_kleene(plan.nodes[sibling]) and any(
+                        k == K_ORDER and a == top and lo <= b < hi
+                        for k, a, b in checks[parent]):
+                    futile = 1
+            row.append(futile)
+        out.append(row)
+    return out
+
+
 def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarray]:
     """The arrays of SharedDag for plan; configs[i] is pattern i's CepConfig."""
     n = len(plan.nodes)
@@ -263,6 +291,7 @@ def dag_arrays(plan: GlobalPlan, configs: list[CepConfig]) -> dict[str, np.ndarr
     newest = _newest_slots(plan, checks)
     out["nd_newest"] = np.asarray(newest, dtype=np.int32)
     out["nd_cut_start"], out["nd_cut"] = _csr(_scan_cuts(plan, checks, newest), 2)
+    out["nd_use_futile"] = _csr(_futile_uses(plan, checks, newest, uses), 0)[1]
     return out
 
 
