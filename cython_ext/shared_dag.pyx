@@ -270,7 +270,12 @@ cdef class SharedDag:
     cdef inline void _fresh(self, int node) noexcept nogil:
         """Before scanning node's store: drop its expired instances when the oldest
         one no longer fits (each would be a failed join attempt) -- unless an outer
-        frame is scanning the same store (a node shared twice in one plan)."""
+        frame is scanning the same store (a node shared twice in one plan). Not for a
+        plain leaf: _scan_range skips its expired front by binary search, and
+        compacting on every expiry would move the whole store once per row (_new's
+        amortised compaction bounds its memory)."""
+        if self.nd_arity[node] == 1 and self.nd_newest[node] == 0:
+            return
         if self.scanning[node] == 0 and self.oldest[node] != NO_ROW and \
                 not self._fits(self.nd_wkind[node], self.nd_win[node], self.oldest[node],
                                self.cur):
@@ -527,10 +532,11 @@ cdef class SharedDag:
         t = self.tmp[node].data
         t[0] = lo
         t[1] = m
-        memcpy(t + 2, a + 2, ma * sizeof(i64))
-        memcpy(t + 2 + ma, b + 2, mb * sizeof(i64))
-        memcpy(t + 2 + m, a + 2 + ma, ma * sizeof(i64))
+        for i in range(ma):   # a few slots: a loop, not a libc call per copy
+            t[2 + i] = a[2 + i]
+            t[2 + m + i] = a[2 + ma + i]
         for j in range(mb):
+            t[2 + ma + j] = b[2 + j]
             t[2 + m + ma + j] = b[2 + mb + j] + shift
         if not self._checks(self.nd_chk, self.nd_chk_start[node], self.nd_chk_start[node + 1],
                             t, self.nd_lab + self.nd_lab_start[node], self.nd_owner[node]):
