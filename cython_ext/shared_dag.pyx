@@ -414,7 +414,8 @@ cdef class SharedDag:
                 if self._closures(other, rec, -1, idx, -1, kind == U_RIGHT, -1, -1):
                     return -1
                 continue
-            if self._futile(idx, kind == U_LEFT, rec):
+            # (a node with a known newest slot: decided once, nd_use_futile)
+            if self.nd_newest[node] < 0 and self._futile(idx, kind == U_LEFT, rec):
                 self.scans_skipped += 1
                 continue
             self._fresh(other)
@@ -476,7 +477,7 @@ cdef class SharedDag:
         fail _join."""
         cdef i64 size = 2 + 2 * self.nd_arity[other], at = 2 + self.nd_newest[other]
         cdef i64 cnt = (j1[0] - j0[0]) // size, lo = 0, hi, mid, i, v, m = rec[1]
-        cdef i64 after = -1, before = NO_ROW
+        cdef i64 after = -1, before = NO_ROW, step
         cdef int q, cut = 2 * parent + (1 if new_left else 0), slot
         cdef const i64* d = self.store[other].data + j0[0]
         for q in range(self.nd_cut_start[cut], self.nd_cut_start[cut + 1]):
@@ -490,20 +491,34 @@ cdef class SharedDag:
                         before = v
                 elif v > after:
                     after = v
-        # first instance past the front: both tests fail on a prefix
-        hi = cnt
+        # first instance past the front (both tests fail on a prefix): galloping from
+        # the first, as the front is usually short, then binary search
+        step = 1
+        hi = 0
+        while hi < cnt and not self._front_ok(parent, d[hi * size + at], after):
+            lo = hi + 1
+            hi += step
+            step *= 2
+        if hi > cnt:
+            hi = cnt
         while lo < hi:
             mid = (lo + hi) // 2
-            v = d[mid * size + at]
-            if v > after and self._fits(self.nd_wkind[parent], self.nd_win[parent], v,
-                                        self.cur):
+            if self._front_ok(parent, d[mid * size + at], after):
                 hi = mid
             else:
                 lo = mid + 1
-        # first instance of the back (its newest row at or after `before`)
+        # first instance of the back (its newest row at or after `before`): galloping
+        # from the last
         hi = cnt
         if before != NO_ROW:
-            i = lo
+            step = 1
+            i = cnt
+            while i > lo and d[(i - 1) * size + at] >= before:
+                hi = i - 1
+                i -= step
+                step *= 2
+            if i < lo:
+                i = lo
             while i < hi:
                 mid = (i + hi) // 2
                 if d[mid * size + at] < before:
@@ -512,6 +527,10 @@ cdef class SharedDag:
                     hi = mid
         j1[0] = j0[0] + hi * size
         j0[0] = j0[0] + lo * size
+
+    cdef inline bint _front_ok(self, int parent, i64 newest, i64 after) noexcept nogil:
+        return newest > after and self._fits(self.nd_wkind[parent], self.nd_win[parent],
+                                             newest, self.cur)
 
     cdef int _join(self, int node, i64* a, i64* b) noexcept nogil:
         """Join instance a of node's left child with b of its right child."""
