@@ -47,6 +47,18 @@ of their candidates (5-7 ms: ~5 ms in the patterns' runs, ~2 ms Python per patte
 views, output batches) and, at density 0.1, writing 278k matches (~40 ms). SA / NONE
 measured 1.32 / 1.52 / 1.80 / 2.22x at density 0.1 / 0.3 / 0.5 / 0.7 (best plan / NONE
 1.35 / 1.63 / 1.80 / 2.22x).
+Join attempts (--density 0.3 0.5 --eval-sizes 100, 20k events): along a node's store the
+newest row never decreases, so the DAG skips in bulk (shared_dag.pyx _scan_range) the
+stored instances outside the parent's window -- a shared leaf is kept for its largest
+consumer's window (MOTTO mark-points) -- and those an order check against the store's
+newest slot fails. At density 0.3 SA tried 380k pairs, 85% failing (118k on the
+window, 71k on an order check, 165k on a conjunct), and now 193k (165k conjunct
+failures left: a cross-variable predicate costs one VM call per pair); NONE 293k ->
+223k; TABU 356k -> 174k; density 0.5 SA 93k -> 74k, NONE 133k -> 132k. DAG CPU, cuts
+off / on in one process (load ~5): SA 22.6 / 19.9 ms, TABU 19.9 / 17.5, NONE 43.5 /
+40.8 at density 0.3; SA 10.1 / 9.8 at 0.5. With the cuts (load 4-5, two runs): density
+0.3 NONE 13.1 / 12.6x, SA 21.6 / 20.1x, TABU 22.7 / 21.7x over the trivial plan (SA /
+NONE 1.65 / 1.59, TABU / NONE 1.74 / 1.72); density 0.5 SA / NONE 1.87 / 1.61.
 Run with --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50 (results/workload_density) and,
 separately (one trivial run alone takes ~35 s), --density 0.1 --density-size 250
 --eval-sizes 250 --repeat 1 (results/workload_density_250).
