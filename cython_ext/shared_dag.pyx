@@ -82,6 +82,14 @@ cdef class SharedDag:
     cdef object pre_ref
     cdef int* leaf_list        # the leaves, in node order
     cdef int n_leaves
+    cdef int n_tests           # prefilter tests (rows of the run's masks)
+    cdef int* tl_start         # prefilter test -> the leaves it stands for (CSR)
+    cdef int* tl_leaf
+    cdef int* vm_leaf          # the leaves tested in the condition VM, in node order
+    cdef int n_vm
+    cdef const unsigned char* pre_rows   # this run's masks row-major, rows pre_w wide
+    cdef i64 pre_w
+    cdef object pre_rows_ref
     cdef int* bd_pattern
     cdef int* bd_term
     cdef int* bd_root
@@ -161,6 +169,19 @@ cdef class SharedDag:
         leaves = [i for i in range(self.n_nodes) if arrays["nd_left"][i] < 0]
         self.n_leaves = len(leaves)
         self.leaf_list = <int*> _copy_i32(np.asarray(leaves, dtype=np.int32))
+        # routing by prefilter test: a row reaches only the leaves of the tests that
+        # accept it (an engine routes an event by its type), not a look at every leaf
+        test_of = [int(arrays["nd_pre"][arrays["nd_rep"][i]]) if "nd_pre" in arrays
+                   else -1 for i in leaves]
+        self.n_tests = max(test_of, default=-1) + 1
+        by_test = [[i for i, t in zip(leaves, test_of) if t == k]
+                   for k in range(self.n_tests)]
+        self.tl_start = <int*> _copy_i32(np.cumsum([0] + [len(x) for x in by_test]))
+        self.tl_leaf = <int*> _copy_i32(np.asarray([i for x in by_test for i in x],
+                                                   dtype=np.int32))
+        vm = [i for i, t in zip(leaves, test_of) if t < 0]
+        self.n_vm = len(vm)
+        self.vm_leaf = <int*> _copy_i32(np.asarray(vm, dtype=np.int32))
         self.bd_pattern = <int*> _copy_i32(arrays["bd_pattern"])
         self.bd_term = <int*> _copy_i32(arrays["bd_term"])
         self.bd_root = <int*> _copy_i32(arrays["bd_root"])
@@ -232,6 +253,7 @@ cdef class SharedDag:
         free(self.nd_newest); free(self.nd_use_futile); free(self.nd_cut_start); free(self.nd_cut)
         free(self.nd_keep); free(self.nd_rep); free(self.rep_row); free(self.rep_ok)
         free(self.nd_pre); free(self.leaf_list)
+        free(self.tl_start); free(self.tl_leaf); free(self.vm_leaf)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
         free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
         free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
@@ -819,6 +841,8 @@ cdef class SharedDag:
         cdef int node, rep, k
         cdef i64 r
         cdef i64 rec[4]
+        if self.pre_rows != NULL:
+            return self._routed_rows(start, stop)
         for r in range(start, stop):
             self.cur = r
             for k in range(self.n_leaves):
@@ -838,6 +862,46 @@ cdef class SharedDag:
                 rec[3] = 0
                 if self._new(node, rec):
                     return -1
+            if self.oom:
+                return -1
+        return 0
+
+    cdef int _routed_rows(self, i64 start, i64 stop) noexcept nogil:
+        """_rows with the run's prefilter masks row-major: per row, the VM-tested
+        leaves, then the leaves of each test that accepts it (eight tests per word
+        read; the order of a row's leaves changes no instance: two instances formed at
+        one row share it and never join)."""
+        cdef int node, rep, k, q
+        cdef i64 r, w, b
+        cdef i64 rec[4]
+        cdef unsigned long long word
+        cdef const unsigned char* row
+        for r in range(start, stop):
+            self.cur = r
+            rec[0] = r
+            rec[1] = 1
+            rec[2] = r
+            rec[3] = 0
+            for k in range(self.n_vm):
+                node = self.vm_leaf[k]
+                rep = self.nd_rep[node]
+                if self.rep_row[rep] != r:
+                    self.rep_ok[rep] = self._leaf_ok(rep, r)
+                    self.rep_row[rep] = r
+                if self.rep_ok[rep] and self._new(node, rec):
+                    return -1
+            row = self.pre_rows + r * self.pre_w
+            w = 0
+            while w < self.pre_w:
+                memcpy(&word, row + w, 8)
+                if word != 0:
+                    for b in range(w, w + 8):
+                        if row[b] == 0:
+                            continue
+                        for q in range(self.tl_start[b], self.tl_start[b + 1]):
+                            if self._new(self.tl_leaf[q], rec):
+                                return -1
+                w += 8
             if self.oom:
                 return -1
         return 0
@@ -889,6 +953,8 @@ cdef class SharedDag:
         self.wnull = &dummy_u
         self.pre = NULL
         self.pre_ref = None
+        self.pre_rows = NULL
+        self.pre_rows_ref = None
         if prefilter is not None:
             pm = np.ascontiguousarray(prefilter, dtype=np.uint8)
             if pm.ndim != 2:
@@ -897,6 +963,13 @@ cdef class SharedDag:
                 self.pre_ref = pm
                 self.pre_n = pm.shape[1]
                 self.pre = <const unsigned char*> cnp.PyArray_DATA(pm)
+                if pm.shape[0] == self.n_tests:
+                    rows_major = np.zeros((pm.shape[1], (self.n_tests + 7) // 8 * 8),
+                                          dtype=np.uint8)
+                    rows_major[:, :self.n_tests] = pm.T
+                    self.pre_rows_ref = rows_major
+                    self.pre_w = rows_major.shape[1]
+                    self.pre_rows = <const unsigned char*> cnp.PyArray_DATA(rows_major)
         if wts is not None:
             wt = np.ascontiguousarray(wts, dtype=np.float64)
             wn = np.ascontiguousarray(wnulls, dtype=np.uint8)
