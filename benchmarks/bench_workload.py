@@ -59,6 +59,15 @@ off / on in one process (load ~5): SA 22.6 / 19.9 ms, TABU 19.9 / 17.5, NONE 43.
 40.8 at density 0.3; SA 10.1 / 9.8 at 0.5. With the cuts (load 4-5, two runs): density
 0.3 NONE 13.1 / 12.6x, SA 21.6 / 20.1x, TABU 22.7 / 21.7x over the trivial plan (SA /
 NONE 1.65 / 1.59, TABU / NONE 1.74 / 1.72); density 0.5 SA / NONE 1.87 / 1.61.
+Part of that ratio was the leaf loop, not sharing: every row looked at every leaf, and
+NONE has 528 private leaves (37 conditions) to SA's 37 -- ~12 ms of NONE's DAG per 20k
+rows. Rows are now routed to the leaves of the prefilter tests that accept them
+(shared_dag.pyx _routed_rows), as an engine routes an event by its type: in one process
+(load ~5) DAG NONE 39.3 -> 27.0 ms, SA 19.8 -> 17.5, TABU 18.0 -> 15.6 at density 0.3
+(NONE 30.1 -> 17.0, SA 10.3 -> 8.0 at 0.5), so SA / NONE fell 1.51 -> 1.29 and TABU /
+NONE 1.63 -> 1.35 (0.5: 1.76 -> 1.40). The bench after it (load 5-6, two runs): density
+0.3 trivial 28.2k / 28.6k ev/s, NONE 15.9 / 16.4x, SA 21.9 / 19.8x, TABU 23.4 / 23.1x
+(SA / NONE 1.38 / 1.21, TABU / NONE 1.47 / 1.41); density 0.5 SA / NONE 1.39 / 1.42.
 Run with --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50 (results/workload_density) and,
 separately (one trivial run alone takes ~35 s), --density 0.1 --density-size 250
 --eval-sizes 250 --repeat 1 (results/workload_density_250).

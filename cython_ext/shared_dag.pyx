@@ -19,7 +19,13 @@ it finishes its own trees' (late conjuncts, NOT checks, R7, measures, output) --
 
 Conditions run in the owner pattern's condition VM (``CepMatcher.eval_entry``: a C
 function taking the matcher, called without the GIL); the matchers must have the chunk's
-rows attached (``attach_rows``). Instances are pruned as rows advance by each node's
+rows attached (``attach_rows``). A join scans only the part of the sibling's store
+that can pass: along a store the newest row never decreases, so the instances outside the
+parent's window and those an order check against the store's newest slot fails are a
+prefix / suffix, skipped by galloping search (_scan_range; dag_arrays._scan_cuts); a
+consumer whose every scan is futile is skipped outright (dag_arrays._futile_uses). With
+the chunk's prefilter masks a row goes only to the leaves of the tests accepting it
+(_routed_rows). Instances are pruned as rows advance by each node's
 window; with WITHIN on every pattern the open PARTITION BY group of a chunk carries its
 stores into the next chunk (rows rebased), so memory follows the largest window. No
 module-level state: one SharedDag per evaluator, re-entrant.
