@@ -1785,10 +1785,13 @@ cdef class CepMatcher:
     cdef int _ext_rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) with the candidates of set_candidates instead of the plan
         trees: each candidate ending at row r is finished (late conjuncts, window, NOTs)
-        and stored at r, exactly where the own trees would have completed it."""
-        cdef i64 r, k
+        and stored at r, exactly where the own trees would have completed it. A row
+        without a candidate changes nothing once the row before it left no selection
+        pending (sel_dirty) and no error: the loop visits the first row and the
+        candidates' end rows only, so a pattern with few candidates costs no row scan."""
+        cdef i64 r = start
         cdef const i64* c
-        for r in range(start, stop):
+        while r < stop:
             self.cur_row = r
             while self.ext_at < self.ext_n and self.ext_cand[4 * self.ext_at] < r:
                 self.ext_at += 1
@@ -1802,6 +1805,15 @@ cdef class CepMatcher:
                 return -1
             if self.oom:
                 return -1
+            # the next row with a candidate (none: the partition's last row, as the
+            # row-by-row loop leaves cur_row)
+            r += 1
+            if self.ext_at < self.ext_n and self.ext_cand[4 * self.ext_at] < stop:
+                if self.ext_cand[4 * self.ext_at] > r:
+                    r = self.ext_cand[4 * self.ext_at]
+            elif r < stop:
+                self.cur_row = stop - 1
+                break
         return 0
 
     def set_candidates(self, cand, rows=None, comps=None):
