@@ -221,12 +221,18 @@ class SharedEvaluator:
         of its columns true (non-NULL, non-zero), as the condition VM reads them."""
         if not self.prefilters:
             return None
-        masks = np.ones((len(self.prefilters), n), dtype=np.uint8)
+        masks = np.empty((len(self.prefilters), n), dtype=np.bool_)
+        scratch = np.empty(n, dtype=np.bool_)
         for k, cols in enumerate(self.prefilters):
-            for p, col in cols:
-                values, nulls = loaded[p][0], loaded[p][1]
-                masks[k] &= (values[col] != 0.0) & (nulls[col] == 0)
-        return masks
+            for j, (p, col) in enumerate(cols):
+                values, nulls = loaded[p][0][col], loaded[p][1][col]
+                if j == 0:
+                    np.not_equal(values, 0.0, out=masks[k])
+                else:
+                    masks[k] &= np.not_equal(values, 0.0, out=scratch)
+                if nulls is not self.loader.no_nulls:   # a column with NULLs
+                    masks[k] &= np.equal(nulls, 0, out=scratch)
+        return masks.view(np.uint8)
 
     def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
                  ) -> Output:
