@@ -41,12 +41,22 @@ a shared pattern without a candidate in a chunk of whole groups is not run at al
 single-row NOT whose condition reads only its own row answers "a NOT row in the region?"
 from prefix counts (cep.pyx _neg_count), not a scan per candidate: at density 0.5 the
 AND(a, b, NOT(c), d) pattern's 8.5k candidates went from ~5 ms to ~1.5 ms per run. What
-every plan still pays alike, and what caps "SA / NONE" (100 patterns, 20k events, load
-~2.9): loading the columns (4-7 ms: ~190 distinct columns), the patterns' own finishing
-of their candidates (5-7 ms: ~5 ms in the patterns' runs, ~2 ms Python per pattern:
-views, output batches) and, at density 0.1, writing 278k matches (~40 ms). SA / NONE
-measured 1.32 / 1.52 / 1.80 / 2.22x at density 0.1 / 0.3 / 0.5 / 0.7 (best plan / NONE
-1.35 / 1.63 / 1.80 / 2.22x).
+every plan still pays alike, and what caps "SA / NONE" (100 patterns, 20k events):
+loading the columns (~6-7 ms: 242 distinct columns at density 0.3, 212 of them the
+per-pattern ``diff + k`` expressions, every one read by some DAG join check; the cost is
+copying each column's Arrow chunks into one array, ~3 ms, plus ~2 ms Python) and the
+patterns' own finishing of their candidates, now ~4 ms at density 0.3 and ~3 ms at 0.5
+(was ~7 ms at both): the candidate loop visits only the candidates' end rows
+(cep.pyx _ext_rows; a pattern with a few candidates cost ~100 us of row loop), a NOT on
+a precomputed column counts its rows from the column (_neg_fill), many matches are
+bucketed by first row before the merge sort (match_order.pxi), and the output rows of
+all patterns are gathered with one Arrow take per input column (evaluator._Gathers).
+Of the ~4 ms, ~3 ms is one SEQ(a, b, c) pattern's 21k matches. At density 0.1, writing
+278k matches (~40 ms). SA / NONE measured 1.32 / 1.52 / 1.80 / 2.22x at density 0.1 /
+0.3 / 0.5 / 0.7 before the finishing work (best plan / NONE 1.35 / 1.63 / 1.80 / 2.22x);
+with it, the same command before / after in one sitting (load 3.3-4.4, best of 3):
+density 0.3 SA / NONE 1.62 -> 1.64 (TABU / NONE 1.70 -> 1.74), density 0.5 2.01 ->
+2.05; the trivial plan gets the same saving, so "x over trivial" moves within noise.
 Join attempts (--density 0.3 0.5 --eval-sizes 100, 20k events): along a node's store the
 newest row never decreases, so the DAG skips in bulk (shared_dag.pyx _scan_range) the
 stored instances outside the parent's window -- a shared leaf is kept for its largest

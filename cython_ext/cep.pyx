@@ -1474,6 +1474,27 @@ cdef class CepMatcher:
         cdef i64 r = self.neg_upto[q], i
         cdef bint ok
         cdef unsigned char* memo = self.neg_memo + q * self.n_rows
+        cdef int cols[8]
+        cdef int n_cols = self._plain_columns(nlab, cols, 8)
+        cdef i64 lo = self.ps if self.ps > r else r
+        cdef i64 top = self.pe if self.pe < hi else hi
+        if n_cols > 0 and r < hi:
+            # plain column tests (a precomputed row-local condition): the same truth
+            # value as the VM's, read straight from the columns
+            while r < lo:
+                cnt[r + 1] = cnt[r]
+                r += 1
+            while r < top:
+                ok = True
+                for i in range(n_cols):
+                    if not self._column_true(cols[i], r):
+                        ok = False
+                        break
+                cnt[r + 1] = cnt[r] + (1 if ok else 0)
+                r += 1
+            while r < hi:   # past the partition: the reference resolves to NULL
+                cnt[r + 1] = cnt[r]
+                r += 1
         while r < hi:
             ok = False
             if r >= self.ps:
@@ -1493,6 +1514,34 @@ cdef class CepMatcher:
             r += 1
         if hi > self.neg_upto[q]:
             self.neg_upto[q] = hi
+
+    cdef int _plain_columns(self, int nlab, int* cols, int cap) noexcept nogil:
+        """The columns of label nlab's conjuncts when every one is a plain column test
+        of its own row ("C_LOAD column, current row; end": a precomputed row-local
+        expression such as ``symbol = 'S03'``, in a set holding nlab), as many as
+        there are (at most cap); -1 otherwise. Such a conjunct holds on row r of the
+        partition exactly when the column there is non-NULL and non-zero."""
+        cdef int i, c, pc, ref, n = 0
+        for i in range(self.lab_conj_start[nlab], self.lab_conj_start[nlab + 1]):
+            c = self.lab_conj[i]
+            pc = self.conj_off[c]
+            if n == cap or pc < 0 or self.code[pc] != C_LOAD or \
+                    self.code[pc + 3] != C_JUMP or self.code[pc + 4] != -1:
+                return -1
+            ref = self.code[pc + 2]
+            if self.refs[ref * 5 + 2] != 0 or self.refs[ref * 5 + 3] != 0 or \
+                    not self._in(self.refs[ref * 5], nlab):
+                return -1
+            cols[n] = self.code[pc + 1]
+            n += 1
+        return n
+
+    cdef inline bint _column_true(self, int col, i64 r) noexcept nogil:
+        """Column col of row r is non-NULL and non-zero (as the VM reads it)."""
+        if self.col_vals != NULL:
+            return not self.col_nulls[col][r] and self.col_vals[col][r] != 0.0
+        return not self.nulls[col * self.n_rows + r] and \
+            self.vals[col * self.n_rows + r] != 0.0
 
     cdef int _neg_program(self, int sub, i64* pos, i64* lab, i64 m, i64 lo_r, i64 hi_r,
                           bint closed_region) noexcept nogil:
@@ -1785,10 +1834,13 @@ cdef class CepMatcher:
     cdef int _ext_rows(self, i64 start, i64 stop) noexcept nogil:
         """Rows [start, stop) with the candidates of set_candidates instead of the plan
         trees: each candidate ending at row r is finished (late conjuncts, window, NOTs)
-        and stored at r, exactly where the own trees would have completed it."""
-        cdef i64 r, k
+        and stored at r, exactly where the own trees would have completed it. A row
+        without a candidate changes nothing once the row before it left no selection
+        pending (sel_dirty) and no error: the loop visits the first row and the
+        candidates' end rows only, so a pattern with few candidates costs no row scan."""
+        cdef i64 r = start
         cdef const i64* c
-        for r in range(start, stop):
+        while r < stop:
             self.cur_row = r
             while self.ext_at < self.ext_n and self.ext_cand[4 * self.ext_at] < r:
                 self.ext_at += 1
@@ -1802,6 +1854,15 @@ cdef class CepMatcher:
                 return -1
             if self.oom:
                 return -1
+            # the next row with a candidate (none: the partition's last row, as the
+            # row-by-row loop leaves cur_row)
+            r += 1
+            if self.ext_at < self.ext_n and self.ext_cand[4 * self.ext_at] < stop:
+                if self.ext_cand[4 * self.ext_at] > r:
+                    r = self.ext_cand[4 * self.ext_at]
+            elif r < stop:
+                self.cur_row = stop - 1
+                break
         return 0
 
     def set_candidates(self, cand, rows=None, comps=None):

@@ -80,9 +80,62 @@ cdef void _merge(const i64* src, i64* dst, i64 lo, i64 mid, i64 hi,
         k += 1
 
 
+cdef inline i64 _primary_row(const MatchOrder* c, i64 a) noexcept nogil:
+    """The row _cmp_match compares first: the last row (last_first) or the first."""
+    if c.last_first:
+        return c.pos[c.off[a] + c.len[a] - 1]
+    return c.pos[c.off[a]]
+
+
 cdef int _sort_matches(i64* order, i64 n, const MatchOrder* c) noexcept nogil:
     """Stable sort of match indices (equal matches keep their stored order, so the
-    result does not depend on the platform's qsort); -1 when out of memory."""
+    result does not depend on the platform's qsort); -1 when out of memory. Many
+    matches over a narrow range of rows are first bucketed by the row _cmp_match
+    compares first (a stable counting sort), then each bucket is merge-sorted: the same
+    order as merge-sorting them all, with a fraction of the comparisons."""
+    cdef i64 lo, hi, span, i, k, r, start
+    cdef i64* count
+    cdef i64* tmp
+    if n <= 4 * SORT_RUN:
+        return _merge_sort(order, n, c)
+    lo = hi = _primary_row(c, order[0])
+    for i in range(1, n):
+        r = _primary_row(c, order[i])
+        if r < lo:
+            lo = r
+        elif r > hi:
+            hi = r
+    span = hi - lo + 1
+    if span > 2 * n:
+        return _merge_sort(order, n, c)
+    count = <i64*> calloc(span + 1, sizeof(i64))
+    tmp = <i64*> malloc(n * sizeof(i64))
+    if count == NULL or tmp == NULL:
+        free(count)
+        free(tmp)
+        return -1
+    for i in range(n):
+        count[_primary_row(c, order[i]) - lo + 1] += 1
+    for k in range(span):
+        count[k + 1] += count[k]     # count[k]: the first slot of bucket k
+    for i in range(n):
+        k = _primary_row(c, order[i]) - lo
+        tmp[count[k]] = order[i]
+        count[k] += 1                # ends as the end of bucket k
+    memcpy(order, tmp, n * sizeof(i64))
+    free(tmp)
+    start = 0
+    for k in range(span):
+        if count[k] - start > 1 and _merge_sort(order + start, count[k] - start, c):
+            free(count)
+            return -1
+        start = count[k]
+    free(count)
+    return 0
+
+
+cdef int _merge_sort(i64* order, i64 n, const MatchOrder* c) noexcept nogil:
+    """Stable merge sort of match indices by _cmp_match; -1 when out of memory."""
     cdef i64 lo, width
     cdef i64* tmp
     cdef i64* src = order

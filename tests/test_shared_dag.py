@@ -411,6 +411,42 @@ def test_leaf_prefilters_only_for_plain_column_tests():
     assert out["stats"]["leaf_prefilters"] == len(tests)
 
 
+def test_many_matches_few_candidate_rows_and_plain_not_columns():
+    """Finishing paths of the shared pass: more than 64 matches of one pattern sorted
+    at once (match_order.pxi buckets them by first / last row before merge-sorting),
+    patterns whose candidates are a few rows of a longer chunk (cep.pyx _ext_rows jumps
+    between them), a NOT whose condition is a precomputed column (_neg_fill reads it
+    directly, NULL tags failing it) and one reading PREV (the VM tests it); rows and
+    match numbers equal the own workers' and the oracle's, one chunk and carried
+    chunks alike."""
+    n = 36
+    table = pa.table({"part": ["x"] * n, "ts": list(range(n)),
+                      "price": [(7 * i) % 11 for i in range(n)],
+                      "vol": [1.0] * n,
+                      "tag": [None if i % 13 == 5 else "xyzw"[i % 4] for i in range(n)]})
+    tail = "MATCH_NUMBER() AS mn ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+    sqls = [HEAD + "FIRST(a.ts) AS t0, LAST(c.ts) AS t1, " + tail +
+            "PATTERN (SEQ(a, b, c)) WITHIN 20 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z')",
+            HEAD + "FIRST(a.ts) AS t0, LAST(c.ts) AS t1, " + tail.replace(
+                "ONE ROW PER MATCH", "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW") +
+            "PATTERN (SEQ(a, b, c)) WITHIN 20 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z')",
+            HEAD + "FIRST(a.ts) AS t0, LAST(c.ts) AS t1, " + tail +
+            "PATTERN (AND(a, KL(b, 1, 2), c)) WITHIN 9 ROWS "
+            "DEFINE a AS a.tag = 'x', b AS b.tag <> 'x', c AS c.tag = 'z')",
+            HEAD + "FIRST(d.ts) AS t0, LAST(e.ts) AS t1, " + tail +
+            "PATTERN (SEQ(d, NOT(m), e)) WITHIN 8 ROWS "
+            "DEFINE d AS d.tag = 'z', m AS m.tag = 'w', e AS e.tag = 'x')",
+            HEAD + "FIRST(d.ts) AS t0, LAST(e.ts) AS t1, " + tail +
+            "PATTERN (SEQ(d, NOT(m), e)) WITHIN 8 ROWS "
+            "DEFINE d AS d.tag = 'z', m AS m.price > PREV(m.price) + 6, e AS e.tag = 'x')"]
+    for chunk_rows in (n, 10):
+        out = assert_shared_equals_own(sqls, table, batch_rows=8, chunk_rows=chunk_rows)
+        matches = out["stats"]["matches"]
+        assert matches[0] > 64 and matches[2] > 64 and min(matches) > 0
+
+
 def _hand_plan_workload():
     sqls = [HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (AND(a, b)) WITHIN 6 ROWS "

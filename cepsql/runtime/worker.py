@@ -158,8 +158,19 @@ class MatchWorker:
         return self._output(table, rows, match_numbers, leaves, aggregates, list_rows), resume
 
     def _output(self, table, rows, match_numbers, leaves, aggregates, list_rows):
+        return self._output_batches(self._output_columns(
+            table, rows, match_numbers, leaves, aggregates, list_rows))
+
+    def _output_columns(self, table, rows, match_numbers, leaves, aggregates, list_rows,
+                        take=None) -> list:
+        """The output columns of the matcher's result. ``take(name, indices, mask)``
+        gathers rows of an input column (default: from table); the shared pass defers
+        these gathers to make one per input column for all its patterns."""
         c = self.config
-        columns = [table.column(name).take(pa.array(rows)) for name in c.passthrough]
+        if take is None:
+            def take(name, indices, mask=None):
+                return table.column(name).take(pa.array(indices, mask=mask))
+        columns = [take(name, rows) for name in c.passthrough]
         for i, column in enumerate(c.leaf_columns):
             idx = leaves[:, i]
             if column is None:
@@ -167,11 +178,16 @@ class MatchWorker:
                 codes = pa.array(idx.astype(np.int32), mask=idx < 0)
                 columns.append(labels.take(codes))
             else:
-                columns.append(table.column(column).take(pa.array(idx, mask=idx < 0)))
+                columns.append(take(column, idx, idx < 0))
         columns += self._aggregate_columns(table, aggregates, list_rows, match_numbers)
         columns.append(pa.array(match_numbers, mask=match_numbers < 0))
-        out = pa.Table.from_arrays(columns, schema=c.output_schema)
-        return out.to_batches()
+        return columns
+
+    def _output_batches(self, columns: list) -> list[pa.RecordBatch]:
+        """The output batches of _output_columns' columns."""
+        if len(columns[-1]) and all(isinstance(col, pa.Array) for col in columns):
+            return [pa.RecordBatch.from_arrays(columns, schema=self.config.output_schema)]
+        return pa.Table.from_arrays(columns, schema=self.config.output_schema).to_batches()
 
     def _aggregate_columns(self, table: pa.Table, raw: np.ndarray, list_rows: np.ndarray,
                            match_numbers: np.ndarray) -> list[pa.Array]:

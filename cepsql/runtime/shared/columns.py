@@ -63,6 +63,7 @@ class ColumnLoader:
         self.strings = list(dict.fromkeys(name for name, k, _ in self.keys if k == STR))
         # workers reading the same columns without pointers share one matrix set
         self.layout = [tuple(s) for s in self.slots]
+        self.no_nulls = np.zeros(0, dtype=np.uint8)
 
     def load(self, table: pa.Table) -> list[tuple]:
         """Per worker (values, nulls, consts, exact) as MatchWorker._vm_columns gives
@@ -74,7 +75,9 @@ class ColumnLoader:
         dictionary = _sorted_dictionary(
             pa.Table.from_arrays([table.column(c) for c in self.strings], names=labels)
             if self.strings else pa.table({}), labels, self.literals)
-        no_nulls = np.zeros(n, dtype=np.uint8)
+        # the NULL flags of every column without NULLs this chunk (one array, so a
+        # reader can tell "no NULL" by identity)
+        self.no_nulls = no_nulls = np.zeros(n, dtype=np.uint8)
         no_values = np.zeros(n, dtype=np.float64)   # an exact-lane column's float lane
         loaded = [_convert(table.column(name), kind, exact, dictionary, no_nulls)
                   for name, kind, exact in self.keys]

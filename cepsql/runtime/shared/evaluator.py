@@ -221,12 +221,18 @@ class SharedEvaluator:
         of its columns true (non-NULL, non-zero), as the condition VM reads them."""
         if not self.prefilters:
             return None
-        masks = np.ones((len(self.prefilters), n), dtype=np.uint8)
+        masks = np.empty((len(self.prefilters), n), dtype=np.bool_)
+        scratch = np.empty(n, dtype=np.bool_)
         for k, cols in enumerate(self.prefilters):
-            for p, col in cols:
-                values, nulls = loaded[p][0], loaded[p][1]
-                masks[k] &= (values[col] != 0.0) & (nulls[col] == 0)
-        return masks
+            for j, (p, col) in enumerate(cols):
+                values, nulls = loaded[p][0][col], loaded[p][1][col]
+                if j == 0:
+                    np.not_equal(values, 0.0, out=masks[k])
+                else:
+                    masks[k] &= np.not_equal(values, 0.0, out=scratch)
+                if nulls is not self.loader.no_nulls:   # a column with NULLs
+                    masks[k] &= np.equal(nulls, 0, out=scratch)
+        return masks.view(np.uint8)
 
     def _process(self, table: pa.Table, starts: np.ndarray, open_last: bool = False
                  ) -> Output:
@@ -256,6 +262,8 @@ class SharedEvaluator:
         dag_at = time.thread_time()
         shared = set(self.shared)
         out: Output = []
+        gathers = _Gathers(table)
+        deferred = []   # (position in out, pattern, worker, output columns to fill)
         closed = not open_last and not self.carried   # whole groups, no carried state
         for p, (worker, matcher) in enumerate(zip(self.workers, self.matchers)):
             if p in self.generic:   # whole groups: its own worker, fresh state
@@ -305,10 +313,18 @@ class SharedEvaluator:
                 continue
             self.matches[p] += _count_matches(own_bounds, rows, numbers,
                                               worker.config.all_rows)
-            own_table = self._view(p, table.slice(off) if off else table)
-            for batch in worker._output(own_table, rows, numbers, leaves, aggregates,
-                                        matcher.list_rows()):
-                out.append((p, batch))
+            names = None if self.shared_name is None else self.shared_name[p]
+            own_table = self._view(p, table.slice(off) if off else table) \
+                if worker.config.gathered else _ColumnView(table, names, off)
+            deferred.append((len(out), p, worker, worker._output_columns(
+                own_table, rows, numbers, leaves, aggregates, matcher.list_rows(),
+                take=gathers.taker(names, off))))
+            out.append(None)   # its batches, once the gathers are made
+        if deferred:
+            gathers.resolve()
+            for at, p, worker, columns in deferred:
+                out[at] = [(p, b) for b in worker._output_batches(gathers.fill(columns))]
+            out = [x for part in out for x in (part if isinstance(part, list) else [part])]
         self.seconds["columns"] += loaded_at - started
         self.seconds["dag"] += dag_at - loaded_at
         self.seconds["finish"] += time.thread_time() - dag_at
@@ -316,6 +332,68 @@ class SharedEvaluator:
 
 
 _NO_EXACT = np.zeros((0, 0, 2), dtype=np.int64)
+
+
+class _Gather:
+    """A placeholder output column: request ``index`` of input column ``source``."""
+    __slots__ = ("source", "index")
+
+    def __init__(self, source: str, index: int):
+        self.source, self.index = source, index
+
+
+class _Gathers:
+    """The row gathers (passthrough and MEASURES row columns) of every pattern's output
+    in a chunk, made with one Arrow take per input column instead of one per pattern
+    and column: each pattern records its gathers (taker), resolve() takes each input
+    column's rows once, and every pattern gets its slice (zero-copy)."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self.requests: dict[str, list[tuple[np.ndarray, np.ndarray | None]]] = {}
+        self.taken: dict[tuple[str, int], pa.Array] = {}
+
+    def taker(self, names: dict[str, str] | None, off: int):
+        """The take() of a pattern naming its columns by ``names`` (own -> input; None:
+        the input's names) whose rows start at input row ``off``."""
+        def take(name: str, indices: np.ndarray, mask: np.ndarray | None = None) -> _Gather:
+            source = name if names is None else names.get(name, name)
+            requests = self.requests.setdefault(source, [])
+            requests.append((indices + off if off else indices, mask))
+            return _Gather(source, len(requests) - 1)
+        return take
+
+    def resolve(self) -> None:
+        for source, requests in self.requests.items():
+            indices = np.concatenate([i for i, _ in requests])
+            mask = None
+            if any(m is not None for _, m in requests):
+                mask = np.concatenate([np.zeros(len(i), dtype=bool) if m is None else m
+                                       for i, m in requests])
+            taken = self.table.column(source).take(pa.array(indices, mask=mask))
+            if isinstance(taken, pa.ChunkedArray):
+                taken = taken.chunk(0) if taken.num_chunks == 1 else taken.combine_chunks()
+            at = 0
+            for k, (i, _) in enumerate(requests):
+                self.taken[source, k] = taken.slice(at, len(i))
+                at += len(i)
+
+    def fill(self, columns: list) -> list:
+        """The columns with every placeholder replaced by its rows."""
+        return [self.taken[c.source, c.index] if isinstance(c, _Gather) else c
+                for c in columns]
+
+
+class _ColumnView:
+    """A pattern's input rows (from ``off``) as its worker names the columns, for the
+    output's column reads (MIN/MAX and LIST measures), without building a table."""
+
+    def __init__(self, table: pa.Table, names: dict[str, str] | None, off: int):
+        self.table, self.names, self.off = table, names, off
+
+    def column(self, own: str):
+        col = self.table.column(own if self.names is None else self.names.get(own, own))
+        return col.slice(self.off) if self.off else col
 
 
 def _no_matrix(n: int) -> tuple[np.ndarray, np.ndarray]:
