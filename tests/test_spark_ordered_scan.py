@@ -340,3 +340,49 @@ def test_gap_pushdown_kleene_and_not_over_dropped_rows(spark, file_partitions, t
         assert len(want) > 3
         assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
                                      for r in want.itertuples(index=False)), pattern
+
+
+def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
+    """The gap scan's profile job runs once per file set: a repeat query over a fresh
+    read of the same files takes the profiles from the session's cache (EXPLAIN says so)
+    with the same rows; a different filter, a rewritten file (same path, other rows) or
+    the cache switched off run the job again, and the rows equal the in-process ones."""
+    from cepsql.backends.spark import profile_cache
+    calls = []
+    profile = profile_cache.partition_profiles
+    monkeypatch.setattr(profile_cache, "partition_profiles",
+                        lambda *a: calls.append(a[2]) or profile(*a))
+    path = str(tmp_path / "ev.parquet")
+    rows = _ticks(300)
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=60)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
+    spark.cep.clear_cache()
+
+    def source(where: str = "") -> None:
+        frame = spark.read.parquet(path)  # a fresh read: a new plan over the same files
+        (frame.where(where) if where else frame).createOrReplaceTempView("ev")
+
+    def want(table_rows) -> Counter:
+        got = cepsql.match_recognize(SQL, ev=pa.Table.from_pylist(table_rows, ARROW_SCHEMA))
+        return Counter(tuple(_null_normal(v) for v in r) for r in got.itertuples(index=False))
+    try:
+        source()
+        assert "from a profile job (kept" in spark.cep.explain(SQL) and len(calls) == 1
+        source()
+        assert _rows(spark.cep.sql(SQL)) == want(rows) and len(calls) == 1
+        assert "partition profiles from the session's cache" in spark.cep.explain(SQL)
+        source("price >= 0")  # another plan over the same files
+        assert "from a profile job (kept" in spark.cep.explain(SQL) and len(calls) == 2
+        changed = [dict(r, tag="xyzq"[r["ts"] % 4]) for r in rows]
+        pq.write_table(pa.Table.from_pylist(changed), path, row_group_size=60)
+        source()
+        assert _rows(spark.cep.sql(SQL)) == want(changed) and len(calls) == 3
+        spark.conf.set(profile_cache.PROFILE_CACHE_CONF, "false")
+        assert "not cached" in spark.cep.explain(SQL) and len(calls) == 4
+        assert "not cached" in spark.cep.explain(SQL) and len(calls) == 5
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset(profile_cache.PROFILE_CACHE_CONF)
+    assert len(spark.cep.profile_cache) > 0
+    spark.cep.clear_cache()
+    assert len(spark.cep.profile_cache) == 0

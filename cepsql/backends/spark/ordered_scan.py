@@ -59,7 +59,8 @@ from ...exprs.spark_sql import quote_identifier
 from ...runtime.plan import QueryPlan
 from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
 from .gap_scan import (POSITION_COLUMN, numbered, overlap_positions, own_positions,
-                       partition_profiles, with_breaks, worker_reads)
+                       with_breaks, worker_reads)
+from .profile_cache import cached_profiles
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
@@ -185,14 +186,16 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     unit = None if field is None else _key_unit(field.dataType)
     if unit is None or _has_exchange(df):
         return None
-    profiles = {}
+    profiles, origin = {}, None
     if gaps is not None and POSITION_COLUMN not in df.columns:
-        profiles = {p.pid: p for p in partition_profiles(df, field.name, gaps)}
+        found, origin = cached_profiles(df, field.name, gaps)
+        profiles = {p.pid: p for p in found}
         ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi) for p in profiles.values()]
         if not all(p.in_order for p in profiles.values()):
             gaps, profiles = None, {}  # NULL or unordered times: every row to Python
     elif prune:  # times strictly increasing in file order: no ties, no in-task sort
-        gaps, found = None, partition_profiles(df, field.name, "true")
+        found, origin = cached_profiles(df, field.name, "true")
+        gaps = None
         ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi, p.count if p.strict else None)
                   for p in found]
     else:
@@ -210,7 +213,7 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
         return None
     untied = gaps is None and prune and all(r.distinct == r.count for r in layout)
     return OrderedScan(field.name, field.dataType, layout, overlaps, total, gaps, profiles,
-                       untied=untied)
+                       untied=untied, profile_origin=origin)
 
 
 def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) -> float:
@@ -226,6 +229,16 @@ def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) ->
                for i, o in enumerate(overlaps))
 
 
+_ORIGINS = {
+    "cache": "; partition profiles from the session's cache (same files, plan and conf as "
+             "an earlier query: no profile job)",
+    "job": "; partition profiles from a profile job (kept in the session's cache for "
+           "later queries over the same files)",
+    "uncached": "; partition profiles from a profile job (not cached: no exact identity "
+                "for this source, or cepsql.slicing.profileCache=false)",
+}
+
+
 @dataclass
 class OrderedScan:
     """The driver side of one scan-sliced clause: what the first job found."""
@@ -238,8 +251,14 @@ class OrderedScan:
     profiles: dict = field(default_factory=dict)  # pid -> gap_scan.PartitionProfile
     source: DataFrame | None = None  # (gaps) the unfiltered frame, for the overlap job
     untied: bool = False  # (no gaps) no partition has tied times: columns may be pruned
+    # where the partition profiles came from (profile_cache.cached_profiles): "cache",
+    # "job", "uncached"; None: no profile job (the JVM range aggregate)
+    profile_origin: str | None = None
 
     def describe(self) -> str:
+        return self._describe() + _ORIGINS.get(self.profile_origin, "")
+
+    def _describe(self) -> str:
         head = f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
         if self.gaps is None and self.untied:
             return head + ("increasing ORDER BY ranges, each strictly in time order in its "
