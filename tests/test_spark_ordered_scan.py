@@ -342,6 +342,12 @@ def test_gap_pushdown_kleene_and_not_over_dropped_rows(spark, file_partitions, t
                                      for r in want.itertuples(index=False)), pattern
 
 
+def _jobs(spark) -> int:
+    """Spark jobs started so far in this session."""
+    value = spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+    return value if isinstance(value, int) else value.get()
+
+
 def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
     """The gap scan's profile job runs once per file set: a repeat query over a fresh
     read of the same files takes the profiles from the session's cache (EXPLAIN says so)
@@ -349,9 +355,8 @@ def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
     the cache switched off run the job again, and the rows equal the in-process ones."""
     from cepsql.backends.spark import profile_cache
     calls = []
-    profile = profile_cache.partition_profiles
-    monkeypatch.setattr(profile_cache, "partition_profiles",
-                        lambda *a: calls.append(a[2]) or profile(*a))
+    profile = profile_cache.profile_rows
+    monkeypatch.setattr(profile_cache, "profile_rows", lambda f: calls.append(f) or profile(f))
     path = str(tmp_path / "ev.parquet")
     rows = _ticks(300)
     pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=60)
@@ -368,8 +373,12 @@ def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
     try:
         source()
         assert "from a profile job (kept" in spark.cep.explain(SQL) and len(calls) == 1
-        source()
         assert _rows(spark.cep.sql(SQL)) == want(rows) and len(calls) == 1
+        source()
+        before = _jobs(spark)
+        out = spark.cep.sql(SQL)  # profile and overlap rows from the cache: no job at all
+        assert _jobs(spark) == before and len(calls) == 1
+        assert _rows(out) == want(rows)
         assert "partition profiles from the session's cache" in spark.cep.explain(SQL)
         source("price >= 0")  # another plan over the same files
         assert "from a profile job (kept" in spark.cep.explain(SQL) and len(calls) == 2

@@ -65,10 +65,20 @@ class PartitionProfile:
 def partition_profiles(df: DataFrame, key: str, relevant_sql: str) -> list[PartitionProfile]:
     """The planning job: per non-empty input partition of df, its profile (only the
     ``key`` column and the relevance flag reach Python)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
+    return profile_rows(profile_input(df, key, relevant_sql))
+
+
+def profile_input(df: DataFrame, key: str, relevant_sql: str) -> DataFrame:
+    """What the planning job reads: df's ``key`` and relevance flag (profile_cache.py
+    keys the profile by this frame's plan)."""
     flag = F.coalesce(F.expr(relevant_sql), F.lit(False))
-    rows = (df.select(F.col(quote_identifier(key)).alias("t"), flag.alias("r"))
-            .mapInArrow(_Profile(), from_arrow_schema(_PROFILE_SCHEMA)).toArrow())
+    return df.select(F.col(quote_identifier(key)).alias("t"), flag.alias("r"))
+
+
+def profile_rows(frame: DataFrame) -> list[PartitionProfile]:
+    """The planning job over ``profile_input``'s frame."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    rows = frame.mapInArrow(_Profile(), from_arrow_schema(_PROFILE_SCHEMA)).toArrow()
     return [PartitionProfile(r["pid"], r["n"], r["nulls"], r["lo"] or 0, r["hi"] or 0,
                              bool(r["strict"]), r["kept"], r["first"], r["last"])
             for r in rows.to_pylist()]

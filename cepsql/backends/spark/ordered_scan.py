@@ -60,7 +60,7 @@ from ...runtime.plan import QueryPlan
 from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
 from .gap_scan import (POSITION_COLUMN, numbered, overlap_positions, own_positions,
                        with_breaks, worker_reads)
-from .profile_cache import cached_profiles
+from .profile_cache import cached_profiles, memoized
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
@@ -359,10 +359,16 @@ class OrderedScan:
         pid = [F.spark_partition_id().alias(_PID)]
         if flag is not None:
             pid.append(F.coalesce(flag, F.lit(False)).alias(_KEEP))
-        picked = prepared.where(condition).select("*", *pid)
-        if _prunes_partitions(picked):  # dropped files would renumber the partitions
-            picked = prepared.select("*", *pid).where(condition)
-        rows = picked.toArrow()
+
+        def collect() -> pa.Table:
+            picked = prepared.where(condition).select("*", *pid)
+            if _prunes_partitions(picked):  # dropped files would renumber the partitions
+                picked = prepared.select("*", *pid).where(condition)
+            return picked.toArrow()
+        # the rows are the frame's (and flag's) over these files, each with its input
+        # partition: memoized per file set like the profile
+        basis = prepared.where(condition).select("*", *pid[1:])
+        rows, _ = memoized(basis, ("overlap",), collect, lambda table: table.nbytes)
         self._check_owners(rows)
         return rows
 

@@ -1,27 +1,31 @@
-"""The ordered scan's profile job, once per file set: a per-session memo of
-``gap_scan.partition_profiles``.
+"""The ordered scan's planning jobs, once per file set: a per-session memo of the
+partition profiles (``gap_scan.partition_profiles``) and the overlap rows
+(``OrderedScan._overlap_rows``).
 
-The profile (per input partition: rows, NULL times, range, strict file order, and the
-kept rows of the query's relevance flag) is a fact about the FILES and how Spark cuts
-them into input partitions, not about the query: a user re-running a query every minute
-over unchanged event files need not pay the job each time (1.2 s of a 3.7 s query at 5M
-rows). Exact or nothing, the key holds everything the profile could depend on:
+Both are facts about the FILES and how Spark cuts them into input partitions, read
+through the query's own projection: a user re-running a query every minute over
+unchanged event files need not pay them each time (the profile job was 1.2 s of a 3.7 s
+query at 5M rows). Exact or nothing, the key holds everything the result could depend
+on (``frame_key``):
 
-* the source's plan (``semanticHash``, then ``sameSemantics`` against the stored frame,
-  so a hash collision cannot hit), deterministic only;
+* the plan of the frame the job reads (``semanticHash``, then ``sameSemantics`` against
+  the stored frame, so a hash collision cannot hit), deterministic only: for the profile,
+  the source's ORDER BY column and relevance flag (``gap_scan.profile_input``), so the
+  query's relevance condition is part of it;
 * every leaf a file relation whose files Spark listed (``InMemoryFileIndex.allFiles``):
   each file's path and size as the scan splits it, and its size and modification time
   now (``os.stat`` for ``file:``, Hadoop's FileSystem otherwise) -- a listing whose
-  sizes differ from the files now is a stale frame: no cache;
-* the input partitions each scan cuts (their number) and every Spark conf set in the
-  session (split sizes, parallelism, time zone, ANSI ...) plus the default parallelism;
-* the ORDER BY column and the relevance SQL (the kept facts depend on the query).
+  sizes differ from the files now is a stale frame: no memo;
+* the input partitions each scan cuts (their number), every conf set in the session
+  (split sizes, parallelism, time zone, ANSI ...; not cepsql's own) and the default
+  parallelism.
 
 Anything else (not a file source, Spark Connect, a listing that cannot be read): no
-cache, the job runs as before. The tasks still check their rows against the profile
+memo, the job runs as before. The tasks still check their rows against the profile
 (ordered_scan._ScanTask) and fail loudly when a file changed under the same size and
-modification time. Off with ``cepsql.slicing.profileCache=false``; ``spark.cep.clear_cache()``
-empties it.
+modification time. Bounded: ENTRIES entries and MAX_BYTES of overlap rows (least
+recently used dropped first). Off with ``cepsql.slicing.profileCache=false``;
+``spark.cep.clear_cache()`` empties it.
 """
 from __future__ import annotations
 
@@ -29,57 +33,71 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from .gap_scan import partition_profiles
+from .gap_scan import profile_input, profile_rows
 
 PROFILE_CACHE_CONF = "cepsql.slicing.profileCache"
-ENTRIES = 32  # profiles kept per session (least recently used dropped first)
+ENTRIES = 32                 # memo entries per session
+MAX_BYTES = 64 << 20         # overlap rows kept per session (Arrow bytes)
+MAX_ENTRY_BYTES = 16 << 20   # larger overlap tables are not kept
 _STATUS = re.compile(r"FileStatus\{path=(.*?); isDirectory=(?:true|false); length=(\d+);")
+_OWN_CONF = re.compile(r"cepsql\.[\w.]+ -> [^,)]*")
 
 
 @dataclass
 class _Entry:
-    frame: object       # the JVM Dataset profiled (for sameSemantics)
-    profiles: list      # gap_scan.PartitionProfile
+    frame: object   # the JVM Dataset the job read (for sameSemantics)
+    value: object
+    nbytes: int
 
 
 class ProfileCache:
-    """A size-bounded LRU of partition profiles, one per SparkSession (thread-safe)."""
+    """A size-bounded LRU of planning-job results, one per SparkSession (thread-safe)."""
 
-    def __init__(self, entries: int = ENTRIES):
-        self.entries = entries
+    def __init__(self, entries: int = ENTRIES, max_bytes: int = MAX_BYTES):
+        self.entries, self.max_bytes = entries, max_bytes
         self._items: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def get(self, key: tuple, df: DataFrame) -> list | None:
+    def get(self, key: tuple, frame: DataFrame):
+        """The value kept for key when ``frame`` has the same plan as the one it was
+        computed from, else None."""
         with self._lock:
             entry = self._items.get(key)
             if entry is not None:
                 self._items.move_to_end(key)
-        if entry is None or not _same_plan(entry.frame, df):
+        if entry is None or not _same_plan(entry.frame, frame):
             return None
-        return entry.profiles
+        return entry.value
 
-    def put(self, key: tuple, df: DataFrame, profiles: list) -> None:
+    def put(self, key: tuple, frame: DataFrame, value, nbytes: int = 0) -> None:
+        if nbytes > min(MAX_ENTRY_BYTES, self.max_bytes):
+            return
         with self._lock:
-            self._items[key] = _Entry(df._jdf, list(profiles))
-            self._items.move_to_end(key)
-            while len(self._items) > self.entries:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            self._bytes -= 0 if old is None else old.nbytes
+            self._items[key] = _Entry(frame._jdf, value, nbytes)
+            self._bytes += nbytes
+            while len(self._items) > self.entries or self._bytes > self.max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= dropped.nbytes
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._bytes = 0
 
 
 def session_cache(df: DataFrame) -> ProfileCache | None:
-    """The profile cache of df's session (``spark.cep``), or None: switched off by
+    """The memo of df's session (``spark.cep``), or None: switched off by
     ``cepsql.slicing.profileCache=false`` or no ``spark.cep`` on this session."""
     try:
         spark = df.sparkSession
@@ -92,34 +110,44 @@ def session_cache(df: DataFrame) -> ProfileCache | None:
         return None
 
 
-def cached_profiles(df: DataFrame, key: str, relevant_sql: str) -> tuple[list, str]:
-    """df's partition profiles (gap_scan.partition_profiles) and where they came from:
-    "cache" (an earlier query over the same files), "job" (run now and kept) or
-    "uncached" (run now; no cache, or no exact identity for this source)."""
-    cache = session_cache(df)
-    identity = None if cache is None else profile_key(df, key, relevant_sql)
+def memoized(frame: DataFrame, kind: tuple, compute: Callable[[], object],
+             nbytes: Callable[[object], int] = lambda value: 0) -> tuple[object, str]:
+    """compute()'s result over ``frame`` (which it must read alone, besides each row's
+    input partition) and where it came from: "cache" (an earlier query over the same
+    files and plan), "job" (run now and kept) or "uncached" (run now: no memo, or no
+    exact identity for this frame). ``kind`` names the job and its parameters."""
+    cache = session_cache(frame)
+    identity = None if cache is None else frame_key(frame)
     if identity is not None:
-        found = cache.get(identity, df)
+        identity = kind + identity
+        found = cache.get(identity, frame)
         if found is not None:
             return found, "cache"
-    profiles = partition_profiles(df, key, relevant_sql)
+    value = compute()
     if identity is None:
-        return profiles, "uncached"
-    cache.put(identity, df, profiles)
-    return profiles, "job"
+        return value, "uncached"
+    cache.put(identity, frame, value, nbytes(value))
+    return value, "job"
 
 
-def profile_key(df: DataFrame, key: str, relevant_sql: str) -> tuple | None:
-    """Everything df's partition profile for (key, relevant_sql) depends on, or None when
-    that cannot be established (then no cache)."""
+def cached_profiles(df: DataFrame, key: str, relevant_sql: str) -> tuple[list, str]:
+    """df's partition profiles (gap_scan.partition_profiles) and where they came from
+    (``memoized``)."""
+    frame = profile_input(df, key, relevant_sql)
+    return memoized(frame, ("profile", key, relevant_sql), lambda: profile_rows(frame))
+
+
+def frame_key(frame: DataFrame) -> tuple | None:
+    """Everything a job reading ``frame`` (and each row's input partition) depends on,
+    or None when that cannot be established."""
     try:
-        return _profile_key(df, key, relevant_sql)
+        return _frame_key(frame)
     except Exception:  # noqa: BLE001  (no JVM plan, an unreadable listing, a vanished file)
         return None
 
 
-def _profile_key(df: DataFrame, key: str, relevant_sql: str) -> tuple | None:
-    execution = df._jdf.queryExecution()
+def _frame_key(frame: DataFrame) -> tuple | None:
+    execution = frame._jdf.queryExecution()
     if not execution.analyzed().deterministic():
         return None
     files = []
@@ -138,8 +166,8 @@ def _profile_key(df: DataFrame, key: str, relevant_sql: str) -> tuple | None:
         files.extend((path, int(size)) for path, size in statuses)
     if not files:
         return None
-    now = _file_states(df, [p for p, _ in files])
-    if now is None or any(size != state[0] for (_, size), state in zip(files, now)):
+    now = _file_states(frame, [p for p, _ in files])
+    if any(size != state[0] for (_, size), state in zip(files, now)):
         return None  # the frame's listing is stale: Spark cuts it by the old sizes
     scans = []
     physical = execution.executedPlan().collectLeaves()
@@ -148,14 +176,13 @@ def _profile_key(df: DataFrame, key: str, relevant_sql: str) -> tuple | None:
         if not leaf.getClass().getName().endswith(".FileSourceScanExec"):
             return None
         scans.append(int(leaf.inputRDD().getNumPartitions()))
-    spark = df.sparkSession
-    confs = tuple(sorted((k, v) for k, v in spark.conf.getAll.items()
-                         if not k.startswith("cepsql.")))
-    return (int(df.semanticHash()), tuple(zip((p for p, _ in files), now)), tuple(scans),
-            confs, spark.sparkContext.defaultParallelism, key, relevant_sql)
+    spark = frame.sparkSession
+    confs = _OWN_CONF.sub("", spark._jsparkSession.conf().getAll().toString())
+    return (int(frame.semanticHash()), tuple(zip((p for p, _ in files), now)),
+            tuple(scans), confs, spark.sparkContext.defaultParallelism)
 
 
-def _file_states(df: DataFrame, paths: list[str]) -> list[tuple[int, int]] | None:
+def _file_states(frame: DataFrame, paths: list[str]) -> list[tuple[int, int]]:
     """(size, modification time) of each file now: os.stat (ns) for local paths, Hadoop's
     FileSystem (ms) otherwise."""
     states, jvm, conf = [], None, None
@@ -166,7 +193,7 @@ def _file_states(df: DataFrame, paths: list[str]) -> list[tuple[int, int]] | Non
             states.append((st.st_size, st.st_mtime_ns))
             continue
         if jvm is None:
-            spark = df.sparkSession
+            spark = frame.sparkSession
             jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
         hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
         status = hadoop_path.getFileSystem(conf).getFileStatus(hadoop_path)
@@ -174,8 +201,8 @@ def _file_states(df: DataFrame, paths: list[str]) -> list[tuple[int, int]] | Non
     return states
 
 
-def _same_plan(stored, df: DataFrame) -> bool:
+def _same_plan(stored, frame: DataFrame) -> bool:
     try:
-        return bool(df._jdf.sameSemantics(stored))
+        return bool(frame._jdf.sameSemantics(stored))
     except Exception:  # noqa: BLE001
         return False
