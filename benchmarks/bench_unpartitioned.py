@@ -20,7 +20,11 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   and the relevance flag, a job collecting the overlap rows, one
                   mapInArrow, no shuffle) with gap pushdown (gap_scan.py: rows of other
                   symbols dropped in the JVM, their gaps sent as break flags, only the
-                  columns the worker reads sent); the default (bounds=auto) for this query
+                  columns the worker reads sent); the default (bounds=auto) for this query.
+                  "cold": the session's memo of the planning jobs emptied first (the first
+                  query over these files); "warm": right after it, the same query again
+                  (profile and overlap rows from the memo, profile_cache.py: no job before
+                  the query's own)
   scan, pruned    the same with cepsql.pushdown.relevanceFilter=false and
                   cepsql.slicing.scanPrune=true: every row, but only the columns the
                   worker reads (ordered_scan.py column pruning: a profile job first)
@@ -132,7 +136,8 @@ RUNS = {  # label -> (query, conf); None: the pass-through floor
     "unpartitioned a b c, grid slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
     "unpartitioned a b c, grid, micros cut": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
     "unpartitioned a b c, span slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "span"}),
-    "unpartitioned a b c, ordered scan": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
+    "unpartitioned a b c, ordered scan, cold": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
+    "unpartitioned a b c, ordered scan, warm": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
     "unpartitioned a b c, scan, pruned": (UNPARTITIONED, {
         "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false",
         "cepsql.slicing.scanPrune": "true"}),
@@ -190,6 +195,8 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
         for label, (sql, conf) in runs.items():
             for k, v in conf.items():
                 spark.conf.set(k, v)
+            if "warm" not in label:  # cold: the planning jobs' memo (profile_cache.py) empty
+                spark.cep.clear_cache()
             with _micros_cut(label):
                 before = _jobs(spark)
                 started = time.perf_counter()
@@ -212,7 +219,8 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
     for label, t in times.items():
         print(f"{label:<40} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
               f"{base / t:14.2f}x {floor / t:8.2f}x")
-    for label in ("grid slices", "ordered scan", "scan, pruned", "scan, no gaps"):
+    for label in ("grid slices", "ordered scan, cold", "ordered scan, warm", "scan, pruned",
+                  "scan, no gaps"):
         if f"unpartitioned a b c, {label}" not in times:
             continue
         rate = rows / times[f"unpartitioned a b c, {label}"]
@@ -230,7 +238,7 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     labels = list(times)
     rates = [rows / times[k] for k in labels]
     palette = {"floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
-               "span": "#c84", "ordered scan": "#d4a", "pruned": "#a3d", "no gaps": "#e9c", "one task": "#aaa"}
+               "span": "#c84", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d", "no gaps": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
     for y, r in enumerate(rates):
