@@ -58,8 +58,8 @@ from ...errors import CepRuntimeError
 from ...exprs.spark_sql import quote_identifier
 from ...runtime.plan import QueryPlan
 from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
-from .gap_scan import (POSITION_COLUMN, numbered, overlap_positions, own_positions,
-                       with_breaks, worker_reads)
+from .gap_scan import (POSITION_COLUMN, ends_match, numbered, overlap_positions,
+                       own_positions, with_breaks, worker_reads)
 from .profile_cache import cached_profiles, memoized
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
@@ -188,13 +188,13 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
         return None
     profiles, origin = {}, None
     if gaps is not None and POSITION_COLUMN not in df.columns:
-        found, origin = cached_profiles(df, field.name, gaps)
+        found, origin = cached_profiles(df, field.name)
         profiles = {p.pid: p for p in found}
         ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi) for p in profiles.values()]
         if not all(p.in_order for p in profiles.values()):
             gaps, profiles = None, {}  # NULL or unordered times: every row to Python
     elif prune:  # times strictly increasing in file order: no ties, no in-task sort
-        found, origin = cached_profiles(df, field.name, "true")
+        found, origin = cached_profiles(df, field.name)
         gaps = None
         ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi, p.count if p.strict else None)
                   for p in found]
@@ -282,7 +282,8 @@ class OrderedScan:
         flag = F.lit(False).alias(BREAK_COLUMN)
         self.source = df.select("*", F.lit(0).cast("long").alias(POSITION_COLUMN), *extra,
                                 flag)
-        return numbered(df, self.gaps).select("*", *extra, flag)
+        counts = {r.pid: r.count for r in self.layout}
+        return numbered(df, self.gaps, counts, extra, BREAK_COLUMN)  # (the check rows flagged)
 
     def offsets(self) -> dict[int, int]:
         """Per partition id: the global position of its first row."""
@@ -480,9 +481,11 @@ class _ScanTask:
     def _gap_slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
         """(gap pushdown) The neighbours' kept rows before, the partition's kept rows (in
         order: the profile said so; streamed), the neighbours' after, each with its
-        global position and break flag; the kept rows checked against the profile."""
+        global position and break flag. The partition's rows arrive with its first and
+        last rows (flagged in the break column when no variable takes them: gap_scan
+        ``numbered``), which check it against the profile and are then dropped."""
         from ...runtime.cep_plan import BREAK_COLUMN
-        _, lo, hi, profile, offset = expected
+        count, lo, hi, _, offset = expected
         before, after = self.neighbours.get(pid, (None, None))
         at = self.schema.get_field_index(POSITION_COLUMN), self.schema.get_field_index(
             BREAK_COLUMN)
@@ -491,7 +494,7 @@ class _ScanTask:
             positions = np.asarray(batch.column(at[0]), dtype=np.int64)
             yield with_breaks(batch, positions, previous, *at)
             previous = int(positions[-1])
-        seen, first, last, last_t = 0, -1, -1, None
+        seen, first, last, first_t, last_t = 0, -1, -1, None, None
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -502,13 +505,19 @@ class _ScanTask:
                     or (last_t is not None and (t[0] <= last_t or positions[0] <= last)) \
                     or not (np.all(t[1:] > t[:-1]) and np.all(positions[1:] > positions[:-1])):
                 raise _changed()
-            first = int(positions[0]) if first < 0 else first
+            if first < 0:
+                first, first_t = int(positions[0]), int(t[0])
             last, last_t = int(positions[-1]), int(t[-1])
             seen += batch.num_rows
-            yield with_breaks(batch, positions, previous, *at)
-            previous = last
-        if (seen, first - offset if seen else -1, last - offset if seen else -1) != \
-                (profile.kept, profile.first, profile.last):
+            checks = batch.column(at[1]).fill_null(False).to_numpy(zero_copy_only=False)
+            if checks.any():
+                keep = ~checks
+                batch, positions = batch.filter(pa.array(keep)), positions[keep]
+            if batch.num_rows:
+                yield with_breaks(batch, positions, previous, *at)
+                previous = int(positions[-1])
+        if not seen or not ends_match(first - offset, last - offset, first_t, last_t,
+                                      count, lo, hi):
             raise _changed()
         for batch in self._copies(after):
             positions = np.asarray(batch.column(at[0]), dtype=np.int64)

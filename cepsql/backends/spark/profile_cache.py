@@ -10,8 +10,9 @@ on (``frame_key``):
 
 * the plan of the frame the job reads (``semanticHash``, then ``sameSemantics`` against
   the stored frame, so a hash collision cannot hit), deterministic only: for the profile,
-  the source's ORDER BY column and relevance flag (``gap_scan.profile_input``), so the
-  query's relevance condition is part of it;
+  the source's ORDER BY column alone (``gap_scan.profile_input``: the profile holds file
+  facts only, so every query over the same source shares it); for the overlap rows, the
+  query's prepared columns and relevance flag over the overlap's time ranges;
 * every leaf a file relation whose files Spark listed (``InMemoryFileIndex.allFiles``):
   each file's path and size as the scan splits it, and its size and modification time
   now (``os.stat`` for ``file:``, Hadoop's FileSystem otherwise) -- a listing whose
@@ -130,11 +131,12 @@ def memoized(frame: DataFrame, kind: tuple, compute: Callable[[], object],
     return value, "job"
 
 
-def cached_profiles(df: DataFrame, key: str, relevant_sql: str) -> tuple[list, str]:
-    """df's partition profiles (gap_scan.partition_profiles) and where they came from
+def cached_profiles(df: DataFrame, key: str) -> tuple[list, str]:
+    """df's partition profiles (gap_scan.partition_profiles: facts about the files, the
+    same for every query reading ``key`` from them) and where they came from
     (``memoized``)."""
-    frame = profile_input(df, key, relevant_sql)
-    return memoized(frame, ("profile", key, relevant_sql), lambda: profile_rows(frame))
+    frame = profile_input(df, key)
+    return memoized(frame, ("profile", key), lambda: profile_rows(frame))
 
 
 def frame_key(frame: DataFrame) -> tuple | None:
