@@ -394,3 +394,28 @@ def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
     assert len(spark.cep.profile_cache) > 0
     spark.cep.clear_cache()
     assert len(spark.cep.profile_cache) == 0
+
+
+def test_gap_task_checks_and_drops_its_end_rows():
+    """A gap task gets its partition's first and last rows (flagged in the break column
+    when no variable takes them): it checks index 0 at the first time and count - 1 at
+    the last, drops them, and flags the kept rows after a gap as breaks."""
+    from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+    from cepsql.runtime.cep_plan import BREAK_COLUMN
+    schema = pa.schema([("ts", pa.int64()), (POSITION_COLUMN, pa.int64()),
+                        (BREAK_COLUMN, pa.bool_())])
+    pid, offset = 3, 100
+
+    def batch(indexes, checks):
+        return pa.record_batch([pa.array([10 + i for i in indexes]),
+                                pa.array([(pid << 33) + i for i in indexes]),
+                                pa.array(checks)], schema=schema)
+    task = ordered_scan._ScanTask(None, schema, "ts", [], "copy", {}, {}, gaps=True)
+    rows = [batch([0, 2, 3], [True, False, False]), batch([4, 6], [False, True])]
+    got = pa.Table.from_batches(list(task._gap_slice(iter(rows), pid,
+                                                     (7, 10, 16, None, offset))))
+    assert got.column(POSITION_COLUMN).to_pylist() == [102, 103, 104]
+    assert got.column(BREAK_COLUMN).to_pylist() == [True, False, False]
+    for changed in ((8, 10, 17), (7, 9, 16), (6, 10, 15)):  # rows or range moved
+        with pytest.raises(CepRuntimeError, match="changed between"):
+            list(task._gap_slice(iter(rows), pid, (*changed, None, offset)))
