@@ -419,3 +419,23 @@ def test_gap_task_checks_and_drops_its_end_rows():
     for changed in ((8, 10, 17), (7, 9, 16), (6, 10, 15)):  # rows or range moved
         with pytest.raises(CepRuntimeError, match="changed between"):
             list(task._gap_slice(iter(rows), pid, (*changed, None, offset)))
+
+
+def test_gap_task_checks_the_rows_its_neighbours_read(spark, monkeypatch):
+    """The overlap rows (possibly from the session's memo) must be the rows the partition
+    they come from holds now: a task finding other kept rows there fails."""
+    real = ordered_scan.memoized
+
+    def stale(frame, kind, compute, nbytes=None):
+        rows, origin = real(frame, kind, compute)
+        keep = rows.column(ordered_scan._KEEP).to_pylist()
+        keep[keep.index(True)] = False  # as if one of them was not kept when memoized
+        at = rows.schema.get_field_index(ordered_scan._KEEP)
+        return rows.set_column(at, rows.schema.field(at), pa.array(keep)), origin
+    monkeypatch.setattr(ordered_scan, "memoized", stale)
+    rows = _ticks(30)
+    sliced, _, _ = _run(spark, _frame(spark, [rows[:15], rows[15:]]), SQL)
+    assert sliced.scan.gaps is not None
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
+    with pytest.raises(Exception, match="changed between the ordered scan"):
+        sliced.run(sliced.frame, inner).collect()

@@ -329,8 +329,8 @@ class OrderedScan:
             rows = self._positioned(self._overlap_rows(
                 prepared_input(self.source, plan, relevance=False), F.expr(self.gaps)))
             rows = rows.select(schema.names + [_PID])
-            offsets = self.offsets()
-            expected = {p: (c, lo, hi, self.profiles[p], offsets[p])
+            offsets, lent = self.offsets(), _lent_rows(self.layout, self.overlaps, rows, schema)
+            expected = {p: (c, lo, hi, lent[p], offsets[p])
                         for p, (c, lo, hi) in expected.items()}
             keys = [(POSITION_COLUMN, "ascending", "at_start")]
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
@@ -425,6 +425,44 @@ def _neighbours(layout, overlaps, rows: pa.Table, schema: pa.Schema, key: str,
     return out
 
 
+def _lent_rows(layout, overlaps, rows: pa.Table, schema: pa.Schema) -> dict[int, tuple]:
+    """(gaps) Per partition id: the time ranges of its rows the other partitions read
+    (t <= prefix, t >= suffix; None: none) and those of the kept overlap rows ``rows``
+    (Arrow IPC bytes in position order), which its task compares with its own rows (the
+    overlap rows may come from profile_cache's memo)."""
+    out = {}
+    pids = np.asarray(rows.column(_PID)) if rows.num_rows else np.zeros(0, np.int32)
+    body = rows.drop_columns([_PID]).cast(schema) if rows.num_rows else schema.empty_table()
+    for k, r in enumerate(layout):
+        prefix = max((o.after_to for o in overlaps[:k] if o.after_to is not None),
+                     default=None)
+        suffix = min((o.before_from for o in overlaps[k + 1:] if o.before_from is not None),
+                     default=None)
+        mine = body.filter(pa.array(pids == r.pid))
+        mine = mine.take(pc.sort_indices(mine, [(POSITION_COLUMN, "ascending")]))
+        out[r.pid] = (prefix, suffix, _ipc(mine))
+    return out
+
+
+def _in_lent(t: np.ndarray, prefix: int | None, suffix: int | None) -> np.ndarray:
+    at = np.zeros(len(t), bool)
+    if prefix is not None:
+        at |= t <= prefix
+    if suffix is not None:
+        at |= t >= suffix
+    return at
+
+
+def _same_rows(got: pa.Table, data: bytes | None, skip: int, schema: pa.Schema) -> bool:
+    """Whether got holds the rows of ``data`` (IPC bytes, None: none), column ``skip``
+    aside; floating values compared as Spark orders them (NaN equals NaN)."""
+    want = schema.empty_table() if data is None else pa.ipc.open_stream(data).read_all()
+    if got.num_rows != want.num_rows:
+        return False
+    return all(i == skip or _sort_key(got.column(i)).equals(_sort_key(want.column(i)))
+               for i in range(len(schema)))
+
+
 def _ipc(table: pa.Table) -> bytes | None:
     if not table.num_rows:
         return None
@@ -487,7 +525,9 @@ class _ScanTask:
         last rows (flagged in the break column when no variable takes them: gap_scan
         ``numbered``), which check it against the profile and are then dropped."""
         from ...runtime.cep_plan import BREAK_COLUMN
-        count, lo, hi, _, offset = expected
+        count, lo, hi, lent, offset = expected
+        prefix, suffix, lent_rows = (None, None, None) if lent is None else lent
+        mine = []  # (lent is not None) own kept rows the neighbours got from the overlap job
         before, after = self.neighbours.get(pid, (None, None))
         at = self.schema.get_field_index(POSITION_COLUMN), self.schema.get_field_index(
             BREAK_COLUMN)
@@ -516,11 +556,18 @@ class _ScanTask:
                 keep = ~checks
                 batch, positions = batch.filter(pa.array(keep)), positions[keep]
             if batch.num_rows:
-                yield with_breaks(batch, positions, previous, *at)
+                batch = with_breaks(batch, positions, previous, *at)
+                if lent is not None:
+                    mine.append(batch.filter(pa.array(_in_lent(
+                        key_ints(batch.column(self.key)), prefix, suffix))))
+                yield batch
                 previous = int(positions[-1])
         if not seen or not ends_match(first - offset, last - offset, first_t, last_t,
                                       count, lo, hi):
             raise _changed()
+        if lent is not None and not _same_rows(pa.Table.from_batches(mine, self.schema),
+                                               lent_rows, at[1], self.schema):
+            raise _changed()  # the neighbours read other rows of this partition
         for batch in self._copies(after):
             positions = np.asarray(batch.column(at[0]), dtype=np.int64)
             yield with_breaks(batch, positions, previous, *at)

@@ -24,9 +24,11 @@ on (``frame_key``):
 Anything else (not a file source, Spark Connect, a listing that cannot be read): no
 memo, the job runs as before. The tasks still check their rows against the profile
 (ordered_scan._ScanTask: count, range, order) and fail loudly when a file changed under
-the same size and modification time that way; the memoized overlap rows have no such
-check (a rewrite keeping every file's size and modification time, to the file system's
-precision, would leave them stale). Bounded: ENTRIES entries and MAX_BYTES of overlap rows (least
+the same size and modification time that way; with gap pushdown a task also compares
+its own kept rows in the time ranges its neighbours read with the (memoized) overlap
+rows they got (ordered_scan._lent_rows), values included. Without gap pushdown the
+memoized overlap rows are not checked (a rewrite keeping every file's size and
+modification time, to the file system's precision, would leave them stale). Bounded: ENTRIES entries and MAX_BYTES of overlap rows (least
 recently used dropped first). Off with ``cepsql.slicing.profileCache=false``;
 ``spark.cep.clear_cache()`` empties it.
 """
