@@ -554,12 +554,12 @@ class _ScanTask:
             checks = batch.column(at[1]).fill_null(False).to_numpy(zero_copy_only=False)
             if checks.any():
                 keep = ~checks
-                batch, positions = batch.filter(pa.array(keep)), positions[keep]
+                batch, positions, t = batch.filter(pa.array(keep)), positions[keep], t[keep]
             if batch.num_rows:
                 batch = with_breaks(batch, positions, previous, *at)
-                if lent is not None:
-                    mine.append(batch.filter(pa.array(_in_lent(
-                        key_ints(batch.column(self.key)), prefix, suffix))))
+                if lent is not None and ((prefix is not None and t[0] <= prefix) or
+                                         (suffix is not None and t[-1] >= suffix)):
+                    mine.append(batch.filter(pa.array(_in_lent(t, prefix, suffix))))
                 yield batch
                 previous = int(positions[-1])
         if not seen or not ends_match(first - offset, last - offset, first_t, last_t,
