@@ -4,7 +4,6 @@ in-process one (which never slices), and other layouts fall back to grid slices.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
