@@ -96,11 +96,14 @@ the query (profile job + overlap job + query: 3 jobs), "warm" repeats it right a
 Flink figure), **warm 2.15M (2.33 s; 5.26x Flink)**, scan without gaps 1.04M. Run 2 (the
 final code: ts-only profile, end rows checked by the tasks; load 4.8-7.3): floor 643k,
 partitioned 606k, grid 328k, cold 1.02M (4.92 s; 2.49x), warm 1.52M (3.30 s; 3.71x), no
-gaps 596k. Run 3 (final code, load 3.3-3.4): floor 796k, partitioned 711k, grid 844k,
-cold 1.37M (3.66 s; 3.35x Flink), **warm 2.31M (2.16 s; 5.67x Flink)**, no gaps 1.29M
-(3.87 s). So a repeat query over unchanged files meets the >= 5x Flink target at load
-3-4 (runs 1 and 3) but not under load 5-7 (run 2); the first query over new files does
-not (2.5-3.4x). Profiled (5M rows, load ~4-5): spark.cep.sql planning cold
+gaps 596k. Run 3 (ts-only profile, load 3.3-3.4): floor 796k, partitioned 711k, grid
+844k, cold 1.37M (3.66 s; 3.35x Flink), warm 2.31M (2.16 s; 5.67x Flink), no gaps 1.29M.
+Run 4 (final code: tasks also check the overlap rows they lend; load 2.6-3.0): floor
+1.16M, partitioned 1.21M, grid 1.00M (2.46x Flink), cold 1.53M (3.28 s; 3.74x Flink),
+**warm 2.46M (2.04 s; 6.02x Flink)**, no gaps 1.40M (3.56 s). (A run at load 5.0 in
+between: cold 723k, warm 1.25M, 3.07x.) So a repeat query over unchanged files meets the
+>= 5x Flink target at load up to ~4 (runs 1, 3, 4) but not under load 5-7; the first
+query over new files does not (2.5-3.7x). Profiled (5M rows, load ~4-5): spark.cep.sql planning cold
 5.4-6.4 s (profile job 3.6-4.5 s of it under that load) vs warm 0.65-0.72 s; in the warm
 planning the overlap memo saves 0.45-0.68 s (0.38-0.46 s vs 0.92-1.06 s with the overlap
 job each time). A/B at 3M rows, load 5-6.7: the ts-only profile with end-row checks ran
