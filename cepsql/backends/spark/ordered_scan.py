@@ -368,10 +368,12 @@ class OrderedScan:
             if _prunes_partitions(picked):  # dropped files would renumber the partitions
                 picked = prepared.select("*", *pid).where(condition)
             return picked.toArrow()
-        # the rows are the frame's (and flag's) over these files, each with its input
-        # partition: memoized per file set like the profile
-        basis = prepared.where(condition).select("*", *pid[1:])
-        rows, _ = memoized(basis, ("overlap",), collect, lambda table: table.nbytes)
+        if flag is None:  # (no task compares them with its own rows: no memo)
+            rows = collect()
+        else:  # the frame's rows and flags over these files, each with its input
+            # partition: memoized per file set like the profile (checked by _lent_rows)
+            basis = prepared.where(condition).select("*", *pid[1:])
+            rows, _ = memoized(basis, ("overlap",), collect, lambda table: table.nbytes)
         self._check_owners(rows)
         return rows
 

@@ -1,6 +1,6 @@
 """The ordered scan's planning jobs, once per file set: a per-session memo of the
-partition profiles (``gap_scan.partition_profiles``) and the overlap rows
-(``OrderedScan._overlap_rows``).
+partition profiles (``gap_scan.partition_profiles``) and, with gap pushdown, the overlap
+rows (``OrderedScan._overlap_rows``).
 
 Both are facts about the FILES and how Spark cuts them into input partitions, read
 through the query's own projection: a user re-running a query every minute over
@@ -24,11 +24,10 @@ on (``frame_key``):
 Anything else (not a file source, Spark Connect, a listing that cannot be read): no
 memo, the job runs as before. The tasks still check their rows against the profile
 (ordered_scan._ScanTask: count, range, order) and fail loudly when a file changed under
-the same size and modification time that way; with gap pushdown a task also compares
-its own kept rows in the time ranges its neighbours read with the (memoized) overlap
-rows they got (ordered_scan._lent_rows), values included. Without gap pushdown the
-memoized overlap rows are not checked (a rewrite keeping every file's size and
-modification time, to the file system's precision, would leave them stale). Bounded: ENTRIES entries and MAX_BYTES of overlap rows (least
+the same size and modification time that way, and a task compares its own kept rows
+in the time ranges its neighbours read with the (memoized) overlap rows they got
+(ordered_scan._lent_rows), values included. So overlap rows are memoized with gap
+pushdown only: without it no task checks them. Bounded: ENTRIES entries and MAX_BYTES of overlap rows (least
 recently used dropped first). Off with ``cepsql.slicing.profileCache=false``;
 ``spark.cep.clear_cache()`` empties it.
 """
