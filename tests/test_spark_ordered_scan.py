@@ -4,7 +4,6 @@ in-process one (which never slices), and other layouts fall back to grid slices.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -149,8 +148,9 @@ def test_explain_no_shuffle_and_fallback(spark):
 
 @pytest.mark.parametrize("gaps", [False, True])
 def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
-    """A task whose rows differ from the planning job's (its count, or with gap pushdown
-    its kept rows' count and index range) fails instead of answering."""
+    """A task whose rows differ from the planning job's (its count: with gap pushdown seen
+    on its first and last rows, which the filter lets through) fails instead of
+    answering."""
     if not gaps:
         monkeypatch.setattr(slicing, "_gap_sql", lambda df, spec: None)
     rows = _ticks(30)
@@ -158,11 +158,7 @@ def test_changed_partitions_fail_loudly(spark, monkeypatch, gaps):
     sliced, _, _ = _run(spark, frame, SQL)
     assert (sliced.scan.gaps is not None) == gaps
     first = sliced.scan.layout[0]
-    if gaps:
-        profile = sliced.scan.profiles[first.pid]
-        sliced.scan.profiles[first.pid] = replace(profile, kept=profile.kept + 1)
-    else:
-        sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi)
+    sliced.scan.layout[0] = PartitionRange(first.pid, first.count + 1, first.lo, first.hi)
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
     with pytest.raises(Exception) as info:
         sliced.run(sliced.frame, inner).collect()
@@ -340,3 +336,105 @@ def test_gap_pushdown_kleene_and_not_over_dropped_rows(spark, file_partitions, t
         assert len(want) > 3
         assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
                                      for r in want.itertuples(index=False)), pattern
+
+
+def _jobs(spark) -> int:
+    """Spark jobs started so far in this session."""
+    value = spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+    return value if isinstance(value, int) else value.get()
+
+
+def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
+    """The gap scan's profile job runs once per file set: a repeat query over a fresh
+    read of the same files takes the profiles from the session's cache (EXPLAIN says so)
+    with the same rows; a different filter, a rewritten file (same path, other rows) or
+    the cache switched off run the job again, and the rows equal the in-process ones."""
+    from cepsql.backends.spark import profile_cache
+    calls = []
+    profile = profile_cache.profile_rows
+    monkeypatch.setattr(profile_cache, "profile_rows", lambda f: calls.append(f) or profile(f))
+    path = str(tmp_path / "ev.parquet")
+    rows = _ticks(300)
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=60)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1500")
+    spark.cep.clear_cache()
+
+    def source(where: str = "") -> None:
+        frame = spark.read.parquet(path)  # a fresh read: a new plan over the same files
+        (frame.where(where) if where else frame).createOrReplaceTempView("ev")
+
+    def want(table_rows) -> Counter:
+        got = cepsql.match_recognize(SQL, ev=pa.Table.from_pylist(table_rows, ARROW_SCHEMA))
+        return Counter(tuple(_null_normal(v) for v in r) for r in got.itertuples(index=False))
+    try:
+        source()
+        assert "from a profile job (kept" in spark.cep.explain(SQL) and len(calls) == 1
+        assert _rows(spark.cep.sql(SQL)) == want(rows) and len(calls) == 1
+        source()
+        before = _jobs(spark)
+        out = spark.cep.sql(SQL)  # profile and overlap rows from the cache: no job at all
+        assert _jobs(spark) == before and len(calls) == 1
+        assert _rows(out) == want(rows)
+        assert "partition profiles from the session's cache" in spark.cep.explain(SQL)
+        other = SQL.replace("c AS tag = 'z'", "c AS tag = 'x'")  # file facts: shared
+        assert "from the session's cache" in spark.cep.explain(other) and len(calls) == 1
+        source("price >= 0")  # another plan over the same files
+        assert "from a profile job (kept" in spark.cep.explain(SQL) and len(calls) == 2
+        changed = [dict(r, tag="xyzq"[r["ts"] % 4]) for r in rows]
+        pq.write_table(pa.Table.from_pylist(changed), path, row_group_size=60)
+        source()
+        assert _rows(spark.cep.sql(SQL)) == want(changed) and len(calls) == 3
+        spark.conf.set(profile_cache.PROFILE_CACHE_CONF, "false")
+        assert "not cached" in spark.cep.explain(SQL) and len(calls) == 4
+        assert "not cached" in spark.cep.explain(SQL) and len(calls) == 5
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset(profile_cache.PROFILE_CACHE_CONF)
+    assert len(spark.cep.profile_cache) > 0
+    spark.cep.clear_cache()
+    assert len(spark.cep.profile_cache) == 0
+
+
+def test_gap_task_checks_and_drops_its_end_rows():
+    """A gap task gets its partition's first and last rows (flagged in the break column
+    when no variable takes them): it checks index 0 at the first time and count - 1 at
+    the last, drops them, and flags the kept rows after a gap as breaks."""
+    from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+    from cepsql.runtime.cep_plan import BREAK_COLUMN
+    schema = pa.schema([("ts", pa.int64()), (POSITION_COLUMN, pa.int64()),
+                        (BREAK_COLUMN, pa.bool_())])
+    pid, offset = 3, 100
+
+    def batch(indexes, checks):
+        return pa.record_batch([pa.array([10 + i for i in indexes]),
+                                pa.array([(pid << 33) + i for i in indexes]),
+                                pa.array(checks)], schema=schema)
+    task = ordered_scan._ScanTask(None, schema, "ts", [], "copy", {}, {}, gaps=True)
+    rows = [batch([0, 2, 3], [True, False, False]), batch([4, 6], [False, True])]
+    got = pa.Table.from_batches(list(task._gap_slice(iter(rows), pid,
+                                                     (7, 10, 16, None, offset))))
+    assert got.column(POSITION_COLUMN).to_pylist() == [102, 103, 104]
+    assert got.column(BREAK_COLUMN).to_pylist() == [True, False, False]
+    for changed in ((8, 10, 17), (7, 9, 16), (6, 10, 15)):  # rows or range moved
+        with pytest.raises(CepRuntimeError, match="changed between"):
+            list(task._gap_slice(iter(rows), pid, (*changed, None, offset)))
+
+
+def test_gap_task_checks_the_rows_its_neighbours_read(spark, monkeypatch):
+    """The overlap rows (possibly from the session's memo) must be the rows the partition
+    they come from holds now: a task finding other kept rows there fails."""
+    real = ordered_scan.memoized
+
+    def stale(frame, kind, compute, nbytes=None):
+        rows, origin = real(frame, kind, compute)
+        keep = rows.column(ordered_scan._KEEP).to_pylist()
+        keep[keep.index(True)] = False  # as if one of them was not kept when memoized
+        at = rows.schema.get_field_index(ordered_scan._KEEP)
+        return rows.set_column(at, rows.schema.field(at), pa.array(keep)), origin
+    monkeypatch.setattr(ordered_scan, "memoized", stale)
+    rows = _ticks(30)
+    sliced, _, _ = _run(spark, _frame(spark, [rows[:15], rows[15:]]), SQL)
+    assert sliced.scan.gaps is not None
+    inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
+    with pytest.raises(Exception, match="changed between the ordered scan"):
+        sliced.run(sliced.frame, inner).collect()

@@ -12,15 +12,20 @@ projection) numbers the rows of a partition (low 33 bits; partition id above), a
 global position is the partition's offset in the time-ordered layout plus that index.
 A kept row breaks when its position is not the previous kept row's + 1.
 
-So the planning job (``partition_profiles``) ships only the ORDER BY column and the
-relevance flag to Python (a JVM aggregate cannot see row adjacency) and returns, per
-input partition, its row count, NULL times, range, whether its times strictly increase
-in file order (ties -> no: the tie-breakers would reorder them), and its kept rows'
-count and first/last index. Any partition with NULL or unordered times: no pushdown (the
-ordered scan as before). The overlap rows (second job, read without positions so that
-Parquet still skips row groups by time) get theirs from where they sit: a prefix or a
-suffix of their partition (``overlap_positions``). Tasks check pid, count and index range
-of their kept rows against the profile and fail loudly when the partitioning changed.
+So the planning job (``partition_profiles``) ships only the ORDER BY column to Python
+(a JVM aggregate cannot see row adjacency) and returns, per input partition, its row
+count, NULL times, range, and whether its times strictly increase in file order (ties ->
+no: the tie-breakers would reorder them): facts about the files alone, which
+profile_cache.py keeps per file set for every later query. Any partition with NULL or
+unordered times: no pushdown (the ordered scan as before). The overlap rows (second job,
+read without positions so that Parquet still skips row groups by time) get theirs from
+where they sit: a prefix or a suffix of their partition (``overlap_positions``). The
+query's filter also lets through each partition's first row and its rows from the
+profiled last index on (``numbered``): the tasks check pid, strict order, range and that
+their rows run from index 0 at the first time to count - 1 at the last (``ends_match``),
+and fail loudly when the partitioning changed; then drop those check rows. (The profile
+formerly also read the relevance flag to check the kept rows' count and index range:
+0.3 s more at 5M rows, and a profile per query instead of per file set.)
 """
 from __future__ import annotations
 
@@ -38,40 +43,44 @@ POSITION_COLUMN = "__cep_scan_pos"  # monotonically_increasing_id(), then the gl
 _INDEX_BITS = 33
 _INDEX_MASK = (1 << _INDEX_BITS) - 1
 _PROFILE_SCHEMA = pa.schema([("pid", pa.int32()), ("n", pa.int64()), ("nulls", pa.int64()),
-                             ("lo", pa.int64()), ("hi", pa.int64()), ("strict", pa.bool_()),
-                             ("kept", pa.int64()), ("first", pa.int64()),
-                             ("last", pa.int64())])
+                             ("lo", pa.int64()), ("hi", pa.int64()), ("strict", pa.bool_())])
+_RELEVANT = "__cep_scan_relevant"
 
 
 @dataclass(frozen=True)
 class PartitionProfile:
     """One input partition as the planning job saw it (times as integers of the key's
-    unit; first/last: file index of the first/last kept row, -1 when none)."""
+    unit): facts about its files alone, whatever the query."""
     pid: int
     count: int     # rows with a time
     nulls: int     # rows without one
     lo: int
     hi: int
     strict: bool   # times strictly increase in file order
-    kept: int
-    first: int
-    last: int
 
     @property
     def in_order(self) -> bool:
         return self.strict and not self.nulls
 
 
-def partition_profiles(df: DataFrame, key: str, relevant_sql: str) -> list[PartitionProfile]:
+def partition_profiles(df: DataFrame, key: str) -> list[PartitionProfile]:
     """The planning job: per non-empty input partition of df, its profile (only the
-    ``key`` column and the relevance flag reach Python)."""
+    ``key`` column reaches Python)."""
+    return profile_rows(profile_input(df, key))
+
+
+def profile_input(df: DataFrame, key: str) -> DataFrame:
+    """What the planning job reads: df's ``key`` (profile_cache.py keys the profile by
+    this frame's plan)."""
+    return df.select(F.col(quote_identifier(key)).alias("t"))
+
+
+def profile_rows(frame: DataFrame) -> list[PartitionProfile]:
+    """The planning job over ``profile_input``'s frame."""
     from pyspark.sql.pandas.types import from_arrow_schema
-    flag = F.coalesce(F.expr(relevant_sql), F.lit(False))
-    rows = (df.select(F.col(quote_identifier(key)).alias("t"), flag.alias("r"))
-            .mapInArrow(_Profile(), from_arrow_schema(_PROFILE_SCHEMA)).toArrow())
+    rows = frame.mapInArrow(_Profile(), from_arrow_schema(_PROFILE_SCHEMA)).toArrow()
     return [PartitionProfile(r["pid"], r["n"], r["nulls"], r["lo"] or 0, r["hi"] or 0,
-                             bool(r["strict"]), r["kept"], r["first"], r["last"])
-            for r in rows.to_pylist()]
+                             bool(r["strict"])) for r in rows.to_pylist()]
 
 
 class _Profile:
@@ -81,12 +90,11 @@ class _Profile:
         from pyspark import TaskContext
         from .ordered_scan import key_ints
         pid = TaskContext.get().partitionId()
-        n = nulls = kept = seen = 0
+        n = nulls = seen = 0
         lo = hi = previous = None
-        first = last = -1
         strict = True
         for batch in batches:
-            column, flags = batch.column(0), batch.column(1)
+            column = batch.column(0)
             nulls += column.null_count
             t = key_ints(column)
             if len(t):
@@ -96,25 +104,40 @@ class _Profile:
                 lo = int(t.min()) if lo is None else min(lo, int(t.min()))
                 hi = int(t.max()) if hi is None else max(hi, int(t.max()))
                 n += len(t)
-            at = np.flatnonzero(np.asarray(flags.fill_null(False).to_numpy(
-                zero_copy_only=False), dtype=bool))
-            if len(at):
-                first = int(at[0]) + seen if first < 0 else first
-                last = int(at[-1]) + seen
-                kept += len(at)
             seen += batch.num_rows
         if not seen:
             return
         yield pa.RecordBatch.from_pylist(
-            [{"pid": pid, "n": n, "nulls": nulls, "lo": lo, "hi": hi, "strict": strict,
-              "kept": kept, "first": first, "last": last}], schema=_PROFILE_SCHEMA)
+            [{"pid": pid, "n": n, "nulls": nulls, "lo": lo, "hi": hi, "strict": strict}],
+            schema=_PROFILE_SCHEMA)
 
 
-def numbered(df: DataFrame, relevant_sql: str) -> DataFrame:
+def numbered(df: DataFrame, relevant_sql: str, counts: dict[int, int], extra: list,
+             marker: str) -> DataFrame:
     """df's rows some variable may take, with their partition id and file index in
-    POSITION_COLUMN (numbered below the filter, which Spark does not push through)."""
-    return df.select("*", F.monotonically_increasing_id().alias(POSITION_COLUMN)) \
-        .where(F.expr(relevant_sql))
+    POSITION_COLUMN (numbered below the filter, which Spark does not push through) and
+    the ``extra`` columns, plus each partition's first row and its rows from index ``counts[pid] - 1`` on (all rows
+    of a partition not in ``counts``), flagged true in ``marker`` when no variable takes
+    them: the tasks check their partition's row count and range on them (``ends_match``)
+    and drop them."""
+    numbered = df.select("*", F.monotonically_increasing_id().alias(POSITION_COLUMN),
+                         F.coalesce(F.expr(relevant_sql), F.lit(False)).alias(_RELEVANT))
+    mid = F.col(POSITION_COLUMN)
+    index, pid = mid.bitwiseAND(F.lit(_INDEX_MASK)), F.shiftright(mid, _INDEX_BITS)
+    lasts = F.create_map(*[F.lit(v) for p, n in sorted(counts.items())
+                           for v in (int(p), int(n) - 1)]) if counts else None
+    last = F.lit(0).cast("long") if lasts is None else \
+        F.coalesce(F.try_element_at(lasts, pid.cast("int")).cast("long"), F.lit(0).cast("long"))
+    ends = (index == F.lit(0)) | (index >= last)
+    return numbered.where(F.col(_RELEVANT) | ends) \
+        .select("*", *extra, (~F.col(_RELEVANT)).alias(marker)).drop(_RELEVANT)
+
+
+def ends_match(first: int, last: int, t_first: int, t_last: int, count: int, lo: int,
+               hi: int) -> bool:
+    """Whether a task's rows (first/last file index and time, all rows seen, checks
+    included) span its profiled partition: index 0 at time lo to count - 1 at time hi."""
+    return (first, last, t_first, t_last) == (0, count - 1, lo, hi)
 
 
 def overlap_positions(rows: pa.Table, pid_column: str, times: np.ndarray, layout,

@@ -35,6 +35,8 @@ profile job.)
 
 The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
+The profile and the overlap rows are kept per session and file set (profile_cache.py):
+a later query over unchanged files runs neither job.
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
 column of an integer, DATE or TIMESTAMP(_NTZ) type, a source plan without an Exchange
 (its partitions are the scan's), overlap rows at most OVERLAP_SHARE of the input.
@@ -58,8 +60,9 @@ from ...errors import CepRuntimeError
 from ...exprs.spark_sql import quote_identifier
 from ...runtime.plan import QueryPlan
 from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
-from .gap_scan import (POSITION_COLUMN, numbered, overlap_positions, own_positions,
-                       partition_profiles, with_breaks, worker_reads)
+from .gap_scan import (POSITION_COLUMN, ends_match, numbered, overlap_positions,
+                       own_positions, with_breaks, worker_reads)
+from .profile_cache import cached_profiles, memoized
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
@@ -185,14 +188,16 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     unit = None if field is None else _key_unit(field.dataType)
     if unit is None or _has_exchange(df):
         return None
-    profiles = {}
+    profiles, origin = {}, None
     if gaps is not None and POSITION_COLUMN not in df.columns:
-        profiles = {p.pid: p for p in partition_profiles(df, field.name, gaps)}
+        found, origin = cached_profiles(df, field.name)
+        profiles = {p.pid: p for p in found}
         ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi) for p in profiles.values()]
         if not all(p.in_order for p in profiles.values()):
             gaps, profiles = None, {}  # NULL or unordered times: every row to Python
     elif prune:  # times strictly increasing in file order: no ties, no in-task sort
-        gaps, found = None, partition_profiles(df, field.name, "true")
+        found, origin = cached_profiles(df, field.name)
+        gaps = None
         ranges = [PartitionRange(p.pid, p.count, p.lo, p.hi, p.count if p.strict else None)
                   for p in found]
     else:
@@ -210,7 +215,7 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
         return None
     untied = gaps is None and prune and all(r.distinct == r.count for r in layout)
     return OrderedScan(field.name, field.dataType, layout, overlaps, total, gaps, profiles,
-                       untied=untied)
+                       untied=untied, profile_origin=origin)
 
 
 def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) -> float:
@@ -226,6 +231,16 @@ def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) ->
                for i, o in enumerate(overlaps))
 
 
+_ORIGINS = {
+    "cache": "; partition profiles from the session's cache (same files, plan and conf as "
+             "an earlier query: no profile job)",
+    "job": "; partition profiles from a profile job (kept in the session's cache for "
+           "later queries over the same files)",
+    "uncached": "; partition profiles from a profile job (not cached: no exact identity "
+                "for this source, or cepsql.slicing.profileCache=false)",
+}
+
+
 @dataclass
 class OrderedScan:
     """The driver side of one scan-sliced clause: what the first job found."""
@@ -238,8 +253,14 @@ class OrderedScan:
     profiles: dict = field(default_factory=dict)  # pid -> gap_scan.PartitionProfile
     source: DataFrame | None = None  # (gaps) the unfiltered frame, for the overlap job
     untied: bool = False  # (no gaps) no partition has tied times: columns may be pruned
+    # where the partition profiles came from (profile_cache.cached_profiles): "cache",
+    # "job", "uncached"; None: no profile job (the JVM range aggregate)
+    profile_origin: str | None = None
 
     def describe(self) -> str:
+        return self._describe() + _ORIGINS.get(self.profile_origin, "")
+
+    def _describe(self) -> str:
         head = f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
         if self.gaps is None and self.untied:
             return head + ("increasing ORDER BY ranges, each strictly in time order in its "
@@ -263,7 +284,8 @@ class OrderedScan:
         flag = F.lit(False).alias(BREAK_COLUMN)
         self.source = df.select("*", F.lit(0).cast("long").alias(POSITION_COLUMN), *extra,
                                 flag)
-        return numbered(df, self.gaps).select("*", *extra, flag)
+        counts = {r.pid: r.count for r in self.layout}
+        return numbered(df, self.gaps, counts, extra, BREAK_COLUMN)  # (the check rows flagged)
 
     def offsets(self) -> dict[int, int]:
         """Per partition id: the global position of its first row."""
@@ -307,8 +329,8 @@ class OrderedScan:
             rows = self._positioned(self._overlap_rows(
                 prepared_input(self.source, plan, relevance=False), F.expr(self.gaps)))
             rows = rows.select(schema.names + [_PID])
-            offsets = self.offsets()
-            expected = {p: (c, lo, hi, self.profiles[p], offsets[p])
+            offsets, lent = self.offsets(), _lent_rows(self.layout, self.overlaps, rows, schema)
+            expected = {p: (c, lo, hi, lent[p], offsets[p])
                         for p, (c, lo, hi) in expected.items()}
             keys = [(POSITION_COLUMN, "ascending", "at_start")]
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
@@ -340,10 +362,18 @@ class OrderedScan:
         pid = [F.spark_partition_id().alias(_PID)]
         if flag is not None:
             pid.append(F.coalesce(flag, F.lit(False)).alias(_KEEP))
-        picked = prepared.where(condition).select("*", *pid)
-        if _prunes_partitions(picked):  # dropped files would renumber the partitions
-            picked = prepared.select("*", *pid).where(condition)
-        rows = picked.toArrow()
+
+        def collect() -> pa.Table:
+            picked = prepared.where(condition).select("*", *pid)
+            if _prunes_partitions(picked):  # dropped files would renumber the partitions
+                picked = prepared.select("*", *pid).where(condition)
+            return picked.toArrow()
+        if flag is None:  # (no task compares them with its own rows: no memo)
+            rows = collect()
+        else:  # the frame's rows and flags over these files, each with its input
+            # partition: memoized per file set like the profile (checked by _lent_rows)
+            basis = prepared.where(condition).select("*", *pid[1:])
+            rows, _ = memoized(basis, ("overlap",), collect, lambda table: table.nbytes)
         self._check_owners(rows)
         return rows
 
@@ -395,6 +425,44 @@ def _neighbours(layout, overlaps, rows: pa.Table, schema: pa.Schema, key: str,
             after = _ipc(body.filter(pa.array((ranks > i) & (t <= o.after_to))))
         out[r.pid] = (before, after)
     return out
+
+
+def _lent_rows(layout, overlaps, rows: pa.Table, schema: pa.Schema) -> dict[int, tuple]:
+    """(gaps) Per partition id: the time ranges of its rows the other partitions read
+    (t <= prefix, t >= suffix; None: none) and those of the kept overlap rows ``rows``
+    (Arrow IPC bytes in position order), which its task compares with its own rows (the
+    overlap rows may come from profile_cache's memo)."""
+    out = {}
+    pids = np.asarray(rows.column(_PID)) if rows.num_rows else np.zeros(0, np.int32)
+    body = rows.drop_columns([_PID]).cast(schema) if rows.num_rows else schema.empty_table()
+    for k, r in enumerate(layout):
+        prefix = max((o.after_to for o in overlaps[:k] if o.after_to is not None),
+                     default=None)
+        suffix = min((o.before_from for o in overlaps[k + 1:] if o.before_from is not None),
+                     default=None)
+        mine = body.filter(pa.array(pids == r.pid))
+        mine = mine.take(pc.sort_indices(mine, [(POSITION_COLUMN, "ascending")]))
+        out[r.pid] = (prefix, suffix, _ipc(mine))
+    return out
+
+
+def _in_lent(t: np.ndarray, prefix: int | None, suffix: int | None) -> np.ndarray:
+    at = np.zeros(len(t), bool)
+    if prefix is not None:
+        at |= t <= prefix
+    if suffix is not None:
+        at |= t >= suffix
+    return at
+
+
+def _same_rows(got: pa.Table, data: bytes | None, skip: int, schema: pa.Schema) -> bool:
+    """Whether got holds the rows of ``data`` (IPC bytes, None: none), column ``skip``
+    aside; floating values compared as Spark orders them (NaN equals NaN)."""
+    want = schema.empty_table() if data is None else pa.ipc.open_stream(data).read_all()
+    if got.num_rows != want.num_rows:
+        return False
+    return all(i == skip or _sort_key(got.column(i)).equals(_sort_key(want.column(i)))
+               for i in range(len(schema)))
 
 
 def _ipc(table: pa.Table) -> bytes | None:
@@ -455,9 +523,13 @@ class _ScanTask:
     def _gap_slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
         """(gap pushdown) The neighbours' kept rows before, the partition's kept rows (in
         order: the profile said so; streamed), the neighbours' after, each with its
-        global position and break flag; the kept rows checked against the profile."""
+        global position and break flag. The partition's rows arrive with its first and
+        last rows (flagged in the break column when no variable takes them: gap_scan
+        ``numbered``), which check it against the profile and are then dropped."""
         from ...runtime.cep_plan import BREAK_COLUMN
-        _, lo, hi, profile, offset = expected
+        count, lo, hi, lent, offset = expected
+        prefix, suffix, lent_rows = (None, None, None) if lent is None else lent
+        mine = []  # (lent is not None) own kept rows the neighbours got from the overlap job
         before, after = self.neighbours.get(pid, (None, None))
         at = self.schema.get_field_index(POSITION_COLUMN), self.schema.get_field_index(
             BREAK_COLUMN)
@@ -466,7 +538,7 @@ class _ScanTask:
             positions = np.asarray(batch.column(at[0]), dtype=np.int64)
             yield with_breaks(batch, positions, previous, *at)
             previous = int(positions[-1])
-        seen, first, last, last_t = 0, -1, -1, None
+        seen, first, last, first_t, last_t = 0, -1, -1, None, None
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -477,14 +549,27 @@ class _ScanTask:
                     or (last_t is not None and (t[0] <= last_t or positions[0] <= last)) \
                     or not (np.all(t[1:] > t[:-1]) and np.all(positions[1:] > positions[:-1])):
                 raise _changed()
-            first = int(positions[0]) if first < 0 else first
+            if first < 0:
+                first, first_t = int(positions[0]), int(t[0])
             last, last_t = int(positions[-1]), int(t[-1])
             seen += batch.num_rows
-            yield with_breaks(batch, positions, previous, *at)
-            previous = last
-        if (seen, first - offset if seen else -1, last - offset if seen else -1) != \
-                (profile.kept, profile.first, profile.last):
+            checks = batch.column(at[1]).fill_null(False).to_numpy(zero_copy_only=False)
+            if checks.any():
+                keep = ~checks
+                batch, positions, t = batch.filter(pa.array(keep)), positions[keep], t[keep]
+            if batch.num_rows:
+                batch = with_breaks(batch, positions, previous, *at)
+                if lent is not None and ((prefix is not None and t[0] <= prefix) or
+                                         (suffix is not None and t[-1] >= suffix)):
+                    mine.append(batch.filter(pa.array(_in_lent(t, prefix, suffix))))
+                yield batch
+                previous = int(positions[-1])
+        if not seen or not ends_match(first - offset, last - offset, first_t, last_t,
+                                      count, lo, hi):
             raise _changed()
+        if lent is not None and not _same_rows(pa.Table.from_batches(mine, self.schema),
+                                               lent_rows, at[1], self.schema):
+            raise _changed()  # the neighbours read other rows of this partition
         for batch in self._copies(after):
             positions = np.asarray(batch.column(at[0]), dtype=np.int64)
             yield with_breaks(batch, positions, previous, *at)

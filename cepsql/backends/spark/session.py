@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from ...errors import CepAnalysisError
+from .profile_cache import ProfileCache
 from .rewrite import default_planner, driver_statistics, rewrite, run_sql
 from .splice import new_view_name, normalize_name
 from .task_errors import quiet_task_logs
@@ -69,6 +70,8 @@ class CepSession:
         self._views_version = 0  # bumped on every view change (workloads rebuild on it)
         self._workloads: dict[tuple, object] = {}  # selector -> Workload (keeps its pass)
         self._late_rows: dict[str, object] = {}  # streaming clause view -> accumulator
+        # the ordered scan's partition profiles per file set (profile_cache.py)
+        self.profile_cache = ProfileCache()
 
     # public API -------------------------------------------------------------
     def sql(self, text: str) -> DataFrame:
@@ -82,6 +85,11 @@ class CepSession:
         for stmt in statements:
             result = self._statement(stmt)
         return result
+
+    def clear_cache(self) -> None:
+        """Forget the ordered scan's cached partition profiles (the next query over any
+        file source runs its profile job again)."""
+        self.profile_cache.clear()
 
     def late_rows(self) -> dict[str, int]:
         """Rows dropped as late (behind the watermark) by each streaming clause started in

@@ -30,9 +30,9 @@ Slice bounds (``cepsql.slicing.bounds``):
   clauses keep the grid.
 * ``scan``: each input partition of the source is a slice when their ORDER BY ranges
   are disjoint and increasing (ordered_scan.py: a JVM min/max/count job reading only the
-  ORDER BY column -- with gap pushdown a Python job reading it and the relevance flag --
-  a job collecting the overlap rows, then one mapInArrow over the source, no shuffle);
-  else ``grid``.
+  ORDER BY column -- with gap pushdown a Python job reading only it --, a job collecting
+  the overlap rows, then one mapInArrow over the source, no shuffle; the two planning
+  jobs' results kept per file set for later queries, profile_cache.py); else ``grid``.
 * ``grid``: a fixed grid of slices ``grid_windows`` windows wide (default 16,
   ``cepsql.slicing.gridWindows``), aligned at time 0; the slice id is
   ``floor(t / width)`` (for a TIMESTAMP_NTZ key: the start of the tumbling ``window()``
