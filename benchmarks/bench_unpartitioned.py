@@ -108,6 +108,11 @@ query over new files does not (2.5-3.7x). Profiled (5M rows, load ~4-5): spark.c
 planning the overlap memo saves 0.45-0.68 s (0.38-0.46 s vs 0.92-1.06 s with the overlap
 job each time). A/B at 3M rows, load 5-6.7: the ts-only profile with end-row checks ran
 cold 3.7-5.0 s / warm 1.9-2.4 s against 5.7 s / 2.8 s for the ts + flag profile.
+After the merge with the workload work (2026-11-27, same flags, best of 2, 5M rows, load
+2.4): floor 1.52M ev/s, partitioned 1.38M, grid 1.10M (2.69x Flink), ordered scan cold
+1.55M (3.23 s, 3 jobs; 1.12x partitioned, 3.79x Flink), **warm 2.28M (2.19 s, 1 job;
+1.65x partitioned, 5.60x Flink)**, no gaps 1.33M; 12,195 matches in every
+unpartitioned run.
 """
 from __future__ import annotations
 

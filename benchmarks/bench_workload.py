@@ -78,6 +78,17 @@ rows. Rows are now routed to the leaves of the prefilter tests that accept them
 NONE 1.63 -> 1.35 (0.5: 1.76 -> 1.40). The bench after it (load 5-6, two runs): density
 0.3 trivial 28.2k / 28.6k ev/s, NONE 15.9 / 16.4x, SA 21.9 / 19.8x, TABU 23.4 / 23.1x
 (SA / NONE 1.38 / 1.21, TABU / NONE 1.47 / 1.41); density 0.5 SA / NONE 1.39 / 1.42.
+After merging the scan cuts, the routed leaf loop and the finishing work (2026-11-27,
+--density 0.1 0.3 0.5 0.7 --eval-sizes 10 50, load 1.6-2.4, results/workload_density):
+100 patterns, x over trivial for NONE / PREFIX / SA / TABU and SA / NONE: density 0.1
+6.64 / 7.89 / 8.64 / 8.67x, 1.30; 0.3 17.59 / 22.14 / 23.11 / 24.87x, 1.31 (TABU / NONE
+1.41); 0.5 2.18 / 3.43 / 3.42 / 3.23x, 1.57; 0.7 4.01 / 5.50 / 5.93 / 6.04x, 1.48. SA at
+0.3 runs 690k ev/s (was ~510k). Every plan got faster, NONE most (routing removed the
+row x 528-private-leaf loop), so SA / NONE fell at every density. Per 20k-event run at
+0.3: NONE columns 7 / DAG 26 / finishing 3 ms, SA 7 / 17 / 4 ms; SA's DAG is now mostly
+165k failing cross-variable conjunct calls (NONE pays ~150k of them too), while instance
+forming, which sharing cuts 5.5x (57k vs 315k), is cheap in this engine. So >= 20x over
+trivial holds at 0.3 (SA, TABU, PREFIX) and >= 2x over NONE holds nowhere.
 Run with --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50 (results/workload_density) and,
 separately (one trivial run alone takes ~35 s), --density 0.1 --density-size 250
 --eval-sizes 250 --repeat 1 (results/workload_density_250).
