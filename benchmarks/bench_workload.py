@@ -89,6 +89,11 @@ row x 528-private-leaf loop), so SA / NONE fell at every density. Per 20k-event 
 165k failing cross-variable conjunct calls (NONE pays ~150k of them too), while instance
 forming, which sharing cuts 5.5x (57k vs 315k), is cheap in this engine. So >= 20x over
 trivial holds at 0.3 (SA, TABU, PREFIX) and >= 2x over NONE holds nowhere.
+``--own`` also runs every pattern alone by its own planned CepWorker over the prepared
+input (what 100 in-process queries cost, rows checked identical): 48-62k ev/s at every
+density (a few ms per pattern per 20k events), so the one shared pass is 5.0 / 13.4 /
+20.7 / 17.5x faster than the patterns alone at density 0.1 / 0.3 / 0.5 / 0.7 (SA; NONE
+in the shared evaluator 3.6-13.7x) -- results/workload_density_own.{md,png,log}.
 Run with --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50 (results/workload_density) and,
 separately (one trivial run alone takes ~35 s), --density 0.1 --density-size 250
 --eval-sizes 250 --repeat 1 (results/workload_density_250).
@@ -229,6 +234,9 @@ def evaluator_part(args) -> list[dict]:
             row[name + "_sharing"] = _sharing(plan, ev.stats)
             row[name + "_same"] = got == reference
         row["identical"] = all(row[k + "_same"] for k in plans)
+        if args.own:
+            row["OWN"], row["OWN_same"] = _own_workers(lw, args.repeat, reference)
+            row["identical"] = row["identical"] and row["OWN_same"]
         out.append(row)
         print(f"{n:>8} {args.rows:>7} {row['TRIVIAL']:>13.0f} "
               + " ".join(f"{row[a] / row['TRIVIAL']:>9.2f}" for a in EVAL_PLANS)
@@ -252,9 +260,34 @@ def evaluator_part(args) -> list[dict]:
                   f"{sh['shared_joins']} shared joins (most consumers {sh['most']}); join "
                   f"instances {sh['join_instances']}, formed once for several consumers "
                   f"{sh['saved']}", flush=True)
+        if "OWN" in row:
+            print(f"{'':>8} each pattern alone (its own CepWorker, nothing shared): "
+                  f"{row['OWN']:.0f} ev/s = {row['OWN'] / row['TRIVIAL']:.2f}x trivial; SA "
+                  f"{row['SA'] / row['OWN']:.2f}x, TABU {row['TABU'] / row['OWN']:.2f}x, "
+                  f"NONE {row['NONE'] / row['OWN']:.2f}x of it", flush=True)
         if not row["identical"]:
             raise SystemExit("a global plan's matches differ from the trivial plan's")
     return out
+
+
+def _own_workers(lw, repeat: int, reference: list) -> tuple[float, bool]:
+    """Events per CPU second when every pattern runs alone, as a query of its own would
+    in-process: its own planned CepWorker over its own input (the prepared columns are
+    shared, as the shared pass's are, so this is not charged for preparing them), one
+    pattern after the other; and whether every pattern's rows equal the shared plans'."""
+    from collections import Counter
+
+    import pyarrow as pa
+    best, got = float("inf"), None
+    own = [lw.own_batches(i) for i in range(len(lw.bounds))]
+    for _ in range(repeat):
+        started = time.thread_time()
+        outs = [list(b.worker(iter(own[i]))) for i, b in enumerate(lw.bounds)]
+        best = min(best, time.thread_time() - started)
+        got = [Counter(tuple(r.values()) for r in
+                       pa.Table.from_batches(o, schema=b.worker_schema).to_pylist())
+               for o, b in zip(outs, lw.bounds)]
+    return sum(b.num_rows for b in lw.batches) / best, got == reference
 
 
 def write_eval(rows: list[dict], args) -> None:
@@ -284,6 +317,15 @@ def write_eval(rows: list[dict], args) -> None:
                      + f" | {r['kleene_share']:.0%} | {r['matches']} | "
                      + "{shared_leaves} / {shared_joins}, {saved} / {join_instances} |"
                      .format(**r["SA_sharing"]))
+    own = [r for r in rows if "OWN" in r]
+    if own:
+        lines += ["", "Each pattern alone (``--own``: its own planned CepWorker over the "
+                  "prepared input, one after the other; rows identical):", "",
+                  "| patterns | MPG density | events/s | vs trivial | SA / alone | TABU / alone "
+                  "| NONE / alone |", "|---:" * 7 + "|"]
+        lines += [f"| {r['n']} | {r['density']:.3f} | {r['OWN']:.0f} | "
+                  f"{r['OWN'] / r['TRIVIAL']:.2f}x | {r['SA'] / r['OWN']:.2f}x | "
+                  f"{r['TABU'] / r['OWN']:.2f}x | {r['NONE'] / r['OWN']:.2f}x |" for r in own]
     with open(os.path.join(RESULTS, args.eval_out + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     import matplotlib
@@ -430,6 +472,8 @@ def main() -> None:
                     help="pattern windows (seconds) of the evaluated workloads: the "
                          "trivial plan's partial matches grow fast with the window")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--own", action="store_true",
+                    help="also run every pattern alone by its own CepWorker (evaluator part)")
     ap.add_argument("--eval-out", default="workload_eval", help="evaluator results stem")
     ap.add_argument("--rate-weighted-types", action="store_true",
                     help="draw a pattern's symbols with probability proportional to their "
