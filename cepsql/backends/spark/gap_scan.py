@@ -12,7 +12,7 @@ projection) numbers the rows of a partition (low 33 bits; partition id above), a
 global position is the partition's offset in the time-ordered layout plus that index.
 A kept row breaks when its position is not the previous kept row's + 1.
 
-So the planning job (``partition_profiles``) ships only the ORDER BY column to Python
+So the planning job (``profile_rows`` over ``profile_input``) ships only the ORDER BY column to Python
 (a JVM aggregate cannot see row adjacency) and returns, per input partition, its row
 count, NULL times, range, and whether its times strictly increase in file order (ties ->
 no: the tie-breakers would reorder them): facts about the files alone, which
@@ -63,12 +63,6 @@ class PartitionProfile:
         return self.strict and not self.nulls
 
 
-def partition_profiles(df: DataFrame, key: str) -> list[PartitionProfile]:
-    """The planning job: per non-empty input partition of df, its profile (only the
-    ``key`` column reaches Python)."""
-    return profile_rows(profile_input(df, key))
-
-
 def profile_input(df: DataFrame, key: str) -> DataFrame:
     """What the planning job reads: df's ``key`` (profile_cache.py keys the profile by
     this frame's plan)."""
@@ -76,7 +70,8 @@ def profile_input(df: DataFrame, key: str) -> DataFrame:
 
 
 def profile_rows(frame: DataFrame) -> list[PartitionProfile]:
-    """The planning job over ``profile_input``'s frame."""
+    """The planning job over ``profile_input``'s frame: per non-empty input partition,
+    its profile (only the ORDER BY column reaches Python)."""
     from pyspark.sql.pandas.types import from_arrow_schema
     rows = frame.mapInArrow(_Profile(), from_arrow_schema(_PROFILE_SCHEMA)).toArrow()
     return [PartitionProfile(r["pid"], r["n"], r["nulls"], r["lo"] or 0, r["hi"] or 0,

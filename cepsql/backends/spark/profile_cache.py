@@ -1,5 +1,5 @@
 """The ordered scan's planning jobs, once per file set: a per-session memo of the
-partition profiles (``gap_scan.partition_profiles``) and, with gap pushdown, the overlap
+partition profiles (``gap_scan.profile_rows``) and, with gap pushdown, the overlap
 rows (``OrderedScan._overlap_rows``).
 
 Both are facts about the FILES and how Spark cuts them into input partitions, read
@@ -135,7 +135,7 @@ def memoized(frame: DataFrame, kind: tuple, compute: Callable[[], object],
 
 
 def cached_profiles(df: DataFrame, key: str) -> tuple[list, str]:
-    """df's partition profiles (gap_scan.partition_profiles: facts about the files, the
+    """df's partition profiles (gap_scan.profile_rows: facts about the files, the
     same for every query reading ``key`` from them) and where they came from
     (``memoized``)."""
     frame = profile_input(df, key)
