@@ -28,7 +28,7 @@ sys.path.insert(0, ROOT)
 from cepsql.backends.local.engine import run_local  # noqa: E402
 from cepsql.runtime import cep_worker  # noqa: E402
 from cepsql.runtime.adaptive import AdaptiveSettings  # noqa: E402
-from cepsql.runtime.executor import plan_query  # noqa: E402
+from cepsql.compile.clause import plan_query  # noqa: E402
 from cepsql.stats.worker import InWorkerStatistics  # noqa: E402
 
 SQL = """

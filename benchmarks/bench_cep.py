@@ -307,7 +307,7 @@ def check(rows: int = 400, windows: Sequence[int] = (6, 30), seed: int = 3,
     """Problems found (empty: every formulation is exact); see the module docstring."""
     import pyarrow as pa
 
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     from cepsql.reference.cep import evaluate_reference_cep
 
     df = check_stream(rows, seed)

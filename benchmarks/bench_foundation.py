@@ -134,10 +134,10 @@ def bench_local(n_rows: int, repeat: int) -> list[str]:
 def bench_evaluator(table: pa.Table, repeat: int) -> tuple[float, int]:
     """The Cython matcher alone: the same plan over already prepared and sorted batches
     (what each Spark task does after the shuffle), without parsing, sorting or pandas."""
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     from cepsql.exprs.arrow_eval import evaluate_arrow
     from cepsql.backends.local.engine import sort_table
-    from cepsql.runtime.executor import plan_query
+    from cepsql.compile.clause import plan_query
     spec = find_match_recognize(QUERY)[0].spec
     plan = plan_query(spec, table.schema, QUERY)
     for name, expr in plan.prepare_columns:

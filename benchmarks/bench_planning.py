@@ -25,10 +25,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # tests/support
 
 from cepsql.planning import ALGORITHMS, ORDER_ALGORITHMS, TREE_ALGORITHMS, CostModel, reduce_pattern
 from cepsql.planning.algorithms import estimate_dp_seconds
-from cepsql.planning.synthetic import random_sequence
+from support.planning_synthetic import random_sequence
 
 
 def quality(args) -> None:

@@ -240,7 +240,7 @@ def _case(name, set_name, size, rng, cal, targets, rates, by_rate) -> Case:
 # --------------------------------------------------------------------------- windows
 
 def _spec(sql: str):
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     return find_match_recognize(sql)[0].spec
 
 
@@ -328,7 +328,7 @@ def plan_summary(sql: str, table: pa.Table, algorithm: str, plan_seconds: float)
     spec = _spec(sql)
     stats_of = lambda s: CACHE.get_or_estimate(s, table)  # noqa: E731
     try:
-        from cepsql.runtime.cep_planner import planner_stats
+        from cepsql.planning.evaluator_choice import planner_stats
         pstats = planner_stats(spec, stats_of)[0]
     except ImportError:  # trees without the planner stage: the same conversion
         st = stats_of(spec)
@@ -371,8 +371,8 @@ def run_algorithm(sql: str, table: pa.Table, algorithm: str, repeat: int,
     from cepsql.exprs.arrow_eval import evaluate_arrow
     from cepsql.backends.local.engine import run_local, sort_table
     from cepsql.runtime import cep_worker
-    from cepsql.runtime.executor import plan_query
-    from cepsql.runtime.planner_options import PlannerOptions
+    from cepsql.compile.clause import plan_query
+    from cepsql.planning.options import PlannerOptions
     from cepsql.stats import CACHE
 
     opt_alg = None if algorithm == "default" else algorithm
@@ -678,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return child_main()
     if args.plan_seconds is None:
-        from cepsql.runtime.planner_options import PlannerOptions
+        from cepsql.planning.options import PlannerOptions
         args.plan_seconds = PlannerOptions().plan_seconds
     args.sets = [s.strip().upper() for s in args.sets.split(",") if s.strip()]
     args.sizes = [int(s) for s in args.sizes.split(",")]

@@ -6,7 +6,7 @@ variables, each an event type ``v.symbol = 'S<k>'``, with predicates ``v.diff > 
 on about half of the consecutive pairs, a time window, and (about 1 in 5) a NOT or a
 Kleene closure KL(v, 1, 3); patterns are drawn from a small pool of prefixes so
 sub-patterns recur across the workload (merge sharing of the patterns' own best trees,
-cepsql.runtime.shared.merge_plan).
+cepsql.sharing.merge_plan).
 
 For each workload size it prints the evaluator throughput (input rows / second) of the
 shared pass and of running each pattern's own CepWorker over the same prepared, sorted
@@ -29,10 +29,11 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # tests/support
 
-from cepsql.dialect import find_match_recognize  # noqa: E402
-from cepsql.runtime.shared import merge_plan  # noqa: E402
-from cepsql.runtime.shared.local_run import plan_local_workload  # noqa: E402
+from cepsql.parse import find_match_recognize  # noqa: E402
+from cepsql.sharing.merge_plan import merge_plan  # noqa: E402
+from support.local_run import plan_local_workload  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 

@@ -32,10 +32,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from cepsql.backends.local.sql import sort_table  # noqa: E402
 from cepsql.backends.streaming.workload import (WorkloadEngine, fingerprint,  # noqa: E402
                                                 state_from_row, state_to_row)
-from cepsql.dialect import find_match_recognize  # noqa: E402
+from cepsql.parse import find_match_recognize  # noqa: E402
 from cepsql.exprs.arrow_eval import evaluate_arrow  # noqa: E402
-from cepsql.runtime.executor import plan_query  # noqa: E402
-from cepsql.runtime.shared.one_pass import plan_pass  # noqa: E402
+from cepsql.compile.clause import plan_query  # noqa: E402
+from cepsql.runtime.one_pass import plan_pass  # noqa: E402
 
 A = "a AS a.volume >= 1500"
 B = "b AS b.volume >= 1500 AND b.price > a.price"

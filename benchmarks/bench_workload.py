@@ -11,7 +11,7 @@ stock_workload(density=, rate_diff=)): one evaluated workload of --density-size 
 patterns per target MPG density, then --eval-sizes at the first density; each row gives
 the graph's measured density (graph.mpg_density) next to the target.
 
-Planning part: workloads of the synthetic stock experiment (cepsql.sharing.synthetic:
+Planning part: workloads of the synthetic stock experiment (support.sharing_synthetic:
 3-7 variables over skewed-rate symbols, SEQ/AND, diff predicates on half the pairs, 20%
 NOT/KL, windows of 5-15 s) with 10 / 50 / 100 / 250 / 500 pattern views. Per size: the
 global cost (Cost_tree over distinct nodes) of the trivial plans (written order, nothing
@@ -98,7 +98,7 @@ Run with --density 0.1 0.3 0.5 0.7 --eval-sizes 10 50 (results/workload_density)
 separately (one trivial run alone takes ~35 s), --density 0.1 --density-size 250
 --eval-sizes 250 --repeat 1 (results/workload_density_250).
 
-The workload (cepsql.sharing.synthetic.stock_workload), as SIGMOD 2019 section 6.1
+The workload (support.sharing_synthetic.stock_workload), as SIGMOD 2019 section 6.1
 describes its stock experiment, and what we chose where it is silent:
   - 30 symbols with Zipf(1.1) rates (max / min 42; the paper measured 2-47 events/s, a
     ratio of 23), 20 events/s in all;
@@ -132,11 +132,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # tests/support
 
-from cepsql.sharing import check_global_plan, plan_workload  # noqa: E402
+from cepsql.sharing import plan_workload  # noqa: E402
+from support.sharing_validate import check_global_plan  # noqa: E402
 from cepsql.sharing.dag import WorkloadContext  # noqa: E402
 from cepsql.sharing.graph import build_graph, mpg_density  # noqa: E402
-from cepsql.sharing.synthetic import signature_density, stock_workload  # noqa: E402
+from support.sharing_synthetic import signature_density, stock_workload  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 ALGORITHMS = ("PREFIX", "SA", "TABU")
@@ -180,11 +182,11 @@ def evaluator_part(args) -> list[dict]:
     from collections import Counter
     from functools import partial
 
-    from cepsql.dialect import find_match_recognize
-    from cepsql.dialect.statements import parse_create_view
+    from cepsql.parse import find_match_recognize
+    from cepsql.parse.statements import parse_create_view
     from cepsql.backends.local.engine import _table_statistics
-    from cepsql.runtime.shared.local_run import plan_local_workload
-    from cepsql.runtime.shared.one_pass import sharing_patterns
+    from support.local_run import plan_local_workload
+    from cepsql.runtime.one_pass import sharing_patterns
     from cepsql.sharing.planner import trivial_global_plan
 
     def rows_of(lw, out):

@@ -22,11 +22,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 #: stage -> (file suffix, function name) whose cumulative time is the stage's
 STAGES = {
     "whole workload (parse, plan, pass, replay)": ("backends/local/workload.py", "workload"),
-    "pass planning (plan_pass, sharing planner)": ("runtime/shared/one_pass.py", "plan_pass"),
+    "pass planning (plan_pass, sharing planner)": ("runtime/one_pass.py", "plan_pass"),
     "SQL:2016 views: _process (matcher, measures)": ("runtime/worker.py", "_process"),
     "SQL:2016 views: VM column loading (_load_vm)": ("runtime/worker.py", "_load_vm"),
     "unshared CEP views: worker": ("runtime/cep_worker.py", "_process"),
-    "shared CEP DAG evaluator": ("runtime/shared/evaluator.py", "_process"),
+    "shared CEP DAG evaluator": ("runtime/shared_evaluator.py", "_process"),
 }
 
 

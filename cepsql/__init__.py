@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os as _os
 
-from . import errors
-from .errors import (CepAnalysisError, CepEnvironmentError, CepError, CepRuntimeError,
+from cepsql import errors
+from cepsql.errors import (CepAnalysisError, CepEnvironmentError, CepError, CepRuntimeError,
                      CepSyntaxError, CepUnsupportedError)
-from .backends.spark.environment import ensure_environment, require_java
+from cepsql.backends.spark.environment import ensure_environment, require_java
 
 __version__ = "0.1.0"
 
@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 # Connect, sqlglot, DuckDB) before its first task.
 _IN_SPARK_WORKER = "PYTHON_WORKER_FACTORY_SECRET" in _os.environ
 _LAZY = {"match_recognize": ".backends.local.engine", "workload": ".backends.local.workload",
-         "plot_matches": ".plot", "PlannerOptions": ".runtime.planner_options",
-         "planner_options": ".runtime.planner_options", "CepSession": ".spark.session"}
+         "plot_matches": ".plot", "PlannerOptions": ".planning.options",
+         "planner_options": ".planning.options", "CepSession": ".api.session"}
 
 
 def __getattr__(name: str):
@@ -34,17 +34,17 @@ def __getattr__(name: str):
 
 if not _IN_SPARK_WORKER:
     ensure_environment()
-    from .backends.local.engine import match_recognize  # noqa: E402
-    from .backends.local.workload import workload  # noqa: E402, F401  (public API)
-    from .plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
-    from .runtime.planner_options import PlannerOptions, planner_options  # noqa: E402
-    from .backends.spark.session import CepSession  # noqa: E402
+    from cepsql.backends.local.engine import match_recognize  # noqa: E402
+    from cepsql.backends.local.workload import workload  # noqa: E402, F401  (public API)
+    from cepsql.plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
+    from cepsql.planning.options import PlannerOptions, planner_options  # noqa: E402
+    from cepsql.api.session import CepSession  # noqa: E402
 
 
 def _attach_all() -> None:
     from pyspark.sql import SparkSession
 
-    from .backends.spark.session import attach as _attach
+    from cepsql.api.session import attach as _attach
     _attach(SparkSession)
     import importlib.util
     if importlib.util.find_spec("grpc") is None:  # Spark Connect not installed
@@ -58,13 +58,13 @@ def _attach_all() -> None:
 
 if not _IN_SPARK_WORKER:
     _attach_all()
-    from .backends.spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
+    from cepsql.backends.spark.quiet_errors import install as _install_quiet_errors  # noqa: E402
     _install_quiet_errors()
 
 
 def _install_error_hook() -> None:
     """CepErrors raised inside Spark tasks surface as themselves on any action."""
-    from .backends.spark.task_errors import install_error_hook
+    from cepsql.backends.spark.task_errors import install_error_hook
     install_error_hook()
 
 
@@ -77,14 +77,14 @@ def register(spark) -> None:
     plain ``spark.sql`` can call them (done automatically for the session active at
     ``import cepsql`` and on first use of ``spark.cep``). Through ``spark.cep.sql`` the
     same calls run batch-based; see cepsql/backends/spark/table_function.py."""
-    from .backends.spark.tf_plain import register as _register
+    from cepsql.backends.spark.tf_plain import register as _register
     _register(spark)
 
 
 def _register_active() -> None:
     """At import: register on the already running session, if any (never starts one)."""
     from pyspark.sql import SparkSession
-    from .backends.spark.session import register_quietly
+    from cepsql.api.session import register_quietly
     try:
         spark = SparkSession.getActiveSession()
     except Exception:  # pragma: no cover - broken or remote-only environments
@@ -116,7 +116,7 @@ def get_session(master: str | None = None, conf: dict | None = None):
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    from .backends.spark.session import register_quietly
+    from cepsql.api.session import register_quietly
     register_quietly(session)
     return session
 

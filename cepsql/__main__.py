@@ -1,4 +1,4 @@
 """``python -m cepsql``: the same command line as the ``cepsql`` script."""
-from .cli import main
+from cepsql.api.cli import main
 
 raise SystemExit(main())

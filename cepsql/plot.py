@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import CepAnalysisError, CepEnvironmentError
+from cepsql.errors import CepAnalysisError, CepEnvironmentError
 
 MAX_ROWS = 200_000  # rows taken from a Spark DataFrame: a plot of more cannot be read
 

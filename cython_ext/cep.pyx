@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """CEP-mode evaluator (STRATEGY ...): a run-based SASE+ NFA^b over linear sequences.
 
-The planner (cepsql/runtime/cep_expand.py) expands the pattern into linear *sequences*
+The planner (cepsql/compile/cep_expand.py) expands the pattern into linear *sequences*
 of components (a variable taken once, or V{min,max} Kleene closure of one variable) with
 NOT checks attached by component ranges (what a NOT negates is a small program of such
 sequences, searched depth-first with any-match semantics) and, for KL over a SEQ or an
@@ -1638,7 +1638,7 @@ cdef class CepMatcher:
         return 0
 
     # ------------------------------------------------------------------ planned evaluation
-    # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/runtime/cep_planner.py): per OR-free
+    # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/planning/evaluator_choice.py): per OR-free
     # disjunct ("term") a join tree whose leaves are its components. A plain leaf keeps
     # the rows that pass its single-row conditions (the lazy NFA's input buffer); an inner
     # node keeps the instances (partial matches) of its subtree. A new row enters every

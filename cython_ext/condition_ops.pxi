@@ -8,8 +8,8 @@
 # slot's Spark type and emits typed instructions with the scales and precisions as
 # immediates, so no instruction inspects a type at run time (see exact128.h).
 
-# condition opcodes (cepsql/runtime/conditions.py) and aggregate functions
-# (cepsql/runtime/aggregates.py)
+# condition opcodes (cepsql/compile/conditions.py) and aggregate functions
+# (cepsql/analyze/aggregates.py)
 cdef enum: C_CONST = 0
 cdef enum: C_NULL = 1
 cdef enum: C_LOAD = 2

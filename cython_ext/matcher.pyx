@@ -32,7 +32,7 @@ cnp.import_array()
 
 ctypedef long long i64
 
-# pattern program opcodes (cepsql/runtime/program.py)
+# pattern program opcodes (cepsql/compile/program.py)
 include "condition_ops.pxi"
 include "buffers.pxi"
 include "aggregate_ops.pxi"

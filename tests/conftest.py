@@ -23,8 +23,8 @@ import pytest  # noqa: E402
 
 from cepsql.algebra.expressions import BinaryOp, ColumnRef, Literal  # noqa: E402
 from cepsql.errors import CepAnalysisError  # noqa: E402
-from cepsql.runtime.plan import BoundPlan, QueryPlan, SortColumn  # noqa: E402
-from cepsql.backends.spark.splice import matching_paren, skip_space, skip_token  # noqa: E402
+from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn  # noqa: E402
+from cepsql.parse.splice import matching_paren, skip_space, skip_token  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +111,7 @@ _STOP = {"WHERE", "JOIN", "ON", "GROUP", "ORDER", "LIMIT", "UNION", "INNER", "LE
 
 def fake_find(sql: str, *, offset: int = 0, full_sql: str | None = None) -> list[FakeSite]:
     """Finds `source MATCH_RECOGNIZE (body) [AS] [alias]`; the fake spec is the body text.
-    Like cepsql.dialect: positions absolute (sql starts at offset in the full text), a query
+    Like cepsql.parse: positions absolute (sql starts at offset in the full text), a query
     source's text is inside its parentheses, the alias comes without AS. Sites nested in another site's source are left for the recursive call."""
     sites, i = [], 0
     while i < len(sql):

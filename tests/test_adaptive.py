@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.backends.local.engine import run_local
 from cepsql.runtime import adaptive, cep_worker
-from cepsql.runtime import cep_worker_plan
+from cepsql.runtime import task_planning as cep_worker_plan
 from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift
-from cepsql.planning.exhaustive import all_trees
+from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
-from cepsql.runtime.cep_planner import EVALUATOR_TREE, CepPlanChoice
-from cepsql.runtime.executor import plan_query
+from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
+from cepsql.compile.clause import plan_query
 from cepsql.stats.model import PatternStatistics
 from cepsql.stats.worker import InWorkerStatistics
 

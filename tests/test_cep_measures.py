@@ -3,7 +3,7 @@ DISTINCT, CLASSIFIER()/MATCH_NUMBER() in arguments, the stddev/variance family,
 max_by/min_by, listagg, count_if, bool_and/bool_or, collect_set.
 
 The CEP matcher lists each output row's rows (cep.pyx, A_LIST) and the worker folds them
-as in SQL:2016 mode (runtime/gathered.py). Checked against the CEP oracle
+as in SQL:2016 mode (compile/gathered.py). Checked against the CEP oracle
 (reference_cep), against Spark's GROUP BY / running windows over the match rows, and the
 in-process path against spark.cep.sql. Matches overlap under SKIP_TILL_ANY_MATCH, so a
 row may belong to several matches: Spark groups by MATCH_NUMBER.

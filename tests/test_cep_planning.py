@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 import cepsql
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.errors import CepAnalysisError
 from cepsql.backends.local.engine import _table_statistics
-from cepsql.runtime.executor import plan_query
-from cepsql.runtime.planner_options import PlannerOptions, options_from_conf
+from cepsql.compile.clause import plan_query
+from cepsql.planning.options import PlannerOptions, options_from_conf
 
 SQL = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts "
        "MEASURES a.ts AS ta, b.ts AS tb, c.ts AS tc STRATEGY {strategy} "

@@ -164,7 +164,7 @@ def test_without_within_the_partition_is_held(monkeypatch):
 def _open_matcher(sql: str, table: pa.Table):
     """(worker, matcher after an open run over table -- as the streaming engine leaves
     it --, its output, table with the plan's prepared columns)."""
-    from cepsql.runtime.executor import plan_query
+    from cepsql.compile.clause import plan_query
     try:
         from .test_property_sql import spec_of
     except ImportError:

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 import cepsql
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.backends.local.engine import global_breaks
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 from cepsql.reference.cep import evaluate_reference_cep
 
 try:
@@ -187,7 +187,7 @@ def test_generated_queries_tiny_chunks(monkeypatch):
 # --- table functions -------------------------------------------------------------------
 
 def test_table_function_form_is_rejected():
-    from cepsql.dialect import parse_clause_body
+    from cepsql.parse import parse_clause_body
     from cepsql.backends.spark.tf_plan import build_table_plan
     spec = parse_clause_body("PARTITION BY part ORDER BY ts MEASURES count(*) AS n "
                              "STRATEGY STRICT_CONTIGUITY PATTERN (a b) DEFINE a AS v = 0")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from _background import Job
-from cepsql import cli
+from cepsql.api import cli
 from cepsql.errors import CepSyntaxError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

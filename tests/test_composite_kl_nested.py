@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import cepsql
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 
 from strategies import STREAM_SCHEMA
 from strategies_cep import STRATEGIES, cep_streams

@@ -143,8 +143,8 @@ def test_composite_kl_still_outside_the_run_nfa(pattern, message):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_explain_says_kl_and_runs_in_order(strategy):
-    from cepsql.dialect import find_match_recognize
-    from cepsql.runtime.executor import plan_query
+    from cepsql.parse import find_match_recognize
+    from cepsql.compile.clause import plan_query
     from strategies import STREAM_SCHEMA
     sql = _sql(strategy, "SEQ(c, KL(AND(a, b), 2))", DEFINES[0], "ONE ROW PER MATCH", "")
     text = plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql).explain

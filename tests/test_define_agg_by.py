@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import cepsql
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.sql import evaluate_reference
 from _running import longest_from_first_row, running_window_view

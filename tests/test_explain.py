@@ -5,9 +5,9 @@ import re
 import pyarrow as pa
 
 import cepsql
-from cepsql.dialect import find_match_recognize
-from cepsql.runtime.plan_svg import plan_svg
-from cepsql.runtime.executor import plan_query
+from cepsql.parse import find_match_recognize
+from cepsql.explain.svg import plan_svg
+from cepsql.compile.clause import plan_query
 
 Q = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
      "MEASURES FIRST(A.p) AS p PATTERN (A B+) "

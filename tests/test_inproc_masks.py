@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from cepsql.backends.local.masks import vector_masks
 from cepsql.backends.local.sequence import define_masks, vm_masks
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.exprs.arrow_eval import evaluate_arrow
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 
 SETTINGS = dict(deadline=None, max_examples=30,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

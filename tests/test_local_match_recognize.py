@@ -7,7 +7,7 @@ import pytest
 
 from cepsql.errors import CepAnalysisError
 from cepsql.backends.local.engine import run_local, sort_table, to_pandas
-from cepsql.runtime.plan import SortColumn
+from cepsql.compile.query_plan import SortColumn
 
 TICKS = pd.DataFrame({"sym": ["a", "a", "b", "b", "a"], "ts": [3, 1, 1, 2, 2],
                       "price": [1.0, 2.0, 3.0, 4.0, 5.0]})

@@ -88,8 +88,8 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
 
 
 def _shape_of(sql: str, table: pa.Table):
-    from cepsql.dialect import find_match_recognize
-    from cepsql.runtime.executor import plan_query
+    from cepsql.parse import find_match_recognize
+    from cepsql.compile.clause import plan_query
     spec = find_match_recognize(sql)[0].spec
     from cepsql.exprs.arrow_eval import evaluate_arrow
     plan = plan_query(spec, table.schema, sql)

@@ -224,7 +224,7 @@ EXPECTED = [
 
 @pytest.fixture(scope="module")
 def real_planner():
-    import cepsql.runtime.executor as executor
+    import cepsql.compile.clause as executor
     return executor
 
 

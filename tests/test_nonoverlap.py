@@ -8,10 +8,10 @@ import pyarrow as pa
 import pytest
 
 import cepsql
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.runtime import cep_worker as cep_worker_module
-from cepsql.runtime.executor import plan_query
-from cepsql.runtime.partition_inference import infer_partition_keys
+from cepsql.compile.clause import plan_query
+from cepsql.analyze.partition_inference import infer_partition_keys
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.backends.spark.slicing import slicing_blocker
 

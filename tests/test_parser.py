@@ -6,7 +6,7 @@ from cepsql.algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast
                                         MatchNumber, Navigation, UnaryOp)
 from cepsql.algebra.pattern import Concat, Quantified, Var
 from cepsql.algebra.spec import SkipTo
-from cepsql.dialect import (find_match_recognize, parse_clause_body, parse_create_view,
+from cepsql.parse import (find_match_recognize, parse_clause_body, parse_create_view,
                             parse_drop_view, parse_explain, split_statements)
 from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 

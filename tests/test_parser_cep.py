@@ -4,8 +4,8 @@ import pytest
 from cepsql.algebra.pattern import (Alternation, Concat, Negation, Permute, Quantified, Var,
                                     pattern_to_text, pattern_variables)
 from cepsql.algebra.spec import Window
-from cepsql.dialect import find_match_recognize
-from cepsql.dialect.pattern_parser import parse_pattern
+from cepsql.parse import find_match_recognize
+from cepsql.parse.pattern_parser import parse_pattern
 from cepsql.errors import CepAnalysisError, CepSyntaxError
 
 A, B, C, D, E = (Var(x) for x in "ABCDE")

@@ -1,4 +1,4 @@
-"""Partition-key inference (cepsql/runtime/partition_inference.py) is exact.
+"""Partition-key inference (cepsql/analyze/partition_inference.py) is exact.
 
 Compared: the CEP oracle's output rows on the original spec and on the rewritten spec
 (inferred PARTITION BY), as multisets of whole rows in the original output layout: the
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cepsql.algebra.expressions import ColumnRef
 from cepsql.algebra.spec import PartitionKey
-from cepsql.runtime.partition_inference import (
+from cepsql.analyze.partition_inference import (
     INFERRED_KEY_PREFIX,
     infer_partition_keys,
     inference_blocker,
@@ -358,7 +358,7 @@ def test_single_variable_patterns_never_fire():
 
 @pytest.mark.parametrize("rows", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH"])
 def test_visible_partitions_keep_the_projection(rows):
-    from cepsql.runtime import executor as ex
+    from cepsql.compile import clause as ex
     body = (f"MEASURES a.ts AS t0, b.part AS part {rows} STRATEGY SKIP_TILL_ANY_MATCH "
             "PATTERN (SEQ(a, b)) DEFINE b AS b.part = a.part")
     if rows.startswith("ALL"):

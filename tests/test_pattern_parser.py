@@ -3,7 +3,7 @@ import pytest
 
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Permute,
                                     Quantified, Var, pattern_to_text, pattern_variables)
-from cepsql.dialect.pattern_parser import parse_pattern
+from cepsql.parse.pattern_parser import parse_pattern
 from cepsql.errors import CepSyntaxError
 
 A, B, C, D = Var("A"), Var("B"), Var("C"), Var("D")

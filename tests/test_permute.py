@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import cepsql
 from cepsql.algebra.pattern import Concat, Permute, Quantified, Var
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime.program import compile_pattern
+from cepsql.compile.program import compile_pattern
 from cepsql.reference.pattern import PatternMatcher
 
 try:

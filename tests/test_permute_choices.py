@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 import cepsql
 from cepsql.algebra.pattern import Permute, Quantified, Var
 from cepsql.errors import CepUnsupportedError
-from cepsql.runtime import program
-from cepsql.runtime.program import OP_PERM_BEGIN, compile_pattern
+from cepsql.compile import program
+from cepsql.compile.program import OP_PERM_BEGIN, compile_pattern
 
 try:
     from .test_property_sql import SETTINGS, assert_engine_matches

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from cepsql.algebra.pattern import Concat, Var, pattern_to_text
-from cepsql.dialect.pattern_parser import parse_pattern
+from cepsql.parse.pattern_parser import parse_pattern
 from cepsql.errors import CepUnsupportedError
 from cepsql.planning import (
     ALGORITHMS,

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.errors import CepRuntimeError
-from cepsql.runtime import vm_types as T
-
+from cepsql.algebra import types as T
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])
 OPS = ["+", "-", "*", "/", "%"]

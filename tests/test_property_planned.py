@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.planning import ALGORITHMS
-from cepsql.planning.exhaustive import all_trees
+from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
-from cepsql.runtime import cep_plan as cep_plan_module
+from cepsql.compile import cep as cep_plan_module
 from cepsql.runtime import cep_worker as cep_worker_module
-from cepsql.runtime.cep_planner import EVALUATOR_TREE, CepPlanChoice
+from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
 
 try:
     from .strategies_cep import cep_queries, cep_streams

@@ -26,14 +26,14 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 
 def spec_of(sql: str):
     """The MatchRecognizeSpec of the query's (single) MATCH_RECOGNIZE clause."""
-    from cepsql import dialect
+    from cepsql import parse as dialect
     finder = getattr(dialect, "find_match_recognize", None)
     if finder is not None:
         return finder(sql)[0].spec
     import sqlglot
     from sqlglot import exp
 
-    from cepsql.dialect.dialect import CepSpark
+    from cepsql.parse.dialect import CepSpark
     return sqlglot.parse_one(sql, read=CepSpark).find(exp.MatchRecognize).meta["cep_spec"]
 
 

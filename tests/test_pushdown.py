@@ -1,4 +1,4 @@
-"""Relevance pushdown (runtime/relevance.py): under SKIP_TILL_NEXT_MATCH / ANY_MATCH the
+"""Relevance pushdown (analyze/relevance.py): under SKIP_TILL_NEXT_MATCH / ANY_MATCH the
 rows no variable can take are dropped before the shuffle. Results with and without the
 filter are identical (and equal the reference), on random patterns and streams, in-process
 and on Spark; the filter is a real WHERE in Spark's plan; the cases that read skipped rows
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.backends.local.engine import run_local
-from cepsql.runtime.executor import plan_query
-from cepsql.runtime.relevance import relevance_filter
+from cepsql.compile.clause import plan_query
+from cepsql.analyze.relevance import relevance_filter
 
 try:
     from .strategies_cep import cep_queries, cep_streams
@@ -149,7 +149,7 @@ def test_explain_shows_the_filter():
     spec = spec_of(_q(BASE))
     plan = plan_query(spec, table.schema, _q(BASE))
     assert "relevance filter: ((`price` > 5) OR (`tag` = 'x'))" in plan.explain
-    from cepsql.runtime.explain_summary import summarize
+    from cepsql.explain.summary import summarize
     assert "relevance filter" in summarize(spec, plan)
     kept = plan_query(spec_of(_q(BASE, window="WITHIN 4 ROWS")), table.schema, "")
     assert "relevance filter: none, every row kept (WITHIN n ROWS" in kept.explain

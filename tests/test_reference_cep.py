@@ -18,7 +18,7 @@ import re
 import pyarrow as pa
 import pytest
 
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
 

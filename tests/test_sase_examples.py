@@ -66,7 +66,7 @@ def test_stock_trend_matches_reference(n_rows, n_symbols, seed):
 
 
 def test_examples_are_demo_examples_and_linked():
-    from cepsql import cli
+    from cepsql.api import cli
     demo = {e.name for e in cli.load_examples(demo_only=True)}
     root = pathlib.Path(__file__).resolve().parents[1]
     for name in ("05_shoplifting.sql", "06_contamination.sql", "07_stock_trend.sql"):

@@ -19,9 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepsql.reference.cep import evaluate_reference_cep
-from cepsql.runtime.shared import SharedEvaluator, SharedPass, dag_unsupported, merge_plan
+from cepsql.runtime.shared_evaluator import SharedEvaluator, SharedPass
+from cepsql.sharing.merge_plan import merge_plan
+from cepsql.sharing.support import dag_unsupported
 from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
-from cepsql.runtime.shared.local_run import plan_local_workload
+from support.local_run import plan_local_workload
 
 try:
     from .strategies_cep import cep_streams
@@ -370,7 +372,7 @@ def test_column_pointers_only_without_aggregates():
     """Patterns share the chunk's converted columns (pointers, exact lanes too); a
     DEFINE aggregate reads the run's matrices, so its pattern keeps its own matrix and
     the matcher refuses pointers."""
-    from cepsql.runtime.shared.columns import pointer_ready
+    from cepsql.runtime.shared_columns import pointer_ready
     sqls, wl = _hand_plan_workload()
     workers = [b.worker for b in wl.bounds]
     assert [pointer_ready(w) for w in workers] == [True, False]
@@ -390,7 +392,7 @@ def test_leaf_prefilters_only_for_plain_column_tests():
     tested from a per-chunk mask; one reading another row (PREV) stays in the VM. NULL
     tags fail the test in both (the stream has some) and the rows equal the own
     workers' and the oracle's."""
-    from cepsql.runtime.shared.dag_arrays import dag_arrays, leaf_prefilters
+    from cepsql.compile.dag_arrays import dag_arrays, leaf_prefilters
     sqls = [HEAD + f"FIRST({a}.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             f"STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ({a}, {b})) WITHIN 4 ROWS "
             f"DEFINE {a} AS {a}.tag = 'x', {b} AS {cond})"
@@ -532,8 +534,8 @@ def wl_outputs(sqls: list[str]) -> list[pa.Table]:
 def test_column_conversion_fast_paths_equal_the_arrow_casts():
     """DOUBLE / BOOLEAN columns without NULLs skip the Arrow cast (zero-copy / bit
     unpacking, sliced chunks included); the values equal worker._as_float's."""
-    from cepsql.runtime.conditions import NUM
-    from cepsql.runtime.shared.columns import _convert
+    from cepsql.compile.conditions import NUM
+    from cepsql.runtime.shared_columns import _convert
     from cepsql.runtime.worker import _as_float
     flags = pa.array([True, False, True, True, False, False, True, False, True, False, True])
     doubles = pa.array([0.5, -0.0, float("nan"), float("inf"), 1e300, 2.0, 3.0, 4.0, 5.0,
@@ -571,8 +573,8 @@ def test_scan_cuts_skip_only_failing_pairs(window, monkeypatch):
     than the joins read (the front of their stores is out of the joins' window). The
     rows equal the own workers' and the oracle's, with fewer join attempts than with
     the cuts off (nd_newest -1: every stored instance tried)."""
-    import cepsql.runtime.shared.evaluator as evaluator_module
-    from cepsql.runtime.shared.dag_arrays import dag_arrays
+    import cepsql.runtime.shared_evaluator as evaluator_module
+    from cepsql.compile.dag_arrays import dag_arrays
     sqls = [HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
             f"STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c, d)) {window} "
             "DEFINE a AS a.tag = 'x', b AS b.tag = 'y', c AS c.tag = 'z', "

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.sharing.patterns import workload_pattern
 from cepsql.sharing.planner import plan_workload
-from cepsql.sharing.validate import check_global_plan
+from support.sharing_validate import check_global_plan
 
 SCHEMA = pa.schema([("ts", pa.timestamp("us")), ("symbol", pa.string()),
                     ("price", pa.float64()), ("diff", pa.float64()), ("peak", pa.float64()),
@@ -85,7 +85,7 @@ def test_identical_patterns_merge_and_windows_share_through_a_mark_point():
     assert ("window", None) in b_short.extra_checks
     assert ("window", None) not in b_long.extra_checks
     assert plan.cost < plan.independent_cost
-    from cepsql.sharing import describe_workload
+    from cepsql.explain.workload import describe_workload
     assert "window mark-points: 1 roots" in describe_workload(plan, patterns)
 
 
@@ -133,7 +133,7 @@ def test_operator_transformation_shares_an_and_node_with_a_seq():
     orders = {x for k, x in b_seq.extra_checks if k == "order"}
     assert {("A", "B"), ("B", "C")} <= orders
     assert not any(k == "order" for k, _ in b_and.extra_checks)
-    from cepsql.sharing import describe_workload
+    from cepsql.explain.workload import describe_workload
     assert "operator transformation: 1 SEQ roots" in describe_workload(plan, patterns)
 
 

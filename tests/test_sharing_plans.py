@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from cepsql.errors import CepAnalysisError
 from cepsql.sharing.dag import WorkloadContext
-from cepsql.sharing.exhaustive import all_trees, exhaustive_cost
+from support.sharing_exhaustive import all_trees, exhaustive_cost
 from cepsql.sharing.graph import build_graph
 from cepsql.sharing.planner import parse_algorithm, plan_workload
 from cepsql.sharing.search import Search, independent_plans
-from cepsql.sharing.synthetic import stock_workload
-from cepsql.sharing.validate import check_global_plan, global_plan_problems
+from support.sharing_synthetic import stock_workload
+from support.sharing_validate import check_global_plan, global_plan_problems
 
 TOL = 1 + 1e-9
 
@@ -80,7 +80,7 @@ def test_same_seed_and_iterations_give_the_same_plan():
 def test_prefix_sharing_shares_common_prefixes():
     import pyarrow as pa
 
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     from cepsql.sharing.patterns import workload_pattern
     schema = pa.schema([("ts", pa.timestamp("us")), ("symbol", pa.string()),
                         ("diff", pa.float64())])

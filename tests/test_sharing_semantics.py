@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from cepsql.algebra.expressions import BinaryOp, Literal, RowValue
 from cepsql.sharing import plan_workload
-from cepsql.sharing.synthetic import stock_workload
+from support.sharing_synthetic import stock_workload
 
 OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
        ">=": lambda a, b: a >= b, "=": lambda a, b: a == b, "<>": lambda a, b: a != b,

@@ -8,8 +8,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepsql.dialect import find_match_recognize
-from cepsql.sharing import check_global_plan, plan_workload, workload_pattern
+from cepsql.parse import find_match_recognize
+from cepsql.sharing import plan_workload, workload_pattern
+from support.sharing_validate import check_global_plan
 
 SCHEMA = pa.schema([("ts", pa.timestamp("us")), ("symbol", pa.string()),
                     ("price", pa.float64()), ("diff", pa.float64())])

@@ -10,9 +10,10 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepAnalysisError
-from cepsql.sharing import (check_global_plan, describe_workload, options_from_conf,
-                            plan_workload, workload_svg)
-from cepsql.sharing.synthetic import TICKS_SCHEMA, stock_workload
+from cepsql.explain.workload import describe_workload, workload_svg
+from cepsql.sharing import options_from_conf, plan_workload
+from support.sharing_validate import check_global_plan
+from support.sharing_synthetic import TICKS_SCHEMA, stock_workload
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_workload_svg_draws_every_node_and_root_with_shared_ones_highlighted(sma
 
 
 def test_unshared_views_are_listed_with_their_reason():
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     from cepsql.sharing import workload_pattern
     sql = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
            "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '5' SECOND "
@@ -117,7 +118,7 @@ def test_synthetic_views_parse_share_and_run_in_process():
     for s in table.column("symbol").to_pylist():
         counts[s] += 1
     assert counts[wl.symbols[0]] > counts[wl.symbols[-1]]
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     from cepsql.reference.cep import evaluate_reference_cep
     total = 0
     for stmt in wl.statements[:3]:
@@ -143,8 +144,8 @@ def test_synthetic_statistics_feed_the_planner():
 
 def test_compiled_clauses_feed_the_planner_like_their_specs():
     """The workload runtime holds QueryPlans: their specs give the same patterns."""
-    from cepsql.dialect import find_match_recognize
-    from cepsql.runtime.executor import plan_query
+    from cepsql.parse import find_match_recognize
+    from cepsql.compile.clause import plan_query
     from cepsql.sharing import patterns_from_plans
     wl = stock_workload(4, seed=8, symbols=5, sizes=(3, 4))
     queries = [s.split(" AS ", 1)[1] for s in wl.statements]
@@ -164,11 +165,11 @@ def test_benchmark_workload_draws_the_papers_selectivities_and_uniform_types():
     """selectivities=(lo, hi): each symbol pair's predicate selectivity log-uniform in
     [lo, hi] (the planner statistics say so, and the stream agrees); uniform_types: every
     symbol as likely in a pattern, whatever its rate."""
-    from cepsql.sharing.synthetic import _phi
+    from support.sharing_synthetic import _phi
     wl = stock_workload(300, seed=3, selectivities=(0.003, 0.92), uniform_types=True)
     first = wl.patterns[0]
-    from cepsql.dialect import find_match_recognize
-    from cepsql.dialect.statements import parse_create_view
+    from cepsql.parse import find_match_recognize
+    from cepsql.parse.statements import parse_create_view
     spec = find_match_recognize(parse_create_view(first.sql()).query_text)[0].spec
     planner = wl.statistics_of(first)(spec).selectivities
     assert sorted(planner.values()) == sorted(_phi(-k / np.sqrt(2.0))

@@ -45,7 +45,7 @@ def test_spark_composite_not_and_kleene_match_the_reference(spark):
     # t1: one or two aisle/cart iterations, no pay+bag before them, no pay between the
     # last cart and the exit (the AND's slot); t2: pay then bag after the shelf blocks it,
     # and pay at 13 lies in the exit's slot
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     from cepsql.reference.cep import evaluate_reference_cep
     import pyarrow as pa
     spark.createDataFrame(READINGS).createOrReplaceTempView("readings")

@@ -16,9 +16,9 @@ from cepsql.backends.spark import ordered_scan, slicing
 from cepsql.backends.spark.execute import arrow_schema
 from cepsql.backends.spark.ordered_scan import PartitionRange, ordered_layout, sort_indices
 from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.errors import CepRuntimeError
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 from strategies_cep import cep_queries, cep_streams
 from test_spark_slicing import _null_normal, _unpartitioned_windowed
 
@@ -287,7 +287,7 @@ def test_gap_pushdown_equals_in_process_property(spark, file_partitions, monkeyp
     the gap pushdown (every partition in file order, no NULL times) or its fallback
     (unsorted partitions, ties, NULL times) the result equals the in-process one."""
     import random
-    from cepsql.runtime.relevance import gap_filter
+    from cepsql.analyze.relevance import gap_filter
     monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
     table = data.draw(cep_streams(unique_ts=not ties, with_nulls=ties))
     strategy = data.draw(st.sampled_from(["STRICT_CONTIGUITY", "PARTITION_CONTIGUITY"]))
@@ -400,7 +400,7 @@ def test_gap_task_checks_and_drops_its_end_rows():
     when no variable takes them): it checks index 0 at the first time and count - 1 at
     the last, drops them, and flags the kept rows after a gap as breaks."""
     from cepsql.backends.spark.gap_scan import POSITION_COLUMN
-    from cepsql.runtime.cep_plan import BREAK_COLUMN
+    from cepsql.compile.cep import BREAK_COLUMN
     schema = pa.schema([("ts", pa.int64()), (POSITION_COLUMN, pa.int64()),
                         (BREAK_COLUMN, pa.bool_())])
     pid, offset = 3, 100

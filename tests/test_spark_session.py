@@ -10,7 +10,7 @@ from cepsql.errors import CepAnalysisError
 
 
 class FakeDialect:
-    """Just enough of cepsql.dialect for CREATE/DROP VIEW."""
+    """Just enough of cepsql.parse for CREATE/DROP VIEW."""
 
     @staticmethod
     def split_statements(text):

@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import cepsql
-from cepsql.dialect import find_match_recognize
-from cepsql.runtime.executor import plan_query
+from cepsql.parse import find_match_recognize
+from cepsql.compile.clause import plan_query
 from cepsql.backends.spark.execute import arrow_schema, run_plan
 from cepsql.backends.spark.slicing import (
     COPY_COLUMN,
@@ -260,7 +260,7 @@ def test_match_number_and_unmatched_rows_block():
 
 
 def test_slicing_option_off(spark, events):
-    from cepsql.runtime.planner_options import PlannerOptions
+    from cepsql.planning.options import PlannerOptions
     plan = _planned(spark, events, QUERIES["leading NOT"])
     assert slice_plan(spark, events, plan, options=PlannerOptions(slicing=False)) is None
     assert slice_plan(spark, events, plan, options=PlannerOptions()) is not None

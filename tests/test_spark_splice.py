@@ -1,5 +1,5 @@
 """Statement rewriting as text (no Spark): sources, CTEs, aliases, nesting."""
-from cepsql.backends.spark.splice import (is_select_star_from, rewrite_text, scan_ctes, strip_parens)
+from cepsql.parse.splice import (is_select_star_from, rewrite_text, scan_ctes, strip_parens)
 
 
 class Recorder:

@@ -12,7 +12,7 @@ import pytest
 import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
 from cepsql.reference.sql import evaluate_reference
-from cepsql.runtime.subqueries import bind_subqueries
+from cepsql.analyze.subqueries import bind_subqueries
 from _sqlhelp import loc, run
 
 try:

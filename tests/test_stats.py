@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cepsql.dialect import find_match_recognize
+from cepsql.parse import find_match_recognize
 from cepsql.backends.local.engine import _table_statistics
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 from cepsql.stats import (
     CACHE,
     PatternStatistics,
@@ -21,7 +21,7 @@ from cepsql.stats import (
     estimate_from_table,
 )
 from cepsql.stats import cache as cache_module
-from cepsql.stats.conjuncts import analyze_defines
+from cepsql.analyze.conjuncts import analyze_defines
 
 SYMBOL_P = {"X": 0.5, "Y": 0.3, "Z": 0.2}
 ROWS_PER_SECOND = 10.0

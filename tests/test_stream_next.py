@@ -19,7 +19,7 @@ from cepsql.backends.local.sql import sort_table
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming.processor import state_from_row, state_to_row
 from cepsql.exprs.arrow_eval import evaluate_arrow
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 
 try:
     from .test_property_sql import spec_of

@@ -138,8 +138,8 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
                                                     state_from_row, state_to_row)
     from cepsql.exprs.arrow_eval import evaluate_arrow
     from cepsql.backends.local.sql import sort_table
-    from cepsql.runtime.executor import plan_query
-    from cepsql.runtime.shared.one_pass import plan_pass
+    from cepsql.compile.clause import plan_query
+    from cepsql.runtime.one_pass import plan_pass
     try:
         from .test_property_sql import spec_of
     except ImportError:
@@ -244,8 +244,8 @@ def test_workload_state_of_another_workload_is_refused():
     from cepsql.backends.streaming.workload import (WorkloadKeyState, fingerprint,
                                                     state_from_row, state_to_row)
     from cepsql.errors import CepRuntimeError
-    from cepsql.runtime.executor import plan_query
-    from cepsql.runtime.shared.one_pass import plan_pass
+    from cepsql.compile.clause import plan_query
+    from cepsql.runtime.one_pass import plan_pass
     try:
         from .test_property_sql import spec_of
     except ImportError:

@@ -22,7 +22,7 @@ from cepsql.backends.streaming.processor import state_from_row, state_to_row, st
 from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.backends.local.sql import sort_table
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 
 try:
     from .strategies import queries, streams

@@ -210,7 +210,7 @@ def test_cli_demo_stream_matches_are_batch_matches(spark, one_shuffle_partition,
     matches; never more than the batch path finds on the same generated ticks (3000 ticks
     are 30 s of events: attempts in the last 30-second window stay open)."""
     import cepsql
-    from cepsql.cli import main
+    from cepsql.api.cli import main
     from cepsql.datagen import generate_ticks
     from cepsql.backends.streaming.demo import STREAM_QUERY
     assert main(["demo", "--stream", "--rows", "3000"]) == 0

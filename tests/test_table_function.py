@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 from cepsql.errors import CepAnalysisError, CepSyntaxError
-from cepsql.backends.spark.tf_calls import MatchCall, decode_string, find_calls, map_body_pos
+from cepsql.parse.tf_calls import MatchCall, decode_string, find_calls, map_body_pos
 
 BODY_ONE = ("MEASURES FIRST(A.price) AS start_price, LAST(B.price) AS top, "
             "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls "

@@ -1,4 +1,4 @@
-"""Statistics without a separate job (stats/worker.py, runtime/cep_worker_plan.py): each
+"""Statistics without a separate job (stats/worker.py, runtime/task_planning.py): each
 task estimates from its own first rows and plans with them. Every plan gives the same
 matches, so results equal driver-side planning (and the reference) on random patterns,
 whatever the sample size; on Spark the sampling job disappears."""
@@ -14,7 +14,7 @@ import cepsql
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.backends.local.engine import run_local
 from cepsql.runtime import cep_worker
-from cepsql.runtime.executor import plan_query
+from cepsql.compile.clause import plan_query
 from cepsql.stats import CACHE
 from cepsql.stats.worker import InWorkerStatistics, stats_mode, worker_sample_rows
 
@@ -108,7 +108,7 @@ def test_a_task_plans_from_its_rows():
 
 def test_explain_says_where_statistics_come_from():
     table = _skewed(10)
-    from cepsql.dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     sql = SKEWED_SQL.format(src="t")
     plan = plan_query(find_match_recognize(sql)[0].spec, table.schema, sql,
                       statistics=InWorkerStatistics(777))

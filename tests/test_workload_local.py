@@ -19,7 +19,7 @@ from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.backends.local.workload import views_alone
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime import worker as worker_module
-from cepsql.runtime.shared.one_pass import plan_pass
+from cepsql.runtime.one_pass import plan_pass
 
 SQL_RISE = ("CREATE TEMPORARY VIEW {name} AS SELECT * FROM ticks MATCH_RECOGNIZE ("
             "{part} ORDER BY ts MEASURES FIRST(A.price) AS low, LAST(B.price) AS high, "
@@ -96,8 +96,8 @@ def test_mixed_workload_equals_each_view_alone():
 
 def test_groups_follow_partitioning_and_share_row_local_columns():
     from cepsql.backends.local.engine import to_arrow
-    from cepsql.runtime.executor import plan_query
-    from cepsql.dialect import find_match_recognize, parse_create_view
+    from cepsql.compile.clause import plan_query
+    from cepsql.parse import find_match_recognize, parse_create_view
     table = to_arrow(ticks(10))
     plans = []
     for stmt in (MIXED[0], MIXED[2], MIXED[1], EXPR_ORDER.format(name="e1", lo=8),
@@ -127,8 +127,8 @@ def test_small_chunks_carry_state_across_batches(monkeypatch):
 
 def test_push_api_equals_pull_for_any_batch_split():
     from cepsql.backends.local.engine import to_arrow, sort_table
-    from cepsql.runtime.executor import plan_query
-    from cepsql.dialect import find_match_recognize, parse_create_view
+    from cepsql.compile.clause import plan_query
+    from cepsql.parse import find_match_recognize, parse_create_view
     table = to_arrow(ticks(50, seed=3))
     for stmt in (MIXED[0], MIXED[2], MIXED[3], MIXED[4]):
         create = parse_create_view(stmt)

@@ -12,14 +12,15 @@ from functools import partial
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepsql.dialect import find_match_recognize
-from cepsql.dialect.statements import parse_create_view
+from cepsql.parse import find_match_recognize
+from cepsql.parse.statements import parse_create_view
 from cepsql.backends.local.engine import _table_statistics
-from cepsql.runtime.shared.local_run import plan_local_workload
-from cepsql.runtime.shared.one_pass import sharing_patterns
-from cepsql.sharing import check_global_plan, plan_workload
+from support.local_run import plan_local_workload
+from cepsql.runtime.one_pass import sharing_patterns
+from cepsql.sharing import plan_workload
+from support.sharing_validate import check_global_plan
 from cepsql.sharing.planner import trivial_global_plan
-from cepsql.sharing.synthetic import stock_workload
+from support.sharing_synthetic import stock_workload
 
 ALGORITHMS = ("NONE", "PREFIX", "SA", "TABU", "SA:VERTEX3", None)
 
@@ -119,7 +120,7 @@ def test_generator_reaches_density_and_rate_band(seed, density, rate_diff):
     default generator's draws."""
     from cepsql.sharing.dag import WorkloadContext
     from cepsql.sharing.graph import build_graph, mpg_density
-    from cepsql.sharing.synthetic import signature_density
+    from support.sharing_synthetic import signature_density
     kwargs = dict(seed=seed, selectivities=(0.003, 0.92), uniform_types=True)
     wl = stock_workload(30, density=density, rate_diff=rate_diff, **kwargs)
     got = signature_density(wl.patterns)

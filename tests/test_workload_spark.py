@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cepsql import cli
+from cepsql.api import cli
 from cepsql.errors import CepAnalysisError, CepSyntaxError
 from cepsql.backends.spark.frames import GENERATED_NAME
 
@@ -173,7 +173,7 @@ def test_variant_measures_keep_exact_values(spark):
 
 
 def test_explain_workload_statement_and_cli(workload_views, capsys, monkeypatch):
-    from cepsql.runtime.shared import one_pass
+    from cepsql.runtime import one_pass
     spark, _ = workload_views
     seen = []
     original = one_pass.global_plan_for
@@ -255,7 +255,7 @@ def test_build_reuses_create_view_parse_and_a_replaced_view_is_parsed_anew(workl
                                                                            monkeypatch):
     """A workload build tokenizes none of its views (CREATE VIEW's parse is kept with the
     view); CREATE OR REPLACE gives the view a new parse, so the pass follows the new text."""
-    import cepsql.dialect as dialect
+    import cepsql.parse as dialect
     spark, _ = workload_views
     make = ("CREATE OR REPLACE TEMPORARY VIEW wl_re AS SELECT * FROM wl_ticks MATCH_RECOGNIZE "
             "(PARTITION BY sym ORDER BY ts MEASURES A.price AS p PATTERN (A) "

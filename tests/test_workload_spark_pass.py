@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cepsql.runtime.shared.one_pass import with_computed
+from cepsql.runtime.one_pass import with_computed
 
 SOURCE = "wlp_ticks"
 N_ROWS = 300
@@ -182,7 +182,7 @@ def test_views_of_one_template_share_a_result_column_and_matches_is_one_scan(sou
 
 def test_joined_batches_keep_order_and_join_up_to_the_size():
     import pyarrow as pa
-    from cepsql.runtime.shared.one_pass import joined_batches
+    from cepsql.runtime.one_pass import joined_batches
     parts = [pa.record_batch({"x": list(range(k, k + n))}) for k, n in
              [(0, 3), (3, 0), (3, 4), (7, 2), (9, 5), (14, 1)]]
     out = list(joined_batches(iter(parts), 6))
@@ -273,7 +273,7 @@ def test_views_sharing_the_lane_cache_equal_each_view_alone(monkeypatch, seed):
     import cepsql
     from cepsql.runtime import cep_worker, worker
     from cepsql.runtime.pending import pieces
-    from cepsql.runtime.shared import one_pass
+    from cepsql.runtime import one_pass
     table = _lane_table(seed)
     rng = np.random.default_rng(seed)
     queries = [LANE_VIEWS[i % 3].replace("{v}", str(int(rng.integers(50, 95))))
@@ -335,7 +335,7 @@ def test_a_time_budgeted_sharing_search_stops_once_it_stalls(seed):
     ends after its stall limit (not the budget) with the plan a fixed-iteration run finds."""
     from cepsql.sharing import plan_workload
     from cepsql.sharing.search import STALL_MIN
-    from cepsql.sharing.synthetic import stock_workload
+    from support.sharing_synthetic import stock_workload
     patterns = stock_workload(8, seed=seed).workload_patterns()
     timed = plan_workload(patterns, algorithm="BEST", seconds=600)
     fixed = plan_workload(patterns, algorithm="BEST", max_iterations=2500)
@@ -351,7 +351,7 @@ def test_task_columns_reuse_earlier_columns_and_keep_their_values():
     import decimal
     import pyarrow as pa
     from cepsql.algebra.expressions import BinaryOp, ColumnRef, Literal, children
-    from cepsql.runtime.shared.one_pass import reused_subexpressions
+    from cepsql.runtime.one_pass import reused_subexpressions
     batch = pa.record_batch({
         "v": pa.array([5, None, 70, 90, 12], pa.int64()),
         "x": pa.array([1.5, float("nan"), None, -0.0, 3.0], pa.float64()),

@@ -220,7 +220,7 @@ class GatheredAggregate(Expr):
 class ScalarSubquery(Expr):
     """An uncorrelated scalar subquery ``(SELECT ...)``, as Spark SQL text. Backends
     evaluate it once per statement and replace it by a typed constant before planning
-    (``cepsql.runtime.subqueries``)."""
+    (``cepsql.analyze.subqueries``)."""
     sql: str
     pos: int | None = field(default=None, compare=False)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import CepAnalysisError
-from .expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, Navigation,
+from cepsql.errors import CepAnalysisError
+from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, Navigation,
                           RowRef, RowValue, children, walk)
 
 
@@ -134,7 +134,7 @@ def _check_var(var: str | None, pos: int | None, known: set[str]) -> None:
 
 def _rebuild(expr: Expr, new_children: list[Expr]) -> Expr:
     """Copy of expr with its children (in ``children`` order) replaced."""
-    from .expressions import (Between, BinaryOp, Case, Cast, FunctionCall, InList, IsNull,
+    from cepsql.algebra.expressions import (Between, BinaryOp, Case, Cast, FunctionCall, InList, IsNull,
                               Like, UnaryOp)
     if not new_children:
         return expr

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .expressions import Expr
-from .pattern import PatternNode
+from cepsql.algebra.expressions import Expr
+from cepsql.algebra.pattern import PatternNode
 
 
 @dataclass(frozen=True)
@@ -75,5 +75,5 @@ class MatchRecognizeSpec:
     @property
     def variables(self) -> list[str]:
         """Primary pattern variables in order of first appearance."""
-        from .pattern import pattern_variables
+        from cepsql.algebra.pattern import pattern_variables
         return pattern_variables(self.pattern)

@@ -1,1 +1,3 @@
-"""Execution backends beyond the batch Spark path (see DESIGN.md's target layout)."""
+"""Execution backends, side by side: ``spark`` (batch DataFrames), ``streaming``
+(Structured Streaming state) and ``local`` (in-process, DuckDB). They never import each
+other: what two need lives in a stage below them."""

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
-from ..errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
+from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -25,7 +25,7 @@ def evaluate_arrow(expr: Expr, table: pa.Table,
     """expr over every row of table (unqualified column references only). ansi: Spark's
     spark.sql.ansi.enabled where it changes types (default: the in-process options')."""
     if ansi is None:
-        from ..runtime.planner_options import current_options
+        from cepsql.planning.options import current_options
         ansi = current_options().ansi
     try:
         value = _Evaluator(table, ansi).value_of(expr)
@@ -517,7 +517,7 @@ def _divide(a: Value, b: Value) -> Value:
 def _spark_decimal(v: Value):
     """The DECIMAL type Spark gives an exact operand beside a DECIMAL (an integer scalar is
     a literal and takes its own digits)."""
-    from ..runtime import vm_types as T
+    from cepsql.algebra import types as T
     t = T.of_arrow(v.type)
     literal = v.as_py() if isinstance(v, pa.Scalar) and t.integral else None
     return T.as_decimal(t, literal)
@@ -547,7 +547,7 @@ def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
     divisor or a result beyond its precision (try_divide and non-ANSI arithmetic)."""
     from decimal import Context, localcontext
 
-    from ..runtime import vm_types as T
+    from cepsql.algebra import types as T
     out = T.arithmetic_type(op, _spark_decimal(a), _spark_decimal(b))
     quantum, limit = Decimal(1).scaleb(-out.scale), Decimal(10) ** (out.precision - out.scale)
     scalar_out = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)

@@ -10,9 +10,9 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from ..algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
+from cepsql.algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
-from ..errors import CepUnsupportedError
+from cepsql.errors import CepUnsupportedError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\s*\(\s*\d+\s*(,\s*\d+\s*)?\))?\Z")

@@ -6,9 +6,9 @@ generators and ``choose_plan``; ``plan_pattern`` does all of it for a whole patt
 """
 from __future__ import annotations
 
-from ..algebra.pattern import PatternNode
-from .algorithms import ALGORITHMS, ORDER_ALGORITHMS, TREE_ALGORITHMS, Plan, choose_plan
-from .cost import (
+from cepsql.algebra.pattern import PatternNode
+from cepsql.planning.algorithms import ALGORITHMS, ORDER_ALGORITHMS, TREE_ALGORITHMS, Plan, choose_plan
+from cepsql.planning.cost import (
     DEFAULT_MODEL,
     CostEvaluator,
     CostModel,
@@ -17,7 +17,7 @@ from .cost import (
     latency_ord,
     latency_tree,
 )
-from .jqpg import (
+from cepsql.planning.jqpg import (
     ConjunctiveQuery,
     NegationConstraint,
     PatternStats,
@@ -25,7 +25,7 @@ from .jqpg import (
     dnf_terms,
     reduce_pattern,
 )
-from .plans import OrderPlan, TreeNode, TreePlan
+from cepsql.planning.plans import OrderPlan, TreeNode, TreePlan
 
 __all__ = [
     "ALGORITHMS",

@@ -35,9 +35,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .cost import DEFAULT_MODEL, CostEvaluator, CostModel
-from .jqpg import ConjunctiveQuery
-from .plans import (
+from cepsql.planning.cost import DEFAULT_MODEL, CostEvaluator, CostModel
+from cepsql.planning.jqpg import ConjunctiveQuery
+from cepsql.planning.plans import (
     OrderPlan,
     TreeNode,
     TreePlan,

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jqpg import ConjunctiveQuery
-from .plans import TreeNode
+from cepsql.planning.jqpg import ConjunctiveQuery
+from cepsql.planning.plans import TreeNode
 
 __all__ = [
     "ANY_MATCH",

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..algebra.pattern import (
+from cepsql.algebra.pattern import (
     Alternation,
     Anchor,
     Concat,
@@ -43,7 +43,7 @@ from ..algebra.pattern import (
     Var,
     pattern_variables,
 )
-from ..errors import CepUnsupportedError
+from cepsql.errors import CepUnsupportedError
 
 __all__ = [
     "KLEENE_LOG2_CAP",
@@ -167,7 +167,7 @@ class NegationConstraint:
 
     @property
     def label(self) -> str:
-        from ..algebra.pattern import pattern_to_text
+        from cepsql.algebra.pattern import pattern_to_text
         return "NOT(" + pattern_to_text(self.child) + ")"
 
 

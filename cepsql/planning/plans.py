@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .jqpg import ConjunctiveQuery
+from cepsql.planning.jqpg import ConjunctiveQuery
 
 __all__ = [
     "OrderPlan",
@@ -142,7 +142,7 @@ class OrderPlan:
         lines = [head, "  " + " -> ".join(labels[i] for i in self.order)]
         pm_of = None
         if self.query is not None:
-            from .cost import CostEvaluator
+            from cepsql.planning.cost import CostEvaluator
             pm_of = CostEvaluator(self.query).pm
         mask = 0
         for k, rel in enumerate(self.order, start=1):
@@ -173,7 +173,7 @@ class TreePlan:
         labels = self.query.labels if self.query else None
         pm_of = None
         if self.query is not None:
-            from .cost import CostEvaluator
+            from cepsql.planning.cost import CostEvaluator
             pm_of = CostEvaluator(self.query).pm
         lines = [f"TREE PLAN [{self.algorithm or '?'}] cost={_fmt(self.cost)}"]
 

@@ -15,16 +15,16 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from ..algebra.expressions import (Aggregate, Case, Classifier, ColumnRef, Expr, IsNull,
+from cepsql.algebra.expressions import (Aggregate, Case, Classifier, ColumnRef, Expr, IsNull,
                                    Literal, MatchNumber, RowValue, children, walk)
-from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
+from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
                                PatternNode, Permute, Quantified, Var)
-from ..algebra.rowrefs import bind_rows, rebuild
-from ..algebra.spec import MatchRecognizeSpec, Window
-from ..errors import CepAnalysisError, CepUnsupportedError
-from .sql import (_all_rows_row, _next_start, _ordered, _partition_values, _partitions,
+from cepsql.algebra.rowrefs import bind_rows, rebuild
+from cepsql.algebra.spec import MatchRecognizeSpec, Window
+from cepsql.errors import CepAnalysisError, CepUnsupportedError
+from cepsql.reference.sql import (_all_rows_row, _next_start, _ordered, _partition_values, _partitions,
                         _Query, _unmatched_row, evaluate_reference)
-from .expr import EvalContext, aggregate_variable, evaluate
+from cepsql.reference.expr import EvalContext, aggregate_variable, evaluate
 
 __all__ = ["evaluate_reference_cep", "RULES"]
 
@@ -293,7 +293,7 @@ def _referenced(expr: Expr, subsets: dict[str, frozenset[str]]) -> set[str]:
 
 
 def _conjuncts(expr: Expr) -> list[Expr]:
-    from ..algebra.expressions import BinaryOp
+    from cepsql.algebra.expressions import BinaryOp
     if isinstance(expr, BinaryOp) and expr.op.upper() == "AND":
         return _conjuncts(expr.left) + _conjuncts(expr.right)
     return [expr]
@@ -965,8 +965,8 @@ def _output(q: _Query, conds: _Conditions, rows: list[dict], matches: list[Rows]
 
 def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
     """The SQL reference's partition loop with the window added to every row's acceptance."""
-    from .sql import DEFAULT_MAX_STEPS, _match_rows
-    from .pattern import PatternMatcher
+    from cepsql.reference.sql import DEFAULT_MAX_STEPS, _match_rows
+    from cepsql.reference.pattern import PatternMatcher
     spec = q.spec
     ts: list[object] = []
     if spec.window.kind == "time":

@@ -13,13 +13,13 @@ import re
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
-from ..algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, SUBSCRIPT,
+from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, SUBSCRIPT,
                                    Aggregate, Between, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
                                    Literal, MatchNumber, Navigation, RowRef, RowValue,
                                    UnaryOp, walk)
-from ..algebra.rowrefs import bind_rows
-from ..errors import CepAnalysisError
+from cepsql.algebra.rowrefs import bind_rows
+from cepsql.errors import CepAnalysisError
 
 
 @dataclass

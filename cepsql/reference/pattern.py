@@ -23,9 +23,9 @@ from __future__ import annotations
 from itertools import permutations
 from typing import Callable
 
-from ..algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
+from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
                                Permute, Quantified, Var)
-from ..runtime.program import single_path
+from cepsql.compile.program import single_path
 
 # A labelled prefix: one (variable, excluded) pair per row from the match start.
 Labels = tuple[tuple[str, bool], ...]

@@ -15,12 +15,12 @@ from functools import cmp_to_key
 
 import pyarrow as pa
 
-from ..algebra.expressions import ColumnRef, Expr
-from ..algebra.rowrefs import bind_rows
-from ..algebra.spec import MatchRecognizeSpec, SortKey
-from ..errors import CepRuntimeError, CepUnsupportedError
-from .expr import EvalContext, compare, evaluate, in_variable
-from .pattern import Labels, PatternMatcher, SearchBudgetExceeded
+from cepsql.algebra.expressions import ColumnRef, Expr
+from cepsql.algebra.rowrefs import bind_rows
+from cepsql.algebra.spec import MatchRecognizeSpec, SortKey
+from cepsql.errors import CepRuntimeError, CepUnsupportedError
+from cepsql.reference.expr import EvalContext, compare, evaluate, in_variable
+from cepsql.reference.pattern import Labels, PatternMatcher, SearchBudgetExceeded
 
 __all__ = ["evaluate_reference", "SearchBudgetExceeded", "DEFAULT_MAX_STEPS"]
 

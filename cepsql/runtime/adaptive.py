@@ -28,10 +28,10 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CepAnalysisError
-from .cep_worker import CepWorker
-from .pending import PendingRows, pieces, with_zero
-from .worker import CHUNK_ROWS
+from cepsql.errors import CepAnalysisError
+from cepsql.runtime.cep_worker import CepWorker
+from cepsql.runtime.pending import PendingRows, pieces, with_zero
+from cepsql.runtime.worker import CHUNK_ROWS
 
 ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
@@ -115,7 +115,7 @@ class AdaptiveWorker(CepWorker):
         return AdaptivePush(self)
 
     def _record(self, matcher) -> None:
-        from .cep_worker import publish_stats
+        from cepsql.runtime.cep_worker import publish_stats
         self.last_stats = matcher.stats()
         publish_stats({**self.last_stats, "adaptive_checks": self.checks,
                        "adaptive_switches": self.switches})

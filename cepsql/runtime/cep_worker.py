@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .conditions import STR, ConditionCode
-from .pending import PendingRows, pieces
-from .worker import (CHUNK_ROWS, MatchWorker, measure_lanes, raise_vm_error,
+from cepsql.compile.conditions import STR, ConditionCode
+from cepsql.runtime.pending import PendingRows, pieces
+from cepsql.runtime.worker import (CHUNK_ROWS, MatchWorker, measure_lanes, raise_vm_error,
                      window_micros)
 
 
@@ -128,7 +128,7 @@ class CepWorker(MatchWorker):
         """Push state of one stream (``__call__``, ``feed``/``finish`` are MatchWorker's);
         with a worker planner, the stream's first rows choose the plan first."""
         if self.config.worker_planner is not None:
-            from .cep_worker_plan import PlanningPush
+            from cepsql.runtime.task_planning import PlanningPush
             return PlanningPush(self.config)
         return _WindowPush(self) if self.streamable() else _GroupPush(self)
 
@@ -137,7 +137,7 @@ class CepWorker(MatchWorker):
         publish_stats(self.last_stats)
 
     def _new_matcher(self):
-        from .._ext.cep import CepMatcher
+        from cepsql._ext.cep import CepMatcher
         c = self.config
         matcher = CepMatcher(
             c.code.code, c.conj_off, c.conj_label, c.conj_mask, c.code.consts, c.refs,

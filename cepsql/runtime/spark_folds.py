@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CepRuntimeError
+from cepsql.errors import CepRuntimeError
 
 MOMENTS = ("stddev_samp", "stddev_pop", "var_samp", "var_pop")
 

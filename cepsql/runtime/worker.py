@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CepRuntimeError
-from ..exprs.arrow_eval import spark_compare
-from .conditions import STR, ConditionCode, aggregate_lane
-from .gathered import compute
-from .pending import PendingRows
+from cepsql.errors import CepRuntimeError
+from cepsql.exprs.arrow_eval import spark_compare
+from cepsql.compile.conditions import STR, ConditionCode, aggregate_lane
+from cepsql.compile.gathered import compute
+from cepsql.runtime.pending import PendingRows
 
 CHUNK_ROWS = 1 << 16
 NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
@@ -101,7 +101,7 @@ class MatchWorker:
 
     # ------------------------------------------------------------------
     def _new_matcher(self):
-        from .._ext.matcher import SqlMatcher
+        from cepsql._ext.matcher import SqlMatcher
         c = self.config
         matcher = SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
                           c.code.consts, c.refs, c.membership, c.leaves, c.code.aggregates,
@@ -418,7 +418,7 @@ def window_micros(column) -> tuple[np.ndarray, np.ndarray]:
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         micros = pc.multiply(col.cast(pa.float64()), 1_000_000.0)
     else:
-        from ..errors import CepAnalysisError
+        from cepsql.errors import CepAnalysisError
         raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {t} values")
     nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
     return pc.fill_null(micros, 0.0).to_numpy(zero_copy_only=False), nulls

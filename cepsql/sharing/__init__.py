@@ -8,9 +8,7 @@ planning (one pattern) -> **sharing** (many patterns over one source) -> runtime
 # planner modules import the runtime, so the package itself imports nothing eagerly
 _EXPORTS = {
     "Binding": "global_plan", "DagNode": "global_plan", "GlobalPlan": "global_plan",
-    "GlobalPlanError": "validate", "check_global_plan": "validate",
     "WorkloadPattern": "patterns", "workload_pattern": "patterns",
-    "describe_workload": "describe", "workload_svg": "describe",
     "options_from_conf": "planner", "plan_workload": "planner",
     "patterns_from_plans": "planner",
 }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable, Mapping
 
-from ..algebra.expressions import (AggregateValue, BinaryOp, ColumnRef, Expr, Literal,
+from cepsql.algebra.expressions import (AggregateValue, BinaryOp, ColumnRef, Expr, Literal,
                                    RowValue)
 
 __all__ = ["COMPARISON_FLIP", "expr_key", "sort_keys"]

@@ -15,11 +15,11 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
-from ..planning import CostEvaluator, CostModel
-from ..planning.jqpg import _reduce_term
-from ..planning.plans import TreeNode, join, leaf
-from .canonical import sort_keys
-from .patterns import PatternTerm, WorkloadPattern
+from cepsql.planning import CostEvaluator, CostModel
+from cepsql.planning.jqpg import _reduce_term
+from cepsql.planning.plans import TreeNode, join, leaf
+from cepsql.sharing.canonical import sort_keys
+from cepsql.sharing.patterns import PatternTerm, WorkloadPattern
 
 __all__ = ["LocalPlan", "NodeInfo", "WorkloadContext", "DagCost"]
 

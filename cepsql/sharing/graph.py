@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .canonical import sort_keys
-from .dag import WorkloadContext
+from cepsql.sharing.canonical import sort_keys
+from cepsql.sharing.dag import WorkloadContext
 
 __all__ = ["Edge", "MultiPatternGraph", "build_graph", "common_subpattern", "mpg_density"]
 

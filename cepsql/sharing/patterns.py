@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..algebra.expressions import Expr
-from ..algebra.spec import MatchRecognizeSpec
-from ..errors import CepError
-from ..planning import PatternStats
-from ..runtime.cep_plan import _conjunct_scope, _plannable, define_conjuncts
-from ..runtime.cep_planner import PLANNED_STRATEGY, Term, planner_stats
-from ..runtime.decompose import DerivedColumns
-from ..runtime.rowsets import LabelSets
-from .canonical import expr_key, sort_keys
+from cepsql.algebra.expressions import Expr
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.errors import CepError
+from cepsql.planning import PatternStats
+from cepsql.compile.cep import _conjunct_scope, _plannable, define_conjuncts
+from cepsql.planning.evaluator_choice import PLANNED_STRATEGY, Term, planner_stats
+from cepsql.analyze.decompose import DerivedColumns
+from cepsql.analyze.rowsets import LabelSets
+from cepsql.sharing.canonical import expr_key, sort_keys
 
 __all__ = ["Conjunct", "PatternTerm", "WorkloadPattern", "workload_pattern"]
 
@@ -112,7 +112,7 @@ def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
         return WorkloadPattern(name, spec, False, f"STRATEGY {spec.strategy} decides each "
                                "take by the rows taken before it (in-order evaluation)")
     if schema is not None:
-        from ..runtime.executor import _canonical_columns
+        from cepsql.compile.clause import _canonical_columns
         spec = _canonical_columns(spec, schema)
     terms, why = _plannable(spec)
     if terms is None:

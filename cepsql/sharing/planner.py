@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 import time
 
-from ..errors import CepAnalysisError
-from .dag import LocalPlan, WorkloadContext
-from .global_plan import Binding, DagNode, GlobalPlan
-from .graph import build_graph
-from .patterns import WorkloadPattern, workload_pattern
-from .search import Search, independent_plans, trivial_plans
+from cepsql.errors import CepAnalysisError
+from cepsql.sharing.dag import LocalPlan, WorkloadContext
+from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
+from cepsql.sharing.graph import build_graph
+from cepsql.sharing.patterns import WorkloadPattern, workload_pattern
+from cepsql.sharing.search import Search, independent_plans, trivial_plans
 
 __all__ = ["CONF_KEYS", "DEFAULT_SECONDS", "options_from_conf", "parse_algorithm",
            "patterns_from_plans", "plan_workload", "trivial_global_plan"]

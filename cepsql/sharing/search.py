@@ -24,9 +24,9 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ..planning.plans import TreeNode, join, leaf, left_deep_tree
-from .dag import DagCost, LocalPlan, WorkloadContext, map_plan
-from .graph import MultiPatternGraph
+from cepsql.planning.plans import TreeNode, join, leaf, left_deep_tree
+from cepsql.sharing.dag import DagCost, LocalPlan, WorkloadContext, map_plan
+from cepsql.sharing.graph import MultiPatternGraph
 
 __all__ = ["SearchResult", "Search", "best_local_plan", "independent_plans",
            "trivial_plans"]

@@ -5,9 +5,9 @@ estimated from (a bounded sample of) the input, cached per input and pattern.
     stats = CACHE.get_or_estimate(spec, df)            # or estimate_from_spark(spec, df)
     stats.rates["A"], stats.selectivities[("A", "B")]
 """
-from .cache import CACHE, StatisticsCache
-from .estimate import estimate_from_spark, estimate_from_table, estimate_prepared
-from .model import PatternStatistics
+from cepsql.stats.cache import CACHE, StatisticsCache
+from cepsql.stats.estimate import estimate_from_spark, estimate_from_table, estimate_prepared
+from cepsql.stats.model import PatternStatistics
 
 __all__ = ["CACHE", "PatternStatistics", "StatisticsCache", "estimate_from_spark",
            "estimate_from_table", "estimate_prepared"]

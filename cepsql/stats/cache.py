@@ -22,9 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..algebra.spec import MatchRecognizeSpec
-from .estimate import DEFAULT_SAMPLE_ROWS, estimate_from_spark, estimate_from_table
-from .model import PatternStatistics
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.stats.estimate import DEFAULT_SAMPLE_ROWS, estimate_from_spark, estimate_from_table
+from cepsql.stats.model import PatternStatistics
 
 
 @dataclass

@@ -25,14 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..algebra.spec import MatchRecognizeSpec
-from ..errors import CepRuntimeError, CepUnsupportedError
-from ..exprs.arrow_eval import evaluate_arrow
-from .conjuncts import COLUMN_PREFIX, LEFT_PREFIX, RIGHT_PREFIX, ConditionSplit, analyze_defines
-from .model import Pair, PatternStatistics
-from .prepare import ORDER_COLUMN, partition_column, prepare_table, sample_table, unary_column
-from .sampling import group_ids, positions, rows_per_second, sample_pairs, seconds_axis
-from .spark_sample import collect_sample
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.errors import CepRuntimeError, CepUnsupportedError
+from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.analyze.conjuncts import COLUMN_PREFIX, LEFT_PREFIX, RIGHT_PREFIX, ConditionSplit, analyze_defines
+from cepsql.stats.model import Pair, PatternStatistics
+from cepsql.stats.prepare import ORDER_COLUMN, partition_column, prepare_table, sample_table, unary_column
+from cepsql.stats.sampling import group_ids, positions, rows_per_second, sample_pairs, seconds_axis
+from cepsql.stats.spark_sample import collect_sample
 
 DEFAULT_SAMPLE_ROWS = 50_000
 DEFAULT_MAX_PAIRS = 50_000

@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..algebra.expressions import ColumnRef
-from ..algebra.spec import MatchRecognizeSpec
-from ..errors import CepUnsupportedError
-from ..exprs.arrow_eval import evaluate_arrow
-from .conjuncts import COLUMN_PREFIX, ConditionSplit
+from cepsql.algebra.expressions import ColumnRef
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.errors import CepUnsupportedError
+from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.analyze.conjuncts import COLUMN_PREFIX, ConditionSplit
 
 ORDER_COLUMN = "__cep_o"
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..algebra.spec import MatchRecognizeSpec
-from ..errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
-from ..exprs.spark_sql import quote_identifier, to_spark_sql
-from .conjuncts import COLUMN_PREFIX, ConditionSplit
-from .prepare import ORDER_COLUMN, partition_column, unary_column
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
+from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.analyze.conjuncts import COLUMN_PREFIX, ConditionSplit
+from cepsql.stats.prepare import ORDER_COLUMN, partition_column, unary_column
 
 _TIMED_OUT = object()
 _PILOT_SHARE = 0.2  # a slow count (> this share of the budget) warns of a big input

@@ -1,5 +1,5 @@
 """Statistics without a separate job: each Spark task estimates rates and selectivities
-from its own first rows and plans with them (runtime/cep_worker_plan.py).
+from its own first rows and plans with them (runtime/task_planning.py).
 
 Why: driver-side sampling (spark_sample.py) costs a count and a sample job before every
 new query, seconds on a small cluster even for small inputs. Under SKIP_TILL_ANY_MATCH
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import CepAnalysisError
+from cepsql.errors import CepAnalysisError
 
 MODE_CONF = "cepsql.stats.mode"                    # worker | driver
 WORKER_ROWS_CONF = "cepsql.stats.workerSampleRows"  # rows each task estimates from

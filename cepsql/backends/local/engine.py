@@ -23,18 +23,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
-from ...dialect.statements import clause_output_names
-from .duck import run_duckdb
-from .sequence import sequence_shape
-from .stages import stage
-from ...errors import CepAnalysisError, CepError, CepUnsupportedError
-from ...exprs.arrow_eval import evaluate_arrow, spark_compare
-from .sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
+from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
+from cepsql.parse.statements import clause_output_names
+from cepsql.backends.local.duck import run_duckdb
+from cepsql.backends.local.sequence import sequence_shape
+from cepsql.backends.local.stages import stage
+from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
+from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
+from cepsql.backends.local.sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
                         unsupported)
-from ...runtime.subqueries import arrow_constant, bind_subqueries
-from ...runtime.plan import QueryPlan, SortColumn
-from ..spark.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
+from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
+from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
 __all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
 
@@ -57,9 +57,9 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
     """Result of sql as an Arrow table (finder/planner default to cepsql's own)."""
     outer = _parsed if finder is None else finder
     if finder is None:
-        from ...dialect import find_match_recognize as finder
+        from cepsql.parse import find_match_recognize as finder
     if planner is None:
-        from ...runtime.executor import plan_query as planner
+        from cepsql.compile.clause import plan_query as planner
     stmt = sql.rstrip().rstrip(";")
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
     run = _LocalStatement(stmt, finder, planner)
@@ -77,7 +77,7 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
 def _parsed(stmt: str, *, offset: int, full_sql: str) -> tuple:
     """The statement's MATCH_RECOGNIZE clauses, parsed once per statement text (a query
     run every minute is parsed once; the sites are never modified)."""
-    from ...dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     return tuple(find_match_recognize(stmt, offset=offset, full_sql=full_sql))
 
 
@@ -175,8 +175,8 @@ class _LocalStatement:
 
 def _table_statistics(spec, table: pa.Table):
     """Statistics of spec over an in-process input (cached per table object)."""
-    from ...runtime.planner_options import current_options
-    from ...stats import CACHE
+    from cepsql.planning.options import current_options
+    from cepsql.stats import CACHE
     opts = current_options()
     return CACHE.get_or_estimate(spec, table, sample_rows=opts.sample_rows,
                                  time_budget_s=opts.sample_seconds)

@@ -1,5 +1,5 @@
 """Row-local DEFINE conditions as whole-column masks: the condition VM's bytecode
-(runtime/conditions.py) run once per instruction over all rows with numpy, instead of once
+(compile/conditions.py) run once per instruction over all rows with numpy, instead of once
 per row in the Cython VM. Only the double-lane instructions that cannot fail are covered
 (loads of the current row and of physical PREV/NEXT rows, constants, + - * and unary
 minus, DECIMAL literals used as doubles, comparisons with Spark's NaN order, AND/OR/NOT with SQL's three-valued logic, IS
@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from ...runtime.conditions import (C_ADD, C_AND, C_CONST, C_EQ, C_GE, C_GT, C_ISNOTNULL,
+from cepsql.compile.conditions import (C_ADD, C_AND, C_CONST, C_EQ, C_GE, C_GT, C_ISNOTNULL,
                                    C_ISNULL, C_JUMP, C_LE, C_LOAD, C_LT, C_MUL, C_NE, C_NEG,
                                    C_NOT, C_NULL, C_OR, C_SHORT_AND, C_SHORT_OR, C_SUB,
                                    C_TO_FLOAT, X_CONST, X_TO_DOUBLE, ConditionCode)

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ...algebra.pattern import Concat, Quantified, Var
-from ...runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
-from .masks import vector_masks
-from .stages import stage
+from cepsql.algebra.pattern import Concat, Quantified, Var
+from cepsql.runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
+from cepsql.backends.local.masks import vector_masks
+from cepsql.backends.local.stages import stage
 
 __all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks", "enabled",
            "vector_enabled"]
@@ -89,7 +89,7 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
     rows where a partition begins, when the caller knows them. With rows, the input is
     table's rows at those positions, in that order (starts then index into rows): only
     the DEFINEs' columns are gathered, the output columns are taken from table directly."""
-    from ..._ext.sequence import match_sequences, sequence_leaves
+    from cepsql._ext.sequence import match_sequences, sequence_leaves
     c = worker.config
     if rows is None:
         table = table.combine_chunks()

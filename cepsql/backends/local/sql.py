@@ -49,13 +49,13 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from ...algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, Navigation,
+from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, Navigation,
                                   RowValue, walk)
-from ...dialect.dialect import CepSpark, CepSparkParser, tokenize
-from ...dialect.to_algebra import ToAlgebra, sql_pos
-from ...errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
-from ...exprs.arrow_eval import cast_value, common_type, evaluate_arrow
-from ...runtime.plan import SortColumn
+from cepsql.parse.dialect import CepSpark, CepSparkParser, tokenize
+from cepsql.parse.to_algebra import ToAlgebra, sql_pos
+from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
+from cepsql.exprs.arrow_eval import cast_value, common_type, evaluate_arrow
+from cepsql.compile.query_plan import SortColumn
 
 __all__ = ["Scope", "Virtual", "run_sql", "sort_table", "unsupported", "OutsideSubset",
            "SUBSET_SUMMARY"]

@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...exprs.arrow_eval import spark_compare
-from ...runtime.plan import BoundPlan, SortColumn
-from .sequence import SequenceShape, run_sequence
-from .stages import WAIT_FOR_WORKERS, in_context, stage
+from cepsql.exprs.arrow_eval import spark_compare
+from cepsql.compile.query_plan import BoundPlan, SortColumn
+from cepsql.backends.local.sequence import SequenceShape, run_sequence
+from cepsql.backends.local.stages import WAIT_FOR_WORKERS, in_context, stage
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -77,7 +77,7 @@ def _publish_stats(workers: list) -> None:
     stats = [w.last_stats for w in workers if getattr(w, "last_stats", None)]
     if not stats:
         return
-    from ...runtime.cep_worker import publish_stats
+    from cepsql.runtime.cep_worker import publish_stats
     merged: dict = {}
     for s in stats:
         for key, value in s.items():

@@ -1,5 +1,5 @@
 """In-process workloads: several pattern views over the same tables, every clause over one
-source evaluated in ONE shared pass (runtime/shared/one_pass.py) -- the same SharedPassWorker
+source evaluated in ONE shared pass (runtime/one_pass.py) -- the same SharedPassWorker
 the Spark backend runs in mapInArrow.
 
 ``cepsql.workload(views, **tables)`` takes ``CREATE [OR REPLACE] TEMPORARY VIEW v AS ...``
@@ -16,14 +16,14 @@ from types import SimpleNamespace
 import pandas as pd
 import pyarrow as pa
 
-from ...errors import CepAnalysisError, CepError
-from ...exprs.arrow_eval import evaluate_arrow
-from .engine import (TableLike, _LocalStatement, _sort_for_matching, _table_statistics,
+from cepsql.errors import CepAnalysisError, CepError
+from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.backends.local.engine import (TableLike, _LocalStatement, _sort_for_matching, _table_statistics,
                     global_breaks, to_arrow, to_pandas)
-from .sql import Scope
-from ...runtime.plan import QueryPlan
-from ...runtime.shared.one_pass import SharedPass, SharedPassWorker, plan_pass, split_output
-from ..spark.splice import normalize_name
+from cepsql.backends.local.sql import Scope
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.one_pass import SharedPass, SharedPassWorker, plan_pass, split_output
+from cepsql.parse.splice import normalize_name
 
 __all__ = ["workload", "LocalWorkload", "run_shared_pass", "parse_views"]
 
@@ -73,7 +73,7 @@ def _match_rows(clause: _Clause) -> list[tuple]:
 
 def parse_views(views: list[str] | str) -> list[tuple[str, object, str]]:
     """(view name, CreateView, statement) of each CREATE TEMPORARY VIEW statement."""
-    from ...dialect import parse_create_view, split_statements
+    from cepsql.parse import parse_create_view, split_statements
     texts = [views] if isinstance(views, str) else list(views)
     out = []
     for text in texts:
@@ -94,9 +94,9 @@ class _Recording(_LocalStatement):
         self.view, self.clauses = view, clauses
 
     def clause(self, site, scope: Scope) -> pa.Table:
-        from .engine import execute_plan
-        from ...runtime.subqueries import bind_subqueries
-        from ...dialect.statements import clause_output_names
+        from cepsql.backends.local.engine import execute_plan
+        from cepsql.analyze.subqueries import bind_subqueries
+        from cepsql.parse.statements import clause_output_names
         table = self.source(site, scope)
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
@@ -114,7 +114,7 @@ class _Replaying(_LocalStatement):
         self.outputs = list(outputs)
 
     def clause(self, site, scope: Scope) -> pa.Table:
-        from ...dialect.statements import clause_output_names
+        from cepsql.parse.statements import clause_output_names
         out = self.outputs.pop(0)
         return out.rename_columns(clause_output_names(site, out.column_names))
 
@@ -126,8 +126,8 @@ def workload(views: list[str] | str, sharing: dict | None = None,
     ``sharing={"algorithm": "TABU", "seconds": 0.5}`` as cepsql.sharing.* on Spark).
     ``.dataframes()`` -> {view: DataFrame}, ``.matches()`` -> all matches, ``.tables`` ->
     {view: pyarrow Table}."""
-    from ...dialect import find_match_recognize as finder
-    from ...runtime.executor import plan_query as planner
+    from cepsql.parse import find_match_recognize as finder
+    from cepsql.compile.clause import plan_query as planner
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
     parsed = parse_views(views)
     result = LocalWorkload([name for name, _, _ in parsed], {})
@@ -213,6 +213,6 @@ def _prepared(table: pa.Table, group) -> pa.Table:
 
 def views_alone(views: list[str] | str, **tables: TableLike) -> dict[str, pd.DataFrame]:
     """Each view's query run on its own (match_recognize): what the workload must equal."""
-    from .engine import match_recognize
+    from cepsql.backends.local.engine import match_recognize
     return {name: match_recognize(create.query_text, **tables)
             for name, create, _ in parse_views(views)}

@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 
-from ...errors import CepEnvironmentError
+from cepsql.errors import CepEnvironmentError
 
 
 def ensure_environment() -> None:

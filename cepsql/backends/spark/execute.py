@@ -10,9 +10,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from ...errors import CepError, CepUnsupportedError, transported
-from ...exprs.spark_sql import quote_identifier, to_spark_sql
-from ...runtime.plan import QueryPlan, SortColumn
+from cepsql.errors import CepError, CepUnsupportedError, transported
+from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.compile.query_plan import QueryPlan, SortColumn
 
 
 def _col(name: str) -> Column:
@@ -69,7 +69,7 @@ def relevant_rows(df: DataFrame, plan: QueryPlan) -> DataFrame:
 
 def prepared_input(df: DataFrame, plan: QueryPlan, relevance: bool = True) -> DataFrame:
     """df (without the rows the relevance filter drops, unless ``relevance`` is False)
-    plus the plan's ``prepare_columns``: steps 1 of runtime/plan.py."""
+    plus the plan's ``prepare_columns``: steps 1 of compile/query_plan.py."""
     if relevance:
         df = relevant_rows(df, plan)
     if plan.prepare_columns:
@@ -87,7 +87,7 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
     df = prepared_input(df, plan)
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
-        from .strict_breaks import with_global_breaks
+        from cepsql.backends.spark.strict_breaks import with_global_breaks
         df = with_global_breaks(df, plan, shuffle_partitions(df))
     bound = plan.bind(arrow_schema(df))
     if plan.partition_columns:
@@ -131,7 +131,7 @@ def _aggregates_matches(df: DataFrame) -> bool:
 
 
 def _unknown_aggregate() -> CepUnsupportedError:
-    from ...dialect.to_algebra import AGGREGATES
+    from cepsql.parse.to_algebra import AGGREGATES
     return CepUnsupportedError(
         "a MEASURES or DEFINE expression calls a Spark aggregate function that "
         "MATCH_RECOGNIZE does not compute; supported aggregates: "

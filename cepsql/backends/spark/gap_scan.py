@@ -1,7 +1,7 @@
 """Gap pushdown for the ordered scan: under STRICT_CONTIGUITY only the rows some variable
 may take cross from the JVM to Python; the rows dropped between them become breaks.
 
-A contiguity run dies at a row no variable can take (runtime/relevance.py gap_filter),
+A contiguity run dies at a row no variable can take (analyze/relevance.py gap_filter),
 and nothing else reads such a row, so it can be dropped before the Arrow transfer
 provided the next kept row is flagged as a break (QueryPlan.break_column, which the CEP
 evaluator honours: every run waiting there dies). The flag needs each kept row's place
@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...exprs.spark_sql import quote_identifier
+from cepsql.exprs.spark_sql import quote_identifier
 
 POSITION_COLUMN = "__cep_scan_pos"  # monotonically_increasing_id(), then the global position
 _INDEX_BITS = 33
@@ -83,7 +83,7 @@ class _Profile:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
-        from .ordered_scan import key_ints
+        from cepsql.backends.spark.ordered_scan import key_ints
         pid = TaskContext.get().partitionId()
         n = nulls = seen = 0
         lo = hi = previous = None
@@ -184,8 +184,8 @@ def worker_reads(bound) -> set[str] | None:
     ALL ROWS passes every column through, a worker planning from its own first rows
     evaluates the raw clause. With gap pushdown no task sorts (every partition is in
     order), so the other columns need not cross to Python at all."""
-    from ...algebra.expressions import ColumnRef, walk
-    from ...runtime.cep_worker import CepConfig
+    from cepsql.algebra.expressions import ColumnRef, walk
+    from cepsql.runtime.cep_worker import CepConfig
     config = getattr(bound.worker, "config", None)
     if not isinstance(config, CepConfig) or config.all_rows or config.with_unmatched \
             or config.worker_planner is not None:

@@ -56,13 +56,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ...errors import CepRuntimeError
-from ...exprs.spark_sql import quote_identifier
-from ...runtime.plan import QueryPlan
-from .execute import TaskWorker, arrow_schema, final_frame, prepared_input
-from .gap_scan import (POSITION_COLUMN, ends_match, numbered, overlap_positions,
+from cepsql.errors import CepRuntimeError
+from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.backends.spark.execute import TaskWorker, arrow_schema, final_frame, prepared_input
+from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, numbered, overlap_positions,
                        own_positions, with_breaks, worker_reads)
-from .profile_cache import cached_profiles, memoized
+from cepsql.backends.spark.profile_cache import cached_profiles, memoized
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
@@ -174,7 +174,7 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     order, only the rows it keeps reach Python, the others become break flags. prune:
     without gap pushdown, profile the partitions so that, when each is strictly in time
     order, only the columns the worker reads are sent."""
-    from ...algebra.expressions import ColumnRef
+    from cepsql.algebra.expressions import ColumnRef
     key = plan.spec.order_by[0]
     if not key.ascending or not isinstance(key.expr, ColumnRef) or key.expr.var:
         return None
@@ -280,7 +280,7 @@ class OrderedScan:
         with gap pushdown the kept ones, numbered, plus a break flag for the tasks."""
         if self.gaps is None:
             return df.where(_col(self.key).isNotNull()).select("*", *extra)
-        from ...runtime.cep_plan import BREAK_COLUMN
+        from cepsql.compile.cep import BREAK_COLUMN
         flag = F.lit(False).alias(BREAK_COLUMN)
         self.source = df.select("*", F.lit(0).cast("long").alias(POSITION_COLUMN), *extra,
                                 flag)
@@ -298,7 +298,7 @@ class OrderedScan:
     def run(self, frame: DataFrame, plan: QueryPlan) -> DataFrame:
         """The sliced plan's worker output over ``frame`` (the source plus the slice
         columns), one task per input partition; the overlap rows are collected first."""
-        from .slicing import COPY_COLUMN
+        from cepsql.backends.spark.slicing import COPY_COLUMN
         prepared = prepared_input(frame, plan, relevance=False)  # the frame has it
         bound = plan.bind(arrow_schema(prepared))
         schema = arrow_schema(prepared)
@@ -307,7 +307,7 @@ class OrderedScan:
         expected = {r.pid: (r.count, r.lo, r.hi) for r in self.layout}
         untied = False
         if self.gaps is None and self.untied:
-            from .slicing import SLICE_COLUMN
+            from cepsql.backends.spark.slicing import SLICE_COLUMN
             reads = worker_reads(bound)
             needed = {self.key, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
             if reads is not None and needed <= set(prepared.columns) \
@@ -319,7 +319,7 @@ class OrderedScan:
         if self.gaps is None:
             rows = self._overlap_rows(prepared)
         else:
-            from .slicing import SLICE_COLUMN
+            from cepsql.backends.spark.slicing import SLICE_COLUMN
             reads = worker_reads(bound)
             needed = {self.key, POSITION_COLUMN, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
             if reads is not None and needed <= set(prepared.columns):
@@ -526,7 +526,7 @@ class _ScanTask:
         global position and break flag. The partition's rows arrive with its first and
         last rows (flagged in the break column when no variable takes them: gap_scan
         ``numbered``), which check it against the profile and are then dropped."""
-        from ...runtime.cep_plan import BREAK_COLUMN
+        from cepsql.compile.cep import BREAK_COLUMN
         count, lo, hi, lent, offset = expected
         prefix, suffix, lent_rows = (None, None, None) if lent is None else lent
         mine = []  # (lent is not None) own kept rows the neighbours got from the overlap job

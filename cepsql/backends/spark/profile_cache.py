@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from .gap_scan import profile_input, profile_rows
+from cepsql.backends.spark.gap_scan import profile_input, profile_rows
 
 PROFILE_CACHE_CONF = "cepsql.slicing.profileCache"
 ENTRIES = 32                 # memo entries per session

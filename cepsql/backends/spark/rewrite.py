@@ -10,23 +10,23 @@ from typing import Callable, Mapping
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 
-from ...dialect.statements import clause_output_names
-from ...runtime.subqueries import bind_subqueries
-from ...errors import CepAnalysisError, CepError, CepSyntaxError
-from .execute import arrow_schema, relevant_rows, run_plan
-from .frames import sql_with_frames, table_or_frame
-from .slicing import slice_plan
-from .splice import Source, new_view_name, rewrite_text
-from .table_function import TfRewritten, original_pos, rewrite_table_functions
+from cepsql.parse.statements import clause_output_names
+from cepsql.analyze.subqueries import bind_subqueries
+from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
+from cepsql.backends.spark.execute import arrow_schema, relevant_rows, run_plan
+from cepsql.backends.spark.frames import sql_with_frames, table_or_frame
+from cepsql.backends.spark.slicing import slice_plan
+from cepsql.parse.splice import Source, new_view_name, rewrite_text
+from cepsql.backends.spark.table_function import TfRewritten, original_pos, rewrite_table_functions
 
 
 def default_finder() -> Callable:
-    from ...dialect import find_match_recognize
+    from cepsql.parse import find_match_recognize
     return find_match_recognize
 
 
 def default_planner() -> Callable:
-    from ...runtime.executor import plan_query
+    from cepsql.compile.clause import plan_query
     return plan_query
 
 
@@ -110,8 +110,8 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
                           frames: dict[str, DataFrame], clause_runner=None) -> str:
     """A clause over a streaming source: the streaming backend (no sampling, no slicing),
     or ``clause_runner`` (a workload's one streaming pass)."""
-    from ..streaming import run_streaming_plan
-    from ...runtime.planner_options import options_from_conf
+    from cepsql.backends.streaming import run_streaming_plan
+    from cepsql.planning.options import options_from_conf
     options = options_from_conf(conf_reader(spark))
     view = new_view_name()
     counter = spark.sparkContext.accumulator(0)
@@ -204,10 +204,10 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     """Planner options from the session's conf and the statistics source: each task's
     own first rows (cepsql.stats.mode=worker, the default: no extra Spark job) or a lazy,
     cached driver-side sample (driver, and always under ``driver_statistics``)."""
-    from ...runtime.adaptive import adaptive_settings
-    from ...runtime.planner_options import options_from_conf
-    from ...stats import CACHE
-    from ...stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
+    from cepsql.runtime.adaptive import adaptive_settings
+    from cepsql.planning.options import options_from_conf
+    from cepsql.stats import CACHE
+    from cepsql.stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
                                 worker_sample_rows)
     get = conf_reader(spark)
     options = options_from_conf(get)

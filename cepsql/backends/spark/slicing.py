@@ -22,7 +22,7 @@ run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
 Slice bounds (``cepsql.slicing.bounds``):
 
 * ``auto`` (default): ``scan`` for a contiguity clause whose rows no variable can take
-  may be dropped (runtime/relevance.py gap_filter) over a source read from files (event
+  may be dropped (analyze/relevance.py gap_filter) over a source read from files (event
   logs are mostly written in time order), else ``grid``. There the scan's gap pushdown
   (gap_scan.py) ships only the kept rows and the columns the worker reads to Python:
   1.6x grid at 5M rows under load (bench_unpartitioned.py). Without it the scan's small
@@ -56,7 +56,7 @@ one- or two-element array) and the copied rows, which pass the shuffle, sort, Ar
 the evaluator like the others (16 windows a slice: 6.25 % more rows for ``a b c``).
 
 Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
-columns (written or inferred, see runtime/partition_inference.py), no PREV/NEXT (they count rows, not time),
+columns (written or inferred, see analyze/partition_inference.py), no PREV/NEXT (they count rows, not time),
 no MATCH_NUMBER() in MEASURES, no explicit AFTER MATCH SKIP PAST LAST ROW (its selection
 chains across slices), no WITH UNMATCHED ROWS (rows with a NULL time are dropped: they
 never fit a window, and nothing else makes them visible), first ORDER BY key of a
@@ -72,14 +72,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ...algebra.expressions import ColumnRef, Navigation, walk
-from ...algebra.pattern import contains_negation
-from ...algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
-from ...exprs.spark_sql import quote_identifier, to_spark_sql
-from ...runtime.partition_inference import whole_input_output
-from .execute import shuffle_partitions
-from .gap_scan import POSITION_COLUMN
-from ...runtime.cep_plan import BREAK_COLUMN
+from cepsql.algebra.expressions import ColumnRef, Navigation, walk
+from cepsql.algebra.pattern import contains_negation
+from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
+from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.analyze.partition_inference import whole_input_output
+from cepsql.backends.spark.execute import shuffle_partitions
+from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+from cepsql.compile.cep import BREAK_COLUMN
 
 __all__ = [
     "BOUNDS_CONF",
@@ -127,7 +127,7 @@ class SlicedClause:
         """The worker output of ``plan`` (planned from ``spec``) over ``frame``."""
         if self.scan is not None:
             return self.scan.run(frame, plan)
-        from .execute import run_plan
+        from cepsql.backends.spark.execute import run_plan
         return run_plan(frame, plan)
 
     def finish(self, out: DataFrame) -> DataFrame:
@@ -225,7 +225,7 @@ def _inputs(options, statistics) -> dict:
 def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, before: float,
                  options, statistics) -> SlicedClause | None:
     """Input partitions as slices (ordered_scan.py), or None: its preconditions fail."""
-    from .ordered_scan import ordered_scan
+    from cepsql.backends.spark.ordered_scan import ordered_scan
     prune = (df.sparkSession.conf.get(PRUNE_CONF, "false") or "").strip().lower() == "true"
     scan = ordered_scan(df, plan, after, before, gaps=_gap_sql(df, spec), prune=prune)
     if scan is None:
@@ -238,11 +238,11 @@ def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, be
 
 
 def _gap_sql(df: DataFrame, spec: MatchRecognizeSpec) -> str | None:
-    """The clause's gap filter (runtime/relevance.py gap_filter) as Spark SQL, or None:
+    """The clause's gap filter (analyze/relevance.py gap_filter) as Spark SQL, or None:
     not a contiguity clause, every row may matter, relevance pushdown switched off."""
-    from ...errors import CepError
-    from ...runtime.relevance import gap_filter
-    from .execute import RELEVANCE_CONF
+    from cepsql.errors import CepError
+    from cepsql.analyze.relevance import gap_filter
+    from cepsql.backends.spark.execute import RELEVANCE_CONF
     if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
         return None
     condition = gap_filter(spec)

@@ -21,9 +21,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ...errors import CepUnsupportedError
-from ...runtime.plan import QueryPlan, SortColumn
-from .execute import _col, _sort_column
+from cepsql.errors import CepUnsupportedError
+from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.backends.spark.execute import _col, _sort_column
 
 _BUCKET, _PREV, _TAIL, _PREV_TAIL = "__cep_gb_bucket", "__cep_gb_prev", "__cep_gb_tail", \
     "__cep_gb_ptail"

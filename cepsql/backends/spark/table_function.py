@@ -25,14 +25,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ...errors import CepAnalysisError, CepError, transported
-from ...exprs.spark_sql import quote_identifier, to_spark_sql
-from .execute import arrow_schema
-from .splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
+from cepsql.errors import CepAnalysisError, CepError, transported
+from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.backends.spark.execute import arrow_schema
+from cepsql.parse.splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
                      normalize_name, scan_ctes, wrap_ctes)
-from .tf_calls import MatchCall, ViewCall, find_calls, map_body_pos
-from .tf_plan import TablePlan, Typer, build_table_plan, run_table_plan
-from .tf_spec import call_spec, check_keys, relocate
+from cepsql.parse.tf_calls import MatchCall, ViewCall, find_calls, map_body_pos
+from cepsql.backends.spark.tf_plan import TablePlan, Typer, build_table_plan, run_table_plan
+from cepsql.backends.spark.tf_spec import call_spec, check_keys, relocate
 
 
 @dataclass

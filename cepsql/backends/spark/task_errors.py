@@ -20,7 +20,7 @@ left as configured); in cluster mode executors log to their own files, not the c
 """
 from __future__ import annotations
 
-from ...errors import WIRE_TAG, decode_error
+from cepsql.errors import WIRE_TAG, decode_error
 
 _HOOK_MARK = "_cepsql_hook"
 EXECUTOR_LOGGER = "org.apache.spark.executor.Executor"

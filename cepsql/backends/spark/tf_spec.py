@@ -6,11 +6,11 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from ...algebra.expressions import ColumnRef, walk
-from ...algebra.spec import MatchRecognizeSpec
-from ...dialect import parse_clause_body
-from ...errors import CepAnalysisError, CepError
-from .tf_calls import MatchCall, Piece, map_body_pos
+from cepsql.algebra.expressions import ColumnRef, walk
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.parse import parse_clause_body
+from cepsql.errors import CepAnalysisError, CepError
+from cepsql.parse.tf_calls import MatchCall, Piece, map_body_pos
 
 
 def relocate(err: CepError, call: MatchCall, full: str) -> CepError:

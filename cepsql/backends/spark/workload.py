@@ -3,7 +3,7 @@
 ``spark.cep.workload("ticks")`` (the pattern views over ticks) or
 ``spark.cep.workload(["v1", "v2"])``. Every batch MATCH_RECOGNIZE clause of the views is
 planned as when the view is queried alone; the clauses over one source are then grouped
-by partitioning (runtime/shared/one_pass.py): per group one shuffle + sort and one
+by partitioning (runtime/one_pass.py): per group one shuffle + sort and one
 ``mapInArrow(SharedPassWorker)``; the groups' tagged outputs are unioned and persisted
 once. Each view's SQL is rewritten once: its clauses' results are placeholders while the
 plans are recorded, then bound to their rows in the persisted relation (filter by tag,
@@ -13,7 +13,7 @@ needs a clause's rows while rewriting (a clause over another clause) is recorded
 empty typed stand-ins and replayed; the inner clause is in the pass, the outer runs on its
 own. Collecting every view runs the source scan, shuffles and evaluation once.
 
-In the pass, CEP plans' relevance filters (runtime/relevance.py) drop the rows no pattern
+In the pass, CEP plans' relevance filters (analyze/relevance.py) drop the rows no pattern
 of a group can use before the shuffle (when every pattern has one) and each pattern is fed
 only its own relevant rows; row-local prepared columns not used by the shuffle or sort
 are computed after the sort, in the task with Arrow kernels where that gives Spark's type.
@@ -46,18 +46,18 @@ from pyspark.sql import functions as F
 from pyspark.errors import AnalysisException
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ...errors import CepAnalysisError, CepError
-from ...algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
-from ...algebra.rowrefs import rebuild
-from ...exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
-from ...runtime.plan import QueryPlan
-from ...runtime.shared.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
+from cepsql.errors import CepAnalysisError, CepError
+from cepsql.algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
+from cepsql.algebra.rowrefs import rebuild
+from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    task_group, unshared_reason)
-from .execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
+from cepsql.backends.spark.execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
                       final_frame, run_plan, shuffle_partitions)
-from .frames import GENERATED_NAME
-from .rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
-from .splice import normalize_name
+from cepsql.backends.spark.frames import GENERATED_NAME
+from cepsql.backends.spark.rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
+from cepsql.parse.splice import normalize_name
 
 __all__ = ["Workload", "sharing_settings"]
 
@@ -230,7 +230,7 @@ class Workload:
         measures (VARIANT); see the module docstring."""
         built = self._build()
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
-            from ..streaming.workload import streaming_matches
+            from cepsql.backends.streaming.workload import streaming_matches
             return streaming_matches(built.clauses, built.passes)
         parts = [_pass_matches(*built.passes[source],
                                [(c, self._pattern(built, c)) for c in clauses])
@@ -249,7 +249,7 @@ class Workload:
         built = self._build()
         if file is not None:
             self._write_svg(built, file)
-        from ...runtime.explain_summary import summarize
+        from cepsql.explain.summary import summarize
         settings = sharing_settings(self._session.spark)
         lines = [f"== Workload: {', '.join(built.names)} ==",
                  f"views: {len(built.names)}; clauses in shared passes: "
@@ -273,7 +273,7 @@ class Workload:
     def _write_svg(built, file: str) -> None:
         """The global plan DAG of the first partitioning group that shares sub-patterns
         (EXPLAIN lists every group's plan in text)."""
-        from ...sharing.describe import workload_svg
+        from cepsql.explain.workload import workload_svg
         drawing = next((workload_svg(group.global_plan, group.workload_patterns)
                         for shared, _ in built.passes.values() for group in shared.groups
                         if group.global_plan is not None and group.global_plan.nodes), None)
@@ -346,7 +346,7 @@ class Workload:
         return built
 
     def _rewrite(self, view, frames=None, **hooks):
-        from ...dialect import parse_create_view
+        from cepsql.parse import parse_create_view
         parsed = view.parsed  # what CREATE VIEW (or an earlier build) parsed of view.sql
         if parsed.create is None:
             parsed.create = parse_create_view(view.sql)
@@ -542,7 +542,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     """The tagged rows of every plan over source: one shuffle + sort and one mapInArrow per
     partitioning group, the groups unioned and persisted once."""
     if source.isStreaming:  # one stateful streaming query (backends/streaming/workload.py)
-        from ..streaming.workload import streaming_pass
+        from cepsql.backends.streaming.workload import streaming_pass
         return streaming_pass(source, plans, sharing)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
@@ -556,7 +556,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         if early:
             df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in early])
         if group.break_column is not None:
-            from .strict_breaks import with_global_breaks
+            from cepsql.backends.spark.strict_breaks import with_global_breaks
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
         in_engine, in_task, schema = _late_columns(df, late, ansi)
         inputs.append(df)
@@ -597,7 +597,7 @@ def _prepare_split(group) -> tuple[list, list]:
 
 def _session_ansi(spark: SparkSession) -> bool:
     """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
-    from ...runtime.planner_options import options_from_conf
+    from cepsql.planning.options import options_from_conf
     return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
 
 
@@ -655,7 +655,7 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
     ``ahead``, a future of that same sample started while the views were recorded), each
     pattern's rates and selectivities estimated from them as a task does
     (cepsql.stats.workerSampleRows rows)."""
-    from ...stats import estimate_from_table
+    from cepsql.stats import estimate_from_table
     sample: list[pa.Table] = []
 
     def statistics(spec):
@@ -668,7 +668,7 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
 
 def _first_rows(spark: SparkSession, source: DataFrame) -> pa.Table:
     """The statistics sample: source's first cepsql.stats.workerSampleRows rows."""
-    from ...stats.worker import worker_sample_rows
+    from cepsql.stats.worker import worker_sample_rows
     return source.limit(worker_sample_rows(lambda k: spark.conf.get(k, None))).toArrow()
 
 
@@ -723,7 +723,7 @@ def _group_text(k: int, group) -> str:
 def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
     """The group's global plan for EXPLAIN WORKLOAD: the sharing planner's multi-pattern
     graph, DAG, costs and search (sharing.describe_workload), views named."""
-    from ...sharing.describe import describe_workload
+    from cepsql.explain.workload import describe_workload
     patterns = list(group.workload_patterns)
     for k, (p, wp) in enumerate(zip(group.patterns, patterns)):
         c = by_index.get(p.index)

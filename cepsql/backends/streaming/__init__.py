@@ -2,7 +2,7 @@
 
 ``run_streaming_plan`` (frames.py) is the only entry point the Spark session uses; the
 per-key logic (engine.py) is plain Arrow + the batch workers, testable without Spark."""
-from .engine import KeyState, StreamEngine, new_engine
-from .frames import run_streaming_plan
+from cepsql.backends.streaming.engine import KeyState, StreamEngine, new_engine
+from cepsql.backends.streaming.frames import run_streaming_plan
 
 __all__ = ["KeyState", "StreamEngine", "new_engine", "run_streaming_plan"]

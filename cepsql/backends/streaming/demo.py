@@ -38,7 +38,7 @@ def write_increments(table: pa.Table, folder: str, n_files: int) -> list[str]:
 def run_stream_demo(spark: Any, n_rows: int, out: Callable[[str], None] = print,
                     n_files: int = 5) -> int:
     """Stream n_rows generated ticks through STREAM_QUERY; print each batch's matches."""
-    from ...datagen import generate_ticks
+    from cepsql.datagen import generate_ticks
 
     with tempfile.TemporaryDirectory(prefix="cepsql-stream-") as folder:
         source = os.path.join(folder, "in")

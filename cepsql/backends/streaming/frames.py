@@ -10,15 +10,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
-from ...algebra.expressions import ColumnRef
-from ...algebra.pattern import Anchor
-from ...errors import CepAnalysisError, CepUnsupportedError
-from ...exprs.spark_sql import to_spark_sql
-from ...runtime.plan import QueryPlan
-from ..spark.execute import arrow_schema
-from .packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
+from cepsql.algebra.expressions import ColumnRef
+from cepsql.algebra.pattern import Anchor
+from cepsql.errors import CepAnalysisError, CepUnsupportedError
+from cepsql.exprs.spark_sql import to_spark_sql
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.backends.spark.execute import arrow_schema
+from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
                       RowPacker, RowUnpacker)
-from .processor import MatchProcessor
+from cepsql.backends.streaming.processor import MatchProcessor
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -109,7 +109,7 @@ def check_streamable_worker(worker) -> None:
     """What the bound CEP evaluator cannot carry between chunks (MIN/MAX over strings).
     PREV runs: a closed segment keeps its last rows as the next segment's context; NEXT
     runs: a key reading it never closes its segment (engine.py)."""
-    from ...runtime.cep_worker import CepWorker
+    from cepsql.runtime.cep_worker import CepWorker
     if not isinstance(worker, CepWorker):
         return
     if not worker.streamable():

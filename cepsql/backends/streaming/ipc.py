@@ -53,7 +53,7 @@ def layout_header(buckets: int) -> bytes:
 def check_layout(data: bytes, buckets: int | None) -> int:
     """Raise CepRuntimeError unless data was written by this layout with ``buckets``
     key buckets (None: any); returns the header's size."""
-    from ...errors import CepRuntimeError
+    from cepsql.errors import CepRuntimeError
     head = bytes(data[:_LAYOUT.size])
     magic, version, stored = _LAYOUT.unpack(head) if len(head) == _LAYOUT.size \
         else (b"", 0, 0)

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .ipc import from_bytes, to_bytes
+from cepsql.backends.streaming.ipc import from_bytes, to_bytes
 
 ROWS_COLUMN = "__cep_rows"
 OUT_COLUMN = "__cep_out"

@@ -17,9 +17,9 @@ import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
-from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
-from .ipc import check_layout, from_bytes, layout_header, to_bytes
-from .packing import DEFAULT_BUCKETS, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
+from cepsql.backends.streaming.engine import NO_TIMER, KeyState, StreamEngine, new_engine
+from cepsql.backends.streaming.ipc import check_layout, from_bytes, layout_header, to_bytes
+from cepsql.backends.streaming.packing import DEFAULT_BUCKETS, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
 
 STATE_NAME = "cep_bucket"
 # keys: every key of the bucket (encode_keys); timer: the event-time timer registered

@@ -1,4 +1,4 @@
-"""The shared DAG evaluator (runtime/shared) over one key of a streaming workload.
+"""The shared DAG evaluator (runtime/shared_evaluator.py) over one key of a streaming workload.
 
 The DAG's own stores are not exported between micro-batches; what a key keeps is:
 
@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CepRuntimeError
-from ...runtime.shared.one_pass import PassPattern, _DagEvaluator
-from ...runtime.worker import CHUNK_ROWS, window_micros
-from .engine import NO_TIMER, KeyState
-from .ipc import concat
+from cepsql.errors import CepRuntimeError
+from cepsql.runtime.one_pass import PassPattern, _DagEvaluator
+from cepsql.runtime.worker import CHUNK_ROWS, window_micros
+from cepsql.backends.streaming.engine import NO_TIMER, KeyState
+from cepsql.backends.streaming.ipc import concat
 
 __all__ = ["SharedKeyEngine", "shared_members"]
 

@@ -1,6 +1,6 @@
 """A workload over a stream: ONE streaming query evaluates every pattern view of a source.
 
-The batch pass's grouping is reused (runtime/shared/one_pass.plan_pass: plans grouped by
+The batch pass's grouping is reused (runtime/one_pass.plan_pass: plans grouped by
 partitioning, shared prepared columns, the tagged output layout). Each partitioning group
 is one ``transformWithStateInPandas`` operator keyed by the group's PARTITION BY. Per key
 its state holds what the single-pattern engine keeps, once for the key and once per
@@ -38,18 +38,18 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField,
                                StructType)
 
-from ...algebra.expressions import ColumnRef, Expr
-from ...exprs.spark_sql import quote_identifier, to_spark_sql
-from ...runtime.measures import MATCH_NUMBER_COLUMN
-from ...runtime.plan import QueryPlan
-from ...runtime.shared.one_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
+from cepsql.algebra.expressions import ColumnRef, Expr
+from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.analyze.measures import MATCH_NUMBER_COLUMN
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.one_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
                                     tag_batch)
-from ..spark.execute import arrow_schema
-from .engine import NO_TIMER, KeyState, StreamEngine, new_engine
-from .frames import check_streamable, check_streamable_worker, _use_rocksdb
-from .ipc import STATE_LAYOUT_VERSION, from_bytes, to_bytes
-from .shared_key import SharedKeyEngine, shared_members
-from .packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
+from cepsql.backends.spark.execute import arrow_schema
+from cepsql.backends.streaming.engine import NO_TIMER, KeyState, StreamEngine, new_engine
+from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, _use_rocksdb
+from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, to_bytes
+from cepsql.backends.streaming.shared_key import SharedKeyEngine, shared_members
+from cepsql.backends.streaming.packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
                       RowUnpacker)
 
 __all__ = ["streaming_pass", "streaming_matches", "WorkloadEngine", "WorkloadKeyState"]
@@ -155,7 +155,7 @@ def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
 def state_from_row(row, n_patterns: int, workload: str, dag: bool = False
                    ) -> WorkloadKeyState:
     pending, released, late, patterns, stored = row
-    from ...errors import CepRuntimeError
+    from cepsql.errors import CepRuntimeError
     if not str(stored or "").startswith(f"v{STATE_LAYOUT_VERSION}:"):
         raise CepRuntimeError(
             "the checkpoint's cepsql streaming state of a workload was written by another "
@@ -232,7 +232,7 @@ class WorkloadProcessor(StatefulProcessor):
 # --- wiring ---------------------------------------------------------------------------------
 def streaming_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict | None = None
                    ) -> tuple[SharedPass, DataFrame]:
-    """The tagged rows (runtime/shared/one_pass layout) of every plan over the streaming
+    """The tagged rows (runtime/one_pass layout) of every plan over the streaming
     source: one stateful operator per partitioning group, unioned into one stream;
     ``sharing`` (the cepsql.sharing.* settings) plans each group's shared DAG."""
     for plan in plans:
@@ -268,7 +268,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict | No
 def _late_counter(spark):
     """An accumulator of the rows the workload drops as late, listed by
     ``spark.cep.late_rows()`` under a generated ``__cep_workload...`` name."""
-    from ..spark.splice import new_view_name
+    from cepsql.parse.splice import new_view_name
     counter = spark.sparkContext.accumulator(0)
     late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
     if late is not None:

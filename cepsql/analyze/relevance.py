@@ -1,0 +1,135 @@
+"""Relevance pushdown (CEP mode): which input rows can matter at all.
+
+Under SKIP_TILL_NEXT_MATCH and SKIP_TILL_ANY_MATCH a row is only ever looked at when
+some variable (NOT variables included) may take it (R4/R5: a row no state can take is
+ignored; R6: only rows satisfying a NOT variable's DEFINE can violate the NOT), and
+unqualified navigation, aggregates and ALL ROWS output range over the match rows only
+(R2, R7). A variable takes a row only if every row-local conjunct of its DEFINE is
+TRUE there, so a row for which no variable's row-local conjuncts are all TRUE (NULL is
+not TRUE) can be dropped before the shuffle without changing any match, match order or
+MATCH_NUMBER (positions keep their relative order).
+
+Every row is kept when something counts or shows the rows between matched rows:
+PREV/NEXT (physical navigation, in DEFINE or MEASURES), a ``WITHIN n ROWS`` window,
+``WITH UNMATCHED ROWS``, the contiguity strategies and SQL:2016 mode; and when some
+variable has no row-local conjunct (it may take any row).
+"""
+from __future__ import annotations
+
+from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Classifier, Expr,
+                                   GatheredAggregate, Literal, MatchNumber, Navigation,
+                                   RowValue, ScalarSubquery, walk)
+from cepsql.algebra.rowrefs import bind_rows
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.errors import CepError
+from cepsql.analyze.decompose import zero_divisor_guard
+from cepsql.analyze.conjuncts import split_conjuncts, strip_row_values
+
+#: strategies under which a row no variable can take changes nothing
+FILTERABLE_STRATEGIES = ("SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH")
+#: contiguity strategies: a row no variable can take only ends the runs waiting at it, so
+#: it may be dropped when the rows after each gap are flagged as breaks (gap_filter)
+GAP_STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY")
+
+
+def relevance_filter(spec: MatchRecognizeSpec,
+                     strategies: tuple[str, ...] = FILTERABLE_STRATEGIES
+                     ) -> tuple[Expr | None, str]:
+    """(condition over the input's own columns that keeps exactly the rows some variable
+    may take, "") or (None, why every row is kept). ``strategies``: those under which
+    dropping rows is allowed (gap_filter adds the contiguity ones)."""
+    reason = _keeps_every_row(spec, strategies)
+    if reason:
+        return None, reason
+    known = set(spec.variables) | set(spec.subsets)
+    per_var: list[Expr] = []
+    for var in spec.variables:
+        cond = spec.defines.get(var)
+        if cond is None:
+            return None, f"variable {var} has no DEFINE: it may take any row"
+        local = [c for c in split_conjuncts(cond) if _row_local(c, var, known)
+                 and not _always_true(c)]
+        if not local:
+            return None, (f"variable {var} has no single-row condition: it may take any "
+                          "row")
+        stripped = [strip_row_values(bind_rows(
+            c, in_define=True, final_default=False, known_vars=known)) for c in local]
+        # a row where a conjunct divides by zero is kept: the matcher raises there (ANSI)
+        guards = [g for g in map(zero_divisor_guard, stripped) if g is not None]
+        term = _join("OR", [_join("AND", stripped), *guards])
+        if term not in per_var:
+            per_var.append(term)
+    return _join("OR", per_var), ""
+
+
+def gap_filter(spec: MatchRecognizeSpec) -> Expr | None:
+    """The relevance condition of a contiguity clause without PARTITION BY, valid only
+    when the backend flags each kept row whose predecessor in the whole input's ORDER BY
+    order was dropped as a break (QueryPlan.break_column): under STRICT_CONTIGUITY a
+    dropped row (no variable takes it, R5) ends every run waiting at it and nothing else
+    reads it (R2/R6/R7 as for relevance_filter), which is what the break does; None when
+    every row must be kept."""
+    if spec.strategy not in GAP_STRATEGIES or spec.partition_by:
+        return None
+    condition, _ = relevance_filter(spec, FILTERABLE_STRATEGIES + GAP_STRATEGIES)
+    return condition
+
+
+def _keeps_every_row(spec: MatchRecognizeSpec,
+                     strategies: tuple[str, ...] = FILTERABLE_STRATEGIES) -> str:
+    if spec.strategy is None:
+        return "SQL:2016 mode reads consecutive rows"
+    if spec.strategy not in strategies:
+        return f"STRATEGY {spec.strategy} reads consecutive rows"
+    if spec.window is not None and spec.window.kind == "rows":
+        return "WITHIN n ROWS counts every row"
+    if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
+        return "WITH UNMATCHED ROWS outputs every row"
+    exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
+    for expr in exprs:
+        for e in walk(expr):
+            if isinstance(e, Navigation) and e.kind in ("PREV", "NEXT"):
+                return f"{e.kind} reads neighbouring rows"
+    return ""
+
+
+def _row_local(conjunct: Expr, var: str, known: set[str]) -> bool:
+    """Whether the conjunct reads nothing but var's current row (plain columns of it)."""
+    try:
+        bound = bind_rows(conjunct, in_define=True, final_default=False, known_vars=known)
+    except CepError:
+        return False
+    for node in walk(bound):
+        if isinstance(node, (Aggregate, AggregateValue, GatheredAggregate, MatchNumber,
+                             Classifier, Navigation, ScalarSubquery)):
+            return False
+        if isinstance(node, RowValue):
+            ref = node.ref
+            if ref.var not in (None, var) or ref.logical != "LAST" or ref.logical_offset \
+                    or ref.physical_offset:
+                return False
+    return True
+
+
+def _always_true(conjunct: Expr) -> bool:
+    return isinstance(conjunct, Literal) and conjunct.value is True
+
+
+def _join(op: str, parts: list[Expr]) -> Expr:
+    out = parts[0]
+    for p in parts[1:]:
+        out = BinaryOp(op, out, p)
+    return out
+
+
+def relevance_line(condition: Expr | None, reason: str) -> str:
+    """The EXPLAIN line of the filter (as the Spark SQL WHERE it becomes)."""
+    if condition is None:
+        return f"relevance filter: none, every row kept ({reason})"
+    from cepsql.exprs.spark_sql import to_spark_sql
+    try:
+        text = to_spark_sql(condition)
+    except CepError:
+        return ("relevance filter: not expressible in Spark SQL; applied in-process only")
+    return f"relevance filter: {text} (rows no variable can take are dropped before the " \
+           "shuffle)"

@@ -1,0 +1,305 @@
+"""Compile a pattern AST into a program for the regex VM (Trino-style: pattern ->
+program -> VM).
+
+Instructions are (op, a, b) triples of ints. Preference is encoded in SPLIT: the VM
+explores ``a`` before ``b``, so threads stay in the standard's preference order.
+
+Empty iterations follow Trino: bounded quantifiers are unrolled and every iteration may
+match nothing; in an unbounded loop an iteration that matched no rows leaves the loop
+instead of looping again (SAVE at the body start, LOOP_BACK at its end). That keeps the
+VM finite on ``(A*)*``. The slot is cleared where the loop exits (CLEAR): nothing reads it
+there, and threads that differ only in when their last iteration began can merge (else
+``(A? B?)* C+ D`` keeps one thread per such row and turns cubic).
+
+PERMUTE means the alternation of its orders, lexicographic by item position (Trino).
+When every item matches in at most one way from a given row (variables, fixed
+sequences of them), it is not expanded into its n! orders: a slot holds the bitmask of
+the items a thread has used, and a dispatch tries the unused items in written order,
+then comes back. Depth-first, that enumerates the orders lexicographically, and threads
+with the same mask at the same instruction merge, so states stay at most 2^n. Items with
+inner choices (quantifiers, alternation) would interleave those choices with the choice
+of the next item, so such a PERMUTE is expanded (up to MAX_EXPANDED_PERMUTE items), or,
+from MIN_SEARCHED_PERMUTE items where its place allows (below; faster from 5 items on,
+benchmarks/bench_permute.py), *searched*: compiled as the dispatch loop, with
+PERM_BEGIN's b = its item count, and the matcher fixes the order one position at a time,
+the earliest item with which some match exists first, then finds the preferred match
+under the whole order (matcher.pyx _attempt). That needs the order to be the first choice a path makes that can differ:
+the searched PERMUTE is entered once per match, and only items without choices come
+before it (the pattern is ``X Y PERMUTE(...) rest`` or ``PERMUTE(...) rest``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations
+
+import numpy as np
+
+from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
+                               Permute, Quantified, Var)
+from cepsql.errors import CepUnsupportedError
+
+OP_LABEL = 0      # a = label id: consume the current row if the label's DEFINE holds
+OP_SPLIT = 1      # try a, then b
+OP_JUMP = 2       # go to a
+OP_DONE = 3       # match found
+OP_ANCHOR_START = 4
+OP_ANCHOR_END = 5
+OP_SAVE = 6       # slot a := current position
+OP_LOOP_BACK = 7  # go to b if current position > slot a (progress), else fall through
+OP_EXCL_BEGIN = 8
+OP_EXCL_END = 9
+OP_PERM_BEGIN = 10  # slot a := 0 (no item used); b = n: the searched PERMUTE (n items)
+OP_PERM_NEXT = 11   # a = slot << 6 | n: all n items used -> slot a := -1, go to b; else next
+OP_PERM_TRY = 12    # a = slot << 6 | i: item i unused -> mark it and go to b; then next
+OP_FAIL = 13        # the thread dies
+OP_CLEAR = 14       # slot a := -1 (a loop's progress slot, dead past the loop's exit)
+
+MAX_PROGRAM_SIZE = 200_000
+MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word
+MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives at most
+MIN_SEARCHED_PERMUTE = 5   # ... searched from this many items where the place allows
+MAX_CLOSURE_DEPTH = 1_000_000
+
+
+@dataclass
+class Program:
+    ops: np.ndarray  # int32[n, 3]
+    labels: list[str]  # label id -> variable name
+    n_slots: int
+    closure_depth: int  # bound on branch nesting while following epsilon instructions
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def describe(self) -> str:
+        names = {OP_LABEL: "LABEL", OP_SPLIT: "SPLIT", OP_JUMP: "JUMP", OP_DONE: "DONE",
+                 OP_ANCHOR_START: "ANCHOR ^", OP_ANCHOR_END: "ANCHOR $", OP_SAVE: "SAVE",
+                 OP_LOOP_BACK: "LOOP_BACK", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END",
+                 OP_PERM_BEGIN: "PERM_BEGIN", OP_PERM_NEXT: "PERM_NEXT", OP_PERM_TRY: "PERM_TRY",
+                 OP_FAIL: "FAIL", OP_CLEAR: "CLEAR"}
+        lines = []
+        for i, (op, a, b) in enumerate(self.ops.tolist()):
+            if op == OP_LABEL:
+                arg = self.labels[a]
+            elif op in (OP_PERM_NEXT, OP_PERM_TRY):
+                arg = f"slot {a >> 6} item {a & 63} -> {b}"
+            else:
+                arg = f"{a} {b}"
+            lines.append(f"{i:4d} {names[op]} {arg}")
+        return "\n".join(lines)
+
+
+def compile_pattern(pattern: PatternNode, labels: list[str]) -> Program:
+    """labels: variable names in label-id order (primary variables of the pattern)."""
+    builder = _Builder({name: i for i, name in enumerate(labels)})
+    builder.searched = searched_permute(pattern)
+    builder.emit_node(pattern)
+    builder.emit(OP_DONE)
+    depth = closure_depth(pattern)
+    if depth > MAX_CLOSURE_DEPTH:
+        raise CepUnsupportedError(
+            "pattern too large: nested PERMUTE and quantifiers allow more than "
+            f"{MAX_CLOSURE_DEPTH} steps without consuming a row")
+    return Program(np.asarray(builder.code, dtype=np.int32).reshape(-1, 3), list(labels),
+                   builder.n_slots, max(depth, len(builder.code)) + 2)
+
+
+def searched_permute(pattern: PatternNode) -> Permute | None:
+    """The PERMUTE the matcher searches order by order (module docstring): at least
+    MIN_SEARCHED_PERMUTE items, some with inner choices, entered once per match, with
+    only items without choices before it."""
+    items = list(pattern.items) if isinstance(pattern, Concat) else [pattern]
+    for item in items:
+        if isinstance(item, Permute):
+            if len(item.items) >= MIN_SEARCHED_PERMUTE and \
+                    not all(single_path(i) for i in item.items):
+                return item
+            return None
+        if not single_path(item):
+            return None
+    return None
+
+
+def single_path(node: PatternNode) -> bool:
+    """True when node matches in at most one way (one labelling) from any given row."""
+    if isinstance(node, (Var, Empty, Anchor)):
+        return True
+    if isinstance(node, Concat):
+        return all(single_path(i) for i in node.items)
+    if isinstance(node, Exclusion):
+        return single_path(node.child)
+    if isinstance(node, Quantified):
+        return node.max == node.min and single_path(node.child)
+    if isinstance(node, Permute):
+        return len(node.items) == 1 and single_path(node.items[0])
+    return False
+
+
+def closure_depth(node: PatternNode) -> int:
+    """Upper bound on the branches one epsilon path of node's code can pass.
+
+    Without PERMUTE every instruction is entered at most once per path (loops only go
+    back after progress); a PERMUTE dispatch is re-entered once per item used."""
+    if isinstance(node, (Var, Empty, Anchor)):
+        return 1
+    if isinstance(node, (Concat, Alternation)):
+        return sum(closure_depth(i) for i in node.items) + len(node.items)
+    if isinstance(node, Exclusion):
+        return closure_depth(node.child) + 2
+    if isinstance(node, Quantified):
+        copies = node.min + 1 if node.max is None else node.max
+        return (closure_depth(node.child) + 2) * max(copies, 1) + 1
+    if isinstance(node, Permute):
+        n = len(node.items)
+        return (n + 1) * (sum(closure_depth(i) for i in node.items) + 2 * n + 3)
+    raise TypeError(node)
+
+
+def can_be_empty(node: PatternNode) -> bool:
+    """True when node can match the empty row sequence."""
+    if isinstance(node, (Empty, Anchor)):
+        return True
+    if isinstance(node, Var):
+        return False
+    if isinstance(node, (Concat, Permute)):
+        return all(can_be_empty(i) for i in node.items)
+    if isinstance(node, Alternation):
+        return any(can_be_empty(i) for i in node.items)
+    if isinstance(node, Quantified):
+        return node.min == 0 or can_be_empty(node.child)
+    if isinstance(node, Exclusion):
+        return can_be_empty(node.child)
+    raise TypeError(node)
+
+
+class _Builder:
+    def __init__(self, label_ids: dict[str, int]):
+        self.label_ids = label_ids
+        self.searched: Permute | None = None
+        self.code: list[list[int]] = []
+        self.n_slots = 0
+
+    def emit(self, op: int, a: int = 0, b: int = 0) -> int:
+        if len(self.code) >= MAX_PROGRAM_SIZE:
+            raise CepUnsupportedError(
+                "pattern too large: quantifier bounds expand to more than "
+                f"{MAX_PROGRAM_SIZE} instructions")
+        self.code.append([op, a, b])
+        return len(self.code) - 1
+
+    def patch(self, at: int, a: int | None = None, b: int | None = None) -> None:
+        if a is not None:
+            self.code[at][1] = a
+        if b is not None:
+            self.code[at][2] = b
+
+    @property
+    def here(self) -> int:
+        return len(self.code)
+
+    def emit_node(self, node: PatternNode) -> None:
+        if isinstance(node, Var):
+            self.emit(OP_LABEL, self.label_ids[node.name])
+        elif isinstance(node, Empty):
+            pass
+        elif isinstance(node, Anchor):
+            self.emit(OP_ANCHOR_START if node.kind == "start" else OP_ANCHOR_END)
+        elif isinstance(node, Concat):
+            for item in node.items:
+                self.emit_node(item)
+        elif isinstance(node, Alternation):
+            self.emit_alternation(list(node.items))
+        elif isinstance(node, Exclusion):
+            self.emit(OP_EXCL_BEGIN)
+            self.emit_node(node.child)
+            self.emit(OP_EXCL_END)
+        elif isinstance(node, Permute):
+            if len(node.items) == 1:
+                self.emit_node(node.items[0])
+            elif all(single_path(i) for i in node.items):
+                self.emit_permute(node)
+            elif node is self.searched:
+                self.emit_permute(node, searched=True)
+            elif len(node.items) <= MAX_EXPANDED_PERMUTE:
+                self.emit_alternation([Concat(tuple(order))
+                                       for order in permutations(node.items)])
+            else:
+                raise CepUnsupportedError(
+                    f"PERMUTE with more than {MAX_EXPANDED_PERMUTE} items whose items have "
+                    "inner choices (a quantifier, alternation or nested PERMUTE) is supported "
+                    "only as the pattern's first item with choices, outside any quantifier "
+                    "or alternation (e.g. PATTERN (S PERMUTE(A+, B, ...) E)); with "
+                    "variables or fixed sequences as items it is supported anywhere",
+                    pos=node.pos)
+        elif isinstance(node, Quantified):
+            self.emit_quantified(node)
+        else:
+            raise TypeError(f"unknown pattern node {node!r}")
+
+    def emit_alternation(self, items: list[PatternNode]) -> None:
+        jumps_to_end = []
+        for i, item in enumerate(items):
+            if i < len(items) - 1:
+                split = self.emit(OP_SPLIT)
+                self.patch(split, a=self.here)
+                self.emit_node(item)
+                jumps_to_end.append(self.emit(OP_JUMP))
+                self.patch(split, b=self.here)
+            else:
+                self.emit_node(item)
+        for j in jumps_to_end:
+            self.patch(j, a=self.here)
+
+    def emit_permute(self, node: Permute, searched: bool = False) -> None:
+        """Dispatch loop over a used-items mask (see the module docstring)."""
+        items = list(node.items)
+        if len(items) > MAX_PERMUTE_ITEMS:
+            raise CepUnsupportedError(
+                f"PERMUTE with more than {MAX_PERMUTE_ITEMS} items is not supported",
+                pos=node.pos)
+        slot = self.n_slots
+        self.n_slots += 1
+        self.emit(OP_PERM_BEGIN, slot, len(items) if searched else 0)
+        dispatch = self.emit(OP_PERM_NEXT, slot << 6 | len(items))
+        tries = [self.emit(OP_PERM_TRY, slot << 6 | i) for i in range(len(items))]
+        self.emit(OP_FAIL)
+        for i, item in enumerate(items):
+            self.patch(tries[i], b=self.here)
+            self.emit_node(item)
+            self.emit(OP_JUMP, dispatch)
+        self.patch(dispatch, b=self.here)
+
+    def emit_quantified(self, node: Quantified) -> None:
+        for _ in range(node.min):
+            self.emit_node(node.child)
+        if node.max is not None and node.max == node.min:
+            return
+        if node.max is None:
+            loop = self.emit(OP_SPLIT)
+            body = self.here
+            if can_be_empty(node.child):
+                slot = self.n_slots
+                self.n_slots += 1
+                self.emit(OP_SAVE, slot)
+                self.emit_node(node.child)
+                self.emit(OP_LOOP_BACK, slot, loop)
+                self.set_split(loop, body, self.here, node.greedy)
+                self.emit(OP_CLEAR, slot)  # both exits (split, no progress) pass here
+                return
+            self.emit_node(node.child)
+            self.emit(OP_JUMP, loop)
+            self.set_split(loop, body, self.here, node.greedy)
+            return
+        exits = []
+        for _ in range(node.max - node.min):
+            split = self.emit(OP_SPLIT)
+            exits.append((split, self.here))
+            self.emit_node(node.child)
+        for split, body in exits:
+            self.set_split(split, body, self.here, node.greedy)
+
+    def set_split(self, split: int, body: int, exit_: int, greedy: bool) -> None:
+        if greedy:
+            self.patch(split, a=body, b=exit_)
+        else:
+            self.patch(split, a=exit_, b=body)

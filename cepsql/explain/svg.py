@@ -1,0 +1,169 @@
+"""Plans as pictures: EXPLAIN FORMAT SVG and ``spark.cep.explain(..., file=)``.
+
+A plan is drawn as a layered DAG (leaves at the bottom, roots on top): the chosen tree or
+order plan of a planned CEP clause, otherwise the pattern's operator tree; the sharing
+stage draws a workload's global plan with the same function (shared nodes marked). The
+SVG is written by hand (no graphviz, no matplotlib needed) and every label is escaped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+
+from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
+                               Permute, Quantified, Var)
+
+__all__ = ["Box", "clauses_svg", "dag_svg", "pattern_boxes", "plan_boxes", "plan_svg"]
+
+_W, _H, _GAP_X, _GAP_Y, _PAD = 150, 34, 24, 46, 16
+
+
+@dataclass
+class Box:
+    """One drawn node: its label, the boxes it reads (drawn below it), and whether it
+    is shared by several consumers (drawn highlighted)."""
+    label: str
+    children: list[int] = field(default_factory=list)
+    shared: bool = False
+    note: str = ""
+
+
+def dag_svg(boxes: list[Box], title: str = "") -> str:
+    """A layered drawing: a box's layer is its height (leaves 0); boxes keep the order
+    they are listed in within a layer."""
+    height: list[int] = []
+    for b in boxes:   # children are listed before their parents
+        height.append(1 + max((height[c] for c in b.children), default=-1))
+    layers = max(height, default=0) + 1
+    rows: list[list[int]] = [[] for _ in range(layers)]
+    for i, h in enumerate(height):
+        rows[h].append(i)
+    widest = max((len(r) for r in rows), default=1)
+    width = 2 * _PAD + widest * _W + (widest - 1) * _GAP_X
+    top = _PAD + (24 if title else 0)
+    total_h = top + layers * _H + (layers - 1) * _GAP_Y + _PAD + 14
+    pos: dict[int, tuple[float, float]] = {}
+    for h, row in enumerate(rows):
+        span = len(row) * _W + (len(row) - 1) * _GAP_X
+        x0 = (width - span) / 2
+        y = top + (layers - 1 - h) * (_H + _GAP_Y)
+        for k, i in enumerate(row):
+            pos[i] = (x0 + k * (_W + _GAP_X), y)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+           f'height="{total_h:.0f}" font-family="sans-serif" font-size="12">',
+           '<rect width="100%" height="100%" fill="white"/>']
+    if title:
+        out.append(f'<text x="{_PAD}" y="{_PAD + 10}" font-weight="bold">{escape(title)}</text>')
+    for i, b in enumerate(boxes):
+        x, y = pos[i]
+        for c in b.children:
+            cx, cy = pos[c]
+            out.append(f'<line x1="{x + _W / 2:.1f}" y1="{y + _H:.1f}" x2="{cx + _W / 2:.1f}" '
+                       f'y2="{cy:.1f}" stroke="#555"/>')
+    for i, b in enumerate(boxes):
+        x, y = pos[i]
+        fill, stroke = ("#ffe9b3", "#c98a00") if b.shared else ("#eef2ff", "#3f51b5")
+        out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{_W}" height="{_H}" rx="6" '
+                   f'fill="{fill}" stroke="{stroke}"/>')
+        label = b.label if len(b.label) <= 22 else b.label[:21] + "…"
+        out.append(f'<text x="{x + _W / 2:.1f}" y="{y + (14 if b.note else 21):.1f}" '
+                   f'text-anchor="middle">{escape(label)}</text>')
+        if b.note:
+            out.append(f'<text x="{x + _W / 2:.1f}" y="{y + 28:.1f}" text-anchor="middle" '
+                       f'font-size="10" fill="#555">{escape(b.note)}</text>')
+        out.append(f'<title>{escape(b.label)}{" — " + escape(b.note) if b.note else ""}'
+                   f'{" (shared)" if b.shared else ""}</title>')
+    if any(b.shared for b in boxes):
+        out.append(f'<text x="{_PAD}" y="{total_h - 6:.0f}" font-size="10" fill="#555">'
+                   'highlighted: shared by several patterns</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def pattern_boxes(node, boxes: list[Box] | None = None) -> list[Box]:
+    """The pattern's operator tree (for clauses evaluated in order / by the regex VM)."""
+    boxes = [] if boxes is None else boxes
+    kids: list = []
+    if isinstance(node, Var):
+        label = node.name
+    elif isinstance(node, Quantified):
+        hi = "" if node.max is None else node.max
+        label, kids = f"KL{{{node.min},{hi}}}" + ("?" if not node.greedy else ""), [node.child]
+    elif isinstance(node, Negation):
+        label, kids = "NOT", [node.child]
+    elif isinstance(node, Exclusion):
+        label, kids = "EXCLUDE {- -}", [node.child]
+    elif isinstance(node, Concat):
+        label, kids = "SEQ", list(node.items)
+    elif isinstance(node, Alternation):
+        label, kids = "OR", list(node.items)
+    elif isinstance(node, Permute):
+        label, kids = "PERMUTE / AND", list(node.items)
+    elif isinstance(node, Anchor):
+        label = "^" if getattr(node, "kind", "") in ("start", "^") else "$"
+    elif isinstance(node, Empty):
+        label = "()"
+    else:
+        label = type(node).__name__
+    children = [len(pattern_boxes(k, boxes)) - 1 for k in kids]
+    boxes.append(Box(label, children))
+    return boxes
+
+
+def plan_boxes(plans: list) -> list[Box]:
+    """The chosen plans of a planned CEP clause (one per disjunct): tree plans as their
+    join trees, order plans as left-deep chains in evaluation order."""
+    boxes: list[Box] = []
+    for plan in plans:
+        labels = plan.query.labels if plan.query is not None else None
+
+        def name(leaf: int) -> str:
+            return labels[leaf] if labels else f"R{leaf}"
+        if plan.kind == "tree":
+            index: dict[int, int] = {}
+            for tn in plan.root.nodes():
+                if tn.is_leaf:
+                    boxes.append(Box(name(tn.leaf)))
+                else:
+                    boxes.append(Box("JOIN", [index[id(tn.left)], index[id(tn.right)]]))
+                index[id(tn)] = len(boxes) - 1
+            boxes[-1].note = f"{plan.algorithm} cost {plan.cost:.4g}"
+        else:
+            prev = None
+            for k, rel in enumerate(plan.order):
+                boxes.append(Box(name(rel)))
+                leaf = len(boxes) - 1
+                if prev is not None:
+                    boxes.append(Box(f"step {k + 1}", [prev, leaf]))
+                prev = len(boxes) - 1
+            boxes[-1].note = f"{plan.algorithm} cost {plan.cost:.4g}"
+    return boxes
+
+
+def plan_svg(spec, plan) -> str:
+    """SVG of one clause's plan: the chosen CEP plans when the clause is planned, else
+    the pattern's operator tree."""
+    plans = list(getattr(plan, "chosen_plans", None) or [])
+    if plans:
+        return dag_svg(plan_boxes(plans), "plan: " + spec.pattern_text)
+    return dag_svg(pattern_boxes(spec.pattern), "pattern: " + (spec.pattern_text or ""))
+
+
+def clauses_svg(recorded: list[tuple[object, object]]) -> str:
+    """One SVG for a statement's clauses ((spec, plan) pairs), stacked vertically."""
+    parts = [plan_svg(spec, plan) for spec, plan in recorded]
+    if not parts:
+        return dag_svg([Box("no MATCH_RECOGNIZE clause")], "plan")
+    if len(parts) == 1:
+        return parts[0]
+    import re
+    sizes = [tuple(float(v) for v in re.search(r'width="([\d.]+)" height="([\d.]+)"', p).groups())
+             for p in parts]
+    width, y = max(w for w, _ in sizes), 0.0
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+           f'height="{sum(h for _, h in sizes):.0f}">']
+    for part, (_, h) in zip(parts, sizes):
+        out.append(f'<g transform="translate(0,{y:.0f})">{part.split(">", 1)[1].rsplit("</svg>", 1)[0]}</g>')
+        y += h
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

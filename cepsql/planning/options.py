@@ -1,0 +1,112 @@
+"""Options of the cost-based CEP planner, from Spark conf keys or (in-process) a context.
+
+Spark users set ``spark.conf.set("cepsql.planner.algorithm", "GREEDY")``; in-process users
+write ``with cepsql.planner_options(algorithm="GREEDY"): cepsql.match_recognize(...)``.
+Both end up as one frozen ``PlannerOptions`` handed to ``plan_query``.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, fields, replace
+from typing import Callable, Iterator
+
+from cepsql.errors import CepAnalysisError
+
+__all__ = ["CONF_KEYS", "PlannerOptions", "current_options", "options_from_conf",
+           "planner_options"]
+
+
+@dataclass(frozen=True)
+class PlannerOptions:
+    """algorithm: one of planning.ALGORITHMS, or None = cepsql chooses (DP within the
+    plan-time budget, GREEDY / II beyond). alpha: weight of the latency cost (0 = pure
+    throughput cost, VLDB 2018 section 5.1). sample_rows / sample_seconds bound the
+    statistics sample; plan_seconds bounds plan generation. slicing: split unpartitioned
+    windowed inputs into overlapping time slices; infer_partitions: derive PARTITION BY
+    keys from an equality that links every variable."""
+    algorithm: str | None = None
+    alpha: float = 0.0
+    sample_rows: int = 50_000
+    sample_seconds: float = 5.0
+    plan_seconds: float = 1.0
+    slicing: bool = True
+    infer_partitions: bool = True
+    ansi: bool = True  # spark.sql.ansi.enabled: DEFINE arithmetic overflow raises (else NULL)
+
+
+#: Spark conf key -> PlannerOptions field
+CONF_KEYS = {
+    "cepsql.planner.algorithm": "algorithm",
+    "cepsql.planner.alpha": "alpha",
+    "cepsql.planner.sampleRows": "sample_rows",
+    "cepsql.planner.sampleSeconds": "sample_seconds",
+    "cepsql.planner.planSeconds": "plan_seconds",
+    "cepsql.planner.slicing": "slicing",
+    "cepsql.planner.inferPartitions": "infer_partitions",
+    "spark.sql.ansi.enabled": "ansi",
+}
+
+_TYPES = {f.name: f.type for f in fields(PlannerOptions)}
+_current: ContextVar[PlannerOptions] = ContextVar("cepsql_planner_options",
+                                                  default=PlannerOptions())
+
+
+def _convert(key: str, name: str, text: str):
+    text = text.strip()
+    try:
+        if name == "algorithm":
+            if text.upper() in ("", "AUTO", "DEFAULT"):
+                return None
+            from cepsql.planning import ALGORITHMS
+            if text.upper() not in ALGORITHMS:
+                raise ValueError(f"known: AUTO, {', '.join(ALGORITHMS)}")
+            return text.upper()
+        if name in ("slicing", "infer_partitions", "ansi"):
+            if text.lower() not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return text.lower() == "true"
+        if name == "sample_rows":
+            value = int(text)
+        else:
+            value = float(text)
+        if value < 0 or (name == "alpha" and value > 1):
+            raise ValueError("out of range" + (" [0, 1]" if name == "alpha" else ""))
+        return value
+    except ValueError as exc:
+        raise CepAnalysisError(f"invalid value {text!r} for {key}: {exc}") from None
+
+
+def options_from_conf(get: Callable[[str], str | None],
+                      base: PlannerOptions | None = None) -> PlannerOptions:
+    """PlannerOptions from a conf getter (e.g. ``lambda k: spark.conf.get(k, None)``)."""
+    out = base or PlannerOptions()
+    for key, name in CONF_KEYS.items():
+        text = get(key)
+        if text is not None:
+            out = replace(out, **{name: _convert(key, name, str(text))})
+    return out
+
+
+def current_options() -> PlannerOptions:
+    """The options of the in-process path (set with ``planner_options``)."""
+    return _current.get()
+
+
+@contextmanager
+def planner_options(**settings) -> Iterator[PlannerOptions]:
+    """Set planner options for in-process queries inside the ``with`` block; keys are
+    PlannerOptions fields (``algorithm="DP_B"``, ``alpha=0.5``, ...)."""
+    unknown = set(settings) - set(_TYPES)
+    if unknown:
+        raise TypeError(f"unknown planner option(s): {', '.join(sorted(unknown))}")
+    opts = current_options()
+    for name, value in settings.items():
+        if name == "algorithm" and value is not None:
+            value = _convert("algorithm", "algorithm", str(value))
+        opts = replace(opts, **{name: value})
+    token = _current.set(opts)
+    try:
+        yield opts
+    finally:
+        _current.reset(token)
