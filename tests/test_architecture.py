@@ -1,0 +1,85 @@
+"""The package's shape, checked: the pipeline's import direction (the import-linter
+contracts in pyproject.toml), no cycle-dodging function-local imports and no private
+names borrowed across modules. Run `lint-imports` at the repository root for the same
+report by hand."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "cepsql"
+
+# Function-local imports of cepsql's own modules, each with why it may not be at the top.
+# Allowed only where the module imported pulls a heavy optional dependency (or one a
+# Spark Python worker should not pay for), never to dodge a cycle.
+LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path, ast.parse(path.read_text(), str(path))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    package = package[:len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))
+
+
+def test_import_contracts_hold():
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(lint) if lint.exists() else "lint-imports", "--no-cache"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_no_function_local_imports_of_cepsql_modules():
+    found = []
+    for path, tree in _modules():
+        top = set(map(id, tree.body))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and id(inner) not in top:
+                    target = _absolute(path, inner)
+                    if target.split(".")[0] == "cepsql":
+                        key = (_module_name(path), target)
+                        if key not in LOCAL_IMPORTS_ALLOWED:
+                            found.append(f"{path.relative_to(ROOT)}:{inner.lineno} {target}")
+    assert not found, "function-local imports of cepsql modules:\n" + "\n".join(sorted(set(found)))
+
+
+def test_no_private_names_imported_across_modules():
+    found = []
+    for path, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and _absolute(path, node).startswith("cepsql"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} {alias.name}")
+    assert not found, "private names imported from other modules:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("stage", ["api", "parse", "algebra", "analyze", "stats", "planning",
+                                   "sharing", "compile", "runtime", "explain", "backends",
+                                   "reference", "exprs"])
+def test_every_stage_says_its_job(stage):
+    doc = ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text()))
+    assert doc and len(doc) > 60, f"cepsql/{stage}/__init__.py needs a docstring: its job, what it imports"
