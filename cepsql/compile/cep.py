@@ -336,12 +336,25 @@ def _sibling_alternatives(s: LinearSeq, group: tuple, i: int, labels: list[str])
 
 def _next_labels(t: LinearSeq, i: int, labels: list[str], end: int | None = None) -> int:
     """Labels of t's components after i (before end) up to the first one that must
-    take a row."""
+    take a row. An iteration group that may run zero times (KL(SEQ(d, e), 0)) does not
+    stop the walk: its first labels are reachable, and so are those after it."""
     mask = 0
-    for j in range(i + 1, len(t.comps) if end is None else end):
+    stop = len(t.comps) if end is None else end
+    j = i + 1
+    while j < stop:
+        group = next((g for g in t.groups or () if g[0] == j and g[2] == 0 and g[1] < stop),
+                     None)
+        if group is not None:
+            for k in range(j, group[1] + 1):
+                mask |= 1 << labels.index(t.comps[k][0])
+                if t.comps[k][1] > 0:
+                    break
+            j = group[1] + 1
+            continue
         mask |= 1 << labels.index(t.comps[j][0])
         if t.comps[j][1] > 0:
             break
+        j += 1
     return mask
 
 
