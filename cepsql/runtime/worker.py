@@ -16,7 +16,8 @@ import pyarrow.compute as pc
 
 from cepsql.errors import CepRuntimeError
 from cepsql.exprs.arrow_eval import spark_compare
-from cepsql.compile.conditions import STR, ConditionCode, aggregate_lane
+from cepsql.analyze.aggregate_functions import aggregate_lane
+from cepsql.compile.conditions import STR, ConditionCode
 from cepsql.compile.gathered import compute
 from cepsql.runtime.pending import PendingRows
 
