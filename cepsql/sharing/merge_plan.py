@@ -1,7 +1,7 @@
 """Merge sharing (MOTTO's MST on SIGMOD'19 trees): a GlobalPlan from each pattern's own
 best plan, with identical sub-trees across patterns made one node.
 
-Every term's join tree (cep_planner's choice: order plans as left-deep trees) becomes
+Every term's join tree (evaluator_choice's plan: order plans as left-deep trees) becomes
 DagNodes; a node's key is its canonical sub-pattern -- the kind of window, the leaf's
 DEFINE conjuncts or the children's keys plus the join's checks (SEQ order between slots,
 cross-variable conjuncts) with the variables renamed to slot numbers. Conjuncts compare
