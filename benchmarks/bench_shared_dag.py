@@ -98,7 +98,7 @@ def _rows(table: pa.Table) -> Counter:
 def run_size(n: int, table: pa.Table, symbols: int, seed: int, repeat: int = 3) -> dict:
     specs = [find_match_recognize(sql)[0].spec for sql in workload(n, symbols, seed)]
     wl = plan_local_workload(specs, table, batch_rows=8192)
-    plan = merge_plan(wl.queries, wl.bounds)
+    plan = merge_plan(wl.queries)
     own_s = shared_s = float("inf")
     for _ in range(repeat):   # best of repeat: the machine is shared
         started = time.perf_counter()

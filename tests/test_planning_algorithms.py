@@ -29,7 +29,7 @@ from cepsql.planning import (
 )
 from cepsql.planning.cost import NEXT_MATCH
 from cepsql.planning.jqpg import ConjunctiveQuery
-from cepsql.planning.plans import join, leaf, left_deep_tree
+from cepsql.planning.trees import join, leaf, left_deep_tree
 from support.planning_synthetic import random_sequence
 
 REL = 1e-9

@@ -19,7 +19,8 @@ from cepsql.planning import (
     reduce_pattern,
 )
 from cepsql.planning.jqpg import KLEENE_LOG2_CAP, kleene_cardinality
-from cepsql.planning.plans import join, leaf, order_negation_steps, tree_negation_nodes
+from cepsql.planning.plans import order_negation_steps, tree_negation_nodes
+from cepsql.planning.trees import join, leaf
 
 
 def stats(**rates) -> PatternStats:

@@ -139,7 +139,7 @@ def assert_shared_equals_own(sqls: list[str], table: pa.Table, batch_rows: int,
                              chunk_rows: int, oracle: bool = True) -> dict:
     specs = [spec_of(s) for s in sqls]
     wl = plan_local_workload(specs, table, batch_rows=batch_rows)
-    plan = merge_plan(wl.queries, wl.bounds)
+    plan = merge_plan(wl.queries)
     own = wl.own_outputs()
     shared = wl.shared_outputs(plan, chunk_rows=chunk_rows)
     for i, sql in enumerate(sqls):
@@ -294,7 +294,7 @@ def test_root_on_an_unplanned_pattern_is_refused():
             HEAD + "count(*) AS n ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
             "PATTERN (SEQ(a, b)) WITHIN 4 ROWS DEFINE a AS a.tag = 'x', b AS b.tag = 'y')"]
     wl = plan_local_workload([spec_of(s) for s in sqls], _ticks())
-    plan = merge_plan(wl.queries[1:], wl.bounds[1:])
+    plan = merge_plan(wl.queries[1:])
     plan.bindings = [type(b)(pattern=0, root=b.root, slot_vars=b.slot_vars)
                      for b in plan.bindings]
     with pytest.raises(ValueError, match="not a planned clause"):
@@ -337,7 +337,7 @@ def test_memory_follows_the_window_not_the_partition():
             "PATTERN (AND(f, g)) WITHIN INTERVAL '3' SECOND "
             "DEFINE f AS f.tag = 'x', g AS g.tag = 'y' AND g.price > f.price)"]
     wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=50)
-    plan = merge_plan(wl.queries, wl.bounds)
+    plan = merge_plan(wl.queries)
     assert plan.shared_nodes()
     own = wl.own_outputs()
     shared = wl.shared_outputs(plan, chunk_rows=64)
@@ -356,7 +356,7 @@ def test_evaluators_run_in_threads():
             for a, b, c, w in [("a", "b", "c", 5), ("d", "e", "f", 6)]]
     big = pa.concat_tables([_ticks()] * 40)
     wl = plan_local_workload([spec_of(s) for s in sqls], big, batch_rows=64)
-    plan = merge_plan(wl.queries, wl.bounds)
+    plan = merge_plan(wl.queries)
     alone = [_rows(t) for t in wl.shared_outputs(plan, chunk_rows=100)]
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: wl.evaluator(plan, chunk_rows=100).run(wl.batches),
@@ -383,7 +383,7 @@ def test_column_pointers_only_without_aggregates():
     own = workers[0]._new_matcher()
     with pytest.raises(ValueError, match="one length"):
         own.use_column_pointers([np.zeros(3)], [np.zeros(2, np.uint8)])
-    assert "column_pointers" in SharedEvaluator(merge_plan(wl.queries, wl.bounds),
+    assert "column_pointers" in SharedEvaluator(merge_plan(wl.queries),
                                                 wl.bounds).stats
 
 
@@ -505,7 +505,7 @@ def test_plans_checking_a_late_conjunct_below_the_root_are_refused():
 def test_shared_pass_is_picklable_and_equals_the_evaluator():
     import pickle
     sqls, wl = _hand_plan_workload()
-    plan = merge_plan(wl.queries, wl.bounds)
+    plan = merge_plan(wl.queries)
     worker = pickle.loads(pickle.dumps(SharedPass(plan, wl.bounds, wl.inputs)))
     got = [Counter() for _ in sqls]
     for p, batch in worker(iter(wl.batches)):
@@ -517,7 +517,7 @@ def test_plans_missing_a_conjunct_are_refused():
     """The pattern's matcher re-checks only late conjuncts: a plan that drops one of
     the others would add matches, so it is refused."""
     sqls, wl = _hand_plan_workload()
-    plan = merge_plan(wl.queries, wl.bounds)
+    plan = merge_plan(wl.queries)
     root = plan.bindings[0].root
     node = plan.nodes[root]
     plan.nodes[root] = DagNode(**{**node.__dict__, "checks": tuple(

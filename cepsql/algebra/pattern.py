@@ -5,6 +5,7 @@ quoted identifiers kept as written.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
@@ -87,6 +88,16 @@ def contains_negation(node: PatternNode) -> bool:
     if isinstance(node, (Quantified, Exclusion)):
         return contains_negation(node.child)
     return False
+
+
+def pattern_nodes(node: PatternNode) -> Iterator[PatternNode]:
+    """Pre-order traversal: node, then its items (or child) and theirs."""
+    yield node
+    for child in getattr(node, "items", ()) or ():
+        yield from pattern_nodes(child)
+    child = getattr(node, "child", None)
+    if child is not None:
+        yield from pattern_nodes(child)
 
 
 def pattern_variables(node: PatternNode) -> list[str]:

@@ -10,11 +10,14 @@ then never reinterpret the standard's nesting rules.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from cepsql.errors import CepAnalysisError
-from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, Navigation,
-                          RowRef, RowValue, children, walk)
+from cepsql.algebra.expressions import (Aggregate, Between, BinaryOp, Case, Cast, Classifier,
+                                        ColumnRef, Expr, FunctionCall, InList, IsNull, Like,
+                                        MatchNumber, Navigation, RowRef, RowValue, UnaryOp,
+                                        children, walk)
 
 
 def bind_rows(expr: Expr, *, in_define: bool, final_default: bool,
@@ -134,8 +137,6 @@ def _check_var(var: str | None, pos: int | None, known: set[str]) -> None:
 
 def _rebuild(expr: Expr, new_children: list[Expr]) -> Expr:
     """Copy of expr with its children (in ``children`` order) replaced."""
-    from cepsql.algebra.expressions import (Between, BinaryOp, Case, Cast, FunctionCall, InList, IsNull,
-                              Like, UnaryOp)
     if not new_children:
         return expr
     it = iter(new_children)
@@ -167,3 +168,13 @@ def _rebuild(expr: Expr, new_children: list[Expr]) -> Expr:
 def rebuild(expr: Expr, new_children: list[Expr]) -> Expr:
     """Public form of the generic child replacement."""
     return _rebuild(expr, new_children)
+
+
+def transform(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Bottom-up rewrite: ``fn`` sees each node after its children were rewritten and
+    returns its replacement, or None to keep it."""
+    kids = children(expr)
+    if kids:
+        expr = _rebuild(expr, [transform(k, fn) for k in kids])
+    out = fn(expr)
+    return expr if out is None else out

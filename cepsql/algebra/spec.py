@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cepsql.algebra.expressions import Expr
-from cepsql.algebra.pattern import PatternNode
+from cepsql.algebra.pattern import PatternNode, pattern_variables
 
 
 @dataclass(frozen=True)
@@ -75,5 +75,4 @@ class MatchRecognizeSpec:
     @property
     def variables(self) -> list[str]:
         """Primary pattern variables in order of first appearance."""
-        from cepsql.algebra.pattern import pattern_variables
         return pattern_variables(self.pattern)

@@ -7,8 +7,6 @@ expressions). ``first_value``/``last_value`` are FIRST/LAST navigation in disgui
 """
 from __future__ import annotations
 
-import pyarrow as pa
-
 from dataclasses import replace
 from typing import Callable
 
@@ -17,17 +15,8 @@ from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Cas
                                    MatchNumber, Navigation, UnaryOp, children, walk)
 from cepsql.algebra.rowrefs import rebuild
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from cepsql.compile.conditions import MOMENT_FUNCS  # noqa: F401  (re-exported for cep_plan)
 from cepsql.analyze.decompose import DerivedColumns
 
-FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
-              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
-              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
-              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
-              # DEFINE only: the value at the last row holding the extreme ordering
-              "MAX_BY": 11, "MIN_BY": 12,
-              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
-              "ELEMENT": 13}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
@@ -361,22 +350,6 @@ def _residual(expr: Expr, derived: DerivedColumns) -> Expr:
         return ColumnRef(None, derived.name_for(_strip(expr)), getattr(expr, "pos", None))
     kids = children(expr)
     return rebuild(expr, [_residual(k, derived) for k in kids])
-
-
-def result_type(func: str, arg_type: pa.DataType | None) -> pa.DataType:
-    """Arrow type of an aggregate's result (Spark's rules: sum of integers BIGINT, of
-    DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4, s + 4), both
-    bounded to 38 digits; avg of anything else DOUBLE)."""
-    from cepsql.algebra import types as T
-    from cepsql.compile.conditions import aggregate_lane
-    if func in ("COUNT_STAR", "COUNT"):
-        return pa.int64()
-    if func in ("SUM", "AVG"):
-        arg = T.of_arrow(arg_type)
-        return T.to_arrow(aggregate_lane(func, arg)[1])
-    if func == "LIST":
-        return pa.list_(arg_type)
-    return arg_type  # MIN / MAX gather the row holding the extreme value
 
 
 def _strip(expr: Expr) -> Expr:

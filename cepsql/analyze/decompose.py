@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Aggregate,
                                    AggregateValue, Between, BinaryOp, Case, Classifier,
-                                   ColumnRef, Expr, FunctionCall, InList, Literal,
-                                   MatchNumber, RowRef, RowValue, UnaryOp, children)
+                                   Cast, ColumnRef, Expr, FunctionCall, InList, Like,
+                                   Literal, MatchNumber, RowRef, RowValue, UnaryOp, children)
 from cepsql.algebra.rowrefs import rebuild
 
 _MIXED = object()  # signature of a node that combines rows or needs match state
@@ -89,8 +89,6 @@ _NESTED_ACCESS = frozenset({FIELD_ACCESS, ARRAY_ELEMENT, MAP_VALUE})
 
 def _strict(expr: Expr) -> bool:
     """True when expr is NULL whenever its row reads are all NULL (SQL's usual rule)."""
-    from cepsql.algebra.expressions import (Between, BinaryOp, Cast, FunctionCall, Like,
-                                       UnaryOp)
     if isinstance(expr, (RowValue, Literal)):
         return True
     if isinstance(expr, BinaryOp):

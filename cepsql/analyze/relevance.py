@@ -24,6 +24,7 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepError
 from cepsql.analyze.decompose import zero_divisor_guard
 from cepsql.analyze.conjuncts import split_conjuncts, strip_row_values
+from cepsql.exprs.spark_sql import to_spark_sql
 
 #: strategies under which a row no variable can take changes nothing
 FILTERABLE_STRATEGIES = ("SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH")
@@ -126,7 +127,6 @@ def relevance_line(condition: Expr | None, reason: str) -> str:
     """The EXPLAIN line of the filter (as the Spark SQL WHERE it becomes)."""
     if condition is None:
         return f"relevance filter: none, every row kept ({reason})"
-    from cepsql.exprs.spark_sql import to_spark_sql
     try:
         text = to_spark_sql(condition)
     except CepError:

@@ -10,22 +10,20 @@ row (once those variables are bound, R5) and re-checks the rest on completion.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pyarrow as pa
 
-from cepsql.algebra.expressions import (AggregateValue, BinaryOp, Classifier, Expr, RowValue,
-                                   children, walk)
-from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
-                               Permute, Quantified, Var, pattern_to_text)
-from cepsql.algebra.rowrefs import bind_rows, rebuild
+from cepsql.algebra.expressions import AggregateValue, Classifier, Expr, RowValue, walk
+from cepsql.algebra.pattern import Negation, Quantified, Var, pattern_nodes, pattern_to_text
+from cepsql.algebra.rowrefs import bind_rows
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
-from cepsql.analyze.aggregates import (FUNC_CODES, MOMENT_FUNCS, normalize_aggregates, result_type,
-                         value_navigation)
+from cepsql.analyze.aggregate_functions import FUNC_CODES, MOMENT_FUNCS, result_type
+from cepsql.analyze.aggregates import normalize_aggregates, value_navigation
+from cepsql.analyze.cep_conjuncts import conjunct_scope, define_conjuncts
+from cepsql.analyze.columns import canonical_columns
 from cepsql.compile.conditions import compile_conditions
-from cepsql.analyze.decompose import DerivedColumns, localize, normalize_define_ref
+from cepsql.analyze.decompose import DerivedColumns
 from cepsql.compile.gathered import bind_gathered_all
 from cepsql.analyze.measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn
@@ -33,8 +31,9 @@ from cepsql.compile.cep_expand import (LinearSeq, expand, group_arrays, negated_
                          pack_not_programs, settle_open_negations)
 from cepsql.stats.worker import is_in_worker
 from cepsql.runtime.task_planning import WorkerPlanner
-from cepsql.planning.evaluator_choice import (EVALUATOR_IN_ORDER, PLANNED_STRATEGY, CepPlanChoice, Term,
-                          choose_cep_plan, describe_choice, pattern_terms)
+from cepsql.planning.evaluator_choice import (EVALUATOR_IN_ORDER, CepPlanChoice, Term,
+                          choose_cep_plan, describe_choice)
+from cepsql.planning.plannable import plannable_terms
 from cepsql.analyze.partition_inference import (visible_partitions, whole_input_output,
                                   with_inferred_partitions)
 from cepsql.planning.options import PlannerOptions
@@ -50,20 +49,6 @@ STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
 BREAK_COLUMN = "__cep_gbreak"
 
 
-def _conjuncts(expr: Expr) -> list[Expr]:
-    if isinstance(expr, BinaryOp) and expr.op.upper() == "AND":
-        return _conjuncts(expr.left) + _conjuncts(expr.right)
-    return [expr]
-
-
-def _map(expr: Expr, fn) -> Expr:
-    kids = children(expr)
-    if kids:
-        expr = rebuild(expr, [_map(k, fn) for k in kids])
-    out = fn(expr)
-    return expr if out is None else out
-
-
 def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
              statistics=None) -> QueryPlan:
     from cepsql.compile import clause as ex
@@ -75,13 +60,13 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                                   "matches)", pos=skip.pos)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
-    spec = ex._canonical_columns(spec, schema)
+    spec = canonical_columns(spec, schema)
     inferred: list[tuple[str, str]] = []
     if options is None or options.infer_partitions:
         spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
     ex._check_standard_restrictions(spec)
     relevant, keep_reason = relevance_filter(spec)
-    terms, in_order_reason = _plannable(spec)
+    terms, in_order_reason = plannable_terms(spec)
     if terms is not None:
         seqs = [LinearSeq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
     else:
@@ -142,7 +127,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         conj_exprs.append(local)
         conj_label.append(labels.index(var))
         conj_mask.append(sum(1 << labels.index(v) for v in refs))
-        late, rowlocal = _conjunct_scope(local, refs)
+        late, rowlocal = conjunct_scope(local, refs)
         conj_late.append(late)
         conj_rowlocal.append(rowlocal)
 
@@ -360,82 +345,7 @@ def _next_labels(t: LinearSeq, i: int, labels: list[str], end: int | None = None
 
 def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
     """The disjuncts the planned evaluator runs, or None (in-order evaluation)."""
-    return _plannable(spec)[0]
-
-
-def _plannable(spec: MatchRecognizeSpec) -> tuple[list[Term] | None, str]:
-    """(terms, "") for a planned clause, else (None, why it runs in order)."""
-    if spec.strategy != PLANNED_STRATEGY:
-        return None, (f"STRATEGY {spec.strategy} decides each take by the rows taken "
-                      "before it, so out-of-order plans would change the result")
-    for node in _pattern_nodes(spec.pattern):
-        if isinstance(node, (Exclusion, Anchor)):
-            return None, "pattern shape not plannable"   # expand() raises the precise error
-        if isinstance(node, Quantified) and not isinstance(node.child, Var):
-            return None, ("KL over a composite pattern has no JQPG reduction (the reduction "
-                          "applies Kleene closure to single events only)")
-        if isinstance(node, (Concat, Permute)) and \
-                any(isinstance(i, Negation) for i in node.items) and \
-                all(_nullable(i) for i in node.items if not isinstance(i, Negation)):
-            # a NOT whose SEQ/AND may be empty still checks (R6); DNF drops it
-            return None, "a NOT whose SEQ/AND may match no row has no disjunct to check it"
-    if _flattened_negation(spec.pattern, None):
-        return None, ("a SEQ holding a NOT nested in another SEQ: the DNF would flatten it "
-                      "and move the NOT's region")
-    try:
-        terms = pattern_terms(spec.pattern)
-    except CepUnsupportedError as exc:
-        return None, f"pattern shape not plannable ({exc.message})"
-    for t in terms:
-        if any(negated_variables(n[0]) & {c[0] for c in t.comps} for n in t.negs):
-            return None, "a variable is both negated and positive in one disjunct"
-    if not terms:
-        return None, "pattern shape not plannable"
-    return terms, ""
-
-
-def _flattened_negation(node, container) -> bool:
-    """Whether a SEQ holding a NOT (its own item, or an AND's NOT whose slot it fixes)
-    sits directly in another SEQ: the DNF flattens it, which would move the NOT's region
-    (R6 scopes it to its own SEQ). An AND in an AND shares its slot, so flattening it is
-    exact."""
-    if isinstance(node, (Concat, Permute)):
-        if container is Concat and isinstance(node, Concat) and _has_negation(node):
-            return True
-        container = type(node)
-    return any(_flattened_negation(c, container) for c in
-               list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
-               if c is not None)
-
-
-def _has_negation(node) -> bool:
-    return isinstance(node, Negation) or any(
-        _has_negation(c) for c in
-        list(getattr(node, "items", ()) or ()) + [getattr(node, "child", None)]
-        if c is not None)
-
-
-def _nullable(node) -> bool:
-    """Whether node can match no row at all."""
-    if isinstance(node, (Empty, Negation)):
-        return True
-    if isinstance(node, Quantified):
-        return node.min == 0 or _nullable(node.child)
-    if isinstance(node, Alternation):
-        return any(_nullable(i) for i in node.items)
-    if isinstance(node, (Concat, Permute)):
-        return all(_nullable(i) for i in node.items)
-    return False
-
-
-def _pattern_nodes(node):
-    yield node
-    for child in getattr(node, "items", ()) or ():
-        yield from _pattern_nodes(child)
-    child = getattr(node, "child", None)
-    if child is not None:
-        yield from _pattern_nodes(child)
-
+    return plannable_terms(spec)[0]
 
 
 def _no_moments(cond: Expr) -> None:
@@ -445,56 +355,6 @@ def _no_moments(cond: Expr) -> None:
             raise CepUnsupportedError(
                 f"{e.func.lower()}() in DEFINE is not supported in CEP mode (SQL:2016 mode "
                 "supports it)", pos=e.pos)
-
-
-def define_conjuncts(spec, sets, known: set, derived, check=None):
-    """Each DEFINE's top-level AND conjuncts as (variable, other variables read, bound
-    conjunct, localized conjunct) — one loop for plan_cep and sharing.patterns, so both
-    number and scope conjuncts the same way. ``check`` sees each normalized condition."""
-    def own(ref_var, var):
-        return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
-
-    for var, cond in spec.defines.items():
-        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True, members=sets.members)
-        if check is not None:
-            check(cond)
-        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
-
-        def fix(e, var=var):
-            if isinstance(e, RowValue) and not own(e.ref.var, var):
-                return replace(e, ref=replace(e.ref, final=True))
-            return None
-        for conj in _conjuncts(_map(bound, fix)):
-            refs: set[str] = set()
-            for e in walk(conj):
-                if isinstance(e, RowValue) and e.ref.var is not None:
-                    refs |= sets.members(e.ref.var)
-                elif isinstance(e, AggregateValue) and e.var is not None:
-                    refs |= sets.members(e.var)
-            refs.discard(var)
-            local = localize(conj, derived,
-                             lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
-            yield var, refs, conj, local
-
-def _conjunct_scope(local: Expr, refs: set) -> tuple[int, int]:
-    """(late, rowlocal) of a localized conjunct: late when it reads rows of the match
-    other than its own variable's and the named variables' (unqualified FIRST/LAST with
-    an offset, unqualified aggregates), so only the complete match decides it; rowlocal
-    when it reads nothing but the current row (and rows PREV/NEXT of it)."""
-    late, rowlocal = False, True
-    for e in walk(local):
-        if isinstance(e, RowValue):
-            current = e.ref.logical == "LAST" and e.ref.logical_offset == 0
-            if e.ref.var is None and not current:
-                late = True
-            if not current:
-                rowlocal = False
-        elif isinstance(e, AggregateValue):
-            rowlocal = False
-            if e.var is None:
-                late = True
-    return int(late), int(rowlocal and not refs)
 
 
 def _post_order(root) -> list:
@@ -625,7 +485,7 @@ def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "",
         lines.append(relevance)
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
-    for node in _pattern_nodes(spec.pattern):
+    for node in pattern_nodes(spec.pattern):
         if isinstance(node, Negation) and not isinstance(node.child, Var):
             lines.append(f"negation:      NOT({pattern_to_text(node.child)}) -- absence of any "
                          "match of it in its region (any-match search, R6a)")

@@ -7,27 +7,26 @@ prepared input's Arrow types are known and returns the picklable worker.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
-from cepsql.algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Case, ColumnRef, Expr, FunctionCall,
-                                   IsNull, Literal, RowRef, RowValue, children,
+from cepsql.algebra.expressions import (Case, ColumnRef, Expr, IsNull, Literal, RowRef, RowValue,
                                    walk)
-from cepsql.algebra.rowrefs import bind_rows, rebuild
+from cepsql.algebra.rowrefs import bind_rows
 from cepsql.algebra.pattern import Exclusion
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.analyze.type_check import check_types
 from cepsql.errors import CepAnalysisError, CepError
-from cepsql.analyze.aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from cepsql.analyze.aggregate_functions import FUNC_CODES, result_type
+from cepsql.analyze.aggregates import normalize_aggregates, value_navigation
 from cepsql.compile.gathered import bind_gathered_all
 from cepsql.compile.conditions import compile_conditions
 from cepsql.analyze.decompose import DerivedColumns, localize, normalize_define_ref
 from cepsql.explain.clause import explain_clause
 from cepsql.analyze.measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
-from cepsql.analyze.nested import resolve_nested
+from cepsql.analyze.columns import canonical_columns
 from cepsql.analyze.subqueries import reject_unbound_subqueries
 from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn
 from cepsql.planning.options import PlannerOptions, current_options
@@ -62,7 +61,7 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
         return plan_cep(spec, schema, options=options, statistics=statistics)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
-    spec = _canonical_columns(spec, schema)
+    spec = canonical_columns(spec, schema)
     _check_standard_restrictions(spec)
     labels = spec.variables
     sets = LabelSets(labels, dict(spec.subsets))
@@ -255,39 +254,6 @@ def _column_or_prepared(expr: Expr, name: str, prepare: list) -> str:
                                    pos=getattr(node, "pos", None))
     prepare.append((name, expr))
     return name
-
-
-def _canonical_columns(spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchRecognizeSpec:
-    """Resolve column names case-insensitively to the schema's spelling; unknown -> error."""
-    by_lower: dict[str, str] = {}
-    for f in schema:
-        by_lower.setdefault(f.name.lower(), f.name)
-
-    def fix(e: Expr) -> Expr:
-        if isinstance(e, ColumnRef):
-            name = by_lower.get(e.column.lower())
-            if name is None:
-                raise CepAnalysisError(f"unknown column {e.column}", pos=e.pos)
-            return replace(e, column=name)
-        kids = children(e)
-        e = rebuild(e, [fix(k) for k in kids]) if kids else e
-        if isinstance(e, FunctionCall) and e.name in (FIELD_ACCESS, SUBSCRIPT):
-            return resolve_nested(e, schema)
-        return e
-
-    return replace(
-        spec,
-        partition_by=tuple(replace(k, expr=fix(k.expr), name=_fixed_name(k, by_lower))
-                           for k in spec.partition_by),
-        order_by=tuple(replace(k, expr=fix(k.expr)) for k in spec.order_by),
-        measures=tuple(replace(m, expr=fix(m.expr)) for m in spec.measures),
-        defines={v: fix(e) for v, e in spec.defines.items()})
-
-
-def _fixed_name(key, by_lower) -> str:
-    if isinstance(key.expr, ColumnRef):
-        return by_lower.get(key.expr.column.lower(), key.name)
-    return key.name
 
 
 def _max_lookback(refs: list[RowRef]) -> int:

@@ -24,6 +24,7 @@ from cepsql.algebra.expressions import (AggregateValue, Between, BinaryOp, Case,
                                    UnaryOp)
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.algebra import types as T
+from cepsql.analyze.aggregate_functions import FUNC_CODES, MOMENT_FUNCS, aggregate_lane
 from cepsql.analyze.rowsets import RefTable
 from cepsql.analyze.decompose import DIVISOR_GUARD
 from cepsql.algebra.types import VmType
@@ -85,35 +86,7 @@ class ConditionCode:
         return [i for i, t in enumerate(self.column_types) if t.exact]
 
 
-# Spark's variance family: a double update (CentralMomentAgg) in the aggregate state
-MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
-
-
 A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
-
-
-def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:
-    """How an evaluator computes an aggregate over a column of type arg, and its result
-    type: [exact (0 double lane, 1 exact lane), argument scale, result scale, result
-    precision (0: BIGINT / integral, wrapped or checked at 64 bits)]."""
-    if func in ("COUNT_STAR", "COUNT"):
-        return [1, 0, 0, 0], T.BIGINT
-    if func in ("LIST", "ROWS"):
-        return [0, 0, 0, 0], arg
-    exact = arg is not None and arg.exact
-    if func in MOMENT_FUNCS:  # a double update over the column's value (either lane)
-        return [int(exact), arg.scale if exact else 0, 0, 0], T.DOUBLE
-    if func in ("MIN", "MAX"):
-        return [int(exact), arg.scale if exact else 0, 0, 0], arg
-    if not exact:
-        return [0, 0, 0, 0], T.DOUBLE
-    if func == "SUM":
-        out = T.sum_type(arg)
-    elif arg.name == "decimal" or arg.name == "interval":
-        out = T.avg_type(arg)
-    else:
-        return [1, 0, 0, -1], T.DOUBLE  # avg of integers: a double sum (Spark's order)
-    return [1, arg.scale, out.scale, out.precision], out
 
 
 @dataclass
@@ -717,7 +690,6 @@ def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
 
 
 def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
-    from cepsql.analyze.aggregates import FUNC_CODES
     col, t = (-1, None) if e.column is None else em.column_index(e.column)
     if e.func in ("SUM", "AVG") and not (t.numeric or t.name == "interval"):
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
@@ -747,7 +719,6 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
 def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
     """element_at over the listed rows (like DISTINCT: the thread's history): lane =
     [column exact, 1-based index (negative from the end), 0, NULL out of range]."""
-    from cepsql.analyze.aggregates import FUNC_CODES
     em.row_local = False
     em.reads_other_labels = True
     em.aggs.append([em.refs.sets.set_id(e.var),
@@ -760,7 +731,6 @@ def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> 
 def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
     """max_by/min_by: the aggregate reads its ordering column; its lane names the value
     column: [ordering exact, ordering scale, value column, value exact]."""
-    from cepsql.analyze.aggregates import FUNC_CODES
     by_col, by_t = em.column_index(e.by)
     for what, typ in (("value", t), ("ordering", by_t)):
         if typ.name in ("string", "classifier"):

@@ -15,7 +15,9 @@ import pyarrow.compute as pc
 
 from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
+from cepsql.algebra import types as T
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
+from cepsql.exprs.ansi import ansi_enabled
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -23,10 +25,10 @@ Value = pa.Array | pa.ChunkedArray | pa.Scalar
 def evaluate_arrow(expr: Expr, table: pa.Table,
                    ansi: bool | None = None) -> pa.Array | pa.ChunkedArray:
     """expr over every row of table (unqualified column references only). ansi: Spark's
-    spark.sql.ansi.enabled where it changes types (default: the in-process options')."""
+    spark.sql.ansi.enabled where it changes types (default: the in-process setting,
+    exprs.ansi)."""
     if ansi is None:
-        from cepsql.planning.options import current_options
-        ansi = current_options().ansi
+        ansi = ansi_enabled()
     try:
         value = _Evaluator(table, ansi).value_of(expr)
     except CepError:
@@ -517,7 +519,6 @@ def _divide(a: Value, b: Value) -> Value:
 def _spark_decimal(v: Value):
     """The DECIMAL type Spark gives an exact operand beside a DECIMAL (an integer scalar is
     a literal and takes its own digits)."""
-    from cepsql.algebra import types as T
     t = T.of_arrow(v.type)
     literal = v.as_py() if isinstance(v, pa.Scalar) and t.integral else None
     return T.as_decimal(t, literal)
@@ -547,7 +548,6 @@ def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
     divisor or a result beyond its precision (try_divide and non-ANSI arithmetic)."""
     from decimal import Context, localcontext
 
-    from cepsql.algebra import types as T
     out = T.arithmetic_type(op, _spark_decimal(a), _spark_decimal(b))
     quantum, limit = Decimal(1).scaleb(-out.scale), Decimal(10) ** (out.precision - out.scale)
     scalar_out = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)

@@ -1,8 +1,11 @@
-"""Cost-based planning of CEP patterns (Kolchinsky & Schuster, VLDB 2018).
+"""Planning stage: cost-based plans of one CEP pattern (Kolchinsky & Schuster, VLDB 2018).
 
 ``reduce_pattern`` turns a pattern plus statistics into conjunctive JQPG instances (one per
-DNF disjunct), ``cost`` prices order and tree plans, ``algorithms`` holds the nine plan
-generators and ``choose_plan``; ``plan_pattern`` does all of it for a whole pattern.
+DNF disjunct), ``cost`` prices order and tree plans (``trees``), ``algorithms`` holds the
+nine plan generators and ``choose_plan``; ``plan_pattern`` does all of it for a whole
+pattern. ``plannable`` decides which clauses are planned, ``evaluator_choice`` which
+evaluator and plan run them, ``options`` the planner's settings. May import ``stats``,
+``analyze``, ``parse``/``exprs``, ``algebra`` and ``errors``.
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ from cepsql.planning.jqpg import (
     dnf_terms,
     reduce_pattern,
 )
-from cepsql.planning.plans import OrderPlan, TreeNode, TreePlan
+from cepsql.planning.plans import OrderPlan, TreePlan
+from cepsql.planning.trees import TreeNode
 
 __all__ = [
     "ALGORITHMS",

@@ -37,15 +37,8 @@ import numpy as np
 
 from cepsql.planning.cost import DEFAULT_MODEL, CostEvaluator, CostModel
 from cepsql.planning.jqpg import ConjunctiveQuery
-from cepsql.planning.plans import (
-    OrderPlan,
-    TreeNode,
-    TreePlan,
-    join,
-    leaf,
-    order_negation_steps,
-    tree_negation_nodes,
-)
+from cepsql.planning.plans import OrderPlan, TreePlan, order_negation_steps, tree_negation_nodes
+from cepsql.planning.trees import TreeNode, join, leaf
 
 __all__ = [
     "ALGORITHMS",

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cepsql.planning.jqpg import ConjunctiveQuery
-from cepsql.planning.plans import TreeNode
+from cepsql.planning.trees import TreeNode
 
 __all__ = [
     "ANY_MATCH",

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from cepsql.algebra.pattern import Concat, Negation, PatternNode, Permute, Quantified, Var
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
-from cepsql.planning import ALGORITHMS, CostEvaluator, CostModel, PatternStats, choose_plan, dnf_terms
-from cepsql.planning.algorithms import DP_B_MAX_RELATIONS, DP_LD_MAX_RELATIONS, estimate_dp_seconds
-from cepsql.planning.jqpg import _reduce_term
-from cepsql.planning.plans import OrderPlan, TreeNode, left_deep_tree
+from cepsql.planning.algorithms import (ALGORITHMS, DP_B_MAX_RELATIONS, DP_LD_MAX_RELATIONS,
+                                       choose_plan, estimate_dp_seconds)
+from cepsql.planning.cost import CostEvaluator, CostModel
+from cepsql.planning.jqpg import PatternStats, dnf_terms, reduce_term
+from cepsql.planning.plans import OrderPlan
+from cepsql.planning.trees import TreeNode, left_deep_tree
 from cepsql.planning.options import PlannerOptions
 
 PLANNED_STRATEGY = "SKIP_TILL_ANY_MATCH"
@@ -200,7 +202,7 @@ def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: Planne
     started = time.perf_counter()
     pstats, stats, note = planner_stats(spec, statistics)
     model = CostModel(alpha=options.alpha)
-    queries = [_reduce_term(t.node, pstats) for t in terms]
+    queries = [reduce_term(t.node, pstats) for t in terms]
     share = options.plan_seconds / len(queries)
     algorithm = options.algorithm
     plans = []

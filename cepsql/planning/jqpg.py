@@ -41,6 +41,7 @@ from cepsql.algebra.pattern import (
     Permute,
     Quantified,
     Var,
+    pattern_to_text,
     pattern_variables,
 )
 from cepsql.errors import CepUnsupportedError
@@ -55,6 +56,7 @@ __all__ = [
     "dnf_terms",
     "kleene_cardinality",
     "reduce_pattern",
+    "reduce_term",
 ]
 
 #: Kleene cardinality 2^(rW) is capped at 2^KLEENE_LOG2_CAP. The cap only has to keep the
@@ -167,7 +169,6 @@ class NegationConstraint:
 
     @property
     def label(self) -> str:
-        from cepsql.algebra.pattern import pattern_to_text
         return "NOT(" + pattern_to_text(self.child) + ")"
 
 
@@ -379,7 +380,8 @@ def _root_span(node: PatternNode) -> list[frozenset[int]]:
     return [first, last]
 
 
-def _reduce_term(term: PatternNode, stats: PatternStats) -> ConjunctiveQuery:
+def reduce_term(term: PatternNode, stats: PatternStats) -> ConjunctiveQuery:
+    """The conjunctive JQPG instance of one OR-free disjunct (a term of ``dnf_terms``)."""
     span = _root_span(term)
     st = _Walk()
     _, last, everything = _walk(term, st, term, span)
@@ -440,4 +442,4 @@ def reduce_pattern(pattern_node: PatternNode, stats: PatternStats) -> list[Conju
     One :class:`ConjunctiveQuery` per DNF disjunct; plan each separately, the union of
     their plans detects the pattern.
     """
-    return [_reduce_term(t, stats) for t in dnf_terms(pattern_node)]
+    return [reduce_term(t, stats) for t in dnf_terms(pattern_node)]

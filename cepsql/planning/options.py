@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Callable, Iterator
 
 from cepsql.errors import CepAnalysisError
+from cepsql.exprs.ansi import ansi_enabled, ansi_mode
+from cepsql.planning.algorithms import ALGORITHMS
 
 __all__ = ["CONF_KEYS", "PlannerOptions", "current_options", "options_from_conf",
            "planner_options"]
@@ -58,7 +60,6 @@ def _convert(key: str, name: str, text: str):
         if name == "algorithm":
             if text.upper() in ("", "AUTO", "DEFAULT"):
                 return None
-            from cepsql.planning import ALGORITHMS
             if text.upper() not in ALGORITHMS:
                 raise ValueError(f"known: AUTO, {', '.join(ALGORITHMS)}")
             return text.upper()
@@ -89,8 +90,9 @@ def options_from_conf(get: Callable[[str], str | None],
 
 
 def current_options() -> PlannerOptions:
-    """The options of the in-process path (set with ``planner_options``)."""
-    return _current.get()
+    """The options of the in-process path (set with ``planner_options``); ``ansi`` is
+    kept in exprs.ansi, where the expression evaluators read it."""
+    return replace(_current.get(), ansi=ansi_enabled())
 
 
 @contextmanager
@@ -107,6 +109,7 @@ def planner_options(**settings) -> Iterator[PlannerOptions]:
         opts = replace(opts, **{name: value})
     token = _current.set(opts)
     try:
-        yield opts
+        with ansi_mode(opts.ansi):
+            yield opts
     finally:
         _current.reset(token)

@@ -10,83 +10,18 @@ NSEQ node of ZStream).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from cepsql.planning.cost import CostEvaluator
 from cepsql.planning.jqpg import ConjunctiveQuery
+from cepsql.planning.trees import TreeNode
 
 __all__ = [
     "OrderPlan",
-    "TreeNode",
     "TreePlan",
-    "join",
-    "leaf",
-    "left_deep_tree",
     "order_negation_steps",
     "tree_negation_nodes",
 ]
-
-
-@dataclass(frozen=True)
-class TreeNode:
-    """A tree-plan node: a leaf (``leaf`` = relation index) or a join of two subtrees."""
-    leaf: int | None = None
-    left: TreeNode | None = None
-    right: TreeNode | None = None
-    mask: int = field(default=0, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.leaf is not None:
-            if self.left is not None or self.right is not None:
-                raise ValueError("a leaf has no children")
-            m = 1 << self.leaf
-        else:
-            if self.left is None or self.right is None:
-                raise ValueError("an internal node needs two children")
-            if self.left.mask & self.right.mask:
-                raise ValueError("a relation occurs twice in a tree")
-            m = self.left.mask | self.right.mask
-        object.__setattr__(self, "mask", m)
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.leaf is not None
-
-    def leaves(self) -> list[int]:
-        """Leaf relations, left to right."""
-        if self.leaf is not None:
-            return [self.leaf]
-        return self.left.leaves() + self.right.leaves()
-
-    def nodes(self) -> Iterator[TreeNode]:
-        """Post-order traversal (children before their parent)."""
-        if self.leaf is None:
-            yield from self.left.nodes()
-            yield from self.right.nodes()
-        yield self
-
-    def canonical(self) -> tuple:
-        """Shape with children sorted: equal for trees that differ only by swapping
-        children (Cost_tree does not distinguish them)."""
-        if self.leaf is not None:
-            return (self.leaf,)
-        a, b = self.left.canonical(), self.right.canonical()
-        return (min(a, b), max(a, b))
-
-
-def leaf(i: int) -> TreeNode:
-    return TreeNode(leaf=i)
-
-
-def join(left: TreeNode, right: TreeNode) -> TreeNode:
-    return TreeNode(left=left, right=right)
-
-
-def left_deep_tree(order: tuple[int, ...]) -> TreeNode:
-    node = leaf(order[0])
-    for i in order[1:]:
-        node = join(node, leaf(i))
-    return node
 
 
 def order_negation_steps(query: ConjunctiveQuery, order: tuple[int, ...]) -> tuple[int, ...]:
@@ -142,7 +77,6 @@ class OrderPlan:
         lines = [head, "  " + " -> ".join(labels[i] for i in self.order)]
         pm_of = None
         if self.query is not None:
-            from cepsql.planning.cost import CostEvaluator
             pm_of = CostEvaluator(self.query).pm
         mask = 0
         for k, rel in enumerate(self.order, start=1):
@@ -173,7 +107,6 @@ class TreePlan:
         labels = self.query.labels if self.query else None
         pm_of = None
         if self.query is not None:
-            from cepsql.planning.cost import CostEvaluator
             pm_of = CostEvaluator(self.query).pm
         lines = [f"TREE PLAN [{self.algorithm or '?'}] cost={_fmt(self.cost)}"]
 

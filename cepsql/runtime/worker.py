@@ -16,7 +16,8 @@ import pyarrow.compute as pc
 
 from cepsql.errors import CepRuntimeError
 from cepsql.exprs.arrow_eval import spark_compare
-from cepsql.compile.conditions import STR, ConditionCode, aggregate_lane
+from cepsql.analyze.aggregate_functions import aggregate_lane
+from cepsql.compile.conditions import STR, ConditionCode
 from cepsql.compile.gathered import compute
 from cepsql.runtime.pending import PendingRows
 
@@ -336,7 +337,7 @@ class _SqlPush:
 
 
 def measure_lanes(code: ConditionCode, aggregates: list[tuple[str, str | None]]) -> np.ndarray:
-    """int32[n, 4]: how the evaluator computes each MEASURES aggregate (conditions.aggregate_lane)."""
+    """int32[n, 4]: how the evaluator computes each MEASURES aggregate (aggregate_lane)."""
     lanes = [aggregate_lane(func, None if column is None
                             else code.column_types[code.columns.index(column)])[0]
              for func, column in aggregates]

@@ -1,6 +1,6 @@
 """Local plans of every disjunct, their nodes' canonical keys and the global cost.
 
-A *local plan* of one disjunct is a tree plan over its components (planning.plans.TreeNode,
+A *local plan* of one disjunct is a tree plan over its components (planning.trees.TreeNode,
 leaf = component index) plus the set of subtree masks built *order-relaxed* (MOTTO's
 operator transformation: the subtree computes the AND of its components, its SEQ order
 checks are left to the node above). Each node of a local plan has a canonical key
@@ -16,8 +16,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 from cepsql.planning import CostEvaluator, CostModel
-from cepsql.planning.jqpg import _reduce_term
-from cepsql.planning.plans import TreeNode, join, leaf
+from cepsql.planning.jqpg import reduce_term
+from cepsql.planning.trees import TreeNode, join, leaf
 from cepsql.sharing.canonical import sort_keys
 from cepsql.sharing.patterns import PatternTerm, WorkloadPattern
 
@@ -83,7 +83,7 @@ class WorkloadContext:
         ev = self._evs.get(key)
         if ev is None:
             stats = replace(wp.stats, window=window, order_selectivity=1.0)
-            ev = CostEvaluator(_reduce_term(self.terms[t].term.node, stats), self.model)
+            ev = CostEvaluator(reduce_term(self.terms[t].term.node, stats), self.model)
             self._evs[key] = ev
         return ev
 

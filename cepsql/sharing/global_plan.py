@@ -62,7 +62,7 @@ class Binding:
     root: int
     slot_vars: tuple[str, ...]
     extra_checks: tuple[tuple[str, Hashable], ...] = ()
-    term: int = 0                 # which OR-free disjunct of the pattern (cep_planner.Term)
+    term: int = 0                 # which OR-free disjunct of the pattern (evaluator_choice.Term)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Merge sharing (MOTTO's MST on SIGMOD'19 trees): a GlobalPlan from each pattern's own
 best plan, with identical sub-trees across patterns made one node.
 
-Every term's join tree (cep_planner's choice: order plans as left-deep trees) becomes
+Every term's join tree (evaluator_choice's plan: order plans as left-deep trees) becomes
 DagNodes; a node's key is its canonical sub-pattern -- the kind of window, the leaf's
 DEFINE conjuncts or the children's keys plus the join's checks (SEQ order between slots,
 cross-variable conjuncts) with the variables renamed to slot numbers. Conjuncts compare
@@ -11,25 +11,33 @@ Conjuncts go to the lowest node binding every variable they read, as in the patt
 own plan; late conjuncts and NOT checks stay with the pattern's own matcher.
 
 This is the baseline the workload planner's searches (PREFIX / SA / TABU) improve on;
-it is also what the tests and the benchmark run.
+it is also what the tests and the benchmark run. It reads of each compiled clause only
+its spec and chosen plans (``PlannedClause``; a QueryPlan is one): the conjuncts are
+numbered from the spec as the compiler numbers them (analyze.cep_conjuncts).
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
+from typing import Protocol
 
-from cepsql.algebra.expressions import BinaryOp, Expr
-from cepsql.planning.plans import OrderPlan, TreeNode, left_deep_tree
-from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
+from cepsql.algebra.expressions import Expr
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.analyze.conjuncts import split_conjuncts
 from cepsql.planning.evaluator_choice import pattern_terms
-from cepsql.compile.query_plan import BoundPlan, QueryPlan
+from cepsql.planning.plans import OrderPlan, TreePlan
+from cepsql.planning.trees import TreeNode, left_deep_tree
+from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
+from cepsql.sharing.patterns import pattern_conjuncts, window_of
 from cepsql.sharing.support import dag_unsupported
 
+__all__ = ["PlannedClause", "merge_plan"]
 
-def _split_and(expr: Expr) -> list[Expr]:
-    if isinstance(expr, BinaryOp) and expr.op.upper() == "AND":
-        return _split_and(expr.left) + _split_and(expr.right)
-    return [expr]
+
+class PlannedClause(Protocol):
+    """What merge sharing reads of one compiled clause (compile's QueryPlan has both)."""
+    spec: MatchRecognizeSpec | None
+    chosen_plans: tuple[OrderPlan | TreePlan, ...]   # per disjunct; () when not planned
 
 
 def _renamed(value, names: dict[str, Hashable], alien: Hashable):
@@ -67,19 +75,19 @@ def _freeze(value) -> Hashable:
 class _Pattern:
     """What merge sharing needs of one planned pattern."""
 
-    def __init__(self, index: int, query: QueryPlan, bound: BoundPlan):
+    def __init__(self, index: int, query: PlannedClause):
         self.index = index
-        self.config = bound.worker.config
         self.spec = query.spec
         self.terms = pattern_terms(self.spec.pattern)
         self.trees = [left_deep_tree(p.order) if isinstance(p, OrderPlan) else p.root
                       for p in query.chosen_plans]
-        c = self.config
-        self.window = (0, None) if not c.window_kind else (c.window_kind, float(c.window_size))
+        self.window = window_of(self.spec)
+        # (variable, other variables read, late) per conjunct, as plan_cep numbers them
+        self.scopes = [(c.var, c.refs, c.late) for c in pattern_conjuncts(self.spec)[0]]
         raw = [(var, conj) for var, cond in self.spec.defines.items()
-               for conj in _split_and(cond)]
-        labels = [c.labels[int(x)] for x in c.conj_label]
-        # the conjuncts as plan_cep numbers them; None: keys unique to this pattern
+               for conj in split_conjuncts(cond)]
+        labels = [var for var, _, _ in self.scopes]
+        # the conjuncts' unbound expressions; None: keys unique to this pattern
         self.conjuncts = [e for _, e in raw] if [v for v, _ in raw] == labels else None
 
     def conj_key(self, c: int, names: dict[str, Hashable]) -> Hashable:
@@ -88,17 +96,17 @@ class _Pattern:
         return _freeze(_renamed(self.conjuncts[c], names, ("pattern", self.index)))
 
 
-def merge_plan(queries: list[QueryPlan], bounds: list[BoundPlan]) -> GlobalPlan:
-    """The merge-sharing GlobalPlan of the patterns (queries[i], bounds[i]); patterns
-    the DAG cannot run (dag_unsupported) are listed as unshared."""
+def merge_plan(queries: Sequence[PlannedClause]) -> GlobalPlan:
+    """The merge-sharing GlobalPlan of the compiled patterns; patterns the DAG cannot
+    run (dag_unsupported) or not planned (no chosen plans) are listed as unshared."""
     plan = GlobalPlan(algorithm="MERGE")
     index: dict[Hashable, int] = {}
-    for i, (query, bound) in enumerate(zip(queries, bounds)):
+    for i, query in enumerate(queries):
         if query.spec is None or dag_unsupported(query.spec) is not None or \
-                not query.chosen_plans or bound.worker.config.plan_nodes is None:
+                not query.chosen_plans:
             plan.unshared.append(i)
             continue
-        pat = _Pattern(i, query, bound)
+        pat = _Pattern(i, query)
         for t, (term, tree) in enumerate(zip(pat.terms, pat.trees)):
             root, slot_vars = _add_tree(plan, index, pat, term, tree)
             plan.bindings.append(Binding(pattern=i, root=root, slot_vars=slot_vars, term=t))
@@ -107,20 +115,18 @@ def merge_plan(queries: list[QueryPlan], bounds: list[BoundPlan]) -> GlobalPlan:
 
 def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
               ) -> tuple[int, tuple[str, ...]]:
-    c = pat.config
     names = [n for n, _, _ in term.comps]
     comp_of = {n: k for k, n in enumerate(names)}
     after = term.after_masks()
     nodes = list(_post_order(tree))
     # each non-late conjunct of the term's variables at the lowest node covering it
     placed: dict[int, list[int]] = {id(n): [] for n in nodes}
-    for k, (lab, mask, late) in enumerate(zip(c.conj_label, c.conj_mask, c.conj_late)):
-        var = c.labels[int(lab)]
+    for k, (var, refs, late) in enumerate(pat.scopes):
         if var not in comp_of or late:
             continue
         need = 1 << comp_of[var]
-        for j, other in enumerate(c.labels):
-            if int(mask) >> j & 1 and other in comp_of:
+        for other in refs:
+            if other in comp_of:
                 need |= 1 << comp_of[other]
         lowest = min((n for n in nodes if n.mask & need == need),
                      key=lambda n: bin(n.mask).count("1"))
@@ -151,7 +157,7 @@ def _add_tree(plan: GlobalPlan, index: dict, pat: _Pattern, term, tree: TreeNode
         conjs = placed[id(tn)]
         check_key = tuple(sorted(
             [("order", slots[a], slots[b]) for a, b in orders]
-            + [("conjunct", slots[c.labels[int(c.conj_label[k])]], pat.conj_key(k, canon))
+            + [("conjunct", slots[pat.scopes[k][0]], pat.conj_key(k, canon))
                for k in conjs], key=repr))
         key = ("leaf" if tn.is_leaf else "join", pat.window[0], kleene,
                plan.nodes[left].key if left >= 0 else None,

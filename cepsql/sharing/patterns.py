@@ -1,18 +1,19 @@
 """What the multi-pattern planner needs of one pattern view's MATCH_RECOGNIZE clause.
 
 A view is *shareable* only under CEP mode ``STRATEGY SKIP_TILL_ANY_MATCH`` with a
-plannable pattern (``cep_plan._plannable``): there a match is a set of rows, so any
+plannable pattern (``planning.plannable.plannable_terms``): there a match is a set of rows, so any
 evaluation order -- and any node computed for another view -- gives the same matches.
 Everything else (SQL:2016 mode, the in-order strategies, composite KL, ...) is listed
 as unshared with the reason; it still shares the scan with the workload.
 
-Per OR-free disjunct (``cep_planner.Term``) the planner sees: the components (one
+Per OR-free disjunct (``planning.evaluator_choice.Term``) the planner sees: the components (one
 variable each, maybe a Kleene closure), their *event types* (each variable's DEFINE
 conjuncts that read no other variable), the *join checks* (conjuncts reading other
 variables, applied at the lowest plan node holding all of them), the SEQ order
 (transitively closed) and the checks only the complete match can run (NOTs, conjuncts
-reading the whole match). Conjuncts are numbered exactly as ``plan_cep`` compiles them:
-``spec.defines`` order, then each DEFINE's top-level AND conjuncts.
+reading the whole match). Conjuncts are numbered exactly as ``plan_cep`` compiles them
+(``analyze.cep_conjuncts``): ``spec.defines`` order, then each DEFINE's top-level AND
+conjuncts.
 """
 from __future__ import annotations
 
@@ -24,14 +25,17 @@ import pyarrow as pa
 from cepsql.algebra.expressions import Expr
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepError
-from cepsql.planning import PatternStats
-from cepsql.compile.cep import _conjunct_scope, _plannable, define_conjuncts
-from cepsql.planning.evaluator_choice import PLANNED_STRATEGY, Term, planner_stats
+from cepsql.analyze.cep_conjuncts import conjunct_scope, define_conjuncts
+from cepsql.analyze.columns import canonical_columns
 from cepsql.analyze.decompose import DerivedColumns
 from cepsql.analyze.rowsets import LabelSets
+from cepsql.planning.evaluator_choice import PLANNED_STRATEGY, Term, planner_stats
+from cepsql.planning.jqpg import PatternStats
+from cepsql.planning.plannable import plannable_terms
 from cepsql.sharing.canonical import expr_key, sort_keys
 
-__all__ = ["Conjunct", "PatternTerm", "WorkloadPattern", "workload_pattern"]
+__all__ = ["Conjunct", "PatternTerm", "WorkloadPattern", "pattern_conjuncts", "window_of",
+           "workload_pattern"]
 
 WINDOW_NONE, WINDOW_ROWS, WINDOW_TIME = 0, 1, 2
 
@@ -112,20 +116,17 @@ def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
         return WorkloadPattern(name, spec, False, f"STRATEGY {spec.strategy} decides each "
                                "take by the rows taken before it (in-order evaluation)")
     if schema is not None:
-        from cepsql.compile.clause import _canonical_columns
-        spec = _canonical_columns(spec, schema)
-    terms, why = _plannable(spec)
+        spec = canonical_columns(spec, schema)
+    terms, why = plannable_terms(spec)
     if terms is None:
         return WorkloadPattern(name, spec, False, why)
     try:
-        conjuncts, derived = _define_conjuncts(spec)
+        conjuncts, derived = pattern_conjuncts(spec)
     except CepError as exc:
         return WorkloadPattern(name, spec, False, f"DEFINE not compilable ({exc.message})")
     pstats, _, note = planner_stats(spec, statistics)
-    kind = WINDOW_NONE if spec.window is None else (
-        WINDOW_ROWS if spec.window.kind == "rows" else WINDOW_TIME)
-    out = WorkloadPattern(name, spec, True, "", [], conjuncts, pstats, note, kind,
-                          None if spec.window is None else float(spec.window.size),
+    kind, size = window_of(spec)
+    out = WorkloadPattern(name, spec, True, "", [], conjuncts, pstats, note, kind, size,
                           _compat(spec, kind), derived)
     several = {name for t in terms for name, lo, hi in t.comps if (lo, hi) != (1, 1)}
     out.single = frozenset(v for t in terms for v, _, _ in t.comps if v not in several)
@@ -138,6 +139,14 @@ def workload_pattern(spec: MatchRecognizeSpec, schema: pa.Schema | None = None,
     return out
 
 
+def window_of(spec: MatchRecognizeSpec) -> tuple[int, float | None]:
+    """(WINDOW_NONE / WINDOW_ROWS / WINDOW_TIME, size in spec units or None): the codes
+    the evaluators' configs use too."""
+    if spec.window is None:
+        return WINDOW_NONE, None
+    return (WINDOW_ROWS if spec.window.kind == "rows" else WINDOW_TIME), float(spec.window.size)
+
+
 def _compat(spec: MatchRecognizeSpec, window_kind: int) -> Hashable:
     """Views share nodes only with the same partitioning, order and kind of window."""
     part = tuple(expr_key(k.expr, {}) for k in spec.partition_by)
@@ -146,15 +155,16 @@ def _compat(spec: MatchRecognizeSpec, window_kind: int) -> Hashable:
     return (spec.strategy, window_kind, part, order)
 
 
-def _define_conjuncts(spec: MatchRecognizeSpec) -> tuple[list[Conjunct], dict]:
-    """The DEFINE conjuncts, bound and scoped exactly as plan_cep does it."""
+def pattern_conjuncts(spec: MatchRecognizeSpec) -> tuple[list[Conjunct], dict]:
+    """The DEFINE conjuncts, bound and scoped exactly as plan_cep does it, and the
+    derived row-local columns they read (name -> expression)."""
     labels = list(spec.variables)
     sets = LabelSets(labels, dict(spec.subsets))
     known = set(labels) | set(spec.subsets)
     derived = DerivedColumns()
     out: list[Conjunct] = []
     for var, refs, conj, local in define_conjuncts(spec, sets, known, derived):
-        late, _ = _conjunct_scope(local, refs)
+        late, _ = conjunct_scope(local, refs)
         out.append(Conjunct(var, frozenset(refs), bool(late), conj))
     return out, {name: expr for expr, name in derived.columns.items()}
 

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from cepsql.planning.plans import TreeNode, join, leaf, left_deep_tree
+from cepsql.planning.trees import TreeNode, join, leaf, left_deep_tree
 from cepsql.sharing.dag import DagCost, LocalPlan, WorkloadContext, map_plan
 from cepsql.sharing.graph import MultiPatternGraph
 

@@ -1,5 +1,7 @@
 """Statistics stage: per-variable arrival rates and pairwise predicate selectivities
-estimated from (a bounded sample of) the input, cached per input and pattern.
+estimated from (a bounded sample of) the input, cached per input and pattern;
+backend-neutral (a Spark DataFrame is only sampled, ``spark_sample``). May import
+``analyze``, ``parse``/``exprs``, ``algebra`` and ``errors``.
 
     from cepsql.stats import CACHE, estimate_from_spark
     stats = CACHE.get_or_estimate(spec, df)            # or estimate_from_spark(spec, df)

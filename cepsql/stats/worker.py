@@ -24,7 +24,7 @@ MODES = ("worker", "driver")
 class InWorkerStatistics:
     """The statistics source "estimate inside each task from its first sample_rows rows".
     Called on the driver it has no numbers (None): the planner then plans with uniform
-    estimates and hands the workers what they need to re-plan (cep_plan.plan_cep)."""
+    estimates and hands the workers what they need to re-plan (compile.cep.plan_cep)."""
     sample_rows: int = DEFAULT_WORKER_ROWS
     in_worker: bool = True
     adaptive: object | None = None   # runtime/adaptive.AdaptiveSettings (None: off)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from cepsql.planning.cost import DEFAULT_MODEL, CostEvaluator, CostModel
 from cepsql.planning.jqpg import ConjunctiveQuery
-from cepsql.planning.plans import TreeNode, join, leaf
+from cepsql.planning.trees import TreeNode, join, leaf
 
 __all__ = ["all_orders", "all_trees", "all_trees_over_sequence", "best_order",
            "best_tree", "best_tree_over_sequence"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from cepsql.planning.plans import TreeNode, join, leaf
+from cepsql.planning.trees import TreeNode, join, leaf
 from cepsql.sharing.dag import DagCost, LocalPlan, WorkloadContext
 
 __all__ = ["all_local_plans", "all_trees", "exhaustive_cost"]
