@@ -345,11 +345,6 @@ def _next_labels(t: LinearSeq, i: int, labels: list[str], end: int | None = None
     return mask
 
 
-def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
-    """The disjuncts the planned evaluator runs, or None (in-order evaluation)."""
-    return _plannable(spec)[0]
-
-
 def _plannable(spec: MatchRecognizeSpec) -> tuple[list[Term] | None, str]:
     """(terms, "") for a planned clause, else (None, why it runs in order)."""
     if spec.strategy != PLANNED_STRATEGY:
