@@ -15,7 +15,7 @@ import cepsql
 from cepsql.backends.local import threads as threads_module
 from cepsql.backends.local.threads import slice_bounds
 from cepsql.errors import CepError
-from cepsql.runtime import cep_worker
+from cepsql.runtime.run_stats import RunStatistics
 
 try:
     from .strategies import queries, streams
@@ -99,7 +99,7 @@ def test_nan_and_null_keys_are_one_group_each():
     assert bounds == [0, 2, 5, 7]
 
 
-def test_sliced_run_publishes_merged_stats(tiny_slices):
+def test_sliced_run_reports_merged_stats(tiny_slices):
     """The CEP evaluator's counters of a sliced run: peaks are maxima, counts sums."""
     table = pa.table({"part": ["a"] * 6 + ["b"] * 6, "ts": list(range(12)),
                       "v": [0, 1, 0, 1, 0, 1] * 2})
@@ -107,11 +107,12 @@ def test_sliced_run_publishes_merged_stats(tiny_slices):
            "MATCH_NUMBER() AS mn ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
            "PATTERN (SEQ(a, b)) DEFINE a AS v = 0, b AS v = 1)")
     tiny_slices.setenv("CEPSQL_THREADS", "1")
-    cepsql.backends.local.engine.run_local(sql, {"t": table})
-    single = dict(cep_worker.LAST_STATS)
+    one, two = RunStatistics(), RunStatistics()
+    cepsql.backends.local.engine.run_local(sql, {"t": table}, stats=one)
+    single = one.last
     tiny_slices.setenv("CEPSQL_THREADS", "2")
-    out = cepsql.backends.local.engine.run_local(sql, {"t": table})
-    merged = dict(cep_worker.LAST_STATS)
+    out = cepsql.backends.local.engine.run_local(sql, {"t": table}, stats=two)
+    merged = two.last
     assert out.num_rows == 6 and merged["matches_found"] == single["matches_found"] == 6
     assert merged["peak_rows"] == 6 < single["peak_rows"] == 12
 

@@ -19,7 +19,6 @@ Held per group (the group's rows stay until it ends):
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,29 +88,12 @@ class CepConfig:
     gathered: tuple = ()
 
 
-LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
-_STATS_LOCK = threading.Lock()
-
-
-def publish_stats(stats: dict) -> None:
-    """Replace LAST_STATS with one run's counters, atomically (runs may be in threads)."""
-    with _STATS_LOCK:
-        LAST_STATS.clear()
-        LAST_STATS.update(stats)
-
-
-def add_stats(stats: dict) -> None:
-    """Add counters to the last run's LAST_STATS, atomically."""
-    with _STATS_LOCK:
-        LAST_STATS.update(stats)
-
-
 class CepWorker(MatchWorker):
     """Picklable callable: Iterator[RecordBatch] -> Iterator[RecordBatch]."""
 
     def __init__(self, config: CepConfig):
         self.config = config
-        self.last_stats: dict | None = None
+        self.last_stats: dict | None = None  # the evaluator's counters of the last run
 
     def streamable(self) -> bool:
         """Whether the open group's rows can be dropped as the window moves on."""
@@ -129,12 +111,11 @@ class CepWorker(MatchWorker):
         with a worker planner, the stream's first rows choose the plan first."""
         if self.config.worker_planner is not None:
             from cepsql.runtime.task_planning import PlanningPush
-            return PlanningPush(self.config)
+            return PlanningPush(self)
         return _WindowPush(self) if self.streamable() else _GroupPush(self)
 
     def _record_stats(self, matcher) -> None:
         self.last_stats = matcher.stats()
-        publish_stats(self.last_stats)
 
     def _new_matcher(self):
         from cepsql._ext.cep import CepMatcher

@@ -34,6 +34,7 @@ from cepsql.backends.local.sql import (OutsideSubset, Scope, Virtual, run_sql, s
                         unsupported)
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
 __all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
@@ -53,8 +54,11 @@ def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
 
 
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
-              planner: Callable | None = None) -> pa.Table:
-    """Result of sql as an Arrow table (finder/planner default to cepsql's own)."""
+              planner: Callable | None = None,
+              stats: RunStatistics | None = None) -> pa.Table:
+    """Result of sql as an Arrow table (finder/planner default to cepsql's own). With
+    stats, each MATCH_RECOGNIZE clause run adds its evaluator's counters there (partial
+    matches, runs, peak rows held, ...: runtime/run_stats.py)."""
     outer = _parsed if finder is None else finder
     if finder is None:
         from cepsql.parse import find_match_recognize as finder
@@ -62,7 +66,7 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
         from cepsql.compile.clause import plan_query as planner
     stmt = sql.rstrip().rstrip(";")
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
-    run = _LocalStatement(stmt, finder, planner)
+    run = _LocalStatement(stmt, finder, planner, stats)
     try:
         with stage("parse"):
             sites = outer(stmt, offset=0, full_sql=stmt)
@@ -88,8 +92,10 @@ class _LocalStatement:
     runs a clause when it reads its placeholder, in the scope of that point (so a CTE name
     as the clause's source resolves like any table name)."""
 
-    def __init__(self, stmt: str, finder: Callable, planner: Callable):
+    def __init__(self, stmt: str, finder: Callable, planner: Callable,
+                 stats: RunStatistics | None = None):
         self.stmt, self.finder, self.planner = stmt, finder, planner
+        self.stats = stats
         self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
 
     def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
@@ -145,7 +151,8 @@ class _LocalStatement:
             spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
             plan = self.planner(spec, table.schema, self.stmt,
                                 statistics=partial(_table_statistics, table=table))
-        out = execute_plan(table, plan)
+        out = execute_plan(table, plan,
+                           stats=None if self.stats is None else self.stats.clause(site.start))
         try:
             return out.rename_columns(clause_output_names(site, out.column_names))
         except CepError as err:
@@ -346,9 +353,11 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
 
 
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
-                 threads: int | None = None) -> pa.Table:
+                 threads: int | None = None, *,
+                 stats: ClauseStatistics | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
-    (on ``threads`` threads, default all cores: backends/local/threads.py), project."""
+    (on ``threads`` threads, default all cores: backends/local/threads.py), project. The
+    evaluator's counters go to stats when given."""
     with stage("prepare columns + bind"):
         table = relevant_rows(table, plan)
         prepared = table
@@ -369,12 +378,13 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
                                partial(_slice_order, keys=by_rank, plan=plan),
-                               batch_rows=batch_rows, threads=threads, shape=shape)
+                               batch_rows=batch_rows, threads=threads, shape=shape,
+                               stats=stats)
     else:
         with stage("sort (whole table)"):
             ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
-                         threads=threads, shape=shape)
+                         threads=threads, shape=shape, stats=stats)
     names = [n for n, _ in bound.final_projection]
     with stage("final projection"):
         return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
