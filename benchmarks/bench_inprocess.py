@@ -3,7 +3,7 @@ to end through cepsql.match_recognize (pandas in, pandas out) at 1M and 5M rows,
 process run against baselines on the same data:
 
 - cepsql on all cores (threads) with the sequence fast path (backends/local/sequence.py),
-  on one thread, and with the general VM (CEPSQL_SEQUENCE=0);
+  on one thread, and with the general VM (planner option sequence_fast_path=False);
 - the DuckDB floor: DuckDB (all cores) sorting by symbol, ts and computing the DEFINE
   columns with LAG, pandas in, Arrow out - what a DuckDB-only engine pays before any
   matching (DuckDB has no MATCH_RECOGNIZE);
@@ -78,9 +78,8 @@ def best_with_stages(repeat: int, run: Callable[[], object]
 
 def cepsql_run(df, threads: int, sequence: bool = True) -> Callable[[], object]:
     def run():
-        os.environ["CEPSQL_THREADS"] = str(threads)
-        os.environ["CEPSQL_SEQUENCE"] = "1" if sequence else "0"
-        return cepsql.match_recognize(QUERY, ticks=df)
+        with cepsql.planner_options(threads=threads, sequence_fast_path=sequence):
+            return cepsql.match_recognize(QUERY, ticks=df)
     return run
 
 

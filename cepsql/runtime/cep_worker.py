@@ -18,7 +18,6 @@ Held per group (the group's rows stay until it ends):
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,8 +126,7 @@ class CepWorker(MatchWorker):
             int(c.select_past_last), c.window_kind, float(c.window_size), c.code.max_stack)
         matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
                           measure_lanes(c.code, c.aggregate_columns))
-        # CEPSQL_CEP_MERGE=0 switches run merging off (benchmarks/bench_cep.py)
-        matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
+        matcher.merging = int(c.merging)  # PlannerOptions.run_merging
         if c.comp_proceed is not None:
             matcher.set_guards(c.comp_proceed)
         if c.groups is not None:

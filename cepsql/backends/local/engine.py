@@ -34,6 +34,7 @@ from cepsql.backends.local.sql import (OutsideSubset, Scope, Virtual, run_sql, s
                         unsupported)
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.planning.options import current_options
 from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
@@ -182,7 +183,6 @@ class _LocalStatement:
 
 def _table_statistics(spec, table: pa.Table):
     """Statistics of spec over an in-process input (cached per table object)."""
-    from cepsql.planning.options import current_options
     from cepsql.stats import CACHE
     opts = current_options()
     return CACHE.get_or_estimate(spec, table, sample_rows=opts.sample_rows,
@@ -356,8 +356,11 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                  threads: int | None = None, *,
                  stats: ClauseStatistics | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
-    (on ``threads`` threads, default all cores: backends/local/threads.py), project. The
-    evaluator's counters go to stats when given."""
+    (on ``threads`` threads, default the planner options' or all cores:
+    backends/local/threads.py), project. The evaluator's counters go to stats when
+    given."""
+    opts = current_options()
+    threads = opts.threads if threads is None else threads
     with stage("prepare columns + bind"):
         table = relevant_rows(table, plan)
         prepared = table
@@ -366,13 +369,14 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         if plan.break_column is not None:
             prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
         bound = plan.bind(prepared.schema)
-        shape = sequence_shape(plan.spec, bound.worker)
+        shape = sequence_shape(plan.spec, bound.worker, vector_masks=opts.vector_masks) \
+            if opts.sequence_fast_path else None
     keys = list(plan.sort_keys)
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
     with stage("partition ranks"):
-        ranks = partition_ranks(prepared, keys[0], sort_indices) \
+        ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads) \
             if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]

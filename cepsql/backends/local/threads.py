@@ -37,9 +37,9 @@ MIN_SLICE_ROWS = 16_384
 
 
 def default_threads() -> int:
-    """Threads for the evaluators: CEPSQL_THREADS if set, else the machine's cores."""
-    value = os.environ.get("CEPSQL_THREADS")
-    return max(1, int(value)) if value else (os.cpu_count() or 1)
+    """Threads for the evaluators unless the caller says (PlannerOptions.threads): the
+    machine's cores."""
+    return os.cpu_count() or 1
 
 
 def run_worker(ordered: pa.Table, bound: BoundPlan, partition_columns: list[str], *,
