@@ -14,7 +14,7 @@ process run against baselines on the same data:
 
 Every figure is the best wall time of ``--repeat`` runs, with the least process CPU time
 (on a loaded machine the CPU time shows the work itself). Prints ratios, the wall and CPU
-time of each stage of the cepsql call (backends/local/stages.py) and the events/s the CPU
+time of each stage of the cepsql call (stage_times.py) and the events/s the CPU
 times imply on idle cores; saves benchmarks/results/inprocess.png (events/s vs rows).
 
     python benchmarks/bench_inprocess.py [--rows 1000000 5000000] [--pmr-rows 20000]
@@ -30,8 +30,8 @@ from typing import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import cepsql  # noqa: E402
-from cepsql.backends.local.stages import StageTimes, record_stages  # noqa: E402
 from cepsql.datagen import generate_ticks, ticks_to_pandas  # noqa: E402
+from stage_times import StageTimes, record_stages  # noqa: E402
 
 QUERY = """
 SELECT * FROM ticks MATCH_RECOGNIZE (

@@ -25,7 +25,6 @@ import pyarrow as pa
 from cepsql.algebra.pattern import Concat, Quantified, Var
 from cepsql.runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
 from cepsql.backends.local.masks import vector_masks
-from cepsql.backends.local.stages import stage
 
 __all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks"]
 
@@ -94,24 +93,20 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
     if starts is None:
         starts = _group_starts(worker, table)
     bounds = np.append(starts, n).astype(np.int64)
-    with stage("DEFINE masks"):
-        masks = define_masks(worker, table, rows, bounds, vectorised=shape.vector_masks)
-    with stage("sequence search"):
-        first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
-                                               shape.highs, c.code.offsets < 0)
+    masks = define_masks(worker, table, rows, bounds, vectorised=shape.vector_masks)
+    first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
+                                           shape.highs, c.code.offsets < 0)
     if len(first) == 0:
         return c.output_schema.empty_table()
-    with stage("MEASURES row references"):
-        numbers = _match_numbers(parts)
-        member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
-        leaves = sequence_leaves(first, counts, parts, bounds, shape.labels, member,
-                                 c.leaves, rows)
-        if rows is not None:  # slice positions -> table rows
-            first = rows[first]
-    with stage("output columns (take)"):
-        aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
-        out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
-        return pa.Table.from_batches(out, schema=c.output_schema)
+    numbers = _match_numbers(parts)
+    member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
+    leaves = sequence_leaves(first, counts, parts, bounds, shape.labels, member,
+                             c.leaves, rows)
+    if rows is not None:  # slice positions -> table rows
+        first = rows[first]
+    aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
+    out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
+    return pa.Table.from_batches(out, schema=c.output_schema)
 
 
 def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,

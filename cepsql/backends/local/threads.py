@@ -26,7 +26,6 @@ import pyarrow.compute as pc
 from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.backends.local.sequence import SequenceShape, run_sequence
-from cepsql.backends.local.stages import WAIT_FOR_WORKERS, in_context, stage
 from cepsql.runtime.run_stats import ClauseStatistics
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
@@ -204,40 +203,36 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     slice order; the evaluators' counters go to stats."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
-    with stage("group by partition rank"):
-        order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
-        bounds = [0]
-        if threads > 1 and n:
-            ends = np.cumsum(np.bincount(ranks))
-            pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
-            for i in range(1, pieces):
-                cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
-                if bounds[-1] < cut < n:
-                    bounds.append(cut)
-        bounds.append(n)
+    order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
+    bounds = [0]
+    if threads > 1 and n:
+        ends = np.cumsum(np.bincount(ranks))
+        pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
+        for i in range(1, pieces):
+            cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
+            if bounds[-1] < cut < n:
+                bounds.append(cut)
+    bounds.append(n)
     spans = list(zip(bounds, bounds[1:]))
     workers = [copy.copy(bound.worker) for _ in spans]
 
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
-        with stage("slice order (sort check/sort)"):
-            r = ranks[rows]
-            within = order_of(prepared, rows, r)
-            if within is not None:
-                rows, r = rows[within], r[within]
+        r = ranks[rows]
+        within = order_of(prepared, rows, r)
+        if within is not None:
+            rows, r = rows[within], r[within]
         if shape is not None:  # the groups are where the rank changes; no gather
             starts = np.flatnonzero(r[1:] != r[:-1]) + 1 if len(r) else r
             starts = np.r_[0, starts] if len(r) else starts
             return run_sequence(workers[k], prepared, shape, starts, rows)
-        with stage("gather slice (take)"):
-            ordered = prepared.take(pa.array(rows)).combine_chunks()
+        ordered = prepared.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
         outs = [one(0)]
     else:
         with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
                                 thread_name_prefix="cepsql-worker") as pool:
-            with stage(WAIT_FOR_WORKERS):
-                outs = list(pool.map(in_context(one), range(len(spans))))
+            outs = list(pool.map(one, range(len(spans))))
     _record_stats(workers, stats)
     return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
