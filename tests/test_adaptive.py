@@ -25,11 +25,11 @@ from cepsql.stats.worker import InWorkerStatistics
 try:
     from .test_property_planned import planned_queries
     from .test_property_sql import SETTINGS, row_multiset
-    from .strategies import STREAM_SCHEMA
+    from .support.strategies import STREAM_SCHEMA
 except ImportError:
     from test_property_planned import planned_queries
     from test_property_sql import SETTINGS, row_multiset
-    from strategies import STREAM_SCHEMA
+    from support.strategies import STREAM_SCHEMA
 
 
 def _planner(rows: int, settings_: AdaptiveSettings | None):

@@ -15,11 +15,11 @@ from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_property_cep import HAND, _ticks, assert_cep_matches
     from .test_property_sql import SETTINGS
 except ImportError:
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_property_cep import HAND, _ticks, assert_cep_matches
     from test_property_sql import SETTINGS
 

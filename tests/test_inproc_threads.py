@@ -18,11 +18,11 @@ from cepsql.errors import CepError
 from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .strategies import queries, streams
-    from .strategies_cep import cep_queries, cep_streams
+    from .support.strategies import queries, streams
+    from .support.strategies_cep import cep_queries, cep_streams
 except ImportError:
-    from strategies import queries, streams
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies import queries, streams
+    from support.strategies_cep import cep_queries, cep_streams
 
 SETTINGS = dict(deadline=None, max_examples=40,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -1,6 +1,6 @@
 """CEP mode: the Cython run-based evaluator returns exactly the reference's rows.
 
-Queries come from tests/strategies_cep.py; shapes the evaluator does not support (it
+Queries come from tests/support/strategies_cep.py; shapes the evaluator does not support (it
 raises CepUnsupportedError, e.g. KL of a sequence) are rejected.
 Rows are compared as multisets (helpers from test_property_sql).
 """
@@ -16,10 +16,10 @@ from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_property_sql import SETTINGS, row_multiset, spec_of
 
 

@@ -19,14 +19,14 @@ from cepsql.runtime.run_stats import RunStatistics
 from cepsql.reference.cep import evaluate_reference_cep
 
 try:
-    from .strategies import STREAM_SCHEMA
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies import STREAM_SCHEMA
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_cep_streaming import _chunked
     from .test_property_cep import assert_cep_matches
     from .test_property_sql import SETTINGS, spec_of
 except ImportError:
-    from strategies import STREAM_SCHEMA
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies import STREAM_SCHEMA
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_cep_streaming import _chunked
     from test_property_cep import assert_cep_matches
     from test_property_sql import SETTINGS, spec_of

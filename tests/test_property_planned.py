@@ -23,12 +23,12 @@ from cepsql.runtime.run_stats import RunStatistics
 from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
 
 try:
-    from .strategies_cep import cep_queries, cep_streams
+    from .support.strategies_cep import cep_queries, cep_streams
     from .test_cep_streaming import _chunked
     from .test_property_cep import assert_cep_matches
     from .test_property_sql import SETTINGS
 except ImportError:
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies_cep import cep_queries, cep_streams
     from test_cep_streaming import _chunked
     from test_property_cep import assert_cep_matches
     from test_property_sql import SETTINGS

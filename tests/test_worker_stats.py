@@ -19,12 +19,12 @@ from cepsql.stats import CACHE
 from cepsql.stats.worker import InWorkerStatistics, stats_mode, worker_sample_rows
 
 try:
-    from .strategies_cep import cep_streams
+    from .support.strategies_cep import cep_streams
     from .test_property_cep import assert_cep_matches
     from .test_property_planned import planned_queries
     from .test_property_sql import SETTINGS, row_multiset
 except ImportError:
-    from strategies_cep import cep_streams
+    from support.strategies_cep import cep_streams
     from test_property_cep import assert_cep_matches
     from test_property_planned import planned_queries
     from test_property_sql import SETTINGS, row_multiset
