@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from cepsql.backends.local.engine import run_local  # noqa: E402
-from cepsql.runtime import cep_worker  # noqa: E402
+from cepsql.runtime.run_stats import RunStatistics  # noqa: E402
 from cepsql.runtime.adaptive import AdaptiveSettings  # noqa: E402
 from cepsql.compile.clause import plan_query  # noqa: E402
 from cepsql.stats.worker import InWorkerStatistics  # noqa: E402
@@ -68,10 +68,10 @@ def planner(settings: AdaptiveSettings | None):
 
 
 def timed(table: pa.Table, settings: AdaptiveSettings | None):
-    cep_worker.LAST_STATS.clear()
+    stats = RunStatistics()
     start = time.perf_counter()
-    out = run_local(SQL, {"t": table}, planner=planner(settings))
-    return time.perf_counter() - start, out, cep_worker.LAST_STATS.get("adaptive_switches", 0)
+    out = run_local(SQL, {"t": table}, planner=planner(settings), stats=stats)
+    return time.perf_counter() - start, out, stats.last.get("adaptive_switches", 0)
 
 
 def best_of(table: pa.Table, settings: AdaptiveSettings, repeat: int):

@@ -79,11 +79,11 @@ Measurements, per P, ES and W (``--preds``, ``--strategies``, ``--windows``): th
 output) on a pandas DataFrame of ``--length`` x W events per symbol (the paper: 200 x W;
 default 50 x W to stay within a minute or two; ``--rows`` fixes one length for every W;
 every W uses a prefix of one stream), with run merging (SASE+ 5.2.2) on and
-off (``CEPSQL_CEP_MERGE=0``, read when the worker creates its matcher); events/s = rows /
-time; matches; average match length (a rows + b) and output complexity (sum of match
-lengths, the paper's Figure 8(c)); runs created / merged from
-``cepsql.runtime.cep_worker.LAST_STATS``; merge speed-up = time off / time on. Unlike the
-paper's Expt 6, match construction stays on (cepsql has no switch for it).
+off (``cepsql.planner_options(run_merging=False)``; ``cepsql.planner.runMerging`` on
+Spark); events/s = rows / time; matches; average match length (a rows + b) and output complexity (sum of match
+lengths, the paper's Figure 8(c)); runs created / merged from the evaluator's counters
+(``run_local(..., stats=RunStatistics())``); merge speed-up = time off / time on. Unlike
+the paper's Expt 6, match construction stays on (cepsql has no switch for it).
 
 Run merging (SASE+ 5.2.2, cython_ext/cep.pyx) merges runs created at the same event whose
 sequence, component, count class, bound variables and computation vector are equal. The
@@ -120,8 +120,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -129,7 +128,8 @@ import pandas as pd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import cepsql
-from cepsql.runtime import cep_worker
+from cepsql.backends.local.engine import run_local, to_pandas
+from cepsql.runtime.run_stats import RunStatistics
 
 PRICE_RANGE = 1000      # prices 1..1000 (the paper's range)
 START_MODULUS = 500     # a[1].price % 500 == 0
@@ -275,20 +275,6 @@ def _engine_matches(out: pd.DataFrame) -> Counter:
                    out[["symbol", "t0", "n", "tb"]].itertuples(index=False, name=None))
 
 
-@contextmanager
-def _merging(on: bool) -> Iterator[None]:
-    """Run merging on or off (CEPSQL_CEP_MERGE, read when a worker creates its matcher)."""
-    saved = os.environ.get("CEPSQL_CEP_MERGE")
-    os.environ["CEPSQL_CEP_MERGE"] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("CEPSQL_CEP_MERGE", None)
-        else:
-            os.environ["CEPSQL_CEP_MERGE"] = saved
-
-
 def _differing(x: Counter, y: Counter) -> int:
     """Matches in one multiset and not in the other."""
     return sum(((x - y) + (y - x)).values())
@@ -317,9 +303,9 @@ def check(rows: int = 400, windows: Sequence[int] = (6, 30), seed: int = 3,
         for es in strategies:
             for window in windows:
                 sql = query(pred, es, window)
-                with _merging(True):
+                with cepsql.planner_options(run_merging=True):
                     got = _engine_matches(cepsql.match_recognize(sql, ticks=df))
-                with _merging(False):
+                with cepsql.planner_options(run_merging=False):
                     unmerged = _engine_matches(cepsql.match_recognize(sql, ticks=df))
                 names, ref_rows = evaluate_reference_cep(find_match_recognize(sql)[0].spec,
                                                          table)
@@ -353,14 +339,16 @@ def check(rows: int = 400, windows: Sequence[int] = (6, 30), seed: int = 3,
 # ---------------------------------------------------------------------------- timing
 
 def measure(sql: str, df: pd.DataFrame, merge: bool, repeat: int):
-    """(best seconds, output, LAST_STATS of the last run) with merging on or off."""
-    best, out = float("inf"), None
-    with _merging(merge):
+    """(best seconds, output, the evaluator's counters of the last run) with merging on
+    or off (``to_pandas(run_local(...))`` is what cepsql.match_recognize runs)."""
+    best, out, stats = float("inf"), None, RunStatistics()
+    with cepsql.planner_options(run_merging=merge):
         for _ in range(repeat):
+            stats = RunStatistics()
             t0 = time.perf_counter()
-            out = cepsql.match_recognize(sql, ticks=df)
+            out = to_pandas(run_local(sql, {"ticks": df}, stats=stats))
             best = min(best, time.perf_counter() - t0)
-    return best, out, dict(cep_worker.LAST_STATS)
+    return best, out, stats.last
 
 
 def _same_matches(x: pd.DataFrame, y: pd.DataFrame) -> bool:

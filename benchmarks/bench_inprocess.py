@@ -3,7 +3,7 @@ to end through cepsql.match_recognize (pandas in, pandas out) at 1M and 5M rows,
 process run against baselines on the same data:
 
 - cepsql on all cores (threads) with the sequence fast path (backends/local/sequence.py),
-  on one thread, and with the general VM (CEPSQL_SEQUENCE=0);
+  on one thread, and with the general VM (planner option sequence_fast_path=False);
 - the DuckDB floor: DuckDB (all cores) sorting by symbol, ts and computing the DEFINE
   columns with LAG, pandas in, Arrow out - what a DuckDB-only engine pays before any
   matching (DuckDB has no MATCH_RECOGNIZE);
@@ -14,7 +14,7 @@ process run against baselines on the same data:
 
 Every figure is the best wall time of ``--repeat`` runs, with the least process CPU time
 (on a loaded machine the CPU time shows the work itself). Prints ratios, the wall and CPU
-time of each stage of the cepsql call (backends/local/stages.py) and the events/s the CPU
+time of each stage of the cepsql call (stage_times.py) and the events/s the CPU
 times imply on idle cores; saves benchmarks/results/inprocess.png (events/s vs rows).
 
     python benchmarks/bench_inprocess.py [--rows 1000000 5000000] [--pmr-rows 20000]
@@ -30,8 +30,8 @@ from typing import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import cepsql  # noqa: E402
-from cepsql.backends.local.stages import StageTimes, record_stages  # noqa: E402
 from cepsql.datagen import generate_ticks, ticks_to_pandas  # noqa: E402
+from stage_times import StageTimes, record_stages  # noqa: E402
 
 QUERY = """
 SELECT * FROM ticks MATCH_RECOGNIZE (
@@ -78,9 +78,8 @@ def best_with_stages(repeat: int, run: Callable[[], object]
 
 def cepsql_run(df, threads: int, sequence: bool = True) -> Callable[[], object]:
     def run():
-        os.environ["CEPSQL_THREADS"] = str(threads)
-        os.environ["CEPSQL_SEQUENCE"] = "1" if sequence else "0"
-        return cepsql.match_recognize(QUERY, ticks=df)
+        with cepsql.planner_options(threads=threads, sequence_fast_path=sequence):
+            return cepsql.match_recognize(QUERY, ticks=df)
     return run
 
 

@@ -25,7 +25,7 @@ Per pattern and per algorithm (the nine of ``cepsql.planning.ALGORITHMS`` and
 ``default``, i.e. cepsql's own choice): plan cost, evaluation time (best of --repeat),
 events/s, throughput normalized to TRIVIAL and to EFREQ, matches (identical across
 algorithms, else a loud MISMATCH line and exit status 1), peak partial matches (evaluator
-counters, ``cep_worker.LAST_STATS``) and peak RSS growth. Writes
+counters, ``RunStatistics`` of the run or the worker's ``last_stats``) and peak RSS growth. Writes
 benchmarks/results/plans.md (tables), plans.svg (grouped bars of normalized throughput
 per set) and plans.json (raw numbers).
 """
@@ -58,7 +58,7 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 ALGOS = [*ALGORITHMS, "default"]
 SETS = ("SEQ", "NEG", "AND", "KL", "OR", "RARE")
 LETTERS = "abcdefghijklmn"
-#: LAST_STATS keys that count partial matches, best first (the planned evaluators may
+#: evaluator counter keys that count partial matches, best first (the planned evaluators may
 #: add their own; the in-order evaluator has peak_runs)
 PM_KEYS = ("peak_partial_matches", "peak_pm", "peak_instances", "peak_stored_pm", "peak_runs")
 
@@ -370,7 +370,7 @@ def run_algorithm(sql: str, table: pa.Table, algorithm: str, repeat: int,
     import cepsql
     from cepsql.exprs.arrow_eval import evaluate_arrow
     from cepsql.backends.local.engine import run_local, sort_table
-    from cepsql.runtime import cep_worker
+    from cepsql.runtime.run_stats import RunStatistics
     from cepsql.compile.clause import plan_query
     from cepsql.planning.options import PlannerOptions
     from cepsql.stats import CACHE
@@ -393,16 +393,18 @@ def run_algorithm(sql: str, table: pa.Table, algorithm: str, repeat: int,
     for _ in range(repeat):
         can_reset = _rss_reset()
         before = _status_kb("VmRSS")
+        run_stats = RunStatistics()
         t0 = time.perf_counter()
         if end_to_end:
             with cepsql.planner_options(algorithm=opt_alg, plan_seconds=plan_seconds):
-                result = run_local(sql, {"ticks": table})
+                result = run_local(sql, {"ticks": table}, stats=run_stats)
         else:
             result = list(bound.worker(iter(batches)))
         seconds = time.perf_counter() - t0
         peak = _status_kb("VmHWM") if can_reset else None
         if seconds < best:
-            best, out, counters = seconds, result, dict(cep_worker.LAST_STATS)
+            counters = run_stats.last if end_to_end else dict(bound.worker.last_stats or {})
+            best, out = seconds, result
         if peak is not None and before is not None:
             rss_kb = max(rss_kb or 0, peak - before)
             hwm_kb = max(hwm_kb, peak)
@@ -706,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
                f"{max(rates.values()):.0f} events/s, {os.cpu_count()} CPUs, "
                f"Python {sys.version.split()[0]}"),
               (f"timing: {timing}, best of {args.repeat}; peak PM = first of "
-               f"{', '.join(PM_KEYS)} in cep_worker.LAST_STATS; RSS+ = peak RSS growth "
+               f"{', '.join(PM_KEYS)} in the evaluator's counters; RSS+ = peak RSS growth "
                f"during the run ({rss})")]
     print("\n".join(header))
     sels = [p.calibrated for c in cases for p in c.predicates]

@@ -1,4 +1,4 @@
-"""Run the core queries (tests/_deploy_queries.py) on one deployment and print the
+"""Run the core queries (tests/support/deploy_queries.py) on one deployment and print the
 results as JSON on the last line of stdout. Usage: python _deploy_driver.py connect|cluster
 
 connect: a real local Spark Connect server started by pyspark (``remote("local[2]")``);
@@ -53,7 +53,7 @@ def worker_processes(spark) -> list[list]:
 def main(mode: str) -> None:
     spark = session(mode)
     import cepsql  # noqa: F401  (after the session: Connect sessions get .cep too)
-    from _deploy_queries import run_all
+    from support.deploy_queries import run_all
     result = run_all(spark)
     result["session_type"] = type(spark).__module__
     if mode == "cluster":

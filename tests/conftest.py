@@ -47,7 +47,7 @@ def spark():
     session.stop()
 
 
-# --- programs run in fresh processes, started with the session (tests/_background.py) ---
+# --- programs run in fresh processes, started with the session (tests/support/background.py) ---
 
 _JOBS = pytest.StashKey()
 
@@ -55,7 +55,7 @@ _JOBS = pytest.StashKey()
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection: only what will run
 def pytest_collection_modifyitems(session, config, items):
     """Start the BACKGROUND jobs of the modules with selected tests; run those tests last."""
-    from _background import BackgroundJobs
+    from support.background import BackgroundJobs
     modules = {item.module for item in items if getattr(item.module, "BACKGROUND", None)}
     if not modules:
         return
@@ -76,7 +76,7 @@ def pytest_unconfigure(config):
 @pytest.fixture(scope="session")
 def background(pytestconfig):
     """The session's background jobs: ``background.result(name)`` waits for one."""
-    from _background import BackgroundJobs
+    from support.background import BackgroundJobs
     return pytestconfig.stash.setdefault(_JOBS, BackgroundJobs())
 
 

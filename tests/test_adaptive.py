@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.backends.local.engine import run_local
-from cepsql.runtime import adaptive, cep_worker
+from cepsql.runtime import adaptive
+from cepsql.runtime.run_stats import RunStatistics
 from cepsql.runtime import task_planning as cep_worker_plan
 from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift
 from support.planning_exhaustive import all_trees
@@ -24,11 +25,11 @@ from cepsql.stats.worker import InWorkerStatistics
 try:
     from .test_property_planned import planned_queries
     from .test_property_sql import SETTINGS, row_multiset
-    from .strategies import STREAM_SCHEMA
+    from .support.strategies import STREAM_SCHEMA
 except ImportError:
     from test_property_planned import planned_queries
     from test_property_sql import SETTINGS, row_multiset
-    from strategies import STREAM_SCHEMA
+    from support.strategies import STREAM_SCHEMA
 
 
 def _planner(rows: int, settings_: AdaptiveSettings | None):
@@ -99,12 +100,12 @@ def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict
         static = run_local(sql, {"t": table}, planner=_planner(8, None))
     except CepUnsupportedError:
         return
-    cep_worker.LAST_STATS.clear()
+    stats = RunStatistics()
     adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=16, chunk_rows=chunk)
-    moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_))
+    moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_), stats=stats)
     assert _rows(moving) == _rows(static), sql
-    seen["switches"] += cep_worker.LAST_STATS.get("adaptive_switches", 0)
-    seen["checks"] += cep_worker.LAST_STATS.get("adaptive_checks", 0)
+    seen["switches"] += stats.last.get("adaptive_switches", 0)
+    seen["checks"] += stats.last.get("adaptive_checks", 0)
 
 
 def test_forced_switches_keep_every_match(forced_switches):

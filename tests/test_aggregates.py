@@ -25,7 +25,7 @@ from cepsql.runtime import spark_folds
 from cepsql.compile.gathered import result_type
 from cepsql.reference.sql import evaluate_reference
 from cepsql.runtime.spark_folds import fold_groups, fold_one
-from _sqlhelp import loc, plain, run as run_local
+from support.sqlhelp import loc, plain, run as run_local
 from test_property_sql import row_multiset, spec_of
 
 T = pd.DataFrame({

@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 import cepsql
 from cepsql.backends.local.engine import to_arrow
 from cepsql.reference.cep import evaluate_reference_cep
-from _sqlhelp import plain
+from support.sqlhelp import plain
 from test_property_sql import normalise, spec_of
 
 T = pd.DataFrame({

@@ -118,6 +118,9 @@ def test_options_from_conf_validates_values():
     opts = options_from_conf(conf.get)
     assert opts == PlannerOptions(algorithm="DP_B", alpha=0.5)
     assert options_from_conf({"cepsql.planner.algorithm": "auto"}.get).algorithm is None
+    assert options_from_conf({"cepsql.planner.runMerging": "false"}.get).run_merging is False
+    with pytest.raises(CepAnalysisError, match="cepsql.planner.runMerging"):
+        options_from_conf({"cepsql.planner.runMerging": "off"}.get)
     with pytest.raises(CepAnalysisError, match="cepsql.planner.algorithm"):
         options_from_conf({"cepsql.planner.algorithm": "FASTEST"}.get)
     with pytest.raises(CepAnalysisError, match=r"range \[0, 1\]"):

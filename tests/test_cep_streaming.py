@@ -10,14 +10,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cepsql.backends.local.engine import run_local, to_pandas
 from cepsql.runtime import cep_worker as cep_worker_module
+from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_property_cep import HAND, _ticks, assert_cep_matches
     from .test_property_sql import SETTINGS
 except ImportError:
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_property_cep import HAND, _ticks, assert_cep_matches
     from test_property_sql import SETTINGS
 
@@ -131,16 +133,16 @@ def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
     """50,000 rows in one partition: streamed in small chunks the result equals the
     whole-partition evaluation, while the rows held per chunk and the match buffer stay
     bounded by the window (not by the partition)."""
-    import cepsql
     n = 50_000
     table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
     sql = LONG.format(s=strategy, skip=skip, w=window)
-    whole = cepsql.match_recognize(sql, t=table)
-    assert cep_worker_module.LAST_STATS["peak_rows"] == n
+    whole_stats, streamed_stats = RunStatistics(), RunStatistics()
+    whole = to_pandas(run_local(sql, {"t": table}, stats=whole_stats))
+    assert whole_stats.last["peak_rows"] == n
     assert len(whole) > 100
     _chunked(monkeypatch, 256, batch_rows=100)
-    streamed = cepsql.match_recognize(sql, t=table)
-    stats = dict(cep_worker_module.LAST_STATS)
+    streamed = to_pandas(run_local(sql, {"t": table}, stats=streamed_stats))
+    stats = streamed_stats.last
     assert streamed.equals(whole) or sorted(map(tuple, streamed.values.tolist())) == \
         sorted(map(tuple, whole.values.tolist()))
     assert stats["peak_rows"] <= 2 * 256 + 100 + 4 * window
@@ -152,13 +154,13 @@ def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
 
 
 def test_without_within_the_partition_is_held(monkeypatch):
-    import cepsql
     n = 2_000
     table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
     sql = LONG.format(s="SKIP_TILL_NEXT_MATCH", skip="", w=50).replace(" WITHIN 50 ROWS", "")
     _chunked(monkeypatch, 256, batch_rows=100)
-    cepsql.match_recognize(sql, t=table)
-    assert cep_worker_module.LAST_STATS["peak_rows"] == n
+    stats = RunStatistics()
+    run_local(sql, {"t": table}, stats=stats)
+    assert stats.last["peak_rows"] == n
 
 
 def _open_matcher(sql: str, table: pa.Table):

@@ -18,12 +18,12 @@ from cepsql.compile.clause import plan_query
 from cepsql.reference.cep import evaluate_reference_cep
 
 try:
-    from .strategies_cep import cep_queries, cep_streams
+    from .support.strategies_cep import cep_queries, cep_streams
     from .test_cep_streaming import _chunked
     from .test_property_cep import HAND, _ticks, assert_cep_matches
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies_cep import cep_queries, cep_streams
     from test_cep_streaming import _chunked
     from test_property_cep import HAND, _ticks, assert_cep_matches
     from test_property_sql import SETTINGS, row_multiset, spec_of

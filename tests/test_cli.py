@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
-from _background import Job
+from support.background import Job
 from cepsql.api import cli
 from cepsql.errors import CepSyntaxError
 
@@ -104,7 +104,7 @@ _QUIET_SCRIPT = (
     "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.x AS top PATTERN (A B)\n"
     "  DEFINE B AS B.x < A.x) m WHERE nope > 1;\n")
 
-#: a new JVM started by the CLI, from the start of the test session (tests/_background.py)
+#: a new JVM started by the CLI, from the start of the test session (tests/support/background.py)
 BACKGROUND = {"cli-quiet-console": Job((sys.executable, "-m", "cepsql", "sql"),
                                        stdin=_QUIET_SCRIPT)}
 

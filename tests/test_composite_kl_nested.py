@@ -24,8 +24,8 @@ from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.compile.clause import plan_query
 
-from strategies import STREAM_SCHEMA
-from strategies_cep import STRATEGIES, cep_streams
+from support.strategies import STREAM_SCHEMA
+from support.strategies_cep import STRATEGIES, cep_streams
 from test_composite_kl_shared import DEFINES, _check, _sql
 
 PATTERNS = [

@@ -24,8 +24,8 @@ import cepsql
 from cepsql.errors import CepUnsupportedError
 from cepsql.runtime import cep_worker as cep_worker_module
 
-from strategies import STREAM_SCHEMA
-from strategies_cep import STRATEGIES, cep_streams
+from support.strategies import STREAM_SCHEMA
+from support.strategies_cep import STRATEGIES, cep_streams
 from test_composite_kl_shared import _check, _sql
 from test_property_sql import SETTINGS
 

@@ -22,7 +22,7 @@ import cepsql
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
 
-from strategies_cep import STRATEGIES, cep_streams
+from support.strategies_cep import STRATEGIES, cep_streams
 from test_property_sql import row_multiset, spec_of
 
 PATTERNS = [
@@ -116,7 +116,7 @@ def test_any_match_take_skips_the_other_group_variable(pattern):
     # x y y x: ABBA (a=1, b=2 | b=3, a=4); b at row 3 reads LAST(a.vol) FINAL = 1.5, so
     # the take must not be decided on row 1's a (0.5)
     import pyarrow as pa
-    from strategies import STREAM_SCHEMA
+    from support.strategies import STREAM_SCHEMA
     table = pa.table({"part": ["p"] * 4, "ts": [1, 2, 3, 4], "price": [0] * 4,
                       "vol": [0.5, 0.5, 2.25, 1.5], "tag": list("xyyx")}, schema=STREAM_SCHEMA)
     defines = {"a": "a.tag = 'x'", "b": "b.tag = 'y' AND b.vol <= LAST(a.vol) + 1"}
@@ -145,7 +145,7 @@ def test_composite_kl_still_outside_the_run_nfa(pattern, message):
 def test_explain_says_kl_and_runs_in_order(strategy):
     from cepsql.parse import find_match_recognize
     from cepsql.compile.clause import plan_query
-    from strategies import STREAM_SCHEMA
+    from support.strategies import STREAM_SCHEMA
     sql = _sql(strategy, "SEQ(c, KL(AND(a, b), 2))", DEFINES[0], "ONE ROW PER MATCH", "")
     text = plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql).explain
     assert "evaluator: in-order SASE+ run NFA" in text

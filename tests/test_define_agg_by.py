@@ -18,7 +18,7 @@ import cepsql
 from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.sql import evaluate_reference
-from _running import longest_from_first_row, running_window_view
+from support.running import longest_from_first_row, running_window_view
 
 NAN = float("nan")
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)

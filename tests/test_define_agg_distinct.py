@@ -20,9 +20,9 @@ import cepsql
 from cepsql.errors import CepRuntimeError, CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.reference.sql import evaluate_reference
-from _sqlhelp import loc, run as run_local
+from support.sqlhelp import loc, run as run_local
 from test_property_sql import row_multiset, spec_of
-from _running import longest_from_first_row, running_window_view
+from support.running import longest_from_first_row, running_window_view
 
 NAN = float("nan")
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from _background import Job
+from support.background import Job
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

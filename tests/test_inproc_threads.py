@@ -15,14 +15,14 @@ import cepsql
 from cepsql.backends.local import threads as threads_module
 from cepsql.backends.local.threads import slice_bounds
 from cepsql.errors import CepError
-from cepsql.runtime import cep_worker
+from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .strategies import queries, streams
-    from .strategies_cep import cep_queries, cep_streams
+    from .support.strategies import queries, streams
+    from .support.strategies_cep import cep_queries, cep_streams
 except ImportError:
-    from strategies import queries, streams
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies import queries, streams
+    from support.strategies_cep import cep_queries, cep_streams
 
 SETTINGS = dict(deadline=None, max_examples=40,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -32,10 +32,10 @@ SETTINGS = dict(deadline=None, max_examples=40,
 def _outcome(sql: str, table: pa.Table, monkeypatch, threads: int):
     """The result (or the error type and message) on that many threads, slices of any size.
     One thread runs the plain path: one global sort, one worker over the whole input."""
-    monkeypatch.setenv("CEPSQL_THREADS", str(threads))
-    with monkeypatch.context() as patch:
+    with monkeypatch.context() as patch, cepsql.planner_options(threads=threads):
         if threads == 1:
-            patch.setattr(cepsql.backends.local.engine, "partition_ranks", lambda *args: None)
+            patch.setattr(cepsql.backends.local.engine, "partition_ranks",
+                          lambda *args, **kw: None)
         try:
             return cepsql.backends.local.engine.run_local(sql, {"t": table})
         except CepError as err:
@@ -73,7 +73,8 @@ def test_cep_threads_equal_one_thread(tiny_slices, sql, table):
 def test_presorted_slices_equal_one_thread(tiny_slices, sql, table):
     """The path that cuts the globally sorted input (several or floating-point keys)."""
     one = _outcome(sql, table, tiny_slices, 1)
-    tiny_slices.setattr(cepsql.backends.local.engine, "partition_ranks", lambda *args: None)
+    tiny_slices.setattr(cepsql.backends.local.engine, "partition_ranks",
+                        lambda *args, **kw: None)
     many = _outcome(sql, table, tiny_slices, 3)
     assert _same(one, many), sql
 
@@ -99,30 +100,31 @@ def test_nan_and_null_keys_are_one_group_each():
     assert bounds == [0, 2, 5, 7]
 
 
-def test_sliced_run_publishes_merged_stats(tiny_slices):
+def test_sliced_run_reports_merged_stats(tiny_slices):
     """The CEP evaluator's counters of a sliced run: peaks are maxima, counts sums."""
     table = pa.table({"part": ["a"] * 6 + ["b"] * 6, "ts": list(range(12)),
                       "v": [0, 1, 0, 1, 0, 1] * 2})
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
            "MATCH_NUMBER() AS mn ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH "
            "PATTERN (SEQ(a, b)) DEFINE a AS v = 0, b AS v = 1)")
-    tiny_slices.setenv("CEPSQL_THREADS", "1")
-    cepsql.backends.local.engine.run_local(sql, {"t": table})
-    single = dict(cep_worker.LAST_STATS)
-    tiny_slices.setenv("CEPSQL_THREADS", "2")
-    out = cepsql.backends.local.engine.run_local(sql, {"t": table})
-    merged = dict(cep_worker.LAST_STATS)
+    one, two = RunStatistics(), RunStatistics()
+    with cepsql.planner_options(threads=1):
+        cepsql.backends.local.engine.run_local(sql, {"t": table}, stats=one)
+    single = one.last
+    with cepsql.planner_options(threads=2):
+        out = cepsql.backends.local.engine.run_local(sql, {"t": table}, stats=two)
+    merged = two.last
     assert out.num_rows == 6 and merged["matches_found"] == single["matches_found"] == 6
     assert merged["peak_rows"] == 6 < single["peak_rows"] == 12
 
 
 def test_threaded_rows_are_in_partition_order(tiny_slices):
-    tiny_slices.setenv("CEPSQL_THREADS", "4")
     table = pa.table({"part": [f"p{i % 7}" for i in range(70)], "ts": list(range(70))})
-    out = cepsql.backends.local.engine.run_local(
-        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
-        "MATCH_NUMBER() AS mn, count(*) AS n ONE ROW PER MATCH PATTERN (a{2}) "
-        "DEFINE a AS true)", {"t": table})
+    with cepsql.planner_options(threads=4):
+        out = cepsql.backends.local.engine.run_local(
+            "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+            "MATCH_NUMBER() AS mn, count(*) AS n ONE ROW PER MATCH PATTERN (a{2}) "
+            "DEFINE a AS true)", {"t": table})
     assert out.column("part").to_pylist() == sorted(f"p{i}" for i in range(7) for _ in range(5))
     assert out.column("mn").to_pylist() == [1, 2, 3, 4, 5] * 7
 

@@ -71,11 +71,10 @@ def cases(draw) -> tuple[str, pa.Table]:
     return sql, _table(draw)
 
 
-def _both(sql: str, table: pa.Table, monkeypatch) -> tuple[pa.Table, pa.Table]:
-    monkeypatch.setenv("CEPSQL_SEQUENCE", "1")
+def _both(sql: str, table: pa.Table) -> tuple[pa.Table, pa.Table]:
     fast = run_local(sql, {"t": table})
-    monkeypatch.setenv("CEPSQL_SEQUENCE", "0")
-    general = run_local(sql, {"t": table})
+    with cepsql.planner_options(sequence_fast_path=False):
+        general = run_local(sql, {"t": table})
     return fast, general
 
 
@@ -101,15 +100,14 @@ def _shape_of(sql: str, table: pa.Table):
 
 @settings(**SETTINGS)
 @given(cases())
-def test_sequence_path_equals_general_vm(monkeypatch, case):
+def test_sequence_path_equals_general_vm(case):
     sql, table = case
-    fast, general = _both(sql, table, monkeypatch)
+    fast, general = _both(sql, table)
     assert _same(fast, general), sql
 
 
-def test_generated_cases_take_the_fast_path(monkeypatch):
+def test_generated_cases_take_the_fast_path():
     """The property above mostly exercises the fast path (not only the general VM)."""
-    monkeypatch.setenv("CEPSQL_SEQUENCE", "1")
     taken = 0
     examples = []
 
@@ -129,7 +127,7 @@ def test_generated_cases_take_the_fast_path(monkeypatch):
     ("A+ B+ C", "A AS A.x >= 0, B AS B.x >= 0, C AS C.x = 7"),  # long failing runs
     ("A{2,3} B? A", "A AS A.x % 3 <> 0"),
 ])
-def test_known_shapes_equal_and_use_the_path(monkeypatch, pattern, defines):
+def test_known_shapes_equal_and_use_the_path(pattern, defines):
     rng = np.random.default_rng(7)
     n = 3000
     table = pa.table({"p": pa.array(rng.choice(["a", "b", "c"], n)),
@@ -140,7 +138,7 @@ def test_known_shapes_equal_and_use_the_path(monkeypatch, pattern, defines):
            "MATCH_NUMBER() AS mn, FIRST(A.ts) AS a0, LAST(ts) AS z, CLASSIFIER() AS c "
            f"ONE ROW PER MATCH PATTERN ({pattern}) DEFINE {defines})")
     assert _shape_of(sql, table) is not None
-    fast, general = _both(sql, table, monkeypatch)
+    fast, general = _both(sql, table)
     assert _same(fast, general)
 
 
@@ -167,9 +165,8 @@ def test_define_reading_the_match_stays_with_the_general_vm():
     assert _shape_of(sql, table) is None
 
 
-def test_pandas_in_pandas_out(monkeypatch):
+def test_pandas_in_pandas_out():
     df = pd.DataFrame({"p": ["a"] * 5, "ts": range(5), "v": [1.0, 2.0, 3.0, 1.0, 0.5]})
-    monkeypatch.setenv("CEPSQL_SEQUENCE", "1")
     out = cepsql.match_recognize(
         "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
         "FIRST(A.ts) AS s, LAST(C.ts) AS e, MATCH_NUMBER() AS mn PATTERN (A B+ C) "
@@ -179,7 +176,7 @@ def test_pandas_in_pandas_out(monkeypatch):
 
 @settings(**SETTINGS)
 @given(st.data())
-def test_input_already_in_time_order_gives_the_sorted_result(monkeypatch, data):
+def test_input_already_in_time_order_gives_the_sorted_result(data):
     """Input already in ORDER BY order (the sort is skipped, engine._in_input_order) gives
     what the same rows shuffled give; ties in ts (decided by the tie-breakers) included."""
     n = data.draw(st.integers(0, 50))
@@ -192,8 +189,8 @@ def test_input_already_in_time_order_gives_the_sorted_result(monkeypatch, data):
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
            "FIRST(A.x) AS a, LAST(B.ts) AS b, LAST(x) AS z, MATCH_NUMBER() AS mn "
            "PATTERN (A B+ C) DEFINE B AS B.x >= PREV(B.x), C AS C.x < PREV(C.x))")
-    monkeypatch.setenv("CEPSQL_THREADS", "1")
-    assert _same(run_local(sql, {"t": table}), run_local(sql, {"t": shuffled}))
+    with cepsql.planner_options(threads=1):
+        assert _same(run_local(sql, {"t": table}), run_local(sql, {"t": shuffled}))
 
 
 @settings(**SETTINGS)
@@ -204,9 +201,7 @@ def test_sequence_path_in_threads_equals_general_vm(monkeypatch, case):
     from cepsql.backends.local import threads as threads_module
     sql, table = case
     monkeypatch.setattr(threads_module, "MIN_SLICE_ROWS", 1)
-    monkeypatch.setenv("CEPSQL_THREADS", "2")
-    monkeypatch.setenv("CEPSQL_SEQUENCE", "1")
-    fast = run_local(sql, {"t": table})
-    monkeypatch.setenv("CEPSQL_THREADS", "1")
-    monkeypatch.setenv("CEPSQL_SEQUENCE", "0")
-    assert _same(fast, run_local(sql, {"t": table})), sql
+    with cepsql.planner_options(threads=2):
+        fast = run_local(sql, {"t": table})
+    with cepsql.planner_options(threads=1, sequence_fast_path=False):
+        assert _same(fast, run_local(sql, {"t": table})), sql

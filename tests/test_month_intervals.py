@@ -16,7 +16,7 @@ from cepsql.algebra.expressions import Literal
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import add_months
 from cepsql.exprs.spark_sql import to_spark_sql
-from _sqlhelp import loc, run
+from support.sqlhelp import loc, run
 
 try:
     from .test_property_sql import assert_engine_matches, row_multiset, spec_of

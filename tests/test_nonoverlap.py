@@ -9,7 +9,8 @@ import pytest
 
 import cepsql
 from cepsql.parse import find_match_recognize
-from cepsql.runtime import cep_worker as cep_worker_module
+from cepsql.backends.local.engine import run_local
+from cepsql.runtime.run_stats import RunStatistics
 from cepsql.compile.clause import plan_query
 from cepsql.analyze.partition_inference import infer_partition_keys
 from cepsql.reference.cep import evaluate_reference_cep
@@ -91,9 +92,10 @@ def test_spark_strict_contiguity_with_partition_by(spark):
 
 
 def _counters(sql: str, table: pa.Table) -> dict:
+    stats = RunStatistics()
     with cepsql.planner_options(infer_partitions=False):
-        cepsql.match_recognize(sql, t=table)
-    return dict(cep_worker_module.LAST_STATS)
+        run_local(sql, {"t": table}, stats=stats)
+    return stats.last
 
 
 def test_planned_partial_matches_are_pruned():

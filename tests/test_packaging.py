@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from _background import Job
+from support.background import Job
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,10 +30,10 @@ from cepsql.analyze.partition_inference import (
 from cepsql.reference.cep import evaluate_reference_cep
 
 try:
-    from .strategies_cep import _tree, cep_streams, render, variables
+    from .support.strategies_cep import _tree, cep_streams, render, variables
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies_cep import _tree, cep_streams, render, variables
+    from support.strategies_cep import _tree, cep_streams, render, variables
     from test_property_sql import SETTINGS, row_multiset, spec_of
 
 ANY, NEXT = "SKIP_TILL_ANY_MATCH", "SKIP_TILL_NEXT_MATCH"

@@ -30,7 +30,7 @@ try:
     from .test_property_sql import SETTINGS, assert_engine_matches
 except ImportError:
     from test_property_sql import SETTINGS, assert_engine_matches
-from _sqlhelp import loc, run
+from support.sqlhelp import loc, run
 
 NAMES = [f"X{i}" for i in range(10)]
 ITEM_SHAPES = ["{v}", "{v}+", "{v}*", "{v}?", "{v}+?", "{v}{{1,2}}", "({v} | {w})",

@@ -1,6 +1,6 @@
 """CEP mode: the Cython run-based evaluator returns exactly the reference's rows.
 
-Queries come from tests/strategies_cep.py; shapes the evaluator does not support (it
+Queries come from tests/support/strategies_cep.py; shapes the evaluator does not support (it
 raises CepUnsupportedError, e.g. KL of a sequence) are rejected.
 Rows are compared as multisets (helpers from test_property_sql).
 """
@@ -10,21 +10,29 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, reject, settings
 
+from cepsql.backends.local.engine import to_pandas
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
+from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_property_sql import SETTINGS, row_multiset, spec_of
 
 
-def assert_cep_matches(sql: str, table: pa.Table) -> None:
+def assert_cep_matches(sql: str, table: pa.Table, stats: RunStatistics | None = None
+                       ) -> None:
+    """The engine's rows equal the reference's (the evaluators' counters go to stats)."""
     import cepsql
     try:
-        df = cepsql.match_recognize(sql, t=table)
+        if stats is None:
+            df = cepsql.match_recognize(sql, t=table)
+        else:
+            df = to_pandas(cepsql.backends.local.engine.run_local(sql, {"t": table},
+                                                                  stats=stats))
     except CepUnsupportedError:
         reject()
     names, rows = evaluate_reference_cep(spec_of(sql), table)

@@ -15,18 +15,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cepsql
-from cepsql.runtime import cep_worker as cep_worker_module
+from cepsql.runtime.run_stats import RunStatistics
 from cepsql.reference.cep import evaluate_reference_cep
 
 try:
-    from .strategies import STREAM_SCHEMA
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies import STREAM_SCHEMA
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_cep_streaming import _chunked
     from .test_property_cep import assert_cep_matches
     from .test_property_sql import SETTINGS, spec_of
 except ImportError:
-    from strategies import STREAM_SCHEMA
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies import STREAM_SCHEMA
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_cep_streaming import _chunked
     from test_property_cep import assert_cep_matches
     from test_property_sql import SETTINGS, spec_of
@@ -159,10 +159,10 @@ def test_planned_evaluator_matches_reference(algorithm):
     @settings(max_examples=40, **SETTINGS)
     @given(case=cases(ANY))
     def check(case):
-        cep_worker_module.LAST_STATS.clear()
+        stats = RunStatistics()
         with cepsql.planner_options(algorithm=algorithm):
-            assert_cep_matches(*case)
-        seen["planned"] += int(cep_worker_module.LAST_STATS.get("planned", 0))
+            assert_cep_matches(*case, stats=stats)
+        seen["planned"] += int(stats.last.get("planned", 0))
     check()
     assert seen["planned"] > 0
 

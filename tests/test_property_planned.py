@@ -18,16 +18,17 @@ from cepsql.planning import ALGORITHMS
 from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
 from cepsql.compile import cep as cep_plan_module
-from cepsql.runtime import cep_worker as cep_worker_module
+from cepsql.backends.local.engine import run_local, to_pandas
+from cepsql.runtime.run_stats import RunStatistics
 from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
 
 try:
-    from .strategies_cep import cep_queries, cep_streams
+    from .support.strategies_cep import cep_queries, cep_streams
     from .test_cep_streaming import _chunked
     from .test_property_cep import assert_cep_matches
     from .test_property_sql import SETTINGS
 except ImportError:
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies_cep import cep_queries, cep_streams
     from test_cep_streaming import _chunked
     from test_property_cep import assert_cep_matches
     from test_property_sql import SETTINGS
@@ -52,9 +53,9 @@ def _counting():
     seen = {"planned": 0}
 
     def check(sql, table):
-        cep_worker_module.LAST_STATS.clear()
-        assert_cep_matches(sql, table)
-        seen["planned"] += int(cep_worker_module.LAST_STATS.get("planned", 0))
+        stats = RunStatistics()
+        assert_cep_matches(sql, table, stats)
+        seen["planned"] += int(stats.last.get("planned", 0))
     return seen, check
 
 
@@ -125,9 +126,10 @@ def test_planned_evaluator_reports_partial_matches():
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES a.ts AS ta, c.ts AS tc "
            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN 5 ROWS "
            "DEFINE a AS a.tag = 'a', b AS b.tag = 'b', c AS c.tag = 'c')")
+    run = RunStatistics()
     with cepsql.planner_options(algorithm="DP_B"):
-        df = cepsql.match_recognize(sql, t=table)
-    stats = cep_worker_module.LAST_STATS
+        df = to_pandas(run_local(sql, {"t": table}, stats=run))
+    stats = run.last
     assert stats["planned"] == 1
     assert stats["partial_matches"] > 0
     # a in {0,3,6}, b in {1,4,7}, c in {2,5}; a span of 5 rows or more is too wide

@@ -1,6 +1,6 @@
 """Property tests: the in-process engine returns exactly the reference evaluator's rows.
 
-Queries and streams come from tests/strategies.py. Rows are compared as multisets
+Queries and streams come from tests/support/strategies.py. Rows are compared as multisets
 after normalising values (floats rounded, NaN/NA as null, numpy scalars unwrapped).
 The engine is imported inside the tests so this module collects before it exists.
 """
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, reject, settings
 from cepsql.reference.sql import SearchBudgetExceeded, evaluate_reference
 
 try:  # tests/ as a package or as a plain directory on sys.path
-    from .strategies import queries, streams
+    from .support.strategies import queries, streams
 except ImportError:
-    from strategies import queries, streams
+    from support.strategies import queries, streams
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])

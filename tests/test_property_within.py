@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from cepsql.reference.cep import evaluate_reference_cep
 
 try:
-    from .strategies import queries, streams
+    from .support.strategies import queries, streams
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies import queries, streams
+    from support.strategies import queries, streams
     from test_property_sql import SETTINGS, row_multiset, spec_of
 
 WINDOWS = ["WITHIN 1 ROWS", "WITHIN 2 ROWS", "WITHIN 3 ROWS", "WITHIN 5 ROWS",

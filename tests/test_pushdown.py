@@ -19,11 +19,11 @@ from cepsql.compile.clause import plan_query
 from cepsql.analyze.relevance import relevance_filter
 
 try:
-    from .strategies_cep import cep_queries, cep_streams
+    from .support.strategies_cep import cep_queries, cep_streams
     from .test_property_cep import assert_cep_matches
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies_cep import cep_queries, cep_streams
     from test_property_cep import assert_cep_matches
     from test_property_sql import SETTINGS, row_multiset, spec_of
 

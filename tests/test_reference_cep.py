@@ -455,7 +455,7 @@ def test_generated_queries_nest_strategies():
     import sys
     from hypothesis import HealthCheck, given, settings
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    from strategies_cep import cep_queries, cep_streams
+    from support.strategies_cep import cep_queries, cep_streams
 
     @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
     @given(cep_queries(), cep_streams())

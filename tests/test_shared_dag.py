@@ -26,10 +26,10 @@ from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
 from support.local_run import plan_local_workload
 
 try:
-    from .strategies_cep import cep_streams
+    from .support.strategies_cep import cep_streams
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from strategies_cep import cep_streams
+    from support.strategies_cep import cep_streams
     from test_property_sql import SETTINGS, row_multiset, spec_of
 
 TYPES = ["tag = 'x'", "tag = 'y'", "tag <> 'z'", "price > 3", "price <= 6",

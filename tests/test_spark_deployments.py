@@ -1,6 +1,6 @@
 """The core queries on the deployments users run (issue 12, items 5 and 7), each in its
 own process, started with the test session so their JVM start-ups overlap the other
-tests (tests/_background.py):
+tests (tests/support/background.py):
 
 - Spark Connect: a real local Connect server (``SparkSession.builder.remote("local[2]")``);
   it runs in a subprocess because pyspark's local Connect server and the classic session
@@ -12,7 +12,7 @@ tests (tests/_background.py):
 - the console of ``cepsql sql`` (local mode) for an error only found while the job runs:
   the CepRuntimeError with its position, and no Java stack trace or worker traceback.
 
-Results must equal the in-process session's (tests/_deploy_queries.py)."""
+Results must equal the in-process session's (tests/support/deploy_queries.py)."""
 from __future__ import annotations
 
 import json
@@ -21,8 +21,8 @@ import sys
 
 import pytest
 
-from _background import Job
-from _deploy_queries import FAILING, FAILING_AT, run_all
+from support.background import Job
+from support.deploy_queries import FAILING, FAILING_AT, run_all
 from cepsql.errors import position_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -19,7 +19,7 @@ from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
 from cepsql.parse import find_match_recognize
 from cepsql.errors import CepRuntimeError
 from cepsql.compile.clause import plan_query
-from strategies_cep import cep_queries, cep_streams
+from support.strategies_cep import cep_queries, cep_streams
 from test_spark_slicing import _null_normal, _unpartitioned_windowed
 
 SCHEMA = "part string, ts long, price long, vol double, tag string"

@@ -295,7 +295,7 @@ def test_labels_get_a_task_each(spark):
 from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from strategies_cep import cep_queries, cep_streams  # noqa: E402
+from support.strategies_cep import cep_queries, cep_streams  # noqa: E402
 from test_property_sql import row_multiset  # noqa: E402
 
 from cepsql.reference.cep import evaluate_reference_cep  # noqa: E402

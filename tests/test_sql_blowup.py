@@ -21,11 +21,11 @@ from cepsql.errors import CepError
 from cepsql.runtime import worker as worker_module
 
 try:
-    from .strategies import (MEASURE_TEMPLATES, _fill, _has, _render, _variables,
+    from .support.strategies import (MEASURE_TEMPLATES, _fill, _has, _render, _variables,
                              pattern_trees, queries, streams)
     from .test_property_sql import SETTINGS, assert_engine_matches, row_multiset
 except ImportError:
-    from strategies import (MEASURE_TEMPLATES, _fill, _has, _render, _variables,
+    from support.strategies import (MEASURE_TEMPLATES, _fill, _has, _render, _variables,
                             pattern_trees, queries, streams)
     from test_property_sql import SETTINGS, assert_engine_matches, row_multiset
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from cepsql.errors import CepRuntimeError
-from _sqlhelp import run, run_sorted, srt
+from support.sqlhelp import run, run_sorted, srt
 
 ID5 = pd.DataFrame({"id": [1, 2, 3, 4, 5], "v": [1, 2, 3, 4, 5]})
 

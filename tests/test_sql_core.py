@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from _sqlhelp import run, run_sorted, srt
+from support.sqlhelp import run, run_sorted, srt
 
 # ids 1..5, p = 5 3 4 2 6
 T5 = pd.DataFrame({"id": [1, 2, 3, 4, 5], "p": [5, 3, 4, 2, 6]})

@@ -7,7 +7,7 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
-from _sqlhelp import loc
+from support.sqlhelp import loc
 
 T = pd.DataFrame({"id": [1, 2], "p": [1, 2]})
 

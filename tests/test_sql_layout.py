@@ -10,7 +10,7 @@ import pytest
 import cepsql
 from cepsql.errors import CepAnalysisError, CepSyntaxError
 from cepsql.reference.sql import evaluate_reference
-from _sqlhelp import loc, run
+from support.sqlhelp import loc, run
 
 try:
     from .test_property_sql import spec_of

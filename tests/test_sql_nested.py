@@ -10,7 +10,7 @@ import pytest
 import cepsql
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.errors import CepAnalysisError
-from _sqlhelp import loc, run
+from support.sqlhelp import loc, run
 
 from cepsql.reference.sql import evaluate_reference
 

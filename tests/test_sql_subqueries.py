@@ -13,7 +13,7 @@ import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
 from cepsql.reference.sql import evaluate_reference
 from cepsql.analyze.subqueries import bind_subqueries
-from _sqlhelp import loc, run
+from support.sqlhelp import loc, run
 
 try:
     from .test_property_sql import row_multiset, spec_of

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from cepsql.runtime import worker as worker_module
 
 try:
-    from .strategies import queries, streams
+    from .support.strategies import queries, streams
     from .test_property_sql import SETTINGS, assert_engine_matches
 except ImportError:
-    from strategies import queries, streams
+    from support.strategies import queries, streams
     from test_property_sql import SETTINGS, assert_engine_matches
 
 

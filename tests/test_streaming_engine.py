@@ -25,13 +25,13 @@ from cepsql.backends.local.sql import sort_table
 from cepsql.compile.clause import plan_query
 
 try:
-    from .strategies import queries, streams
-    from .strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies import queries, streams
+    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from .test_property_sql import SETTINGS, spec_of
     from .test_property_within import with_window
 except ImportError:
-    from strategies import queries, streams
-    from strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies import queries, streams
+    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
     from test_property_sql import SETTINGS, spec_of
     from test_property_within import with_window
 

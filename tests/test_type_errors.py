@@ -9,7 +9,7 @@ import pytest
 
 import cepsql
 from cepsql.errors import CepAnalysisError, CepSyntaxError
-from _sqlhelp import loc
+from support.sqlhelp import loc
 
 T = pd.DataFrame({"id": [1, 2, 3], "p": [1, 2, 3], "s": ["a", "b", "c"],
                   "f": [0.5, 1.5, 2.5], "d": pd.to_datetime(["2024-01-01", "2024-01-02",

@@ -13,18 +13,18 @@ from hypothesis import strategies as st
 import cepsql
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.backends.local.engine import run_local
-from cepsql.runtime import cep_worker
+from cepsql.runtime.run_stats import RunStatistics
 from cepsql.compile.clause import plan_query
 from cepsql.stats import CACHE
 from cepsql.stats.worker import InWorkerStatistics, stats_mode, worker_sample_rows
 
 try:
-    from .strategies_cep import cep_streams
+    from .support.strategies_cep import cep_streams
     from .test_property_cep import assert_cep_matches
     from .test_property_planned import planned_queries
     from .test_property_sql import SETTINGS, row_multiset
 except ImportError:
-    from strategies_cep import cep_streams
+    from support.strategies_cep import cep_streams
     from test_property_cep import assert_cep_matches
     from test_property_planned import planned_queries
     from test_property_sql import SETTINGS, row_multiset
@@ -53,10 +53,10 @@ def test_worker_plans_equal_driver_plans(algorithm):
                 driver = run_local(sql, {"t": table})
             except CepUnsupportedError:
                 return
-            cep_worker.LAST_STATS.clear()
-            worker = run_local(sql, {"t": table}, planner=_in_worker(rows))
+            stats = RunStatistics()
+            worker = run_local(sql, {"t": table}, planner=_in_worker(rows), stats=stats)
         assert _rows(worker) == _rows(driver), sql
-        seen["planned"] += cep_worker.LAST_STATS.get("worker_planned", 0)
+        seen["planned"] += stats.last.get("worker_planned", 0)
     check()
     assert seen["planned"] > 0  # some tasks really planned from their rows
 
@@ -96,9 +96,9 @@ def test_a_task_plans_from_its_rows():
     # B is ten times as frequent as A and C: the estimated plan does not take B first
     table = _skewed(4000)
     sql = SKEWED_SQL.format(src="t")
-    cep_worker.LAST_STATS.clear()
-    worker = run_local(sql, {"t": table}, planner=_in_worker(1000))
-    stats = dict(cep_worker.LAST_STATS)
+    run = RunStatistics()
+    worker = run_local(sql, {"t": table}, planner=_in_worker(1000), stats=run)
+    stats = run.last
     assert stats["worker_planned"] == 1 and stats["worker_sample_rows"] == 1000
     # uniform estimates give C -> B -> A; the task's estimate puts frequent B last
     assert "A -> C -> B" in stats["worker_plan"], stats["worker_plan"]

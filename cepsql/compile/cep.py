@@ -243,6 +243,7 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
             conj_late=np.asarray(conj_late, dtype=np.uint8),
             conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
             worker_planner=worker_planner, gathered=tuple(gathered),
+            merging=(options or PlannerOptions()).run_merging,
             **not_arrays, **tree_arrays)
         return BoundPlan(CepWorker(config), config.output_schema, projection)
 
@@ -341,11 +342,6 @@ def _next_labels(t: LinearSeq, i: int, labels: list[str], end: int | None = None
             break
         j += 1
     return mask
-
-
-def _planned_terms(spec: MatchRecognizeSpec) -> list[Term] | None:
-    """The disjuncts the planned evaluator runs, or None (in-order evaluation)."""
-    return plannable_terms(spec)[0]
 
 
 def _no_moments(cond: Expr) -> None:

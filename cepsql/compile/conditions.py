@@ -81,10 +81,6 @@ class ConditionCode:
     ansi: bool = True           # spark.sql.ansi.enabled: overflow raises instead of NULL
     row_errors: bool = False    # a row-local part raises where it is tested (C_RAISE_IF)
 
-    def exact_columns(self) -> list[int]:
-        """VM columns held in the exact lane."""
-        return [i for i, t in enumerate(self.column_types) if t.exact]
-
 
 A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
 

@@ -694,15 +694,6 @@ def _power(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
     return pc.power(pc.cast(args[0], pa.float64()), pc.cast(args[1], pa.float64()))
 
 
-def _element_wise(kernel: Callable) -> Callable:
-    def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
-        if len(args) < 2:
-            raise CepAnalysisError(f"function {e.name}() needs at least 2 arguments", pos=e.pos)
-        target = _common_type([a.type for a in args])
-        return kernel(*[_cast_value(a, target) for a in args])
-    return call
-
-
 def _greatest_least(kernel: Callable) -> Callable:
     def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         if len(args) < 2:

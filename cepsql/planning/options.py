@@ -26,7 +26,11 @@ class PlannerOptions:
     throughput cost, VLDB 2018 section 5.1). sample_rows / sample_seconds bound the
     statistics sample; plan_seconds bounds plan generation. slicing: split unpartitioned
     windowed inputs into overlapping time slices; infer_partitions: derive PARTITION BY
-    keys from an equality that links every variable."""
+    keys from an equality that links every variable. run_merging: the CEP run NFA merges
+    equal runs (SASE+ 5.2.2; off only to measure it). In-process only: threads for the
+    evaluators (None = every core), sequence_fast_path (``A B+ C`` shapes:
+    backends/local/sequence.py) and vector_masks (DEFINE masks in numpy: masks.py), both
+    switched off only to compare against the general evaluator."""
     algorithm: str | None = None
     alpha: float = 0.0
     sample_rows: int = 50_000
@@ -35,6 +39,10 @@ class PlannerOptions:
     slicing: bool = True
     infer_partitions: bool = True
     ansi: bool = True  # spark.sql.ansi.enabled: DEFINE arithmetic overflow raises (else NULL)
+    run_merging: bool = True
+    threads: int | None = None
+    sequence_fast_path: bool = True
+    vector_masks: bool = True
 
 
 #: Spark conf key -> PlannerOptions field
@@ -46,6 +54,7 @@ CONF_KEYS = {
     "cepsql.planner.planSeconds": "plan_seconds",
     "cepsql.planner.slicing": "slicing",
     "cepsql.planner.inferPartitions": "infer_partitions",
+    "cepsql.planner.runMerging": "run_merging",
     "spark.sql.ansi.enabled": "ansi",
 }
 
@@ -63,7 +72,7 @@ def _convert(key: str, name: str, text: str):
             if text.upper() not in ALGORITHMS:
                 raise ValueError(f"known: AUTO, {', '.join(ALGORITHMS)}")
             return text.upper()
-        if name in ("slicing", "infer_partitions", "ansi"):
+        if name in ("slicing", "infer_partitions", "ansi", "run_merging"):
             if text.lower() not in ("true", "false"):
                 raise ValueError("expected true or false")
             return text.lower() == "true"

@@ -115,10 +115,8 @@ class AdaptiveWorker(CepWorker):
         return AdaptivePush(self)
 
     def _record(self, matcher) -> None:
-        from cepsql.runtime.cep_worker import publish_stats
-        self.last_stats = matcher.stats()
-        publish_stats({**self.last_stats, "adaptive_checks": self.checks,
-                       "adaptive_switches": self.switches})
+        self.last_stats = {**matcher.stats(), "adaptive_checks": self.checks,
+                           "adaptive_switches": self.switches}
 
 
 class AdaptivePush:

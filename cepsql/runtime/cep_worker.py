@@ -18,8 +18,6 @@ Held per group (the group's rows stay until it ends):
 """
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,29 +87,12 @@ class CepConfig:
     gathered: tuple = ()
 
 
-LAST_STATS: dict = {}  # evaluator counters of the last worker run in this process
-_STATS_LOCK = threading.Lock()
-
-
-def publish_stats(stats: dict) -> None:
-    """Replace LAST_STATS with one run's counters, atomically (runs may be in threads)."""
-    with _STATS_LOCK:
-        LAST_STATS.clear()
-        LAST_STATS.update(stats)
-
-
-def add_stats(stats: dict) -> None:
-    """Add counters to the last run's LAST_STATS, atomically."""
-    with _STATS_LOCK:
-        LAST_STATS.update(stats)
-
-
 class CepWorker(MatchWorker):
     """Picklable callable: Iterator[RecordBatch] -> Iterator[RecordBatch]."""
 
     def __init__(self, config: CepConfig):
         self.config = config
-        self.last_stats: dict | None = None
+        self.last_stats: dict | None = None  # the evaluator's counters of the last run
 
     def streamable(self) -> bool:
         """Whether the open group's rows can be dropped as the window moves on."""
@@ -129,12 +110,11 @@ class CepWorker(MatchWorker):
         with a worker planner, the stream's first rows choose the plan first."""
         if self.config.worker_planner is not None:
             from cepsql.runtime.task_planning import PlanningPush
-            return PlanningPush(self.config)
+            return PlanningPush(self)
         return _WindowPush(self) if self.streamable() else _GroupPush(self)
 
     def _record_stats(self, matcher) -> None:
         self.last_stats = matcher.stats()
-        publish_stats(self.last_stats)
 
     def _new_matcher(self):
         from cepsql._ext.cep import CepMatcher
@@ -146,8 +126,7 @@ class CepWorker(MatchWorker):
             int(c.select_past_last), c.window_kind, float(c.window_size), c.code.max_stack)
         matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
                           measure_lanes(c.code, c.aggregate_columns))
-        # CEPSQL_CEP_MERGE=0 switches run merging off (benchmarks/bench_cep.py)
-        matcher.merging = int(c.merging and os.environ.get("CEPSQL_CEP_MERGE", "1") != "0")
+        matcher.merging = int(c.merging)  # PlannerOptions.run_merging
         if c.comp_proceed is not None:
             matcher.set_guards(c.comp_proceed)
         if c.groups is not None:

@@ -95,12 +95,6 @@ class PassGroup:
     # before the shuffle (None: every row is shuffled)
     relevance: list[Expr] | None = None
 
-    @property
-    def own_names(self) -> bool:
-        """A group of one STRICT_CONTIGUITY-with-PARTITION-BY plan keeps its plan's own
-        column names (the backends' break-column code reads them)."""
-        return self.break_column is not None
-
 
 @dataclass
 class SharedPass:

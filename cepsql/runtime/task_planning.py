@@ -67,8 +67,10 @@ class PlanningPush:
     until the sample is complete (or the stream ends), then the planned worker's push
     state takes them and every later batch."""
 
-    def __init__(self, config):
-        self.config = config
+    def __init__(self, owner):
+        self.owner = owner           # the CepWorker whose last_stats this run sets
+        self.config = owner.config
+        self.runner = None           # the planned worker the rows go through
         self.head: list[pa.RecordBatch] = []
         self.rows = 0
         self.inner = None
@@ -83,15 +85,16 @@ class PlanningPush:
         return self._start() if self.rows >= self.config.worker_planner.sample_rows else []
 
     def finish(self) -> list[pa.RecordBatch]:
-        from cepsql.runtime.cep_worker import add_stats
         out = self._start() if self.inner is None else []
         out += self.inner.finish()
+        stats = dict(self.runner.last_stats or {})
         if self.choice is not None:
             planner: WorkerPlanner = self.config.worker_planner
-            add_stats({"worker_planned": 1,
-                       "worker_sample_rows": int(min(self.rows, planner.sample_rows)),
-                       "worker_plan": (self.worker.digest if self.worker is not None
-                                       else plan_digest(self.choice))})
+            stats.update({"worker_planned": 1,
+                          "worker_sample_rows": int(min(self.rows, planner.sample_rows)),
+                          "worker_plan": (self.worker.digest if self.worker is not None
+                                          else plan_digest(self.choice))})
+        self.owner.last_stats = stats
         return out
 
     def _start(self) -> list[pa.RecordBatch]:
@@ -111,7 +114,8 @@ class PlanningPush:
                 worker = AdaptiveWorker(config, planner, statistics,
                                         plan_digest(self.choice), planner.adaptive)
         self.worker = worker
-        self.inner = (worker or CepWorker(config))._new_push()
+        self.runner = worker or CepWorker(config)
+        self.inner = self.runner._new_push()
         out: list[pa.RecordBatch] = []
         for batch in self.head:
             out += self.inner.feed(batch)

@@ -27,13 +27,14 @@ from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_p
 from cepsql.parse.statements import clause_output_names
 from cepsql.backends.local.duck import run_duckdb
 from cepsql.backends.local.sequence import sequence_shape
-from cepsql.backends.local.stages import stage
 from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
 from cepsql.backends.local.sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
                         unsupported)
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.planning.options import current_options
+from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
 __all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
@@ -45,16 +46,17 @@ _placeholders = itertools.count(1)
 def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
     """Result of sql (one query) over the given tables (pandas DataFrames or Arrow tables,
     matched to table names case-insensitively)."""
-    with stage("pandas -> Arrow"):
-        arrow = {k: to_arrow(v) for k, v in tables.items()}
+    arrow = {k: to_arrow(v) for k, v in tables.items()}
     out = run_local(sql, arrow)
-    with stage("Arrow -> pandas"):
-        return to_pandas(out)
+    return to_pandas(out)
 
 
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
-              planner: Callable | None = None) -> pa.Table:
-    """Result of sql as an Arrow table (finder/planner default to cepsql's own)."""
+              planner: Callable | None = None,
+              stats: RunStatistics | None = None) -> pa.Table:
+    """Result of sql as an Arrow table (finder/planner default to cepsql's own). With
+    stats, each MATCH_RECOGNIZE clause run adds its evaluator's counters there (partial
+    matches, runs, peak rows held, ...: runtime/run_stats.py)."""
     outer = _parsed if finder is None else finder
     if finder is None:
         from cepsql.parse import find_match_recognize as finder
@@ -62,10 +64,9 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
         from cepsql.compile.clause import plan_query as planner
     stmt = sql.rstrip().rstrip(";")
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
-    run = _LocalStatement(stmt, finder, planner)
+    run = _LocalStatement(stmt, finder, planner, stats)
     try:
-        with stage("parse"):
-            sites = outer(stmt, offset=0, full_sql=stmt)
+        sites = outer(stmt, offset=0, full_sql=stmt)
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
             return run.clause(sites[0], scope)  # fast path: no SQL around the clause
         return run.query(stmt, 0, scope, sites)
@@ -88,8 +89,10 @@ class _LocalStatement:
     runs a clause when it reads its placeholder, in the scope of that point (so a CTE name
     as the clause's source resolves like any table name)."""
 
-    def __init__(self, stmt: str, finder: Callable, planner: Callable):
+    def __init__(self, stmt: str, finder: Callable, planner: Callable,
+                 stats: RunStatistics | None = None):
         self.stmt, self.finder, self.planner = stmt, finder, planner
+        self.stats = stats
         self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
 
     def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
@@ -141,11 +144,11 @@ class _LocalStatement:
         return self.done[key][1]
 
     def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
-        with stage("plan"):
-            spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
-            plan = self.planner(spec, table.schema, self.stmt,
-                                statistics=partial(_table_statistics, table=table))
-        out = execute_plan(table, plan)
+        spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
+        plan = self.planner(spec, table.schema, self.stmt,
+                            statistics=partial(_table_statistics, table=table))
+        out = execute_plan(table, plan,
+                           stats=None if self.stats is None else self.stats.clause(site.start))
         try:
             return out.rename_columns(clause_output_names(site, out.column_names))
         except CepError as err:
@@ -175,7 +178,6 @@ class _LocalStatement:
 
 def _table_statistics(spec, table: pa.Table):
     """Statistics of spec over an in-process input (cached per table object)."""
-    from cepsql.planning.options import current_options
     from cepsql.stats import CACHE
     opts = current_options()
     return CACHE.get_or_estimate(spec, table, sample_rows=opts.sample_rows,
@@ -346,36 +348,39 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
 
 
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
-                 threads: int | None = None) -> pa.Table:
+                 threads: int | None = None, *,
+                 stats: ClauseStatistics | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
-    (on ``threads`` threads, default all cores: backends/local/threads.py), project."""
-    with stage("prepare columns + bind"):
-        table = relevant_rows(table, plan)
-        prepared = table
-        for name, expr in plan.prepare_columns:
-            prepared = prepared.append_column(name, evaluate_arrow(expr, table))
-        if plan.break_column is not None:
-            prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
-        bound = plan.bind(prepared.schema)
-        shape = sequence_shape(plan.spec, bound.worker)
+    (on ``threads`` threads, default the planner options' or all cores:
+    backends/local/threads.py), project. The evaluator's counters go to stats when
+    given."""
+    opts = current_options()
+    threads = opts.threads if threads is None else threads
+    table = relevant_rows(table, plan)
+    prepared = table
+    for name, expr in plan.prepare_columns:
+        prepared = prepared.append_column(name, evaluate_arrow(expr, table))
+    if plan.break_column is not None:
+        prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
+    bound = plan.bind(prepared.schema)
+    shape = sequence_shape(plan.spec, bound.worker, vector_masks=opts.vector_masks) \
+        if opts.sequence_fast_path else None
     keys = list(plan.sort_keys)
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    with stage("partition ranks"):
-        ranks = partition_ranks(prepared, keys[0], sort_indices) \
-            if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
+    ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads) \
+        if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
                                partial(_slice_order, keys=by_rank, plan=plan),
-                               batch_rows=batch_rows, threads=threads, shape=shape)
+                               batch_rows=batch_rows, threads=threads, shape=shape,
+                               stats=stats)
     else:
-        with stage("sort (whole table)"):
-            ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
+        ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
-                         threads=threads, shape=shape)
+                         threads=threads, shape=shape, stats=stats)
     names = [n for n, _ in bound.final_projection]
-    with stage("final projection"):
-        return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
+    return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
                                 names=names)

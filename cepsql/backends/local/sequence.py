@@ -9,15 +9,14 @@ outside that subset), the matches found by the linear backtracking search of
 cython_ext/sequence.pyx, and the MEASURES' row references (FIRST/LAST with logical and
 physical offsets, CLASSIFIER) resolved from each match's per-element counts there too; the
 output batch is the one MatchWorker builds. Results equal the general VM's (property
-tests in tests/test_local_sequence.py); CEPSQL_SEQUENCE=0 turns the path off and
-CEPSQL_VECTOR_MASKS=0 keeps the masks on the VM (for comparisons).
+tests in tests/test_local_sequence.py); the planner options sequence_fast_path=False
+turn the path off and vector_masks=False keep the masks on the VM (for comparisons).
 
 Run on a slice of partitions given as row positions (threads.run_by_partition), only the
 DEFINEs' columns are gathered; the output columns are taken from the input once, at the
 matched rows."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,29 +25,24 @@ import pyarrow as pa
 from cepsql.algebra.pattern import Concat, Quantified, Var
 from cepsql.runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
 from cepsql.backends.local.masks import vector_masks
-from cepsql.backends.local.stages import stage
 
-__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks", "enabled",
-           "vector_enabled"]
+__all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks"]
 
 
 @dataclass(frozen=True)
 class SequenceShape:
-    """The pattern as elements: labels[e]{lows[e], highs[e]} (highs -1: unbounded)."""
+    """The pattern as elements: labels[e]{lows[e], highs[e]} (highs -1: unbounded);
+    vector_masks: whether the DEFINE masks may be computed in numpy (masks.py)."""
     labels: np.ndarray
     lows: np.ndarray
     highs: np.ndarray
+    vector_masks: bool = True
 
 
-def enabled() -> bool:
-    """Whether the fast path may be used (CEPSQL_SEQUENCE=0 turns it off, for comparisons)."""
-    return os.environ.get("CEPSQL_SEQUENCE", "1") != "0"
-
-
-def sequence_shape(spec, worker) -> SequenceShape | None:
+def sequence_shape(spec, worker, *, vector_masks: bool = True) -> SequenceShape | None:
     """The shape of spec when the fast path computes exactly what ``worker`` (the bound
     plan's worker) would, else None."""
-    if spec is None or not isinstance(worker, MatchWorker) or not enabled():
+    if spec is None or not isinstance(worker, MatchWorker):
         return None
     c = worker.config
     if not isinstance(c, WorkerConfig) or getattr(spec, "strategy", None) is not None:
@@ -79,7 +73,7 @@ def sequence_shape(spec, worker) -> SequenceShape | None:
     if sum(lows) < 1 or any(0 <= h < lo for lo, h in zip(lows, highs)):
         return None  # empty matches (and empty quantifier ranges) stay with the general VM
     return SequenceShape(np.asarray(labels, np.int32), np.asarray(lows, np.int64),
-                         np.asarray(highs, np.int64))
+                         np.asarray(highs, np.int64), vector_masks)
 
 
 def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
@@ -99,30 +93,27 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
     if starts is None:
         starts = _group_starts(worker, table)
     bounds = np.append(starts, n).astype(np.int64)
-    with stage("DEFINE masks"):
-        masks = define_masks(worker, table, rows, bounds)
-    with stage("sequence search"):
-        first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
-                                               shape.highs, c.code.offsets < 0)
+    masks = define_masks(worker, table, rows, bounds, vectorised=shape.vector_masks)
+    first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
+                                           shape.highs, c.code.offsets < 0)
     if len(first) == 0:
         return c.output_schema.empty_table()
-    with stage("MEASURES row references"):
-        numbers = _match_numbers(parts)
-        member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
-        leaves = sequence_leaves(first, counts, parts, bounds, shape.labels, member,
-                                 c.leaves, rows)
-        if rows is not None:  # slice positions -> table rows
-            first = rows[first]
-    with stage("output columns (take)"):
-        aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
-        out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
-        return pa.Table.from_batches(out, schema=c.output_schema)
+    numbers = _match_numbers(parts)
+    member = np.asarray(c.membership).reshape(-1, max(len(c.labels), 1))
+    leaves = sequence_leaves(first, counts, parts, bounds, shape.labels, member,
+                             c.leaves, rows)
+    if rows is not None:  # slice positions -> table rows
+        first = rows[first]
+    aggregates = np.zeros((len(first), 0, 2), dtype=np.int64)
+    out = worker._output(table, first, numbers, leaves, aggregates, np.zeros(0, np.int64))
+    return pa.Table.from_batches(out, schema=c.output_schema)
 
 
 def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
-                 bounds: np.ndarray) -> np.ndarray:
+                 bounds: np.ndarray, *, vectorised: bool = True) -> np.ndarray:
     """uint8[n_labels, n]: each label's row-local DEFINE per row (of rows, when given),
-    vectorised (masks.py) when every instruction allows, else by the condition VM."""
+    vectorised (masks.py) when allowed and every instruction allows, else by the
+    condition VM."""
     c = worker.config
     n = int(bounds[-1])
     loaded = _double_columns(c, table, rows)
@@ -135,7 +126,7 @@ def define_masks(worker: MatchWorker, table: pa.Table, rows: np.ndarray | None,
                 columns = columns.take(pa.array(rows))
         loaded = worker._vm_columns(columns.combine_chunks())
     values, nulls, consts, exact = loaded
-    if not len(exact) and vector_enabled():
+    if not len(exact) and vectorised:
         masks = vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels)
         if masks is not None:
             return masks
@@ -170,11 +161,6 @@ def _double_columns(c: WorkerConfig, table: pa.Table, rows: np.ndarray | None):
     values = np.stack(arrays) if len(arrays) > 1 else arrays[0].reshape(1, -1)
     nulls = np.zeros(values.shape, dtype=np.uint8)
     return values, nulls, code.consts.copy(), np.zeros((0, values.shape[1], 2), np.int64)
-
-
-def vector_enabled() -> bool:
-    """Whether DEFINE masks may be vectorised (CEPSQL_VECTOR_MASKS=0: always the VM)."""
-    return os.environ.get("CEPSQL_VECTOR_MASKS", "1") != "0"
 
 
 def _group_starts(worker: MatchWorker, table: pa.Table) -> np.ndarray:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.backends.local.sequence import SequenceShape, run_sequence
-from cepsql.backends.local.stages import WAIT_FOR_WORKERS, in_context, stage
+from cepsql.runtime.run_stats import ClauseStatistics
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -36,32 +36,35 @@ MIN_SLICE_ROWS = 16_384
 
 
 def default_threads() -> int:
-    """Threads for the evaluators: CEPSQL_THREADS if set, else the machine's cores."""
-    value = os.environ.get("CEPSQL_THREADS")
-    return max(1, int(value)) if value else (os.cpu_count() or 1)
+    """Threads for the evaluators unless the caller says (PlannerOptions.threads): the
+    machine's cores."""
+    return os.cpu_count() or 1
 
 
 def run_worker(ordered: pa.Table, bound: BoundPlan, partition_columns: list[str], *,
                batch_rows: int = 65536, threads: int | None = None,
-               shape: SequenceShape | None = None) -> pa.Table:
+               shape: SequenceShape | None = None,
+               stats: ClauseStatistics | None = None) -> pa.Table:
     """The worker's output over ordered (partitions contiguous and sorted), computed on up
-    to ``threads`` threads (by the sequence fast path when shape is given). Unpartitioned
-    inputs run on one slice."""
+    to ``threads`` threads (by the sequence fast path when shape is given); the
+    evaluators' counters go to stats. Unpartitioned inputs run on one slice."""
     threads = default_threads() if threads is None else max(1, threads)
     bounds = [0, ordered.num_rows]
     if threads > 1 and partition_columns:
         bounds = slice_bounds(ordered, partition_columns, 2 * threads,
                               min_rows=MIN_SLICE_ROWS)
     pieces = [ordered.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
-    if len(pieces) == 1:
-        return _run_one(bound.worker, pieces[0], bound.worker_schema, batch_rows, shape)
     workers = [copy.copy(bound.worker) for _ in pieces]  # per-slice state (last_stats)
-    with ThreadPoolExecutor(max_workers=min(threads, len(pieces)),
-                            thread_name_prefix="cepsql-worker") as pool:
-        outs = list(pool.map(lambda wp: _run_one(wp[0], wp[1], bound.worker_schema,
-                                                 batch_rows, shape), zip(workers, pieces)))
-    _publish_stats(workers)
-    return pa.concat_tables(outs)
+    if len(pieces) == 1:
+        outs = [_run_one(workers[0], pieces[0], bound.worker_schema, batch_rows, shape)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(pieces)),
+                                thread_name_prefix="cepsql-worker") as pool:
+            outs = list(pool.map(lambda wp: _run_one(wp[0], wp[1], bound.worker_schema,
+                                                     batch_rows, shape),
+                                 zip(workers, pieces)))
+    _record_stats(workers, stats)
+    return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
 
 
 def _run_one(worker, piece: pa.Table, schema: pa.Schema, batch_rows: int,
@@ -72,19 +75,10 @@ def _run_one(worker, piece: pa.Table, schema: pa.Schema, batch_rows: int,
     return pa.Table.from_batches(list(worker(batches)), schema=schema)
 
 
-def _publish_stats(workers: list) -> None:
-    """The CEP evaluator's counters of a sliced run as one run's (peaks: max, counts: sum)."""
-    stats = [w.last_stats for w in workers if getattr(w, "last_stats", None)]
-    if not stats:
-        return
-    from cepsql.runtime.cep_worker import publish_stats
-    merged: dict = {}
-    for s in stats:
-        for key, value in s.items():
-            combine = max if key.startswith("peak_") or key == "planned" else \
-                (lambda a, b: a + b)
-            merged[key] = combine(merged[key], value) if key in merged else value
-    publish_stats(merged)
+def _record_stats(workers: list, stats: ClauseStatistics | None) -> None:
+    """The evaluators' counters of the slices' workers as one run's, into stats."""
+    if stats is not None:
+        stats.record([getattr(w, "last_stats", None) for w in workers])
 
 
 def slice_bounds(table: pa.Table, partition_columns: list[str], slices: int, *,
@@ -197,7 +191,8 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                      order_of: Callable[[pa.Table, np.ndarray, np.ndarray], np.ndarray | None],
                      *,
                      batch_rows: int = 65536, threads: int | None = None,
-                     shape: SequenceShape | None = None) -> pa.Table:
+                     shape: SequenceShape | None = None,
+                     stats: ClauseStatistics | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
     per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
@@ -205,42 +200,39 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     and in order; None when rows are in that order already) and streams them through
     its own copy of the worker: the sequence fast path reads the rows where they are,
     the general worker gets them taken once in that order. Outputs are concatenated in
-    slice order."""
+    slice order; the evaluators' counters go to stats."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
-    with stage("group by partition rank"):
-        order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
-        bounds = [0]
-        if threads > 1 and n:
-            ends = np.cumsum(np.bincount(ranks))
-            pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
-            for i in range(1, pieces):
-                cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
-                if bounds[-1] < cut < n:
-                    bounds.append(cut)
-        bounds.append(n)
+    order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
+    bounds = [0]
+    if threads > 1 and n:
+        ends = np.cumsum(np.bincount(ranks))
+        pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
+        for i in range(1, pieces):
+            cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
+            if bounds[-1] < cut < n:
+                bounds.append(cut)
+    bounds.append(n)
     spans = list(zip(bounds, bounds[1:]))
     workers = [copy.copy(bound.worker) for _ in spans]
 
     def one(k: int) -> pa.Table:
         rows = order[spans[k][0]:spans[k][1]]
-        with stage("slice order (sort check/sort)"):
-            r = ranks[rows]
-            within = order_of(prepared, rows, r)
-            if within is not None:
-                rows, r = rows[within], r[within]
+        r = ranks[rows]
+        within = order_of(prepared, rows, r)
+        if within is not None:
+            rows, r = rows[within], r[within]
         if shape is not None:  # the groups are where the rank changes; no gather
             starts = np.flatnonzero(r[1:] != r[:-1]) + 1 if len(r) else r
             starts = np.r_[0, starts] if len(r) else starts
             return run_sequence(workers[k], prepared, shape, starts, rows)
-        with stage("gather slice (take)"):
-            ordered = prepared.take(pa.array(rows)).combine_chunks()
+        ordered = prepared.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     if len(spans) == 1:
-        return one(0)
-    with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
-                            thread_name_prefix="cepsql-worker") as pool:
-        with stage(WAIT_FOR_WORKERS):
-            outs = list(pool.map(in_context(one), range(len(spans))))
-    _publish_stats(workers)
-    return pa.concat_tables(outs)
+        outs = [one(0)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
+                                thread_name_prefix="cepsql-worker") as pool:
+            outs = list(pool.map(one, range(len(spans))))
+    _record_stats(workers, stats)
+    return outs[0] if len(outs) == 1 else pa.concat_tables(outs)

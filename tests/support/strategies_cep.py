@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from strategies import STREAM_SCHEMA, streams
+from support.strategies import STREAM_SCHEMA, streams
 
 STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY", "SKIP_TILL_NEXT_MATCH",
               "SKIP_TILL_ANY_MATCH")
