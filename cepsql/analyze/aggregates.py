@@ -20,14 +20,6 @@ from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.compile.conditions import MOMENT_FUNCS  # noqa: F401  (re-exported for cep_plan)
 from cepsql.analyze.decompose import DerivedColumns
 
-FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
-              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
-              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
-              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
-              # DEFINE only: the value at the last row holding the extreme ordering
-              "MAX_BY": 11, "MIN_BY": 12,
-              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
-              "ELEMENT": 13}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function

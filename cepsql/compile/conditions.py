@@ -89,6 +89,15 @@ class ConditionCode:
 MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
 
 
+# aggregate function codes of the evaluators (aggregate_ops.pxi)
+FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
+              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
+              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
+              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
+              # DEFINE only: the value at the last row holding the extreme ordering
+              "MAX_BY": 11, "MIN_BY": 12,
+              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
+              "ELEMENT": 13}
 A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
 
 
@@ -717,7 +726,6 @@ def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
 
 
 def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
-    from cepsql.analyze.aggregates import FUNC_CODES
     col, t = (-1, None) if e.column is None else em.column_index(e.column)
     if e.func in ("SUM", "AVG") and not (t.numeric or t.name == "interval"):
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
@@ -747,7 +755,6 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
 def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
     """element_at over the listed rows (like DISTINCT: the thread's history): lane =
     [column exact, 1-based index (negative from the end), 0, NULL out of range]."""
-    from cepsql.analyze.aggregates import FUNC_CODES
     em.row_local = False
     em.reads_other_labels = True
     em.aggs.append([em.refs.sets.set_id(e.var),
@@ -760,7 +767,6 @@ def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> 
 def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
     """max_by/min_by: the aggregate reads its ordering column; its lane names the value
     column: [ordering exact, ordering scale, value column, value exact]."""
-    from cepsql.analyze.aggregates import FUNC_CODES
     by_col, by_t = em.column_index(e.by)
     for what, typ in (("value", t), ("ordering", by_t)):
         if typ.name in ("string", "classifier"):

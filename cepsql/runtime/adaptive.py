@@ -1,8 +1,8 @@
 """Adaptive re-planning inside a task (issue 13.3; SIGMOD'19 section 6.2.3 after VLDB'18).
 
-A task planned from its first rows (cep_worker_plan.py) keeps estimating the statistics
-from its newest rows; when they drift from those its current plan was built on by more
-than ``cepsql.adaptive.threshold`` it re-plans and, if the plan changes, switches
+Runs in tasks. A task planned from its first rows (task_planning.py) keeps estimating
+the statistics from its newest rows; when they drift from those its current plan was
+built on by more than ``cepsql.adaptive.threshold`` it re-plans and, if the plan changes, switches
 evaluators at the chunk boundary t (the first row the current evaluator has not
 processed):
 
@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.errors import CepAnalysisError
-from cepsql.runtime.cep_worker import CepWorker
+from cepsql.runtime.cep_worker import CepWorker, publish_stats
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
 from cepsql.runtime.worker import CHUNK_ROWS
 
@@ -115,7 +115,6 @@ class AdaptiveWorker(CepWorker):
         return AdaptivePush(self)
 
     def _record(self, matcher) -> None:
-        from cepsql.runtime.cep_worker import publish_stats
         self.last_stats = matcher.stats()
         publish_stats({**self.last_stats, "adaptive_checks": self.checks,
                        "adaptive_switches": self.switches})

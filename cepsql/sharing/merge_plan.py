@@ -69,7 +69,7 @@ class _Pattern:
 
     def __init__(self, index: int, query: QueryPlan, bound: BoundPlan):
         self.index = index
-        self.config = bound.worker.config
+        self.config = bound.config
         self.spec = query.spec
         self.terms = pattern_terms(self.spec.pattern)
         self.trees = [left_deep_tree(p.order) if isinstance(p, OrderPlan) else p.root
@@ -95,7 +95,7 @@ def merge_plan(queries: list[QueryPlan], bounds: list[BoundPlan]) -> GlobalPlan:
     index: dict[Hashable, int] = {}
     for i, (query, bound) in enumerate(zip(queries, bounds)):
         if query.spec is None or dag_unsupported(query.spec) is not None or \
-                not query.chosen_plans or bound.worker.config.plan_nodes is None:
+                not query.chosen_plans or bound.config.plan_nodes is None:
             plan.unshared.append(i)
             continue
         pat = _Pattern(i, query, bound)
