@@ -1,6 +1,7 @@
 """The CEP-mode worker: sorted Arrow batches in, match rows out (cep.pyx does the work).
 
-Same contract and output layout as the SQL-mode MatchWorker (whose column encoding and
+Runs in tasks (Spark's Python workers, or the in-process threads), built from a
+compile.worker_config.CepConfig. Same contract and output layout as the SQL-mode MatchWorker (whose column encoding and
 output assembly it reuses).
 
 With WITHIN the stream is cut into chunks of about CHUNK_ROWS rows regardless of the

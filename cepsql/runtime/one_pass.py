@@ -1,5 +1,10 @@
 """One pass for a whole workload: many MATCH_RECOGNIZE plans over one source, backend-neutral.
 
+Two halves: on the driver, ``plan_pass`` / ``SharedPass.bind`` lay the pass out (groups,
+shared input columns, the sharing stage's global plans, bound workers); in tasks,
+``SharedPassWorker`` runs a group's sorted batches through ``pass_evaluator``
+(``DagEvaluator`` over the runtime.shared_evaluator, unshared patterns' own workers).
+
 ``plan_pass(source_schema, plans)`` groups the plans by partitioning (PARTITION BY + ORDER BY
 + tie-breakers, compared as expressions): each group is one shuffle + sort. A group's input
 is the source plus the union of its plans' prepared columns (``__cep_p0``... of every plan

@@ -1,5 +1,6 @@
 """The condition VM columns of every pattern of a shared pass, each input column
-converted once (MatchWorker._vm_columns does it per pattern).
+converted once (MatchWorker._vm_columns does it per pattern). Runs in tasks, inside the
+SharedEvaluator.
 
 Columns are keyed by the input column holding them (the workload's shared layout: one
 input column per distinct row-local expression, each pattern naming it its own way),

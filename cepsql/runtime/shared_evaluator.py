@@ -1,4 +1,5 @@
 """SharedEvaluator: a workload's global plan over the sorted rows of one Spark partition.
+Runs in tasks (built inside the task from the pickled bound workers and global plan).
 
 Push-style: ``feed(batch)`` / ``finish()`` return (pattern index, batch) pairs, each
 batch in that pattern's own worker output layout (``BoundPlan.worker_schema``) with the

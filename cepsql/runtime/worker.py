@@ -1,6 +1,8 @@
 """The per-partition worker: sorted Arrow batches in, match rows out.
 
-Runs inside Spark's Python workers (mapInArrow) and in the local path. Rows of one
+Runs in tasks: inside Spark's Python workers (mapInArrow) and in the local path's
+threads, built from a compile.worker_config.WorkerConfig (SQL:2016 mode; the CEP-mode
+worker extends it). Also the column lanes every worker loads (``LaneCache``). Rows of one
 PARTITION BY group are contiguous; the worker cuts the stream into chunks of whole
 groups, hands each chunk's columns to the Cython matcher as typed arrays, and gathers
 the output columns with Arrow ``take`` — no Python object per row.

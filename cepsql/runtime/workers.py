@@ -2,7 +2,9 @@
 WorkerConfig / CepConfig on a BoundPlan) into the picklable callable that runs in tasks.
 
 ``bind_worker(plan, prepared_schema)`` is what a backend calls in place of
-``plan.bind``: the BoundPlan with its worker built (``BoundWorker.worker``).
+``plan.bind``: the BoundPlan with its worker built (``BoundWorker.worker``). Called on
+the driver (the worker is pickled into the tasks, which run it); a task that re-plans
+builds its next worker itself (task_planning).
 """
 from __future__ import annotations
 
