@@ -40,6 +40,9 @@ class Clause:
     derived: DerivedColumns = field(default_factory=DerivedColumns)
     leaves: Leaves = field(default_factory=Leaves)
     measures: list[tuple[str, Expr]] = field(default_factory=list)  # over leaf columns
+    labels: list[str] = field(init=False)     # the pattern variables, in VM label order
+    sets: LabelSets = field(init=False)       # the variables and SUBSET names
+    known: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.labels = list(self.spec.variables)

@@ -1,7 +1,7 @@
 """A GlobalPlan as the C arrays of cython_ext/shared_dag.pyx.
 
 Checks are translated from the plan's terms (variable names of the owner pattern,
-conjunct numbers as plan_cep compiles them) into slot numbers and labels of the owner's
+conjunct numbers as compile.cep numbers them) into slot numbers and labels of the owner's
 condition VM: (kind, a, b) with kind 0 = row of slot a before row of slot b, kind 1 =
 conjunct a on slot b (kind 2 on a Kleene leaf: checked on the closure being formed, not
 on the element alone). ("not", q) and ("window", None) on a Binding are left to the
