@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import cepsql  # noqa: E402  (attaches spark.cep)
 from cepsql.datagen import generate_ticks, ticks_to_pandas  # noqa: E402
+from cepsql.runtime.workers import bind_worker  # noqa: E402
 
 QUERY = """
 SELECT * FROM ticks MATCH_RECOGNIZE (
@@ -142,7 +143,7 @@ def bench_evaluator(table: pa.Table, repeat: int) -> tuple[float, int]:
     plan = plan_query(spec, table.schema, QUERY)
     for name, expr in plan.prepare_columns:
         table = table.append_column(name, evaluate_arrow(expr, table))
-    bound = plan.bind(table.schema)
+    bound = bind_worker(plan, table.schema)
     batches = sort_table(table, plan.sort_keys).combine_chunks().to_batches(10_000)
     out = {}
 

@@ -53,6 +53,7 @@ sys.path.insert(0, ROOT)
 
 from cepsql.datagen import generate_stock_stream, stock_rates  # noqa: E402
 from cepsql.planning import ALGORITHMS, PatternStats, reduce_pattern  # noqa: E402
+from cepsql.runtime.workers import bind_worker  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 ALGOS = [*ALGORITHMS, "default"]
@@ -386,7 +387,7 @@ def run_algorithm(sql: str, table: pa.Table, algorithm: str, repeat: int,
     prepared = table
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
-    bound = plan.bind(prepared.schema)
+    bound = bind_worker(plan, prepared.schema)
     batches = sort_table(prepared, plan.sort_keys).combine_chunks().to_batches(65_536)
 
     best, out, counters, rss_kb, hwm_kb = float("inf"), None, {}, None, 0

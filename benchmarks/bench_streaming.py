@@ -56,6 +56,7 @@ import statistics
 import sys
 import tempfile
 import time
+from cepsql.runtime.workers import bind_worker
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -154,7 +155,7 @@ def engine_long_run(query: str, ticks, increments: int, delay_s: float = 5.0) ->
     plan = plan_query(find_match_recognize(sql)[0].spec, ticks.schema, sql)
     for name, expr in plan.prepare_columns:
         ticks = ticks.append_column(name, evaluate_arrow(expr, ticks))
-    bound = plan.bind(ticks.schema)
+    bound = bind_worker(plan, ticks.schema)
     ts_us = ticks.column("ts").cast(pa.int64()).to_numpy()
 
     t0 = time.perf_counter()

@@ -17,7 +17,13 @@ PACKAGE = ROOT / "cepsql"
 # Function-local imports of cepsql's own modules, each with why it may not be at the top.
 # Allowed only where the module imported pulls a heavy optional dependency (or one a
 # Spark Python worker should not pay for), never to dodge a cycle.
-LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+_EXT_IN_TASKS = ("the compiled evaluator is loaded where a task builds its matcher: importing "
+                 "cepsql (parsing, planning, EXPLAIN) needs no built extension")
+LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("cepsql.runtime.worker", "cepsql._ext.matcher"): _EXT_IN_TASKS,
+    ("cepsql.runtime.cep_worker", "cepsql._ext.cep"): _EXT_IN_TASKS,
+    ("cepsql.runtime.shared_evaluator", "cepsql._ext.shared_dag"): _EXT_IN_TASKS,
+}
 
 
 def _modules():

@@ -14,6 +14,7 @@ from cepsql.errors import CepAnalysisError
 from cepsql.backends.local.engine import _table_statistics
 from cepsql.compile.clause import plan_query
 from cepsql.planning.options import PlannerOptions, options_from_conf
+from cepsql.explain.clause import explain_clause
 
 SQL = ("SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts "
        "MEASURES a.ts AS ta, b.ts AS tb, c.ts AS tc STRATEGY {strategy} "
@@ -39,7 +40,7 @@ def _plan(sql: str, table: pa.Table, **options):
 
 def test_default_plan_starts_from_the_rare_variable():
     table = rare_last_ticks()
-    text = _plan(SQL.format(strategy="SKIP_TILL_ANY_MATCH"), table).explain
+    text = explain_clause(_plan(SQL.format(strategy="SKIP_TILL_ANY_MATCH"), table))
     assert "evaluator: lazy chain NFA" in text or "evaluator: instance-based tree" in text
     assert "statistics: 600 sampled rows of 600" in text
     rates = text.split("rates (rows per second): ")[1].splitlines()[0]
@@ -55,8 +56,8 @@ def test_default_plan_starts_from_the_rare_variable():
 def test_algorithm_option_selects_the_plan_and_results_do_not_change():
     table = rare_last_ticks()
     sql = SQL.format(strategy="SKIP_TILL_ANY_MATCH")
-    assert "TREE PLAN [ZSTREAM]" in _plan(sql, table, algorithm="zstream").explain
-    assert "ORDER PLAN [TRIVIAL]" in _plan(sql, table, algorithm="TRIVIAL").explain
+    assert "TREE PLAN [ZSTREAM]" in explain_clause(_plan(sql, table, algorithm="zstream"))
+    assert "ORDER PLAN [TRIVIAL]" in explain_clause(_plan(sql, table, algorithm="TRIVIAL"))
     results = []
     for algorithm in ("TRIVIAL", "GREEDY", "DP_B", None):
         with cepsql.planner_options(algorithm=algorithm):
@@ -67,7 +68,7 @@ def test_algorithm_option_selects_the_plan_and_results_do_not_change():
 
 
 def test_arrival_order_strategies_fall_back_and_say_so():
-    text = _plan(SQL.format(strategy="SKIP_TILL_NEXT_MATCH"), rare_last_ticks()).explain
+    text = explain_clause(_plan(SQL.format(strategy="SKIP_TILL_NEXT_MATCH"), rare_last_ticks()))
     assert "evaluator: in-order SASE+ run NFA" in text
     assert "out-of-order plans would change the result" in text
 
@@ -87,28 +88,28 @@ def _composite(pattern: str) -> str:
 
 def test_composite_not_is_planned_and_explained():
     # the positive part has a JQPG reduction; the NOT is an absence check on it (R6a)
-    text = _plan(_composite("SEQ(a, NOT(SEQ(c, d)), b)"),
-                 rare_last_ticks()).explain
+    text = explain_clause(_plan(_composite("SEQ(a, NOT(SEQ(c, d)), b)"),
+                                rare_last_ticks()))
     assert "evaluator: lazy chain NFA" in text or "evaluator: instance-based tree" in text
     assert "negation:      NOT(C D)" in text and "any-match search" in text
 
 
 def test_composite_kleene_runs_in_order_and_says_why():
-    text = _plan(_composite("KL(SEQ(a, b))"), rare_last_ticks()).explain
+    text = explain_clause(_plan(_composite("KL(SEQ(a, b))"), rare_last_ticks()))
     assert "evaluator: in-order SASE+ run NFA" in text
     assert "KL over a composite pattern has no JQPG reduction" in text
     assert "kleene:        KL(A B)" in text
 
 
 def test_and_not_slot_is_planned():
-    text = _plan(_composite("SEQ(a, AND(NOT(c), b), d)"),
-                 rare_last_ticks()).explain
+    text = explain_clause(_plan(_composite("SEQ(a, AND(NOT(c), b), d)"),
+                                rare_last_ticks()))
     assert "evaluator: lazy chain NFA" in text or "evaluator: instance-based tree" in text
 
 
 def test_nested_seq_holding_an_and_not_runs_in_order():
-    text = _plan(_composite("SEQ(a, OR(SEQ(AND(NOT(c), b), d), b))"),
-                 rare_last_ticks()).explain
+    text = explain_clause(_plan(_composite("SEQ(a, OR(SEQ(AND(NOT(c), b), d), b))"),
+                                rare_last_ticks()))
     assert "evaluator: in-order SASE+ run NFA" in text
     assert "move the NOT's region" in text
 
@@ -163,9 +164,9 @@ def test_partition_key_inferred_from_linking_equalities():
     table = pa.table({"ts": np.arange(n, dtype=np.int64),
                       "vehicle": rng.choice(["v1", "v2", "v3"], n),
                       "kind": rng.choice(["start", "stop", "end"], n)})
-    text = _plan(VEHICLES, table).explain
+    text = explain_clause(_plan(VEHICLES, table))
     assert "partition by:  vehicle (inferred:" in text
-    assert "vehicle (inferred" not in _plan(VEHICLES, table, infer_partitions=False).explain
+    assert "vehicle (inferred" not in explain_clause(_plan(VEHICLES, table, infer_partitions=False))
     inferred = cepsql.match_recognize(VEHICLES, trips=table)
     with cepsql.planner_options(infer_partitions=False):
         plain = cepsql.match_recognize(VEHICLES, trips=table)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from cepsql.backends.local.engine import run_local, to_pandas
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime.run_stats import RunStatistics
+from cepsql.runtime.workers import bind_worker
 
 try:
     from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
@@ -175,7 +176,7 @@ def _open_matcher(sql: str, table: pa.Table):
     plan = plan_query(spec_of(sql), table.schema, sql)
     for name, expr in plan.prepare_columns:
         table = table.append_column(name, evaluate_arrow(expr, table))
-    worker = plan.bind(table.schema).worker
+    worker = bind_worker(plan, table.schema).worker
     matcher = worker._new_matcher()
     zero = np.zeros(1, dtype=np.int64)
     out = list(worker._process(matcher, table, zero, True, False))

@@ -23,6 +23,7 @@ import cepsql
 from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.compile.clause import plan_query
+from cepsql.explain.clause import explain_clause
 
 from support.strategies import STREAM_SCHEMA
 from support.strategies_cep import STRATEGIES, cep_streams
@@ -98,6 +99,6 @@ def test_other_nestings_are_refused(pattern):
 @pytest.mark.parametrize("pattern", ["KL(SEQ(a, KL(SEQ(b, c))))", "KL(SEQ(a, NOT(c), b))"])
 def test_explain_says_nested_kl_and_not_in_kl_run_in_order(pattern):
     sql = _sql("SKIP_TILL_ANY_MATCH", pattern, DEFINES[0], "ONE ROW PER MATCH", "")
-    text = plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql).explain
+    text = explain_clause(plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql))
     assert "evaluator: in-order SASE+ run NFA" in text
     assert "KL over a composite pattern has no JQPG reduction" in text

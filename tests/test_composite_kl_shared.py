@@ -21,6 +21,7 @@ from hypothesis import given, settings, strategies as st
 import cepsql
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
+from cepsql.explain.clause import explain_clause
 
 from support.strategies_cep import STRATEGIES, cep_streams
 from test_property_sql import row_multiset, spec_of
@@ -147,6 +148,6 @@ def test_explain_says_kl_and_runs_in_order(strategy):
     from cepsql.compile.clause import plan_query
     from support.strategies import STREAM_SCHEMA
     sql = _sql(strategy, "SEQ(c, KL(AND(a, b), 2))", DEFINES[0], "ONE ROW PER MATCH", "")
-    text = plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql).explain
+    text = explain_clause(plan_query(find_match_recognize(sql)[0].spec, STREAM_SCHEMA, sql))
     assert "evaluator: in-order SASE+ run NFA" in text
     assert "kleene:        KL(PERMUTE(A, B)) -- iterations looped in order" in text

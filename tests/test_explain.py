@@ -8,6 +8,7 @@ import cepsql
 from cepsql.parse import find_match_recognize
 from cepsql.explain.svg import plan_svg
 from cepsql.compile.clause import plan_query
+from cepsql.explain.clause import explain_clause
 
 Q = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
      "MEASURES FIRST(A.p) AS p PATTERN (A B+) "
@@ -17,7 +18,7 @@ SCHEMA = pa.schema([("sym", pa.string()), ("ts", pa.int64()), ("p", pa.float64()
 
 
 def test_explain_text_shows_pushdown_and_vm_parts():
-    text = plan_query(find_match_recognize(Q)[0].spec, SCHEMA, Q).explain
+    text = explain_clause(plan_query(find_match_recognize(Q)[0].spec, SCHEMA, Q))
     assert "pattern:       A B+" in text
     assert "partition by:  sym" in text
     assert "order by:      ts ASC NULLS FIRST; ties broken by p, v" in text

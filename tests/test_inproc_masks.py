@@ -15,6 +15,7 @@ from cepsql.backends.local.sequence import define_masks, vm_masks
 from cepsql.parse import find_match_recognize
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.compile.clause import plan_query
+from cepsql.runtime.workers import bind_worker
 
 SETTINGS = dict(deadline=None, max_examples=30,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -79,7 +80,7 @@ def _bound(define_b: str, define_c: str, table: pa.Table):
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
     keys = np.asarray(table.column("p").to_pylist(), dtype=object)
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return plan.bind(prepared.schema).worker, prepared, np.append(starts, len(keys))
+    return bind_worker(plan, prepared.schema).worker, prepared, np.append(starts, len(keys))
 
 
 def _vm_masks(worker, prepared: pa.Table, bounds: np.ndarray) -> np.ndarray:

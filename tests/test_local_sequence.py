@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import cepsql
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.engine import run_local
+from cepsql.runtime.workers import bind_worker
 
 SETTINGS = dict(deadline=None, max_examples=60,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -95,7 +96,7 @@ def _shape_of(sql: str, table: pa.Table):
     prepared = table
     for name, expr in plan.prepare_columns:  # as execute_plan prepares them
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
-    return sequence_shape(spec, plan.bind(prepared.schema).worker)
+    return sequence_shape(spec, bind_worker(plan, prepared.schema).worker)
 
 
 @settings(**SETTINGS)

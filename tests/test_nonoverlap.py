@@ -15,6 +15,7 @@ from cepsql.compile.clause import plan_query
 from cepsql.analyze.partition_inference import infer_partition_keys
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.backends.spark.slicing import slicing_blocker
+from cepsql.explain.clause import explain_clause
 
 PAST = "AFTER MATCH SKIP PAST LAST ROW"
 # two symbols interleaved; a match is a, b, c of one symbol within 6 seconds
@@ -49,9 +50,9 @@ def test_whole_stream_selection_blocks_inference_and_slicing(strategy):
     assert slicing_blocker(_spec(every)) is None
     assert infer_partition_keys(_spec(past), table.column_names) is None
     assert "PAST LAST ROW" in slicing_blocker(_spec(past))
-    explain = plan_query(_spec(past), table.schema, past).explain
+    explain = explain_clause(plan_query(_spec(past), table.schema, past))
     assert "parallelism:   one task: AFTER MATCH SKIP PAST LAST ROW" in explain
-    assert "parallelism" not in plan_query(_spec(every), table.schema, every).explain
+    assert "parallelism" not in explain_clause(plan_query(_spec(every), table.schema, every))
     # the selection spans both symbols: fewer matches than one selection per symbol
     got = sorted(cepsql.match_recognize(past.replace("ticks", "t"), t=table)
                  .itertuples(index=False, name=None))

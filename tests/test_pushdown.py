@@ -17,6 +17,7 @@ import cepsql
 from cepsql.backends.local.engine import run_local
 from cepsql.compile.clause import plan_query
 from cepsql.analyze.relevance import relevance_filter
+from cepsql.explain.clause import explain_clause
 
 try:
     from .support.strategies_cep import cep_queries, cep_streams
@@ -148,11 +149,11 @@ def test_explain_shows_the_filter():
     table = pa.table({"part": ["p"], "ts": [1], "price": [1], "vol": [1.0], "tag": ["x"]})
     spec = spec_of(_q(BASE))
     plan = plan_query(spec, table.schema, _q(BASE))
-    assert "relevance filter: ((`price` > 5) OR (`tag` = 'x'))" in plan.explain
+    assert "relevance filter: ((`price` > 5) OR (`tag` = 'x'))" in explain_clause(plan)
     from cepsql.explain.summary import summarize
     assert "relevance filter" in summarize(spec, plan)
     kept = plan_query(spec_of(_q(BASE, window="WITHIN 4 ROWS")), table.schema, "")
-    assert "relevance filter: none, every row kept (WITHIN n ROWS" in kept.explain
+    assert "relevance filter: none, every row kept (WITHIN n ROWS" in explain_clause(kept)
 
 
 # --- Spark -----------------------------------------------------------------------------

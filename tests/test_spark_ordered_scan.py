@@ -19,6 +19,7 @@ from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
 from cepsql.parse import find_match_recognize
 from cepsql.errors import CepRuntimeError
 from cepsql.compile.clause import plan_query
+from cepsql.explain.clause import explain_clause
 from support.strategies_cep import cep_queries, cep_streams
 from test_spark_slicing import _null_normal, _unpartitioned_windowed
 
@@ -137,12 +138,12 @@ def test_explain_no_shuffle_and_fallback(spark):
     rows = _ticks(60)
     sliced, plan, out = _run(spark, _frame(spark, [rows[:20], rows[20:41], rows[41:]]), SQL)
     assert sliced.scan is not None and sliced.slices == 3
-    assert "an ordered scan: each of the 3 input partitions" in plan.explain
+    assert "an ordered scan: each of the 3 input partitions" in explain_clause(plan)
     assert "Exchange" not in out._jdf.queryExecution().executedPlan().toString()
     assert len(out.collect()) == 20
     crossed = [rows[:20] + rows[22:23], rows[20:22] + rows[23:40], rows[40:]]  # overlap
     sliced, plan, out = _run(spark, _frame(spark, crossed), SQL)
-    assert sliced.scan is None and "a grid of slices" in plan.explain
+    assert sliced.scan is None and "a grid of slices" in explain_clause(plan)
     assert len(out.collect()) == 20
 
 
@@ -192,7 +193,7 @@ def test_scan_prunes_columns_without_ties(spark, monkeypatch, ties):
     finally:
         spark.conf.unset(slicing.PRUNE_CONF)
     assert sliced.scan is not None and sliced.scan.untied == (not ties)
-    assert ("column pruning" in plan.explain) == (not ties)
+    assert ("column pruning" in explain_clause(plan)) == (not ties)
     want = cepsql.match_recognize(SQL, ev=pa.Table.from_pylist(rows, ARROW_SCHEMA))
     assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
                                  for r in want.itertuples(index=False))
@@ -217,7 +218,7 @@ def test_auto_scans_time_ordered_parquet(spark, tmp_path):
         frame = spark.read.parquet(path)
         assert frame.rdd.getNumPartitions() > 1
         sliced, plan, out = _run(spark, frame, SQL, bounds="auto")
-        assert sliced.scan is not None and "ordered scan" in plan.explain
+        assert sliced.scan is not None and "ordered scan" in explain_clause(plan)
         frame.createOrReplaceTempView("ev")
         assert len(spark.cep.sql(SQL).collect()) == 200 == len(out.collect())
         explained = spark.cep.explain(SQL)
@@ -331,7 +332,7 @@ def test_gap_pushdown_kleene_and_not_over_dropped_rows(spark, file_partitions, t
             sql = sql.replace(", n AS tag = 'q' AND price > 7", "")
         sliced, plan, out = _run(spark, frame, sql)
         assert sliced.scan is not None and sliced.scan.gaps is not None
-        assert "gap pushdown: rows satisfying no variable" in plan.explain
+        assert "gap pushdown: rows satisfying no variable" in explain_clause(plan)
         want = cepsql.match_recognize(sql, t=table)
         assert len(want) > 3
         assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)

@@ -134,7 +134,7 @@ def test_clauses_are_really_sliced(spark, events):
     sliced = slice_plan(spark, events, plan, max_slices=3, min_slice_windows=1,
                         bounds="span")
     assert sliced is not None and sliced.slices == 3
-    assert "Time slicing: 3 slices" in plan.explain
+    assert "Time slicing: 3 slices" in explain_clause(plan)
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
     assert inner.partition_columns == [SLICE_COLUMN]
     out = run_plan(sliced.frame, inner)
@@ -299,6 +299,7 @@ from support.strategies_cep import cep_queries, cep_streams  # noqa: E402
 from test_property_sql import row_multiset  # noqa: E402
 
 from cepsql.reference.cep import evaluate_reference_cep  # noqa: E402
+from cepsql.explain.clause import explain_clause
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # a Spark job per example
 #: TIMESTAMP_NTZ origins for the property test: before 1970 (negative micros, across
@@ -393,7 +394,7 @@ def test_grid_slices_are_spread_over_tasks(spark, events):
     sql = QUERIES["any-match one row"]
     plan = _planned(spark, events, sql)
     sliced = slice_plan(spark, events, plan, bounds="grid", grid_windows=1)  # 6 s slices
-    assert sliced.slices == 0 and "a grid of slices 6 s wide" in plan.explain
+    assert sliced.slices == 0 and "a grid of slices 6 s wide" in explain_clause(plan)
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), sql)
     out = run_plan(sliced.frame, inner)
     used = out.select(F.spark_partition_id().alias("task"), SLICE_COLUMN).distinct().collect()

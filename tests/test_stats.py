@@ -22,6 +22,7 @@ from cepsql.stats import (
 )
 from cepsql.stats import cache as cache_module
 from cepsql.analyze.conjuncts import analyze_defines
+from cepsql.explain.clause import explain_clause
 
 SYMBOL_P = {"X": 0.5, "Y": 0.3, "Z": 0.2}
 ROWS_PER_SECOND = 10.0
@@ -104,8 +105,8 @@ def test_numeric_order_key_rates_are_per_step_of_that_column_in_explain():
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY seq MEASURES a.seq AS s "
            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '10' SECOND "
            "DEFINE a AS a.symbol = 'X', b AS b.symbol = 'Y')")
-    text = plan_query(find_match_recognize(sql)[0].spec, table.schema, sql,
-                      statistics=partial(_table_statistics, table=table)).explain
+    text = explain_clause(plan_query(find_match_recognize(sql)[0].spec, table.schema, sql,
+                                     statistics=partial(_table_statistics, table=table)))
     assert "rates (rows per unit of seq)" in text and "units of seq" in text
     assert "per second" not in text
 

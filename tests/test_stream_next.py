@@ -20,6 +20,7 @@ from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming.processor import state_from_row, state_to_row
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.compile.clause import plan_query
+from cepsql.runtime.workers import bind_worker
 
 try:
     from .test_property_sql import spec_of
@@ -70,7 +71,7 @@ class _Stream:
 
     def __init__(self, sql: str, schema: pa.Schema):
         self.plan = plan_query(spec_of(sql), schema, sql)
-        self.bound = self.plan.bind(self.prepared(schema.empty_table()).schema)
+        self.bound = bind_worker(self.plan, self.prepared(schema.empty_table()).schema)
         self.engine = new_engine(self.bound.worker, "ts", self.plan.sort_keys[1:],
                                  self.plan.spec)
         self.states: dict[str, KeyState] = {}

@@ -23,6 +23,7 @@ from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.backends.local.sql import sort_table
 from cepsql.compile.clause import plan_query
+from cepsql.runtime.workers import bind_worker
 
 try:
     from .support.strategies import queries, streams
@@ -64,7 +65,7 @@ def simulate(sql: str, table: pa.Table, arrival: list[int], cuts: list[int], del
         plan = plan_query(spec, table.schema, sql)
         check_streamable_spec(plan)
         table = prepared(table, plan)
-        bound = plan.bind(table.schema)
+        bound = bind_worker(plan, table.schema)
         check_streamable_worker(bound.worker)
     except CepError:
         _qualifies(False)
@@ -263,7 +264,7 @@ def test_timer_alone_raises_the_late_boundary():
                       "vol": [0.5, 0.5], "tag": ["x", "x"]})
     plan = plan_query(spec_of(sql), table.schema, sql)
     table = prepared(table, plan)
-    engine = new_engine(plan.bind(table.schema).worker, "ts", plan.sort_keys[1:])
+    engine = new_engine(bind_worker(plan, table.schema).worker, "ts", plan.sort_keys[1:])
     state = KeyState()
     first = engine.advance(state, table.slice(0, 1), 2000)
     assert first.timer_ms == 3001 and not state.closed   # {1} may still grow to {1, 3}
@@ -292,7 +293,7 @@ def test_late_row_is_not_the_partition_start(pattern, skip, error):
                       "vol": [0.5, 0.5], "tag": ["x", "x"]})
     plan = plan_query(spec_of(sql), table.schema, sql)
     table = prepared(table, plan)
-    bound = plan.bind(table.schema)
+    bound = bind_worker(plan, table.schema)
     streamed, batch, _, dropped = compare(plan, bound, table, [1, 0], [1], 0)
     assert dropped == 1   # ts 2 was late
     assert isinstance(streamed, CepError) and error in str(streamed)
@@ -309,7 +310,7 @@ def test_quiet_key_closes_from_timer_alone():
     table = pa.table({"part": [1, 1, 1], "ts": [1, 2, 3], "price": [1.0, 2.0, 3.0],
                       "vol": [1, 1, 1], "tag": ["x", "x", "x"]})
     plan = plan_query(spec_of(sql), table.schema, sql)
-    bound = plan.bind(table.schema)
+    bound = bind_worker(plan, table.schema)
     engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
     state = KeyState()
     step = engine.advance(state, table, 4000)   # all rows released; b+ may go on
@@ -400,7 +401,7 @@ def _long_run(sql: str, bursts: bool) -> list[int]:
                       "vol": np.ones(n), "tag": ["x"] * n})
     plan = plan_query(spec_of(sql), table.schema, sql)
     table = prepared(table, plan)
-    bound = plan.bind(table.schema)
+    bound = bind_worker(plan, table.schema)
     engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
     state, sizes = KeyState(), []
     for lo in range(0, n, 10):
@@ -455,7 +456,7 @@ def test_cep_state_bytes_stay_bounded(strategy, pattern, rows, skip):
                       "vol": np.ones(n), "tag": ["x"] * n})
     plan = plan_query(spec_of(sql), table.schema, sql)
     table = prepared(table, plan)
-    bound = plan.bind(table.schema)
+    bound = bind_worker(plan, table.schema)
     engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
     state, sizes, out = KeyState(), [], []
     for lo in range(0, n, 10):
@@ -491,7 +492,7 @@ def test_cep_trailing_not_decided_by_timer_alone():
                       "tag": ["a", "b", "a", "b", "n"]})
     plan = plan_query(spec_of(sql), table.schema, sql)
     table = prepared(table, plan)
-    bound = plan.bind(table.schema)
+    bound = bind_worker(plan, table.schema)
     engine = new_engine(bound.worker, "ts", plan.sort_keys[1:])
     state = KeyState()
     step = engine.advance(state, table.slice(0, 2), 3000)  # a, b released; NOT(n) open

@@ -17,6 +17,7 @@ from cepsql.runtime.run_stats import RunStatistics
 from cepsql.compile.clause import plan_query
 from cepsql.stats import CACHE
 from cepsql.stats.worker import InWorkerStatistics, stats_mode, worker_sample_rows
+from cepsql.explain.clause import explain_clause
 
 try:
     from .support.strategies_cep import cep_streams
@@ -112,7 +113,7 @@ def test_explain_says_where_statistics_come_from():
     sql = SKEWED_SQL.format(src="t")
     plan = plan_query(find_match_recognize(sql)[0].spec, table.schema, sql,
                       statistics=InWorkerStatistics(777))
-    assert "inside each Spark task from its first 777 rows" in plan.explain
+    assert "inside each Spark task from its first 777 rows" in explain_clause(plan)
 
 
 def test_conf_values():

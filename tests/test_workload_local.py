@@ -20,6 +20,7 @@ from cepsql.backends.local.workload import views_alone
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime import worker as worker_module
 from cepsql.runtime.one_pass import plan_pass
+from cepsql.runtime.workers import bind_worker
 
 SQL_RISE = ("CREATE TEMPORARY VIEW {name} AS SELECT * FROM ticks MATCH_RECOGNIZE ("
             "{part} ORDER BY ts MEASURES FIRST(A.price) AS low, LAST(B.price) AS high, "
@@ -137,7 +138,7 @@ def test_push_api_equals_pull_for_any_batch_split():
         for name, expr in plan.prepare_columns:
             prepared = prepared.append_column(name, evaluate_arrow(expr, table))
         ordered = sort_table(prepared, plan.sort_keys).combine_chunks()
-        worker = plan.bind(ordered.schema).worker
+        worker = bind_worker(plan, ordered.schema).worker
         pulled = pa.Table.from_batches(list(worker(iter(ordered.to_batches(max_chunksize=50)))))
         for size in (1, 3, 17):
             pushed = []

@@ -303,7 +303,7 @@ def test_views_sharing_the_lane_cache_equal_each_view_alone(monkeypatch, seed):
     cached = len(conversions)
     del conversions[:]  # the same pass with a cache that keeps nothing
     no_cache = worker.LaneCache
-    monkeypatch.setattr(worker, "LaneCache", lambda: no_cache(0))
+    monkeypatch.setattr(one_pass, "LaneCache", lambda: no_cache(0))
     cepsql.workload(views, sharing={"algorithm": "NONE"}, lt=table)
     assert 0 < cached < 0.85 * len(conversions)
 

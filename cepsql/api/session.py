@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from cepsql.errors import CepAnalysisError
+from cepsql.explain.clause import explain_clause
 from cepsql.backends.spark.profile_cache import ProfileCache
 from cepsql.backends.spark.rewrite import default_planner, driver_statistics, rewrite, run_sql
 from cepsql.parse.splice import new_view_name, normalize_name
@@ -135,7 +136,7 @@ class CepSession:
         from cepsql.explain.summary import summarize
         blocks = []
         for i, (spec, plan) in enumerate(recorded, 1):
-            body = getattr(plan, "explain", "") or "(no plan details)"
+            body = explain_clause(plan) or "(no plan details)"
             blocks.append(f"== MATCH_RECOGNIZE clause {i} ==\n{summarize(spec, plan)}\n\n"
                           f"Detail:\n{body}")
         generated = [f"  `{run.view}` := MATCH_RECOGNIZE clause {i} over {run.source}"

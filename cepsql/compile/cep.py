@@ -1,4 +1,9 @@
-"""Plan a CEP-mode clause (STRATEGY ...) for the Cython evaluators (cep.pyx).
+"""CEP mode's program builder (a STRATEGY clause) for the Cython evaluators (cep.pyx).
+
+Called by the clause skeleton (``compile.clause``) through the ``ModeCompiler`` steps
+of ``CepMode``: the run NFA's sequences or the planned evaluator's disjuncts, DEFINE
+as conjuncts, the plan choice (``planning``), and the ``CepConfig`` the runtime's
+CepWorker runs.
 
 The pattern's shapes the evaluators run are those cep_expand turns into linear
 sequences (run NFA) or cep_planner into plannable disjuncts (planned evaluator, under
@@ -10,35 +15,36 @@ row (once those variables are bound, R5) and re-checks the rest on completion.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pyarrow as pa
 
 from cepsql.algebra.expressions import AggregateValue, Classifier, Expr, RowValue, walk
-from cepsql.algebra.pattern import Negation, Quantified, Var, pattern_nodes, pattern_to_text
-from cepsql.algebra.rowrefs import bind_rows
+from cepsql.algebra.pattern import Negation, Quantified, Var, pattern_nodes
 from cepsql.algebra.spec import MatchRecognizeSpec
-from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
-from cepsql.analyze.aggregate_functions import FUNC_CODES, MOMENT_FUNCS, result_type
-from cepsql.analyze.aggregates import normalize_aggregates, value_navigation
+from cepsql.analyze.aggregate_functions import MOMENT_FUNCS
 from cepsql.analyze.cep_conjuncts import conjunct_scope, define_conjuncts
-from cepsql.analyze.columns import canonical_columns
-from cepsql.compile.conditions import compile_conditions
-from cepsql.analyze.decompose import DerivedColumns
-from cepsql.compile.gathered import bind_gathered_all
-from cepsql.analyze.measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
-from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn
-from cepsql.compile.cep_expand import (LinearSeq, expand, group_arrays, negated_variables, not_programs,
-                         pack_not_programs, settle_open_negations)
-from cepsql.stats.worker import is_in_worker
-from cepsql.runtime.task_planning import WorkerPlanner
-from cepsql.planning.evaluator_choice import (EVALUATOR_IN_ORDER, CepPlanChoice, Term,
-                          choose_cep_plan, describe_choice)
-from cepsql.planning.plannable import plannable_terms
-from cepsql.analyze.partition_inference import (visible_partitions, whole_input_output,
-                                  with_inferred_partitions)
+from cepsql.analyze.partition_inference import with_inferred_partitions
+from cepsql.analyze.relevance import relevance_filter
+from cepsql.compile.cep_expand import (
+    expand,
+    group_arrays,
+    negated_variables,
+    not_programs,
+    pack_not_programs,
+    settle_open_negations,
+)
+from cepsql.compile.cep_plan_arrays import plan_arrays
+from cepsql.compile.clause_parts import BoundOutput, Clause, sortable
+from cepsql.compile.linear_seq import LinearSeq
+from cepsql.compile.query_plan import CepExplainFacts, SortColumn
+from cepsql.compile.worker_config import CepConfig, TaskPlanning
+from cepsql.errors import CepUnsupportedError
+from cepsql.planning.evaluator_choice import Term, choose_cep_plan
 from cepsql.planning.options import PlannerOptions
-from cepsql.analyze.relevance import relevance_filter, relevance_line
-from cepsql.analyze.rowsets import LabelSets, RefTable
+from cepsql.planning.plannable import plannable_terms
+from cepsql.stats.worker import is_in_worker
 
 _IN_WORKER_NOTE = ("statistics estimated inside each Spark task from its first {rows} rows "
                    "(cepsql.stats.mode=worker): every task plans for itself with the "
@@ -49,31 +55,159 @@ STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
 BREAK_COLUMN = "__cep_gbreak"
 
 
-def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
-             statistics=None) -> QueryPlan:
-    from cepsql.compile import clause as ex
-    strategy = spec.strategy
-    skip = spec.after_match_skip
-    if skip.explicit and skip.kind in ("TO_FIRST", "TO_LAST"):
-        raise CepUnsupportedError("AFTER MATCH SKIP TO FIRST/LAST is not available in CEP mode; "
-                                  "use SKIP PAST LAST ROW (non-overlapping) or omit it (all "
-                                  "matches)", pos=skip.pos)
-    if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
-        raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
-    spec = canonical_columns(spec, schema)
-    inferred: list[tuple[str, str]] = []
-    if options is None or options.infer_partitions:
-        spec, inferred = with_inferred_partitions(spec, [f.name for f in schema])
-    ex._check_standard_restrictions(spec)
-    relevant, keep_reason = relevance_filter(spec)
-    terms, in_order_reason = plannable_terms(spec)
+@dataclass
+class Conjuncts:
+    """DEFINE's top-level AND conjuncts in evaluator order (rule R2): the localized
+    condition, its variable's label, the labels it reads (bit mask), whether only the
+    complete match decides it (late) and whether it reads the current row only."""
+    exprs: list[Expr] = field(default_factory=list)
+    label: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    late: list[int] = field(default_factory=list)
+    rowlocal: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Sequences:
+    """The run NFA's linear sequences as cep.pyx's arrays (CepConfig fields)."""
+    comps: list[list[int]]
+    seq_start: list[int]
+    negs: list[list[int]]
+    rank: list[int]
+    proceed: np.ndarray | None
+    arrays: dict            # NOT programs and iteration groups
+
+
+class CepMode:
+    """CEP mode (a STRATEGY clause): the steps of ``clause_parts.ModeCompiler``. Plans
+    cost-based: ``statistics(spec)`` (called only when a plan choice needs it) returns
+    the input's PatternStatistics, or tells the tasks to plan from their own rows."""
+
+    def __init__(self, options: PlannerOptions, statistics=None):
+        self.options = options
+        self.statistics = statistics
+        self.inferred: list[tuple[str, str]] = []
+        self.conjuncts = Conjuncts()
+
+    def check(self, spec: MatchRecognizeSpec) -> None:
+        skip = spec.after_match_skip
+        if skip.explicit and skip.kind in ("TO_FIRST", "TO_LAST"):
+            raise CepUnsupportedError("AFTER MATCH SKIP TO FIRST/LAST is not available in CEP "
+                                      "mode; use SKIP PAST LAST ROW (non-overlapping) or omit "
+                                      "it (all matches)", pos=skip.pos)
+
+    def shape(self, spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchRecognizeSpec:
+        """Inferred partition keys, the relevance filter, and the pattern as planned
+        disjuncts or as the run NFA's linear sequences (checked for what it runs)."""
+        if self.options.infer_partitions:
+            spec, self.inferred = with_inferred_partitions(spec, [f.name for f in schema])
+        self.relevant, self.keep_reason = relevance_filter(spec)
+        self.terms, self.in_order_reason = plannable_terms(spec)
+        self.seqs = linear_sequences(spec, self.terms)
+        check_sequences(spec, self.seqs)
+        return spec
+
+    def conditions(self, clause: Clause) -> tuple[dict[str, Expr], list[str]]:
+        """Each conjunct under a name of its own, after the variables' labels (their
+        offsets in the VM code are CepConfig.conj_off)."""
+        c, labels = self.conjuncts, clause.labels
+        for var, refs, _, local in define_conjuncts(clause.spec, clause.sets, clause.known,
+                                                    clause.derived, _no_moments):
+            _check_classifier_navigation(local)
+            late, rowlocal = conjunct_scope(local, refs)
+            c.exprs.append(local)
+            c.label.append(labels.index(var))
+            c.mask.append(sum(1 << labels.index(v) for v in refs))
+            c.late.append(late)
+            c.rowlocal.append(rowlocal)
+        pseudo = [f"\x00conj{i}" for i in range(len(c.exprs))]
+        return dict(zip(pseudo, c.exprs)), labels + pseudo
+
+    def program(self, clause: Clause) -> None:
+        """The sequences' arrays, the plan choice (here or in each task) and its arrays."""
+        self.global_order = strict_global_order(clause)
+        self.sequences = sequence_arrays(self.seqs, clause.labels, clause.spec.strategy,
+                                         self.conjuncts)
+        self.choice, self.task_planning = self._choose(clause)
+        c = self.conjuncts
+        self.plan_arrays = plan_arrays(self.choice, self.terms, clause.labels,
+                                       self.sequences.seq_start, c.label, c.mask, c.late)
+
+    def _choose(self, clause: Clause):
+        """(plan choice or None for in-order evaluation, TaskPlanning or None)."""
+        if self.terms is None:
+            return None, None
+        spec, statistics = clause.spec, self.statistics
+        if not is_in_worker(statistics):
+            choice = choose_cep_plan(spec, self.terms, self.options, statistics)
+            note = getattr(statistics, "note", "")
+            if note:
+                choice.stats_note = "; ".join(n for n in (choice.stats_note, note) if n)
+            return choice, None
+        # each task re-plans from its first rows
+        choice = choose_cep_plan(spec, self.terms, self.options, None)
+        choice.stats_note = _IN_WORKER_NOTE.format(rows=statistics.sample_rows)
+        c = self.conjuncts
+        planning = TaskPlanning(spec, self.terms, self.options, clause.labels,
+                                self.sequences.seq_start, c.label, c.mask, c.late,
+                                statistics.sample_rows, getattr(statistics, "adaptive", None))
+        return choice, planning
+
+    def config(self, clause: Clause, out: BoundOutput) -> CepConfig:
+        spec, c, s = clause.spec, self.conjuncts, self.sequences
+        skip = spec.after_match_skip
+        return CepConfig(
+            labels=clause.labels, code=out.code,
+            conj_off=np.asarray(out.code.offsets[len(clause.labels):], dtype=np.int32),
+            conj_label=np.asarray(c.label, dtype=np.int32),
+            conj_mask=np.asarray(c.mask, dtype=np.uint64),
+            refs=out.refs.encode(), membership=clause.sets.membership(),
+            comps=np.asarray(s.comps, dtype=np.int32).reshape(-1, 4),
+            seq_start=np.asarray(s.seq_start, dtype=np.int32),
+            negs=np.asarray(s.negs, dtype=np.int32).reshape(-1, 6),
+            leaves=out.leaves, leaf_columns=out.leaf_columns,
+            measure_aggregates=out.measure_aggregates,
+            aggregate_columns=out.aggregate_columns,
+            rank=np.asarray(s.rank, dtype=np.int32), merging=self.options.run_merging,
+            strategy=STRATEGY_CODES[spec.strategy],
+            all_rows=spec.rows_per_match != "ONE",
+            with_unmatched=spec.all_rows_option == "WITH_UNMATCHED",
+            select_past_last=skip.explicit and skip.kind == "PAST_LAST_ROW",
+            partition_columns=clause.partition_columns, passthrough=out.passthrough,
+            **clause.window(), output_schema=out.output_schema,
+            breaks_column=BREAK_COLUMN if self.global_order else None,
+            comp_proceed=s.proceed,
+            conj_late=np.asarray(c.late, dtype=np.uint8),
+            conj_rowlocal=np.asarray(c.rowlocal, dtype=np.uint8),
+            worker_planner=self.task_planning, gathered=out.gathered,
+            **s.arrays, **self.plan_arrays)
+
+    def plan_fields(self, clause: Clause) -> dict:
+        choice = self.choice
+        composites = [n for n in pattern_nodes(clause.spec.pattern)
+                      if isinstance(n, (Negation, Quantified)) and not isinstance(n.child, Var)]
+        facts = CepExplainFacts(choice, self.terms, len(self.seqs), self.inferred,
+                                self.in_order_reason, self.relevant, self.keep_reason,
+                                composites)
+        return dict(global_order=self.global_order,
+                    break_column=BREAK_COLUMN if self.global_order else None,
+                    relevance_filter=self.relevant, explain_facts=facts,
+                    chosen_plans=tuple(choice.plans) if choice is not None and choice.planned
+                    else ())
+
+
+def linear_sequences(spec: MatchRecognizeSpec, terms: list[Term] | None) -> list[LinearSeq]:
+    """The planned disjuncts as sequences, or the pattern expanded for the run NFA."""
     if terms is not None:
-        seqs = [LinearSeq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
-    else:
-        seqs = [s for s in expand(spec.pattern, strategy) if s.comps]
-        settle_open_negations(seqs)
-    labels = list(spec.variables)
-    if len(labels) > 63:
+        return [LinearSeq(list(t.comps), list(t.negs), [None] * len(t.comps)) for t in terms]
+    seqs = [s for s in expand(spec.pattern, spec.strategy) if s.comps]
+    settle_open_negations(seqs)
+    return seqs
+
+
+def check_sequences(spec: MatchRecognizeSpec, seqs: list[LinearSeq]) -> None:
+    """What the CEP evaluator cannot run: CepUnsupportedError naming the construct."""
+    if len(spec.variables) > 63:
         raise CepUnsupportedError("the CEP evaluator supports at most 63 pattern variables")
     for s in seqs:
         names = [c[0] for c in s.comps]
@@ -89,58 +223,30 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
                 "each variable once per sequence (rename the second occurrence)")
         if any(negated_variables(n[0]) & set(names) for n in s.negs):
             raise CepUnsupportedError("a variable is used both in NOT(...) and positively")
-    sets = LabelSets(labels, dict(spec.subsets))
-    known = set(labels) | set(spec.subsets)
-    prepare: list = []
-    partition_cols = [ex._column_or_prepared(k.expr, f"__cep_p{i}", prepare)
-                      for i, k in enumerate(spec.partition_by)]
-    sort_keys = [SortColumn(c, True, True) for c in partition_cols]
-    order_cols = []
-    for i, key in enumerate(spec.order_by):
-        col = ex._column_or_prepared(key.expr, f"__cep_o{i}", prepare)
-        order_cols.append(col)
-        sort_keys.append(SortColumn(col, key.ascending, key.effective_nulls_first))
-    used = set(partition_cols) | set(order_cols)
-    for field in schema:
-        if field.name not in used and ex._sortable(field.type):
-            sort_keys.append(SortColumn(field.name, True, True))
 
-    # STRICT_CONTIGUITY across partitions (R5): the backend adds BREAK_COLUMN, 1 where a
-    # row's predecessor in this global order lies in another partition
-    global_order = None
-    if strategy == "STRICT_CONTIGUITY" and partition_cols:
-        global_order = sort_keys[len(partition_cols):len(partition_cols) + len(order_cols)]
-        global_order += [SortColumn(f.name, True, True) for f in schema
-                         if f.name not in order_cols and ex._sortable(f.type)]
-    derived = DerivedColumns()
-    conj_exprs: list[Expr] = []
-    conj_label: list[int] = []
-    conj_mask: list[int] = []
-    conj_late: list[int] = []      # reads the match beyond named variables: check on completion
-    conj_rowlocal: list[int] = []  # reads the current row only
-    for var, refs, _, local in define_conjuncts(spec, sets, known, derived, _no_moments):
-        for e in walk(local):
-            if isinstance(e, RowValue) and isinstance(e.value, Classifier) and \
-                    e.ref.physical_offset != 0:
-                raise CepUnsupportedError("PREV/NEXT of CLASSIFIER() in DEFINE is not "
-                                          "supported in CEP mode", pos=e.pos)
-        conj_exprs.append(local)
-        conj_label.append(labels.index(var))
-        conj_mask.append(sum(1 << labels.index(v) for v in refs))
-        late, rowlocal = conjunct_scope(local, refs)
-        conj_late.append(late)
-        conj_rowlocal.append(rowlocal)
 
-    one = spec.rows_per_match == "ONE"
-    leaves = Leaves()
-    measures = []
-    for m in spec.measures:
-        expr = normalize_aggregates(value_navigation(m.expr), derived, final_default=one,
-                                    known_vars=known, in_define=False, members=sets.members)
-        bound = bind_rows(expr, in_define=False, final_default=one, known_vars=known)
-        measures.append((m.name, project_measure(bound, leaves)))
-    prepare += [(name, expr) for expr, name in derived.columns.items()]
+def _check_classifier_navigation(local: Expr) -> None:
+    for e in walk(local):
+        if isinstance(e, RowValue) and isinstance(e.value, Classifier) and \
+                e.ref.physical_offset != 0:
+            raise CepUnsupportedError("PREV/NEXT of CLASSIFIER() in DEFINE is not "
+                                      "supported in CEP mode", pos=e.pos)
 
+
+def strict_global_order(clause: Clause) -> list[SortColumn] | None:
+    """STRICT_CONTIGUITY across partitions (R5): the order in which the backend flags
+    (BREAK_COLUMN) a row whose predecessor lies in another partition; else None."""
+    if clause.spec.strategy != "STRICT_CONTIGUITY" or not clause.partition_columns:
+        return None
+    n_part, n_order = len(clause.partition_columns), len(clause.order_columns)
+    order = clause.sort_keys[n_part:n_part + n_order]
+    return order + [SortColumn(f.name, True, True) for f in clause.schema
+                    if f.name not in clause.order_columns and sortable(f.type)]
+
+
+def sequence_arrays(seqs: list[LinearSeq], labels: list[str], strategy: str,
+                    conjuncts: Conjuncts) -> Sequences:
+    """The sequences' components, NOT checks, NOT programs and iteration groups."""
     program_of, programs = not_programs(seqs, labels)
     comps, seq_start, negs = [], [0], []
     for k, s in enumerate(seqs):
@@ -149,116 +255,13 @@ def plan_cep(spec: MatchRecognizeSpec, schema: pa.Schema, *, options=None,
         negs += [[k, program_of[child], base + a, base + b, base + c, base + d]
                  for child, a, b, c, d, _ in s.negs]
         seq_start.append(len(comps))
-    not_arrays = pack_not_programs(programs, conj_label, conj_mask, conj_late, labels)
-    not_arrays.update(group_arrays(seqs, strategy, conj_label, conj_mask, labels))
+    c = conjuncts
+    arrays = pack_not_programs(programs, c.label, c.mask, c.late, labels)
+    arrays.update(group_arrays(seqs, strategy, c.label, c.mask, labels))
     order = sorted(labels)
-    rank = [order.index(n) for n in labels]
     proceed = _proceed_masks(seqs, labels) if strategy == "SKIP_TILL_NEXT_MATCH" else None
-    choice = worker_planner = None
-    if terms is not None:
-        if is_in_worker(statistics):  # each task re-plans from its first rows
-            choice = choose_cep_plan(spec, terms, options or PlannerOptions(), None)
-            choice.stats_note = _IN_WORKER_NOTE.format(rows=statistics.sample_rows)
-            worker_planner = WorkerPlanner(spec, terms, options or PlannerOptions(), labels,
-                                           seq_start, conj_label, conj_mask, conj_late,
-                                           statistics.sample_rows,
-                                           getattr(statistics, "adaptive", None))
-        else:
-            choice = choose_cep_plan(spec, terms, options or PlannerOptions(), statistics)
-            note = getattr(statistics, "note", "")
-            if note:
-                choice.stats_note = "; ".join(n for n in (choice.stats_note, note) if n)
-    tree_arrays = _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask,
-                               conj_late)
-    if tree_arrays:
-        tree_arrays.update(_negation_nodes(choice, terms, labels, conj_label, conj_mask,
-                                           conj_late))
-    input_columns = [f.name for f in schema]
-    pseudo = [f"\x00conj{i}" for i in range(len(conj_exprs))]
-
-    def bind(prepared: pa.Schema) -> BoundPlan:
-        try:
-            return _bind(prepared)
-        except CepError:
-            raise
-        except (KeyError, ValueError) as exc:
-            raise CepAnalysisError(str(exc)) from exc
-
-    def _bind(prepared: pa.Schema) -> BoundPlan:
-        from cepsql.runtime.cep_worker import CepConfig, CepWorker
-        refs = RefTable(sets)
-        agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
-        code = compile_conditions(dict(zip(pseudo, conj_exprs)), labels + pseudo, refs,
-                                  prepared, agg_columns,
-                                  ansi=(options or PlannerOptions()).ansi)
-        agg_vm_column = dict(zip(agg_columns, code.extra_columns))
-        agg_specs, agg_fields = [], []
-        for i, agg in enumerate(leaves.aggregates):
-            arg_type = None if agg.column is None else prepared.field(agg.column).type
-            agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
-                              agg_vm_column.get(agg.column, -1), int(agg.final)])
-            if agg.func != "ROWS":  # a gathered aggregate's row list has no column
-                agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
-        gathered, gathered_fields = bind_gathered_all(leaves, prepared)
-        agg_fields += gathered_fields
-        leaf_specs, leaf_fields = [], []
-        for i, (ref, column) in enumerate(leaves.items):
-            leaf_specs.append([sets.set_id(ref.var), 0 if ref.logical == "FIRST" else 1,
-                               ref.logical_offset, ref.physical_offset, int(ref.final),
-                               1 if column is None else 0])
-            dtype = pa.string() if column is None else prepared.field(column).type
-            leaf_fields.append(pa.field(f"__cep_l{i}", dtype, nullable=True))
-        if one:
-            passthrough = list(partition_cols)
-        else:
-            passthrough = input_columns + [c for c in partition_cols if c not in input_columns]
-        fields = [prepared.field(c) for c in passthrough] + leaf_fields + agg_fields
-        fields.append(pa.field(MATCH_NUMBER_COLUMN, pa.int64(), nullable=True))
-        n_labels = len(labels)
-        config = CepConfig(
-            labels=labels, code=code,
-            conj_off=np.asarray(code.offsets[n_labels:], dtype=np.int32),
-            conj_label=np.asarray(conj_label, dtype=np.int32),
-            conj_mask=np.asarray(conj_mask, dtype=np.uint64),
-            refs=refs.encode(), membership=sets.membership(),
-            comps=np.asarray(comps, dtype=np.int32).reshape(-1, 4),
-            seq_start=np.asarray(seq_start, dtype=np.int32),
-            negs=np.asarray(negs, dtype=np.int32).reshape(-1, 6),
-            leaves=np.asarray(leaf_specs, dtype=np.int32).reshape(-1, 6),
-            leaf_columns=[c for _, c in leaves.items],
-            measure_aggregates=np.asarray(agg_specs, dtype=np.int32).reshape(-1, 4),
-            aggregate_columns=[(a.func, a.column) for a in leaves.aggregates],
-            rank=np.asarray(rank, dtype=np.int32),
-            strategy=STRATEGY_CODES[strategy],
-            all_rows=not one,
-            with_unmatched=spec.all_rows_option == "WITH_UNMATCHED",
-            select_past_last=skip.explicit and skip.kind == "PAST_LAST_ROW",
-            partition_columns=partition_cols, passthrough=passthrough,
-            window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
-            window_size=0 if spec.window is None else spec.window.size,
-            window_column=order_cols[0] if order_cols else None,
-            output_schema=pa.schema(fields),
-            breaks_column=BREAK_COLUMN if global_order else None,
-            comp_proceed=proceed,
-            conj_late=np.asarray(conj_late, dtype=np.uint8),
-            conj_rowlocal=np.asarray(conj_rowlocal, dtype=np.uint8),
-            worker_planner=worker_planner, gathered=tuple(gathered),
-            merging=(options or PlannerOptions()).run_merging,
-            **not_arrays, **tree_arrays)
-        return BoundPlan(CepWorker(config), config.output_schema, projection)
-
-    projection = ex._final_projection(*visible_partitions(spec, partition_cols), order_cols,
-                                      measures, input_columns)
-    ex._check_unique_names(projection, spec)
-    return QueryPlan(prepare, partition_cols, sort_keys, bind,
-                     primary_sort_keys=len(partition_cols) + len(order_cols), spec=spec,
-                     global_order=global_order,
-                     explain=_explain(spec, choice, terms, seqs, inferred, in_order_reason,
-                                      relevance_line(relevant, keep_reason)),
-                     chosen_plans=tuple(choice.plans) if choice is not None and choice.planned
-                     else (),
-                     break_column=BREAK_COLUMN if global_order else None,
-                     relevance_filter=relevant)
+    return Sequences(comps, seq_start, negs, [order.index(n) for n in labels], proceed,
+                     arrays)
 
 
 def _once_outside_groups(seq: LinearSeq) -> bool:
@@ -352,145 +355,3 @@ def _no_moments(cond: Expr) -> None:
                 f"{e.func.lower()}() in DEFINE is not supported in CEP mode (SQL:2016 mode "
                 "supports it)", pos=e.pos)
 
-
-def _post_order(root) -> list:
-    """The plan tree's nodes, children before parents (the order cep.pyx numbers them)."""
-    if root.is_leaf:
-        return [root]
-    return _post_order(root.left) + _post_order(root.right) + [root]
-
-
-def _label_comps(comp_of: dict, labels: list[str], label_mask: int) -> int:
-    """Components (bit mask) of a term that hold the variables in label_mask."""
-    return sum(1 << i for v, i in comp_of.items() if label_mask >> labels.index(v) & 1)
-
-
-def _covering(masks: list[int], need: int) -> list[int]:
-    """Indices of the nodes holding every component in need, lowest first."""
-    return sorted((k for k, m in enumerate(masks) if m & need == need),
-                  key=lambda k: bin(masks[k]).count("1"))
-
-
-def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    starts = np.cumsum([0] + [len(x) for x in lists]).astype(np.int32)
-    return starts, np.asarray([v for x in lists for v in x], dtype=np.int32)
-
-
-def _tree_arrays(choice, terms, labels, seq_start, conj_label, conj_mask, conj_late) -> dict:
-    """The plans as arrays for cep.pyx: nodes (term, left, right, comp, parent) in
-    post-order, each term's root last; per node the conjuncts to check when it forms an
-    instance (the lowest node holding every variable a conjunct reads)."""
-    if choice is None or not choice.planned:
-        return {}
-    nodes, node_conj, leaf_of, after = [], [], [], []
-    for t, (term, root) in enumerate(zip(terms, choice.trees())):
-        base = seq_start[t]
-        comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
-        after += term.after_masks()
-        leaf_of += [0] * len(term.comps)
-        order = _post_order(root)
-        index = {id(tn): len(nodes) + k for k, tn in enumerate(order)}
-        for tn in order:
-            if tn.is_leaf:
-                leaf_of[base + tn.leaf] = index[id(tn)]
-                nodes.append([t, -1, -1, base + tn.leaf, -1])
-            else:
-                li, ri = index[id(tn.left)], index[id(tn.right)]
-                nodes[li][4] = nodes[ri][4] = index[id(tn)]
-                nodes.append([t, li, ri, -1, -1])
-        masks = [tn.mask for tn in order]
-        lists = [[] for _ in order]
-        for c, (lab, mask, late) in enumerate(zip(conj_label, conj_mask, conj_late)):
-            name = labels[lab]
-            if name not in comp_of or late:
-                continue
-            need = 1 << comp_of[name] | _label_comps(comp_of, labels, mask)
-            lists[_covering(masks, need)[0]].append(c)
-        node_conj += lists
-    starts, flat = _csr(node_conj)
-    return dict(
-        plan_nodes=np.asarray(nodes, dtype=np.int32).reshape(-1, 5),
-        plan_leaf_of=np.asarray(leaf_of, dtype=np.int32),
-        plan_after=np.asarray(after, dtype=np.uint64),
-        plan_conj_start=starts, plan_conj=flat)
-
-
-def _negation_nodes(choice, terms, labels, conj_label, conj_mask, conj_late) -> dict:
-    """Per plan node, the NOT checks to run as soon as it forms an instance (VLDB 2018
-    section 4: the lowest node binding the region's neighbours and every variable the
-    NOT's DEFINE reads). Open (window-bounded) regions and NOTs whose DEFINE needs the
-    whole match stay on the complete match only."""
-    lists, q_base = [], 0
-    for term, root in zip(terms, choice.trees()):
-        masks = [tn.mask for tn in _post_order(root)]
-        term_lists = [[] for _ in masks]
-        comp_of = {name: i for i, (name, _, _) in enumerate(term.comps)}
-        after = term.after_masks()
-        for q, ((child, *_), (left, right)) in enumerate(zip(term.negs, term.neg_sides)):
-            names = negated_variables(child)
-            conjs = [c for c, lab in enumerate(conj_label) if labels[lab] in names]
-            if not left or any(conj_late[c] for c in conjs):
-                continue
-            need = left | right
-            for c in conjs:
-                need |= _label_comps(comp_of, labels, conj_mask[c])
-            for k in _covering(masks, need):
-                if k == len(masks) - 1:
-                    break   # the root checks every NOT anyway
-                if _region_settled(masks[k], left, right, after, len(term.comps)):
-                    term_lists[k].append(q_base + q)
-                    break
-        lists += term_lists
-        q_base += len(term.negs)
-    starts, flat = _csr(lists)
-    return dict(plan_neg_start=starts, plan_neg=flat)
-
-
-def _region_settled(mask: int, left: int, right: int, after: list[int], n: int) -> bool:
-    """Whether no component outside the instance (mask) can put a row inside the NOT's
-    region (after the left components, before the right ones) -- rows of the match are
-    not NOT candidates, so before that the check could reject an instance whose
-    complete match passes."""
-    bits = [i for i in range(n) if (left | right) >> i & 1]
-    for x in range(n):
-        if mask >> x & 1:
-            continue
-        before = any(after[x] >> b & 1 for b in bits if left >> b & 1)
-        behind = any(after[b] >> x & 1 for b in bits if right >> b & 1)
-        if not (before or behind):
-            return False
-    return True
-
-
-def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "",
-             relevance: str = "") -> str:
-    window = ""
-    if spec.window is not None:
-        window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
-                  f", WITHIN {spec.window.size / 1e6:g} SECONDS")
-    lines = [f"CEP mode: STRATEGY {spec.strategy}{window}",
-             f"pattern:       {getattr(spec, 'pattern_text', '') or ''}".rstrip()]
-    if inferred:
-        lines += [f"partition by:  {col} (inferred: {why})" for col, why in inferred]
-    elif spec.partition_by:
-        lines.append("partition by:  " + ", ".join(k.name or "<expr>" for k in spec.partition_by))
-    elif whole_input_output(spec):
-        lines.append(f"parallelism:   one task: {whole_input_output(spec)}, so no partition "
-                     "key is inferred and no time slices are cut")
-    if relevance:
-        lines.append(relevance)
-    if terms is not None and len(terms) > 1:
-        lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
-    for node in pattern_nodes(spec.pattern):
-        if isinstance(node, Negation) and not isinstance(node.child, Var):
-            lines.append(f"negation:      NOT({pattern_to_text(node.child)}) -- absence of any "
-                         "match of it in its region (any-match search, R6a)")
-        elif isinstance(node, Quantified) and not isinstance(node.child, Var):
-            lines.append(f"kleene:        KL({pattern_to_text(node.child)}) -- iterations "
-                         "looped in order on the run NFA (R6b)")
-    if choice is None:
-        choice = CepPlanChoice(EVALUATOR_IN_ORDER, in_order_reason or
-                               "pattern shape not plannable (see docs/cep_mode.md)")
-        lines.append(f"linear sequences: {len(seqs)}")
-    lines.append(describe_choice(choice, terms))
-    return "\n".join(lines)

@@ -18,7 +18,6 @@ positive.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import permutations, product
 
 import numpy as np
@@ -26,27 +25,12 @@ import numpy as np
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
                                Permute, Quantified, Var)
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
+from cepsql.compile.cep_group_shapes import (PLAIN, and_automaton, flatten_nested,
+                                             interleaved_closures)
+from cepsql.compile.linear_seq import LinearSeq
 from cepsql.planning.evaluator_choice import PLANNED_STRATEGY
 
 MAX_SEQUENCES = 256
-
-
-@dataclass
-class LinearSeq:
-    comps: list            # (label, min, max or -1)
-    # NOT checks: (negated node, a, b, c, d, pending): the region lies after the last row
-    # of components [a, b) and before the first row of components [c, d) (R6); pending:
-    # an AND's NOT whose region the enclosing SEQ still has to fix
-    negs: list
-    ids: list = None       # per comp: its NFA state identity (pattern node, AND order)
-    pos: int | None = None
-    # iteration groups of KL over a SEQ (R6b): (first comp, last comp, min, max or -1,
-    # alternatives [(first, last)], per alternative: entered only by a loop back,
-    # outer: the group's slot in the nearest enclosing SEQ (comps [a, b) before it,
-    # [c, d) after it) or None until a SEQ fixes it, ids of the NOT nodes inside, R6c)
-    groups: list = None
-    # a variable may have several components (the interleavings of AND(a, b+), R4)
-    repeats: bool = False
 
 
 def _shift(negs, k):
@@ -259,7 +243,6 @@ def _expand_group(node: Quantified, strategy: str) -> list[LinearSeq]:
     _neg_iter_ok), so an alternative holding a NOT must split one way only
     (_ambiguous_split).
     """
-    from cepsql.compile.cep_group_shapes import PLAIN, and_automaton, flatten_nested, interleaved_closures
     pos = getattr(node, "pos", None)
     if strategy == PLANNED_STRATEGY and interleaved_closures(node.child):
         expanded, loop_only = and_automaton(node.child)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cepsql.algebra.pattern import Negation, Permute, Quantified, Var
 from cepsql.errors import CepUnsupportedError
-from cepsql.compile.cep_expand import LinearSeq
+from cepsql.compile.linear_seq import LinearSeq
 
 # an alternative's flags outside nested groups (see flatten_nested)
 PLAIN = (False, -1, False, False, 0)

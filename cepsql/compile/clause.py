@@ -1,41 +1,44 @@
-"""Plan one MATCH_RECOGNIZE clause for execution (driver side).
+"""The clause skeleton: plan one MATCH_RECOGNIZE clause for execution (driver side).
 
-``plan_query`` checks the clause against the input schema, splits DEFINE conditions
-into row-local columns and cross-row bytecode, turns MEASURES into leaves, and returns
-the backend-neutral QueryPlan (see plan.py). ``bind`` finishes compilation once the
-prepared input's Arrow types are known and returns the picklable worker.
+``plan_query`` checks the clause against the input schema and lays out what both modes
+share: the PARTITION BY / ORDER BY keys as prepared columns, the sort keys, MEASURES as
+leaves and aggregates, the final projection and the bind step. DEFINE and the pattern
+program are the mode's (``compile.sql`` for SQL:2016 mode, ``compile.cep`` for CEP mode,
+both ``clause_parts.ModeCompiler``). The result is the backend-neutral QueryPlan
+(``query_plan``); its ``bind`` finishes compilation once the prepared input's Arrow
+types are known and returns the BoundPlan carrying the worker's configuration.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
-from cepsql.algebra.expressions import (Case, ColumnRef, Expr, IsNull, Literal, RowRef, RowValue,
-                                   walk)
-from cepsql.algebra.rowrefs import bind_rows
+from cepsql.algebra.expressions import (Case, ColumnRef, Expr,
+                                        IsNull, Literal, RowRef, RowValue,
+                                        walk)
 from cepsql.algebra.pattern import Exclusion
+from cepsql.algebra.rowrefs import bind_rows
 from cepsql.algebra.spec import MatchRecognizeSpec
-from cepsql.analyze.type_check import check_types
-from cepsql.errors import CepAnalysisError, CepError
 from cepsql.analyze.aggregate_functions import FUNC_CODES, result_type
 from cepsql.analyze.aggregates import normalize_aggregates, value_navigation
-from cepsql.compile.gathered import bind_gathered_all
-from cepsql.compile.conditions import compile_conditions
-from cepsql.analyze.decompose import DerivedColumns, localize, normalize_define_ref
-from cepsql.explain.clause import explain_clause
-from cepsql.analyze.measures import MATCH_NUMBER_COLUMN, Leaves, project_measure
 from cepsql.analyze.columns import canonical_columns
+from cepsql.analyze.decompose import DerivedColumns
+from cepsql.analyze.measures import MATCH_NUMBER_COLUMN, project_measure
+from cepsql.analyze.partition_inference import visible_partitions
+from cepsql.analyze.rowsets import RefTable
 from cepsql.analyze.subqueries import reject_unbound_subqueries
+from cepsql.analyze.type_check import check_types
+from cepsql.compile.cep import CepMode
+from cepsql.compile.clause_parts import BoundOutput, Clause, ModeCompiler, sortable
+from cepsql.compile.conditions import compile_conditions
+from cepsql.compile.gathered import bind_gathered_all
 from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn
+from cepsql.compile.sql import SqlMode
+from cepsql.errors import CepAnalysisError, CepError
 from cepsql.planning.options import PlannerOptions, current_options
-from cepsql.compile.program import compile_pattern
-from cepsql.analyze.rowsets import LabelSets, RefTable
-from cepsql.runtime.worker import MatchWorker, WorkerConfig
-
-SKIP_CODES = {"PAST_LAST_ROW": 0, "TO_NEXT_ROW": 1, "TO_FIRST": 2, "TO_LAST": 3}
-EMPTY_CODES = {"SHOW_EMPTY": 0, "OMIT_EMPTY": 1, "WITH_UNMATCHED": 2}
 
 
 def plan_query(spec: MatchRecognizeSpec, input_schema: pa.Schema, sql: str = "", *,
@@ -56,21 +59,42 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
           statistics, sql: str = "") -> QueryPlan:
     reject_unbound_subqueries(spec)
     check_types(spec, schema)
-    if spec.strategy is not None:
-        from cepsql.compile.cep import plan_cep
-        return plan_cep(spec, schema, options=options, statistics=statistics)
+    mode: ModeCompiler = SqlMode() if spec.strategy is None else CepMode(options, statistics)
+    spec = _checked(spec, schema, mode)
+    clause = _laid_out(spec, schema, options, sql)
+    conditions = mode.conditions(clause)
+    _add_measures(clause)
+    clause.prepare += [(name, expr) for expr, name in clause.derived.columns.items()]
+    mode.program(clause)
+    visible, visible_keys = visible_partitions(spec, clause.partition_columns)
+    projection = _final_projection(visible, visible_keys, clause.order_columns,
+                                   clause.measures, clause.input_columns)
+    _check_unique_names(projection, spec)
+    bind = partial(_bind, mode, clause, conditions, projection)
+    return QueryPlan(clause.prepare, clause.partition_columns, clause.sort_keys, bind,
+                     primary_sort_keys=clause.primary_sort_keys, spec=spec,
+                     **mode.plan_fields(clause))
+
+
+def _checked(spec: MatchRecognizeSpec, schema: pa.Schema,
+             mode: ModeCompiler) -> MatchRecognizeSpec:
+    """The clause checked and in canonical form: the mode's rules first, column names as
+    the schema spells them, then the mode's rewrites (CEP: inferred partition keys)."""
+    mode.check(spec)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
     spec = canonical_columns(spec, schema)
     _check_standard_restrictions(spec)
-    labels = spec.variables
-    sets = LabelSets(labels, dict(spec.subsets))
-    known = set(labels) | set(spec.subsets)
+    return mode.shape(spec, schema)
 
+
+def _laid_out(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
+              sql: str) -> Clause:
+    """The keys as columns of the prepared input, and the sort: PARTITION BY, ORDER BY,
+    then every other sortable input column to break ties (a deterministic order)."""
     prepare: list[tuple[str, Expr]] = []
-    partition_cols = []
-    for i, key in enumerate(spec.partition_by):
-        partition_cols.append(_column_or_prepared(key.expr, f"__cep_p{i}", prepare))
+    partition_cols = [_column_or_prepared(k.expr, f"__cep_p{i}", prepare)
+                      for i, k in enumerate(spec.partition_by)]
     sort_keys = [SortColumn(c, True, True) for c in partition_cols]
     order_cols = []
     for i, key in enumerate(spec.order_by):
@@ -78,103 +102,82 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
         order_cols.append(col)
         sort_keys.append(SortColumn(col, key.ascending, key.effective_nulls_first))
     used = set(partition_cols) | set(order_cols)
-    for field in schema:
-        if field.name not in used and _sortable(field.type):
-            sort_keys.append(SortColumn(field.name, True, True))
+    sort_keys += [SortColumn(f.name, True, True) for f in schema
+                  if f.name not in used and sortable(f.type)]
+    return Clause(spec, schema, options, sql, prepare, partition_cols, order_cols, sort_keys,
+                  derived=DerivedColumns())
 
-    derived = DerivedColumns()
-    defines = {}
-    for var, cond in spec.defines.items():
-        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
-                                    known_vars=known, in_define=True, members=sets.members)
-        bound = bind_rows(cond, in_define=True, final_default=False, known_vars=known)
-        defines[var] = localize(bound, derived,
-                                lambda ref, v=var: normalize_define_ref(ref, v, sets.members))
-    leaves = Leaves()
-    measures = []
-    for m in spec.measures:
-        final_default = spec.rows_per_match == "ONE"
-        expr = normalize_aggregates(value_navigation(m.expr), derived,
-                                    final_default=final_default, known_vars=known,
+
+def _add_measures(clause: Clause) -> None:
+    """MEASURES over leaf columns (row reads) and aggregates the worker outputs."""
+    final_default = clause.spec.rows_per_match == "ONE"
+    sets = clause.sets
+    for m in clause.spec.measures:
+        expr = normalize_aggregates(value_navigation(m.expr), clause.derived,
+                                    final_default=final_default, known_vars=clause.known,
                                     in_define=False, members=sets.members)
-        bound = bind_rows(expr, in_define=False, final_default=final_default, known_vars=known)
-        measures.append((m.name, project_measure(bound, leaves)))
+        bound = bind_rows(expr, in_define=False, final_default=final_default,
+                          known_vars=clause.known)
+        clause.measures.append((m.name, project_measure(bound, clause.leaves)))
 
-    prepare += [(name, expr) for expr, name in derived.columns.items()]
-    program = compile_pattern(spec.pattern, labels)
-    skip_set = -1
-    if spec.after_match_skip.kind in ("TO_FIRST", "TO_LAST"):
-        skip_set = sets.set_id(spec.after_match_skip.var)
 
-    input_columns = [f.name for f in schema]
+def _bind(mode: ModeCompiler, clause: Clause, conditions: tuple[dict[str, Expr], list[str]],
+          projection: list[tuple[str, Expr]], prepared: pa.Schema) -> BoundPlan:
+    """QueryPlan.bind: the mode's worker configuration for the prepared input's types."""
+    try:
+        config = mode.config(clause, _bound_output(clause, conditions, prepared))
+    except CepError:
+        raise
+    except (KeyError, ValueError) as exc:  # schema/type mismatches
+        raise CepAnalysisError(str(exc)) from exc
+    return BoundPlan(config, config.output_schema, projection)
 
-    def bind(prepared: pa.Schema) -> BoundPlan:
-        try:
-            return _bind(prepared)
-        except CepError:
-            raise
-        except (KeyError, ValueError) as exc:  # schema/type mismatches
-            raise CepAnalysisError(str(exc)) from exc
 
-    def _bind(prepared: pa.Schema) -> BoundPlan:
-        refs = RefTable(sets)
-        agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
-        code = compile_conditions(defines, labels, refs, prepared, agg_columns,
-                                  ansi=options.ansi)
-        agg_vm_column = dict(zip(agg_columns, code.extra_columns))
-        agg_specs, agg_fields = [], []
-        for i, agg in enumerate(leaves.aggregates):
-            arg_type = None if agg.column is None else prepared.field(agg.column).type
-            agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
-                              agg_vm_column.get(agg.column, -1), int(agg.final)])
-            if agg.func != "ROWS":
-                agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
-        gathered, gathered_fields = bind_gathered_all(leaves, prepared)
-        agg_fields += gathered_fields
-        full_history = _needs_full_history(refs) or code.reads_other_labels
-        leaf_specs, leaf_fields = [], []
-        for i, (ref, column) in enumerate(leaves.items):
-            kind = 1 if column is None else 0
-            leaf_specs.append([sets.set_id(ref.var), 0 if ref.logical == "FIRST" else 1,
-                               ref.logical_offset, ref.physical_offset, int(ref.final), kind])
-            dtype = pa.string() if column is None else prepared.field(column).type
-            leaf_fields.append(pa.field(f"__cep_l{i}", dtype, nullable=True))
-        if spec.rows_per_match == "ONE":
-            passthrough = list(partition_cols)
-        else:
-            passthrough = input_columns + [c for c in partition_cols if c not in input_columns]
-        fields = [prepared.field(c) for c in passthrough] + leaf_fields + agg_fields
-        fields.append(pa.field(MATCH_NUMBER_COLUMN, pa.int64(), nullable=True))
-        config = WorkerConfig(
-            program=program.ops, n_labels=len(labels), n_slots=program.n_slots,
-            labels=labels, code=code, refs=refs.encode(), membership=sets.membership(),
-            leaves=np.asarray(leaf_specs, dtype=np.int32).reshape(-1, 6),
-            leaf_columns=[c for _, c in leaves.items],
-            measure_aggregates=np.asarray(agg_specs, dtype=np.int32).reshape(-1, 4),
-            aggregate_columns=[(a.func, a.column) for a in leaves.aggregates],
-            skip_mode=SKIP_CODES[spec.after_match_skip.kind], skip_set=skip_set,
-            skip_var=spec.after_match_skip.var,
-            all_rows=spec.rows_per_match == "ALL",
-            empty_mode=EMPTY_CODES[spec.all_rows_option], full_history=full_history,
-            partition_columns=partition_cols, passthrough=passthrough,
-            max_lookback=_max_lookback(refs.refs + [ref for ref, _ in leaves.items]),
-            window_kind=0 if spec.window is None else (1 if spec.window.kind == "rows" else 2),
-            window_size=0 if spec.window is None else spec.window.size,
-            window_column=order_cols[0] if order_cols else None,
-            closure_depth=program.closure_depth,
-            sql=sql or None, skip_pos=spec.after_match_skip.pos,
-            output_schema=pa.schema(fields), gathered=tuple(gathered))
-        return BoundPlan(MatchWorker(config), config.output_schema, projection)
+def _bound_output(clause: Clause, conditions: tuple[dict[str, Expr], list[str]],
+                  prepared: pa.Schema) -> BoundOutput:
+    """The conditions compiled for the condition VM, and the measures' leaves and
+    aggregates with the worker's output schema."""
+    leaves, sets = clause.leaves, clause.sets
+    refs = RefTable(sets)
+    agg_columns = [a.column for a in leaves.aggregates if a.column is not None]
+    named, names = conditions
+    code = compile_conditions(named, names, refs, prepared, agg_columns,
+                              ansi=clause.options.ansi)
+    agg_vm_column = dict(zip(agg_columns, code.extra_columns))
+    agg_specs, agg_fields = [], []
+    for i, agg in enumerate(leaves.aggregates):
+        arg_type = None if agg.column is None else prepared.field(agg.column).type
+        agg_specs.append([sets.set_id(agg.var), FUNC_CODES[agg.func],
+                          agg_vm_column.get(agg.column, -1), int(agg.final)])
+        if agg.func != "ROWS":  # a gathered aggregate's row list has no column
+            agg_fields.append(pa.field(f"__cep_a{i}", result_type(agg.func, arg_type)))
+    gathered, gathered_fields = bind_gathered_all(leaves, prepared)
+    leaf_specs, leaf_fields = [], []
+    for i, (ref, column) in enumerate(leaves.items):
+        leaf_specs.append([sets.set_id(ref.var), 0 if ref.logical == "FIRST" else 1,
+                           ref.logical_offset, ref.physical_offset, int(ref.final),
+                           1 if column is None else 0])
+        dtype = pa.string() if column is None else prepared.field(column).type
+        leaf_fields.append(pa.field(f"__cep_l{i}", dtype, nullable=True))
+    passthrough = _passthrough(clause)
+    fields = [prepared.field(c) for c in passthrough] + leaf_fields + agg_fields \
+        + gathered_fields + [pa.field(MATCH_NUMBER_COLUMN, pa.int64(), nullable=True)]
+    return BoundOutput(
+        code=code, refs=refs, leaves=np.asarray(leaf_specs, dtype=np.int32).reshape(-1, 6),
+        leaf_columns=[c for _, c in leaves.items],
+        measure_aggregates=np.asarray(agg_specs, dtype=np.int32).reshape(-1, 4),
+        aggregate_columns=[(a.func, a.column) for a in leaves.aggregates],
+        gathered=tuple(gathered), passthrough=passthrough, output_schema=pa.schema(fields))
 
-    projection = _final_projection(spec, partition_cols, order_cols, measures, input_columns)
-    _check_unique_names(projection, spec)
-    primary = len(partition_cols) + len(order_cols)
-    explain = explain_clause(spec, defines=defines,
-                             derived=[(n, e) for e, n in derived.columns.items()],
-                             program_size=len(program), sort_keys=sort_keys,
-                             primary_sort_keys=primary)
-    return QueryPlan(prepare, partition_cols, sort_keys, bind, primary_sort_keys=primary,
-                     explain=explain, spec=spec)
+
+def _passthrough(clause: Clause) -> list[str]:
+    """Input columns every output row carries: the keys (ONE ROW PER MATCH), or every
+    input column and then the computed keys (ALL ROWS PER MATCH)."""
+    keys = clause.partition_columns
+    if clause.spec.rows_per_match == "ONE":
+        return list(keys)
+    inputs = clause.input_columns
+    return inputs + [c for c in keys if c not in inputs]
 
 
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
@@ -254,20 +257,6 @@ def _column_or_prepared(expr: Expr, name: str, prepare: list) -> str:
                                    pos=getattr(node, "pos", None))
     prepare.append((name, expr))
     return name
-
-
-def _max_lookback(refs: list[RowRef]) -> int:
-    """How far before a match's first row any reference can read."""
-    return max([-r.physical_offset for r in refs if r.physical_offset < 0] + [0])
-
-
-def _needs_full_history(refs: RefTable) -> bool:
-    """Whether DEFINE can read deeper into a thread's past than first/last rows."""
-    return any(r.var is not None and r.logical_offset > 0 for r in refs.refs)
-
-
-def _sortable(dtype: pa.DataType) -> bool:
-    return not (pa.types.is_nested(dtype) or pa.types.is_map(dtype))
 
 
 __all__ = ["plan_query", "RowRef", "RowValue"]

@@ -1,7 +1,7 @@
 """A GlobalPlan as the C arrays of cython_ext/shared_dag.pyx.
 
 Checks are translated from the plan's terms (variable names of the owner pattern,
-conjunct numbers as plan_cep compiles them) into slot numbers and labels of the owner's
+conjunct numbers as compile.cep numbers them) into slot numbers and labels of the owner's
 condition VM: (kind, a, b) with kind 0 = row of slot a before row of slot b, kind 1 =
 conjunct a on slot b (kind 2 on a Kleene leaf: checked on the closure being formed, not
 on the element alone). ("not", q) and ("window", None) on a Binding are left to the
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from cepsql.compile.conditions import C_JUMP, C_LOAD
+from cepsql.compile.worker_config import CepConfig
 from cepsql.sharing.global_plan import GlobalPlan
-from cepsql.runtime.cep_worker import CepConfig
 
 K_ORDER, K_CONJ, K_KCONJ = 0, 1, 2
 U_LEFT, U_RIGHT, U_ROOT = 0, 1, 2
@@ -299,7 +300,6 @@ def _column_conjunct(config: CepConfig, c: int, label: int) -> int:
     """The column a conjunct tests on a one-row match labelled ``label`` when its
     program is only "that row's column, as a truth value" (a precomputed row-local
     expression such as ``symbol = 'S03'``); -1 otherwise."""
-    from cepsql.compile.conditions import C_JUMP, C_LOAD
     code = np.asarray(config.code.code)
     off = int(config.conj_off[c])
     end = int(config.conj_off[c + 1]) if c + 1 < len(config.conj_off) else len(code)

@@ -1,12 +1,22 @@
-"""EXPLAIN text of a planned clause: what runs where (vectorised per row before matching,
-or in the condition VM per thread), the pattern program, sort and output settings."""
+"""EXPLAIN text of a planned clause, rendered from what planning recorded on its QueryPlan
+(``explain_facts``) and the lines a backend added (``explain_notes``).
+
+SQL:2016 mode: what runs where (vectorised per row before matching, or in the condition
+VM per thread), the pattern program, sort and output settings. CEP mode: the strategy,
+partitioning (written or inferred), relevance filter, composite NOT / KL, and the plan
+choice with its alternatives' costs and the statistics used.
+"""
 from __future__ import annotations
 
 from cepsql.algebra.expressions import (AggregateValue, BinaryOp, Case, Classifier, ColumnRef,
-                                   Expr, FunctionCall, IsNull, Literal, MatchNumber, RowRef,
-                                   RowValue, UnaryOp, children)
-from cepsql.algebra.pattern import pattern_to_text
-from cepsql.algebra.spec import MatchRecognizeSpec
+                                        Expr, FunctionCall, IsNull, Literal, MatchNumber,
+                                        RowRef, RowValue, UnaryOp, children)
+from cepsql.algebra.pattern import Negation, pattern_to_text
+from cepsql.analyze.partition_inference import whole_input_output
+from cepsql.analyze.relevance import relevance_line
+from cepsql.compile.query_plan import CepExplainFacts, QueryPlan, SqlExplainFacts
+from cepsql.exprs.spark_sql import to_spark_sql
+from cepsql.planning.evaluator_choice import EVALUATOR_IN_ORDER, CepPlanChoice, describe_choice
 
 
 def describe_ref(ref: RowRef) -> str:
@@ -57,21 +67,31 @@ def describe_expr(e: Expr) -> str:
     return type(e).__name__ + "(" + ", ".join(describe_expr(c) for c in children(e)) + ")"
 
 
-def explain_clause(spec: MatchRecognizeSpec, *, defines: dict[str, Expr],
-                   derived: list[tuple[str, Expr]], program_size: int,
-                   sort_keys: list, primary_sort_keys: int) -> str:
-    """The EXPLAIN block of one clause."""
-    from cepsql.exprs.spark_sql import to_spark_sql
+def explain_clause(plan: QueryPlan) -> str:
+    """The EXPLAIN block of one planned clause ("" when planning recorded nothing: a
+    planner other than cepsql's), with the backend's notes after it."""
+    facts = getattr(plan, "explain_facts", None)
+    if isinstance(facts, SqlExplainFacts):
+        text = _sql_mode(plan, facts)
+    elif isinstance(facts, CepExplainFacts):
+        text = _cep_mode(plan.spec, facts)
+    else:
+        text = ""
+    return "\n".join(part for part in [text, *getattr(plan, "explain_notes", ())] if part)
+
+
+def _sql_mode(plan: QueryPlan, facts: SqlExplainFacts) -> str:
+    spec, sort_keys, primary = plan.spec, plan.sort_keys, plan.primary_sort_keys
     mode = ("SQL:2016 mode: regex VM, threads in preference order, equivalence pruning"
             if spec.strategy is None else f"CEP mode, STRATEGY {spec.strategy}")
     lines = [f"pattern:       {pattern_to_text(spec.pattern)}",
-             f"evaluator:     {mode}; program of {program_size} instructions"]
+             f"evaluator:     {mode}; program of {facts.program_size} instructions"]
     keys = ", ".join(k.name for k in spec.partition_by) or "(none: one partition)"
     lines.append(f"partition by:  {keys}")
     order = [f"{k.column} {'ASC' if k.ascending else 'DESC'} NULLS "
              f"{'FIRST' if k.nulls_first else 'LAST'}"
-             for k in sort_keys[len(spec.partition_by):primary_sort_keys]]
-    ties = [k.column for k in sort_keys[primary_sort_keys:]]
+             for k in sort_keys[len(spec.partition_by):primary]]
+    ties = [k.column for k in sort_keys[primary:]]
     lines.append(f"order by:      {', '.join(order) or '(none)'}"
                  + (f"; ties broken by {', '.join(ties)}" if ties else ""))
     window = "none" if spec.window is None else (
@@ -84,11 +104,53 @@ def explain_clause(spec: MatchRecognizeSpec, *, defines: dict[str, Expr],
                  + (f" {spec.all_rows_option.replace('_', ' ')}"
                     if spec.rows_per_match == "ALL" else "")
                  + f"; AFTER MATCH SKIP {skip}; WITHIN {window}")
-    if derived:
+    if facts.derived:
         lines.append("computed per row before matching (vectorised):")
-        lines += [f"  {name} := {to_spark_sql(expr)}" for name, expr in derived]
+        lines += [f"  {name} := {to_spark_sql(expr)}" for name, expr in facts.derived]
     lines.append("DEFINE (per thread, in the condition VM; x@row reads x at that row):")
     for var in spec.variables:
-        cond = defines.get(var)
+        cond = facts.defines.get(var)
         lines.append(f"  {var}: {'TRUE (no DEFINE)' if cond is None else describe_expr(cond)}")
     return "\n".join(lines)
+
+
+def _cep_mode(spec, facts: CepExplainFacts) -> str:
+    window = ""
+    if spec.window is not None:
+        window = (f", WITHIN {spec.window.size:g} ROWS" if spec.window.kind == "rows" else
+                  f", WITHIN {spec.window.size / 1e6:g} SECONDS")
+    lines = [f"CEP mode: STRATEGY {spec.strategy}{window}",
+             f"pattern:       {getattr(spec, 'pattern_text', '') or ''}".rstrip()]
+    lines += _cep_partitioning(spec, facts.inferred)
+    relevance = relevance_line(facts.relevance, facts.relevance_reason)
+    if relevance:
+        lines.append(relevance)
+    terms = facts.terms
+    if terms is not None and len(terms) > 1:
+        lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
+    for node in facts.composites:
+        if isinstance(node, Negation):
+            lines.append(f"negation:      NOT({pattern_to_text(node.child)}) -- absence of any "
+                         "match of it in its region (any-match search, R6a)")
+        else:
+            lines.append(f"kleene:        KL({pattern_to_text(node.child)}) -- iterations "
+                         "looped in order on the run NFA (R6b)")
+    choice = facts.choice
+    if choice is None:
+        choice = CepPlanChoice(EVALUATOR_IN_ORDER, facts.in_order_reason or
+                               "pattern shape not plannable (see docs/cep_mode.md)")
+        lines.append(f"linear sequences: {facts.sequences}")
+    lines.append(describe_choice(choice, terms))
+    return "\n".join(lines)
+
+
+def _cep_partitioning(spec, inferred: list[tuple[str, str]]) -> list[str]:
+    """How a CEP clause's rows are split: inferred keys, written keys, or why one task."""
+    if inferred:
+        return [f"partition by:  {col} (inferred: {why})" for col, why in inferred]
+    if spec.partition_by:
+        return ["partition by:  " + ", ".join(k.name or "<expr>" for k in spec.partition_by)]
+    if whole_input_output(spec):
+        return [f"parallelism:   one task: {whole_input_output(spec)}, so no partition "
+                "key is inferred and no time slices are cut"]
+    return []

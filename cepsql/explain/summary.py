@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 from cepsql.algebra.pattern import pattern_to_text
+from cepsql.explain.clause import explain_clause
+from cepsql.exprs.spark_sql import to_spark_sql
 
 _STRATEGY = {
     "STRICT_CONTIGUITY": "the matched rows must follow each other in the whole stream",
@@ -24,16 +26,17 @@ _STRATEGY = {
 
 def summarize(spec, plan) -> str:
     """Four short paragraphs: what, how split, which plan and why, estimated cost."""
+    detail = explain_clause(plan)   # the expert detail the summary is taken from
     lines = ["In short:"]
     lines.append("  matches   " + _what(spec))
-    lines.append("  cores     " + _split(spec, plan))
+    lines.append("  cores     " + _split(spec, plan, detail))
     rows = _rows(plan)
     if rows:
         lines.append("  rows      " + rows)
-    how = _how(spec, plan.explain or "")
+    how = _how(spec, detail)
     if how:
         lines.append("  plan      " + how)
-    cost = _cost(plan.explain or "")
+    cost = _cost(detail)
     if cost:
         lines.append("  cost      " + cost)
     return "\n".join(lines)
@@ -57,17 +60,15 @@ def _what(spec) -> str:
 
 
 def _text(expr) -> str:
-    from cepsql.exprs.spark_sql import to_spark_sql
     return to_spark_sql(expr).replace("`", "")
 
 
-def _split(spec, plan) -> str:
+def _split(spec, plan, explain: str) -> str:
     written = [k.name for k in spec.partition_by]
     used = list(plan.partition_columns or [])
     if written:
         return (f"one independent group per value of {', '.join(written)}, spread over all "
                 "cores (Spark partitions)")
-    explain = plan.explain or ""
     if "Time slicing: an ordered scan" in explain:
         return ("no PARTITION BY: the input is read in time order, each input partition is a "
                 "time slice (no shuffle) that also reads the window's rows of its neighbours; "

@@ -1,8 +1,8 @@
 """Adaptive re-planning inside a task (issue 13.3; SIGMOD'19 section 6.2.3 after VLDB'18).
 
-A task planned from its first rows (cep_worker_plan.py) keeps estimating the statistics
-from its newest rows; when they drift from those its current plan was built on by more
-than ``cepsql.adaptive.threshold`` it re-plans and, if the plan changes, switches
+Runs in tasks. A task planned from its first rows (task_planning.py) keeps estimating
+the statistics from its newest rows; when they drift from those its current plan was
+built on by more than ``cepsql.adaptive.threshold`` it re-plans and, if the plan changes, switches
 evaluators at the chunk boundary t (the first row the current evaluator has not
 processed):
 

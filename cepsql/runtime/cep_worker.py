@@ -1,6 +1,7 @@
 """The CEP-mode worker: sorted Arrow batches in, match rows out (cep.pyx does the work).
 
-Same contract and output layout as the SQL-mode MatchWorker (whose column encoding and
+Runs in tasks (Spark's Python workers, or the in-process threads), built from a
+compile.worker_config.CepConfig. Same contract and output layout as the SQL-mode MatchWorker (whose column encoding and
 output assembly it reuses).
 
 With WITHIN the stream is cut into chunks of about CHUNK_ROWS rows regardless of the
@@ -18,73 +19,18 @@ Held per group (the group's rows stay until it ends):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepsql.compile.conditions import STR, ConditionCode
+from cepsql.compile.conditions import STR
+from cepsql.compile.worker_config import CepConfig
 from cepsql.runtime.pending import PendingRows, pieces
 from cepsql.runtime.worker import (CHUNK_ROWS, MatchWorker, measure_lanes, raise_vm_error,
                      window_micros)
 
 
-@dataclass
-class CepConfig:
-    labels: list[str]
-    code: ConditionCode
-    conj_off: np.ndarray
-    conj_label: np.ndarray
-    conj_mask: np.ndarray
-    refs: np.ndarray
-    membership: np.ndarray
-    comps: np.ndarray
-    seq_start: np.ndarray
-    negs: np.ndarray
-    leaves: np.ndarray
-    leaf_columns: list[str | None]
-    measure_aggregates: np.ndarray
-    aggregate_columns: list[tuple[str, str | None]]
-    rank: np.ndarray
-    strategy: int
-    all_rows: bool
-    with_unmatched: bool
-    select_past_last: bool
-    partition_columns: list[str]
-    passthrough: list[str]
-    window_kind: int
-    window_size: float
-    window_column: str | None
-    output_schema: pa.Schema
-    merging: bool = True
-    breaks_column: str | None = None  # STRICT_CONTIGUITY across partitions (see plan.py)
-    # planned evaluation (cep_planner.py; arrays built by cep_plan._tree_arrays)
-    conj_late: np.ndarray | None = None
-    conj_rowlocal: np.ndarray | None = None
-    plan_nodes: np.ndarray | None = None
-    plan_leaf_of: np.ndarray | None = None
-    plan_after: np.ndarray | None = None
-    plan_conj_start: np.ndarray | None = None
-    plan_conj: np.ndarray | None = None
-    plan_neg_start: np.ndarray | None = None
-    plan_neg: np.ndarray | None = None
-    comp_proceed: np.ndarray | None = None  # SKIP_TILL_NEXT_MATCH closure guards
-    # what each NOT negates (cep_plan._pack_not_programs; R6a)
-    not_sub_start: np.ndarray | None = None
-    not_seq_start: np.ndarray | None = None
-    not_comps: np.ndarray | None = None
-    not_early: np.ndarray | None = None
-    # iteration groups of KL over a SEQ (cep_plan._group_arrays; R6b)
-    groups: np.ndarray | None = None
-    seq_recheck: np.ndarray | None = None
-    take_skip: np.ndarray | None = None
-    neg_iter: np.ndarray | None = None   # per NOT check inside a KL group (R6b, R6c)
-    loop_only: np.ndarray | None = None  # per comp: starts an alternative only loops enter
-    # plan inside the task from its first rows (cep_worker_plan.WorkerPlanner), or None
-    worker_planner: object | None = None
-    # MEASURES aggregates folded over each output row's rows (gathered.GatherSpec)
-    gathered: tuple = ()
 
 
 class CepWorker(MatchWorker):
@@ -106,11 +52,8 @@ class CepWorker(MatchWorker):
         return True
 
     def _new_push(self):
-        """Push state of one stream (``__call__``, ``feed``/``finish`` are MatchWorker's);
-        with a worker planner, the stream's first rows choose the plan first."""
-        if self.config.worker_planner is not None:
-            from cepsql.runtime.task_planning import PlanningPush
-            return PlanningPush(self)
+        """Push state of one stream (``__call__``, ``feed``/``finish`` are MatchWorker's).
+        A clause planned inside its tasks runs as task_planning.PlanningWorker."""
         return _WindowPush(self) if self.streamable() else _GroupPush(self)
 
     def _record_stats(self, matcher) -> None:

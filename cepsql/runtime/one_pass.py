@@ -1,5 +1,10 @@
 """One pass for a whole workload: many MATCH_RECOGNIZE plans over one source, backend-neutral.
 
+Two halves: on the driver, ``plan_pass`` / ``SharedPass.bind`` lay the pass out (groups,
+shared input columns, the sharing stage's global plans, bound workers); in tasks,
+``SharedPassWorker`` runs a group's sorted batches through ``pass_evaluator``
+(``DagEvaluator`` over the runtime.shared_evaluator, unshared patterns' own workers).
+
 ``plan_pass(source_schema, plans)`` groups the plans by partitioning (PARTITION BY + ORDER BY
 + tie-breakers, compared as expressions): each group is one shuffle + sort. A group's input
 is the source plus the union of its plans' prepared columns (``__cep_p0``... of every plan
@@ -26,18 +31,28 @@ finishing them) next to the unshared patterns' own workers.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from cepsql.algebra.expressions import Expr
+from cepsql.algebra.expressions import ColumnRef, Expr, children
+from cepsql.algebra.rowrefs import rebuild
+from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.errors import CepError
+from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.runtime.shared_evaluator import SharedEvaluator
+from cepsql.runtime.worker import LaneCache
+from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.sharing.global_plan import GlobalPlan
-from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn
+from cepsql.sharing.planner import patterns_from_plans, plan_workload
+from cepsql.sharing.support import dag_unsupported
 
 __all__ = ["PassPattern", "PassGroup", "SharedPass", "SharedPassWorker", "plan_pass", "task_group", "sharing_patterns",
-           "global_plan_for", "pass_evaluator", "unshared_reason", "TAG", "result_column",
+           "global_plan_for", "pass_evaluator", "DagEvaluator", "unshared_reason", "TAG", "result_column",
            "split_output", "joined_batches", "BATCH_ROWS"]
 
 TAG = "__cep_view"
@@ -58,7 +73,7 @@ class PassPattern:
     index: int
     plan: QueryPlan
     inputs: list[tuple[str, str]] = field(default_factory=list)
-    bound: BoundPlan | None = None
+    bound: BoundWorker | None = None   # set by SharedPass.bind
     # the shared boolean input column holding the plan's relevance filter (None: every
     # row goes to the pattern); rows where it is not TRUE cannot change its matches
     relevant: str | None = None
@@ -75,7 +90,6 @@ class PassPattern:
 
 def _kept(mask: pa.Array) -> pa.Array:
     """A relevance column as a filter mask: NULL drops the row, as in the filter itself."""
-    import pyarrow.compute as pc
     return pc.fill_null(mask, False) if mask.null_count else mask
 
 
@@ -115,7 +129,7 @@ class SharedPass:
             for p in group.patterns:
                 own = pa.schema([pa.field(own_name, schema.field(shared).type)
                                  for shared, own_name in p.inputs])
-                p.bound = p.plan.bind(own)
+                p.bound = bind_worker(p.plan, own)
                 structs[p.index] = pa.struct(list(p.bound.worker_schema))
         by_type: dict[pa.DataType, str] = {}
         for i in range(self.n_patterns):
@@ -245,8 +259,6 @@ def _own_group(i: int, plan: QueryPlan, source_schema: pa.Schema) -> PassGroup:
 def sharing_patterns(plans: list[QueryPlan], statistics=None) -> list:
     """What the sharing planner knows of each plan (sharing.WorkloadPattern); a pattern
     the shared DAG evaluator cannot run is unshared, with its reason."""
-    from cepsql.sharing.planner import patterns_from_plans
-    from cepsql.sharing.support import dag_unsupported
     patterns = patterns_from_plans(plans, statistics)
     for wp, plan in zip(patterns, plans):
         if not wp.shareable:
@@ -266,7 +278,6 @@ def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "BEST",
     the sharing planner (``cepsql.sharing.plan_workload``: ``algorithm`` NONE / PREFIX /
     SA / TABU / BEST, time budget ``seconds``) over the patterns the shared DAG
     evaluator runs; the others are ``unshared`` (their own worker in the same pass)."""
-    from cepsql.sharing.planner import plan_workload
     if patterns is None:
         patterns = sharing_patterns(plans, statistics)
     if not any(p.shareable for p in patterns):
@@ -309,13 +320,12 @@ class _UnsharedEvaluator:
         return out
 
 
-class _DagEvaluator:
+class DagEvaluator:
     """The shared DAG evaluator (runtime.shared_evaluator.SharedEvaluator) over the patterns the
     global plan binds, renumbered for it; outputs tagged with the workload's indices."""
 
     def __init__(self, global_plan: GlobalPlan, patterns: list[PassPattern],
                  members: list[int]):
-        from cepsql.runtime.shared_evaluator import SharedEvaluator
         local = {p: k for k, p in enumerate(members)}
         plan = GlobalPlan(
             nodes=[replace(n, owner=local[n.owner]) for n in global_plan.nodes],
@@ -330,7 +340,6 @@ class _DagEvaluator:
 
     def feed(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
         if self.relevant is not None:  # rows relevant to some pattern of the DAG
-            import pyarrow.compute as pc
             keep = _kept(batch.column(self.relevant[0]))
             for name in self.relevant[1:]:
                 keep = pc.or_(keep, _kept(batch.column(name)))
@@ -365,7 +374,7 @@ def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
                      | {n.owner for n in global_plan.nodes})
     parts: list = []
     if members:
-        parts.append(_DagEvaluator(global_plan, patterns, members))
+        parts.append(DagEvaluator(global_plan, patterns, members))
     own = [p for i, p in enumerate(patterns) if i not in set(members)]
     if own:
         parts.append(_UnsharedEvaluator(own))
@@ -406,8 +415,6 @@ class SharedPassWorker:
         self.ansi = ansi
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import copy
-        from cepsql.runtime.worker import LaneCache
         lanes = LaneCache()  # the task's workers convert each batch column once
         patterns = [copy.copy(p) for p in self.group.patterns]
         for p in patterns:  # this task's own worker objects: streams never mix
@@ -451,7 +458,6 @@ def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]],
     """batch with the row-local columns ``computed`` appended (exprs/arrow_eval, the
     in-process engine's evaluation of the same expressions); ansi: spark.sql.ansi.enabled
     (None: the in-process options')."""
-    from cepsql.exprs.arrow_eval import evaluate_arrow
     table = pa.Table.from_batches([batch])
     arrays = list(batch.columns)
     for name, expr in computed:  # each column readable by the later ones
@@ -469,8 +475,6 @@ def reused_subexpressions(computed: list[tuple[str, Expr]]) -> list[tuple[str, E
     OR together conditions its views' columns hold already, so each is computed once
     per batch. The column holds exactly the value and type the sub-expression has
     (Arrow evaluation is bottom-up), and it is computed on its own anyway."""
-    from cepsql.algebra.expressions import ColumnRef, children
-    from cepsql.algebra.rowrefs import rebuild
     earlier: dict[object, str] = {}
 
     def reuse(expr: Expr) -> Expr:
@@ -497,8 +501,6 @@ def computed_type(expr: Expr, schema: pa.Schema, ansi: bool | None = None
                   ) -> pa.DataType | None:
     """The Arrow type ``with_computed`` gives expr over schema (under ``ansi``), or None
     when the Arrow evaluation cannot compute it (the engine must)."""
-    from cepsql.errors import CepError
-    from cepsql.exprs.arrow_eval import evaluate_arrow
     try:
         return evaluate_arrow(expr, schema.empty_table(), ansi).type
     except (CepError, pa.ArrowException, TypeError, ValueError):
@@ -526,7 +528,6 @@ def split_output(tagged: pa.Table, shared_pass: SharedPass) -> list[pa.Table]:
     """In-process: each pattern's worker output (its ``worker_schema``) from the tagged
     rows. ``tag_batch`` makes every batch one pattern's: batches are routed whole (a
     batch holding several tags, e.g. after concatenation, is split by a filter)."""
-    import pyarrow.compute as pc
     pieces: dict[int, list[pa.Array]] = {}
     for batch in tagged.to_batches():
         tags = batch.column(0)

@@ -1,4 +1,5 @@
-"""Rows a push-style worker holds until they are worth a call into the evaluator.
+"""Rows a push-style worker holds until they are worth a call into the evaluator (runs
+in tasks, inside every worker's push state).
 
 Every push state (SQL:2016 mode, CEP mode per group or per window, adaptive, shared DAG)
 gathers sorted batches until about a chunk of rows is pending, runs the evaluator over

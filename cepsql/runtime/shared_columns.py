@@ -1,5 +1,6 @@
 """The condition VM columns of every pattern of a shared pass, each input column
-converted once (MatchWorker._vm_columns does it per pattern).
+converted once (MatchWorker._vm_columns does it per pattern). Runs in tasks, inside the
+SharedEvaluator.
 
 Columns are keyed by the input column holding them (the workload's shared layout: one
 input column per distinct row-local expression, each pattern naming it its own way),
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cepsql.compile.conditions import STR
-from cepsql.runtime.worker import _sorted_dictionary, exact_lane, float_lane
+from cepsql.runtime.worker import sorted_dictionary, exact_lane, float_lane
 
 
 def pointer_ready(worker) -> bool:
@@ -72,7 +73,7 @@ class ColumnLoader:
         the same objects for every worker reading that column."""
         n = table.num_rows
         labels = [f"s{i}" for i in range(len(self.strings))]
-        dictionary = _sorted_dictionary(
+        dictionary = sorted_dictionary(
             pa.Table.from_arrays([table.column(c) for c in self.strings], names=labels)
             if self.strings else pa.table({}), labels, self.literals)
         # the NULL flags of every column without NULLs this chunk (one array, so a

@@ -1,4 +1,5 @@
 """SharedEvaluator: a workload's global plan over the sorted rows of one Spark partition.
+Runs in tasks (built inside the task from the pickled bound workers and global plan).
 
 Push-style: ``feed(batch)`` / ``finish()`` return (pattern index, batch) pairs, each
 batch in that pattern's own worker output layout (``BoundPlan.worker_schema``) with the
@@ -32,10 +33,10 @@ import pyarrow as pa
 
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.runtime.cep_worker import CepWorker, break_flags
-from cepsql.compile.query_plan import BoundPlan
 from cepsql.runtime.pending import PendingRows
 from cepsql.runtime.worker import CHUNK_ROWS, raise_vm_error, window_micros
 from cepsql.runtime.shared_columns import ColumnLoader, pointer_ready
+from cepsql.runtime.workers import BoundWorker
 from cepsql.compile.dag_arrays import dag_arrays, leaf_prefilters
 
 Output = list[tuple[int, pa.RecordBatch]]
@@ -45,7 +46,7 @@ class SharedPass:
     """Picklable: the shared pass as a Spark worker function (mapInArrow /
     applyInArrow build the evaluator inside the task; its Cython state is not shipped)."""
 
-    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan],
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundWorker],
                  inputs: list[list[tuple[str, str]]] | None = None):
         self.global_plan = global_plan
         self.bound_plans = bound_plans
@@ -60,9 +61,10 @@ class SharedPass:
 
 
 class SharedEvaluator:
-    """Runs ``global_plan`` for patterns whose ``bound_plans[i]`` are their BoundPlans."""
+    """Runs ``global_plan`` for patterns whose ``bound_plans[i]`` are their bound
+workers (runtime.workers.bind_worker)."""
 
-    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundPlan],
+    def __init__(self, global_plan: GlobalPlan, bound_plans: list[BoundWorker],
                  chunk_rows: int = CHUNK_ROWS,
                  inputs: list[list[tuple[str, str]]] | None = None):
         """``inputs[i]``: (input column, pattern i's own name) for every column pattern

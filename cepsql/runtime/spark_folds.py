@@ -1,4 +1,5 @@
-"""Spark's aggregate definitions over groups of values, vectorised.
+"""Spark's aggregate definitions over groups of values, vectorised (runs in tasks: the
+workers fold gathered MEASURES aggregates with it, runtime/gathered.py).
 
 ``fold_groups`` computes one aggregate for every group of a flat Arrow array whose
 groups are contiguous (``bounds[g]:bounds[g+1]``, values in match order), with numpy and

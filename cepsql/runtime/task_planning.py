@@ -1,5 +1,5 @@
-"""Planning inside a Spark task (stats/worker.py): the task reads its first rows,
-estimates the statistics from them, chooses plans with the configured algorithm and
+"""Planning inside a Spark task (stats/worker.py). Runs in tasks: the task reads its first
+rows, estimates the statistics from them, chooses plans with the configured algorithm and
 runs the planned evaluator with those plans over all of its rows.
 
 Exact whatever the sample says: under SKIP_TILL_ANY_MATCH every plan yields the same
@@ -7,36 +7,40 @@ matches (the planned evaluator's contract), so tasks planning differently agree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pyarrow as pa
 
-from cepsql.algebra.spec import MatchRecognizeSpec
-from cepsql.runtime.adaptive import plan_digest
-from cepsql.planning.options import PlannerOptions
+from cepsql.compile.cep_plan_arrays import plan_arrays
+from cepsql.compile.worker_config import TaskPlanning
+from cepsql.planning.evaluator_choice import choose_cep_plan
+from cepsql.runtime.adaptive import AdaptiveWorker, adaptable, plan_digest
+from cepsql.runtime.cep_worker import CepWorker
+from cepsql.stats import estimate_from_table
 
 
-@dataclass
 class WorkerPlanner:
-    """What a task needs to plan a clause (picklable; built by cep_plan.plan_cep)."""
-    spec: MatchRecognizeSpec
-    terms: list
-    options: PlannerOptions
-    labels: list[str]
-    seq_start: list[int]
-    conj_label: list[int]
-    conj_mask: list[int]
-    conj_late: list[int]
-    sample_rows: int
-    adaptive: object | None = None   # adaptive.AdaptiveSettings: re-plan as rows drift
+    """Plans a clause inside a task from what the driver compiled for it
+    (``TaskPlanning``): statistics from rows, a plan choice, the evaluator's arrays."""
+
+    def __init__(self, planning: TaskPlanning):
+        self.planning = planning
+
+    @property
+    def sample_rows(self) -> int:
+        return self.planning.sample_rows
+
+    @property
+    def adaptive(self):
+        """adaptive.AdaptiveSettings when the plan may change as rows drift, else None."""
+        return self.planning.adaptive
 
     def estimate(self, sample: pa.Table, max_pairs: int | None = None):
         """The statistics of the clause over sample (at most max_pairs row pairs per
         selectivity; the estimator's default when None)."""
-        from cepsql.stats import estimate_from_table
         extra = {} if max_pairs is None else {"max_pairs": max_pairs}
-        return estimate_from_table(self.spec, sample, max_rows=max(sample.num_rows, 1),
-                                   **extra)
+        return estimate_from_table(self.planning.spec, sample,
+                                   max_rows=max(sample.num_rows, 1), **extra)
 
     def choose(self, sample: pa.Table):
         """The plan choice for statistics estimated from sample (uniform estimates if
@@ -45,21 +49,23 @@ class WorkerPlanner:
 
     def choose_with(self, statistics, sample: pa.Table | None = None):
         """The plan choice for given statistics (or those estimated from sample)."""
-        from cepsql.planning.evaluator_choice import choose_cep_plan
-
         def source(spec):
             return statistics if statistics is not None else self.estimate(sample)
-        return choose_cep_plan(self.spec, self.terms, self.options, source)
+        p = self.planning
+        return choose_cep_plan(p.spec, p.terms, p.options, source)
 
     def plan_arrays(self, choice) -> dict:
         """The evaluator's plan arrays (CepConfig fields) for a choice."""
-        from cepsql.compile.cep import _negation_nodes, _tree_arrays
-        arrays = _tree_arrays(choice, self.terms, self.labels, self.seq_start,
-                              self.conj_label, self.conj_mask, self.conj_late)
-        if arrays:
-            arrays.update(_negation_nodes(choice, self.terms, self.labels, self.conj_label,
-                                          self.conj_mask, self.conj_late))
-        return arrays
+        p = self.planning
+        return plan_arrays(choice, p.terms, p.labels, p.seq_start, p.conj_label,
+                           p.conj_mask, p.conj_late)
+
+
+class PlanningWorker(CepWorker):
+    """A CepWorker whose streams plan from their first rows (config.worker_planner)."""
+
+    def _new_push(self) -> "PlanningPush":
+        return PlanningPush(self)
 
 
 class PlanningPush:
@@ -67,9 +73,10 @@ class PlanningPush:
     until the sample is complete (or the stream ends), then the planned worker's push
     state takes them and every later batch."""
 
-    def __init__(self, owner):
-        self.owner = owner           # the CepWorker whose last_stats this run sets
+    def __init__(self, owner: CepWorker):
+        self.owner = owner           # the PlanningWorker whose last_stats this run sets
         self.config = owner.config
+        self.planner = WorkerPlanner(owner.config.worker_planner)
         self.runner = None           # the planned worker the rows go through
         self.head: list[pa.RecordBatch] = []
         self.rows = 0
@@ -82,16 +89,15 @@ class PlanningPush:
             return self.inner.feed(batch)
         self.head.append(batch)
         self.rows += batch.num_rows
-        return self._start() if self.rows >= self.config.worker_planner.sample_rows else []
+        return self._start() if self.rows >= self.planner.sample_rows else []
 
     def finish(self) -> list[pa.RecordBatch]:
         out = self._start() if self.inner is None else []
         out += self.inner.finish()
         stats = dict(self.runner.last_stats or {})
         if self.choice is not None:
-            planner: WorkerPlanner = self.config.worker_planner
             stats.update({"worker_planned": 1,
-                          "worker_sample_rows": int(min(self.rows, planner.sample_rows)),
+                          "worker_sample_rows": int(min(self.rows, self.planner.sample_rows)),
                           "worker_plan": (self.worker.digest if self.worker is not None
                                           else plan_digest(self.choice))})
         self.owner.last_stats = stats
@@ -100,9 +106,7 @@ class PlanningPush:
     def _start(self) -> list[pa.RecordBatch]:
         """Plan from the held rows (adaptive re-planning afterwards where the clause
         allows it: runtime/adaptive.py), then run them through the planned worker."""
-        from cepsql.runtime.adaptive import AdaptiveWorker, adaptable
-        from cepsql.runtime.cep_worker import CepWorker
-        planner: WorkerPlanner = self.config.worker_planner
+        planner = self.planner
         config = replace(self.config, worker_planner=None)
         worker = None
         if self.rows:
@@ -121,4 +125,3 @@ class PlanningPush:
             out += self.inner.feed(batch)
         self.head = []
         return out
-

@@ -1,60 +1,30 @@
 """The per-partition worker: sorted Arrow batches in, match rows out.
 
-Runs inside Spark's Python workers (mapInArrow) and in the local path. Rows of one
+Runs in tasks: inside Spark's Python workers (mapInArrow) and in the local path's
+threads, built from a compile.worker_config.WorkerConfig (SQL:2016 mode; the CEP-mode
+worker extends it). Also the column lanes every worker loads (``LaneCache``). Rows of one
 PARTITION BY group are contiguous; the worker cuts the stream into chunks of whole
 groups, hands each chunk's columns to the Cython matcher as typed arrays, and gathers
 the output columns with Arrow ``take`` — no Python object per row.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepsql.errors import CepRuntimeError
+from cepsql.errors import CepAnalysisError, CepRuntimeError
 from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.analyze.aggregate_functions import aggregate_lane
 from cepsql.compile.conditions import STR, ConditionCode
-from cepsql.compile.gathered import compute
+from cepsql.compile.worker_config import WorkerConfig
+from cepsql.runtime.gathered import compute
 from cepsql.runtime.pending import PendingRows
 
 CHUNK_ROWS = 1 << 16
 NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
-
-
-@dataclass
-class WorkerConfig:
-    program: np.ndarray
-    n_labels: int
-    n_slots: int
-    labels: list[str]
-    code: ConditionCode
-    refs: np.ndarray
-    membership: np.ndarray
-    leaves: np.ndarray
-    leaf_columns: list[str | None]
-    measure_aggregates: np.ndarray  # int32[n, 4]: set id, function, VM column, final
-    aggregate_columns: list[tuple[str, str | None]]  # (function, argument column)
-    skip_mode: int
-    skip_set: int
-    skip_var: str | None
-    all_rows: bool
-    empty_mode: int
-    full_history: bool
-    partition_columns: list[str]
-    passthrough: list[str]
-    max_lookback: int  # deepest PREV reach, rows kept before an undecided start row
-    output_schema: pa.Schema
-    window_kind: int = 0  # WITHIN: 0 none, 1 rows, 2 time
-    window_size: float = 0  # rows, or microseconds
-    window_column: str | None = None  # the first ORDER BY key, for time windows
-    gathered: tuple = ()  # GatherSpec per __cep_g column (gathered.py)
-    closure_depth: int = 0  # scratch depth for epsilon paths (program.Program.closure_depth)
-    sql: str | None = None  # the statement, so run-time errors can point into it
-    skip_pos: int | None = None  # where AFTER MATCH SKIP TO's variable is written in sql
 
 
 class MatchWorker:
@@ -265,7 +235,7 @@ class MatchWorker:
         exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
         consts = code.consts.copy()
         strings = [name for name, kind in zip(code.columns, code.column_kinds) if kind == STR]
-        dictionary = _sorted_dictionary(table, strings, [s for _, s in code.string_consts])
+        dictionary = sorted_dictionary(table, strings, [s for _, s in code.string_consts])
         for slot, text in code.string_consts:
             consts[slot] = float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
         lanes = self._lane_cache()
@@ -419,13 +389,14 @@ def window_micros(column) -> tuple[np.ndarray, np.ndarray]:
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         micros = pc.multiply(col.cast(pa.float64()), 1_000_000.0)
     else:
-        from cepsql.errors import CepAnalysisError
         raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {t} values")
     nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
     return pc.fill_null(micros, 0.0).to_numpy(zero_copy_only=False), nulls
 
 
-def _sorted_dictionary(table: pa.Table, columns: list[str], literals: list[str]) -> pa.Array:
+def sorted_dictionary(table: pa.Table, columns: list[str], literals: list[str]) -> pa.Array:
+    """The sorted distinct strings of the columns and literals: the codes the condition
+    VM compares strings by (one dictionary per chunk)."""
     values = [pa.array(literals, pa.string())]
     for name in columns:
         values.append(pc.unique(table.column(name).combine_chunks().cast(pa.string())))

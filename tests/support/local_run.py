@@ -13,9 +13,10 @@ from typing import Callable
 import pyarrow as pa
 
 from cepsql.exprs.arrow_eval import evaluate_arrow
-from cepsql.compile import cep as cep_plan_module
+from cepsql.compile import clause as clause_module
 from cepsql.analyze.decompose import DerivedColumns
 from cepsql.compile.query_plan import BoundPlan, QueryPlan
+from cepsql.runtime.workers import bind_worker
 
 
 @dataclass
@@ -68,13 +69,13 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
     from cepsql.compile.clause import plan_query
     stats = statistics or partial(_table_statistics, table=table)
     queries = []
-    original = cep_plan_module.DerivedColumns
+    original = clause_module.DerivedColumns
     try:
         for i, spec in enumerate(specs):
-            cep_plan_module.DerivedColumns = partial(DerivedColumns, prefix=f"__cep_w{i}_d")
+            clause_module.DerivedColumns = partial(DerivedColumns, prefix=f"__cep_w{i}_d")
             queries.append(plan_query(spec, table.schema, statistics=stats))
     finally:
-        cep_plan_module.DerivedColumns = original
+        clause_module.DerivedColumns = original
     keys = [tuple(k for k in q.sort_keys[:q.primary_sort_keys]) for q in queries]
     if len(set(keys)) > 1:
         raise ValueError("the patterns of a workload must share PARTITION BY and ORDER BY")
@@ -105,8 +106,8 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
     inputs = [source + [(canonical[expr], own) for own, expr in q.prepare_columns]
               + ([(breaks[0].break_column, q.break_column)] if q.break_column else [])
               for q in queries]
-    bounds = [q.bind(pa.schema([pa.field(own, prepared.schema.field(s).type)
-                                for s, own in cols]))
+    bounds = [bind_worker(q, pa.schema([pa.field(own, prepared.schema.field(s).type)
+                                        for s, own in cols]))
               for q, cols in zip(queries, inputs)]
     batches = prepared.to_batches(max_chunksize=batch_rows)
     return LocalWorkload(queries, bounds, batches, inputs)

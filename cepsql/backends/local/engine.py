@@ -36,6 +36,7 @@ from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.planning.options import current_options
 from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
+from cepsql.runtime.workers import bind_worker
 
 __all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
 
@@ -362,7 +363,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
     if plan.break_column is not None:
         prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
-    bound = plan.bind(prepared.schema)
+    bound = bind_worker(plan, prepared.schema)
     shape = sequence_shape(plan.spec, bound.worker, vector_masks=opts.vector_masks) \
         if opts.sequence_fast_path else None
     keys = list(plan.sort_keys)

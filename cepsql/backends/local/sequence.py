@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.algebra.pattern import Concat, Quantified, Var
-from cepsql.runtime.worker import MatchWorker, WorkerConfig, raise_vm_error
+from cepsql.compile.worker_config import WorkerConfig
+from cepsql.runtime.worker import MatchWorker, raise_vm_error
 from cepsql.backends.local.masks import vector_masks
 
 __all__ = ["SequenceShape", "sequence_shape", "run_sequence", "define_masks"]

@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from cepsql.errors import CepError, CepUnsupportedError, transported
 from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
 from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.runtime.workers import bind_worker
 
 
 def _col(name: str) -> Column:
@@ -89,7 +90,7 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
         from cepsql.backends.spark.strict_breaks import with_global_breaks
         df = with_global_breaks(df, plan, shuffle_partitions(df))
-    bound = plan.bind(arrow_schema(df))
+    bound = bind_worker(plan, arrow_schema(df))
     if plan.partition_columns:
         df = df.repartition(shuffle_partitions(df), *[_col(c) for c in plan.partition_columns])
     else:

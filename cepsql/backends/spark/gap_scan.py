@@ -185,7 +185,7 @@ def worker_reads(bound) -> set[str] | None:
     evaluates the raw clause. With gap pushdown no task sorts (every partition is in
     order), so the other columns need not cross to Python at all."""
     from cepsql.algebra.expressions import ColumnRef, walk
-    from cepsql.runtime.cep_worker import CepConfig
+    from cepsql.compile.worker_config import CepConfig
     config = getattr(bound.worker, "config", None)
     if not isinstance(config, CepConfig) or config.all_rows or config.with_unmatched \
             or config.worker_planner is not None:

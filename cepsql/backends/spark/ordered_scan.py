@@ -63,6 +63,7 @@ from cepsql.backends.spark.execute import TaskWorker, arrow_schema, final_frame,
 from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, numbered, overlap_positions,
                        own_positions, with_breaks, worker_reads)
 from cepsql.backends.spark.profile_cache import cached_profiles, memoized
+from cepsql.runtime.workers import bind_worker
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
@@ -300,7 +301,7 @@ class OrderedScan:
         columns), one task per input partition; the overlap rows are collected first."""
         from cepsql.backends.spark.slicing import COPY_COLUMN
         prepared = prepared_input(frame, plan, relevance=False)  # the frame has it
-        bound = plan.bind(arrow_schema(prepared))
+        bound = bind_worker(plan, arrow_schema(prepared))
         schema = arrow_schema(prepared)
         keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
                 if k.column not in plan.partition_columns]
@@ -313,7 +314,7 @@ class OrderedScan:
             if reads is not None and needed <= set(prepared.columns) \
                     and self.key == keys[0][0]:
                 prepared = prepared.select(*[_col(c) for c in prepared.columns if c in needed])
-                bound = plan.bind(arrow_schema(prepared))
+                bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
                 keys, untied = keys[:1], True
         if self.gaps is None:
@@ -324,7 +325,7 @@ class OrderedScan:
             needed = {self.key, POSITION_COLUMN, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
             if reads is not None and needed <= set(prepared.columns):
                 prepared = prepared.select(*[_col(c) for c in prepared.columns if c in needed])
-                bound = plan.bind(arrow_schema(prepared))
+                bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
             rows = self._positioned(self._overlap_rows(
                 prepared_input(self.source, plan, relevance=False), F.expr(self.gaps)))

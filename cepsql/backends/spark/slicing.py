@@ -207,7 +207,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
 
 
 def _explain(plan, how: str, after: float, before: float) -> None:
-    plan.explain = (plan.explain + "\n" if plan.explain else "") + (
+    plan.explain_notes.append(
         f"Time slicing: {how}, each also reading {after / 1e6:g} s "
         f"after and {before / 1e6:g} s before itself; a match is output by the slice "
         "holding its first row")

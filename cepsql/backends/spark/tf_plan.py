@@ -20,6 +20,7 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.compile.query_plan import BoundPlan, SortColumn
+from cepsql.runtime.workers import bind_worker
 
 # types of expressions over a schema: (schema, [(name, expr)]) -> one Arrow type each
 Typer = Callable[[pa.Schema, Sequence[tuple[str, Expr]]], list[pa.DataType]]
@@ -59,7 +60,7 @@ def build_table_plan(spec: MatchRecognizeSpec, input_schema: pa.Schema, *, sql: 
     prepared = input_schema
     for (name, _), dtype in zip(plan.prepare_columns, typer(input_schema, plan.prepare_columns)):
         prepared = prepared.append(pa.field(name, dtype))
-    bound = plan.bind(prepared)
+    bound = bind_worker(plan, prepared)
     out_types = typer(bound.worker_schema, bound.final_projection)
     output = pa.schema([pa.field(n, t) for (n, _), t in zip(bound.final_projection, out_types)])
     return TablePlan(input_schema, list(plan.prepare_columns), prepared, list(plan.sort_keys),

@@ -58,6 +58,7 @@ from cepsql.backends.spark.execute import (RELEVANCE_CONF, TaskWorker, _col, _so
 from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
 from cepsql.parse.splice import normalize_name
+from cepsql.runtime.workers import bind_worker
 
 __all__ = ["Workload", "sharing_settings"]
 
@@ -532,7 +533,7 @@ def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
         return run_plan(df, plan)
     if plan.prepare_columns:
         df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
-    bound = plan.bind(arrow_schema(df))
+    bound = bind_worker(plan, arrow_schema(df))
     empty = df.sparkSession.createDataFrame([], from_arrow_schema(bound.worker_schema))
     return final_frame(empty, bound)
 

@@ -19,6 +19,7 @@ from cepsql.backends.spark.execute import arrow_schema
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
                       RowPacker, RowUnpacker)
 from cepsql.backends.streaming.processor import MatchProcessor
+from cepsql.runtime.workers import bind_worker
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -41,7 +42,7 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
     _use_rocksdb(df)
     if plan.prepare_columns:
         df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
-    bound = plan.bind(arrow_schema(df))
+    bound = bind_worker(plan, arrow_schema(df))
     check_streamable_worker(bound.worker)
     keys = list(plan.partition_columns)
     buckets = int(df.sparkSession.conf.get(BUCKETS_CONF, None) or DEFAULT_BUCKETS)
