@@ -315,7 +315,7 @@ class _UnsharedEvaluator:
         return out
 
 
-class _DagEvaluator:
+class DagEvaluator:
     """The shared DAG evaluator (runtime.shared_evaluator.SharedEvaluator) over the patterns the
     global plan binds, renumbered for it; outputs tagged with the workload's indices."""
 
@@ -371,7 +371,7 @@ def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
                      | {n.owner for n in global_plan.nodes})
     parts: list = []
     if members:
-        parts.append(_DagEvaluator(global_plan, patterns, members))
+        parts.append(DagEvaluator(global_plan, patterns, members))
     own = [p for i, p in enumerate(patterns) if i not in set(members)]
     if own:
         parts.append(_UnsharedEvaluator(own))

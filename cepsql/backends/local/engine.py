@@ -30,13 +30,13 @@ from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.stages import stage
 from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
-from cepsql.backends.local.sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
-                        unsupported)
+from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.runtime.ordering import sort_indices
 from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
 
-__all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
+__all__ = ["match_recognize", "run_local", "execute_plan", "to_arrow", "to_pandas"]
 
 TableLike = pd.DataFrame | pa.Table
 _placeholders = itertools.count(1)

@@ -20,6 +20,7 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.compile.query_plan import BoundPlan, SortColumn
+from cepsql.runtime.ordering import sort_table
 
 # types of expressions over a schema: (schema, [(name, expr)]) -> one Arrow type each
 Typer = Callable[[pa.Schema, Sequence[tuple[str, Expr]]], list[pa.DataType]]
@@ -80,7 +81,6 @@ def run_table_plan(table: pa.Table, plan: TablePlan, batch_rows: int = 65536) ->
     """Match all rows of ``table`` (any order, any number of PARTITION BY groups):
     prepare, stable sort by the plan's keys (deterministic tie-breakers included),
     stream through the worker, project and cast to ``output_schema``."""
-    from cepsql.backends.local.sql import sort_table
     table = conform(table, plan.input_schema)
     prepared = table
     added = list(plan.prepared_schema)[len(plan.input_schema):]

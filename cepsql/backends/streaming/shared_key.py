@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.errors import CepRuntimeError
-from cepsql.runtime.one_pass import PassPattern, _DagEvaluator
+from cepsql.runtime.one_pass import PassPattern, DagEvaluator
 from cepsql.runtime.worker import CHUNK_ROWS, window_micros
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState
 from cepsql.backends.streaming.ipc import concat
@@ -63,7 +63,7 @@ class SharedKeyEngine:
     matches numbered by closed segments, -, -])."""
 
     def __init__(self, global_plan, patterns: list[PassPattern], members: list[int]):
-        self.dag = _DagEvaluator(global_plan, patterns, members)
+        self.dag = DagEvaluator(global_plan, patterns, members)
         self.evaluator = ev = self.dag.evaluator
         self.indices = self.dag.indices
         self.relevant = self.dag.relevant
