@@ -34,7 +34,8 @@ from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, un
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.runtime.ordering import sort_indices
-from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
+from cepsql.parse.splice import is_select_star_from, normalize_name, strip_parens
+from cepsql.exprs.spark_sql import quote_identifier
 
 __all__ = ["match_recognize", "run_local", "execute_plan", "to_arrow", "to_pandas"]
 
