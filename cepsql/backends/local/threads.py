@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.compile.query_plan import BoundPlan, SortColumn
+from cepsql.runtime.cep_worker import publish_stats
 from cepsql.backends.local.sequence import SequenceShape, run_sequence
 from cepsql.backends.local.stages import WAIT_FOR_WORKERS, in_context, stage
 
@@ -77,7 +78,6 @@ def _publish_stats(workers: list) -> None:
     stats = [w.last_stats for w in workers if getattr(w, "last_stats", None)]
     if not stats:
         return
-    from cepsql.runtime.cep_worker import publish_stats
     merged: dict = {}
     for s in stats:
         for key, value in s.items():
