@@ -19,6 +19,7 @@ from cepsql.algebra.expressions import Expr
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.runtime.ordering import sort_table
 
@@ -49,7 +50,6 @@ def build_table_plan(spec: MatchRecognizeSpec, input_schema: pa.Schema, *, sql: 
     """Plan spec over input_schema and bind it; ``typer`` fixes the prepared and output
     column types (the Spark path passes Spark's own typing so results match the clause
     form exactly)."""
-    from cepsql.compile.clause import plan_query
     plan = plan_query(spec, input_schema, sql)
     if plan.break_column is not None:
         raise CepUnsupportedError(
