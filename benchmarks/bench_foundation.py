@@ -137,7 +137,7 @@ def bench_evaluator(table: pa.Table, repeat: int) -> tuple[float, int]:
     (what each Spark task does after the shuffle), without parsing, sorting or pandas."""
     from cepsql.parse import find_match_recognize
     from cepsql.exprs.arrow_eval import evaluate_arrow
-    from cepsql.backends.local.engine import sort_table
+    from cepsql.runtime.ordering import sort_table
     from cepsql.compile.clause import plan_query
     spec = find_match_recognize(QUERY)[0].spec
     plan = plan_query(spec, table.schema, QUERY)

@@ -370,7 +370,8 @@ def run_algorithm(sql: str, table: pa.Table, algorithm: str, repeat: int,
     (a run slower than slow_seconds is not repeated)."""
     import cepsql
     from cepsql.exprs.arrow_eval import evaluate_arrow
-    from cepsql.backends.local.engine import run_local, sort_table
+    from cepsql.backends.local.engine import run_local
+    from cepsql.runtime.ordering import sort_table
     from cepsql.runtime.run_stats import RunStatistics
     from cepsql.compile.clause import plan_query
     from cepsql.planning.options import PlannerOptions

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cepsql.backends.local.sql import sort_table  # noqa: E402
+from cepsql.runtime.ordering import sort_table  # noqa: E402
 from cepsql.backends.streaming.workload import (WorkloadEngine, fingerprint,  # noqa: E402
                                                 state_from_row, state_to_row)
 from cepsql.parse import find_match_recognize  # noqa: E402

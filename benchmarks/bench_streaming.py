@@ -148,7 +148,7 @@ def engine_long_run(query: str, ticks, increments: int, delay_s: float = 5.0) ->
     from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
     from cepsql.parse import find_match_recognize
     from cepsql.exprs.arrow_eval import evaluate_arrow
-    from cepsql.backends.local.sql import sort_table
+    from cepsql.runtime.ordering import sort_table
     from cepsql.compile.clause import plan_query
 
     sql = query.format(src="t")

@@ -184,7 +184,7 @@ def evaluator_part(args) -> list[dict]:
 
     from cepsql.parse import find_match_recognize
     from cepsql.parse.statements import parse_create_view
-    from cepsql.backends.local.engine import _table_statistics
+    from cepsql.backends.local.engine import table_statistics
     from support.local_run import plan_local_workload
     from cepsql.runtime.one_pass import sharing_patterns
     from cepsql.sharing.planner import trivial_global_plan
@@ -205,7 +205,7 @@ def evaluator_part(args) -> list[dict]:
         specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
                  for s in wl.statements]
         lw = plan_local_workload(specs, table, batch_rows=8192)
-        patterns = sharing_patterns(lw.queries, partial(_table_statistics, table=table))
+        patterns = sharing_patterns(lw.queries, partial(table_statistics, table=table))
         plans = {"TRIVIAL": trivial_global_plan(patterns)}
         for name in EVAL_PLANS:
             plans[name] = plan_workload(patterns, algorithm=name, seconds=args.seconds,

@@ -24,7 +24,7 @@ import pytest  # noqa: E402
 from cepsql.algebra.expressions import BinaryOp, ColumnRef, Literal  # noqa: E402
 from cepsql.errors import CepAnalysisError  # noqa: E402
 from cepsql.compile.query_plan import BoundPlan, QueryPlan, SortColumn  # noqa: E402
-from cepsql.parse.splice import matching_paren, skip_space, skip_token  # noqa: E402
+from cepsql.parse.scanner import paren_end, skip_space, skip_token  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -146,7 +146,7 @@ def fake_find(sql: str, *, offset: int = 0, full_sql: str | None = None) -> list
                 s -= 1
             is_query = False
         p = skip_space(sql, m.end())
-        end = matching_paren(sql, p)
+        end = paren_end(sql, p)
         body = sql[p + 1:end - 1].strip()
         alias = None
         a = skip_space(sql, end)

@@ -11,7 +11,7 @@ import pytest
 import cepsql
 from cepsql.parse import find_match_recognize
 from cepsql.errors import CepAnalysisError
-from cepsql.backends.local.engine import _table_statistics
+from cepsql.backends.local.engine import table_statistics
 from cepsql.compile.clause import plan_query
 from cepsql.planning.options import PlannerOptions, options_from_conf
 from cepsql.explain.clause import explain_clause
@@ -35,7 +35,7 @@ def _plan(sql: str, table: pa.Table, **options):
     site = find_match_recognize(sql)[0]
     with cepsql.planner_options(**options):
         return plan_query(site.spec, table.schema, sql,
-                          statistics=partial(_table_statistics, table=table))
+                          statistics=partial(table_statistics, table=table))
 
 
 def test_default_plan_starts_from_the_rare_variable():

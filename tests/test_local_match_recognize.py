@@ -6,7 +6,8 @@ import pyarrow as pa
 import pytest
 
 from cepsql.errors import CepAnalysisError
-from cepsql.backends.local.engine import run_local, sort_table, to_pandas
+from cepsql.backends.local.engine import run_local, to_pandas
+from cepsql.runtime.ordering import sort_table
 from cepsql.compile.query_plan import SortColumn
 
 TICKS = pd.DataFrame({"sym": ["a", "a", "b", "b", "a"], "ts": [3, 1, 1, 2, 2],

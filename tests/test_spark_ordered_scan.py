@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.backends.spark import ordered_scan, slicing
-from cepsql.backends.spark.execute import arrow_schema
+from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.spark.ordered_scan import PartitionRange, ordered_layout, sort_indices
 from cepsql.backends.spark.slicing import slice_plan, slicing_blocker
 from cepsql.parse import find_match_recognize

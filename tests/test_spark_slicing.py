@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 import cepsql
 from cepsql.parse import find_match_recognize
 from cepsql.compile.clause import plan_query
-from cepsql.backends.spark.execute import arrow_schema, run_plan
+from cepsql.backends.spark.execute import run_plan
+from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.spark.slicing import (
     COPY_COLUMN,
     GRID_WINDOWS_CONF,

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from cepsql.parse import find_match_recognize
-from cepsql.backends.local.engine import _table_statistics
+from cepsql.backends.local.engine import table_statistics
 from cepsql.compile.clause import plan_query
 from cepsql.stats import (
     CACHE,
@@ -106,7 +106,7 @@ def test_numeric_order_key_rates_are_per_step_of_that_column_in_explain():
            "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '10' SECOND "
            "DEFINE a AS a.symbol = 'X', b AS b.symbol = 'Y')")
     text = explain_clause(plan_query(find_match_recognize(sql)[0].spec, table.schema, sql,
-                                     statistics=partial(_table_statistics, table=table)))
+                                     statistics=partial(table_statistics, table=table)))
     assert "rates (rows per unit of seq)" in text and "units of seq" in text
     assert "per second" not in text
 

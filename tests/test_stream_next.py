@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cepsql.backends.local.sql import sort_table
+from cepsql.runtime.ordering import sort_table
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming.processor import state_from_row, state_to_row
 from cepsql.exprs.arrow_eval import evaluate_arrow

@@ -137,7 +137,7 @@ def _engine_run(sqls: list[str], table, increments: int, delay_ms: int, seed: in
     from cepsql.backends.streaming.workload import (WorkloadEngine, fingerprint,
                                                     state_from_row, state_to_row)
     from cepsql.exprs.arrow_eval import evaluate_arrow
-    from cepsql.backends.local.sql import sort_table
+    from cepsql.runtime.ordering import sort_table
     from cepsql.compile.clause import plan_query
     from cepsql.runtime.one_pass import plan_pass
     try:

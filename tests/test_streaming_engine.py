@@ -21,7 +21,7 @@ from cepsql.backends.streaming.frames import check_streamable_spec, check_stream
 from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
 from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
-from cepsql.backends.local.sql import sort_table
+from cepsql.runtime.ordering import sort_table
 from cepsql.compile.clause import plan_query
 from cepsql.runtime.workers import bind_worker
 

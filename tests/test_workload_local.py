@@ -127,7 +127,8 @@ def test_small_chunks_carry_state_across_batches(monkeypatch):
 
 
 def test_push_api_equals_pull_for_any_batch_split():
-    from cepsql.backends.local.engine import to_arrow, sort_table
+    from cepsql.backends.local.engine import to_arrow
+    from cepsql.runtime.ordering import sort_table
     from cepsql.compile.clause import plan_query
     from cepsql.parse import find_match_recognize, parse_create_view
     table = to_arrow(ticks(50, seed=3))

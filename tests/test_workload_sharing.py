@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from cepsql.parse import find_match_recognize
 from cepsql.parse.statements import parse_create_view
-from cepsql.backends.local.engine import _table_statistics
+from cepsql.backends.local.engine import table_statistics
 from support.local_run import plan_local_workload
 from cepsql.runtime.one_pass import sharing_patterns
 from cepsql.sharing import plan_workload
@@ -36,7 +36,7 @@ def _workload(n: int, seed: int, rows: int, symbols: int):
     specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
              for s in wl.statements]
     local = plan_local_workload(specs, table, batch_rows=97)
-    patterns = sharing_patterns(local.queries, partial(_table_statistics, table=table))
+    patterns = sharing_patterns(local.queries, partial(table_statistics, table=table))
     return local, patterns
 
 
@@ -71,7 +71,7 @@ def _planned_locally(wl, rows: int, seed: int):
     specs = [find_match_recognize(parse_create_view(s).query_text)[0].spec
              for s in wl.statements]
     local = plan_local_workload(specs, table, batch_rows=97)
-    patterns = sharing_patterns(local.queries, partial(_table_statistics, table=table))
+    patterns = sharing_patterns(local.queries, partial(table_statistics, table=table))
     return local, patterns, _rows(local.own_outputs())
 
 

@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from cepsql.errors import CepEnvironmentError, CepError, position_of
+from cepsql.datagen import generate_rfid, generate_shipments, generate_ticks
+from cepsql.parse import split_statements
+from cepsql.backends.spark.environment import require_java
+from cepsql.backends.streaming.demo import run_stream_demo
 
 PROMPT = "cepsql> "
 CONTINUATION = "      > "
@@ -106,7 +110,6 @@ def get_spark(master: str | None, conf: dict[str, str]) -> tuple[Any, bool]:
             except Exception:
                 _err(f"Warning: cannot set {key} on the running session; ignored")
         return active, False
-    from cepsql.backends.spark.environment import require_java
     require_java()
     # a progress bar would interleave with the results; the user's --conf still wins
     conf = {"spark.ui.showConsoleProgress": "false", **conf}
@@ -234,8 +237,6 @@ def _spark_error_types() -> tuple[type, ...]:
 
 def run_script(spark: Any, script: str, header: bool = True) -> int:
     """Run every statement of script; stop at the first error. Returns the exit code."""
-    from cepsql.parse import split_statements
-
     try:
         statements = split_statements(script)
     except CepError as err:
@@ -290,7 +291,6 @@ def interactive(spark: Any, header: bool = True) -> int:
         if not (text.rstrip().endswith(";") or _COMMENTS.sub("", text).rstrip().endswith(";")):
             continue
         buffer = []
-        from cepsql.parse import split_statements
         try:
             statements = split_statements(text)
         except CepError as err:
@@ -405,7 +405,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     spark, created = get_spark(args.master, dict(args.conf))
     try:
         if args.stream:
-            from cepsql.backends.streaming.demo import run_stream_demo
             return run_stream_demo(spark, args.rows, out=_out)
         return _demo(spark, args.rows)
     finally:
@@ -415,8 +414,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _demo_tables(n_rows: int) -> list[tuple[str, Any, str]]:
     """(view name, Arrow table, description) of every stream the examples read."""
-    from cepsql.datagen import generate_rfid, generate_shipments, generate_ticks
-
     n_shipments = max(n_rows // 10, 1)
     return [
         ("ticks", generate_ticks(n_rows), f"{n_rows:,} ticks (symbol, ts, price, volume) "
@@ -457,8 +454,6 @@ def _demo(spark: Any, n_rows: int) -> int:
 
 
 def _demo_in(spark: Any, n_rows: int, scratch: str) -> int:
-    from cepsql.parse import split_statements
-
     cached = []
     sizes: dict[str, int] = {}
     for name, table, description in _demo_tables(n_rows):

@@ -1,22 +1,35 @@
 """``spark.cep``: run statements containing MATCH_RECOGNIZE, and remember the pattern views
-they define (so later tooling can list and plan them together)."""
+they define (so later tooling can list and plan them together).
+
+Here the batch and the streaming paths meet: the Spark backend runs every statement and
+hands each input that is a stream to the streaming backend (``STREAMING``), which this
+module gives it -- the two backends never import each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
+from cepsql import parse
 from cepsql.errors import CepAnalysisError
 from cepsql.explain.clause import explain_clause
-from cepsql.backends.spark.profile_cache import ProfileCache
-from cepsql.backends.spark.rewrite import default_planner, driver_statistics, rewrite, run_sql
 from cepsql.parse.splice import new_view_name, normalize_name
+from cepsql.explain.summary import summarize
+from cepsql.explain.svg import clauses_svg
+from cepsql.backends.spark.profile_cache import ProfileCache
+from cepsql.backends.spark.rewrite import (default_finder, default_planner, driver_statistics,
+                                           rewrite, run_sql)
+from cepsql.backends.spark.streams import StreamRunner
 from cepsql.backends.spark.task_errors import quiet_task_logs
 from cepsql.backends.spark.tf_plain import register as register_table_functions
+from cepsql.backends.spark.workload import Workload
+from cepsql.backends.streaming import run_streaming_plan
+from cepsql.backends.streaming.workload import streaming_matches, streaming_pass
 
-if TYPE_CHECKING:
-    from cepsql.backends.spark.workload import Workload
+# what the Spark backend calls when a clause's or a workload's input is a stream
+STREAMING = StreamRunner(run_plan=run_streaming_plan, shared_pass=streaming_pass,
+                         matches=streaming_matches)
 
 
 @dataclass
@@ -46,7 +59,6 @@ class ParsedView:
 
     def finder(self, find: Callable | None) -> Callable:
         """find (the session's finder, or the default) answering from the memo."""
-        from cepsql.backends.spark.rewrite import default_finder
         find = find or default_finder()
         sites = self.sites
 
@@ -64,7 +76,9 @@ class CepSession:
     def __init__(self, spark: SparkSession, *, finder: Callable | None = None,
                  planner: Callable | None = None, dialect: object | None = None):
         self.spark = spark
-        self._dialect = dialect  # parse_create_view / parse_drop_view / split_statements
+        # parse_create_view / parse_drop_view / split_statements (tests pass a fake)
+        self._dialect = parse if dialect is None else dialect
+        self.streams = STREAMING  # inputs that are streams go to the streaming backend
         self._finder = finder
         self._planner = planner
         self._views: dict[str, PatternView] = {}
@@ -79,7 +93,7 @@ class CepSession:
         """Run one statement (a query, CREATE [OR REPLACE] TEMPORARY VIEW, DROP VIEW, or any
         other Spark statement) and return its DataFrame; several ';'-separated statements run
         in order and the last one's DataFrame is returned."""
-        statements = _split(text, self._dialect or _dialect())
+        statements = _split(text, self._dialect)
         if not statements:
             raise CepAnalysisError("no SQL statement given", sql=text)
         result = None
@@ -108,7 +122,7 @@ class CepSession:
         plan, then the Spark SQL the statement runs as. Nothing is executed.
         ``EXPLAIN FORMAT SVG <query>`` returns the plans drawn as SVG instead; ``file``
         (a path ending in .svg) also writes that drawing there."""
-        dialect = self._dialect or _dialect()
+        dialect = self._dialect
         parse_explain = getattr(dialect, "parse_explain", None)
         explained = parse_explain(text) if parse_explain else None
         query = explained[0] if explained else text
@@ -124,16 +138,15 @@ class CepSession:
 
         with driver_statistics():  # EXPLAIN shows the estimates: the driver's sample
             rewritten = rewrite(self.spark, query, finder=self._finder,
-                                planner=recording_planner, views=self._views)
+                                planner=recording_planner, views=self._views,
+                                streams=self.streams)
         if svg or file is not None:
-            from cepsql.explain.svg import clauses_svg
             drawing = clauses_svg(recorded)
             if file is not None:
                 with open(file, "w", encoding="utf-8") as out:
                     out.write(drawing)
             if svg:
                 return drawing
-        from cepsql.explain.summary import summarize
         blocks = []
         for i, (spec, plan) in enumerate(recorded, 1):
             body = explain_clause(plan) or "(no plan details)"
@@ -174,18 +187,17 @@ class CepSession:
                     break
         return stale
 
-    def workload(self, views: str | list[str]) -> "Workload":
+    def workload(self, views: str | list[str]) -> Workload:
         """The pattern views reading a source (``workload("ticks")``) or an explicit list
         of views, evaluated by one shared pass: ``dataframes()``, ``matches()``,
         ``explain()`` (see cepsql/backends/spark/workload.py). Unknown names raise
         CepAnalysisError. The same selector gives the same object: its persisted pass is
         reused until the views change (``close()`` unpersists it)."""
-        from cepsql.backends.spark.workload import Workload
         key = (("source", normalize_name(views)) if isinstance(views, str)
                else ("views", tuple(normalize_name(v) for v in views)))
         workload = self._workloads.get(key)
         if workload is None:
-            workload = Workload(self, views)  # checks the names first
+            workload = Workload(self, views, self.streams)  # checks the names first
             self._workloads[key] = workload
         else:
             workload.names  # noqa: B018  (a view may have been dropped since)
@@ -196,12 +208,12 @@ class CepSession:
         are bound to DataFrames only while the statement runs, never put in the catalog);
         evaluates the clauses. For debugging."""
         return rewrite(self.spark, query, finder=self._finder, planner=self._planner,
-                       views=self._views).sql
+                       views=self._views, streams=self.streams).sql
 
     # statements -------------------------------------------------------------
     def _statement(self, stmt: str) -> DataFrame:
-        dialect = self._dialect or _dialect()
-        create = dialect.parse_create_view(stmt) if dialect else None
+        dialect = self._dialect
+        create = dialect.parse_create_view(stmt)
         if create is not None:
             return self._create_view(stmt, create)
         workload = _explain_workload(dialect, stmt)
@@ -212,7 +224,7 @@ class CepSession:
         if parse_explain is not None and parse_explain(stmt) is not None:
             text = self.explain(stmt)
             return self.spark.createDataFrame([(text,)], "plan string")
-        drop = dialect.parse_drop_view(stmt) if dialect else None
+        drop = dialect.parse_drop_view(stmt)
         if drop is not None:
             df = self.spark.sql(stmt)
             name = drop[0] if isinstance(drop, tuple) else drop.name  # (name, if_exists)
@@ -221,7 +233,7 @@ class CepSession:
             return df
         stmt, bound = self._workload_calls(stmt)
         rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner,
-                            views=self._views)
+                            views=self._views, streams=self.streams)
         rewritten.frames.update(bound)
         if not rewritten.clauses and rewritten.sql == stmt and not bound:
             return self.spark.sql(stmt)
@@ -230,11 +242,10 @@ class CepSession:
     def _workload_calls(self, stmt: str) -> tuple[str, dict[str, DataFrame]]:
         """``cep_workload('src')`` table function calls replaced by generated names bound
         to the workload's matches()."""
-        from cepsql.parse.statements import find_workload_calls
         frames: dict[str, DataFrame] = {}
         if "cep_workload" not in stmt.lower():
             return stmt, frames
-        for start, end, name, pos in reversed(find_workload_calls(stmt)):
+        for start, end, name, pos in reversed(parse.find_workload_calls(stmt)):
             try:
                 matches = self.workload(name).matches()
             except CepAnalysisError as e:
@@ -262,7 +273,7 @@ class CepSession:
         parsed = ParsedView(create)  # kept with the view when stmt is its recorded text
         rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
                             full_sql=stmt, finder=parsed.finder(self._finder),
-                            planner=self._planner, views=self._views)
+                            planner=self._planner, views=self._views, streams=self.streams)
         self._views_version += 1
         if not rewritten.clauses:
             self._views.pop(normalize_name(name), None)
@@ -312,16 +323,8 @@ def _empty(spark: SparkSession) -> DataFrame:
     return spark.range(0).select()
 
 
-def _dialect():
-    try:
-        from cepsql import parse as dialect
-    except ImportError:  # pragma: no cover - dialect not built yet
-        return None
-    return dialect if hasattr(dialect, "parse_create_view") else None
-
-
 def _split(text: str, dialect) -> list[str]:
-    if dialect is not None and hasattr(dialect, "split_statements"):
+    if hasattr(dialect, "split_statements"):
         parts = dialect.split_statements(text)
         return [p if isinstance(p, str) else getattr(p, "text", p[0]) for p in parts
                 if (p if isinstance(p, str) else getattr(p, "text", p[0])).strip()]
@@ -365,4 +368,4 @@ def attach(session_cls: type) -> None:
         session_cls.cep = property(cep, doc="cepsql statement runner for this session.")
 
 
-__all__ = ["CepSession", "PatternView", "attach", "register_quietly"]
+__all__ = ["CepSession", "PatternView", "STREAMING", "attach", "register_quietly"]

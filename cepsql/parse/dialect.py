@@ -22,10 +22,11 @@ from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipT
 from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
 from cepsql.parse.cep_clauses import rows_window, strategy_name, time_window
 from cepsql.parse.pattern_parser import canonical_name, check_negation_placement, parse_pattern
+from cepsql.parse.scanner import closing_paren
 from cepsql.parse.to_algebra import SEMANTICS_KEY, SEMANTICS_POS_KEY, ToAlgebra
 from cepsql.parse.validate import NamePositions, check_input_expr, check_spec
 
-__all__ = ["CepSpark", "CepSparkParser", "tokenize", "matching_paren"]
+__all__ = ["CepSpark", "CepSparkParser", "tokenize"]
 
 # functions whose arguments have special syntax; all others are parsed as written
 _SPECIAL_SYNTAX = frozenset({"CAST", "TRY_CAST", "EXTRACT", "SUBSTRING", "SUBSTR", "TRIM",
@@ -89,7 +90,7 @@ class CepSparkParser(Spark.Parser):
             return None
         if not self._match(TokenType.L_PAREN, advance=False):
             self.raise_error("Expecting (")
-        close = matching_paren(self._tokens, self._index)
+        close = closing_paren(self._tokens, self._index)
         if close is None:
             self.raise_error("MATCH_RECOGNIZE is missing its closing ')'")
         body = self._tokens[self._index + 1:close + 1]
@@ -303,7 +304,7 @@ class CepSparkParser(Spark.Parser):
         if not self._match(TokenType.L_PAREN, advance=False):
             self._fail("'(' after PATTERN")
         lparen = self._curr
-        close = matching_paren(self._tokens, self._index)
+        close = closing_paren(self._tokens, self._index)
         if close is None:
             raise CepSyntaxError("PATTERN is missing its closing ')'",
                                  pos=self._cep_base + lparen.start)
@@ -421,20 +422,6 @@ class CepSpark(Spark):
 def tokenize(sql: str) -> list[Token]:
     """CepSpark tokens of sql (offsets relative to sql); raises sqlglot TokenError."""
     return CepSpark().tokenize(sql)
-
-
-def matching_paren(tokens: list[Token], index: int) -> int | None:
-    """Index of the ')' closing the '(' at tokens[index], or None when unbalanced."""
-    depth = 0
-    for i in range(index, len(tokens)):
-        kind = tokens[i].token_type
-        if kind == TokenType.L_PAREN:
-            depth += 1
-        elif kind == TokenType.R_PAREN:
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 def _first_negation_pos(node: PatternNode) -> int | None:

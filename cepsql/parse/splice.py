@@ -13,6 +13,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+
+from cepsql.parse.scanner import paren_end, read_word, skip_space
+
 _counter = itertools.count(1)
 _PROCESS_TAG = uuid.uuid4().hex[:8]
 SOURCE_ALIAS = "`__cep_src`"
@@ -21,10 +26,6 @@ SOURCE_ALIAS = "`__cep_src`"
 def new_view_name() -> str:
     """A unique name for the view holding one clause's result (ours, not the user's)."""
     return f"__cep_mr_{_PROCESS_TAG}_{next(_counter)}"
-
-
-def quote_identifier(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,21 @@ def rewrite_text(sql: str, run_clause: RunClause, find: Callable, *, offset: int
     return apply_replacements(sql, 0, len(sql), done)
 
 
+def _backquoted(name: str) -> str:
+    """One identifier backquoted as Spark reads it (embedded backquotes doubled), written
+    by sqlglot's Spark generator: parse/ may not import exprs/, where the renderer of the
+    expression IR quotes identifiers the same way (exprs.spark_sql.quote_identifier)."""
+    return exp.to_identifier(name, quoted=True).sql(dialect=Spark)
+
+
 def _replacement(view: str, alias: str | None) -> str:
     """`view` AS `alias` (the alias arrives unquoted; quoting keeps keywords and odd
     characters legal, and Spark resolves quoted names case-insensitively too)."""
-    text = quote_identifier(view)
+    text = _backquoted(view)
     if alias:
         alias = alias.strip()
         if len(alias) < 2 or not (alias[0] == "`" and alias[-1] == "`"):
-            alias = quote_identifier(alias)
+            alias = _backquoted(alias)
         text += " AS " + alias
     return text
 
@@ -127,74 +135,6 @@ def apply_replacements(sql: str, lo: int, hi: int, reps: Sequence[tuple[int, int
     return "".join(out)
 
 
-# lexical helpers -----------------------------------------------------------
-
-def skip_space(sql: str, i: int) -> int:
-    """Index of the next character that is not whitespace or inside a comment."""
-    n = len(sql)
-    while i < n:
-        if sql[i].isspace():
-            i += 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        else:
-            break
-    return i
-
-
-def skip_token(sql: str, i: int) -> int:
-    """End of the quoted literal/identifier or single character starting at i."""
-    q = sql[i]
-    if q in "'\"`":
-        j = i + 1
-        while j < len(sql):
-            if q != "`" and sql[j] == "\\":
-                j += 2
-                continue
-            if sql[j] == q:
-                if q == "`" and sql.startswith("``", j):
-                    j += 2
-                    continue
-                return j + 1
-            j += 1
-        return len(sql)
-    return i + 1
-
-
-def matching_paren(sql: str, i: int) -> int:
-    """Index just past the ')' matching the '(' at i (or len(sql))."""
-    depth, n = 0, len(sql)
-    while i < n:
-        j = skip_space(sql, i)
-        if j != i:
-            i = j
-            continue
-        c = sql[i]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i = skip_token(sql, i)
-    return n
-
-
-def read_word(sql: str, i: int) -> tuple[str, int]:
-    """The identifier (plain or backquoted) at i and the index after it."""
-    if i < len(sql) and sql[i] == "`":
-        j = skip_token(sql, i)
-        return sql[i:j], j
-    j = i
-    while j < len(sql) and (sql[j].isalnum() or sql[j] == "_"):
-        j += 1
-    return sql[i:j], j
-
-
 def strip_parens(text: str) -> tuple[str, int]:
     """text without whitespace and enclosing parentheses, and how many leading characters
     were removed."""
@@ -204,7 +144,7 @@ def strip_parens(text: str) -> tuple[str, int]:
         e = end
         while e > i and text[e - 1].isspace():
             e -= 1
-        if i < e and text[i] == "(" and matching_paren(text, i) == e:
+        if i < e and text[i] == "(" and paren_end(text, i) == e:
             start, end = i + 1, e - 1
             continue
         return text[i:e], i
@@ -229,13 +169,13 @@ def scan_ctes(sql: str) -> list[tuple[str, int, int]]:
             return out
         i = skip_space(sql, j)
         if i < len(sql) and sql[i] == "(":
-            i = skip_space(sql, matching_paren(sql, i))
+            i = skip_space(sql, paren_end(sql, i))
         word, j = read_word(sql, i)
         if word.upper() == "AS":
             i = skip_space(sql, j)
         if i >= len(sql) or sql[i] != "(":
             return out
-        end = matching_paren(sql, i)
+        end = paren_end(sql, i)
         out.append((normalize_name(name), start, end))
         i = skip_space(sql, end)
         if i < len(sql) and sql[i] == ",":

@@ -1,5 +1,6 @@
-"""Statement-level helpers: locate MATCH_RECOGNIZE clauses, split scripts, recognise
-the few statements cepsql handles itself (temporary views, EXPLAIN).
+"""Statement-level helpers: locate MATCH_RECOGNIZE clauses and recognise the few
+statements cepsql handles itself (temporary views, EXPLAIN); the lexical work is
+scanner.py's.
 
 Clause location is token-based rather than a full-statement parse so that any Spark
 SQL around the clause (which sqlglot may not fully understand) keeps working: the
@@ -14,9 +15,10 @@ from sqlglot.tokens import Token, TokenType
 
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
-from cepsql.parse.dialect import CepSpark, CepSparkParser, matching_paren, tokenize
+from cepsql.parse.dialect import CepSpark, CepSparkParser, tokenize
+from cepsql.parse.scanner import closing_paren, lex, opening_paren, skip_space, word_at
 
-__all__ = ["ClauseSite", "CreateView", "find_match_recognize", "split_statements",
+__all__ = ["ClauseSite", "CreateView", "find_match_recognize",
            "parse_create_view", "parse_drop_view", "parse_explain", "explain_format",
            "parse_clause_body"]
 
@@ -81,7 +83,7 @@ def _tokens(sql: str, offset: int = 0, full_sql: str | None = None) -> list[Toke
     try:
         return tokenize(sql)
     except TokenError:
-        problem = _scan(sql)[2]
+        problem = lex(sql).problem
         pos, message = problem if problem else (0, "cannot tokenize the SQL text")
         raise CepSyntaxError(message, sql=full_sql if full_sql is not None else sql,
                              pos=offset + pos) from None
@@ -97,19 +99,6 @@ def _is_alias_word(tok: Token) -> bool:
     if tok.token_type == TokenType.IDENTIFIER:
         return True
     return tok.token_type == TokenType.VAR and tok.text.upper() not in _NOT_ALIAS
-
-
-def _matching_open(tokens: list[Token], index: int) -> int | None:
-    depth = 0
-    for i in range(index, -1, -1):
-        kind = tokens[i].token_type
-        if kind == TokenType.R_PAREN:
-            depth += 1
-        elif kind == TokenType.L_PAREN:
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 # --- MATCH_RECOGNIZE sites --------------------------------------------------------------
@@ -164,7 +153,7 @@ def _locate(toks: list[Token], i: int, sql: str, offset: int, full: str):
 
     if i + 1 >= len(toks) or toks[i + 1].token_type != TokenType.L_PAREN:
         raise error("expected '(' after MATCH_RECOGNIZE", toks[i + 1] if i + 1 < len(toks) else None)
-    close = matching_paren(toks, i + 1)
+    close = closing_paren(toks, i + 1)
     if close is None:
         unclosed = _unclosed_pattern_paren(toks, i + 1)
         if unclosed is not None:
@@ -234,7 +223,7 @@ def _source(toks: list[Token], i: int, sql: str, error):
         return first.start, sql[first.start:toks[j].end + 1], first.start, False
     last = toks[j]
     if last.token_type == TokenType.R_PAREN:
-        open_ = _matching_open(toks, j)
+        open_ = opening_paren(toks, j)
         if open_ is None:
             raise error("unbalanced ')' before MATCH_RECOGNIZE", last)
         k = open_ - 1
@@ -274,7 +263,7 @@ def _aliased_with_columns(toks: list[Token], j: int) -> int | None:
     comma is a table function call instead."""
     if toks[j].token_type != TokenType.R_PAREN:
         return None
-    open_ = _matching_open(toks, j)
+    open_ = opening_paren(toks, j)
     if open_ is None or open_ < 2 or not _is_name(toks[open_ - 1], strict=True):
         return None
     k = open_ - 2
@@ -314,80 +303,6 @@ def _inside_values(toks: list[Token], comma: int) -> bool:
         elif depth == 0:
             return t == TokenType.VALUES or (t == TokenType.COMMA and _inside_values(toks, k))
     return False
-
-
-# --- scripts ----------------------------------------------------------------------------
-def _scan(text: str):
-    """(top-level ';' offsets, comment spans, first unterminated construct or None).
-
-    Follows Spark's lexical rules: '...' and "..." strings with backslash escapes,
-    `...` identifiers with doubled backquotes, -- line comments, nested /* */ comments.
-    """
-    semis: list[int] = []
-    comments: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'\"":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            if j >= n:
-                return semis, comments, (i, "unterminated string literal")
-            i = j + 1
-        elif c == "`":
-            j = i + 1
-            while True:
-                j = text.find("`", j)
-                if j < 0:
-                    return semis, comments, (i, "unterminated quoted identifier")
-                if text.startswith("``", j):
-                    j += 2
-                    continue
-                break
-            i = j + 1
-        elif text.startswith("--", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            comments.append((i, j))
-            i = j
-        elif text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            if depth:
-                return semis, comments, (i, "unterminated comment")
-            comments.append((i, j))
-            i = j
-        else:
-            if c == ";":
-                semis.append(i)
-            i += 1
-    return semis, comments, None
-
-
-def split_statements(text: str) -> list[tuple[str, int]]:
-    """Split a script on top-level semicolons; (statement text, its offset), empties dropped."""
-    semis, comments, _ = _scan(text)
-    out = []
-    start = 0
-    for end in semis + [len(text)]:
-        chunk = text[start:end]
-        code = list(chunk)
-        for a, b in comments:
-            lo, hi = max(a, start), min(b, end)
-            for p in range(lo, hi):
-                code[p - start] = " "
-        if "".join(code).strip():
-            lead = len(chunk) - len(chunk.lstrip())
-            out.append((chunk.strip(), start + lead))
-        start = end + 1
-    return out
 
 
 # --- statements cepsql handles ------------------------------------------------------------
@@ -454,11 +369,11 @@ def parse_drop_view(stmt: str) -> tuple[str, bool] | None:
 
 def explain_format(stmt: str) -> str:
     """'SVG' for ``EXPLAIN FORMAT SVG query`` (the plan drawn), else 'TEXT'."""
-    i = _skip_space(stmt, 0)
-    i = _skip_space(stmt, i + len(_word_at(stmt, i)))
-    if _word_at(stmt, i).upper() != "FORMAT":
+    i = skip_space(stmt, 0)
+    i = skip_space(stmt, i + len(word_at(stmt, i)))
+    if word_at(stmt, i).upper() != "FORMAT":
         return "TEXT"
-    return _word_at(stmt, _skip_space(stmt, i + len("FORMAT"))).upper()
+    return word_at(stmt, skip_space(stmt, i + len("FORMAT"))).upper()
 
 
 def parse_explain(stmt: str) -> tuple[str, int] | None:
@@ -466,21 +381,21 @@ def parse_explain(stmt: str) -> tuple[str, int] | None:
     text, its offset). Spark's mode words are skipped: cepsql's text EXPLAIN has a single
     format; FORMAT SVG draws the plans instead (see explain_format). (Text-based: sqlglot
     tokenizes EXPLAIN as a command whose rest is one opaque token.)"""
-    i = _skip_space(stmt, 0)
-    word = _word_at(stmt, i)
+    i = skip_space(stmt, 0)
+    word = word_at(stmt, i)
     if word.upper() != "EXPLAIN":
         return None
-    i = _skip_space(stmt, i + len(word))
-    mode = _word_at(stmt, i)
+    i = skip_space(stmt, i + len(word))
+    mode = word_at(stmt, i)
     if mode.upper() in _EXPLAIN_MODES:
-        i = _skip_space(stmt, i + len(mode))
+        i = skip_space(stmt, i + len(mode))
     elif mode.upper() == "FORMAT":
-        j = _skip_space(stmt, i + len(mode))
-        fmt = _word_at(stmt, j)
+        j = skip_space(stmt, i + len(mode))
+        fmt = word_at(stmt, j)
         if fmt.upper() not in _EXPLAIN_FORMATS:
             raise CepSyntaxError(f"EXPLAIN FORMAT takes {' or '.join(sorted(_EXPLAIN_FORMATS))}"
                                  f", not {fmt or 'nothing'}", sql=stmt, pos=j)
-        i = _skip_space(stmt, j + len(fmt))
+        i = skip_space(stmt, j + len(fmt))
     if i >= len(stmt):
         raise CepSyntaxError("expected a query after EXPLAIN", sql=stmt, pos=len(stmt))
     return stmt[i:].rstrip(), i
@@ -489,13 +404,13 @@ def parse_explain(stmt: str) -> tuple[str, int] | None:
 def parse_explain_workload(stmt: str) -> tuple[str | list[str], int] | None:
     """``EXPLAIN WORKLOAD source`` (also ``'source'``) or ``EXPLAIN WORKLOAD (v1, v2)`` ->
     (source name or list of view names, offset of the name), else None."""
-    i = _skip_space(stmt, 0)
-    if _word_at(stmt, i).upper() != "EXPLAIN":
+    i = skip_space(stmt, 0)
+    if word_at(stmt, i).upper() != "EXPLAIN":
         return None
-    i = _skip_space(stmt, i + len("EXPLAIN"))
-    if _word_at(stmt, i).upper() != "WORKLOAD":
+    i = skip_space(stmt, i + len("EXPLAIN"))
+    if word_at(stmt, i).upper() != "WORKLOAD":
         return None
-    at = _skip_space(stmt, i + len("WORKLOAD"))
+    at = skip_space(stmt, i + len("WORKLOAD"))
     toks = _tokens(stmt[at:], offset=at, full_sql=stmt)
     if toks and toks[0].token_type == TokenType.L_PAREN:
         names, k = [], 1
@@ -533,25 +448,6 @@ def find_workload_calls(stmt: str) -> list[tuple[int, int, str, int]]:
             out.append((toks[k].start, toks[k + 3].end + 1, toks[k + 2].text,
                         toks[k + 2].start))
     return out
-
-
-def _skip_space(text: str, i: int) -> int:
-    """First offset at or after i that is neither whitespace nor inside a comment."""
-    _, comments, _ = _scan(text)
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        span = next((c for c in comments if c[0] == i), None)
-        if span is None:
-            return i
-        i = span[1]
-
-
-def _word_at(text: str, i: int) -> str:
-    j = i
-    while j < len(text) and (text[j].isalnum() or text[j] == "_"):
-        j += 1
-    return text[i:j]
 
 
 # --- table-function form --------------------------------------------------------------------

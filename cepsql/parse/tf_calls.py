@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from cepsql.parse.dialect import matching_paren, tokenize
+from cepsql.parse.dialect import tokenize
+from cepsql.parse.scanner import closing_paren
 from cepsql.errors import CepSyntaxError
 
 MATCH_FUNCTION = "cep_match"
@@ -76,7 +77,7 @@ def find_calls(sql: str, *, offset: int = 0,
         if (name in (MATCH_FUNCTION, VIEW_FUNCTION) and i + 1 < n
                 and toks[i + 1].token_type == TokenType.L_PAREN
                 and not (i > 0 and toks[i - 1].token_type == TokenType.DOT)):
-            close = matching_paren(toks, i + 1)
+            close = closing_paren(toks, i + 1)
             if close is None:
                 raise CepSyntaxError(f"{name}( is missing its closing ')'", sql=full,
                                      pos=offset + toks[i + 1].start)
@@ -120,7 +121,7 @@ def _table_arg(sql: str, toks: list[Token], close: Token, offset: int, full: str
                      toks[0] if toks else close, sql, offset, full)
     k = 1
     if k < len(toks) and toks[k].token_type == TokenType.L_PAREN:
-        end = matching_paren(toks, k)
+        end = closing_paren(toks, k)
         inner = toks[k + 1:end]
         if not inner:
             raise _error("TABLE() needs a table name or a query", toks[k], sql, offset, full)
@@ -167,7 +168,7 @@ def _items(sql: str, toks: list[Token], keyword: Token, offset: int, full: str) 
     """Comma-separated items (one enclosing pair of parentheses removed)."""
     if not toks:
         raise _error(f"expected an expression after {keyword.text}", None, sql, offset, full)
-    if toks[0].token_type == TokenType.L_PAREN and matching_paren(toks, 0) == len(toks) - 1:
+    if toks[0].token_type == TokenType.L_PAREN and closing_paren(toks, 0) == len(toks) - 1:
         toks = toks[1:-1]
     items, current, depth = [], [], 0
     for t in toks + [None]:

@@ -9,6 +9,7 @@ of the tokenized text to the full SQL statement.
 from __future__ import annotations
 
 from dataclasses import replace
+from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
@@ -17,6 +18,7 @@ from cepsql.algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Aggregate, Betw
                                    InList, IsNull, Like, Literal, MatchNumber, Navigation,
                                    ScalarSubquery, UnaryOp)
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
+from cepsql.parse.cep_clauses import unit_micros
 from cepsql.parse.pattern_parser import canonical_name
 
 AGGREGATES = frozenset({
@@ -179,9 +181,6 @@ class ToAlgebra:
 
     def _interval(self, node: exp.Interval) -> Expr:
         """A day-time interval literal as microseconds (``INTERVAL '5' MINUTE``)."""
-        from decimal import Decimal, InvalidOperation
-
-        from cepsql.parse.cep_clauses import unit_micros
         pos = self.pos(node)
         amount, unit = node.this, node.args.get("unit")
         if not isinstance(amount, exp.Literal) or unit is None:
@@ -328,8 +327,9 @@ class ToAlgebra:
         EXISTS and set subqueries stay unsupported."""
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Query) \
                 and not node.args.get("alias"):
-            from cepsql.parse.dialect import CepSpark
-            return ScalarSubquery(node.this.sql(dialect=CepSpark), self.pos(node))
+            # Spark's generator: CepSpark (dialect.py, which imports this module) only
+            # adds MATCH_RECOGNIZE to the tokenizer and the parser
+            return ScalarSubquery(node.this.sql(dialect="spark"), self.pos(node))
         raise CepUnsupportedError("only scalar subqueries (SELECT ...) are allowed in "
                                   "MATCH_RECOGNIZE", pos=self.pos(node))
 

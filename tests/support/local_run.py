@@ -65,9 +65,9 @@ class LocalWorkload:
 def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536,
                         statistics: Callable | None = None) -> LocalWorkload:
     """Plan every spec over table (all with the same PARTITION BY / ORDER BY)."""
-    from cepsql.backends.local.engine import _sort_for_matching, _table_statistics, global_breaks
+    from cepsql.backends.local.engine import sort_for_matching, table_statistics, global_breaks
     from cepsql.compile.clause import plan_query
-    stats = statistics or partial(_table_statistics, table=table)
+    stats = statistics or partial(table_statistics, table=table)
     queries = []
     original = clause_module.DerivedColumns
     try:
@@ -97,7 +97,7 @@ def plan_local_workload(specs: list, table: pa.Table, *, batch_rows: int = 65536
     if breaks:   # STRICT_CONTIGUITY across partitions: one flag column for all
         prepared = prepared.append_column(breaks[0].break_column,
                                           global_breaks(prepared, breaks[0]))
-    prepared = _sort_for_matching(prepared, list(queries[0].sort_keys), queries[0])
+    prepared = sort_for_matching(prepared, list(queries[0].sort_keys), queries[0])
     prepared = prepared.combine_chunks()
     for expr, name in canonical.items():
         if name not in sort_names:

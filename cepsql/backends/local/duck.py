@@ -57,6 +57,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepSyntaxError
 from cepsql.parse.splice import normalize_name
+from cepsql.backends.local.sql import output_name
 
 __all__ = ["run_duckdb", "spark_to_duckdb"]
 
@@ -447,7 +448,6 @@ def _name_outputs(tree: exp.Expr) -> None:
     """Unaliased select-list expressions of the outermost query get the Arrow path's
     names (sql.output_name), so both engines name columns alike (named before the
     transforms, so the names are the user's expressions)."""
-    from cepsql.backends.local.sql import output_name
     selects = [tree] if isinstance(tree, exp.Select) else \
         [s for s in tree.find_all(exp.Select) if s.parent_select is None]
     for select in selects[:1]:

@@ -23,22 +23,26 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
+from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
+from cepsql.parse import find_match_recognize
+from cepsql.parse.splice import is_select_star_from, normalize_name, strip_parens
 from cepsql.parse.statements import clause_output_names
+from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
+from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
+from cepsql.stats import CACHE
+from cepsql.planning.options import current_options
+from cepsql.compile.clause import plan_query
+from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.runtime.ordering import sort_indices
+from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
+from cepsql.runtime.workers import bind_worker
 from cepsql.backends.local.duck import run_duckdb
 from cepsql.backends.local.sequence import sequence_shape
-from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
-from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
-from cepsql.backends.local.sql import (OutsideSubset, Scope, Virtual, run_sql, sort_indices, sort_table,
-                        unsupported)
-from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
-from cepsql.compile.query_plan import QueryPlan, SortColumn
-from cepsql.planning.options import current_options
-from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
-from cepsql.parse.splice import is_select_star_from, normalize_name, quote_identifier, strip_parens
-from cepsql.runtime.workers import bind_worker
+from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
+from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
 
-__all__ = ["match_recognize", "run_local", "execute_plan", "sort_table", "to_arrow", "to_pandas"]
+__all__ = ["match_recognize", "run_local", "execute_plan", "to_arrow", "to_pandas"]
 
 TableLike = pd.DataFrame | pa.Table
 _placeholders = itertools.count(1)
@@ -59,13 +63,11 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
     stats, each MATCH_RECOGNIZE clause run adds its evaluator's counters there (partial
     matches, runs, peak rows held, ...: runtime/run_stats.py)."""
     outer = _parsed if finder is None else finder
-    if finder is None:
-        from cepsql.parse import find_match_recognize as finder
-    if planner is None:
-        from cepsql.compile.clause import plan_query as planner
+    finder = finder or find_match_recognize
+    planner = planner or plan_query
     stmt = sql.rstrip().rstrip(";")
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
-    run = _LocalStatement(stmt, finder, planner, stats)
+    run = LocalStatement(stmt, finder, planner, stats)
     try:
         sites = outer(stmt, offset=0, full_sql=stmt)
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
@@ -79,11 +81,10 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
 def _parsed(stmt: str, *, offset: int, full_sql: str) -> tuple:
     """The statement's MATCH_RECOGNIZE clauses, parsed once per statement text (a query
     run every minute is parsed once; the sites are never modified)."""
-    from cepsql.parse import find_match_recognize
     return tuple(find_match_recognize(stmt, offset=offset, full_sql=full_sql))
 
 
-class _LocalStatement:
+class LocalStatement:
     """One statement on the in-process path. Each query text has its MATCH_RECOGNIZE
     clauses masked by placeholder names (padded to the clause's length, so every position
     in the masked text is a position in the statement); sql.py evaluates the rest and
@@ -147,7 +148,7 @@ class _LocalStatement:
     def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
-                            statistics=partial(_table_statistics, table=table))
+                            statistics=partial(table_statistics, table=table))
         out = execute_plan(table, plan,
                            stats=None if self.stats is None else self.stats.clause(site.start))
         try:
@@ -177,9 +178,8 @@ class _LocalStatement:
         return scope.lookup(parts, name, site.source_offset)[0]
 
 
-def _table_statistics(spec, table: pa.Table):
+def table_statistics(spec, table: pa.Table):
     """Statistics of spec over an in-process input (cached per table object)."""
-    from cepsql.stats import CACHE
     opts = current_options()
     return CACHE.get_or_estimate(spec, table, sample_rows=opts.sample_rows,
                                  time_budget_s=opts.sample_seconds)
@@ -220,7 +220,7 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
-def _sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
+def sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
     """table sorted by PARTITION BY + ORDER BY (+ tie-breakers where needed)."""
     if not keys or table.num_rows == 0:
         return table
@@ -379,7 +379,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                                batch_rows=batch_rows, threads=threads, shape=shape,
                                stats=stats)
     else:
-        ordered = _sort_for_matching(prepared, keys, plan).combine_chunks()
+        ordered = sort_for_matching(prepared, keys, plan).combine_chunks()
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
                          threads=threads, shape=shape, stats=stats)
     names = [n for n, _ in bound.final_projection]

@@ -17,13 +17,18 @@ import pandas as pd
 import pyarrow as pa
 
 from cepsql.errors import CepAnalysisError, CepError
+from cepsql.parse import find_match_recognize, parse_create_view, split_statements
+from cepsql.parse.splice import normalize_name
+from cepsql.parse.statements import clause_output_names
 from cepsql.exprs.arrow_eval import evaluate_arrow
-from cepsql.backends.local.engine import (TableLike, _LocalStatement, _sort_for_matching, _table_statistics,
-                    global_breaks, to_arrow, to_pandas)
-from cepsql.backends.local.sql import Scope
+from cepsql.analyze.subqueries import bind_subqueries
+from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import SharedPass, SharedPassWorker, plan_pass, split_output
-from cepsql.parse.splice import normalize_name
+from cepsql.backends.local.engine import (LocalStatement, TableLike, execute_plan, global_breaks,
+                                          match_recognize, sort_for_matching, table_statistics,
+                                          to_arrow, to_pandas)
+from cepsql.backends.local.sql import Scope
 
 __all__ = ["workload", "LocalWorkload", "run_shared_pass", "parse_views"]
 
@@ -73,7 +78,6 @@ def _match_rows(clause: _Clause) -> list[tuple]:
 
 def parse_views(views: list[str] | str) -> list[tuple[str, object, str]]:
     """(view name, CreateView, statement) of each CREATE TEMPORARY VIEW statement."""
-    from cepsql.parse import parse_create_view, split_statements
     texts = [views] if isinstance(views, str) else list(views)
     out = []
     for text in texts:
@@ -86,7 +90,7 @@ def parse_views(views: list[str] | str) -> list[tuple[str, object, str]]:
     return out
 
 
-class _Recording(_LocalStatement):
+class _Recording(LocalStatement):
     """Step 1: every clause planned and run on zero rows (types only), plans recorded."""
 
     def __init__(self, stmt, finder, planner, view: str, clauses: list[_Clause]):
@@ -94,19 +98,16 @@ class _Recording(_LocalStatement):
         self.view, self.clauses = view, clauses
 
     def clause(self, site, scope: Scope) -> pa.Table:
-        from cepsql.backends.local.engine import execute_plan
-        from cepsql.analyze.subqueries import bind_subqueries
-        from cepsql.parse.statements import clause_output_names
         table = self.source(site, scope)
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
-                            statistics=partial(_table_statistics, table=table))
+                            statistics=partial(table_statistics, table=table))
         self.clauses.append(_Clause(self.view, table, plan))
         out = execute_plan(table.slice(0, 0), plan)
         return out.rename_columns(clause_output_names(site, out.column_names))
 
 
-class _Replaying(_LocalStatement):
+class _Replaying(LocalStatement):
     """Step 2: each clause reads its rows from the shared pass, in step 1's order."""
 
     def __init__(self, stmt, finder, planner, outputs: list[pa.Table]):
@@ -114,7 +115,6 @@ class _Replaying(_LocalStatement):
         self.outputs = list(outputs)
 
     def clause(self, site, scope: Scope) -> pa.Table:
-        from cepsql.parse.statements import clause_output_names
         out = self.outputs.pop(0)
         return out.rename_columns(clause_output_names(site, out.column_names))
 
@@ -126,8 +126,7 @@ def workload(views: list[str] | str, sharing: dict | None = None,
     ``sharing={"algorithm": "TABU", "seconds": 0.5}`` as cepsql.sharing.* on Spark).
     ``.dataframes()`` -> {view: DataFrame}, ``.matches()`` -> all matches, ``.tables`` ->
     {view: pyarrow Table}."""
-    from cepsql.parse import find_match_recognize as finder
-    from cepsql.compile.clause import plan_query as planner
+    finder, planner = find_match_recognize, plan_query
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
     parsed = parse_views(views)
     result = LocalWorkload([name for name, _, _ in parsed], {})
@@ -144,7 +143,7 @@ def workload(views: list[str] | str, sharing: dict | None = None,
     return result
 
 
-def _run_view(run: _LocalStatement, create, stmt: str, scope: Scope) -> pa.Table:
+def _run_view(run: LocalStatement, create, stmt: str, scope: Scope) -> pa.Table:
     try:
         return run.query(create.query_text, create.query_offset, scope)
     except CepError as e:
@@ -169,7 +168,7 @@ def run_shared_pass(table: pa.Table, plans: list[QueryPlan], batch_rows: int = 6
     """Every plan over table in one pass: per plan (its worker output with the match number
     as ``__cep_match_number`` appended after its final projection's columns, the final
     projection)."""
-    settings = {"statistics": partial(_table_statistics, table=table), **(sharing or {})}
+    settings = {"statistics": partial(table_statistics, table=table), **(sharing or {})}
     shared = plan_pass(table.schema, plans, settings)
     prepared = [_prepared(table, g) for g in shared.groups]
     shared.bind([p.schema for p in prepared])
@@ -177,7 +176,7 @@ def run_shared_pass(table: pa.Table, plans: list[QueryPlan], batch_rows: int = 6
     for group, input_ in zip(shared.groups, prepared):
         order = SimpleNamespace(primary_sort_keys=group.primary_sort_keys,
                                 sort_keys=group.sort_keys)
-        ordered = _sort_for_matching(input_, group.sort_keys, order).combine_chunks()
+        ordered = sort_for_matching(input_, group.sort_keys, order).combine_chunks()
         worker = SharedPassWorker(group, shared.output_schema)
         tagged += list(worker(iter(ordered.to_batches(max_chunksize=batch_rows))))
     worker_rows = split_output(pa.Table.from_batches(tagged, schema=shared.output_schema),
@@ -213,6 +212,5 @@ def _prepared(table: pa.Table, group) -> pa.Table:
 
 def views_alone(views: list[str] | str, **tables: TableLike) -> dict[str, pd.DataFrame]:
     """Each view's query run on its own (match_recognize): what the workload must equal."""
-    from cepsql.backends.local.engine import match_recognize
     return {name: match_recognize(create.query_text, **tables)
             for name, create, _ in parse_views(views)}

@@ -6,37 +6,17 @@ from typing import Iterator
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepsql.errors import CepError, CepUnsupportedError, transported
-from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
-from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.exprs.spark_sql import to_spark_sql
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.backends.spark.columns import column, shuffle_partitions, sort_column
+from cepsql.backends.spark.strict_breaks import with_global_breaks
 from cepsql.runtime.workers import bind_worker
-
-
-def _col(name: str) -> Column:
-    return F.col(quote_identifier(name))
-
-
-def _sort_column(key: SortColumn) -> Column:
-    col = _col(key.column)
-    if key.ascending:
-        return col.asc_nulls_first() if key.nulls_first else col.asc_nulls_last()
-    return col.desc_nulls_first() if key.nulls_first else col.desc_nulls_last()
-
-
-def shuffle_partitions(df: DataFrame) -> int:
-    return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-
-
-def arrow_schema(df: DataFrame) -> pa.Schema:
-    """The Arrow schema of the batches Spark hands to mapInArrow for df."""
-    conf = df.sparkSession.conf
-    large = (conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "").lower() == "true"
-    return to_arrow_schema(df.schema, timezone=conf.get("spark.sql.session.timeZone"),
-                           prefers_large_types=large)
 
 
 class TaskWorker:
@@ -88,15 +68,14 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     """The plan's result over df; columns in ``final_projection`` order."""
     df = prepared_input(df, plan)
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
-        from cepsql.backends.spark.strict_breaks import with_global_breaks
         df = with_global_breaks(df, plan, shuffle_partitions(df))
     bound = bind_worker(plan, arrow_schema(df))
     if plan.partition_columns:
-        df = df.repartition(shuffle_partitions(df), *[_col(c) for c in plan.partition_columns])
+        df = df.repartition(shuffle_partitions(df), *[column(c) for c in plan.partition_columns])
     else:
         df = df.repartition(1)  # one ordered stream
-    sort = [_col(c).asc_nulls_first() for c in plan.partition_columns]
-    sort += [_sort_column(k) for k in plan.sort_keys]
+    sort = [column(c).asc_nulls_first() for c in plan.partition_columns]
+    sort += [sort_column(k) for k in plan.sort_keys]
     if sort:
         df = df.sortWithinPartitions(*sort)
     out = df.mapInArrow(TaskWorker(bound.worker), from_arrow_schema(bound.worker_schema))
@@ -132,6 +111,8 @@ def _aggregates_matches(df: DataFrame) -> bool:
 
 
 def _unknown_aggregate() -> CepUnsupportedError:
+    # here: cepsql.parse loads sqlglot, which Spark Python workers (they unpickle
+    # TaskWorker from this module) are kept free of
     from cepsql.parse.to_algebra import AGGREGATES
     return CepUnsupportedError(
         "a MEASURES or DEFINE expression calls a Spark aggregate function that "

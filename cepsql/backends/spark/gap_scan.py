@@ -37,7 +37,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cepsql.algebra.expressions import ColumnRef, walk
 from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.compile.worker_config import CepConfig
 
 POSITION_COLUMN = "__cep_scan_pos"  # monotonically_increasing_id(), then the global position
 _INDEX_BITS = 33
@@ -78,12 +80,22 @@ def profile_rows(frame: DataFrame) -> list[PartitionProfile]:
                              bool(r["strict"])) for r in rows.to_pylist()]
 
 
+def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A timestamp, date or integer Arrow column as int64 (its own unit), nulls dropped."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count:
+        column = column.drop_null()
+    if pa.types.is_date32(column.type):
+        column = column.view(pa.int32())
+    return np.asarray(column.cast(pa.int64()))
+
+
 class _Profile:
     """mapInArrow function of the planning job (picklable): one row per partition."""
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
-        from cepsql.backends.spark.ordered_scan import key_ints
         pid = TaskContext.get().partitionId()
         n = nulls = seen = 0
         lo = hi = previous = None
@@ -184,8 +196,6 @@ def worker_reads(bound) -> set[str] | None:
     ALL ROWS passes every column through, a worker planning from its own first rows
     evaluates the raw clause. With gap pushdown no task sorts (every partition is in
     order), so the other columns need not cross to Python at all."""
-    from cepsql.algebra.expressions import ColumnRef, walk
-    from cepsql.compile.worker_config import CepConfig
     config = getattr(bound.worker, "config", None)
     if not isinstance(config, CepConfig) or config.all_rows or config.with_unmatched \
             or config.worker_planner is not None:

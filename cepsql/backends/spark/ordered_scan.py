@@ -57,13 +57,18 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepsql.errors import CepRuntimeError
-from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.algebra.expressions import ColumnRef
+from cepsql.compile.cep import BREAK_COLUMN
 from cepsql.compile.query_plan import QueryPlan
-from cepsql.backends.spark.execute import TaskWorker, arrow_schema, final_frame, prepared_input
-from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, numbered, overlap_positions,
-                       own_positions, with_breaks, worker_reads)
+from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.backends.spark.columns import column
+from cepsql.backends.spark.execute import TaskWorker, final_frame, prepared_input
+from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, key_ints, numbered,
+                                            overlap_positions, own_positions, with_breaks,
+                                            worker_reads)
 from cepsql.backends.spark.profile_cache import cached_profiles, memoized
 from cepsql.runtime.workers import bind_worker
+from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
 
 __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
@@ -84,22 +89,11 @@ class PartitionRange:
     distinct: int | None = None  # distinct times (None: not known)
 
 
-def key_ints(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A timestamp, date or integer Arrow column as int64 (its own unit), nulls dropped."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if column.null_count:
-        column = column.drop_null()
-    if pa.types.is_date32(column.type):
-        column = column.view(pa.int32())
-    return np.asarray(column.cast(pa.int64()))
-
-
 def partition_ranges(df: DataFrame, key: str) -> list[PartitionRange]:
     """The first job: per non-empty input partition of df, its rows with a time and their
     range (only the ``key`` column is read; an aggregate in the JVM, no Python worker)."""
     pid = F.spark_partition_id().alias(_PID)
-    table = (df.select(pid, _col(key).alias("t")).where(F.col("t").isNotNull())
+    table = (df.select(pid, column(key).alias("t")).where(F.col("t").isNotNull())
              .groupBy(_PID).agg(F.count("t").alias("n"), F.min("t").alias("lo"),
                                 F.max("t").alias("hi")).toArrow())
     los, his = key_ints(table.column("lo")), key_ints(table.column("hi"))
@@ -175,7 +169,6 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     order, only the rows it keeps reach Python, the others become break flags. prune:
     without gap pushdown, profile the partitions so that, when each is strictly in time
     order, only the columns the worker reads are sent."""
-    from cepsql.algebra.expressions import ColumnRef
     key = plan.spec.order_by[0]
     if not key.ascending or not isinstance(key.expr, ColumnRef) or key.expr.var:
         return None
@@ -280,8 +273,7 @@ class OrderedScan:
         """The rows the tasks read (with the ``extra`` columns): those with a time, or
         with gap pushdown the kept ones, numbered, plus a break flag for the tasks."""
         if self.gaps is None:
-            return df.where(_col(self.key).isNotNull()).select("*", *extra)
-        from cepsql.compile.cep import BREAK_COLUMN
+            return df.where(column(self.key).isNotNull()).select("*", *extra)
         flag = F.lit(False).alias(BREAK_COLUMN)
         self.source = df.select("*", F.lit(0).cast("long").alias(POSITION_COLUMN), *extra,
                                 flag)
@@ -299,7 +291,6 @@ class OrderedScan:
     def run(self, frame: DataFrame, plan: QueryPlan) -> DataFrame:
         """The sliced plan's worker output over ``frame`` (the source plus the slice
         columns), one task per input partition; the overlap rows are collected first."""
-        from cepsql.backends.spark.slicing import COPY_COLUMN
         prepared = prepared_input(frame, plan, relevance=False)  # the frame has it
         bound = bind_worker(plan, arrow_schema(prepared))
         schema = arrow_schema(prepared)
@@ -308,23 +299,21 @@ class OrderedScan:
         expected = {r.pid: (r.count, r.lo, r.hi) for r in self.layout}
         untied = False
         if self.gaps is None and self.untied:
-            from cepsql.backends.spark.slicing import SLICE_COLUMN
             reads = worker_reads(bound)
             needed = {self.key, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
             if reads is not None and needed <= set(prepared.columns) \
                     and self.key == keys[0][0]:
-                prepared = prepared.select(*[_col(c) for c in prepared.columns if c in needed])
+                prepared = prepared.select(*[column(c) for c in prepared.columns if c in needed])
                 bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
                 keys, untied = keys[:1], True
         if self.gaps is None:
             rows = self._overlap_rows(prepared)
         else:
-            from cepsql.backends.spark.slicing import SLICE_COLUMN
             reads = worker_reads(bound)
             needed = {self.key, POSITION_COLUMN, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
             if reads is not None and needed <= set(prepared.columns):
-                prepared = prepared.select(*[_col(c) for c in prepared.columns if c in needed])
+                prepared = prepared.select(*[column(c) for c in prepared.columns if c in needed])
                 bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
             rows = self._positioned(self._overlap_rows(
@@ -344,7 +333,7 @@ class OrderedScan:
         """The second job: the rows some partition reads besides its own, with their
         partition id (a filter on time ranges only, which file scans can push down) and,
         with ``flag``, whether the gap filter keeps them (_KEEP)."""
-        key = _col(self.key)
+        key = column(self.key)
         ranges = []
         for r, o in zip(self.layout, self.overlaps):
             if o.before_from is not None:
@@ -527,7 +516,6 @@ class _ScanTask:
         global position and break flag. The partition's rows arrive with its first and
         last rows (flagged in the break column when no variable takes them: gap_scan
         ``numbered``), which check it against the profile and are then dropped."""
-        from cepsql.compile.cep import BREAK_COLUMN
         count, lo, hi, lent, offset = expected
         prefix, suffix, lent_rows = (None, None, None) if lent is None else lent
         mine = []  # (lent is not None) own kept rows the neighbours got from the overlap job
@@ -626,7 +614,3 @@ def _changed() -> CepRuntimeError:
     return CepRuntimeError(
         "an input partition changed between the ordered scan's planning job and the query "
         "(set cepsql.slicing.bounds=grid for this source)")
-
-
-def _col(name: str) -> Column:
-    return F.col(quote_identifier(name))

@@ -10,24 +10,33 @@ from typing import Callable, Mapping
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 
+from cepsql.parse import find_match_recognize
 from cepsql.parse.statements import clause_output_names
+from cepsql.parse.splice import Source, new_view_name, rewrite_text
 from cepsql.analyze.subqueries import bind_subqueries
 from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
-from cepsql.backends.spark.execute import arrow_schema, relevant_rows, run_plan
+from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.stats import CACHE
+from cepsql.stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
+                                 worker_sample_rows)
+from cepsql.planning.options import options_from_conf
+from cepsql.compile.clause import plan_query as clause_planner
+from cepsql.runtime.adaptive import adaptive_settings
+from cepsql.backends.spark.execute import relevant_rows, run_plan
 from cepsql.backends.spark.frames import sql_with_frames, table_or_frame
 from cepsql.backends.spark.slicing import slice_plan
-from cepsql.parse.splice import Source, new_view_name, rewrite_text
+from cepsql.backends.spark.streams import StreamRunner, require_streams
 from cepsql.backends.spark.table_function import TfRewritten, original_pos, rewrite_table_functions
 
 
 def default_finder() -> Callable:
-    from cepsql.parse import find_match_recognize
+    """The clause finder of parse/ (sessions and tests may pass their own)."""
     return find_match_recognize
 
 
 def default_planner() -> Callable:
-    from cepsql.compile.clause import plan_query
-    return plan_query
+    """The clause planner of compile/ (sessions and tests may pass their own)."""
+    return clause_planner
 
 
 @dataclass
@@ -49,17 +58,19 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
             finder: Callable | None = None, planner: Callable | None = None,
             views: Mapping[str, object] | None = None,
             frames: dict[str, DataFrame] | None = None,
-            clause_runner: Callable | None = None) -> Rewritten:
+            clause_runner: Callable | None = None,
+            streams: StreamRunner | None = None) -> Rewritten:
     """sql (a query, at ``offset`` in ``full_sql``) with every cep_match / cep_view table
     function call replaced (table_function.py; ``views`` = the pattern-view registry) and
     then every clause replaced by a generated name bound to its result in ``frames``
     (shared by nested rewrites of the same statement). ``clause_runner(df, plan, source)``,
     when given, computes a batch clause's result from its input and plan instead of
-    run_plan (the workload's shared pass); returning None keeps run_plan."""
+    run_plan (the workload's shared pass); returning None keeps run_plan. ``streams``
+    runs the clauses whose input is a stream (api/ passes the streaming backend)."""
     original_full = sql if full_sql is None else full_sql
     frames = {} if frames is None else frames
     tf = _table_functions(spark, sql, offset, original_full, finder, planner, views or {},
-                          frames)
+                          frames, streams)
     full = original_full
     if tf.edits:  # the clause pass works on the edited statement
         full = original_full[:offset] + tf.sql + original_full[offset + len(sql):]
@@ -72,7 +83,8 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         df = _source_frame(spark, source, full, site, frames)
         if df.isStreaming:
             return _run_streaming_clause(spark, df, site, source, full, offset, plan_query,
-                                         result, frames, clause_runner)
+                                         result, frames, require_streams(streams),
+                                         clause_runner)
         with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
@@ -107,11 +119,10 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
 
 
 def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, result,
-                          frames: dict[str, DataFrame], clause_runner=None) -> str:
+                          frames: dict[str, DataFrame], streams: StreamRunner,
+                          clause_runner=None) -> str:
     """A clause over a streaming source: the streaming backend (no sampling, no slicing),
     or ``clause_runner`` (a workload's one streaming pass)."""
-    from cepsql.backends.streaming import run_streaming_plan
-    from cepsql.planning.options import options_from_conf
     options = options_from_conf(conf_reader(spark))
     view = new_view_name()
     counter = spark.sparkContext.accumulator(0)
@@ -119,7 +130,7 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
         plan = plan_query(site.spec, arrow_schema(df), full, options=options)
         hooked = None if clause_runner is None else clause_runner(df, plan, source)
         out = _renamed(site, hooked if hooked is not None
-                       else run_streaming_plan(df, plan, counter))
+                       else streams.run_plan(df, plan, counter))
     late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
     if late is not None and hooked is None:  # a workload counts its own late rows
         late[view] = counter
@@ -204,11 +215,6 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     """Planner options from the session's conf and the statistics source: each task's
     own first rows (cepsql.stats.mode=worker, the default: no extra Spark job) or a lazy,
     cached driver-side sample (driver, and always under ``driver_statistics``)."""
-    from cepsql.runtime.adaptive import adaptive_settings
-    from cepsql.planning.options import options_from_conf
-    from cepsql.stats import CACHE
-    from cepsql.stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
-                                worker_sample_rows)
     get = conf_reader(spark)
     options = options_from_conf(get)
     in_worker = stats_mode(get) == "worker"
@@ -226,10 +232,11 @@ def planning_inputs(spark: SparkSession, df: DataFrame) -> dict:
     return {"options": options, "statistics": statistics}
 
 
-def _table_functions(spark, sql, offset, full, finder, planner, views, frames) -> TfRewritten:
+def _table_functions(spark, sql, offset, full, finder, planner, views, frames,
+                     streams) -> TfRewritten:
     def run_query(query: str) -> DataFrame:
         inner = rewrite(spark, query, finder=finder, planner=planner, views=views,
-                        frames=frames)
+                        frames=frames, streams=streams)
         return sql_with_frames(spark, inner.sql, frames)
     return rewrite_table_functions(spark, sql, offset=offset, full_sql=full, views=views,
                                    run_query=run_query, frames=frames)

@@ -75,11 +75,16 @@ from pyspark.sql import types as T
 from cepsql.algebra.expressions import ColumnRef, Navigation, walk
 from cepsql.algebra.pattern import contains_negation
 from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
-from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.errors import CepError
+from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.analyze.partition_inference import whole_input_output
-from cepsql.backends.spark.execute import shuffle_partitions
-from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+from cepsql.analyze.relevance import gap_filter
 from cepsql.compile.cep import BREAK_COLUMN
+from cepsql.backends.spark.columns import column, shuffle_partitions
+from cepsql.backends.spark.execute import RELEVANCE_CONF, run_plan
+from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+from cepsql.backends.spark.ordered_scan import ordered_scan
+from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
 
 __all__ = [
     "BOUNDS_CONF",
@@ -94,8 +99,6 @@ __all__ = [
     "spark_hash_long",
 ]
 
-SLICE_COLUMN = "__cep_slice"        # the slice a copy of a row is evaluated in
-COPY_COLUMN = "__cep_slice_copy"    # true: SLICE_COLUMN is not the slice whose core holds the row
 FIRST_MEASURE = "__cep_slice_first"  # hidden measure: COPY_COLUMN of the match's first row
 TIME_COLUMN = "__cep_slice_t"        # the ORDER BY key in microseconds, computed once
 HOME_COLUMN = "__cep_slice_home"     # (while cutting) the slice whose core holds the row
@@ -127,13 +130,12 @@ class SlicedClause:
         """The worker output of ``plan`` (planned from ``spec``) over ``frame``."""
         if self.scan is not None:
             return self.scan.run(frame, plan)
-        from cepsql.backends.spark.execute import run_plan
         return run_plan(frame, plan)
 
     def finish(self, out: DataFrame) -> DataFrame:
         """Matches of the slice holding their first row, in the clause's own layout."""
-        kept = out.where(~_col(FIRST_MEASURE))
-        return kept.select(*[_col(c) for c in out.columns if c not in HIDDEN])
+        kept = out.where(~column(FIRST_MEASURE))
+        return kept.select(*[column(c) for c in out.columns if c not in HIDDEN])
 
 
 def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
@@ -189,7 +191,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         # reads it up to five times); rows without a finite time fit no window: a NULL
         # one gives no slice (explode of a NULL sequence), NaN and infinities are dropped
         timed = df.select("*", micros[0].alias(TIME_COLUMN))
-        time = _col(TIME_COLUMN)
+        time = column(TIME_COLUMN)
         if micros[1]:
             timed = timed.where(~F.isnan(time) & (F.abs(time) != F.lit(math.inf)))
         if bounds == "grid":
@@ -225,7 +227,6 @@ def _inputs(options, statistics) -> dict:
 def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, before: float,
                  options, statistics) -> SlicedClause | None:
     """Input partitions as slices (ordered_scan.py), or None: its preconditions fail."""
-    from cepsql.backends.spark.ordered_scan import ordered_scan
     prune = (df.sparkSession.conf.get(PRUNE_CONF, "false") or "").strip().lower() == "true"
     scan = ordered_scan(df, plan, after, before, gaps=_gap_sql(df, spec), prune=prune)
     if scan is None:
@@ -240,9 +241,6 @@ def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, be
 def _gap_sql(df: DataFrame, spec: MatchRecognizeSpec) -> str | None:
     """The clause's gap filter (analyze/relevance.py gap_filter) as Spark SQL, or None:
     not a contiguity clause, every row may matter, relevance pushdown switched off."""
-    from cepsql.errors import CepError
-    from cepsql.analyze.relevance import gap_filter
-    from cepsql.backends.spark.execute import RELEVANCE_CONF
     if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
         return None
     condition = gap_filter(spec)
@@ -315,15 +313,15 @@ def _window_cut(df: DataFrame, key_sql: str, width: float, after: float,
 
     # one window() per projection (Spark rejects two in one); NULL times are filtered out
     rows = df.select("*", start(0).alias(HOME_COLUMN))
-    home = _col(HOME_COLUMN)
+    home = column(HOME_COLUMN)
     step = F.expr(f"INTERVAL '{w}' MICROSECOND")  # NTZ arithmetic is in UTC: exact
     neighbours = []
     if a:  # shifted by a: the start is before home exactly when t - home < a
         rows = rows.select("*", start(a).alias(MARK_COLUMNS[1]))
-        neighbours.append((_col(MARK_COLUMNS[1]) < home, home - step))
+        neighbours.append((column(MARK_COLUMNS[1]) < home, home - step))
     if b:  # shifted by w - b: the start is after home exactly when t - home >= w - b
         rows = rows.select("*", start(w - b).alias(MARK_COLUMNS[0]))
-        neighbours.append((_col(MARK_COLUMNS[0]) > home, home + step))
+        neighbours.append((column(MARK_COLUMNS[0]) > home, home + step))
     slices = F.array(home)
     if len(neighbours) == 2:
         (p, pl), (n, nl) = neighbours
@@ -332,17 +330,17 @@ def _window_cut(df: DataFrame, key_sql: str, width: float, after: float,
     elif neighbours:
         (p, pl), = neighbours
         slices = F.when(p, F.array(home, pl)).otherwise(slices)
-    keep = [_col(c) for c in df.columns]
+    keep = [column(c) for c in df.columns]
     cut = rows.select(*keep, F.posexplode(slices).alias(MARK_COLUMNS[2], SLICE_COLUMN))
-    return cut.select(*keep, _col(SLICE_COLUMN),
-                      (_col(MARK_COLUMNS[2]) != F.lit(0)).alias(COPY_COLUMN))
+    return cut.select(*keep, column(SLICE_COLUMN),
+                      (column(MARK_COLUMNS[2]) != F.lit(0)).alias(COPY_COLUMN))
 
 
 def _with_copy_flag(cut: DataFrame) -> DataFrame:
     """HOME_COLUMN (the row's own slice) replaced by COPY_COLUMN: a boolean is all the
     match's first row must tell (one byte a row instead of eight through the shuffle)."""
-    return cut.select(*[_col(c) for c in cut.columns if c != HOME_COLUMN],
-                      (_col(SLICE_COLUMN) != _col(HOME_COLUMN)).alias(COPY_COLUMN))
+    return cut.select(*[column(c) for c in cut.columns if c != HOME_COLUMN],
+                      (column(SLICE_COLUMN) != column(HOME_COLUMN)).alias(COPY_COLUMN))
 
 
 def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
@@ -372,7 +370,7 @@ def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
              .select("*", F.element_at(label_of, slice_at(time) + 1).alias(HOME_COLUMN),
                      F.explode(F.sequence(slice_at(time - F.lit(after + slack)),
                                           slice_at(time + F.lit(before + slack)))).alias(index))
-             .withColumn(SLICE_COLUMN, F.element_at(label_of, _col(index) + 1))
+             .withColumn(SLICE_COLUMN, F.element_at(label_of, column(index) + 1))
              .drop(index))
     return frame, count, width
 
@@ -451,10 +449,6 @@ def _unsliced(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
     return replace(spec,
                    partition_by=tuple(k for k in spec.partition_by if k.name != SLICE_COLUMN),
                    measures=tuple(m for m in spec.measures if m.name != FIRST_MEASURE))
-
-
-def _col(name: str) -> Column:
-    return F.col(quote_identifier(name))
 
 
 # --- slice labels: one task per slice under Spark's hash partitioning --------------------

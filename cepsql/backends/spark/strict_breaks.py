@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 
 from cepsql.errors import CepUnsupportedError
 from cepsql.compile.query_plan import QueryPlan, SortColumn
-from cepsql.backends.spark.execute import _col, _sort_column
+from cepsql.backends.spark.columns import column, sort_column
 
 _BUCKET, _PREV, _TAIL, _PREV_TAIL = "__cep_gb_bucket", "__cep_gb_prev", "__cep_gb_tail", \
     "__cep_gb_ptail"
@@ -40,31 +40,31 @@ def with_global_breaks(df: DataFrame, plan: QueryPlan, buckets: int) -> DataFram
                                   "ORDER BY (the order of the whole input)")
     columns = df.columns
     keyed = _with_bucket(df, order[0], max(1, buckets))
-    window = Window.partitionBy(_col(_BUCKET)).orderBy(*[_sort_column(k) for k in order])
-    keys = F.struct(*[_col(c).alias(f"k{i}") for i, c in enumerate(plan.partition_columns)])
+    window = Window.partitionBy(column(_BUCKET)).orderBy(*[sort_column(k) for k in order])
+    keys = F.struct(*[column(c).alias(f"k{i}") for i, c in enumerate(plan.partition_columns)])
     ranked = keyed.select(
-        *[_col(c) for c in columns], _col(_BUCKET),
+        *[column(c) for c in columns], column(_BUCKET),
         F.lag(keys).over(window).alias(_PREV),
         F.last(keys).over(window.rowsBetween(Window.unboundedPreceding,
                                              Window.unboundedFollowing)).alias(_TAIL))
-    tails = ranked.groupBy(_BUCKET).agg(F.first(_col(_TAIL)).alias(_TAIL))
+    tails = ranked.groupBy(_BUCKET).agg(F.first(column(_TAIL)).alias(_TAIL))
     # few rows (one per bucket): a window without PARTITION BY is cheap here
-    tails = tails.select(_col(_BUCKET), F.lag(_col(_TAIL)).over(
-        Window.orderBy(_col(_BUCKET))).alias(_PREV_TAIL))
+    tails = tails.select(column(_BUCKET), F.lag(column(_TAIL)).over(
+        Window.orderBy(column(_BUCKET))).alias(_PREV_TAIL))
     joined = ranked.join(F.broadcast(tails), on=_BUCKET, how="left")
-    pred = F.coalesce(_col(_PREV), _col(_PREV_TAIL))
+    pred = F.coalesce(column(_PREV), column(_PREV_TAIL))
     same = F.lit(True)
     for i, c in enumerate(plan.partition_columns):
-        same = same & _col(c).eqNullSafe(pred.getField(f"k{i}"))
+        same = same & column(c).eqNullSafe(pred.getField(f"k{i}"))
     flag = F.when(pred.isNull(), F.lit(False)).otherwise(~same)
-    return joined.select(*[_col(c) for c in columns], flag.alias(plan.break_column))
+    return joined.select(*[column(c) for c in columns], flag.alias(plan.break_column))
 
 
 def _with_bucket(df: DataFrame, key: SortColumn, buckets: int) -> DataFrame:
     """df plus the bucket number of each row: non-decreasing along the global order
     (NULL keys first or last as the key says; NaN above every number, as Spark sorts)."""
     dtype = df.schema[key.column].dataType
-    col = _col(key.column)
+    col = column(key.column)
     if isinstance(dtype, _NUMERIC):
         x = col.cast("double")
     elif isinstance(dtype, T.DateType):
@@ -76,7 +76,7 @@ def _with_bucket(df: DataFrame, key: SortColumn, buckets: int) -> DataFrame:
     inf = float("inf")
     finite = F.when(~F.isnan(x) & (x != inf) & (x != -inf), x)
     bounds = df.agg(F.min(finite).alias(_LO), F.max(finite).alias(_HI))
-    lo, hi = _col(_LO), _col(_HI)
+    lo, hi = column(_LO), column(_HI)
     # halves: the difference of two finite doubles may overflow, that of their halves not
     scaled = F.floor((x / 2 - lo / 2) / (hi / 2 - lo / 2) * F.lit(buckets))
     pos = (F.when(hi.isNull() | (hi <= lo), F.lit(0))

@@ -27,7 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepsql.errors import CepAnalysisError, CepError, transported
 from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
-from cepsql.backends.spark.execute import arrow_schema
+from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.parse.splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
                      normalize_name, scan_ctes, wrap_ctes)
 from cepsql.parse.tf_calls import MatchCall, ViewCall, find_calls, map_body_pos

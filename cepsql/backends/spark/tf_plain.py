@@ -27,6 +27,7 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, PartitioningColumn
 
 from cepsql.errors import CepAnalysisError, transported
 from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.parse import parse_clause_body
 from cepsql.parse.tf_calls import MATCH_FUNCTION, VIEW_FUNCTION
 from cepsql.backends.spark.tf_plan import TablePlan, build_table_plan, run_table_plan
 from cepsql.backends.spark.tf_spec import check_keys
@@ -39,7 +40,6 @@ def plan_for(body: str, input_schema: pa.Schema) -> TablePlan:
     key = (body, input_schema.to_string(show_schema_metadata=False))
     plan = _PLANS.get(key)
     if plan is None:
-        from cepsql.parse import parse_clause_body
         spec = parse_clause_body(body)
         check_keys(spec, input_schema)
         plan = _PLANS[key] = build_table_plan(spec, input_schema)

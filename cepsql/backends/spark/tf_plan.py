@@ -19,8 +19,10 @@ from cepsql.algebra.expressions import Expr
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.runtime.workers import bind_worker
+from cepsql.runtime.ordering import sort_table
 
 # types of expressions over a schema: (schema, [(name, expr)]) -> one Arrow type each
 Typer = Callable[[pa.Schema, Sequence[tuple[str, Expr]]], list[pa.DataType]]
@@ -49,7 +51,6 @@ def build_table_plan(spec: MatchRecognizeSpec, input_schema: pa.Schema, *, sql: 
     """Plan spec over input_schema and bind it; ``typer`` fixes the prepared and output
     column types (the Spark path passes Spark's own typing so results match the clause
     form exactly)."""
-    from cepsql.compile.clause import plan_query
     plan = plan_query(spec, input_schema, sql)
     if plan.break_column is not None:
         raise CepUnsupportedError(
@@ -81,7 +82,6 @@ def run_table_plan(table: pa.Table, plan: TablePlan, batch_rows: int = 65536) ->
     """Match all rows of ``table`` (any order, any number of PARTITION BY groups):
     prepare, stable sort by the plan's keys (deterministic tie-breakers included),
     stream through the worker, project and cast to ``output_schema``."""
-    from cepsql.backends.local.sql import sort_table
     table = conform(table, plan.input_schema)
     prepared = table
     added = list(plan.prepared_schema)[len(plan.input_schema):]

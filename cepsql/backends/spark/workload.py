@@ -49,16 +49,25 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from cepsql.errors import CepAnalysisError, CepError
 from cepsql.algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
 from cepsql.algebra.rowrefs import rebuild
+from cepsql.parse import parse_create_view
+from cepsql.parse.splice import normalize_name
+from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
+from cepsql.stats import estimate_from_table
+from cepsql.stats.worker import worker_sample_rows
+from cepsql.planning.options import options_from_conf
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    task_group, unshared_reason)
-from cepsql.backends.spark.execute import (RELEVANCE_CONF, TaskWorker, _col, _sort_column, arrow_schema,
-                      final_frame, run_plan, shuffle_partitions)
+from cepsql.explain.summary import summarize
+from cepsql.explain.workload import describe_workload, workload_svg
+from cepsql.backends.spark.columns import column, shuffle_partitions, sort_column
+from cepsql.backends.spark.execute import RELEVANCE_CONF, TaskWorker, final_frame, run_plan
 from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
-from cepsql.parse.splice import normalize_name
 from cepsql.runtime.workers import bind_worker
+from cepsql.backends.spark.strict_breaks import with_global_breaks
+from cepsql.backends.spark.streams import StreamRunner, require_streams
 
 __all__ = ["Workload", "sharing_settings"]
 
@@ -206,9 +215,10 @@ def sharing_settings(spark: SparkSession) -> dict:
 class Workload:
     """Pattern views evaluated together (obtain as ``spark.cep.workload(...)``)."""
 
-    def __init__(self, session, selector: str | list[str]):
+    def __init__(self, session, selector: str | list[str], streams: StreamRunner | None = None):
         self._session = session
         self._selector = selector
+        self._streams = streams  # the streaming backend, for views over a stream (api/)
         self._built: _Built | None = None
         self.names  # noqa: B018  (unknown workloads / views fail here, not later)
 
@@ -231,8 +241,7 @@ class Workload:
         measures (VARIANT); see the module docstring."""
         built = self._build()
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
-            from cepsql.backends.streaming.workload import streaming_matches
-            return streaming_matches(built.clauses, built.passes)
+            return require_streams(self._streams).matches(built.clauses, built.passes)
         parts = [_pass_matches(*built.passes[source],
                                [(c, self._pattern(built, c)) for c in clauses])
                  for source, clauses in _by_source(built.clauses).items()]
@@ -250,7 +259,6 @@ class Workload:
         built = self._build()
         if file is not None:
             self._write_svg(built, file)
-        from cepsql.explain.summary import summarize
         settings = sharing_settings(self._session.spark)
         lines = [f"== Workload: {', '.join(built.names)} ==",
                  f"views: {len(built.names)}; clauses in shared passes: "
@@ -274,7 +282,6 @@ class Workload:
     def _write_svg(built, file: str) -> None:
         """The global plan DAG of the first partitioning group that shares sub-patterns
         (EXPLAIN lists every group's plan in text)."""
-        from cepsql.explain.workload import workload_svg
         drawing = next((workload_svg(group.global_plan, group.workload_patterns)
                         for shared, _ in built.passes.values() for group in shared.groups
                         if group.global_plan is not None and group.global_plan.nodes), None)
@@ -347,7 +354,6 @@ class Workload:
         return built
 
     def _rewrite(self, view, frames=None, **hooks):
-        from cepsql.parse import parse_create_view
         parsed = view.parsed  # what CREATE VIEW (or an earlier build) parsed of view.sql
         if parsed.create is None:
             parsed.create = parse_create_view(view.sql)
@@ -355,7 +361,7 @@ class Workload:
         s = self._session
         return rewrite(s.spark, create.query_text, offset=create.query_offset,
                        full_sql=view.sql, finder=parsed.finder(s._finder), views=s._views,
-                       frames=frames, **hooks)
+                       frames=frames, streams=self._streams, **hooks)
 
     def _record(self, view, built: _Built, sources: "_SourceFrames") -> "_Recorded":
         """Step 1: plan every clause of the view (nothing runs). The clauses' results are
@@ -430,7 +436,7 @@ class Workload:
                             self._session.spark, clauses[0].frame,
                             built.samples.taken(clauses[0].frame))}
             shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses],
-                                          settings)
+                                          settings, self._streams)
             built.passes[source] = (shared, tagged)
 
     def _replay(self, view, plans: list[QueryPlan], built: _Built) -> DataFrame:
@@ -538,13 +544,13 @@ def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
     return final_frame(empty, bound)
 
 
-def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
+def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, streams=None
                  ) -> tuple[SharedPass, DataFrame]:
     """The tagged rows of every plan over source: one shuffle + sort and one mapInArrow per
-    partitioning group, the groups unioned and persisted once."""
-    if source.isStreaming:  # one stateful streaming query (backends/streaming/workload.py)
-        from cepsql.backends.streaming.workload import streaming_pass
-        return streaming_pass(source, plans, sharing)
+    partitioning group, the groups unioned and persisted once (a streaming source: one
+    stateful streaming query of ``streams``, the streaming backend)."""
+    if source.isStreaming:
+        return require_streams(streams).shared_pass(source, plans, sharing)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
     ansi = _session_ansi(source.sparkSession)
@@ -557,7 +563,6 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
         if early:
             df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in early])
         if group.break_column is not None:
-            from cepsql.backends.spark.strict_breaks import with_global_breaks
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
         in_engine, in_task, schema = _late_columns(df, late, ansi)
         inputs.append(df)
@@ -569,11 +574,11 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict
     outputs = []
     for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
         if group.partition_columns:
-            df = df.repartition(shuffle_partitions(df), *[_col(c) for c in
+            df = df.repartition(shuffle_partitions(df), *[column(c) for c in
                                                           group.partition_columns])
         else:
             df = df.repartition(1)  # one ordered stream
-        df = df.sortWithinPartitions(*[_sort_column(k) for k in group.sort_keys])
+        df = df.sortWithinPartitions(*[sort_column(k) for k in group.sort_keys])
         if late:
             df = df.select("*", *late)
         worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
@@ -598,7 +603,6 @@ def _prepare_split(group) -> tuple[list, list]:
 
 def _session_ansi(spark: SparkSession) -> bool:
     """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
-    from cepsql.planning.options import options_from_conf
     return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
 
 
@@ -656,7 +660,6 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
     ``ahead``, a future of that same sample started while the views were recorded), each
     pattern's rates and selectivities estimated from them as a task does
     (cepsql.stats.workerSampleRows rows)."""
-    from cepsql.stats import estimate_from_table
     sample: list[pa.Table] = []
 
     def statistics(spec):
@@ -669,7 +672,6 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
 
 def _first_rows(spark: SparkSession, source: DataFrame) -> pa.Table:
     """The statistics sample: source's first cepsql.stats.workerSampleRows rows."""
-    from cepsql.stats.worker import worker_sample_rows
     return source.limit(worker_sample_rows(lambda k: spark.conf.get(k, None))).toArrow()
 
 
@@ -724,7 +726,6 @@ def _group_text(k: int, group) -> str:
 def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
     """The group's global plan for EXPLAIN WORKLOAD: the sharing planner's multi-pattern
     graph, DAG, costs and search (sharing.describe_workload), views named."""
-    from cepsql.explain.workload import describe_workload
     patterns = list(group.workload_patterns)
     for k, (p, wp) in enumerate(zip(group.patterns, patterns)):
         c = by_index.get(p.index)

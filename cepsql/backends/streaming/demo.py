@@ -11,6 +11,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cepsql.datagen import generate_ticks
+
 STREAM_SCHEMA = "symbol string, ts timestamp, price double, volume bigint"
 STREAM_QUERY = """
 SELECT * FROM ticks_stream MATCH_RECOGNIZE (
@@ -38,7 +40,6 @@ def write_increments(table: pa.Table, folder: str, n_files: int) -> list[str]:
 def run_stream_demo(spark: Any, n_rows: int, out: Callable[[str], None] = print,
                     n_files: int = 5) -> int:
     """Stream n_rows generated ticks through STREAM_QUERY; print each batch's matches."""
-    from cepsql.datagen import generate_ticks
 
     with tempfile.TemporaryDirectory(prefix="cepsql-stream-") as folder:
         source = os.path.join(folder, "in")

@@ -32,8 +32,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from cepsql.algebra.expressions import Navigation, walk
 from cepsql.errors import CepRuntimeError
 from cepsql.compile.query_plan import SortColumn
+from cepsql.runtime.cep_worker import CepWorker
+from cepsql.runtime.ordering import sort_table
 from cepsql.runtime.worker import CHUNK_ROWS, window_micros
 from cepsql.backends.streaming.ipc import concat
 
@@ -163,7 +166,6 @@ class StreamEngine(ABC):
 
     def _sorted(self, table: pa.Table) -> pa.Table:
         """table in ORDER BY order, then the tie-breakers (Spark's NULL and NaN order)."""
-        from cepsql.backends.local.sql import sort_table  # here: it imports sqlglot (workers start faster)
         return sort_table(table, self.sort_keys)
 
 
@@ -285,7 +287,6 @@ def new_engine(worker, event_column: str, sort_keys: list[SortColumn], spec=None
                ) -> StreamEngine:
     """The engine for the worker's mode (CepWorker -> CEP, MatchWorker -> SQL:2016);
     ``spec`` (the clause) says whether NEXT is read."""
-    from cepsql.runtime.cep_worker import CepWorker
     if isinstance(worker, CepWorker):
         return CepEngine(worker, event_column, sort_keys, bool(worker._new_matcher().lookahead))
     return SqlEngine(worker, event_column, sort_keys, spec is not None and reads_next(spec))
@@ -293,7 +294,6 @@ def new_engine(worker, event_column: str, sort_keys: list[SortColumn], spec=None
 
 def reads_next(spec) -> bool:
     """Whether the clause reads NEXT(...) (in DEFINE or MEASURES)."""
-    from cepsql.algebra.expressions import Navigation, walk
     exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
     return any(isinstance(node, Navigation) and node.kind == "NEXT"
                for expr in exprs for node in walk(expr))

@@ -15,7 +15,8 @@ from cepsql.algebra.pattern import Anchor
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
-from cepsql.backends.spark.execute import arrow_schema
+from cepsql.runtime.cep_worker import CepWorker
+from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
                       RowPacker, RowUnpacker)
 from cepsql.backends.streaming.processor import MatchProcessor
@@ -39,7 +40,7 @@ class StatePartitionsWarning(UserWarning):
 def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> DataFrame:
     """The plan's matches over the streaming df, as a streaming DataFrame (append mode)."""
     event_column = check_streamable(df, plan)
-    _use_rocksdb(df)
+    use_rocksdb(df)
     if plan.prepare_columns:
         df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
     bound = bind_worker(plan, arrow_schema(df))
@@ -110,7 +111,6 @@ def check_streamable_worker(worker) -> None:
     """What the bound CEP evaluator cannot carry between chunks (MIN/MAX over strings).
     PREV runs: a closed segment keeps its last rows as the next segment's context; NEXT
     runs: a key reading it never closes its segment (engine.py)."""
-    from cepsql.runtime.cep_worker import CepWorker
     if not isinstance(worker, CepWorker):
         return
     if not worker.streamable():
@@ -132,7 +132,7 @@ def _pattern_nodes(node):
         yield from _pattern_nodes(child)
 
 
-def _use_rocksdb(df: DataFrame) -> None:
+def use_rocksdb(df: DataFrame) -> None:
     """transformWithState runs only on the RocksDB state store. Unless the user chose,
     commits write a changelog instead of a snapshot per micro-batch (about half the
     commit time here; snapshots are then made in the background). Warns when the state

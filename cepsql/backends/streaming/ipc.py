@@ -5,6 +5,8 @@ import struct
 
 import pyarrow as pa
 
+from cepsql.errors import CepRuntimeError
+
 # LZ4-framed buffers: a micro-batch's rows wait in state for the next watermark, so every
 # byte is pickled to the JVM, written to RocksDB and its changelog, and read back; LZ4
 # halves them (ticks: 3.2 -> 1.65 MB per micro-batch) for ~1 ms per 6k rows. Readers
@@ -53,7 +55,6 @@ def layout_header(buckets: int) -> bytes:
 def check_layout(data: bytes, buckets: int | None) -> int:
     """Raise CepRuntimeError unless data was written by this layout with ``buckets``
     key buckets (None: any); returns the header's size."""
-    from cepsql.errors import CepRuntimeError
     head = bytes(data[:_LAYOUT.size])
     magic, version, stored = _LAYOUT.unpack(head) if len(head) == _LAYOUT.size \
         else (b"", 0, 0)

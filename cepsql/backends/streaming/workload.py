@@ -39,14 +39,15 @@ from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, St
                                StructType)
 
 from cepsql.algebra.expressions import ColumnRef, Expr
+from cepsql.errors import CepRuntimeError
 from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
 from cepsql.analyze.measures import MATCH_NUMBER_COLUMN
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
                                     tag_batch)
-from cepsql.backends.spark.execute import arrow_schema
+from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, StreamEngine, new_engine
-from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, _use_rocksdb
+from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, use_rocksdb
 from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, to_bytes
 from cepsql.backends.streaming.shared_key import SharedKeyEngine, shared_members
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
@@ -155,7 +156,6 @@ def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
 def state_from_row(row, n_patterns: int, workload: str, dag: bool = False
                    ) -> WorkloadKeyState:
     pending, released, late, patterns, stored = row
-    from cepsql.errors import CepRuntimeError
     if not str(stored or "").startswith(f"v{STATE_LAYOUT_VERSION}:"):
         raise CepRuntimeError(
             "the checkpoint's cepsql streaming state of a workload was written by another "
@@ -237,7 +237,7 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict | No
     ``sharing`` (the cepsql.sharing.* settings) plans each group's shared DAG."""
     for plan in plans:
         check_streamable(source, plan)
-    _use_rocksdb(source)
+    use_rocksdb(source)
     late_counter = _late_counter(source.sparkSession)
     shared = plan_pass(arrow_schema(source), plans, sharing or {"algorithm": "NONE"})
     inputs = []

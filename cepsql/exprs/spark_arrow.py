@@ -1,0 +1,18 @@
+"""The Arrow schema Spark hands to ``mapInArrow`` for a DataFrame: the one conversion of a
+Spark schema to Arrow that the batch and the streaming backends both plan and bind with
+(both read the session's time zone and large-type settings the same way)."""
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+
+__all__ = ["arrow_schema"]
+
+
+def arrow_schema(df: DataFrame) -> pa.Schema:
+    """The Arrow schema of the batches Spark hands to mapInArrow for df."""
+    conf = df.sparkSession.conf
+    large = (conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") or "").lower() == "true"
+    return to_arrow_schema(df.schema, timezone=conf.get("spark.sql.session.timeZone"),
+                           prefers_large_types=large)
