@@ -15,15 +15,17 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from cepsql.algebra.expressions import (Aggregate, Case, Classifier, ColumnRef, Expr, IsNull,
+from cepsql.algebra.expressions import (Aggregate, BinaryOp, Case, Classifier, ColumnRef, Expr, IsNull,
                                    Literal, MatchNumber, RowValue, children, walk)
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
                                PatternNode, Permute, Quantified, Var)
 from cepsql.algebra.rowrefs import bind_rows, rebuild
 from cepsql.algebra.spec import MatchRecognizeSpec, Window
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from cepsql.reference.sql import (_all_rows_row, _next_start, _ordered, _partition_values, _partitions,
-                        _Query, _unmatched_row, evaluate_reference)
+from cepsql.reference.pattern import PatternMatcher
+from cepsql.reference.sql import (DEFAULT_MAX_STEPS, ReferenceQuery, all_rows_row, evaluate_reference,
+                                  match_rows, next_start, ordered_rows, partition_values, partitioned_rows,
+                                  unmatched_row)
 from cepsql.reference.expr import EvalContext, aggregate_variable, evaluate
 
 __all__ = ["evaluate_reference_cep", "RULES"]
@@ -134,8 +136,8 @@ def evaluate_reference_cep(spec: MatchRecognizeSpec,
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
         raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY on a timestamp column")
     rows = table.to_pylist()
-    query = _Query(spec, list(table.column_names))
-    parts = _partitions(spec, rows, query.colmap)
+    query = ReferenceQuery(spec, list(table.column_names))
+    parts = partitioned_rows(spec, rows, query.colmap)
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20_000 + 50 * len(rows)))
     try:
@@ -293,7 +295,6 @@ def _referenced(expr: Expr, subsets: dict[str, frozenset[str]]) -> set[str]:
 
 
 def _conjuncts(expr: Expr) -> list[Expr]:
-    from cepsql.algebra.expressions import BinaryOp
     if isinstance(expr, BinaryOp) and expr.op.upper() == "AND":
         return _conjuncts(expr.left) + _conjuncts(expr.right)
     return [expr]
@@ -315,7 +316,7 @@ def _is_local(expr: Expr, var: str, subsets: dict[str, frozenset[str]]) -> bool:
 class _Conditions:
     """DEFINE conditions of one query, evaluated on (partial or complete) assignments."""
 
-    def __init__(self, q: _Query):
+    def __init__(self, q: ReferenceQuery):
         self.q = q
         self.subsets = dict(q.subsets)
         self.subsets[_MATCH] = frozenset(q.spec.variables)
@@ -378,7 +379,7 @@ class _NegCheck:
 class _Partition:
     """One ordered partition with everything the matchers need."""
 
-    def __init__(self, q: _Query, conds: _Conditions, rows: list[dict]):
+    def __init__(self, q: ReferenceQuery, conds: _Conditions, rows: list[dict]):
         self.q, self.conds, self.rows, self.n = q, conds, rows, len(rows)
         spec = q.spec
         ts: list[object] = []
@@ -857,13 +858,13 @@ def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
 
 # --- per partition -------------------------------------------------------------------
 
-def _global_order(spec: MatchRecognizeSpec, rows: list[dict], q: _Query) -> dict[int, int]:
+def _global_order(spec: MatchRecognizeSpec, rows: list[dict], q: ReferenceQuery) -> dict[int, int]:
     """id(row) -> index in the ORDER BY order of the whole input (STRICT_CONTIGUITY)."""
-    ordered = _ordered(spec.order_by, rows, list(q.colmap.values()), q.colmap)
+    ordered = ordered_rows(spec.order_by, rows, list(q.colmap.values()), q.colmap)
     return {id(r): i for i, r in enumerate(ordered)}
 
 
-def _cep_partitions(q: _Query, parts: list[list[dict]],
+def _cep_partitions(q: ReferenceQuery, parts: list[list[dict]],
                     global_order: dict[int, int] | None) -> list[tuple]:
     """Output rows of every partition; R7's selection per partition, or over the whole
     input (positions in its ORDER BY order) under STRICT_CONTIGUITY."""
@@ -885,7 +886,7 @@ def _cep_partitions(q: _Query, parts: list[list[dict]],
     return out
 
 
-def _candidates(q: _Query, conds: _Conditions, rows: list[dict],
+def _candidates(q: ReferenceQuery, conds: _Conditions, rows: list[dict],
                 gidx: list[int] | None) -> set[Rows]:
     """Every match of one partition (R1-R6), before R7's selection."""
     spec = q.spec
@@ -940,9 +941,9 @@ def _select_global(found: list) -> list[set[Rows]]:
     return kept
 
 
-def _output(q: _Query, conds: _Conditions, rows: list[dict], matches: list[Rows]) -> list[tuple]:
+def _output(q: ReferenceQuery, conds: _Conditions, rows: list[dict], matches: list[Rows]) -> list[tuple]:
     spec = q.spec
-    keys = _partition_values(q, rows)
+    keys = partition_values(q, rows)
     out: list[tuple] = []
     for number, m in enumerate(matches, 1):
         labels = {p: v for p, v, _ in m}
@@ -954,19 +955,17 @@ def _output(q: _Query, conds: _Conditions, rows: list[dict], matches: list[Rows]
             if not excluded:
                 ctx = conds.context(rows, labels, p, False, number)
                 values = [evaluate(e, ctx) for e in conds.measures]
-                out.append(_all_rows_row(q, rows[p], keys, values))
+                out.append(all_rows_row(q, rows[p], keys, values))
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
         covered = {p for m in matches for p, _, _ in m}
-        out.extend(_unmatched_row(q, rows, keys, p) for p in range(len(rows)) if p not in covered)
+        out.extend(unmatched_row(q, rows, keys, p) for p in range(len(rows)) if p not in covered)
     return out
 
 
 # --- SQL:2016 mode with a WITHIN window (R8) ------------------------------------------
 
-def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
+def _sql_mode_partition(q: ReferenceQuery, rows: list[dict]) -> list[tuple]:
     """The SQL reference's partition loop with the window added to every row's acceptance."""
-    from cepsql.reference.sql import DEFAULT_MAX_STEPS, _match_rows
-    from cepsql.reference.pattern import PatternMatcher
     spec = q.spec
     ts: list[object] = []
     if spec.window.kind == "time":
@@ -986,7 +985,7 @@ def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
         return evaluate(cond, ctx) is True
 
     matcher = PatternMatcher(spec.pattern, len(rows), accept, DEFAULT_MAX_STEPS)
-    keys = _partition_values(q, rows)
+    keys = partition_values(q, rows)
     out: list[tuple] = []
     pos, covered = 0, -1
     while pos < len(rows):
@@ -994,11 +993,11 @@ def _sql_mode_partition(q: _Query, rows: list[dict]) -> list[tuple]:
         if labels is None:
             if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED" \
                     and pos > covered:
-                out.append(_unmatched_row(q, rows, keys, pos))
+                out.append(unmatched_row(q, rows, keys, pos))
             pos += 1
             continue
         state["number"] += 1
-        out.extend(_match_rows(q, rows, keys, pos, labels, state["number"]))
+        out.extend(match_rows(q, rows, keys, pos, labels, state["number"]))
         covered = max(covered, pos + len(labels) - 1)
-        pos = _next_start(spec, pos, labels)
+        pos = next_start(spec, pos, labels)
     return out

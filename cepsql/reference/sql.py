@@ -39,12 +39,12 @@ def evaluate_reference(spec: MatchRecognizeSpec, table: pa.Table, *,
             f"the reference evaluator covers SQL:2016 mode only, not STRATEGY {spec.strategy}")
     rows = table.to_pylist()
     columns = list(table.column_names)
-    query = _Query(spec, columns)
+    query = ReferenceQuery(spec, columns)
     out: list[tuple] = []
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20_000 + 50 * len(rows)))
     try:
-        for partition in _partitions(spec, rows, query.colmap):
+        for partition in partitioned_rows(spec, rows, query.colmap):
             out.extend(_evaluate_partition(query, partition, max_steps))
     finally:
         sys.setrecursionlimit(old_limit)
@@ -53,7 +53,7 @@ def evaluate_reference(spec: MatchRecognizeSpec, table: pa.Table, *,
 
 # --- the query, prepared once ------------------------------------------------------
 
-class _Query:
+class ReferenceQuery:
     """The spec with DEFINE/MEASURES bound to row references and the output layout."""
 
     def __init__(self, spec: MatchRecognizeSpec, columns: list[str]):
@@ -108,7 +108,7 @@ def _key_value(v: object) -> object:
     return ("NaN",) if isinstance(v, float) and math.isnan(v) else v
 
 
-def _partitions(spec: MatchRecognizeSpec, rows: list[dict], colmap: dict[str, str]) -> list[list[dict]]:
+def partitioned_rows(spec: MatchRecognizeSpec, rows: list[dict], colmap: dict[str, str]) -> list[list[dict]]:
     """Rows grouped by the PARTITION BY values (nulls form their own group), each ordered."""
     ctx = EvalContext(rows=rows, colmap=colmap)
     groups: dict[tuple, list[dict]] = {}
@@ -116,7 +116,7 @@ def _partitions(spec: MatchRecognizeSpec, rows: list[dict], colmap: dict[str, st
         key = tuple(_key_value(evaluate(k.expr, ctx, i)) for k in spec.partition_by)
         groups.setdefault(key, []).append(row)
     columns = list(colmap.values())
-    return [_ordered(spec.order_by, part, columns, colmap) for part in groups.values()]
+    return [ordered_rows(spec.order_by, part, columns, colmap) for part in groups.values()]
 
 
 def _compare_nullable(a: object, b: object, ascending: bool, nulls_first: bool) -> int:
@@ -128,8 +128,8 @@ def _compare_nullable(a: object, b: object, ascending: bool, nulls_first: bool) 
     return c if ascending else -c
 
 
-def _ordered(order_by: tuple[SortKey, ...], part: list[dict], columns: list[str],
-             colmap: dict[str, str]) -> list[dict]:
+def ordered_rows(order_by: tuple[SortKey, ...], part: list[dict], columns: list[str],
+                 colmap: dict[str, str]) -> list[dict]:
     """The partition sorted by ORDER BY, ties broken by every input column (ASC, NULLS FIRST)."""
     ctx = EvalContext(rows=part, colmap=colmap)
     keys = [tuple(evaluate(k.expr, ctx, i) for k in order_by) for i in range(len(part))]
@@ -150,7 +150,7 @@ def _ordered(order_by: tuple[SortKey, ...], part: list[dict], columns: list[str]
 
 # --- matching and output -------------------------------------------------------------
 
-def _evaluate_partition(q: _Query, rows: list[dict], max_steps: int | None) -> list[tuple]:
+def _evaluate_partition(q: ReferenceQuery, rows: list[dict], max_steps: int | None) -> list[tuple]:
     """All output rows of one ordered partition."""
     spec = q.spec
 
@@ -163,7 +163,7 @@ def _evaluate_partition(q: _Query, rows: list[dict], max_steps: int | None) -> l
         return evaluate(cond, ctx) is True
 
     matcher = PatternMatcher(spec.pattern, len(rows), accept, max_steps)
-    keys = _partition_values(q, rows)
+    keys = partition_values(q, rows)
     out: list[tuple] = []
     pos, match_number, covered = 0, 0, -1  # covered: last row of any match so far
     while pos < len(rows):
@@ -171,24 +171,24 @@ def _evaluate_partition(q: _Query, rows: list[dict], max_steps: int | None) -> l
         if labels is None:
             if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED" \
                     and pos > covered:
-                out.append(_unmatched_row(q, rows, keys, pos))
+                out.append(unmatched_row(q, rows, keys, pos))
             pos += 1
             continue
         match_number += 1
-        out.extend(_match_rows(q, rows, keys, pos, labels, match_number))
+        out.extend(match_rows(q, rows, keys, pos, labels, match_number))
         covered = max(covered, pos + len(labels) - 1)
-        pos = _next_start(spec, pos, labels)
+        pos = next_start(spec, pos, labels)
     return out
 
 
-def _partition_values(q: _Query, rows: list[dict]) -> tuple:
+def partition_values(q: ReferenceQuery, rows: list[dict]) -> tuple:
     if not rows:
         return ()
     ctx = q.context(rows)
     return tuple(evaluate(k.expr, ctx, 0) for k in q.spec.partition_by)
 
 
-def _next_start(spec: MatchRecognizeSpec, start: int, labels: Labels) -> int:
+def next_start(spec: MatchRecognizeSpec, start: int, labels: Labels) -> int:
     """Where matching resumes after a match (AFTER MATCH SKIP)."""
     if not labels:
         return start + 1  # an empty match resumes at the next row, whatever the SKIP
@@ -212,14 +212,14 @@ def _next_start(spec: MatchRecognizeSpec, start: int, labels: Labels) -> int:
     return start + target
 
 
-def _measures(q: _Query, rows: list[dict], start: int, labels: tuple[str, ...],
+def _measures(q: ReferenceQuery, rows: list[dict], start: int, labels: tuple[str, ...],
               current: int | None, match_number: int | None) -> list[object]:
     ctx = q.context(rows, start=start, labels=labels, current=current,
                     final_default=q.spec.rows_per_match == "ONE", match_number=match_number)
     return [evaluate(expr, ctx) for _, expr in q.measures]
 
 
-def _match_rows(q: _Query, rows: list[dict], keys: tuple, start: int, labels: Labels,
+def match_rows(q: ReferenceQuery, rows: list[dict], keys: tuple, start: int, labels: Labels,
                 match_number: int) -> list[tuple]:
     """Output rows of one match (ONE ROW: one row; ALL ROWS: one per non-excluded row)."""
     variables = tuple(v for v, _ in labels)
@@ -230,19 +230,19 @@ def _match_rows(q: _Query, rows: list[dict], keys: tuple, start: int, labels: La
         if q.spec.all_rows_option == "OMIT_EMPTY":
             return []
         measures = _measures(q, rows, start, (), None, match_number)
-        return [_all_rows_row(q, rows[start], keys, measures)]
+        return [all_rows_row(q, rows[start], keys, measures)]
     out = []
     for i, (_, excluded) in enumerate(labels):
         if not excluded:
             measures = _measures(q, rows, start, variables, start + i, match_number)
-            out.append(_all_rows_row(q, rows[start + i], keys, measures))
+            out.append(all_rows_row(q, rows[start + i], keys, measures))
     return out
 
 
-def _unmatched_row(q: _Query, rows: list[dict], keys: tuple, pos: int) -> tuple:
-    return _all_rows_row(q, rows[pos], keys, [None] * len(q.measures))
+def unmatched_row(q: ReferenceQuery, rows: list[dict], keys: tuple, pos: int) -> tuple:
+    return all_rows_row(q, rows[pos], keys, [None] * len(q.measures))
 
 
-def _all_rows_row(q: _Query, row: dict, keys: tuple, measures: list[object]) -> tuple:
+def all_rows_row(q: ReferenceQuery, row: dict, keys: tuple, measures: list[object]) -> tuple:
     return (keys + tuple(row[c] for c in q.order_columns) + tuple(measures)
             + tuple(row[c] for c in q.rest_columns))
