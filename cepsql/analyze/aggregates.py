@@ -12,6 +12,7 @@ import pyarrow as pa
 from dataclasses import replace
 from typing import Callable
 
+from cepsql.algebra import types as T
 from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, GatheredAggregate, IsNull, Literal,
                                    MatchNumber, Navigation, UnaryOp, children, walk)
@@ -363,20 +364,41 @@ def _residual(expr: Expr, derived: DerivedColumns) -> Expr:
     return rebuild(expr, [_residual(k, derived) for k in kids])
 
 
-def result_type(func: str, arg_type: pa.DataType | None) -> pa.DataType:
-    """Arrow type of an aggregate's result (Spark's rules: sum of integers BIGINT, of
-    DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4, s + 4), both
-    bounded to 38 digits; avg of anything else DOUBLE)."""
-    from cepsql.algebra import types as T
-    from cepsql.compile.conditions import aggregate_lane
-    if func in ("COUNT_STAR", "COUNT"):
+# the matcher's function codes under the canonical names of GATHERED
+_CANONICAL = {"COUNT_STAR": "count", "LIST": "array_agg", "ROWS": "array_agg"}
+_NUMERIC = ("sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop")
+
+
+def result_type(func: str, arg_type: pa.DataType | None, pos: int | None = None) -> pa.DataType:
+    """Arrow type of an aggregate's result, by Spark's rules (algebra.types: sum of
+    integers BIGINT, of DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4,
+    s + 4), both bounded to 38 digits, of an interval an interval; avg and the moments of
+    anything else DOUBLE). func: a matcher code (FUNC_CODES) or a GATHERED name; arg_type:
+    the (first) argument's type, None for COUNT_STAR. Raises CepAnalysisError for an
+    argument Spark rejects."""
+    name = _CANONICAL.get(func, func.lower())
+    if name in ("count", "count_if"):
+        if name == "count_if" and not pa.types.is_boolean(arg_type):
+            raise CepAnalysisError(f"count_if() needs a BOOLEAN argument, not {arg_type}", pos=pos)
         return pa.int64()
-    if func in ("SUM", "AVG"):
+    if name in ("bool_and", "bool_or"):
+        if not pa.types.is_boolean(arg_type):
+            raise CepAnalysisError(f"{name}() needs a BOOLEAN argument, not {arg_type}", pos=pos)
+        return pa.bool_()
+    if name in _NUMERIC:
+        interval = name in ("sum", "avg") and pa.types.is_duration(arg_type)
+        if not (pa.types.is_integer(arg_type) or pa.types.is_floating(arg_type) or interval
+                or pa.types.is_decimal(arg_type) or pa.types.is_null(arg_type)):
+            raise CepAnalysisError(f"{name}() needs a numeric argument, not {arg_type}", pos=pos)
+        if pa.types.is_null(arg_type) or name not in ("sum", "avg"):
+            return pa.float64()
         arg = T.of_arrow(arg_type)
-        return T.to_arrow(aggregate_lane(func, arg)[1])
-    if func == "LIST":
+        return T.to_arrow(T.sum_type(arg) if name == "sum" else T.avg_type(arg))
+    if name in ("array_agg", "collect_set"):
         return pa.list_(arg_type)
-    return arg_type  # MIN / MAX gather the row holding the extreme value
+    if name == "listagg":
+        return pa.string()
+    return arg_type  # min, max, max_by, min_by: the (first) argument's type
 
 
 def _strip(expr: Expr) -> Expr:
