@@ -18,7 +18,7 @@ import pyarrow as pa
 from cepsql.algebra.expressions import (AggregateValue, BinaryOp, Classifier, Expr, RowValue,
                                    children, walk)
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
-                               Permute, Quantified, Var, pattern_to_text)
+                               Permute, Quantified, Var, pattern_to_text, walk as walk_pattern)
 from cepsql.algebra.rowrefs import bind_rows, rebuild
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
@@ -355,7 +355,7 @@ def _plannable(spec: MatchRecognizeSpec) -> tuple[list[Term] | None, str]:
     if spec.strategy != PLANNED_STRATEGY:
         return None, (f"STRATEGY {spec.strategy} decides each take by the rows taken "
                       "before it, so out-of-order plans would change the result")
-    for node in _pattern_nodes(spec.pattern):
+    for node in walk_pattern(spec.pattern):
         if isinstance(node, (Exclusion, Anchor)):
             return None, "pattern shape not plannable"   # expand() raises the precise error
         if isinstance(node, Quantified) and not isinstance(node.child, Var):
@@ -413,15 +413,6 @@ def _nullable(node) -> bool:
     if isinstance(node, (Concat, Permute)):
         return all(_nullable(i) for i in node.items)
     return False
-
-
-def _pattern_nodes(node):
-    yield node
-    for child in getattr(node, "items", ()) or ():
-        yield from _pattern_nodes(child)
-    child = getattr(node, "child", None)
-    if child is not None:
-        yield from _pattern_nodes(child)
 
 
 
@@ -612,7 +603,7 @@ def _explain(spec, choice, terms, seqs, inferred, in_order_reason: str = "",
         lines.append(relevance)
     if terms is not None and len(terms) > 1:
         lines.append(f"disjuncts:     {len(terms)} (planned separately, results unioned)")
-    for node in _pattern_nodes(spec.pattern):
+    for node in walk_pattern(spec.pattern):
         if isinstance(node, Negation) and not isinstance(node.child, Var):
             lines.append(f"negation:      NOT({pattern_to_text(node.child)}) -- absence of any "
                          "match of it in its region (any-match search, R6a)")
