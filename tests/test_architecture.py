@@ -5,6 +5,7 @@ report by hand."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,13 @@ def test_no_private_names_imported_across_modules():
 def test_every_stage_says_its_job(stage):
     doc = ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text()))
     assert doc and len(doc) > 60, f"cepsql/{stage}/__init__.py needs a docstring: its job, what it imports"
+
+
+def test_one_buffer_to_numpy_helper_in_the_cython_sources():
+    """Growable int64 buffers become numpy arrays through buffers' buf_to_numpy only (its
+    release argument says who frees the buffer); the evaluators had three copies, one of
+    which freed the buffer and two which did not."""
+    defs = [(p.name, m.group(1)) for p in sorted((ROOT / "cython_ext").glob("*.p*"))
+            for m in re.finditer(r"^cdef\s+(?:inline\s+)?object\s+(\w*to_numpy\w*)\s*\(",
+                                 p.read_text(), re.M)]
+    assert defs == [("buffers.pxi", "buf_to_numpy")] or defs == [("buffers.pxd", "buf_to_numpy")], defs
