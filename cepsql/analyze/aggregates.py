@@ -21,14 +21,6 @@ from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.compile.conditions import MOMENT_FUNCS  # noqa: F401  (re-exported for cep_plan)
 from cepsql.analyze.decompose import DerivedColumns
 
-FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
-              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
-              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
-              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
-              # DEFINE only: the value at the last row holding the extreme ordering
-              "MAX_BY": 11, "MIN_BY": 12,
-              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
-              "ELEMENT": 13}
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
 # aggregates computed over gathered row lists (MEASURES): name -> canonical function
@@ -373,7 +365,7 @@ def result_type(func: str, arg_type: pa.DataType | None, pos: int | None = None)
     """Arrow type of an aggregate's result, by Spark's rules (algebra.types: sum of
     integers BIGINT, of DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4,
     s + 4), both bounded to 38 digits, of an interval an interval; avg and the moments of
-    anything else DOUBLE). func: a matcher code (FUNC_CODES) or a GATHERED name; arg_type:
+    anything else DOUBLE). func: a matcher code (compile.opcodes.FUNC_CODES) or a GATHERED name; arg_type:
     the (first) argument's type, None for COUNT_STAR. Raises CepAnalysisError for an
     argument Spark rejects."""
     name = _CANONICAL.get(func, func.lower())

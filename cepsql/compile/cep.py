@@ -22,7 +22,8 @@ from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusio
 from cepsql.algebra.rowrefs import bind_rows, rebuild
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
-from cepsql.analyze.aggregates import (FUNC_CODES, MOMENT_FUNCS, normalize_aggregates, result_type,
+from cepsql.compile.opcodes import FUNC_CODES, STRATEGY_CODES
+from cepsql.analyze.aggregates import (MOMENT_FUNCS, normalize_aggregates, result_type,
                          value_navigation)
 from cepsql.compile.conditions import compile_conditions
 from cepsql.analyze.decompose import DerivedColumns, localize, normalize_define_ref
@@ -45,8 +46,6 @@ _IN_WORKER_NOTE = ("statistics estimated inside each Spark task from its first {
                    "(cepsql.stats.mode=worker): every task plans for itself with the "
                    "configured algorithm; the plan below, on uniform estimates, is what "
                    "a task without rows would run")
-STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
-                  "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
 BREAK_COLUMN = "__cep_gbreak"
 
 

@@ -21,7 +21,8 @@ from cepsql.algebra.pattern import Exclusion, walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.analyze.type_check import check_types
 from cepsql.errors import CepAnalysisError, CepError
-from cepsql.analyze.aggregates import FUNC_CODES, normalize_aggregates, result_type, value_navigation
+from cepsql.analyze.aggregates import normalize_aggregates, result_type, value_navigation
+from cepsql.compile.opcodes import FUNC_CODES, SKIP_CODES
 from cepsql.compile.gathered import bind_gathered_all
 from cepsql.compile.conditions import compile_conditions
 from cepsql.analyze.decompose import DerivedColumns, localize, normalize_define_ref
@@ -35,7 +36,6 @@ from cepsql.compile.program import compile_pattern
 from cepsql.analyze.rowsets import LabelSets, RefTable
 from cepsql.runtime.worker import MatchWorker, WorkerConfig
 
-SKIP_CODES = {"PAST_LAST_ROW": 0, "TO_NEXT_ROW": 1, "TO_FIRST": 2, "TO_LAST": 3}
 EMPTY_CODES = {"SHOW_EMPTY": 0, "OMIT_EMPTY": 1, "WITH_UNMATCHED": 2}
 
 

@@ -14,8 +14,7 @@ import numpy as np
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.runtime.cep_worker import CepConfig
 
-K_ORDER, K_CONJ, K_KCONJ = 0, 1, 2
-U_LEFT, U_RIGHT, U_ROOT = 0, 1, 2
+from cepsql.compile.opcodes import C_JUMP, C_LOAD, K_CONJ, K_KCONJ, K_ORDER, U_LEFT, U_RIGHT, U_ROOT
 
 
 def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: str,
@@ -299,7 +298,6 @@ def _column_conjunct(config: CepConfig, c: int, label: int) -> int:
     """The column a conjunct tests on a one-row match labelled ``label`` when its
     program is only "that row's column, as a truth value" (a precomputed row-local
     expression such as ``symbol = 'S03'``); -1 otherwise."""
-    from cepsql.compile.conditions import C_JUMP, C_LOAD
     code = np.asarray(config.code.code)
     off = int(config.conj_off[c])
     end = int(config.conj_off[c + 1]) if c + 1 < len(config.conj_off) else len(code)
