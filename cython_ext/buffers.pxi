@@ -44,3 +44,18 @@ cdef inline i64 _double_to_bits(double d) noexcept nogil:
     cdef i64 x
     memcpy(&x, &d, sizeof(double))
     return x
+
+
+cdef object buf_to_numpy(Buf* b, bint release):
+    """The buffer's values as a new int64 numpy array (always a copy: the buffer stays
+    reusable). release: the caller is done with the buffer, free its memory here (the
+    buffer is left empty); otherwise it stays owned, and later freed, by its holder."""
+    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
+    if b.n > 0:
+        memcpy(cnp.PyArray_DATA(out), b.data, b.n * sizeof(i64))
+    if release:
+        free(b.data)
+        b.data = NULL
+        b.n = 0
+        b.cap = 0
+    return out

@@ -2662,10 +2662,10 @@ cdef class CepMatcher:
                 free(out[k].data)
             self.has_state = 0
             raise MemoryError("cepsql CEP matcher ran out of memory")
-        rows = _to_numpy(&out[0])
-        numbers = _to_numpy(&out[1])
-        leaves = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
-        aggs = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs, 2)
+        rows = buf_to_numpy(&out[0], False)
+        numbers = buf_to_numpy(&out[1], False)
+        leaves = buf_to_numpy(&out[2], False).reshape(len(rows), self.n_leaves)
+        aggs = buf_to_numpy(&out[3], False).reshape(len(rows), self.n_maggs, 2)
         for k in range(4):
             free(out[k].data)
         return rows, numbers, leaves, aggs
@@ -2696,7 +2696,7 @@ cdef class CepMatcher:
     def list_rows(self):
         """The rows of the LIST/ROWS measures of the last run's output, laid out per
         output row, then per such aggregate (the SQL:2016 worker's layout)."""
-        return _to_numpy(&self.lists)
+        return buf_to_numpy(&self.lists, False)
 
     def set_exact(self, consts, int ansi, dlane, mlane):
         """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
@@ -3177,11 +3177,6 @@ cdef class CepMatcher:
         return 0
 
 
-cdef object _to_numpy(Buf* b):
-    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
-    if b.n > 0:
-        memcpy(out.data, b.data, b.n * sizeof(i64))
-    return out
 
 
 cdef bint _matcher_eval_explicit(void* matcher, int c, int label, i64* pos, i64* lab,

@@ -1416,11 +1416,11 @@ cdef class SqlMatcher:
                     resume_cov = covered
         free(labels)
         free(excl)
-        rows = _to_numpy(&out[0])
-        mns = _to_numpy(&out[1])
-        lv = _to_numpy(&out[2]).reshape(len(rows), self.n_leaves)
-        ag = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs, 2)
-        lists = _to_numpy(&out[4])
+        rows = buf_to_numpy(&out[0], True)
+        mns = buf_to_numpy(&out[1], True)
+        lv = buf_to_numpy(&out[2], True).reshape(len(rows), self.n_leaves)
+        ag = buf_to_numpy(&out[3], True).reshape(len(rows), self.n_maggs, 2)
+        lists = buf_to_numpy(&out[4], True)
         self.open_ = 0
         if err:
             return err, self.match_no
@@ -1650,10 +1650,3 @@ cdef class SqlMatcher:
             out[errors] = 0
         return out
 
-cdef object _to_numpy(Buf* b):
-    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
-    if b.n > 0:
-        memcpy(cnp.PyArray_DATA(out), b.data, b.n * sizeof(i64))
-    free(b.data)
-    b.data = NULL
-    return out

@@ -1018,8 +1018,8 @@ cdef class SharedDag:
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
         out = []
         for p in range(self.n_pat):
-            out.append((_to_numpy(&self.c_cand[p]).reshape(-1, 4), _to_numpy(&self.c_rows[p]),
-                        _to_numpy(&self.c_comp[p])))
+            out.append((buf_to_numpy(&self.c_cand[p], False).reshape(-1, 4),
+                        buf_to_numpy(&self.c_rows[p], False), buf_to_numpy(&self.c_comp[p], False)))
         return out
 
     def rebase(self, i64 d):
@@ -1071,8 +1071,3 @@ cdef void* _copy_f64(arr):
     return p
 
 
-cdef object _to_numpy(Buf* b):
-    cdef cnp.ndarray out = np.empty(b.n, dtype=np.int64)
-    if b.n:
-        memcpy(cnp.PyArray_DATA(out), b.data, b.n * sizeof(i64))
-    return out

@@ -22,7 +22,7 @@ import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
 from cepsql.backends.local.engine import to_arrow
 from cepsql.runtime import spark_folds
-from cepsql.compile.gathered import result_type
+from cepsql.analyze.aggregates import result_type
 from cepsql.reference.sql import evaluate_reference
 from cepsql.runtime.spark_folds import fold_groups, fold_one
 from support.sqlhelp import loc, plain, run as run_local
@@ -225,6 +225,28 @@ def test_aggregate_argument_errors(measure, needle, message):
     assert (err.value.line, err.value.col) == loc(sql, needle)
 
 
+def test_one_result_type_rule_for_matcher_and_gathered_aggregates():
+    """analyze.aggregates.result_type serves the matcher's codes and the gathered names
+    alike, by Spark's rules: sum/avg of an interval is an interval (the gathered copy
+    rejected it), the moments are DOUBLE (the matcher's copy returned the argument's
+    type), sum of a BOOLEAN is an error (the matcher's copy said DOUBLE)."""
+    dec = pa.decimal128(36, 2)
+    for sum_name, avg_name in (("SUM", "AVG"), ("sum", "avg")):
+        assert result_type(sum_name, pa.duration("us")) == pa.duration("us")
+        assert result_type(avg_name, pa.duration("us")) == pa.duration("us")
+        assert result_type(sum_name, pa.int32()) == pa.int64()
+        assert result_type(sum_name, pa.float32()) == pa.float64()
+        assert result_type(sum_name, dec) == pa.decimal128(38, 2)
+        assert result_type(avg_name, dec) == pa.decimal128(38, 6)
+        assert result_type(avg_name, pa.int64()) == pa.float64()
+        with pytest.raises(CepAnalysisError, match="numeric"):
+            result_type(sum_name, pa.bool_())
+    for moment in ("STDDEV_SAMP", "var_pop"):
+        assert result_type(moment, pa.int64()) == pa.float64()
+    assert result_type("COUNT_STAR", None) == pa.int64()
+    assert result_type("LIST", pa.int32()) == result_type("array_agg", pa.int32()) == pa.list_(pa.int32())
+
+
 def test_cep_mode_rejects_moment_aggregates_in_define():
     # (CEP MEASURES take every aggregate: tests/test_cep_measures.py)
     sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n
@@ -384,7 +406,7 @@ def test_vector_folds_equal_the_per_group_definitions(case, distinct, data):
     kind, sizes, values, keys = case
     func = data.draw(st.sampled_from(_FUNCS[kind] + ["max_by", "min_by"]))
     args = [values, keys] if func in ("max_by", "min_by") else [values]
-    result = result_type(func, [a.type for a in args])
+    result = result_type(func, args[0].type)
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     cost, spark_folds._STEP_COST = spark_folds._STEP_COST, 0  # the vector path, always
     try:

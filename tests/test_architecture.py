@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,11 @@ def test_lazy_public_names_resolve_in_a_spark_worker():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+def test_one_buffer_to_numpy_helper_in_the_cython_sources():
+    """Growable int64 buffers become numpy arrays through buffers' buf_to_numpy only (its
+    release argument says who frees the buffer); the evaluators had three copies, one of
+    which freed the buffer and two which did not."""
+    defs = [(p.name, m.group(1)) for p in sorted((ROOT / "cython_ext").glob("*.p*"))
+            for m in re.finditer(r"^cdef\s+(?:inline\s+)?object\s+(\w*to_numpy\w*)\s*\(",
+                                 p.read_text(), re.M)]
+    assert defs == [("buffers.pxi", "buf_to_numpy")] or defs == [("buffers.pxd", "buf_to_numpy")], defs

@@ -6,6 +6,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+from cepsql.algebra import types as T
 from cepsql.algebra.expressions import (Between, BinaryOp, Case, Cast, ColumnRef, FunctionCall,
                                         InList, IsNull, Like, Literal, Navigation, UnaryOp)
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
@@ -144,3 +145,27 @@ def test_errors_name_the_problem():
     with pytest.raises(CepUnsupportedError):
         evaluate_arrow(Navigation("PREV", c("x")), t)
     assert evaluate_arrow(c("X"), t).to_pylist() == [1]  # case-insensitive like Spark
+
+
+@pytest.mark.parametrize("ansi", [True, False])
+def test_widening_follows_the_vm_type_rules(ansi):
+    """CASE/COALESCE widen by algebra.types (Spark's TypeCoercion / AnsiTypeCoercion and
+    widerDecimalType), the rules the condition VM compiles with: FLOAT meets an integer
+    at FLOAT only without ANSI, two decimals at max(range) + max(scale) digits (no extra
+    digit as for +), 38-digit decimals give up scale."""
+    cols = {"f": pa.array([1.5], pa.float32()), "i": pa.array([2], pa.int32()),
+            "d52": pa.array([Decimal("1.25")], pa.decimal128(5, 2)),
+            "d63": pa.array([Decimal("1.125")], pa.decimal128(6, 3)),
+            "w20": pa.array([Decimal("1." + "0" * 20)], pa.decimal128(38, 20)),
+            "w19": pa.array([Decimal("1." + "0" * 19)], pa.decimal128(38, 19)),
+            "b": pa.array([3], pa.int64())}
+    t = pa.table(cols)
+    for x, y in [("f", "i"), ("f", "d52"), ("i", "d52"), ("d52", "d63"), ("w20", "w19"),
+                 ("b", "d52"), ("i", "b")]:
+        want = T.to_arrow(T.common_type([T.of_arrow(cols[x].type), T.of_arrow(cols[y].type)], ansi))
+        got = evaluate_arrow(fn("coalesce", c(x), c(y)), t, ansi=ansi).type
+        assert got == want, (x, y, got, want)
+    assert evaluate_arrow(fn("coalesce", c("f"), c("i")), t, ansi=ansi).type == (
+        pa.float64() if ansi else pa.float32())
+    assert evaluate_arrow(fn("coalesce", c("d52"), c("d63")), t, ansi=ansi).type == pa.decimal128(6, 3)
+    assert evaluate_arrow(fn("coalesce", c("w20"), c("w19")), t, ansi=ansi).type == pa.decimal128(38, 19)

@@ -4,13 +4,17 @@ VM's (SqlMatcher.row_local_masks) on random DEFINEs over partitions with NULL, N
 and NEXT at offsets 1-3, FLOAT casts; DEFINEs outside the subset fall back to the VM."""
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from cepsql.backends.local.masks import vector_masks
+from cepsql.backends.local.masks import KERNELS, vector_masks
+from cepsql.compile import opcodes
+from cepsql.errors import CepRuntimeError
 from cepsql.backends.local.sequence import define_masks, vm_masks
 from cepsql.parse import find_match_recognize
 from cepsql.exprs.arrow_eval import evaluate_arrow
@@ -128,3 +132,68 @@ def test_unsupported_instruction_falls_back():
     assert vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels) is None
     np.testing.assert_array_equal(define_masks(worker, prepared, None, bounds),
                                   _vm_masks(worker, prepared, bounds))
+
+
+# --- any row-local DEFINE: the mask path (vector where it can, else VM) is the VM ------
+VM_ONLY = ["abs(A.v) > 1", "A.v / A.w > 0", "A.x / (A.x - 1) >= 1", "A.x + PREV(A.x) = 1",
+           "A.x * 4611686018427387903 + PREV(A.x) > 0",  # overflow in the VM (ANSI: error)
+           "A.x * 4611686018427387903 - NEXT(A.x) * 3 < 0", "A.x * 4611686018427387904 > 0",
+           "A.v / (PREV(A.x) - 1) > 0", "A.x / (PREV(A.x) - 1) >= 1",
+           "CAST(A.x AS FLOAT) < 1.5", "coalesce(A.v, A.w, 0.0) > 0", "A.v = 1.5",
+           "greatest(A.v, A.w) >= 1", "A.x % 2 = 0", "round(A.v) = 2", "A.v > 1e308 * 10"]
+
+
+@st.composite
+def any_conditions(draw, depth: int = 0) -> str:
+    """Row-local DEFINEs beyond the vector subset: integer arithmetic (checked under ANSI:
+    overflow, division by zero), functions, DECIMAL literals, mixed with the subset."""
+    kind = draw(st.integers(0, 4 if depth < 2 else 1))
+    if kind == 0:
+        return draw(st.sampled_from(VM_ONLY))
+    if kind == 1:
+        return draw(conditions(depth))
+    if kind == 2:
+        return f"NOT ({draw(any_conditions(depth + 1))})"
+    op = "AND" if kind == 3 else "OR"
+    return f"({draw(any_conditions(depth + 1))}) {op} ({draw(any_conditions(depth + 1))})"
+
+
+def _outcome(masks_of):
+    try:
+        return masks_of().tolist()
+    except Exception as e:  # an ANSI error: both paths must raise it
+        return type(e).__name__, str(e)
+
+
+@given(tables(), any_conditions(), any_conditions())
+@settings(**SETTINGS)
+def test_mask_path_equals_vm_on_any_row_local_define(table, define_b, define_c):
+    try:
+        worker, prepared, bounds = _bound(define_b, define_c, table)
+    except CepRuntimeError:  # a derived column overflowed before either path runs
+        reject()
+    assert _outcome(lambda: define_masks(worker, prepared, None, bounds)) == \
+        _outcome(lambda: _vm_masks(worker, prepared, bounds)), (define_b, define_c)
+
+
+@given(tables(), conditions(), conditions(), st.sampled_from(sorted(KERNELS)))
+@settings(**SETTINGS)
+def test_an_opcode_without_a_kernel_falls_back_to_the_vm(table, define_b, define_c, opcode):
+    """masks.py dispatches on one table (opcode -> numpy kernel): take any opcode out of
+    it and the DEFINEs using it go to the VM, with the same masks."""
+    worker, prepared, bounds = _bound(define_b, define_c, table)
+    c = worker.config
+    values, nulls, consts, _ = worker._vm_columns(prepared)
+    with mock.patch.dict(KERNELS):
+        del KERNELS[opcode]
+        vector = vector_masks(c.code, c.refs, values, nulls, consts, bounds, c.n_labels)
+        got = define_masks(worker, prepared, None, bounds)
+    expected = _vm_masks(worker, prepared, bounds)
+    if opcode in set(c.code.code.tolist()) and vector is not None:
+        np.testing.assert_array_equal(vector, expected)  # the opcode was only an operand
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_kernels_cover_only_condition_vm_opcodes():
+    vm = {v for k, v in vars(opcodes).items() if k.startswith(("C_", "X_")) and isinstance(v, int)}
+    assert set(KERNELS) <= vm

@@ -115,7 +115,7 @@ def test_tiny_workloads_reach_the_exhaustive_optimum(seed):
 
 
 def test_all_trees_counts_unordered_bushy_shapes():
-    assert [len(all_trees(list(range(n)))) for n in range(1, 6)] == [1, 1, 3, 15, 105]
+    assert [len(list(all_trees(list(range(n))))) for n in range(1, 6)] == [1, 1, 3, 15, 105]
 
 
 def test_validator_reports_missing_and_foreign_checks():

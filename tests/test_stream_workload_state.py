@@ -86,3 +86,38 @@ def test_workload_state_of_another_layout_is_refused():
         old = row[:4] + (stored,)
         with pytest.raises(CepRuntimeError, match="another state layout.*new checkpoint"):
             state_from_row(old, 1, current, dag=True)
+
+
+def test_one_key_state_encoding_keeps_both_stored_layouts():
+    """A KeyState becomes stored values through engine.stored_values only: the single
+    pattern processor's tuple (field order = checkpoint layout) and the workload's
+    per-pattern table and shared fields round-trip every field they keep."""
+    import pyarrow as pa
+
+    from cepsql.backends.streaming.engine import KeyState
+    from cepsql.backends.streaming.ipc import from_bytes
+    from cepsql.backends.streaming.processor import state_from_row as key_from_row
+    from cepsql.backends.streaming.processor import state_to_row as key_to_row
+    from cepsql.backends.streaming.workload import (PATTERN_STATE, WorkloadKeyState,
+                                                    state_from_row, state_to_row)
+    rows = pa.table({"x": [1, 2]})
+    s = KeyState(held=rows, evaluator=b"\x01ev", pending=rows.slice(1), carry=[5, 6, 7, 8],
+                 released_us=1 << 40, closed=0, late=3)
+    row = key_to_row(s)
+    assert row[2:9] == (5, 6, 7, 8, 1 << 40, 0, 3) and row[9] == b"\x01ev"
+    assert from_bytes(row[0]).equals(rows) and from_bytes(row[1]).equals(rows.slice(1))
+    back = key_from_row(row)
+    assert (back.carry, back.released_us, back.closed, back.late, back.evaluator) == \
+        ([5, 6, 7, 8], 1 << 40, 0, 3, b"\x01ev")
+    assert back.held.equals(rows) and back.pending.equals(rows.slice(1))
+
+    current = f"v{STATE_LAYOUT_VERSION}:abc"
+    stored = state_to_row(WorkloadKeyState(s, [s, KeyState()], None), current)
+    assert stored[1:3] == (1 << 40, 3) and from_bytes(stored[0]).equals(rows.slice(1))
+    assert from_bytes(stored[3]).schema == PATTERN_STATE
+    w = state_from_row(stored, 2, current)
+    assert w.shared.pending.equals(rows.slice(1)) and (w.shared.released_us, w.shared.late) == (1 << 40, 3)
+    first, second = w.patterns
+    assert first.held.equals(rows) and first.pending is None
+    assert (first.carry, first.closed, first.evaluator) == ([5, 6, 7, 8], 0, b"\x01ev")
+    assert (second.carry, second.closed, second.held) == (KeyState().carry, 1, None)

@@ -5,8 +5,8 @@ quoted identifiers kept as written.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -79,43 +79,40 @@ class Negation(PatternNode):
 CEP_OPERATORS = ("SEQ", "AND", "OR", "NOT", "KL")
 
 
+def children(node: PatternNode) -> tuple[PatternNode, ...]:
+    """Direct sub-patterns, left to right (none for Var, Empty, Anchor)."""
+    if isinstance(node, (Concat, Alternation, Permute)):
+        return node.items
+    if isinstance(node, (Quantified, Exclusion, Negation)):
+        return (node.child,)
+    return ()
+
+
+def walk(node: PatternNode) -> Iterator[PatternNode]:
+    """Pre-order traversal: node, then each child's subtree left to right."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def transform(node: PatternNode, fn: Callable[[PatternNode], PatternNode]) -> PatternNode:
+    """Bottom-up rewrite: fn sees every node with its children already transformed and
+    returns its replacement. Unchanged subtrees are kept as they are (positions too)."""
+    kids = children(node)
+    new = tuple(transform(k, fn) for k in kids)
+    if any(a is not b for a, b in zip(new, kids)):
+        node = replace(node, items=new) if hasattr(node, "items") else replace(node, child=new[0])
+    return fn(node)
+
+
 def contains_negation(node: PatternNode) -> bool:
     """Whether a NOT(...) occurs anywhere in the pattern (CEP mode only)."""
-    if isinstance(node, Negation):
-        return True
-    if isinstance(node, (Concat, Alternation, Permute)):
-        return any(contains_negation(i) for i in node.items)
-    if isinstance(node, (Quantified, Exclusion)):
-        return contains_negation(node.child)
-    return False
-
-
-def pattern_nodes(node: PatternNode) -> Iterator[PatternNode]:
-    """Pre-order traversal: node, then its items (or child) and theirs."""
-    yield node
-    for child in getattr(node, "items", ()) or ():
-        yield from pattern_nodes(child)
-    child = getattr(node, "child", None)
-    if child is not None:
-        yield from pattern_nodes(child)
+    return any(isinstance(n, Negation) for n in walk(node))
 
 
 def pattern_variables(node: PatternNode) -> list[str]:
     """Primary variables in order of first appearance (negated ones included)."""
-    seen: list[str] = []
-
-    def walk(n: PatternNode) -> None:
-        if isinstance(n, Var):
-            if n.name not in seen:
-                seen.append(n.name)
-        elif isinstance(n, (Concat, Alternation, Permute)):
-            for item in n.items:
-                walk(item)
-        elif isinstance(n, (Quantified, Exclusion, Negation)):
-            walk(n.child)
-
-    walk(node)
-    return seen
+    return list(dict.fromkeys(n.name for n in walk(node) if isinstance(n, Var)))
 
 
 def pattern_to_text(node: PatternNode) -> str:

@@ -1,8 +1,8 @@
-"""The aggregate functions the evaluators compute: their codes, lanes and result types.
+"""The aggregate functions the evaluators compute: their lanes and result types.
 
 One home for what analysis (an aggregate's result type, which functions CEP mode
-rejects) and the condition compiler (its bytecode, the evaluator's state per lane)
-both need to know. FUNC_CODES and cython_ext/aggregate_ops.pxi's A_* codes are one list.
+rejects) and the condition compiler (the evaluator's state per lane) both need to know;
+the evaluators' function codes are compile.opcodes.FUNC_CODES.
 """
 from __future__ import annotations
 
@@ -10,17 +10,9 @@ import pyarrow as pa
 
 from cepsql.algebra import types as T
 from cepsql.algebra.types import VmType
+from cepsql.errors import CepAnalysisError
 
-__all__ = ["FUNC_CODES", "MOMENT_FUNCS", "aggregate_lane", "result_type"]
-
-FUNC_CODES = {"COUNT_STAR": 0, "COUNT": 1, "SUM": 2, "AVG": 3, "MIN": 4, "MAX": 5, "LIST": 6,
-              "ROWS": 6,  # ROWS: a LIST that feeds a gathered aggregate (no output column)
-              # DEFINE only (SQL:2016 matcher): Spark's one-pass variance update
-              "VAR_SAMP": 7, "VAR_POP": 8, "STDDEV_SAMP": 9, "STDDEV_POP": 10,
-              # DEFINE only: the value at the last row holding the extreme ordering
-              "MAX_BY": 11, "MIN_BY": 12,
-              # DEFINE only: element_at(array_agg(x), i), read from the listed rows
-              "ELEMENT": 13}
+__all__ = ["MOMENT_FUNCS", "aggregate_lane", "result_type"]
 
 # Spark's variance family: a double update (CentralMomentAgg) in the aggregate state
 MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
@@ -50,15 +42,38 @@ def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:
     return [1, arg.scale, out.scale, out.precision], out
 
 
-def result_type(func: str, arg_type: pa.DataType | None) -> pa.DataType:
-    """Arrow type of an aggregate's result (Spark's rules: sum of integers BIGINT, of
-    DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4, s + 4), both
-    bounded to 38 digits; avg of anything else DOUBLE)."""
-    if func in ("COUNT_STAR", "COUNT"):
+# the matcher's function codes under the canonical names of GATHERED
+_CANONICAL = {"COUNT_STAR": "count", "LIST": "array_agg", "ROWS": "array_agg"}
+_NUMERIC = ("sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop")
+
+
+def result_type(func: str, arg_type: pa.DataType | None, pos: int | None = None) -> pa.DataType:
+    """Arrow type of an aggregate's result, by Spark's rules (algebra.types: sum of
+    integers BIGINT, of DECIMAL(p, s) DECIMAL(p + 10, s), avg of DECIMAL(p, s) DECIMAL(p + 4,
+    s + 4), both bounded to 38 digits, of an interval an interval; avg and the moments of
+    anything else DOUBLE). func: a matcher function name (compile.opcodes.FUNC_CODES keys) or a GATHERED name; arg_type:
+    the (first) argument's type, None for COUNT_STAR. Raises CepAnalysisError for an
+    argument Spark rejects."""
+    name = _CANONICAL.get(func, func.lower())
+    if name in ("count", "count_if"):
+        if name == "count_if" and not pa.types.is_boolean(arg_type):
+            raise CepAnalysisError(f"count_if() needs a BOOLEAN argument, not {arg_type}", pos=pos)
         return pa.int64()
-    if func in ("SUM", "AVG"):
+    if name in ("bool_and", "bool_or"):
+        if not pa.types.is_boolean(arg_type):
+            raise CepAnalysisError(f"{name}() needs a BOOLEAN argument, not {arg_type}", pos=pos)
+        return pa.bool_()
+    if name in _NUMERIC:
+        interval = name in ("sum", "avg") and pa.types.is_duration(arg_type)
+        if not (pa.types.is_integer(arg_type) or pa.types.is_floating(arg_type) or interval
+                or pa.types.is_decimal(arg_type) or pa.types.is_null(arg_type)):
+            raise CepAnalysisError(f"{name}() needs a numeric argument, not {arg_type}", pos=pos)
+        if pa.types.is_null(arg_type) or name not in ("sum", "avg"):
+            return pa.float64()
         arg = T.of_arrow(arg_type)
-        return T.to_arrow(aggregate_lane(func, arg)[1])
-    if func == "LIST":
+        return T.to_arrow(T.sum_type(arg) if name == "sum" else T.avg_type(arg))
+    if name in ("array_agg", "collect_set"):
         return pa.list_(arg_type)
-    return arg_type  # MIN / MAX gather the row holding the extreme value
+    if name == "listagg":
+        return pa.string()
+    return arg_type  # min, max, max_by, min_by: the (first) argument's type

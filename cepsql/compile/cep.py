@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.algebra.expressions import AggregateValue, Classifier, Expr, RowValue, walk
-from cepsql.algebra.pattern import Negation, Quantified, Var, pattern_nodes
+from cepsql.algebra.pattern import Negation, Quantified, Var
+from cepsql.algebra.pattern import walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.analyze.aggregate_functions import MOMENT_FUNCS
 from cepsql.analyze.cep_conjuncts import conjunct_scope, define_conjuncts
@@ -38,6 +39,7 @@ from cepsql.compile.cep_expand import (
 from cepsql.compile.cep_plan_arrays import plan_arrays
 from cepsql.compile.clause_parts import BoundOutput, Clause, sortable
 from cepsql.compile.linear_seq import LinearSeq
+from cepsql.compile.opcodes import STRATEGY_CODES
 from cepsql.compile.query_plan import CepExplainFacts, SortColumn
 from cepsql.compile.worker_config import CepConfig, TaskPlanning
 from cepsql.errors import CepUnsupportedError
@@ -50,8 +52,6 @@ _IN_WORKER_NOTE = ("statistics estimated inside each Spark task from its first {
                    "(cepsql.stats.mode=worker): every task plans for itself with the "
                    "configured algorithm; the plan below, on uniform estimates, is what "
                    "a task without rows would run")
-STRATEGY_CODES = {"STRICT_CONTIGUITY": 0, "PARTITION_CONTIGUITY": 1,
-                  "SKIP_TILL_NEXT_MATCH": 2, "SKIP_TILL_ANY_MATCH": 3}
 BREAK_COLUMN = "__cep_gbreak"
 
 
@@ -184,7 +184,7 @@ class CepMode:
 
     def plan_fields(self, clause: Clause) -> dict:
         choice = self.choice
-        composites = [n for n in pattern_nodes(clause.spec.pattern)
+        composites = [n for n in walk_pattern(clause.spec.pattern)
                       if isinstance(n, (Negation, Quantified)) and not isinstance(n.child, Var)]
         facts = CepExplainFacts(choice, self.terms, len(self.seqs), self.inferred,
                                 self.in_order_reason, self.relevant, self.keep_reason,

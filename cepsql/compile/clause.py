@@ -20,9 +20,11 @@ from cepsql.algebra.expressions import (Case, ColumnRef, Expr,
                                         IsNull, Literal, RowRef, RowValue,
                                         walk)
 from cepsql.algebra.pattern import Exclusion
+from cepsql.algebra.pattern import walk as walk_pattern
 from cepsql.algebra.rowrefs import bind_rows
 from cepsql.algebra.spec import MatchRecognizeSpec
-from cepsql.analyze.aggregate_functions import FUNC_CODES, result_type
+from cepsql.analyze.aggregate_functions import result_type
+from cepsql.compile.opcodes import FUNC_CODES
 from cepsql.analyze.aggregates import normalize_aggregates, value_navigation
 from cepsql.analyze.columns import canonical_columns
 from cepsql.analyze.decompose import DerivedColumns
@@ -184,17 +186,11 @@ def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
     """Constructs SQL:2016 forbids in combination (Trino rejects them too). MATCH_NUMBER()
     in DEFINE is accepted like Trino does: the number the match gets if it succeeds."""
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
-        for node in _pattern_nodes(spec.pattern):
+        for node in walk_pattern(spec.pattern):
             if isinstance(node, Exclusion):
                 raise CepAnalysisError(
                     "pattern exclusion {- -} cannot be used with ALL ROWS PER MATCH WITH "
                     "UNMATCHED ROWS", pos=node.pos)
-
-
-def _pattern_nodes(node):
-    yield node
-    for child in getattr(node, "items", ()) + ((node.child,) if hasattr(node, "child") else ()):
-        yield from _pattern_nodes(child)
 
 
 def _check_unique_names(projection: list[tuple[str, Expr]], spec: MatchRecognizeSpec) -> None:

@@ -24,25 +24,20 @@ from cepsql.algebra.expressions import (AggregateValue, Between, BinaryOp, Case,
                                    UnaryOp)
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.algebra import types as T
-from cepsql.analyze.aggregate_functions import FUNC_CODES, MOMENT_FUNCS, aggregate_lane
+from cepsql.analyze.aggregate_functions import MOMENT_FUNCS, aggregate_lane
 from cepsql.analyze.rowsets import RefTable
 from cepsql.analyze.decompose import DIVISOR_GUARD
 from cepsql.algebra.types import VmType
-
-# opcodes: the one list on this side (cython_ext/condition_ops.pxi is the other)
-C_CONST, C_NULL, C_LOAD, C_LOAD_CLS, C_MATCHNO, C_AGG = 0, 1, 2, 3, 4, 5
-C_ADD, C_SUB, C_MUL, C_DIV, C_MOD, C_NEG = 10, 11, 12, 13, 14, 15
-C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = 20, 21, 22, 23, 24, 25
-C_AND, C_OR, C_NOT, C_ISNULL, C_ISNOTNULL = 30, 31, 32, 33, 34
-C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
-C_SHORT_AND, C_SHORT_OR = 44, 45
-C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST, C_TO_FLOAT, C_TO_INT = 50, 51, 52, 53, 54, 55
-C_ROUND, C_TO_LONG, C_RAISE_IF = 56, 57, 58
-VM_ERR_DIV_ZERO = 2  # condition_ops.pxi
-X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
-X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
-X_TO_FLOAT, X_TO_INT = 74, 75
-XO = {"+": 0, "-": 1, "*": 2, "/": 3, "%": 4, "pmod": 5}
+# the VM's numbers live in compile.opcodes (cython_ext follows them); re-exported here
+from cepsql.compile.opcodes import (A_DISTINCT, C_ADD, C_AGG, C_AND, C_CONST, C_DIV, C_EQ,
+                                    C_FUNC1, C_FUNC2, C_GE, C_GREATEST, C_GT, C_ISNOTNULL,
+                                    C_ISNULL, C_JUMP, C_JUMP_IF_NOT_NULL, C_JUMP_IF_NOT_TRUE,
+                                    C_LE, C_LEAST, C_LOAD, C_LOAD_CLS, C_LT, C_MATCHNO, C_MOD,
+                                    C_MUL, C_NE, C_NEG, C_NOT, C_NULL, C_OR, C_RAISE_IF, C_ROUND, C_SHORT_AND, C_SHORT_OR, C_SUB,
+                                    C_TO_FLOAT, C_TO_INT, C_TO_LONG, FUNC_CODES,
+                                    VM_ERR_DIV_ZERO, XO, X_ABS, X_AGG, X_CMP, X_CONST, X_DEC,
+                                    X_EXTREME, X_INT, X_LOAD, X_NEG, X_RESCALE, X_ROUND,
+                                    X_SIGN, X_TO_DOUBLE, X_TO_FLOAT, X_TO_INT)
 
 FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling": 5,
          "sign": 6, "signum": 6, "log10": 7, "negative": 8, "positive": 9}
@@ -82,7 +77,6 @@ class ConditionCode:
     row_errors: bool = False    # a row-local part raises where it is tested (C_RAISE_IF)
 
 
-A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
 
 
 @dataclass

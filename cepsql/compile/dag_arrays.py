@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from cepsql.compile.conditions import C_JUMP, C_LOAD
 from cepsql.compile.worker_config import CepConfig
 from cepsql.sharing.global_plan import GlobalPlan
 
-K_ORDER, K_CONJ, K_KCONJ = 0, 1, 2
-U_LEFT, U_RIGHT, U_ROOT = 0, 1, 2
+from cepsql.compile.opcodes import C_JUMP, C_LOAD, K_CONJ, K_KCONJ, K_ORDER, U_LEFT, U_RIGHT, U_ROOT
 
 
 def _check_rows(checks, slot_vars: tuple[str, ...], config: CepConfig, where: str,

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from cepsql.algebra.expressions import AggregateValue, Expr, GatheredAggregate
-from cepsql.errors import CepAnalysisError
+from cepsql.errors import CepUnsupportedError
+from cepsql.analyze.aggregate_functions import result_type
 from cepsql.analyze.aggregates import MATCH_NUMBER_COLUMN
 from cepsql.analyze.measures import Leaves
 from cepsql.exprs.arrow_eval import evaluate_arrow
-
-_NUMERIC = ("sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop")
 
 
 @dataclass
@@ -41,12 +40,17 @@ def bind_gathered(agg: GatheredAggregate, rows_index: list[int],
     empty = pa.schema(fields).empty_table()
     args = agg.parts[0][1]
     types = [evaluate_arrow(a, empty).type for a in args]
+    result = result_type(agg.func, types[0], agg.pos)
+    if pa.types.is_duration(types[0]) and agg.func in ("sum", "avg"):  # Spark's type, not our fold's
+        raise CepUnsupportedError(f"{agg.func}() over an interval is not supported here "
+                                  "(DISTINCT, or an argument the matcher cannot accumulate)",
+                                  pos=agg.pos)
     delimiter = None
     if agg.func == "listagg" and len(args) > 1:
         delimiter = args[1].value  # a string constant (or NULL), checked when normalized
     return GatherSpec(agg.func, agg.distinct, [(q, a) for q, (_, a) in
                                                zip(rows_index, agg.parts)],
-                      types, result_type(agg.func, types, agg.pos), delimiter)
+                      types, result, delimiter)
 
 
 def bind_gathered_all(leaves: Leaves, schema: pa.Schema) -> tuple[list[GatherSpec], list[pa.Field]]:
@@ -62,32 +66,3 @@ def bind_gathered_all(leaves: Leaves, schema: pa.Schema) -> tuple[list[GatherSpe
     return specs, fields
 
 
-def result_type(func: str, types: list[pa.DataType], pos: int | None = None) -> pa.DataType:
-    """Spark's result type of ``func`` over arguments of ``types``."""
-    t = types[0]
-    if func in ("count", "count_if"):
-        if func == "count_if" and not pa.types.is_boolean(t):
-            raise CepAnalysisError(f"count_if() needs a BOOLEAN argument, not {t}", pos=pos)
-        return pa.int64()
-    if func in ("bool_and", "bool_or"):
-        if not pa.types.is_boolean(t):
-            raise CepAnalysisError(f"{func}() needs a BOOLEAN argument, not {t}", pos=pos)
-        return pa.bool_()
-    if func in _NUMERIC and not (pa.types.is_integer(t) or pa.types.is_floating(t)
-                                 or pa.types.is_decimal(t) or pa.types.is_null(t)):
-        raise CepAnalysisError(f"{func}() needs a numeric argument, not {t}", pos=pos)
-    if func == "sum":
-        if pa.types.is_decimal(t):
-            return pa.decimal128(min(38, t.precision + 10), t.scale)
-        return pa.int64() if pa.types.is_integer(t) else pa.float64()
-    if func == "avg":
-        if pa.types.is_decimal(t):
-            return pa.decimal128(min(38, t.precision + 4), min(38, t.scale + 4))
-        return pa.float64()
-    if func in _NUMERIC:
-        return pa.float64()
-    if func in ("array_agg", "collect_set"):
-        return pa.list_(t)
-    if func == "listagg":
-        return pa.string()
-    return t  # min, max, max_by, min_by: the (first) argument's type

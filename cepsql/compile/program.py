@@ -37,22 +37,10 @@ import numpy as np
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
                                Permute, Quantified, Var)
 from cepsql.errors import CepUnsupportedError
-
-OP_LABEL = 0      # a = label id: consume the current row if the label's DEFINE holds
-OP_SPLIT = 1      # try a, then b
-OP_JUMP = 2       # go to a
-OP_DONE = 3       # match found
-OP_ANCHOR_START = 4
-OP_ANCHOR_END = 5
-OP_SAVE = 6       # slot a := current position
-OP_LOOP_BACK = 7  # go to b if current position > slot a (progress), else fall through
-OP_EXCL_BEGIN = 8
-OP_EXCL_END = 9
-OP_PERM_BEGIN = 10  # slot a := 0 (no item used); b = n: the searched PERMUTE (n items)
-OP_PERM_NEXT = 11   # a = slot << 6 | n: all n items used -> slot a := -1, go to b; else next
-OP_PERM_TRY = 12    # a = slot << 6 | i: item i unused -> mark it and go to b; then next
-OP_FAIL = 13        # the thread dies
-OP_CLEAR = 14       # slot a := -1 (a loop's progress slot, dead past the loop's exit)
+from cepsql.compile.opcodes import (OP_ANCHOR_END, OP_ANCHOR_START, OP_CLEAR, OP_DONE,
+                                    OP_EXCL_BEGIN, OP_EXCL_END, OP_FAIL, OP_JUMP, OP_LABEL,
+                                    OP_LOOP_BACK, OP_PERM_BEGIN, OP_PERM_NEXT, OP_PERM_TRY,
+                                    OP_SAVE, OP_SPLIT)
 
 MAX_PROGRAM_SIZE = 200_000
 MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word

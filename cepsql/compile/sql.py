@@ -15,11 +15,10 @@ from cepsql.analyze.decompose import localize, normalize_define_ref
 from cepsql.analyze.rowsets import RefTable
 from cepsql.compile.clause_parts import BoundOutput, Clause
 from cepsql.compile.program import Program, compile_pattern
+from cepsql.compile.opcodes import EMPTY_CODES, SKIP_CODES
 from cepsql.compile.query_plan import SqlExplainFacts
 from cepsql.compile.worker_config import WorkerConfig
 
-SKIP_CODES = {"PAST_LAST_ROW": 0, "TO_NEXT_ROW": 1, "TO_FIRST": 2, "TO_LAST": 3}
-EMPTY_CODES = {"SHOW_EMPTY": 0, "OMIT_EMPTY": 1, "WITH_UNMATCHED": 2}
 
 
 class SqlMode:
@@ -89,4 +88,4 @@ def needs_full_history(refs: RefTable) -> bool:
     return any(r.var is not None and r.logical_offset > 0 for r in refs.refs)
 
 
-__all__ = ["SqlMode", "SKIP_CODES", "EMPTY_CODES", "max_lookback", "needs_full_history"]
+__all__ = ["SqlMode", "max_lookback", "needs_full_history"]

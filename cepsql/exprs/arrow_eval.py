@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cepsql.algebra import types as T
 from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
-from cepsql.algebra import types as T
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 from cepsql.exprs.ansi import ansi_enabled
 
@@ -171,7 +171,7 @@ class _Evaluator:
         values = [self.value_of(r) for _, r in e.whens]
         if e.default is not None:
             values.append(self.value_of(e.default))
-        target = _common_type([v.type for v in values])
+        target = _common_type([v.type for v in values], self.ansi)
         values = [_broadcast(_cast_value(v, target), self.n) for v in values]
         return pc.case_when(pc.make_struct(*conds, field_names=[f"c{i}" for i in range(len(conds))]),
                             *values)
@@ -317,29 +317,24 @@ def spark_type_to_arrow(text: str, pos: int | None = None) -> pa.DataType:
     raise CepUnsupportedError(f"unsupported CAST target type {text!r}", pos=pos)
 
 
-def _common_type(types: list[pa.DataType]) -> pa.DataType:
+def _common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
+    """The Arrow type of Spark's wider type: numbers meet by algebra.types' rules (the
+    condition VM's too), strings of either Arrow width as string."""
     known = [t for t in types if not pa.types.is_null(t)]
     if not known:
         return pa.null()
     if all(t == known[0] for t in known):
         return known[0]
     if all(_is_numeric(t) for t in known):
-        if any(pa.types.is_floating(t) for t in known):
-            return pa.float64()
-        if any(pa.types.is_decimal(t) for t in known):
-            out = known[0]
-            for t in known[1:]:  # Arrow's decimal promotion
-                out = pc.add(pa.scalar(0, out), pa.scalar(0, t)).type
-            return out
-        return max(known, key=lambda t: t.bit_width if pa.types.is_signed_integer(t) else 64)
+        return T.to_arrow(T.common_type([T.of_arrow(t) for t in known], ansi))
     if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in known):
         return pa.string()
     raise CepAnalysisError(f"incompatible types: {', '.join(str(t) for t in known)}")
 
 
-def common_type(types: list[pa.DataType]) -> pa.DataType:
+def common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
     """The type Spark widens the given types to (for CASE branches, UNION ALL columns)."""
-    return _common_type(types)
+    return _common_type(types, ansi)
 
 
 def cast_value(v: Value, target: pa.DataType) -> Value:
@@ -356,7 +351,7 @@ def _float_with_exact(a: Value, b: Value, ansi: bool = True) -> tuple[Value, Val
     exact = [pa.types.is_integer(t) or pa.types.is_decimal(t) for t in (ta, tb)]
     if not ((small[0] and exact[1]) or (small[1] and exact[0])):
         return a, b
-    if not ansi and not (pa.types.is_decimal(ta) or pa.types.is_decimal(tb)):
+    if T.float_partner(T.of_arrow(tb if small[0] else ta), ansi) == T.FLOAT:
         return (a if small[0] else _as_float(a)), (b if small[1] else _as_float(b))
     return _as_double(a), _as_double(b)
 
@@ -698,7 +693,7 @@ def _greatest_least(kernel: Callable) -> Callable:
     def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         if len(args) < 2:
             raise CepAnalysisError(f"function {e.name}() needs at least 2 arguments", pos=e.pos)
-        target = _common_type([a.type for a in args])
+        target = _common_type([a.type for a in args], ev.ansi)
         return kernel(*[_cast_value(a, target) for a in args], skip_nulls=True)
     return call
 
@@ -708,7 +703,7 @@ def _coalesce(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         raise CepAnalysisError(f"function {e.name}() needs at least 1 argument", pos=e.pos)
     if e.name.lower() in ("nvl", "ifnull"):
         _arity(e, args, 2)
-    target = _common_type([a.type for a in args])
+    target = _common_type([a.type for a in args], ev.ansi)
     return pc.coalesce(*[_cast_value(a, target) for a in args])
 
 
@@ -753,7 +748,7 @@ def _substr(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
 def _if(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
     _arity(e, args, 3)
     cond = pc.fill_null(_as_bool(args[0]), False)
-    target = _common_type([args[1].type, args[2].type])
+    target = _common_type([args[1].type, args[2].type], ev.ansi)
     return pc.if_else(cond, _cast_value(args[1], target), _cast_value(args[2], target))
 
 

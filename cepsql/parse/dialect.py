@@ -17,7 +17,7 @@ from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokens import Token, TokenType
 
 from cepsql.algebra.expressions import Expr
-from cepsql.algebra.pattern import Negation, PatternNode, contains_negation
+from cepsql.algebra.pattern import Negation, PatternNode, contains_negation, walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipTo, SortKey, Window
 from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
 from cepsql.parse.cep_clauses import rows_window, strategy_name, time_window
@@ -426,11 +426,4 @@ def tokenize(sql: str) -> list[Token]:
 
 def _first_negation_pos(node: PatternNode) -> int | None:
     """Position of the first NOT(...) in the pattern (for error messages)."""
-    if isinstance(node, Negation):
-        return node.pos
-    for child in getattr(node, "items", ()) or (
-            (node.child,) if hasattr(node, "child") else ()):
-        pos = _first_negation_pos(child)
-        if pos is not None:
-            return pos
-    return None
+    return next((n.pos for n in walk_pattern(node) if isinstance(n, Negation)), None)

@@ -34,7 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cepsql.algebra.pattern import (CEP_OPERATORS, Alternation, Anchor, Concat, Empty, Exclusion,
-                               Negation, PatternNode, Permute, Quantified, Var, pattern_to_text)
+                               Negation, PatternNode, Permute, Quantified, Var, pattern_to_text,
+                               walk as walk_pattern)
 from cepsql.errors import CepSyntaxError
 
 __all__ = ["parse_pattern", "pattern_to_text", "canonical_name", "check_negation_placement"]
@@ -343,7 +344,6 @@ def _check_negations(node: PatternNode) -> None:
 
 
 def _no_inner_negation(node: PatternNode) -> None:
-    if isinstance(node, Negation):
-        raise CepSyntaxError("NOT(...) cannot be nested inside NOT(...)", pos=node.pos)
-    for child in getattr(node, "items", ()) or ((node.child,) if hasattr(node, "child") else ()):
-        _no_inner_negation(child)
+    for n in walk_pattern(node):
+        if isinstance(n, Negation):
+            raise CepSyntaxError("NOT(...) cannot be nested inside NOT(...)", pos=n.pos)

@@ -15,7 +15,7 @@ from cepsql.errors import CepAnalysisError
 from cepsql.exprs.ansi import ansi_enabled, ansi_mode
 from cepsql.planning.algorithms import ALGORITHMS
 
-__all__ = ["CONF_KEYS", "PlannerOptions", "current_options", "options_from_conf",
+__all__ = ["CONF_KEYS", "PlannerOptions", "conf_values", "current_options", "options_from_conf",
            "planner_options"]
 
 
@@ -87,15 +87,18 @@ def _convert(key: str, name: str, text: str):
         raise CepAnalysisError(f"invalid value {text!r} for {key}: {exc}") from None
 
 
+def conf_values(get: Callable[[str], str | None], keys: dict[str, str],
+                convert: Callable[[str, str, str], object]) -> dict[str, object]:
+    """{name: convert(key, name, text)} for every conf key of ``keys`` (key -> name) that
+    ``get`` finds set: how the planner's and the sharing planner's keys are read."""
+    return {name: convert(key, name, str(text)) for key, name in keys.items()
+            if (text := get(key)) is not None}
+
+
 def options_from_conf(get: Callable[[str], str | None],
                       base: PlannerOptions | None = None) -> PlannerOptions:
     """PlannerOptions from a conf getter (e.g. ``lambda k: spark.conf.get(k, None)``)."""
-    out = base or PlannerOptions()
-    for key, name in CONF_KEYS.items():
-        text = get(key)
-        if text is not None:
-            out = replace(out, **{name: _convert(key, name, str(text))})
-    return out
+    return replace(base or PlannerOptions(), **conf_values(get, CONF_KEYS, _convert))
 
 
 def current_options() -> PlannerOptions:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
                                     PatternNode, Permute, Quantified, Var, contains_negation,
-                                    pattern_nodes, pattern_variables)
+                                    pattern_variables, walk)
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
 from cepsql.planning.evaluator_choice import PLANNED_STRATEGY, Term, pattern_terms
@@ -23,7 +23,7 @@ def plannable_terms(spec: MatchRecognizeSpec) -> tuple[list[Term] | None, str]:
     if spec.strategy != PLANNED_STRATEGY:
         return None, (f"STRATEGY {spec.strategy} decides each take by the rows taken "
                       "before it, so out-of-order plans would change the result")
-    for node in pattern_nodes(spec.pattern):
+    for node in walk(spec.pattern):
         if isinstance(node, (Exclusion, Anchor)):
             return None, "pattern shape not plannable"   # expand() raises the precise error
         if isinstance(node, Quantified) and not isinstance(node.child, Var):

@@ -18,7 +18,7 @@ import pyarrow as pa
 from cepsql.algebra.expressions import (Aggregate, BinaryOp, Case, Classifier, ColumnRef, Expr, IsNull,
                                    Literal, MatchNumber, RowValue, children, walk)
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
-                               PatternNode, Permute, Quantified, Var)
+                               PatternNode, Permute, Quantified, Var, walk as walk_pattern)
 from cepsql.algebra.rowrefs import bind_rows, rebuild
 from cepsql.algebra.spec import MatchRecognizeSpec, Window
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
@@ -159,16 +159,9 @@ def _check_cep_spec(spec: MatchRecognizeSpec) -> None:
         raise CepUnsupportedError("AFTER MATCH SKIP TO FIRST/LAST is not available in CEP mode; "
                                   "use SKIP PAST LAST ROW (non-overlapping) or omit it (all "
                                   "matches)", pos=skip.pos)
-    for node in _nodes(spec.pattern):
+    for node in walk_pattern(spec.pattern):
         if isinstance(node, Anchor):
             raise CepUnsupportedError("anchors ^ and $ are not available in CEP mode")
-
-
-def _nodes(node: PatternNode) -> Iterator[PatternNode]:
-    yield node
-    for child in getattr(node, "items", ()) or (
-            (node.child,) if hasattr(node, "child") else ()):
-        yield from _nodes(child)
 
 
 # --- time and windows ----------------------------------------------------------------

@@ -24,7 +24,7 @@ from itertools import permutations
 from typing import Callable
 
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
-                               Permute, Quantified, Var)
+                               Permute, Quantified, Var, transform)
 from cepsql.compile.program import single_path
 
 # A labelled prefix: one (variable, excluded) pair per row from the match start.
@@ -40,25 +40,17 @@ class SearchBudgetExceeded(RuntimeError):
 def expand_permutations(node: PatternNode, keep_single_path: bool = False) -> PatternNode:
     """PERMUTE(a, b, ...) as the alternation of every order, lexicographic by position
     (with keep_single_path, a PERMUTE of single-path items stays, for the lazy search)."""
-    if isinstance(node, Permute):
-        items = [expand_permutations(i, keep_single_path) for i in node.items]
+    def expand(n: PatternNode) -> PatternNode:
+        if not isinstance(n, Permute):
+            return n
+        items = n.items
         if len(items) == 1:
             return items[0]
         if keep_single_path and all(single_path(i) for i in items):
-            return Permute(tuple(items))
-        orders = [Concat(tuple(items[i] for i in order))
-                  for order in permutations(range(len(items)))]
-        return Alternation(tuple(orders))
-    if isinstance(node, Concat):
-        return Concat(tuple(expand_permutations(i, keep_single_path) for i in node.items))
-    if isinstance(node, Alternation):
-        return Alternation(tuple(expand_permutations(i, keep_single_path) for i in node.items))
-    if isinstance(node, Quantified):
-        return Quantified(expand_permutations(node.child, keep_single_path), node.min,
-                          node.max, node.greedy)
-    if isinstance(node, Exclusion):
-        return Exclusion(expand_permutations(node.child, keep_single_path))
-    return node
+            return n
+        return Alternation(tuple(Concat(tuple(items[i] for i in order))
+                                 for order in permutations(range(len(items)))))
+    return transform(node, expand)
 
 
 class PatternMatcher:

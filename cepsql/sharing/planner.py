@@ -17,6 +17,7 @@ import re
 import time
 
 from cepsql.errors import CepAnalysisError
+from cepsql.planning.options import conf_values
 from cepsql.sharing.dag import LocalPlan, WorkloadContext
 from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
 from cepsql.sharing.graph import build_graph
@@ -48,21 +49,20 @@ def parse_algorithm(text: str | None) -> tuple[str | None, int]:
 
 def options_from_conf(get) -> dict:
     """plan_workload keywords from conf lookups (``get(key) -> str | None``), checked."""
-    out: dict = {}
-    algorithm = get("cepsql.sharing.algorithm")
-    if algorithm is not None:
-        parse_algorithm(algorithm)
-        out["algorithm"] = algorithm
-    seconds = get("cepsql.sharing.seconds")
-    if seconds is not None:
-        try:
-            out["seconds"] = float(seconds)
-        except ValueError:
-            raise CepAnalysisError(f"cepsql.sharing.seconds must be a number of seconds, "
-                                   f"got {seconds!r}") from None
-        if not out["seconds"] > 0:
-            raise CepAnalysisError("cepsql.sharing.seconds must be a positive number")
-    return out
+    return conf_values(get, CONF_KEYS, _conf_value)
+
+
+def _conf_value(key: str, name: str, text: str):
+    if name == "algorithm":
+        parse_algorithm(text)
+        return text
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise CepAnalysisError(f"{key} must be a number of seconds, got {text!r}") from None
+    if not seconds > 0:
+        raise CepAnalysisError(f"{key} must be a positive number")
+    return seconds
 
 
 def patterns_from_plans(plans: list, statistics=None,

@@ -10,26 +10,11 @@ from __future__ import annotations
 
 import itertools
 
-from cepsql.planning.trees import TreeNode, join, leaf
 from cepsql.sharing.dag import DagCost, LocalPlan, WorkloadContext
 
+from support.planning_exhaustive import all_trees  # one bushy-tree enumeration for both
+
 __all__ = ["all_local_plans", "all_trees", "exhaustive_cost"]
-
-
-def all_trees(items: list[int]) -> list[TreeNode]:
-    """Every bushy tree with leaves ``items`` (up to swapping children)."""
-    if len(items) == 1:
-        return [leaf(items[0])]
-    first, rest = items[0], items[1:]
-    out = []
-    for r in range(len(rest)):           # first's side takes first + r others
-        for others in itertools.combinations(rest, r):
-            left = [first, *others]
-            right = [x for x in rest if x not in others]
-            for a in all_trees(left):
-                for b in all_trees(right):
-                    out.append(join(a, b))
-    return out
 
 
 def all_local_plans(ctx: WorkloadContext, t: int) -> list[LocalPlan]:

@@ -3,8 +3,9 @@
 per row in the Cython VM. Only the double-lane instructions that cannot fail are covered
 (loads of the current row and of physical PREV/NEXT rows, constants, + - * and unary
 minus, DECIMAL literals used as doubles, comparisons with Spark's NaN order, AND/OR/NOT with SQL's three-valued logic, IS
-[NOT] NULL, CAST to FLOAT); any other instruction makes ``vector_masks`` return None and
-the VM decides, so the masks are always the VM's (property-tested in
+[NOT] NULL, CAST to FLOAT), one numpy kernel per opcode in ``KERNELS`` (keyed by
+compile.opcodes, the VM's own numbers); any other instruction makes ``vector_masks``
+return None and the VM decides, so the masks are always the VM's (property-tested in
 tests/test_inproc_masks.py). Every step is a numpy kernel over the column: no Python
 object per row."""
 from __future__ import annotations
@@ -13,12 +14,13 @@ import operator
 
 import numpy as np
 
-from cepsql.compile.conditions import (C_ADD, C_AND, C_CONST, C_EQ, C_GE, C_GT, C_ISNOTNULL,
-                                   C_ISNULL, C_JUMP, C_LE, C_LOAD, C_LT, C_MUL, C_NE, C_NEG,
-                                   C_NOT, C_NULL, C_OR, C_SHORT_AND, C_SHORT_OR, C_SUB,
-                                   C_TO_FLOAT, X_CONST, X_TO_DOUBLE, ConditionCode)
+from cepsql.compile.conditions import ConditionCode
+from cepsql.compile.opcodes import (C_ADD, C_AND, C_CONST, C_EQ, C_GE, C_GT, C_ISNOTNULL,
+                                    C_ISNULL, C_JUMP, C_LE, C_LOAD, C_LT, C_MUL, C_NE, C_NEG,
+                                    C_NOT, C_NULL, C_OR, C_SHORT_AND, C_SHORT_OR, C_SUB,
+                                    C_TO_FLOAT, X_CONST, X_TO_DOUBLE)
 
-__all__ = ["vector_masks"]
+__all__ = ["KERNELS", "vector_masks"]
 
 _COMPARE = {C_EQ: operator.eq, C_NE: operator.ne, C_LT: operator.lt, C_LE: operator.le,
             C_GT: operator.gt, C_GE: operator.ge}
@@ -69,65 +71,85 @@ class _Program:
     def mask(self, pc: int) -> np.ndarray:
         stack: list[tuple[np.ndarray, np.ndarray | None]] = []
         ops = self.ops
-        while True:
-            op = int(ops[pc])
-            if op == C_LOAD:
-                stack.append(self.load(int(ops[pc + 1]), int(ops[pc + 2])))
-                pc += 3
-            elif op == C_CONST:
-                stack.append((np.float64(self.consts[int(ops[pc + 1])]), None))
-                pc += 2
-            elif op == X_CONST and int(ops[pc + 2]) == X_TO_DOUBLE:  # DECIMAL literal
-                stack.append((np.float64(self.exact_const(int(ops[pc + 1]), int(ops[pc + 3]))),
-                              None))
-                pc += 4
-            elif op == C_NULL:
-                stack.append((np.float64(0.0), np.ones(self.n, dtype=bool)))
-                pc += 1
-            elif op in _COMPARE:
-                b, nb = stack.pop()
-                a, na = stack.pop()
-                nan = not (self.nan_free(a) and self.nan_free(b))
-                stack.append((_compare(op, a, b, nan), _either(na, nb)))
-                pc += 1
-            elif op in _ARITH:
-                b, nb = stack.pop()
-                a, na = stack.pop()
-                with np.errstate(all="ignore"):  # inf - inf is NaN, as in the VM
-                    value = _ARITH[op](_as_double(a), _as_double(b))
-                stack.append((value, _either(na, nb)))
-                pc += 1
-            elif op == C_NEG:
-                a, na = stack.pop()
-                stack.append((-_as_double(a), na))
-                pc += 1
-            elif op == C_TO_FLOAT:
-                a, na = stack.pop()
-                stack.append((np.asarray(a, dtype=np.float32).astype(np.float64), na))
-                pc += 1
-            elif op in (C_AND, C_OR):
-                b, nb = stack.pop()
-                a, na = stack.pop()
-                stack.append(_and(a, na, b, nb) if op == C_AND else _or(a, na, b, nb))
-                pc += 1
-            elif op == C_NOT:
-                a, na = stack.pop()
-                stack.append((~_truth(a), na))
-                pc += 1
-            elif op in (C_ISNULL, C_ISNOTNULL):
-                a, na = stack.pop()
-                isnull = np.zeros(self.n, dtype=bool) if na is None else na
-                stack.append((isnull if op == C_ISNULL else ~isnull, None))
-                pc += 1
-            elif op in (C_SHORT_AND, C_SHORT_OR):
-                pc += 2  # only skips work whose errors cannot occur in this subset
-            elif op == C_JUMP and int(ops[pc + 1]) < 0:
-                break
-            else:
-                raise _Unsupported(op)
+        while pc is not None:
+            kernel = KERNELS.get(int(ops[pc]))
+            if kernel is None:
+                raise _Unsupported(int(ops[pc]))
+            pc = kernel(self, stack, pc)
         value, null = stack[-1]
         truth = np.broadcast_to(_truth(value), (self.n,))
         return truth if null is None else truth & ~null
+
+    # one numpy kernel per opcode (KERNELS): pops and pushes the stack, returns the next
+    # instruction (None: the condition's end)
+    def _load(self, stack, pc):
+        stack.append(self.load(int(self.ops[pc + 1]), int(self.ops[pc + 2])))
+        return pc + 3
+
+    def _const(self, stack, pc):
+        stack.append((np.float64(self.consts[int(self.ops[pc + 1])]), None))
+        return pc + 2
+
+    def _exact_const(self, stack, pc):
+        if int(self.ops[pc + 2]) != X_TO_DOUBLE:  # only a DECIMAL literal used as a double
+            raise _Unsupported(X_CONST)
+        stack.append((np.float64(self.exact_const(int(self.ops[pc + 1]), int(self.ops[pc + 3]))),
+                      None))
+        return pc + 4
+
+    def _null(self, stack, pc):
+        stack.append((np.float64(0.0), np.ones(self.n, dtype=bool)))
+        return pc + 1
+
+    def _compare(self, stack, pc):
+        b, nb = stack.pop()
+        a, na = stack.pop()
+        nan = not (self.nan_free(a) and self.nan_free(b))
+        stack.append((_compare(int(self.ops[pc]), a, b, nan), _either(na, nb)))
+        return pc + 1
+
+    def _arith(self, stack, pc):
+        b, nb = stack.pop()
+        a, na = stack.pop()
+        with np.errstate(all="ignore"):  # inf - inf is NaN, as in the VM
+            value = _ARITH[int(self.ops[pc])](_as_double(a), _as_double(b))
+        stack.append((value, _either(na, nb)))
+        return pc + 1
+
+    def _neg(self, stack, pc):
+        a, na = stack.pop()
+        stack.append((-_as_double(a), na))
+        return pc + 1
+
+    def _to_float(self, stack, pc):
+        a, na = stack.pop()
+        stack.append((np.asarray(a, dtype=np.float32).astype(np.float64), na))
+        return pc + 1
+
+    def _logic(self, stack, pc):
+        b, nb = stack.pop()
+        a, na = stack.pop()
+        stack.append(_and(a, na, b, nb) if int(self.ops[pc]) == C_AND else _or(a, na, b, nb))
+        return pc + 1
+
+    def _not(self, stack, pc):
+        a, na = stack.pop()
+        stack.append((~_truth(a), na))
+        return pc + 1
+
+    def _is_null(self, stack, pc):
+        a, na = stack.pop()
+        isnull = np.zeros(self.n, dtype=bool) if na is None else na
+        stack.append((isnull if int(self.ops[pc]) == C_ISNULL else ~isnull, None))
+        return pc + 1
+
+    def _short(self, stack, pc):
+        return pc + 2  # only skips work whose errors cannot occur in this subset
+
+    def _jump(self, stack, pc):
+        if int(self.ops[pc + 1]) >= 0:
+            raise _Unsupported(C_JUMP)
+        return None
 
     def exact_const(self, index: int, scale: int) -> float:
         """The exact lane's constant as X_TO_DOUBLE gives it: the nearest double to
@@ -178,6 +200,16 @@ class _Program:
             inside = (at >= starts) & (at < ends)
             isnull[at[inside]] = True
         return v, isnull
+
+
+#: the condition VM's opcodes (compile.opcodes) the masks compute -> their numpy kernel;
+#: an opcode not here makes vector_masks return None (the VM decides)
+KERNELS = {C_LOAD: _Program._load, C_CONST: _Program._const, X_CONST: _Program._exact_const,
+           C_NULL: _Program._null, C_NEG: _Program._neg, C_TO_FLOAT: _Program._to_float,
+           C_NOT: _Program._not, C_AND: _Program._logic, C_OR: _Program._logic,
+           C_ISNULL: _Program._is_null, C_ISNOTNULL: _Program._is_null,
+           C_SHORT_AND: _Program._short, C_SHORT_OR: _Program._short, C_JUMP: _Program._jump,
+           **dict.fromkeys(_COMPARE, _Program._compare), **dict.fromkeys(_ARITH, _Program._arith)}
 
 
 def _either(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:

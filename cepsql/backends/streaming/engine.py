@@ -38,7 +38,7 @@ from cepsql.compile.query_plan import SortColumn
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.ordering import sort_table
 from cepsql.runtime.worker import CHUNK_ROWS, window_micros
-from cepsql.backends.streaming.ipc import concat
+from cepsql.backends.streaming.ipc import concat, from_bytes, to_bytes
 
 NO_TIMER = -1
 
@@ -53,6 +53,41 @@ class KeyState:
     released_us: int = -(1 << 62)     # rows below this event time went to the evaluator
     closed: int = 1                   # nothing undecided in held
     late: int = 0                     # rows dropped as late (for this key)
+
+
+#: a KeyState's stored fields -> how each is read from it
+_STORED = {"held": lambda s: to_bytes(s.held), "pending": lambda s: to_bytes(s.pending),
+           **{f"c{k}": (lambda s, k=k: int(s.carry[k])) for k in range(4)},
+           "released": lambda s: int(s.released_us), "closed": lambda s: int(s.closed),
+           "late": lambda s: int(s.late), "evaluator": lambda s: bytes(s.evaluator or b"")}
+#: the order of processor's stored tuple (checkpoint layout: do not reorder)
+STORED_FIELDS = ("held", "pending", "c0", "c1", "c2", "c3", "released", "closed", "late",
+                 "evaluator")
+
+
+def stored_values(s: KeyState, names=STORED_FIELDS) -> tuple:
+    """The named fields of a key state as stored in Spark state: rows as Arrow IPC bytes,
+    counters as int, the evaluator's carry-over as bytes (the one encoding the single
+    pattern processor and the workload's per-pattern table share)."""
+    return tuple(_STORED[name](s) for name in names)
+
+
+def state_from_values(values, names=STORED_FIELDS) -> KeyState:
+    """stored_values' inverse; fields not named keep KeyState's defaults."""
+    d = dict(zip(names, values))
+    out = KeyState()
+    if "held" in d:
+        out.held = from_bytes(d["held"])
+    if "pending" in d:
+        out.pending = from_bytes(d["pending"])
+    if "evaluator" in d:
+        out.evaluator = bytes(d["evaluator"] or b"")
+    if "c0" in d:
+        out.carry = [d[f"c{k}"] for k in range(4)]
+    for name, attr in (("released", "released_us"), ("closed", "closed"), ("late", "late")):
+        if name in d:
+            setattr(out, attr, d[name])
+    return out
 
 
 @dataclass

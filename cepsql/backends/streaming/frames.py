@@ -11,7 +11,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from cepsql.algebra.expressions import ColumnRef
-from cepsql.algebra.pattern import Anchor
+from cepsql.algebra.pattern import Anchor, walk as walk_pattern
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
@@ -97,7 +97,7 @@ def check_streamable_spec(plan: QueryPlan) -> None:
         raise CepUnsupportedError("STRATEGY STRICT_CONTIGUITY with PARTITION BY is not "
                                   "supported over a stream (it needs the global order)")
     if spec.strategy is None:
-        for node in _pattern_nodes(spec.pattern):
+        for node in walk_pattern(spec.pattern):
             if isinstance(node, Anchor) and node.kind == "end":
                 raise CepUnsupportedError("the $ anchor (end of partition) never matches over "
                                           "an unbounded stream", pos=_pattern_pos(spec))
@@ -120,16 +120,10 @@ def check_streamable_worker(worker) -> None:
 
 def _pattern_pos(spec) -> int | None:
     """Where the PATTERN is (its first variable; anchors carry no position)."""
-    for node in _pattern_nodes(spec.pattern):
+    for node in walk_pattern(spec.pattern):
         if getattr(node, "pos", None) is not None:
             return node.pos
     return None
-
-
-def _pattern_nodes(node):
-    yield node
-    for child in getattr(node, "items", ()) + ((node.child,) if hasattr(node, "child") else ()):
-        yield from _pattern_nodes(child)
 
 
 def use_rocksdb(df: DataFrame) -> None:

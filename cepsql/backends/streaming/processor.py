@@ -17,7 +17,8 @@ import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
-from cepsql.backends.streaming.engine import NO_TIMER, KeyState, StreamEngine, new_engine
+from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
+                                              state_from_values, stored_values)
 from cepsql.backends.streaming.ipc import check_layout, from_bytes, layout_header, to_bytes
 from cepsql.backends.streaming.packing import DEFAULT_BUCKETS, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
 
@@ -197,15 +198,11 @@ def decode_keys(data: bytes, buckets: int | None = None) -> dict[str, tuple[tupl
 
 def state_to_row(s: KeyState) -> tuple:
     """A key's state as the tuple stored for it (rows as Arrow IPC)."""
-    return (to_bytes(s.held), to_bytes(s.pending), *[int(c) for c in s.carry],
-            int(s.released_us), int(s.closed), int(s.late), s.evaluator)
+    return stored_values(s)
 
 
 def state_from_row(row) -> KeyState:
-    held, pending, c0, c1, c2, c3, released, closed, late, evaluator = row
-    return KeyState(held=from_bytes(held), evaluator=bytes(evaluator or b""),
-                    pending=from_bytes(pending), carry=[c0, c1, c2, c3],
-                    released_us=released, closed=closed, late=late)
+    return state_from_values(row)
 
 
 def stored_bytes(row: tuple) -> int:

@@ -46,7 +46,8 @@ from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import (TAG, PassPattern, SharedPass, plan_pass, result_column,
                                     tag_batch)
 from cepsql.exprs.spark_arrow import arrow_schema
-from cepsql.backends.streaming.engine import NO_TIMER, KeyState, StreamEngine, new_engine
+from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
+                                              state_from_values, stored_values)
 from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, use_rocksdb
 from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, to_bytes
 from cepsql.backends.streaming.shared_key import SharedKeyEngine, shared_members
@@ -62,6 +63,7 @@ STATE_SCHEMA = StructType([StructField("pending", BinaryType()),
                            StructField("late", LongType()),
                            StructField("patterns", BinaryType()),
                            StructField("workload", StringType())])
+_SHARED_FIELDS = ("pending", "released", "late")  # the key's shared KeyState in STATE_SCHEMA
 
 
 # --- the per-key engine (no Spark) -------------------------------------------------------
@@ -142,15 +144,10 @@ def state_to_row(state: WorkloadKeyState, workload: str) -> tuple:
     """A key's state as the one STATE_SCHEMA value stored for it (the patterns' table has
     one more row, the shared DAG's, when the group runs one)."""
     own = state.patterns + ([state.dag] if state.dag is not None else [])
-    columns = {"held": pa.array([to_bytes(s.held) for s in own], pa.binary()),
-               "evaluator": pa.array([s.evaluator for s in own], pa.binary())}
-    for k in range(4):
-        columns[f"c{k}"] = pa.array([int(s.carry[k]) for s in own], pa.int64())
-    columns["closed"] = pa.array([int(s.closed) for s in own], pa.int64())
+    values = [stored_values(s, PATTERN_STATE.names) for s in own]
+    columns = {name: [v[i] for v in values] for i, name in enumerate(PATTERN_STATE.names)}
     patterns = to_bytes(pa.table(columns, schema=PATTERN_STATE))
-    shared = state.shared
-    return (to_bytes(shared.pending), int(shared.released_us), int(shared.late), patterns,
-            workload)
+    return (*stored_values(state.shared, _SHARED_FIELDS), patterns, workload)
 
 
 def state_from_row(row, n_patterns: int, workload: str, dag: bool = False
@@ -161,7 +158,7 @@ def state_from_row(row, n_patterns: int, workload: str, dag: bool = False
             "the checkpoint's cepsql streaming state of a workload was written by another "
             f"state layout (this cepsql reads version {STATE_LAYOUT_VERSION}): start the "
             "query from a new checkpoint location")
-    shared = KeyState(pending=from_bytes(pending), released_us=released, late=late)
+    shared = state_from_values((pending, released, late), _SHARED_FIELDS)
     table = from_bytes(patterns)
     n = n_patterns + int(dag)
     if stored != workload or table is None or table.num_rows != n:
@@ -169,8 +166,7 @@ def state_from_row(row, n_patterns: int, workload: str, dag: bool = False
                               "other pattern views (was a view of the workload added, "
                               "replaced or dropped? start the query from a new checkpoint)")
     d = table.to_pydict()
-    own = [KeyState(held=from_bytes(d["held"][i]), evaluator=bytes(d["evaluator"][i] or b""),
-                    carry=[d[f"c{k}"][i] for k in range(4)], closed=d["closed"][i])
+    own = [state_from_values([d[name][i] for name in table.column_names], table.column_names)
            for i in range(n)]
     return WorkloadKeyState(shared, own[:n_patterns], own[n_patterns] if dag else None)
 
