@@ -22,7 +22,7 @@ import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepUnsupportedError
 from cepsql.backends.local.engine import to_arrow
 from cepsql.runtime import spark_folds
-from cepsql.analyze.aggregates import result_type
+from cepsql.analyze.aggregate_functions import result_type
 from cepsql.reference.sql import evaluate_reference
 from cepsql.runtime.spark_folds import fold_groups, fold_one
 from support.sqlhelp import loc, plain, run as run_local
