@@ -27,7 +27,7 @@ import pandas as pd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import cepsql  # noqa: E402
-from cepsql.runtime import program  # noqa: E402
+from cepsql.compile import program  # noqa: E402
 
 
 def _sql(n: int) -> str:
