@@ -48,13 +48,11 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-ctypedef long long i64
-ctypedef unsigned long long u64
 
-include "condition_ops.pxi"
-include "buffers.pxi"
-include "aggregate_ops.pxi"
-include "match_order.pxi"
+from cepsql._ext.buffers cimport *
+from cepsql._ext.vm cimport *
+from cepsql._ext.aggregates cimport *
+from cepsql._ext.match_order cimport MatchOrder, _cmp_match, _sort_matches
 
 
 cdef enum: A_LIST = 6   # a MEASURES row list (LIST/ROWS: gathered.py folds it)
@@ -130,7 +128,7 @@ cdef inline void _region_sides(const i64* mcomp, const i64* pos, i64 start, i64 
             has_hi[0] = True
 
 
-cdef class CepMatcher:
+cdef class CepMatcher(ConditionHost):
     """One compiled CEP query; ``run`` evaluates every partition of a chunk."""
     # conditions
     cdef int* code
@@ -1892,7 +1890,8 @@ cdef class CepMatcher:
 
     def attach_rows(self, values, nulls):
         """VM rows (as for run()) for conditions checked from outside a run through
-        eval_entry(); the exact columns and constants come from set_exact_columns /
+        eval_explicit (the shared DAG); the exact columns and constants come from
+        set_exact_columns /
         set_consts as for run()."""
         vv = np.ascontiguousarray(values, dtype=np.float64)
         nn = np.ascontiguousarray(nulls, dtype=np.uint8)
@@ -1954,11 +1953,20 @@ cdef class CepMatcher:
         self.n_colptr = n
         self.colptr_ref = refs
 
-    def eval_entry(self):
-        """(address of matcher_eval_explicit, address of this matcher): lets another
-        extension evaluate this pattern's DEFINE conjuncts on explicit matches without
-        the GIL. The caller keeps this matcher alive while it uses them."""
-        return <Py_ssize_t> <void*> _matcher_eval_explicit, <Py_ssize_t> <void*> self
+    cdef bint eval_explicit(self, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
+                            i64 ps, i64 pe) noexcept nogil:
+        """Conjunct c of the pattern at row r (labelled label) on the explicit,
+        row-sorted match pos/lab[0..m), within partition rows [ps, pe) of the rows given
+        to attach_rows: the shared DAG's call (ConditionHost). Evaluated between runs
+        only (it sets the partition bounds)."""
+        cdef i64 saved = self.n_rows
+        cdef bint ok
+        self.ps = ps
+        self.pe = pe
+        self.n_rows = self.att_rows
+        ok = self._eval(c, label, NULL, pos, lab, m, r)
+        self.n_rows = saved
+        return ok
 
     cdef inline int _sibling(self, int node, int parent) noexcept nogil:
         cdef int sib = self.pl_node[parent * 5 + 1]
@@ -3182,18 +3190,3 @@ cdef object _to_numpy(Buf* b):
     if b.n > 0:
         memcpy(out.data, b.data, b.n * sizeof(i64))
     return out
-
-
-cdef bint _matcher_eval_explicit(void* matcher, int c, int label, i64* pos, i64* lab,
-                                 i64 m, i64 r, i64 ps, i64 pe) noexcept nogil:
-    """Conjunct c of the matcher's pattern at row r (labelled label) on the explicit,
-    row-sorted match pos/lab[0..m), within partition rows [ps, pe) of the rows given to
-    attach_rows. Evaluated between runs only (it sets the matcher's partition bounds)."""
-    cdef i64 saved = (<CepMatcher> matcher).n_rows
-    cdef bint ok
-    (<CepMatcher> matcher).ps = ps
-    (<CepMatcher> matcher).pe = pe
-    (<CepMatcher> matcher).n_rows = (<CepMatcher> matcher).att_rows
-    ok = (<CepMatcher> matcher)._eval(c, label, NULL, pos, lab, m, r)
-    (<CepMatcher> matcher).n_rows = saved
-    return ok

@@ -30,12 +30,11 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-ctypedef long long i64
 
 # pattern program opcodes (cepsql/runtime/program.py)
-include "condition_ops.pxi"
-include "buffers.pxi"
-include "aggregate_ops.pxi"
+from cepsql._ext.buffers cimport *
+from cepsql._ext.vm cimport *
+from cepsql._ext.aggregates cimport *
 
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
@@ -53,7 +52,7 @@ cdef enum: OP_PERM_TRY = 12
 cdef enum: OP_FAIL = 13
 cdef enum: OP_CLEAR = 14
 
-# condition opcodes and aggregate function codes: condition_ops.pxi
+# condition opcodes and aggregate function codes: vm.pxd
 
 # skip modes
 cdef enum: SKIP_PAST_LAST = 0

@@ -17,8 +17,8 @@ planned evaluator). The pattern's own CepMatcher then finishes the candidates ex
 it finishes its own trees' (late conjuncts, NOT checks, R7, measures, output) --
 ``CepMatcher.set_candidates``.
 
-Conditions run in the owner pattern's condition VM (``CepMatcher.eval_entry``: a C
-function taking the matcher, called without the GIL); the matchers must have the chunk's
+Conditions run in the owner pattern's condition VM (its CepMatcher as a
+``ConditionHost``, cepsql/_ext/vm.pxd: a typed call without the GIL); the matchers must have the chunk's
 rows attached (``attach_rows``). A join scans only the part of the sibling's store
 that can pass: along a store the newest row never decreases, so the instances outside the
 parent's window and those an order check against the store's newest slot fails are a
@@ -39,12 +39,9 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-ctypedef long long i64
 
-include "buffers.pxi"
-
-ctypedef bint (*eval_fn)(void* matcher, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
-                         i64 ps, i64 pe) noexcept nogil
+from cepsql._ext.buffers cimport i64, Buf, buf_reserve, buf_push
+from cepsql._ext.vm cimport ConditionHost
 
 # check kinds (node and binding check tables: kind, a, b)
 cdef enum: K_ORDER = 0     # row of slot a < row of slot b
@@ -105,9 +102,8 @@ cdef class SharedDag:
     cdef int* bd_slot          # (pairs)
     cdef int* bd_chk_start
     cdef int* bd_chk
-    cdef eval_fn* pat_fn
-    cdef void** pat_matcher
-    cdef object matchers_ref
+    cdef void** pat_host       # per pattern: its ConditionHost (borrowed from hosts)
+    cdef list hosts
     # state of a run
     cdef Buf* store            # per node: records (first row, m, m rows, m slots)
     cdef i64* live             # per node: instances after the last compaction
@@ -141,15 +137,16 @@ cdef class SharedDag:
         self.store = NULL
         self.c_cand = NULL
 
-    def __init__(self, dict arrays, list entries, matchers):
-        """arrays: the int/float arrays of dag_arrays.dag_arrays; entries: per pattern
-        (eval function address, matcher address) from CepMatcher.eval_entry();
-        matchers: kept alive as long as this object."""
+    def __init__(self, dict arrays, list hosts):
+        """arrays: the int/float arrays of dag_arrays.dag_arrays; hosts: per pattern the
+        ConditionHost (its CepMatcher) whose VM runs its conditions, or None for a
+        pattern the DAG never tests; held for as long as this object."""
         cdef int i, k
-        self.matchers_ref = matchers
+        cdef ConditionHost host
+        self.hosts = list(hosts)
         self.n_nodes = len(arrays["nd_left"])
         self.n_bind = len(arrays["bd_pattern"])
-        self.n_pat = len(entries)
+        self.n_pat = len(self.hosts)
         self.nd_left = <int*> _copy_i32(arrays["nd_left"])
         self.nd_right = <int*> _copy_i32(arrays["nd_right"])
         self.nd_arity = <int*> _copy_i32(arrays["nd_arity"])
@@ -197,11 +194,13 @@ cdef class SharedDag:
         self.bd_slot = <int*> _copy_i32(arrays["bd_slot"])
         self.bd_chk_start = <int*> _copy_i32(arrays["bd_chk_start"])
         self.bd_chk = <int*> _copy_i32(arrays["bd_chk"])
-        self.pat_fn = <eval_fn*> calloc(self.n_pat + 1, sizeof(eval_fn))
-        self.pat_matcher = <void**> calloc(self.n_pat + 1, sizeof(void*))
-        for i, (fn, matcher) in enumerate(entries):
-            self.pat_fn[i] = <eval_fn> <void*> <Py_ssize_t> fn
-            self.pat_matcher[i] = <void*> <Py_ssize_t> matcher
+        self.pat_host = <void**> calloc(self.n_pat + 1, sizeof(void*))
+        if self.pat_host == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_pat):
+            if self.hosts[i] is not None:
+                host = self.hosts[i]
+                self.pat_host[i] = <void*> host
         self.store = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
@@ -225,8 +224,7 @@ cdef class SharedDag:
         if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
                 self.live == NULL or self.count == NULL or self.n_created == NULL or \
                 self.c_cand == NULL or \
-                self.c_rows == NULL or self.c_comp == NULL or self.pat_fn == NULL or \
-                self.pat_matcher == NULL:
+                self.c_rows == NULL or self.c_comp == NULL:
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
         for i in range(self.n_nodes):
             for k in range(self.nd_use_start[i], self.nd_use_start[i + 1]):
@@ -262,7 +260,7 @@ cdef class SharedDag:
         free(self.tl_start); free(self.tl_leaf); free(self.vm_leaf)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
         free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
-        free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
+        free(self.bd_chk_start); free(self.bd_chk); free(self.pat_host)
 
     # ------------------------------------------------------------------ windows
     cdef inline bint _fits(self, int kind, double w, i64 lo, i64 hi) noexcept nogil:
@@ -373,11 +371,16 @@ cdef class SharedDag:
             a = chk[3 * k + 1]
             b = chk[3 * k + 2]
             for i in range(m):
-                if slots[i] == b and not self.pat_fn[pattern](
-                        self.pat_matcher[pattern], a, labels[b], self.sort_pos,
-                        self.sort_lab, m, rows[i], self.ps, self.pe):
+                if slots[i] == b and not self._cond(
+                        pattern, a, labels[b], self.sort_pos, self.sort_lab, m, rows[i]):
                     return False
         return True
+
+    cdef inline bint _cond(self, int pattern, int c, int label, i64* pos, i64* lab, i64 m,
+                           i64 r) noexcept nogil:
+        """Conjunct c of the pattern in its own condition VM, within this partition."""
+        return (<ConditionHost> self.pat_host[pattern]).eval_explicit(
+            c, label, pos, lab, m, r, self.ps, self.pe)
 
     # ------------------------------------------------------------------ propagation
     cdef inline bint _kleene(self, int node) noexcept nogil:
@@ -732,9 +735,8 @@ cdef class SharedDag:
             for i in range(tm):
                 self.sort_pos[i] = rec[2 + i]
                 self.sort_lab[i] = llab
-            if not self.pat_fn[owner](self.pat_matcher[owner], self.nd_chk[3 * q + 1], llab,
-                                      self.sort_pos, self.sort_lab, tm, rec[2 + tm - 1],
-                                      self.ps, self.pe):
+            if not self._cond(owner, self.nd_chk[3 * q + 1], llab, self.sort_pos,
+                              self.sort_lab, tm, rec[2 + tm - 1]):
                 return False
         return True
 
@@ -767,10 +769,9 @@ cdef class SharedDag:
                     self.sort_pos[j] = vp
                     self.sort_lab[j] = vl
                 sorted_ = 1
-            if not self.pat_fn[self.nd_owner[parent]](
-                    self.pat_matcher[self.nd_owner[parent]], self.nd_chk[3 * q + 1],
-                    plabs[lslot], self.sort_pos, self.sort_lab, m, rec[2 + tm - 1],
-                    self.ps, self.pe):
+            if not self._cond(
+                    self.nd_owner[parent], self.nd_chk[3 * q + 1], plabs[lslot],
+                    self.sort_pos, self.sort_lab, m, rec[2 + tm - 1]):
                 return False
         return True
 
@@ -827,8 +828,7 @@ cdef class SharedDag:
         for k in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
             if self.nd_chk[3 * k] != K_CONJ:
                 continue
-            if not self.pat_fn[p](self.pat_matcher[p], self.nd_chk[3 * k + 1], <int> lab[0],
-                                  pos, lab, 1, r, self.ps, self.pe):
+            if not self._cond(p, self.nd_chk[3 * k + 1], <int> lab[0], pos, lab, 1, r):
                 return False
         return True
 

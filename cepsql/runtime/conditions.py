@@ -1,7 +1,7 @@
 """Compile localized DEFINE conditions into bytecode for the Cython condition VM.
 
 The VM is a stack machine over (value, null flag) slots with two value lanes (see
-cython_ext/condition_ops.pxi): a double lane for DOUBLE/FLOAT, booleans and string
+cepsql/_ext/vm.pxd): a double lane for DOUBLE/FLOAT, booleans and string
 ranks, and an exact 128-bit lane for integral types, DECIMAL (unscaled), TIMESTAMP
 (microseconds), DATE (days) and day-time intervals. The compiler infers every node's
 Spark type (vm_types.py) and emits typed instructions, so arithmetic and comparisons
@@ -28,7 +28,7 @@ from .rowsets import RefTable
 from .decompose import DIVISOR_GUARD
 from .vm_types import VmType
 
-# opcodes: the one list on this side (cython_ext/condition_ops.pxi is the other)
+# opcodes: the one list on this side (cepsql/_ext/vm.pxd is the other)
 C_CONST, C_NULL, C_LOAD, C_LOAD_CLS, C_MATCHNO, C_AGG = 0, 1, 2, 3, 4, 5
 C_ADD, C_SUB, C_MUL, C_DIV, C_MOD, C_NEG = 10, 11, 12, 13, 14, 15
 C_EQ, C_NE, C_LT, C_LE, C_GT, C_GE = 20, 21, 22, 23, 24, 25
@@ -37,7 +37,7 @@ C_JUMP, C_JUMP_IF_NOT_TRUE, C_JUMP_IF_NOT_NULL, C_POP = 40, 41, 42, 43
 C_SHORT_AND, C_SHORT_OR = 44, 45
 C_FUNC1, C_FUNC2, C_GREATEST, C_LEAST, C_TO_FLOAT, C_TO_INT = 50, 51, 52, 53, 54, 55
 C_ROUND, C_TO_LONG, C_RAISE_IF = 56, 57, 58
-VM_ERR_DIV_ZERO = 2  # condition_ops.pxi
+VM_ERR_DIV_ZERO = 2  # vm.pxd
 X_CONST, X_LOAD, X_AGG, X_DEC, X_INT, X_NEG, X_CMP = 60, 61, 62, 63, 64, 65, 66
 X_TO_DOUBLE, X_RESCALE, X_EXTREME, X_ROUND, X_ABS, X_SIGN, X_TO_BOOL = 67, 68, 69, 70, 71, 72, 73
 X_TO_FLOAT, X_TO_INT = 74, 75
@@ -89,7 +89,7 @@ class ConditionCode:
 MOMENT_FUNCS = ("VAR_SAMP", "VAR_POP", "STDDEV_SAMP", "STDDEV_POP")
 
 
-A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregate_ops.pxi)
+A_DISTINCT = 64  # flag on a DEFINE aggregate's function code (aggregates.pxd)
 
 
 def aggregate_lane(func: str, arg: VmType | None) -> tuple[list[int], VmType]:

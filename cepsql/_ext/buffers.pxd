@@ -1,7 +1,18 @@
-# Growable int64 output buffers and double<->int64 bit casts, shared (textually included)
-# by the SQL:2016 matcher and the CEP evaluator. NULL_BITS marks a NULL double result.
+"""Growable int64 buffers and double<->int64 bit casts: the one storage idea every
+evaluator shares (run NFA, SQL:2016 matcher, shared DAG). Everything here is `inline`
+so each evaluator's no-GIL loops compile it in place; NULL_BITS marks a NULL double
+result stored in an int64 word."""
+from libc.stdlib cimport realloc
+from libc.string cimport memcpy
 
-cdef const i64 NULL_BITS = 0x7FF8DEADBEEF0001
+ctypedef long long i64
+ctypedef unsigned long long u64
+
+cdef extern from *:
+    """
+    #define CEPSQL_NULL_BITS 0x7FF8DEADBEEF0001LL
+    """
+    const i64 NULL_BITS "CEPSQL_NULL_BITS"
 
 
 cdef struct Buf:
@@ -11,6 +22,7 @@ cdef struct Buf:
 
 
 cdef inline int buf_reserve(Buf* b, i64 extra) noexcept nogil:
+    """Room for `extra` more words; -1 when out of memory (b unchanged)."""
     cdef i64* p
     cdef i64 cap
     if b.n + extra <= b.cap:
