@@ -53,6 +53,7 @@ from cepsql._ext.buffers cimport *
 from cepsql._ext.vm cimport *
 from cepsql._ext.aggregates cimport *
 from cepsql._ext.match_order cimport MatchOrder, _cmp_match, _sort_matches
+from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
 
 
 cdef enum: A_LIST = 6   # a MEASURES row list (LIST/ROWS: gathered.py folds it)
@@ -126,6 +127,30 @@ cdef inline void _region_sides(const i64* mcomp, const i64* pos, i64 start, i64 
         elif comp >= c and comp < d and not has_hi[0]:
             hi[0] = pos[k]
             has_hi[0] = True
+
+
+cdef struct _KleeneCtx:
+    # one Kleene leaf's closures being enumerated (CepMatcher._closures)
+    int leaf, comp, label, parent, then_leaf
+    i64 then_end
+    i64* xp          # the context instance X: rows, components, stride, size, first row
+    i64* xc
+    i64 xst, xm, xmin
+    i64* tc          # components of the closure (all the leaf's)
+    i64* mp          # X and the elements so far, merged by row, and their labels
+    i64* ml
+
+
+cdef bint _cep_fits(void* owner, void* ctx, i64 lo, i64 hi) noexcept nogil:
+    return (<CepMatcher> owner)._fits(lo, hi)
+
+
+cdef int _cep_element_ok(void* owner, void* ctx, i64* rows, i64 n) noexcept nogil:
+    return (<CepMatcher> owner)._element_ok(<_KleeneCtx*> ctx, rows, n)
+
+
+cdef int _cep_closure(void* owner, void* ctx, i64* rows, i64 n) noexcept nogil:
+    return (<CepMatcher> owner)._closure_done(<_KleeneCtx*> ctx, rows, n)
 
 
 cdef class CepMatcher(ConditionHost):
@@ -2093,28 +2118,22 @@ cdef class CepMatcher(ConditionHost):
                        int parent, int then_leaf, i64 then_end) noexcept nogil:
         """Closures of a Kleene leaf (ending at end_row unless -1) in the context of
         instance X (rows xp, components xc, stride xst; the sibling's, joined at parent;
-        none at the root). Depth-first over increasing candidate rows; each element must
-        pass the leaf's own conditions and, with X, the parent's conditions on the leaf's
+        none at the root), enumerated by closures.walk_closures. Each element must pass
+        the leaf's own conditions and, with X, the parent's conditions on the leaf's
         variable (X binds every other variable they read), checked on X plus the elements
         so far (R2: own references RUNNING). Each closure is joined with X at parent, or
         checked as a match (no parent), or -- with then_leaf -- used as the context of
         then_leaf's closures ending at then_end."""
         cdef int comp = self.pl_node[leaf * 5 + 3]
         cdef int term = self.pl_node[leaf * 5], base = self.seq_start[term]
-        cdef int label = self.comps[comp * 4 + 1]
-        cdef i64 lo_n = self.comps[comp * 4 + 2], hi_n = self.comps[comp * 4 + 3]
-        cdef i64 lo_b = -1, hi_b = -1, xmin = -1, xmax = -1, k, n, nc, row, a, b, depth, i, tm
-        cdef int cx, c, kk
+        cdef i64 lo_b = -1, hi_b = -1, xmin = -1, xmax = -1, k, n, nc, row, a
+        cdef int cx
         cdef Buf* s = &self.nd_inst[leaf]
         cdef Buf* e = &self.nd_ent[leaf]
         cdef Buf* d = &self.nd_dfs[leaf]
         cdef i64* cand
-        cdef i64* idx
-        cdef i64* tp
-        cdef i64* tc
-        cdef i64* mp
-        cdef i64* ml
-        cdef bint ok, skip
+        cdef ClosureWalk w
+        cdef _KleeneCtx ctx
         for a in range(xm):
             row = xp[a * xst]
             cx = <int> xc[a * xst]
@@ -2133,90 +2152,81 @@ cdef class CepMatcher(ConditionHost):
             self.oom = 1
             return -1
         cand = d.data
-        idx = cand + (n + 1)
-        tp = idx + (n + 1)
-        tc = tp + (n + 1)
-        mp = tc + (n + 1)            # X + elements so far, merged by row
-        ml = mp + (n + xm + 1)
+        ctx.leaf = leaf
+        ctx.comp = comp
+        ctx.label = self.comps[comp * 4 + 1]
+        ctx.parent = parent
+        ctx.then_leaf = then_leaf
+        ctx.then_end = then_end
+        ctx.xp = xp
+        ctx.xc = xc
+        ctx.xst = xst
+        ctx.xm = xm
+        ctx.xmin = xmin
+        ctx.tc = cand + 3 * (n + 1)
+        ctx.mp = ctx.tc + (n + 1)        # X + elements so far, merged by row
+        ctx.ml = ctx.mp + (n + xm + 1)
+        w.owner = <void*> self
+        w.ctx = &ctx
+        w.fits = _cep_fits
+        w.check = _cep_element_ok
+        w.emit = _cep_closure
+        w.lo_n = self.comps[comp * 4 + 2]
+        w.hi_n = self.comps[comp * 4 + 3]
+        w.end_row = end_row
+        w.xmin = xmin
+        w.xmax = xmax
         nc = 0
         for k in range(n):
             row = e.data[2 * s.data[3 * k]]
-            if not self._alive(row, self.cur_row):
-                continue
-            if row <= lo_b or (hi_b >= 0 and row >= hi_b):
-                continue
-            if end_row >= 0 and row > end_row:
-                continue
-            skip = False
-            for a in range(xm):
-                if xp[a * xst] == row:
-                    skip = True
-                    break
-            if skip:
-                continue
-            if xm > 0 and not self._fits(xmin if xmin < row else row, xmax if xmax > row else row):
-                continue
-            cand[nc] = row
-            nc += 1
-        if nc == 0 or (end_row >= 0 and cand[nc - 1] != end_row):
+            if self._alive(row, self.cur_row):
+                cand[nc] = row
+                nc += 1
+        nc = closure_candidates(&w, cand, nc, xp, xst, xm, lo_b, hi_b)
+        if nc == 0:
             return 0
-        depth = 0
-        idx[0] = -1
-        while True:
-            idx[depth] += 1
-            if idx[depth] >= nc:
-                if depth == 0:
-                    break
-                depth -= 1
-                continue
-            row = cand[idx[depth]]
-            tp[depth] = row
-            tc[depth] = comp
-            if depth > 0 and not self._fits(xmin if (xmin >= 0 and xmin < tp[0]) else tp[0],
-                                            xmax if xmax > row else row):
-                depth -= 1   # later candidates are later still: none fits at this depth
-                continue
-            # trial: X and the elements so far, by row
-            a = 0
-            b = 0
-            tm = xm + depth + 1
-            for i in range(tm):
-                if b > depth or (a < xm and xp[a * xst] < tp[b]):
-                    mp[i] = xp[a * xst]
-                    ml[i] = self.comps[xc[a * xst] * 4 + 1]
-                    a += 1
-                else:
-                    mp[i] = tp[b]
-                    ml[i] = label
-                    b += 1
-            ok = True
-            for kk in range(self.pl_cs[leaf], self.pl_cs[leaf + 1]):
+        return walk_closures(&w, cand, nc, cand + (n + 1), cand + 2 * (n + 1))
+
+    cdef int _element_ok(self, _KleeneCtx* x, i64* tp, i64 n) noexcept nogil:
+        """The closure tp[0..n) of x's leaf may take its newest element: the leaf's
+        non-row-local conjuncts and, with X, the parent's on the leaf's variable, on X
+        and the elements merged by row."""
+        cdef i64 a = 0, b = 0, i, tm = x.xm + n, row = tp[n - 1]
+        cdef int kk, c, label = x.label
+        cdef i64* mp = x.mp
+        cdef i64* ml = x.ml
+        for i in range(tm):
+            if b >= n or (a < x.xm and x.xp[a * x.xst] < tp[b]):
+                mp[i] = x.xp[a * x.xst]
+                ml[i] = self.comps[x.xc[a * x.xst] * 4 + 1]
+                a += 1
+            else:
+                mp[i] = tp[b]
+                ml[i] = label
+                b += 1
+        for kk in range(self.pl_cs[x.leaf], self.pl_cs[x.leaf + 1]):
+            c = self.pl_c[kk]
+            if not self.c_rowlocal[c] and not self._eval(c, label, NULL, mp, ml, tm, row):
+                return 0
+        if x.xm > 0 and x.parent >= 0:
+            for kk in range(self.pl_cs[x.parent], self.pl_cs[x.parent + 1]):
                 c = self.pl_c[kk]
-                if not self.c_rowlocal[c] and not self._eval(c, label, NULL, mp, ml, tm, row):
-                    ok = False
-                    break
-            if ok and xm > 0 and parent >= 0:
-                for kk in range(self.pl_cs[parent], self.pl_cs[parent + 1]):
-                    c = self.pl_c[kk]
-                    if self.conj_label[c] == label and \
-                            not self._eval(c, label, NULL, mp, ml, tm, row):
-                        ok = False
-                        break
-            if not ok:
-                continue
-            if depth + 1 >= lo_n and (end_row < 0 or row == end_row):
-                if then_leaf >= 0:
-                    if self._closures(then_leaf, tp, tc, 1, depth + 1, then_end, parent, -1, -1):
-                        return -1
-                elif parent < 0:
-                    if self._up(leaf, tp, tc, 1, depth + 1, tp[0]):
-                        return -1
-                elif self._join(parent, xp, xc, xst, xm, xmin, tp, tc, 1, depth + 1, tp[0]):
-                    return -1
-            if (hi_n < 0 or depth + 1 < hi_n) and not (end_row >= 0 and row == end_row):
-                depth += 1
-                idx[depth] = idx[depth - 1]
-        return 0
+                if self.conj_label[c] == label and \
+                        not self._eval(c, label, NULL, mp, ml, tm, row):
+                    return 0
+        return 1
+
+    cdef int _closure_done(self, _KleeneCtx* x, i64* tp, i64 n) noexcept nogil:
+        """A closure tp[0..n) of an admitted size: the context of then_leaf's closures,
+        a match (no parent) or joined with X at parent."""
+        cdef i64 i
+        for i in range(n):
+            x.tc[i] = x.comp
+        if x.then_leaf >= 0:
+            return self._closures(x.then_leaf, tp, x.tc, 1, n, x.then_end, x.parent, -1, -1)
+        if x.parent < 0:
+            return self._up(x.leaf, tp, x.tc, 1, n, tp[0])
+        return self._join(x.parent, x.xp, x.xc, x.xst, x.xm, x.xmin, tp, x.tc, 1, n, tp[0])
 
     cdef int _plan_finish(self, int term, i64* rows, i64* cmp, i64 stride,
                           i64 m) noexcept nogil:
