@@ -26,16 +26,94 @@ import numpy as np
 cnp.import_array()
 
 
+cdef class CepSpec:
+    """Everything a CepMatcher is built from, by name: the compiled pattern's arrays
+    (cepsql/runtime/cep_plan.py), the exact lane (xconsts, ansi, dlane, mlane; see
+    vm.pxd), run merging, and the optional parts left None when the pattern has none:
+    NEXT_MATCH guards (proceed), iteration groups (groups .. loop_only; cep_expand's
+    group arrays), NOT programs (not_*) and the tree plan (plan_*). One object instead
+    of positional arrays and set_* calls, so a new part is a named field."""
+    cdef readonly object code, conj_off, conj_label, conj_mask, consts, refs, membership
+    cdef readonly object daggs, comps, seq_start, negs, leaves, maggs, rank, strategy
+    cdef readonly object all_rows, with_unmatched, select_past_last, window_kind
+    cdef readonly object window_size, max_stack, xconsts, ansi, dlane, mlane, merging
+    cdef readonly object proceed, groups, seq_recheck, take_skip, neg_iter, loop_only
+    cdef readonly object not_sub_start, not_seq_start, not_comps, not_early, plan_nodes
+    cdef readonly object plan_leaf_of, plan_after, plan_conj_start, plan_conj, plan_late
+    cdef readonly object plan_rowlocal, plan_neg_start, plan_neg
+
+    def __init__(self, *, code, conj_off, conj_label, conj_mask, consts, refs,
+                 membership, daggs, comps, seq_start, negs, leaves, maggs, rank,
+                 strategy, all_rows, with_unmatched, select_past_last, window_kind,
+                 window_size, max_stack, xconsts, ansi, dlane, mlane, merging=1,
+                 proceed=None, groups=None, seq_recheck=None, take_skip=None,
+                 neg_iter=None, loop_only=None, not_sub_start=None, not_seq_start=None,
+                 not_comps=None, not_early=None, plan_nodes=None, plan_leaf_of=None,
+                 plan_after=None, plan_conj_start=None, plan_conj=None, plan_late=None,
+                 plan_rowlocal=None, plan_neg_start=None, plan_neg=None):
+        self.code = code
+        self.conj_off = conj_off
+        self.conj_label = conj_label
+        self.conj_mask = conj_mask
+        self.consts = consts
+        self.refs = refs
+        self.membership = membership
+        self.daggs = daggs
+        self.comps = comps
+        self.seq_start = seq_start
+        self.negs = negs
+        self.leaves = leaves
+        self.maggs = maggs
+        self.rank = rank
+        self.strategy = strategy
+        self.all_rows = all_rows
+        self.with_unmatched = with_unmatched
+        self.select_past_last = select_past_last
+        self.window_kind = window_kind
+        self.window_size = window_size
+        self.max_stack = max_stack
+        self.xconsts = xconsts
+        self.ansi = ansi
+        self.dlane = dlane
+        self.mlane = mlane
+        self.merging = merging
+        self.proceed = proceed
+        self.groups = groups
+        self.seq_recheck = seq_recheck
+        self.take_skip = take_skip
+        self.neg_iter = neg_iter
+        self.loop_only = loop_only
+        self.not_sub_start = not_sub_start
+        self.not_seq_start = not_seq_start
+        self.not_comps = not_comps
+        self.not_early = not_early
+        self.plan_nodes = plan_nodes
+        self.plan_leaf_of = plan_leaf_of
+        self.plan_after = plan_after
+        self.plan_conj_start = plan_conj_start
+        self.plan_conj = plan_conj
+        self.plan_late = plan_late
+        self.plan_rowlocal = plan_rowlocal
+        self.plan_neg_start = plan_neg_start
+        self.plan_neg = plan_neg
+
+
 cdef class CepMatcher(CepState):
     """One compiled CEP query; ``run`` evaluates every partition of a chunk."""
 
-    def __init__(self, cnp.ndarray code, cnp.ndarray conj_off, cnp.ndarray conj_label,
-                 cnp.ndarray conj_mask, cnp.ndarray consts, cnp.ndarray refs,
-                 cnp.ndarray membership, cnp.ndarray daggs, cnp.ndarray comps,
-                 cnp.ndarray seq_start, cnp.ndarray negs, cnp.ndarray leaves,
-                 cnp.ndarray maggs, cnp.ndarray rank, int strategy, int all_rows,
-                 int with_unmatched, int select_past_last, int window_kind,
-                 double window_size, int max_stack):
+    def __init__(self, CepSpec spec):
+        """The matcher of spec's pattern, ready to run."""
+        cdef cnp.ndarray code = spec.code, conj_off = spec.conj_off
+        cdef cnp.ndarray conj_label = spec.conj_label, conj_mask = spec.conj_mask
+        cdef cnp.ndarray consts = spec.consts, refs = spec.refs
+        cdef cnp.ndarray membership = spec.membership, daggs = spec.daggs
+        cdef cnp.ndarray comps = spec.comps, seq_start = spec.seq_start, negs = spec.negs
+        cdef cnp.ndarray leaves = spec.leaves, maggs = spec.maggs, rank = spec.rank
+        cdef int strategy = spec.strategy, all_rows = spec.all_rows
+        cdef int with_unmatched = spec.with_unmatched
+        cdef int select_past_last = spec.select_past_last, window_kind = spec.window_kind
+        cdef double window_size = spec.window_size
+        cdef int max_stack = spec.max_stack
         cdef int i, j, s, t, lab, loff, logical, n_comps
         self.n_labels = rank.shape[0]
         self.code = <int*> self._copy(np.ascontiguousarray(code, dtype=np.int32))
@@ -162,6 +240,20 @@ cdef class CepMatcher(CepState):
             self._reach(self.refs[i * 5 + 3])
         for i in range(self.n_leaves):
             self._reach(self.leaves[i * 6 + 3])
+        self._set_exact(spec.xconsts, spec.ansi, spec.dlane, spec.mlane)
+        self.merging = spec.merging
+        if spec.proceed is not None:
+            self._set_guards(spec.proceed)
+        if spec.groups is not None:
+            self._set_groups(spec.groups, spec.seq_recheck, spec.take_skip, spec.neg_iter,
+                             spec.loop_only)
+        if spec.not_sub_start is not None:
+            self._set_not_programs(spec.not_sub_start, spec.not_seq_start, spec.not_comps,
+                                   spec.not_early)
+        if spec.plan_nodes is not None:
+            self._set_plan(spec.plan_nodes, spec.plan_leaf_of, spec.plan_after,
+                           spec.plan_conj_start, spec.plan_conj, spec.plan_late,
+                           spec.plan_rowlocal, spec.plan_neg_start, spec.plan_neg)
 
     def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
             wts=None, wnulls=None, int open_last=0, int cont=0, breaks=None):

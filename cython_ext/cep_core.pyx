@@ -431,7 +431,7 @@ cdef class CepCore(ConditionHost):
         output row, then per such aggregate (the SQL:2016 worker's layout)."""
         return _to_numpy(&self.lists)
 
-    def set_exact(self, consts, int ansi, dlane, mlane):
+    def _set_exact(self, consts, int ansi, dlane, mlane):
         """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
         the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
         _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)

@@ -428,7 +428,7 @@ cdef class CepRuns(CepTree):
                     state = 1   # a trailing NOT still sees rows to come
         return self._store_match(pos, lab, m, state, self.emit_seq)
 
-    def set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip,
+    def _set_groups(self, cnp.ndarray groups, cnp.ndarray seq_recheck, cnp.ndarray take_skip,
                    neg_iter=None, loop_only=None):
         """Iteration groups of KL over a SEQ or an OR of SEQs (cep_plan: per component
         first, last, min, max of its group, last component of its alternative, next
@@ -492,7 +492,7 @@ cdef class CepRuns(CepTree):
             self.neg_iter = <int*> self._copy(np.ascontiguousarray(neg_iter, dtype=np.int32))
             self.comp_tags = 1
 
-    def set_guards(self, cnp.ndarray proceed):
+    def _set_guards(self, cnp.ndarray proceed):
         """SKIP_TILL_NEXT_MATCH (R5): a run waits in every state of its epsilon closure
         at once, so it ignores a row only when none of them can take it. Runs are forked
         per state eagerly; each carries the labels of its sibling states (proceed[comp]:

@@ -38,7 +38,7 @@ cdef inline void _region_sides(const i64* mcomp, const i64* pos, i64 start, i64 
 
 cdef class CepNot(CepCore):
     """NOT sub-programs (R6) over a match's regions."""
-    def set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
+    def _set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
                          cnp.ndarray comps, cnp.ndarray early):
         """What each NOT negates (cep_plan._not_programs): per program its linear
         sequences of (label, min, max) components, searched with any-match semantics

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The planned evaluator (set_plan): a tree of joins over leaf instances instead of runs,
+"""The planned evaluator (_set_plan): a tree of joins over leaf instances instead of runs,
 each node keeping the instances of its sub-pattern; a Kleene leaf's closures are
 enumerated by closures.walk_closures. Also finishes the candidates the shared DAG forms
 for this pattern (set_candidates, _ext_rows) as it finishes its own trees'."""
@@ -37,7 +37,7 @@ cdef int _cep_closure(void* owner, void* ctx, i64* rows, i64 n) noexcept nogil:
 
 cdef class CepTree(CepOutput):
     """The planned tree evaluator and the shared DAG's candidates."""
-    def set_plan(self, cnp.ndarray nodes, cnp.ndarray leaf_of, cnp.ndarray after,
+    def _set_plan(self, cnp.ndarray nodes, cnp.ndarray leaf_of, cnp.ndarray after,
                  cnp.ndarray conj_start, cnp.ndarray conj, cnp.ndarray late,
                  cnp.ndarray rowlocal, cnp.ndarray neg_start, cnp.ndarray neg):
         """Switch to planned evaluation (arrays from cep_plan._tree_arrays)."""

@@ -94,6 +94,69 @@ cdef struct ThreadList:
     int n_touched
 
 
+cdef class SqlSpec:
+    """Everything a SqlMatcher is built from, by name: the compiled pattern program and
+    conditions (cepsql/runtime/compile.py), SKIP and output modes, the window (kind 0
+    none, 1 ROWS, 2 INTERVAL in microseconds), the epsilon closure depth and the exact
+    lane (xconsts, ansi, dlane, mlane; see vm.pxd). One object instead of positional
+    arrays and set_* calls."""
+    cdef readonly object prog, n_labels, n_slots, code, cond_off, consts, refs, member
+    cdef readonly object leaves, daggs, maggs, row_local, skip_mode, skip_set, all_rows
+    cdef readonly object empty_mode, full_history, window_kind, window_size, closure_depth
+    cdef readonly object xconsts, ansi, dlane, mlane
+
+    def __init__(self, *, prog, n_labels, n_slots, code, cond_off, consts, refs, member,
+                 leaves, daggs, maggs, row_local, skip_mode, skip_set, all_rows,
+                 empty_mode, full_history, window_kind, window_size, closure_depth,
+                 xconsts, ansi, dlane, mlane):
+        self.prog = prog
+        self.n_labels = n_labels
+        self.n_slots = n_slots
+        self.code = code
+        self.cond_off = cond_off
+        self.consts = consts
+        self.refs = refs
+        self.member = member
+        self.leaves = leaves
+        self.daggs = daggs
+        self.maggs = maggs
+        self.row_local = row_local
+        self.skip_mode = skip_mode
+        self.skip_set = skip_set
+        self.all_rows = all_rows
+        self.empty_mode = empty_mode
+        self.full_history = full_history
+        self.window_kind = window_kind
+        self.window_size = window_size
+        self.closure_depth = closure_depth
+        self.xconsts = xconsts
+        self.ansi = ansi
+        self.dlane = dlane
+        self.mlane = mlane
+
+
+cdef class SqlResult:
+    """What SqlMatcher.run returns, on success and on a runtime error alike. error: 0,
+    or the runtime error code (ERR_*; match_no is then the matches numbered so far and
+    the output is partial: the caller raises). rows, match_numbers, leaves[n_out, n_leaves],
+    aggregates[n_out, n_maggs, 2], list_rows: the output; resume: (resume_pos, match_no,
+    covered) of the last partition."""
+    cdef readonly int error
+    cdef readonly i64 match_no
+    cdef readonly object rows, match_numbers, leaves, aggregates, list_rows, resume
+
+    def __init__(self, int error, i64 match_no, rows, match_numbers, leaves, aggregates,
+                 list_rows, resume):
+        self.error = error
+        self.match_no = match_no
+        self.rows = rows
+        self.match_numbers = match_numbers
+        self.leaves = leaves
+        self.aggregates = aggregates
+        self.list_rows = list_rows
+        self.resume = resume
+
+
 cdef class SqlMatcher:
     """One compiled query. ``run`` matches every partition of a chunk of sorted rows."""
     # program
@@ -202,10 +265,16 @@ cdef class SqlMatcher:
     def __cinit__(self):
         self.prog = NULL
 
-    def __init__(self, cnp.ndarray prog, int n_labels, int n_slots,
-                 cnp.ndarray code, cnp.ndarray cond_off, cnp.ndarray consts,
-                 cnp.ndarray refs, cnp.ndarray member, cnp.ndarray leaves,
-                 cnp.ndarray daggs, cnp.ndarray maggs, cnp.ndarray row_local, int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
+    def __init__(self, SqlSpec spec):
+        """The matcher of spec's pattern, ready to run."""
+        cdef cnp.ndarray prog = spec.prog, code = spec.code, cond_off = spec.cond_off
+        cdef cnp.ndarray consts = spec.consts, refs = spec.refs, member = spec.member
+        cdef cnp.ndarray leaves = spec.leaves, daggs = spec.daggs, maggs = spec.maggs
+        cdef cnp.ndarray row_local = spec.row_local
+        cdef int n_labels = spec.n_labels, n_slots = spec.n_slots
+        cdef int skip_mode = spec.skip_mode, skip_set = spec.skip_set
+        cdef int all_rows = spec.all_rows, empty_mode = spec.empty_mode
+        cdef int full_history = spec.full_history
         cdef int i, t
         prog = np.ascontiguousarray(prog, dtype=np.int32)
         self.n_prog = prog.shape[0]
@@ -301,6 +370,9 @@ cdef class SqlMatcher:
         self.memo_tab = NULL
         self.memo_pend = NULL
         self.memo_cap = self.memo_n = self.pend_n = self.pend_cap = 0
+        self._set_window(spec.window_kind, spec.window_size)
+        self._set_closure_depth(spec.closure_depth)
+        self._set_exact(spec.xconsts, spec.ansi, spec.dlane, spec.mlane)
 
     cdef void _required_masks(self):
         """req[pc]: the row-local labels (up to 64, one bit each) that every path from pc
@@ -1173,7 +1245,7 @@ cdef class SqlMatcher:
             return False
         return fabs(self.wts[r] - self.wts[self.s]) <= self.window_size
 
-    def set_closure_depth(self, int depth):
+    def _set_closure_depth(self, int depth):
         """Scratch states for epsilon paths up to depth branches (PERMUTE re-enters its
         dispatch once per item, so a path can be longer than the program)."""
         cdef i64* grown
@@ -1210,12 +1282,12 @@ cdef class SqlMatcher:
         return bool(self.memo_ok and self.use_memo and not self.one_pass
                     and self.window_kind == 0)
 
-    def set_window(self, int kind, double size):
+    def _set_window(self, int kind, double size):
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
         self.window_kind = kind
         self.window_size = size
 
-    def set_exact(self, consts, int ansi, dlane, mlane):
+    def _set_exact(self, consts, int ansi, dlane, mlane):
         """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
         the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
         _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
@@ -1253,9 +1325,7 @@ cdef class SqlMatcher:
         cont_pos >= 0: the first partition continues one from the previous chunk, resuming
         at row cont_pos with cont_match_no matches so far and rows < cont_covered matched;
         cont_has_start says whether its true first row is still row 0 (for ``^``).
-        Returns (rows, match_numbers, leaves[n_out, n_leaves], aggregates[n_out, n_maggs],
-        list_rows, (resume_pos, match_no, covered) of the last partition) or
-        (error code, match number) for a runtime error.
+        Returns a SqlResult (its error set for a runtime error).
         """
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
@@ -1421,9 +1491,8 @@ cdef class SqlMatcher:
         ag = _to_numpy(&out[3]).reshape(len(rows), self.n_maggs, 2)
         lists = _to_numpy(&out[4])
         self.open_ = 0
-        if err:
-            return err, self.match_no
-        return rows, mns, lv, ag, lists, (resume_pos, resume_mn, resume_cov)
+        return SqlResult(err, self.match_no, rows, mns, lv, ag, lists,
+                         (resume_pos, resume_mn, resume_cov))
 
     cdef void _precompute(self) noexcept nogil:
         """Evaluate once per row the DEFINE conditions that depend on the row alone."""

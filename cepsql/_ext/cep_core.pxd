@@ -32,7 +32,7 @@ cdef enum: R_COMP = 1
 cdef enum: R_CNT = 2
 cdef enum: R_NODE = 3
 cdef enum: R_MASK = 4
-cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see set_guards)
+cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see _set_guards)
 cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
 cdef enum: R_HDR = 7
 cdef extern from *:
@@ -134,7 +134,7 @@ cdef class CepCore(ConditionHost):
     cdef u64* comp_proceed             # NEXT_MATCH: comp -> labels it may proceed to
     cdef u64* comp_leave               # ... and, in a group, those once the walk leaves it
     cdef int walk_left                 # _cross left a group during _proceed_dynamic
-    # planned evaluation (see set_plan)
+    # planned evaluation (see _set_plan)
     cdef int planned, pn
     cdef int* pl_node            # node * 5: term, left, right, comp (leaf) or -1, parent
     cdef int* pl_leaf_of         # component -> its leaf node

@@ -1,4 +1,4 @@
-"""The planned tree evaluator of CEP mode (set_plan) and the finishing of the shared DAG's
+"""The planned tree evaluator of CEP mode (_set_plan) and the finishing of the shared DAG's
 candidates (set_candidates)."""
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memcpy, memset, memmove
