@@ -149,10 +149,13 @@ cdef class CepMatcher(CepState):
         self.window_size = window_size
         self.vstack = <double*> malloc((max_stack + 8) * sizeof(double))
         self.nstack = <unsigned char*> malloc(max_stack + 8)
-        _lane_init(&self.xl, max_stack)
+        if _lane_init(&self.xl, max_stack) or self.vstack == NULL or self.nstack == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         # conjuncts per label
         self.lab_conj_start = <int*> calloc(self.n_labels + 2, sizeof(int))
         self.lab_conj = <int*> malloc((self.n_conj + 1) * sizeof(int))
+        if self.lab_conj_start == NULL or self.lab_conj == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         t = 0
         for lab in range(self.n_labels):
             self.lab_conj_start[lab] = t
@@ -163,6 +166,8 @@ cdef class CepMatcher(CepState):
         self.lab_conj_start[self.n_labels] = t
         # component of a label in each sequence
         self.comp_of = <int*> malloc((self.n_seq * self.n_labels + 1) * sizeof(int))
+        if self.comp_of == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         for i in range(self.n_seq * self.n_labels):
             self.comp_of[i] = -1
         for i in range(n_comps):
@@ -173,6 +178,9 @@ cdef class CepMatcher(CepState):
         self.trk_base = <int*> malloc((self.n_sets + 1) * sizeof(int))
         self.trk_f = <int*> calloc(self.n_sets + 1, sizeof(int))
         self.trk_k = <int*> calloc(self.n_sets + 1, sizeof(int))
+        if self.trk_of_set == NULL or self.trk_set == NULL or self.trk_base == NULL or \
+                self.trk_f == NULL or self.trk_k == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         for i in range(self.n_sets + 1):
             self.trk_of_set[i] = -1
         self.n_trk = 0
@@ -201,6 +209,8 @@ cdef class CepMatcher(CepState):
         self.RW = R_HDR + self.S
         self.tmpst = <i64*> malloc((self.RW + 1) * sizeof(i64))
         self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
+        if self.tmpst == NULL or self.startst == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         self.tpos = NULL
         self.tlab = NULL
         self.neg_memo = NULL
@@ -327,14 +337,14 @@ cdef class CepMatcher(CepState):
         self.lists.n = 0
         self.oom = 0
         if self.cap_path < self.n_rows + 2:
+            if grow_i64(&self.ppos, self.n_rows + 2) or grow_i64(&self.plab, self.n_rows + 2) \
+                    or grow_i64(&self.mpos, self.n_rows + 2) \
+                    or grow_i64(&self.mlab, self.n_rows + 2) \
+                    or grow_i64(&self.mcomp, self.n_rows + 2) \
+                    or grow_i64(&self.tpos, self.n_rows + 2) \
+                    or grow_i64(&self.tlab, self.n_rows + 2):
+                raise MemoryError("cepsql CEP matcher ran out of memory")
             self.cap_path = self.n_rows + 2
-            self.ppos = <i64*> realloc(self.ppos, self.cap_path * sizeof(i64))
-            self.plab = <i64*> realloc(self.plab, self.cap_path * sizeof(i64))
-            self.mpos = <i64*> realloc(self.mpos, self.cap_path * sizeof(i64))
-            self.mlab = <i64*> realloc(self.mlab, self.cap_path * sizeof(i64))
-            self.mcomp = <i64*> realloc(self.mcomp, self.cap_path * sizeof(i64))
-            self.tpos = <i64*> realloc(self.tpos, self.cap_path * sizeof(i64))
-            self.tlab = <i64*> realloc(self.tlab, self.cap_path * sizeof(i64))
         if self.cap_flags < self.n_rows + 1:
             self.cap_flags = self.n_rows + 1
             p = <unsigned char*> realloc(self.covered, self.cap_flags)

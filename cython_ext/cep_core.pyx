@@ -38,9 +38,11 @@ cdef class CepCore(ConditionHost):
         if poff > self.lookahead:
             self.lookahead = poff
 
-    cdef void* _copy(self, cnp.ndarray arr):
+    cdef void* _copy(self, cnp.ndarray arr) except NULL:
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
         cdef void* p = malloc(nbytes)
+        if p == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         if arr.nbytes > 0:
             memcpy(p, arr.data, arr.nbytes)
         return p
@@ -149,10 +151,10 @@ cdef class CepCore(ConditionHost):
     cdef i64* _drows(self, i64 need) noexcept nogil:
         """The DISTINCT scratch with room for need rows (NULL: out of memory)."""
         if need > self.drows_cap:
-            self.drows = <i64*> realloc(self.drows, need * sizeof(i64))
-            self.drows_cap = need if self.drows != NULL else 0
-            if self.drows == NULL:
+            if grow_i64(&self.drows, need):
                 self.oom = 1
+                return NULL
+            self.drows_cap = need
         return self.drows
 
     cdef void _distinct_take(self, int k, i64* st, i64 r, int label, double* dv,

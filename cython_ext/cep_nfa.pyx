@@ -450,6 +450,9 @@ cdef class CepRuns(CepTree):
         self.g_last = <int*> malloc((n + 1) * sizeof(int))
         self.g_min = <int*> malloc((n + 1) * sizeof(int))
         self.g_max = <int*> malloc((n + 1) * sizeof(int))
+        if self.g_alt_last == NULL or self.g_alt_next == NULL or self.g_first == NULL or \
+                self.g_last == NULL or self.g_min == NULL or self.g_max == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
         for i in range(n):
             self.g_first[i] = g[i, 0]
             self.g_last[i] = g[i, 1]

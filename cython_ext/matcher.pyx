@@ -291,7 +291,8 @@ cdef class SqlMatcher:
         stack = max(int(code.size) + 8, 16)
         self.vstack = <double*> malloc(stack * sizeof(double))
         self.nstack = <unsigned char*> malloc(stack)
-        _lane_init(&self.xl, stack)
+        if _lane_init(&self.xl, stack) or self.vstack == NULL or self.nstack == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         refs = np.ascontiguousarray(refs, dtype=np.int32).reshape(-1, 5)
         self.n_refs = refs.shape[0]
         self.refs = <int*> self._copy(refs if refs.size else np.zeros(5, np.int32))
@@ -303,6 +304,8 @@ cdef class SqlMatcher:
         self.leaves = <int*> self._copy(leaves if leaves.size else np.zeros(6, np.int32))
         # tracked sets: every non-universal set a DEFINE reference reads
         self.set_tracked = <int*> malloc(max(self.n_sets, 1) * sizeof(int))
+        if self.set_tracked == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         for i in range(self.n_sets):
             self.set_tracked[i] = -1
         self.n_tracked = 0
@@ -310,6 +313,8 @@ cdef class SqlMatcher:
         # its last row and whether it has one: the other words stay fixed so that states
         # differing only there compare equal
         self.set_first = <unsigned char*> calloc(max(self.n_sets, 1), 1)
+        if self.set_first == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         for i in range(self.n_refs):
             t = self.refs[i * 5]
             if t >= 0 and self.set_tracked[t] < 0:
@@ -325,6 +330,8 @@ cdef class SqlMatcher:
         self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
         self.acc = <i64*> calloc(AGG_W * self.n_maggs + 1, sizeof(i64))
         self.facc = <i64*> calloc(AGG_W * self.n_maggs + 1, sizeof(i64))
+        if self.acc == NULL or self.facc == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         self.row_local = <unsigned char*> self._copy(
             np.ascontiguousarray(row_local, dtype=np.uint8) if row_local.size
             else np.zeros(1, np.uint8))
@@ -342,6 +349,9 @@ cdef class SqlMatcher:
         self.node_label = <int*> malloc(self.cap_nodes * sizeof(int))
         self.node_parent = <i64*> malloc(self.cap_nodes * sizeof(i64))
         self.node_excl = <unsigned char*> malloc(self.cap_nodes)
+        if self.node_row == NULL or self.node_label == NULL or self.node_parent == NULL or \
+                self.node_excl == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         self._list_init(&self.la)
         self._list_init(&self.lb)
         self.tmp = <i64*> malloc((self.n_prog + 2) * self.S * sizeof(i64))
@@ -349,6 +359,9 @@ cdef class SqlMatcher:
         self.label_bit = <int*> malloc(max(n_labels, 1) * sizeof(int))
         self.last_true = <i64*> malloc(max(n_labels, 1) * sizeof(i64))
         self.req = <unsigned long long*> malloc(max(self.n_prog, 1) * sizeof(unsigned long long))
+        if self.tmp == NULL or self.winner == NULL or self.label_bit == NULL or \
+                self.last_true == NULL or self.req == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         self._required_masks()
         self.perm_slot = -1
         self.perm_n = 0
@@ -438,22 +451,27 @@ cdef class SqlMatcher:
                 return 0
         return 1
 
-    cdef void* _copy(self, cnp.ndarray arr):
+    cdef void* _copy(self, cnp.ndarray arr) except NULL:
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
         cdef void* p = malloc(nbytes)
+        if p == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         if arr.nbytes > 0:
             memcpy(p, cnp.PyArray_DATA(arr), arr.nbytes)
         return p
 
-    cdef void _list_init(self, ThreadList* L):
+    cdef int _list_init(self, ThreadList* L) except -1:
         cdef int i
         L.n = 0
         L.cap = 16
         L.pcs = <int*> malloc(L.cap * sizeof(int))
         L.states = <i64*> malloc(L.cap * self.S * sizeof(i64) + 8)
         L.next_same = <int*> malloc(L.cap * sizeof(int))
-        L.head = <int*> malloc(self.n_prog * sizeof(int))
-        L.touched = <int*> malloc(self.n_prog * sizeof(int))
+        L.head = <int*> malloc(self.n_prog * sizeof(int) + 8)
+        L.touched = <int*> malloc(self.n_prog * sizeof(int) + 8)
+        if L.pcs == NULL or L.states == NULL or L.next_same == NULL or L.head == NULL or \
+                L.touched == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         L.n_touched = 0
         for i in range(self.n_prog):
             L.head[i] = -1
@@ -686,16 +704,24 @@ cdef class SqlMatcher:
 
     cdef i64 _new_node(self, i64 row, int label, i64 parent, unsigned char excl) noexcept nogil:
         cdef i64 cap
+        cdef int* p_label
+        cdef unsigned char* p_excl
         if self.n_nodes == self.cap_nodes:
             cap = self.cap_nodes * 2
-            self.node_row = <i64*> realloc(self.node_row, cap * sizeof(i64))
-            self.node_label = <int*> realloc(self.node_label, cap * sizeof(int))
-            self.node_parent = <i64*> realloc(self.node_parent, cap * sizeof(i64))
-            self.node_excl = <unsigned char*> realloc(self.node_excl, cap)
-            if (self.node_row == NULL or self.node_label == NULL or self.node_parent == NULL
-                    or self.node_excl == NULL):
+            # each block is replaced only once it grew, so none is lost when one fails
+            if grow_i64(&self.node_row, cap) or grow_i64(&self.node_parent, cap):
                 self.oom = 1
                 return -1
+            p_label = <int*> realloc(self.node_label, cap * sizeof(int))
+            if p_label == NULL:
+                self.oom = 1
+                return -1
+            self.node_label = p_label
+            p_excl = <unsigned char*> realloc(self.node_excl, cap)
+            if p_excl == NULL:
+                self.oom = 1
+                return -1
+            self.node_excl = p_excl
             self.cap_nodes = cap
         self.node_row[self.n_nodes] = row
         self.node_label[self.n_nodes] = label
@@ -865,9 +891,7 @@ cdef class SqlMatcher:
             node = self.node_parent[node]
         node = st[ST_HIST]
         if need > self.drows_cap:
-            self.drows = <i64*> realloc(self.drows, need * sizeof(i64))
-            if self.drows == NULL:
-                self.drows_cap = 0
+            if grow_i64(&self.drows, need):
                 self.oom = 1
                 isnull[0] = 1
                 return
@@ -1366,6 +1390,8 @@ cdef class SqlMatcher:
         self.oom = 0
         free(self.pre)
         self.pre = <unsigned char*> malloc(self.n_labels * self.n_rows + 1)
+        if self.pre == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         with nogil:
             for k in range(n_parts):
                 self.pstart = bb[k]

@@ -46,6 +46,16 @@ cdef inline int buf_push(Buf* b, i64 v) noexcept nogil:
     return 0
 
 
+cdef inline int grow_i64(i64** p, i64 n) noexcept nogil:
+    """Resize the block *p to n words; -1 when out of memory (*p unchanged, still
+    owned by the caller), unlike `p = realloc(p, ...)` which would lose it."""
+    cdef i64* q = <i64*> realloc(p[0], n * sizeof(i64))
+    if q == NULL:
+        return -1
+    p[0] = q
+    return 0
+
+
 cdef inline double _bits_to_double(i64 x) noexcept nogil:
     cdef double d
     memcpy(&d, &x, sizeof(double))

@@ -224,7 +224,7 @@ cdef class CepCore(ConditionHost):
     cdef i64 att_rows            # their number (run()'s n_rows stays the carried chunk's)
 
     cdef void _reach(self, int poff)
-    cdef void* _copy(self, cnp.ndarray arr)
+    cdef void* _copy(self, cnp.ndarray arr) except NULL
 
     cdef inline bint _fits(self, i64 lo, i64 hi) noexcept nogil:
         if self.window_kind == 0:
