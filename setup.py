@@ -1,9 +1,9 @@
 """Build the Cython evaluators in cython_ext/ as modules inside the cepsql package.
 
 The typed interfaces the evaluators share (buffers, the condition VM, aggregates, match
-order, tree joins) are .pxd files under cepsql/_ext/, where Cython looks for the
-declarations of a `cepsql._ext.<name>` module: each is compiled once (cython_ext/<name>.pyx)
-and `cimport`ed by the others."""
+order, Kleene-closure enumeration, the CEP evaluator's layers) are .pxd files under
+cepsql/_ext/, where Cython looks for the declarations of a `cepsql._ext.<name>` module:
+what is not `inline` there is compiled once (cython_ext/<name>.pyx) and `cimport`ed."""
 import glob
 import os
 
@@ -30,7 +30,7 @@ extensions = [
         "cepsql._ext." + os.path.splitext(os.path.basename(path))[0],
         [path],
         include_dirs=[numpy.get_include(), "cython_ext"],
-        extra_compile_args=["-O3"],
+        extra_compile_args=["-O3", "--param=inline-unit-growth=400", "--param=max-inline-insns-single=800"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for path in sorted(glob.glob("cython_ext/*.pyx"))
