@@ -1,4 +1,9 @@
-"""Build the Cython evaluators in cython_ext/ as modules inside the cepsql package."""
+"""Build the Cython evaluators in cython_ext/ as modules inside the cepsql package.
+
+The typed interfaces the evaluators share (buffers, the condition VM, aggregates, match
+order, Kleene-closure enumeration, the CEP evaluator's layers) are .pxd files under
+cepsql/_ext/, where Cython looks for the declarations of a `cepsql._ext.<name>` module:
+what is not `inline` there is compiled once (cython_ext/<name>.pyx) and `cimport`ed."""
 import glob
 import os
 
@@ -8,6 +13,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 JOBS = os.cpu_count() or 1
+ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 class ParallelBuildExt(build_ext):
@@ -23,8 +29,8 @@ extensions = [
     Extension(
         "cepsql._ext." + os.path.splitext(os.path.basename(path))[0],
         [path],
-        include_dirs=[numpy.get_include()],
-        extra_compile_args=["-O3"],
+        include_dirs=[numpy.get_include(), "cython_ext"],
+        extra_compile_args=["-O3", "--param=inline-unit-growth=400", "--param=max-inline-insns-single=800"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for path in sorted(glob.glob("cython_ext/*.pyx"))
@@ -36,6 +42,7 @@ setup(
         extensions,
         language_level=3,
         nthreads=JOBS,
+        include_path=[ROOT],
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
     )
 )

@@ -30,12 +30,11 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-ctypedef long long i64
 
-# pattern program opcodes (cepsql/compile/program.py)
-include "condition_ops.pxi"
-include "buffers.pxi"
-include "aggregate_ops.pxi"
+# pattern program opcodes (cepsql/runtime/program.py)
+from cepsql._ext.buffers cimport *
+from cepsql._ext.vm cimport *
+from cepsql._ext.aggregates cimport *
 
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
@@ -53,7 +52,7 @@ cdef enum: OP_PERM_TRY = 12
 cdef enum: OP_FAIL = 13
 cdef enum: OP_CLEAR = 14
 
-# condition opcodes and aggregate function codes: condition_ops.pxi
+# condition opcodes and aggregate function codes: vm.pxd
 
 # skip modes
 cdef enum: SKIP_PAST_LAST = 0
@@ -93,6 +92,69 @@ cdef struct ThreadList:
     int* head           # pc -> first thread at that pc (-1)
     int* touched        # pcs with a head set, for reset
     int n_touched
+
+
+cdef class SqlSpec:
+    """Everything a SqlMatcher is built from, by name: the compiled pattern program and
+    conditions (cepsql/runtime/compile.py), SKIP and output modes, the window (kind 0
+    none, 1 ROWS, 2 INTERVAL in microseconds), the epsilon closure depth and the exact
+    lane (xconsts, ansi, dlane, mlane; see vm.pxd). One object instead of positional
+    arrays and set_* calls."""
+    cdef readonly object prog, n_labels, n_slots, code, cond_off, consts, refs, member
+    cdef readonly object leaves, daggs, maggs, row_local, skip_mode, skip_set, all_rows
+    cdef readonly object empty_mode, full_history, window_kind, window_size, closure_depth
+    cdef readonly object xconsts, ansi, dlane, mlane
+
+    def __init__(self, *, prog, n_labels, n_slots, code, cond_off, consts, refs, member,
+                 leaves, daggs, maggs, row_local, skip_mode, skip_set, all_rows,
+                 empty_mode, full_history, window_kind, window_size, closure_depth,
+                 xconsts, ansi, dlane, mlane):
+        self.prog = prog
+        self.n_labels = n_labels
+        self.n_slots = n_slots
+        self.code = code
+        self.cond_off = cond_off
+        self.consts = consts
+        self.refs = refs
+        self.member = member
+        self.leaves = leaves
+        self.daggs = daggs
+        self.maggs = maggs
+        self.row_local = row_local
+        self.skip_mode = skip_mode
+        self.skip_set = skip_set
+        self.all_rows = all_rows
+        self.empty_mode = empty_mode
+        self.full_history = full_history
+        self.window_kind = window_kind
+        self.window_size = window_size
+        self.closure_depth = closure_depth
+        self.xconsts = xconsts
+        self.ansi = ansi
+        self.dlane = dlane
+        self.mlane = mlane
+
+
+cdef class SqlResult:
+    """What SqlMatcher.run returns, on success and on a runtime error alike. error: 0,
+    or the runtime error code (ERR_*; match_no is then the matches numbered so far and
+    the output is partial: the caller raises). rows, match_numbers, leaves[n_out, n_leaves],
+    aggregates[n_out, n_maggs, 2], list_rows: the output; resume: (resume_pos, match_no,
+    covered) of the last partition."""
+    cdef readonly int error
+    cdef readonly i64 match_no
+    cdef readonly object rows, match_numbers, leaves, aggregates, list_rows, resume
+
+    def __init__(self, int error, i64 match_no, rows, match_numbers, leaves, aggregates,
+                 list_rows, resume):
+        self.error = error
+        self.match_no = match_no
+        self.rows = rows
+        self.match_numbers = match_numbers
+        self.leaves = leaves
+        self.aggregates = aggregates
+        self.list_rows = list_rows
+        self.resume = resume
 
 
 cdef class SqlMatcher:
@@ -203,10 +265,16 @@ cdef class SqlMatcher:
     def __cinit__(self):
         self.prog = NULL
 
-    def __init__(self, cnp.ndarray prog, int n_labels, int n_slots,
-                 cnp.ndarray code, cnp.ndarray cond_off, cnp.ndarray consts,
-                 cnp.ndarray refs, cnp.ndarray member, cnp.ndarray leaves,
-                 cnp.ndarray daggs, cnp.ndarray maggs, cnp.ndarray row_local, int skip_mode, int skip_set, int all_rows, int empty_mode, int full_history):
+    def __init__(self, SqlSpec spec):
+        """The matcher of spec's pattern, ready to run."""
+        cdef cnp.ndarray prog = spec.prog, code = spec.code, cond_off = spec.cond_off
+        cdef cnp.ndarray consts = spec.consts, refs = spec.refs, member = spec.member
+        cdef cnp.ndarray leaves = spec.leaves, daggs = spec.daggs, maggs = spec.maggs
+        cdef cnp.ndarray row_local = spec.row_local
+        cdef int n_labels = spec.n_labels, n_slots = spec.n_slots
+        cdef int skip_mode = spec.skip_mode, skip_set = spec.skip_set
+        cdef int all_rows = spec.all_rows, empty_mode = spec.empty_mode
+        cdef int full_history = spec.full_history
         cdef int i, t
         prog = np.ascontiguousarray(prog, dtype=np.int32)
         self.n_prog = prog.shape[0]
@@ -223,7 +291,8 @@ cdef class SqlMatcher:
         stack = max(int(code.size) + 8, 16)
         self.vstack = <double*> malloc(stack * sizeof(double))
         self.nstack = <unsigned char*> malloc(stack)
-        _lane_init(&self.xl, stack)
+        if _lane_init(&self.xl, stack) or self.vstack == NULL or self.nstack == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         refs = np.ascontiguousarray(refs, dtype=np.int32).reshape(-1, 5)
         self.n_refs = refs.shape[0]
         self.refs = <int*> self._copy(refs if refs.size else np.zeros(5, np.int32))
@@ -235,6 +304,8 @@ cdef class SqlMatcher:
         self.leaves = <int*> self._copy(leaves if leaves.size else np.zeros(6, np.int32))
         # tracked sets: every non-universal set a DEFINE reference reads
         self.set_tracked = <int*> malloc(max(self.n_sets, 1) * sizeof(int))
+        if self.set_tracked == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         for i in range(self.n_sets):
             self.set_tracked[i] = -1
         self.n_tracked = 0
@@ -242,6 +313,8 @@ cdef class SqlMatcher:
         # its last row and whether it has one: the other words stay fixed so that states
         # differing only there compare equal
         self.set_first = <unsigned char*> calloc(max(self.n_sets, 1), 1)
+        if self.set_first == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         for i in range(self.n_refs):
             t = self.refs[i * 5]
             if t >= 0 and self.set_tracked[t] < 0:
@@ -257,6 +330,8 @@ cdef class SqlMatcher:
         self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
         self.acc = <i64*> calloc(AGG_W * self.n_maggs + 1, sizeof(i64))
         self.facc = <i64*> calloc(AGG_W * self.n_maggs + 1, sizeof(i64))
+        if self.acc == NULL or self.facc == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         self.row_local = <unsigned char*> self._copy(
             np.ascontiguousarray(row_local, dtype=np.uint8) if row_local.size
             else np.zeros(1, np.uint8))
@@ -274,6 +349,9 @@ cdef class SqlMatcher:
         self.node_label = <int*> malloc(self.cap_nodes * sizeof(int))
         self.node_parent = <i64*> malloc(self.cap_nodes * sizeof(i64))
         self.node_excl = <unsigned char*> malloc(self.cap_nodes)
+        if self.node_row == NULL or self.node_label == NULL or self.node_parent == NULL or \
+                self.node_excl == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         self._list_init(&self.la)
         self._list_init(&self.lb)
         self.tmp = <i64*> malloc((self.n_prog + 2) * self.S * sizeof(i64))
@@ -281,6 +359,9 @@ cdef class SqlMatcher:
         self.label_bit = <int*> malloc(max(n_labels, 1) * sizeof(int))
         self.last_true = <i64*> malloc(max(n_labels, 1) * sizeof(i64))
         self.req = <unsigned long long*> malloc(max(self.n_prog, 1) * sizeof(unsigned long long))
+        if self.tmp == NULL or self.winner == NULL or self.label_bit == NULL or \
+                self.last_true == NULL or self.req == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         self._required_masks()
         self.perm_slot = -1
         self.perm_n = 0
@@ -302,6 +383,9 @@ cdef class SqlMatcher:
         self.memo_tab = NULL
         self.memo_pend = NULL
         self.memo_cap = self.memo_n = self.pend_n = self.pend_cap = 0
+        self._set_window(spec.window_kind, spec.window_size)
+        self._set_closure_depth(spec.closure_depth)
+        self._set_exact(spec.xconsts, spec.ansi, spec.dlane, spec.mlane)
 
     cdef void _required_masks(self):
         """req[pc]: the row-local labels (up to 64, one bit each) that every path from pc
@@ -367,22 +451,27 @@ cdef class SqlMatcher:
                 return 0
         return 1
 
-    cdef void* _copy(self, cnp.ndarray arr):
+    cdef void* _copy(self, cnp.ndarray arr) except NULL:
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
         cdef void* p = malloc(nbytes)
+        if p == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         if arr.nbytes > 0:
             memcpy(p, cnp.PyArray_DATA(arr), arr.nbytes)
         return p
 
-    cdef void _list_init(self, ThreadList* L):
+    cdef int _list_init(self, ThreadList* L) except -1:
         cdef int i
         L.n = 0
         L.cap = 16
         L.pcs = <int*> malloc(L.cap * sizeof(int))
         L.states = <i64*> malloc(L.cap * self.S * sizeof(i64) + 8)
         L.next_same = <int*> malloc(L.cap * sizeof(int))
-        L.head = <int*> malloc(self.n_prog * sizeof(int))
-        L.touched = <int*> malloc(self.n_prog * sizeof(int))
+        L.head = <int*> malloc(self.n_prog * sizeof(int) + 8)
+        L.touched = <int*> malloc(self.n_prog * sizeof(int) + 8)
+        if L.pcs == NULL or L.states == NULL or L.next_same == NULL or L.head == NULL or \
+                L.touched == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         L.n_touched = 0
         for i in range(self.n_prog):
             L.head[i] = -1
@@ -615,16 +704,24 @@ cdef class SqlMatcher:
 
     cdef i64 _new_node(self, i64 row, int label, i64 parent, unsigned char excl) noexcept nogil:
         cdef i64 cap
+        cdef int* p_label
+        cdef unsigned char* p_excl
         if self.n_nodes == self.cap_nodes:
             cap = self.cap_nodes * 2
-            self.node_row = <i64*> realloc(self.node_row, cap * sizeof(i64))
-            self.node_label = <int*> realloc(self.node_label, cap * sizeof(int))
-            self.node_parent = <i64*> realloc(self.node_parent, cap * sizeof(i64))
-            self.node_excl = <unsigned char*> realloc(self.node_excl, cap)
-            if (self.node_row == NULL or self.node_label == NULL or self.node_parent == NULL
-                    or self.node_excl == NULL):
+            # each block is replaced only once it grew, so none is lost when one fails
+            if grow_i64(&self.node_row, cap) or grow_i64(&self.node_parent, cap):
                 self.oom = 1
                 return -1
+            p_label = <int*> realloc(self.node_label, cap * sizeof(int))
+            if p_label == NULL:
+                self.oom = 1
+                return -1
+            self.node_label = p_label
+            p_excl = <unsigned char*> realloc(self.node_excl, cap)
+            if p_excl == NULL:
+                self.oom = 1
+                return -1
+            self.node_excl = p_excl
             self.cap_nodes = cap
         self.node_row[self.n_nodes] = row
         self.node_label[self.n_nodes] = label
@@ -794,9 +891,7 @@ cdef class SqlMatcher:
             node = self.node_parent[node]
         node = st[ST_HIST]
         if need > self.drows_cap:
-            self.drows = <i64*> realloc(self.drows, need * sizeof(i64))
-            if self.drows == NULL:
-                self.drows_cap = 0
+            if grow_i64(&self.drows, need):
                 self.oom = 1
                 isnull[0] = 1
                 return
@@ -1174,7 +1269,7 @@ cdef class SqlMatcher:
             return False
         return fabs(self.wts[r] - self.wts[self.s]) <= self.window_size
 
-    def set_closure_depth(self, int depth):
+    def _set_closure_depth(self, int depth):
         """Scratch states for epsilon paths up to depth branches (PERMUTE re-enters its
         dispatch once per item, so a path can be longer than the program)."""
         cdef i64* grown
@@ -1211,12 +1306,12 @@ cdef class SqlMatcher:
         return bool(self.memo_ok and self.use_memo and not self.one_pass
                     and self.window_kind == 0)
 
-    def set_window(self, int kind, double size):
+    def _set_window(self, int kind, double size):
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
         self.window_kind = kind
         self.window_size = size
 
-    def set_exact(self, consts, int ansi, dlane, mlane):
+    def _set_exact(self, consts, int ansi, dlane, mlane):
         """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
         the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
         _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
@@ -1254,9 +1349,7 @@ cdef class SqlMatcher:
         cont_pos >= 0: the first partition continues one from the previous chunk, resuming
         at row cont_pos with cont_match_no matches so far and rows < cont_covered matched;
         cont_has_start says whether its true first row is still row 0 (for ``^``).
-        Returns (rows, match_numbers, leaves[n_out, n_leaves], aggregates[n_out, n_maggs],
-        list_rows, (resume_pos, match_no, covered) of the last partition) or
-        (error code, match number) for a runtime error.
+        Returns a SqlResult (its error set for a runtime error).
         """
         cdef const double[:, ::1] vv = np.ascontiguousarray(values, dtype=np.float64)
         cdef const unsigned char[:, ::1] nn = np.ascontiguousarray(nulls, dtype=np.uint8)
@@ -1297,6 +1390,8 @@ cdef class SqlMatcher:
         self.oom = 0
         free(self.pre)
         self.pre = <unsigned char*> malloc(self.n_labels * self.n_rows + 1)
+        if self.pre == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         with nogil:
             for k in range(n_parts):
                 self.pstart = bb[k]
@@ -1422,9 +1517,8 @@ cdef class SqlMatcher:
         ag = buf_to_numpy(&out[3], True).reshape(len(rows), self.n_maggs, 2)
         lists = buf_to_numpy(&out[4], True)
         self.open_ = 0
-        if err:
-            return err, self.match_no
-        return rows, mns, lv, ag, lists, (resume_pos, resume_mn, resume_cov)
+        return SqlResult(err, self.match_no, rows, mns, lv, ag, lists,
+                         (resume_pos, resume_mn, resume_cov))
 
     cdef void _precompute(self) noexcept nogil:
         """Evaluate once per row the DEFINE conditions that depend on the row alone."""

@@ -17,8 +17,8 @@ planned evaluator). The pattern's own CepMatcher then finishes the candidates ex
 it finishes its own trees' (late conjuncts, NOT checks, R7, measures, output) --
 ``CepMatcher.set_candidates``.
 
-Conditions run in the owner pattern's condition VM (``CepMatcher.eval_entry``: a C
-function taking the matcher, called without the GIL); the matchers must have the chunk's
+Conditions run in the owner pattern's condition VM (its CepMatcher as a
+``ConditionHost``, cepsql/_ext/vm.pxd: a typed call without the GIL); the matchers must have the chunk's
 rows attached (``attach_rows``). A join scans only the part of the sibling's store
 that can pass: along a store the newest row never decreases, so the instances outside the
 parent's window and those an order check against the store's newest slot fails are a
@@ -39,12 +39,10 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-ctypedef long long i64
 
-include "buffers.pxi"
-
-ctypedef bint (*eval_fn)(void* matcher, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
-                         i64 ps, i64 pe) noexcept nogil
+from cepsql._ext.buffers cimport i64, Buf, buf_reserve, buf_push, buf_to_numpy
+from cepsql._ext.vm cimport ConditionHost
+from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
 
 # check kinds (node and binding check tables: kind, a, b)
 cdef enum: K_ORDER = 0     # row of slot a < row of slot b
@@ -57,6 +55,30 @@ cdef enum: U_ROOT = 2      # binding index
 cdef extern from *:
     """#define CEPSQL_DAG_NO_ROW (1LL << 62)"""
     long long NO_ROW "CEPSQL_DAG_NO_ROW"   # oldest of an empty store
+
+
+cdef struct _DagKleeneCtx:
+    # one Kleene leaf's closures being enumerated (SharedDag._closures)
+    int leaf, parent, bind, then_leaf, owner, llab, lslot, pw_kind
+    bint leaf_left
+    i64 then_end
+    double pw
+    i64* x               # the sibling's instance (or NULL)
+    i64* rec             # the closure as a record: first, m, rows, slots
+    const int* plabs
+
+
+cdef bint _dag_fits(void* owner, void* ctx, i64 lo, i64 hi) noexcept nogil:
+    cdef _DagKleeneCtx* c = <_DagKleeneCtx*> ctx
+    return (<SharedDag> owner)._fits(c.pw_kind, c.pw, lo, hi)
+
+
+cdef int _dag_element_ok(void* owner, void* ctx, i64* rows, i64 n) noexcept nogil:
+    return (<SharedDag> owner)._element_ok(<_DagKleeneCtx*> ctx, rows, n)
+
+
+cdef int _dag_closure(void* owner, void* ctx, i64* rows, i64 n) noexcept nogil:
+    return (<SharedDag> owner)._closure_done(<_DagKleeneCtx*> ctx, rows, n)
 
 
 cdef class SharedDag:
@@ -105,9 +127,8 @@ cdef class SharedDag:
     cdef int* bd_slot          # (pairs)
     cdef int* bd_chk_start
     cdef int* bd_chk
-    cdef eval_fn* pat_fn
-    cdef void** pat_matcher
-    cdef object matchers_ref
+    cdef void** pat_host       # per pattern: its ConditionHost (borrowed from hosts)
+    cdef list hosts
     # state of a run
     cdef Buf* store            # per node: records (first row, m, m rows, m slots)
     cdef i64* live             # per node: instances after the last compaction
@@ -141,15 +162,16 @@ cdef class SharedDag:
         self.store = NULL
         self.c_cand = NULL
 
-    def __init__(self, dict arrays, list entries, matchers):
-        """arrays: the int/float arrays of dag_arrays.dag_arrays; entries: per pattern
-        (eval function address, matcher address) from CepMatcher.eval_entry();
-        matchers: kept alive as long as this object."""
+    def __init__(self, dict arrays, list hosts):
+        """arrays: the int/float arrays of dag_arrays.dag_arrays; hosts: per pattern the
+        ConditionHost (its CepMatcher) whose VM runs its conditions, or None for a
+        pattern the DAG never tests; held for as long as this object."""
         cdef int i, k
-        self.matchers_ref = matchers
+        cdef ConditionHost host
+        self.hosts = list(hosts)
         self.n_nodes = len(arrays["nd_left"])
         self.n_bind = len(arrays["bd_pattern"])
-        self.n_pat = len(entries)
+        self.n_pat = len(self.hosts)
         self.nd_left = <int*> _copy_i32(arrays["nd_left"])
         self.nd_right = <int*> _copy_i32(arrays["nd_right"])
         self.nd_arity = <int*> _copy_i32(arrays["nd_arity"])
@@ -197,11 +219,13 @@ cdef class SharedDag:
         self.bd_slot = <int*> _copy_i32(arrays["bd_slot"])
         self.bd_chk_start = <int*> _copy_i32(arrays["bd_chk_start"])
         self.bd_chk = <int*> _copy_i32(arrays["bd_chk"])
-        self.pat_fn = <eval_fn*> calloc(self.n_pat + 1, sizeof(eval_fn))
-        self.pat_matcher = <void**> calloc(self.n_pat + 1, sizeof(void*))
-        for i, (fn, matcher) in enumerate(entries):
-            self.pat_fn[i] = <eval_fn> <void*> <Py_ssize_t> fn
-            self.pat_matcher[i] = <void*> <Py_ssize_t> matcher
+        self.pat_host = <void**> calloc(self.n_pat + 1, sizeof(void*))
+        if self.pat_host == NULL:
+            raise MemoryError("cepsql shared DAG evaluator ran out of memory")
+        for i in range(self.n_pat):
+            if self.hosts[i] is not None:
+                host = self.hosts[i]
+                self.pat_host[i] = <void*> host
         self.store = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.tmp = <Buf*> calloc(self.n_nodes + 1, sizeof(Buf))
         self.live = <i64*> calloc(self.n_nodes + 1, sizeof(i64))
@@ -225,8 +249,7 @@ cdef class SharedDag:
         if self.nd_keep == NULL or self.store == NULL or self.tmp == NULL or \
                 self.live == NULL or self.count == NULL or self.n_created == NULL or \
                 self.c_cand == NULL or \
-                self.c_rows == NULL or self.c_comp == NULL or self.pat_fn == NULL or \
-                self.pat_matcher == NULL:
+                self.c_rows == NULL or self.c_comp == NULL:
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
         for i in range(self.n_nodes):
             for k in range(self.nd_use_start[i], self.nd_use_start[i + 1]):
@@ -262,7 +285,7 @@ cdef class SharedDag:
         free(self.tl_start); free(self.tl_leaf); free(self.vm_leaf)
         free(self.bd_pattern); free(self.bd_term); free(self.bd_root)
         free(self.bd_wkind); free(self.bd_win); free(self.bd_slot_start); free(self.bd_slot)
-        free(self.bd_chk_start); free(self.bd_chk); free(self.pat_fn); free(self.pat_matcher)
+        free(self.bd_chk_start); free(self.bd_chk); free(self.pat_host)
 
     # ------------------------------------------------------------------ windows
     cdef inline bint _fits(self, int kind, double w, i64 lo, i64 hi) noexcept nogil:
@@ -373,11 +396,16 @@ cdef class SharedDag:
             a = chk[3 * k + 1]
             b = chk[3 * k + 2]
             for i in range(m):
-                if slots[i] == b and not self.pat_fn[pattern](
-                        self.pat_matcher[pattern], a, labels[b], self.sort_pos,
-                        self.sort_lab, m, rows[i], self.ps, self.pe):
+                if slots[i] == b and not self._cond(
+                        pattern, a, labels[b], self.sort_pos, self.sort_lab, m, rows[i]):
                     return False
         return True
+
+    cdef inline bint _cond(self, int pattern, int c, int label, i64* pos, i64* lab, i64 m,
+                           i64 r) noexcept nogil:
+        """Conjunct c of the pattern in its own condition VM, within this partition."""
+        return (<ConditionHost> self.pat_host[pattern]).eval_explicit(
+            c, label, pos, lab, m, r, self.ps, self.pe)
 
     # ------------------------------------------------------------------ propagation
     cdef inline bint _kleene(self, int node) noexcept nogil:
@@ -593,34 +621,39 @@ cdef class SharedDag:
     cdef int _closures(self, int leaf, i64* x, i64 end_row, int parent, int bind,
                        bint leaf_left, int then_leaf, i64 then_end) noexcept nogil:
         """Closures of Kleene leaf (ending at end_row unless -1) in the context of the
-        sibling's instance x at parent (or alone, for binding bind). Depth-first over
-        increasing element rows, as the pattern's own evaluator: each element passes the
+        sibling's instance x at parent (or alone, for binding bind), enumerated by
+        closures.walk_closures as in the pattern's own evaluator: each element passes the
         leaf's remaining conditions (on the elements so far) and the parent's conditions
         on the leaf's slot (on x plus the elements so far); each closure of an admitted
         size is joined with x at parent or handed to the root -- or, with then_leaf (the
         sibling, also a Kleene leaf; x is NULL), is the context of then_leaf's closures
         ending at then_end."""
         cdef Buf* s = &self.store[leaf]
-        cdef int lslot, q, owner = self.nd_owner[leaf], pw_kind
-        cdef int llab = self.nd_lab[self.nd_lab_start[leaf]]
-        cdef i64 lo_n = self.nd_kmin[leaf], hi_n = self.nd_kmax[leaf]
+        cdef int q
         cdef i64 xm = 0 if x == NULL else x[1], xmin = -1, xmax = -1, lo_b = -1, hi_b = -1
-        cdef i64 n, nc = 0, k, row, depth, i, a, m, tm, rc = 0
-        cdef double pw
-        cdef const int* plabs = NULL
+        cdef i64 n, nc = 0, k, row, a, m, rc
         cdef i64* cand
-        cdef i64* idx
-        cdef i64* rec
-        cdef bint ok
+        cdef ClosureWalk w
+        cdef _DagKleeneCtx ctx
+        ctx.leaf = leaf
+        ctx.x = x
+        ctx.parent = parent
+        ctx.bind = bind
+        ctx.leaf_left = leaf_left
+        ctx.then_leaf = then_leaf
+        ctx.then_end = then_end
+        ctx.owner = self.nd_owner[leaf]
+        ctx.llab = self.nd_lab[self.nd_lab_start[leaf]]
+        ctx.plabs = NULL
         if parent >= 0:
-            pw_kind = self.nd_wkind[parent]
-            pw = self.nd_win[parent]
-            plabs = self.nd_lab + self.nd_lab_start[parent]
-            lslot = 0 if leaf_left else self.nd_arity[self.nd_left[parent]]
+            ctx.pw_kind = self.nd_wkind[parent]
+            ctx.pw = self.nd_win[parent]
+            ctx.plabs = self.nd_lab + self.nd_lab_start[parent]
+            ctx.lslot = 0 if leaf_left else self.nd_arity[self.nd_left[parent]]
         else:
-            pw_kind = self.bd_wkind[bind]
-            pw = self.bd_win[bind]
-            lslot = 0
+            ctx.pw_kind = self.bd_wkind[bind]
+            ctx.pw = self.bd_win[bind]
+            ctx.lslot = 0
         # order bounds of the elements from the parent's order checks against x
         for a in range(xm):
             row = x[2 + a]
@@ -634,10 +667,10 @@ cdef class SharedDag:
                     continue
                 for a in range(xm):
                     k = x[2 + xm + a] + (self.nd_arity[self.nd_left[parent]] if leaf_left else 0)
-                    if self.nd_chk[3 * q + 1] == k and self.nd_chk[3 * q + 2] == lslot:
+                    if self.nd_chk[3 * q + 1] == k and self.nd_chk[3 * q + 2] == ctx.lslot:
                         if x[2 + a] > lo_b:
                             lo_b = x[2 + a]
-                    elif self.nd_chk[3 * q + 1] == lslot and self.nd_chk[3 * q + 2] == k:
+                    elif self.nd_chk[3 * q + 1] == ctx.lslot and self.nd_chk[3 * q + 2] == k:
                         if hi_b < 0 or x[2 + a] < hi_b:
                             hi_b = x[2 + a]
         n = self.count[leaf] + 1
@@ -646,77 +679,60 @@ cdef class SharedDag:
         if cand == NULL:
             self.oom = 1
             return -1
-        idx = cand + n
-        rec = idx + n                # the closure: first, m, rows, slots
+        ctx.rec = cand + 2 * n       # the closure: first, m, rows, slots
+        w.owner = <void*> self
+        w.ctx = &ctx
+        w.fits = _dag_fits
+        w.check = _dag_element_ok
+        w.emit = _dag_closure
+        w.lo_n = self.nd_kmin[leaf]
+        w.hi_n = self.nd_kmax[leaf]
+        w.end_row = end_row
+        w.xmin = xmin
+        w.xmax = xmax
         k = 0
         while k < s.n:
             row = s.data[k + 2]
             k += 2 + 2 * s.data[k + 1]
-            if not self._fits(pw_kind, pw, row, self.cur):
-                continue
-            if row <= lo_b or (hi_b >= 0 and row >= hi_b):
-                continue
-            if end_row >= 0 and row > end_row:
-                continue
-            ok = True
-            for a in range(xm):
-                if x[2 + a] == row:
-                    ok = False
-            if not ok:
-                continue
-            if xm > 0 and not self._fits(pw_kind, pw, xmin if xmin < row else row,
-                                         xmax if xmax > row else row):
-                continue
-            cand[nc] = row
-            nc += 1
-        if nc == 0 or (end_row >= 0 and cand[nc - 1] != end_row):
-            free(cand)
-            return 0
-        depth = 0
-        idx[0] = -1
-        while True:
-            idx[depth] += 1
-            if idx[depth] >= nc:
-                if depth == 0:
-                    break
-                depth -= 1
-                continue
-            row = cand[idx[depth]]
-            rec[2 + depth] = row
-            if depth > 0 and not self._fits(pw_kind, pw,
-                                            xmin if (xmin >= 0 and xmin < rec[2]) else rec[2],
-                                            xmax if xmax > row else row):
-                depth -= 1   # later candidates are later still: none fits at this depth
-                continue
-            tm = depth + 1
-            # the leaf's own (non-row-local) conditions on the elements so far, then the
-            # parent's on the leaf's slot with x
-            ok = self._leaf_checks(leaf, rec, tm, llab, owner)
-            if ok and parent >= 0 and x != NULL:
-                ok = self._context_checks(parent, x, rec, tm, leaf_left, lslot, plabs)
-            if ok:
-                if tm >= lo_n and (end_row < 0 or row == end_row):
-                    rec[0] = rec[2]
-                    rec[1] = tm
-                    for i in range(tm):
-                        rec[2 + tm + i] = 0   # every element is the leaf's one slot
-                    if then_leaf >= 0:
-                        rc = self._closures(then_leaf, rec, then_end, parent, -1,
-                                            not leaf_left, -1, -1)
-                    elif parent < 0:
-                        rc = self._root(bind, rec)
-                    elif leaf_left:
-                        rc = self._join(parent, rec, x)
-                    else:
-                        rc = self._join(parent, x, rec)
-                    if rc:
-                        free(cand)
-                        return -1
-                if (hi_n < 0 or tm < hi_n) and not (end_row >= 0 and row == end_row):
-                    depth += 1
-                    idx[depth] = idx[depth - 1]
+            if self._fits(ctx.pw_kind, ctx.pw, row, self.cur):
+                cand[nc] = row
+                nc += 1
+        rc = 0
+        nc = closure_candidates(&w, cand, nc, x + 2 if x != NULL else NULL, 1, xm, lo_b, hi_b)
+        if nc > 0:
+            rc = walk_closures(&w, cand, nc, cand + n, ctx.rec + 2)
         free(cand)
-        return 0
+        return rc
+
+    cdef int _element_ok(self, _DagKleeneCtx* c, i64* rows, i64 tm) noexcept nogil:
+        """The leaf's own (non-row-local) conditions on the elements so far, then the
+        parent's on the leaf's slot with x."""
+        cdef i64* rec = rows - 2
+        if not self._leaf_checks(c.leaf, rec, tm, c.llab, c.owner):
+            return 0
+        if c.parent >= 0 and c.x != NULL and not self._context_checks(
+                c.parent, c.x, rec, tm, c.leaf_left, c.lslot, c.plabs):
+            return 0
+        return 1
+
+    cdef int _closure_done(self, _DagKleeneCtx* c, i64* rows, i64 tm) noexcept nogil:
+        """A closure of an admitted size as an instance record of the leaf (every
+        element in its one slot): joined with x, handed to the root, or the context of
+        then_leaf's closures."""
+        cdef i64* rec = rows - 2
+        cdef i64 i
+        rec[0] = rec[2]
+        rec[1] = tm
+        for i in range(tm):
+            rec[2 + tm + i] = 0
+        if c.then_leaf >= 0:
+            return self._closures(c.then_leaf, rec, c.then_end, c.parent, -1,
+                                  not c.leaf_left, -1, -1)
+        if c.parent < 0:
+            return self._root(c.bind, rec)
+        if c.leaf_left:
+            return self._join(c.parent, rec, c.x)
+        return self._join(c.parent, c.x, rec)
 
     cdef bint _leaf_checks(self, int leaf, i64* rec, i64 tm, int llab, int owner
                            ) noexcept nogil:
@@ -732,9 +748,8 @@ cdef class SharedDag:
             for i in range(tm):
                 self.sort_pos[i] = rec[2 + i]
                 self.sort_lab[i] = llab
-            if not self.pat_fn[owner](self.pat_matcher[owner], self.nd_chk[3 * q + 1], llab,
-                                      self.sort_pos, self.sort_lab, tm, rec[2 + tm - 1],
-                                      self.ps, self.pe):
+            if not self._cond(owner, self.nd_chk[3 * q + 1], llab, self.sort_pos,
+                              self.sort_lab, tm, rec[2 + tm - 1]):
                 return False
         return True
 
@@ -767,10 +782,9 @@ cdef class SharedDag:
                     self.sort_pos[j] = vp
                     self.sort_lab[j] = vl
                 sorted_ = 1
-            if not self.pat_fn[self.nd_owner[parent]](
-                    self.pat_matcher[self.nd_owner[parent]], self.nd_chk[3 * q + 1],
-                    plabs[lslot], self.sort_pos, self.sort_lab, m, rec[2 + tm - 1],
-                    self.ps, self.pe):
+            if not self._cond(
+                    self.nd_owner[parent], self.nd_chk[3 * q + 1], plabs[lslot],
+                    self.sort_pos, self.sort_lab, m, rec[2 + tm - 1]):
                 return False
         return True
 
@@ -827,8 +841,7 @@ cdef class SharedDag:
         for k in range(self.nd_chk_start[leaf], self.nd_chk_start[leaf + 1]):
             if self.nd_chk[3 * k] != K_CONJ:
                 continue
-            if not self.pat_fn[p](self.pat_matcher[p], self.nd_chk[3 * k + 1], <int> lab[0],
-                                  pos, lab, 1, r, self.ps, self.pe):
+            if not self._cond(p, self.nd_chk[3 * k + 1], <int> lab[0], pos, lab, 1, r):
                 return False
         return True
 

@@ -14,7 +14,9 @@ import pytest
 
 from cepsql.compile import opcodes
 
-CYTHON = Path(__file__).resolve().parents[1] / "cython_ext"
+ROOT = Path(__file__).resolve().parents[1]
+# the .pyx sources and the .pxd interfaces Cython finds beside the compiled modules
+CYTHON = (ROOT / "cython_ext", ROOT / "cepsql" / "_ext")
 # the families whose numbers cross the boundary (every such Cython constant must be here)
 FAMILIES = ("C_", "X_", "XO_", "A_", "OP_", "VM_ERR_", "SKIP_", "S_", "K_", "U_")
 
@@ -44,10 +46,11 @@ def _value(text: str, known: dict[str, int]) -> int | None:
         return None
 
 
-def cython_constants(root: Path = CYTHON) -> dict[str, dict[str, int]]:
+def cython_constants(roots: Path | tuple[Path, ...] = CYTHON) -> dict[str, dict[str, int]]:
     """{name: {file: value}} of every integer constant the Cython sources define."""
     found: dict[str, dict[str, int]] = {}
-    paths = sorted(p for ext in ("pxi", "pxd", "pyx") for p in root.glob(f"*.{ext}"))
+    roots = (roots,) if isinstance(roots, Path) else roots
+    paths = sorted(p for root in roots for ext in ("pxi", "pxd", "pyx") for p in root.glob(f"*.{ext}"))
     for path in paths:
         known: dict[str, int] = {}
         lines = path.read_text().splitlines()

@@ -15,17 +15,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sources_needed() -> set[str]:
-    """Every .pyx plus what they include / extern from, transitively."""
-    need, todo = set(), [p.name for p in (ROOT / "cython_ext").glob("*.pyx")]
+    """Every .pyx plus what they include / cimport (cepsql/_ext/*.pxd) / extern from,
+    transitively."""
+    need, todo = set(), [f"cython_ext/{p.name}" for p in (ROOT / "cython_ext").glob("*.pyx")]
     while todo:
-        name = todo.pop()
-        if name in need:
+        path = todo.pop()
+        if path in need:
             continue
-        need.add(name)
-        text = (ROOT / "cython_ext" / name).read_text()
-        todo += re.findall(r'^\s*include "([^"]+)"', text, re.M)
-        todo += re.findall(r'extern from "([^"<>]+\.h)"', text)
-    return {f"cython_ext/{n}" for n in need}
+        need.add(path)
+        text = (ROOT / path).read_text()
+        todo += [f"cython_ext/{n}" for n in re.findall(r'^\s*include "([^"]+)"', text, re.M)]
+        todo += [f"cython_ext/{n}" for n in re.findall(r'extern from "([^"<>]+\.h)"', text)]
+        todo += [f"cepsql/_ext/{n}.pxd" for n in
+                 re.findall(r'^\s*from cepsql\._ext\.(\w+) cimport', text, re.M)]
+    return need
 
 
 #: the build runs from the start of the test session, beside the other tests

@@ -415,7 +415,7 @@ def test_leaf_prefilters_only_for_plain_column_tests():
 
 def test_many_matches_few_candidate_rows_and_plain_not_columns():
     """Finishing paths of the shared pass: more than 64 matches of one pattern sorted
-    at once (match_order.pxi buckets them by first / last row before merge-sorting),
+    at once (match_order.pyx buckets them by first / last row before merge-sorting),
     patterns whose candidates are a few rows of a longer chunk (cep.pyx _ext_rows jumps
     between them), a NOT whose condition is a precomputed column (_neg_fill reads it
     directly, NULL tags failing it) and one reading PREV (the VM tests it); rows and

@@ -1,7 +1,7 @@
 """Compile localized DEFINE conditions into bytecode for the Cython condition VM.
 
 The VM is a stack machine over (value, null flag) slots with two value lanes (see
-cython_ext/condition_ops.pxi): a double lane for DOUBLE/FLOAT, booleans and string
+cepsql/_ext/vm.pxd): a double lane for DOUBLE/FLOAT, booleans and string
 ranks, and an exact 128-bit lane for integral types, DECIMAL (unscaled), TIMESTAMP
 (microseconds), DATE (days) and day-time intervals. The compiler infers every node's
 Spark type (vm_types.py) and emits typed instructions, so arithmetic and comparisons

@@ -60,29 +60,28 @@ class CepWorker(MatchWorker):
         self.last_stats = matcher.stats()
 
     def _new_matcher(self):
-        from cepsql._ext.cep import CepMatcher
+        from cepsql._ext.cep import CepMatcher, CepSpec
         c = self.config
-        matcher = CepMatcher(
-            c.code.code, c.conj_off, c.conj_label, c.conj_mask, c.code.consts, c.refs,
-            c.membership, c.code.aggregates, c.comps, c.seq_start, c.negs, c.leaves,
-            c.measure_aggregates, c.rank, c.strategy, int(c.all_rows), int(c.with_unmatched),
-            int(c.select_past_last), c.window_kind, float(c.window_size), c.code.max_stack)
-        matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
-                          measure_lanes(c.code, c.aggregate_columns))
-        matcher.merging = int(c.merging)  # PlannerOptions.run_merging
-        if c.comp_proceed is not None:
-            matcher.set_guards(c.comp_proceed)
-        if c.groups is not None:
-            matcher.set_groups(c.groups, c.seq_recheck, c.take_skip, c.neg_iter,
-                               c.loop_only)
-        if c.not_sub_start is not None:
-            matcher.set_not_programs(c.not_sub_start, c.not_seq_start, c.not_comps,
-                                     c.not_early)
-        if c.plan_nodes is not None:
-            matcher.set_plan(c.plan_nodes, c.plan_leaf_of, c.plan_after, c.plan_conj_start,
-                             c.plan_conj, c.conj_late, c.conj_rowlocal, c.plan_neg_start,
-                             c.plan_neg)
-        return matcher
+        return CepMatcher(CepSpec(
+            code=c.code.code, conj_off=c.conj_off, conj_label=c.conj_label,
+            conj_mask=c.conj_mask, consts=c.code.consts, refs=c.refs, membership=c.membership,
+            daggs=c.code.aggregates, comps=c.comps, seq_start=c.seq_start, negs=c.negs,
+            leaves=c.leaves, maggs=c.measure_aggregates, rank=c.rank, strategy=c.strategy,
+            all_rows=int(c.all_rows), with_unmatched=int(c.with_unmatched),
+            select_past_last=int(c.select_past_last), window_kind=c.window_kind,
+            window_size=float(c.window_size), max_stack=c.code.max_stack,
+            xconsts=c.code.xconsts, ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
+            mlane=measure_lanes(c.code, c.aggregate_columns),
+            merging=int(c.merging),  # PlannerOptions.run_merging
+            proceed=c.comp_proceed,
+            groups=c.groups, seq_recheck=c.seq_recheck, take_skip=c.take_skip,
+            neg_iter=c.neg_iter, loop_only=c.loop_only,
+            not_sub_start=c.not_sub_start, not_seq_start=c.not_seq_start,
+            not_comps=c.not_comps, not_early=c.not_early,
+            plan_nodes=c.plan_nodes, plan_leaf_of=c.plan_leaf_of, plan_after=c.plan_after,
+            plan_conj_start=c.plan_conj_start, plan_conj=c.plan_conj, plan_late=c.conj_late,
+            plan_rowlocal=c.conj_rowlocal, plan_neg_start=c.plan_neg_start,
+            plan_neg=c.plan_neg))
 
     def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool = False,
                  cont: bool = False):

@@ -110,9 +110,7 @@ workers (runtime.workers.bind_worker)."""
         arrays = dag_arrays(global_plan, configs)
         # leaf tests that are plain condition columns: computed per chunk with numpy
         arrays["nd_pre"], self.prefilters = leaf_prefilters(global_plan, configs, arrays)
-        self.dag = SharedDag(arrays,
-                             [(0, 0) if m is None else m.eval_entry() for m in self.matchers],
-                             self.matchers)
+        self.dag = SharedDag(arrays, self.matchers)
         configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
         times = {self._input_name(i, c.window_column) for i, c in enumerate(configs)
                  if c is not None and c.window_kind == 2}

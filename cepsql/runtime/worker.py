@@ -72,17 +72,18 @@ class MatchWorker:
 
     # ------------------------------------------------------------------
     def _new_matcher(self):
-        from cepsql._ext.matcher import SqlMatcher
+        from cepsql._ext.matcher import SqlMatcher, SqlSpec
         c = self.config
-        matcher = SqlMatcher(c.program, c.n_labels, c.n_slots, c.code.code, c.code.offsets,
-                          c.code.consts, c.refs, c.membership, c.leaves, c.code.aggregates,
-                          c.measure_aggregates, c.code.row_local, c.skip_mode,
-                          c.skip_set, int(c.all_rows), c.empty_mode, int(c.full_history))
-        matcher.set_window(c.window_kind, float(c.window_size))
-        matcher.set_closure_depth(c.closure_depth)
-        matcher.set_exact(c.code.xconsts, int(c.code.ansi), c.code.aggregate_exact,
-                          measure_lanes(c.code, c.aggregate_columns))
-        return matcher
+        return SqlMatcher(SqlSpec(
+            prog=c.program, n_labels=c.n_labels, n_slots=c.n_slots, code=c.code.code,
+            cond_off=c.code.offsets, consts=c.code.consts, refs=c.refs, member=c.membership,
+            leaves=c.leaves, daggs=c.code.aggregates, maggs=c.measure_aggregates,
+            row_local=c.code.row_local, skip_mode=c.skip_mode, skip_set=c.skip_set,
+            all_rows=int(c.all_rows), empty_mode=c.empty_mode,
+            full_history=int(c.full_history), window_kind=c.window_kind,
+            window_size=float(c.window_size), closure_depth=c.closure_depth,
+            xconsts=c.code.xconsts, ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
+            mlane=measure_lanes(c.code, c.aggregate_columns)))
 
     def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
                       ) -> np.ndarray:
@@ -120,13 +121,13 @@ class MatchWorker:
                                                     "window", _window_chunk)
         result = matcher.run(values, nulls, bounds, int(open_last), cont_pos, cont_mn, cont_cov,
                              int(has_start), wts, wnulls)
-        if len(result) == 2:
-            self._raise_runtime(result[0])
+        if result.error:
+            self._raise_runtime(result.error)
         raise_vm_error(matcher.vm_error())
-        rows, match_numbers, leaves, aggregates, list_rows, resume = result
-        if len(rows) == 0:
-            return [], resume
-        return self._output(table, rows, match_numbers, leaves, aggregates, list_rows), resume
+        if len(result.rows) == 0:
+            return [], result.resume
+        return self._output(table, result.rows, result.match_numbers, result.leaves,
+                            result.aggregates, result.list_rows), result.resume
 
     def _output(self, table, rows, match_numbers, leaves, aggregates, list_rows):
         return self._output_batches(self._output_columns(

@@ -1,15 +1,23 @@
-# The pure stack instructions of the condition VM, shared (textually included) by the
-# SQL:2016 matcher and the CEP evaluator. Loads (columns, CLASSIFIER, aggregates,
-# MATCH_NUMBER) differ per evaluator and stay in their own _eval.
-#
-# Every stack slot has a null flag and two lanes: a double (DOUBLE/FLOAT, booleans,
-# string ranks) and an exact 128-bit integer (integral types, DECIMAL unscaled,
-# TIMESTAMP microseconds, DATE days, day-time intervals). The compiler knows each
-# slot's Spark type and emits typed instructions with the scales and precisions as
-# immediates, so no instruction inspects a type at run time (see exact128.h).
+"""The condition VM: the pure stack instructions of DEFINE / MEASURES programs, shared by
+the SQL:2016 matcher and the CEP evaluators. Loads (columns, CLASSIFIER, aggregates,
+MATCH_NUMBER) differ per evaluator and stay in their own _eval.
 
-# condition opcodes (cepsql/compile/conditions.py) and aggregate functions
-# (cepsql/analyze/aggregates.py)
+Every stack slot has a null flag and two lanes: a double (DOUBLE/FLOAT, booleans,
+string ranks) and an exact 128-bit integer (integral types, DECIMAL unscaled,
+TIMESTAMP microseconds, DATE days, day-time intervals). The compiler knows each
+slot's Spark type and emits typed instructions with the scales and precisions as
+immediates, so no instruction inspects a type at run time (see exact128.h).
+
+The interpreter (_stack_op and what it calls) is `inline` so every evaluator's no-GIL
+loop compiles it in place (a cross-module call per instruction would cost); the lane's
+set-up lives once in vm.pyx.
+"""
+from libc.math cimport fabs, sqrt, log, exp, floor, ceil, pow, log10, fmod, ldexp, trunc
+
+from cepsql._ext.buffers cimport i64
+
+# condition opcodes and aggregate function codes: compile/opcodes.py is the Python side (tests/test_opcodes.py
+# checks the two agree)
 cdef enum: C_CONST = 0
 cdef enum: C_NULL = 1
 cdef enum: C_LOAD = 2
@@ -98,8 +106,6 @@ cdef extern from "spark_round.h" nogil:
     double x_spark_round(double x, int digits, int half_even, int to_float)
 
 
-from libc.math cimport ldexp, trunc
-
 
 cdef struct ExactLane:
     x_i128* xs              # exact lane of the value stack
@@ -112,51 +118,16 @@ cdef struct ExactLane:
     int* mlane              # MEASURES aggregates, likewise
 
 
-cdef int _lane_init(ExactLane* x, int stack) noexcept nogil:
-    x.xs = <x_i128*> malloc((stack + 8) * sizeof(x_i128))
-    x.consts = <x_i128*> calloc(1, sizeof(x_i128))
-    x.n_consts = 0
-    x.cols = NULL
-    x.ansi = 1
-    x.error = 0
-    x.dlane = <int*> calloc(4, sizeof(int))
-    x.mlane = <int*> calloc(4, sizeof(int))
-    return x.xs == NULL or x.consts == NULL
+cdef int _lane_init(ExactLane* x, int stack) noexcept nogil
+cdef void _lane_free(ExactLane* x) noexcept nogil
+cdef void _lane_set_consts(ExactLane* x, object consts, int ansi, object dlane, object mlane) except *
 
 
-cdef void _lane_free(ExactLane* x) noexcept nogil:
-    free(x.xs)
-    free(x.consts)
-    free(x.dlane)
-    free(x.mlane)
-    x.xs = NULL
-    x.consts = NULL
-    x.dlane = NULL
-    x.mlane = NULL
-
-
-cdef int* _int_copy(object arr):
-    cdef cnp.ndarray a = np.ascontiguousarray(arr, dtype=np.int32).ravel()
-    cdef int* p = <int*> calloc(max(a.shape[0], 4), sizeof(int))
-    if a.shape[0]:
-        memcpy(p, cnp.PyArray_DATA(a), a.shape[0] * sizeof(int))
-    return p
-
-
-cdef void _lane_set_consts(ExactLane* x, object consts, int ansi, object dlane, object mlane):
-    """consts: int64[n, 2] (little-endian halves of each 128-bit constant); dlane, mlane:
-    int32[n, 4] lanes of the DEFINE and MEASURES aggregates."""
-    cdef cnp.ndarray c = np.ascontiguousarray(consts, dtype=np.int64).reshape(-1, 2)
-    free(x.dlane)
-    free(x.mlane)
-    x.dlane = _int_copy(dlane)
-    x.mlane = _int_copy(mlane)
-    free(x.consts)
-    x.n_consts = c.shape[0]
-    x.consts = <x_i128*> malloc(max(x.n_consts, 1) * sizeof(x_i128))
-    if x.n_consts:
-        memcpy(x.consts, cnp.PyArray_DATA(c), x.n_consts * sizeof(x_i128))
-    x.ansi = ansi
+cdef class ConditionHost:
+    """An evaluator whose condition VM another evaluator may call (the shared DAG calls
+    the owner pattern's CepMatcher): a typed virtual call instead of raw addresses."""
+    cdef bint eval_explicit(self, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
+                            i64 ps, i64 pe) noexcept nogil
 
 
 cdef inline bint _lane_fail(ExactLane* x, int status, unsigned char* isnull) noexcept nogil:
@@ -412,7 +383,7 @@ cdef inline int _stack_op(int op, const int* code, int pc, double* vs, unsigned 
     return pc
 
 
-cdef double _func1(int f, double x, unsigned char* isnull) noexcept nogil:
+cdef inline double _func1(int f, double x, unsigned char* isnull) noexcept nogil:
     if f == 0:
         return fabs(x)
     if f == 1:
@@ -443,7 +414,7 @@ cdef double _func1(int f, double x, unsigned char* isnull) noexcept nogil:
     return x
 
 
-cdef double _func2(int f, double x, double y, unsigned char* isnull, unsigned char ny) noexcept nogil:
+cdef inline double _func2(int f, double x, double y, unsigned char* isnull, unsigned char ny) noexcept nogil:
     cdef double scale, r
     isnull[0] = isnull[0] | ny
     if f == 0:

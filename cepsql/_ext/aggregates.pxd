@@ -1,16 +1,24 @@
-# Aggregates over pattern variables, shared (textually included) by the SQL:2016 matcher
-# and the CEP evaluator: the running state of one aggregate, a row step, and the value.
-#
-# State: AGG_W i64 words per aggregate, zeroed at the start of a match attempt:
-#   [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2]; a BIGINT sum
-#   keeps Spark's 64-bit running sum in [2], wrapped, and in [3] whether it overflowed at
-#   any row: Spark's Add raises there under ANSI and wraps without it)
-#   [4:6] the min or max (128-bit or double; MEASURES keep its row in [4])
-#   AVG over integers keeps Spark's double sum (input order) in [4].
-# lane (aggregate_exact in conditions.py): exact, argument scale, result scale, result
-# precision (0: BIGINT, wrapped or checked at 64 bits; -1: AVG of integers, a double).
-# A new aggregate function adds its code to A_* (and aggregates.FUNC_CODES), its step to
-# _agg_step and its value to _agg_value; more state words need a larger AGG_W.
+"""Aggregates over pattern variables, shared by the SQL:2016 matcher and the CEP
+evaluators: the running state of one aggregate, a row step, and the value.
+
+State: AGG_W i64 words per aggregate, zeroed at the start of a match attempt:
+  [0] rows  [1] non-NULL rows  [2:4] sum (128-bit, or a double in [2]; a BIGINT sum
+  keeps Spark's 64-bit running sum in [2], wrapped, and in [3] whether it overflowed at
+  any row: Spark's Add raises there under ANSI and wraps without it)
+  [4:6] the min or max (128-bit or double; MEASURES keep its row in [4])
+  AVG over integers keeps Spark's double sum (input order) in [4].
+lane (aggregate_exact in conditions.py): exact, argument scale, result scale, result
+precision (0: BIGINT, wrapped or checked at 64 bits; -1: AVG of integers, a double).
+A new aggregate function adds its code to A_* (and aggregates.FUNC_CODES), its step to
+_agg_step and its value to _agg_value; more state words need a larger AGG_W.
+
+All `inline`: the steps run inside each evaluator's no-GIL take loop.
+"""
+from libc.string cimport memcpy
+from libc.math cimport sqrt
+
+from cepsql._ext.buffers cimport i64, Buf, buf_push, NULL_BITS, _bits_to_double, _double_to_bits
+from cepsql._ext.vm cimport *
 
 cdef enum: AGG_W = 6
 # Spark's variance family (DEFINE): [1] non-NULL rows, [2] mean and [3] m2 as doubles,
