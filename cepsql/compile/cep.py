@@ -6,8 +6,9 @@ as conjuncts, the plan choice (``planning``), and the ``CepConfig`` the runtime'
 CepWorker runs.
 
 The pattern's shapes the evaluators run are those cep_expand turns into linear
-sequences (run NFA) or cep_planner into plannable disjuncts (planned evaluator, under
-SKIP_TILL_ANY_MATCH); everything else raises CepUnsupportedError naming the construct.
+sequences (run NFA) or planning.plannable / planning.evaluator_choice into plannable
+disjuncts (planned evaluator, under SKIP_TILL_ANY_MATCH); everything else raises
+CepUnsupportedError naming the construct.
 
 DEFINE follows rule R2: each top-level AND conjunct is compiled separately with the
 set of other variables it reads; the evaluator applies a conjunct when a run takes a

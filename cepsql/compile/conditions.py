@@ -4,7 +4,7 @@ The VM is a stack machine over (value, null flag) slots with two value lanes (se
 cepsql/_ext/vm.pxd): a double lane for DOUBLE/FLOAT, booleans and string
 ranks, and an exact 128-bit lane for integral types, DECIMAL (unscaled), TIMESTAMP
 (microseconds), DATE (days) and day-time intervals. The compiler infers every node's
-Spark type (vm_types.py) and emits typed instructions, so arithmetic and comparisons
+Spark type (algebra/types.py) and emits typed instructions, so arithmetic and comparisons
 give exactly Spark's answer: integral overflow at the type's width, DECIMAL precision
 and scale by Spark's DecimalPrecision rules with HALF_UP rounding, NULL (or, under ANSI
 mode, an error) on overflow and division by zero, DOUBLE when a double is involved, and
