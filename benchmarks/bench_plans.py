@@ -343,7 +343,7 @@ def plan_summary(sql: str, table: pa.Table, algorithm: str, plan_seconds: float)
             plans.append(choose_plan(q, "TRIVIAL"))
         elif algorithm != "default":
             plans.append(choose_plan(q, algorithm, budget_seconds=share))
-        else:  # cep_planner._default_plan: the cheaper of the best order and tree plans
+        else:  # planning.evaluator_choice's default plan: the cheaper of the best order and tree plans
             o = choose_plan(q, None, kind="order", budget_seconds=share / 2)
             t = choose_plan(q, None, kind="tree", budget_seconds=share / 2)
             plans.append(t if t.cost < o.cost * (1 - 1e-9) else o)

@@ -28,7 +28,7 @@ cnp.import_array()
 
 cdef class CepSpec:
     """Everything a CepMatcher is built from, by name: the compiled pattern's arrays
-    (cepsql/runtime/cep_plan.py), the exact lane (xconsts, ansi, dlane, mlane; see
+    (cepsql/compile/cep.py), the exact lane (xconsts, ansi, dlane, mlane; see
     vm.pxd), run merging, and the optional parts left None when the pattern has none:
     NEXT_MATCH guards (proceed), iteration groups (groups .. loop_only; cep_expand's
     group arrays), NOT programs (not_*) and the tree plan (plan_*). One object instead

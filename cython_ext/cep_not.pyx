@@ -40,7 +40,7 @@ cdef class CepNot(CepCore):
     """NOT sub-programs (R6) over a match's regions."""
     def _set_not_programs(self, cnp.ndarray sub_start, cnp.ndarray seq_start,
                          cnp.ndarray comps, cnp.ndarray early):
-        """What each NOT negates (cep_plan._not_programs): per program its linear
+        """What each NOT negates (compile.cep_expand.pack_not_programs): per program its linear
         sequences of (label, min, max) components, searched with any-match semantics
         (R6a); early[c]: conjunct c reads no other variable of its NOT, so it can prune
         the search as soon as its row is placed."""
@@ -427,7 +427,7 @@ cdef class CepNot(CepCore):
         return 0
 
     # ------------------------------------------------------------------ planned evaluation
-    # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/runtime/cep_planner.py): per OR-free
+    # SKIP_TILL_ANY_MATCH with a cost-based plan (cepsql/planning/evaluator_choice.py): per OR-free
     # disjunct ("term") a join tree whose leaves are its components. A plain leaf keeps
     # the rows that pass its single-row conditions (the lazy NFA's input buffer); an inner
     # node keeps the instances (partial matches) of its subtree. A new row enters every

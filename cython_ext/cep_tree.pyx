@@ -40,7 +40,7 @@ cdef class CepTree(CepOutput):
     def _set_plan(self, cnp.ndarray nodes, cnp.ndarray leaf_of, cnp.ndarray after,
                  cnp.ndarray conj_start, cnp.ndarray conj, cnp.ndarray late,
                  cnp.ndarray rowlocal, cnp.ndarray neg_start, cnp.ndarray neg):
-        """Switch to planned evaluation (arrays from cep_plan._tree_arrays)."""
+        """Switch to planned evaluation (arrays from compile.cep_plan_arrays.plan_arrays)."""
         self.pl_node = <int*> self._copy(np.ascontiguousarray(nodes, dtype=np.int32))
         self.pn = nodes.shape[0]
         self.pl_leaf_of = <int*> self._copy(np.ascontiguousarray(leaf_of, dtype=np.int32))

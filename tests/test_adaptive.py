@@ -13,7 +13,7 @@ from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.backends.local.engine import run_local
 from cepsql.runtime import adaptive
 from cepsql.runtime.run_stats import RunStatistics
-from cepsql.runtime import task_planning as cep_worker_plan
+from cepsql.runtime import task_planning
 from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift
 from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
@@ -78,7 +78,7 @@ def drifting_streams(draw, max_rows: int = 70) -> pa.Table:
 def forced_switches(monkeypatch):
     """Every check drifts and re-plans to a random tree: a switch at nearly every chunk."""
     rng = random.Random(0)
-    original = cep_worker_plan.WorkerPlanner.choose_with
+    original = task_planning.WorkerPlanner.choose_with
 
     def choose_with(self, statistics, sample=None):
         base = original(self, statistics, sample)
@@ -90,7 +90,7 @@ def forced_switches(monkeypatch):
                                   query=plan.query) if trees else plan)
         return CepPlanChoice(EVALUATOR_TREE, "random tree (test)", "RANDOM", plans)
 
-    monkeypatch.setattr(cep_worker_plan.WorkerPlanner, "choose_with", choose_with)
+    monkeypatch.setattr(task_planning.WorkerPlanner, "choose_with", choose_with)
     monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
     return rng
 

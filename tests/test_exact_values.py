@@ -318,7 +318,7 @@ TYPE_CASES = [("+", (18, 6), (5, 4)), ("-", (38, 10), (38, 10)), ("*", (18, 6), 
 
 
 def test_decimal_result_types_are_sparks(spark):
-    """vm_types' DecimalPrecision rules give the type Spark's typeof() reports."""
+    """algebra.types' DecimalPrecision rules give the type Spark's typeof() reports."""
     from cepsql.algebra import types as T
     exprs = [f"typeof(CAST(1 AS DECIMAL{a}) {op} CAST(1 AS DECIMAL{b}))"
              for op, a, b in TYPE_CASES]

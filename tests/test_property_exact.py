@@ -3,7 +3,7 @@
 Each example draws operand types and a batch of value pairs; every pair is a partition
 of two rows (A holds b, B holds a and the expected result r), and the DEFINE condition
 ``B.a op A.b`` must equal r (or both be NULL, the non-ANSI answer to an overflow).
-Spark's result types (vm_types) are checked against Spark itself in test_exact_values.
+Spark's result types (algebra/types.py) are checked against Spark itself in test_exact_values.
 """
 from __future__ import annotations
 

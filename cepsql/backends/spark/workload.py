@@ -725,7 +725,7 @@ def _group_text(k: int, group) -> str:
 
 def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
     """The group's global plan for EXPLAIN WORKLOAD: the sharing planner's multi-pattern
-    graph, DAG, costs and search (sharing.describe_workload), views named."""
+    graph, DAG, costs and search (explain.workload.describe_workload), views named."""
     patterns = list(group.workload_patterns)
     for k, (p, wp) in enumerate(zip(group.patterns, patterns)):
         c = by_index.get(p.index)
