@@ -33,8 +33,6 @@ LOCAL_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("cepsql", "cepsql.backends.spark.tf_plain"): "kept lazy for Spark Python workers (__init__)",
     # modules whose objects Spark Python workers unpickle: cepsql.parse loads sqlglot,
     # which __init__ keeps out of workers; only a driver-side error path needs it
-    ("cepsql.backends.spark.execute", "cepsql.parse.to_algebra"):
-        "sqlglot kept out of workers that unpickle TaskWorker (error message only)",
     ("cepsql.backends.streaming.workload", "cepsql.parse.splice"):
         "sqlglot kept out of workers that unpickle the workload's stateful processor",
 }

@@ -146,6 +146,14 @@ ARRAY_ELEMENT = "get"
 MAP_VALUE = "try_element_at"
 
 
+# the aggregate functions MATCH_RECOGNIZE computes over pattern variables (by Spark name)
+AGGREGATES = frozenset({
+    "count", "sum", "avg", "mean", "min", "max", "array_agg", "collect_list", "collect_set",
+    "stddev", "std", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
+    "count_if", "bool_and", "every", "bool_or", "some", "any", "max_by", "min_by", "listagg",
+    "string_agg"})
+
+
 @dataclass(frozen=True)
 class Aggregate(Expr):
     """An aggregate over pattern variables (count, sum, avg, min, max, ...).

@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
-from cepsql.algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Aggregate, Between, BinaryOp,
+from cepsql.algebra.expressions import (AGGREGATES, FIELD_ACCESS, SUBSCRIPT, Aggregate, Between, BinaryOp,
                                    Case, Cast, Classifier, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, MatchNumber, Navigation,
                                    ScalarSubquery, UnaryOp)
@@ -21,11 +21,6 @@ from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.parse.cep_clauses import unit_micros
 from cepsql.parse.pattern_parser import canonical_name
 
-AGGREGATES = frozenset({
-    "count", "sum", "avg", "mean", "min", "max", "array_agg", "collect_list", "collect_set",
-    "stddev", "std", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
-    "count_if", "bool_and", "every", "bool_or", "some", "any", "max_by", "min_by", "listagg",
-    "string_agg"})
 # Spark aggregates MATCH_RECOGNIZE does not compute: a clear error instead of Spark's
 # MISSING_GROUP_BY on the projected measures
 OTHER_SPARK_AGGREGATES = frozenset({

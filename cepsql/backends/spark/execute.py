@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from cepsql.algebra.expressions import AGGREGATES
 from cepsql.errors import CepError, CepUnsupportedError, transported
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_sql import to_spark_sql
@@ -111,9 +112,6 @@ def _aggregates_matches(df: DataFrame) -> bool:
 
 
 def _unknown_aggregate() -> CepUnsupportedError:
-    # here: cepsql.parse loads sqlglot, which Spark Python workers (they unpickle
-    # TaskWorker from this module) are kept free of
-    from cepsql.parse.to_algebra import AGGREGATES
     return CepUnsupportedError(
         "a MEASURES or DEFINE expression calls a Spark aggregate function that "
         "MATCH_RECOGNIZE does not compute; supported aggregates: "
