@@ -428,25 +428,6 @@ cdef class CepCore(ConditionHost):
         output row, then per such aggregate (the SQL:2016 worker's layout)."""
         return buf_to_numpy(&self.lists, False)
 
-    def _set_exact(self, consts, int ansi, dlane, mlane):
-        """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
-        the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
-        _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
-
-    def set_exact_columns(self, cols):
-        """The exact column matrix for the next run: int64[n_columns, n_rows, 2], the
-        128-bit value of every exact-lane column (other columns' rows are unused)."""
-        cdef cnp.ndarray c = np.ascontiguousarray(cols, dtype=np.int64)
-        self.xcols_ref = c
-        self.xl.cols = <const x_i128*> cnp.PyArray_DATA(c) if c.size else NULL
-
-    def vm_error(self):
-        """The first ANSI runtime error of the condition VM since the last call (0 none,
-        1 arithmetic overflow, 2 division by zero); clears it."""
-        err = self.xl.error
-        self.xl.error = 0
-        return err
-
     def set_consts(self, cnp.ndarray consts):
         cdef cnp.ndarray c = np.ascontiguousarray(consts, dtype=np.float64)
         free(self.consts)

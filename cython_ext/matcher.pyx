@@ -157,7 +157,7 @@ cdef class SqlResult:
         self.resume = resume
 
 
-cdef class SqlMatcher:
+cdef class SqlMatcher(ConditionHost):
     """One compiled query. ``run`` matches every partition of a chunk of sorted rows."""
     # program
     cdef int* prog
@@ -170,8 +170,6 @@ cdef class SqlMatcher:
     cdef int n_consts
     cdef double* vstack
     cdef unsigned char* nstack
-    cdef ExactLane xl            # exact lane of the stack, constants and columns
-    cdef object xcols_ref        # keeps the exact column matrix alive during a run
     # row refs used by DEFINE: set, logical, loff, poff, final
     cdef int* refs
     cdef int n_refs
@@ -1310,25 +1308,6 @@ cdef class SqlMatcher:
         """WITHIN n ROWS (kind 1) or WITHIN INTERVAL (kind 2, size in microseconds)."""
         self.window_kind = kind
         self.window_size = size
-
-    def _set_exact(self, consts, int ansi, dlane, mlane):
-        """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
-        the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
-        _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
-
-    def set_exact_columns(self, cols):
-        """The exact column matrix for the next run: int64[n_columns, n_rows, 2], the
-        128-bit value of every exact-lane column (other columns' rows are unused)."""
-        cdef cnp.ndarray c = np.ascontiguousarray(cols, dtype=np.int64)
-        self.xcols_ref = c
-        self.xl.cols = <const x_i128*> cnp.PyArray_DATA(c) if c.size else NULL
-
-    def vm_error(self):
-        """The first ANSI runtime error of the condition VM since the last call (0 none,
-        1 arithmetic overflow, 2 division by zero); clears it."""
-        err = self.xl.error
-        self.xl.error = 0
-        return err
 
     def set_consts(self, cnp.ndarray consts):
         """Replace the constant pool (string literals are re-ranked per chunk)."""

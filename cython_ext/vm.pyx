@@ -66,7 +66,27 @@ cdef void _lane_set_consts(ExactLane* x, object consts, int ansi, object dlane,
 
 
 cdef class ConditionHost:
-    """Base of the evaluators whose VM the shared DAG calls; the base accepts nothing."""
+    """Base of the evaluators that run the condition VM (the SQL:2016 matcher and the CEP
+    matcher); as a VM the shared DAG calls, the base accepts nothing."""
+
+    def _set_exact(self, consts, int ansi, dlane, mlane):
+        """Exact constants (int64[n, 2] halves of 128-bit values), the ANSI flag, and
+        the lanes (int32[n, 4]) of the DEFINE and MEASURES aggregates."""
+        _lane_set_consts(&self.xl, consts, ansi, dlane, mlane)
+
+    def set_exact_columns(self, cols):
+        """The exact column matrix for the next run: int64[n_columns, n_rows, 2], the
+        128-bit value of every exact-lane column (other columns' rows are unused)."""
+        cdef cnp.ndarray c = np.ascontiguousarray(cols, dtype=np.int64)
+        self.xcols_ref = c
+        self.xl.cols = <const x_i128*> cnp.PyArray_DATA(c) if c.size else NULL
+
+    def vm_error(self):
+        """The first ANSI runtime error of the condition VM since the last call (0 none,
+        1 arithmetic overflow, 2 division by zero); clears it."""
+        err = self.xl.error
+        self.xl.error = 0
+        return err
 
     cdef bint eval_explicit(self, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
                             i64 ps, i64 pe) noexcept nogil:

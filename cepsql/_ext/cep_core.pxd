@@ -58,8 +58,6 @@ cdef class CepCore(ConditionHost):
     cdef double* consts
     cdef double* vstack
     cdef unsigned char* nstack
-    cdef ExactLane xl          # exact lane of the stack, constants and columns
-    cdef object xcols_ref      # keeps the exact column matrix alive during a run
     cdef int* refs
     cdef int n_refs
     cdef unsigned char* member

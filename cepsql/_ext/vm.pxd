@@ -124,8 +124,12 @@ cdef void _lane_set_consts(ExactLane* x, object consts, int ansi, object dlane, 
 
 
 cdef class ConditionHost:
-    """An evaluator whose condition VM another evaluator may call (the shared DAG calls
-    the owner pattern's CepMatcher): a typed virtual call instead of raw addresses."""
+    """An evaluator running the condition VM: its exact lane and the methods the Python
+    side sets it up with (both matchers), and a VM another evaluator may call (the
+    shared DAG calls the owner pattern's CepMatcher): a typed virtual call instead of raw
+    addresses."""
+    cdef ExactLane xl            # exact lane of the stack, constants and columns
+    cdef object xcols_ref        # keeps the exact column matrix alive during a run
     cdef bint eval_explicit(self, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
                             i64 ps, i64 pe) noexcept nogil
 
