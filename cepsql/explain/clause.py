@@ -15,7 +15,7 @@ from cepsql.algebra.pattern import Negation, pattern_to_text
 from cepsql.analyze.partition_inference import whole_input_output
 from cepsql.analyze.relevance import relevance_line
 from cepsql.compile.query_plan import CepExplainFacts, QueryPlan, SqlExplainFacts
-from cepsql.exprs.spark_sql import to_spark_sql
+from cepsql.exprs.spark_sql import to_spark_sql, user_literal
 from cepsql.planning.evaluator_choice import EVALUATOR_IN_ORDER, CepPlanChoice, describe_choice
 
 
@@ -44,8 +44,7 @@ def describe_expr(e: Expr) -> str:
     if isinstance(e, ColumnRef):
         return e.column if e.var is None else f"{e.var}.{e.column}"
     if isinstance(e, Literal):
-        return "NULL" if e.value is None else (repr(e.value) if e.type == "string"
-                                               else str(e.value))
+        return user_literal(e)
     if isinstance(e, BinaryOp):
         return f"({describe_expr(e.left)} {e.op} {describe_expr(e.right)})"
     if isinstance(e, UnaryOp):
@@ -106,7 +105,8 @@ def _sql_mode(plan: QueryPlan, facts: SqlExplainFacts) -> str:
                  + f"; AFTER MATCH SKIP {skip}; WITHIN {window}")
     if facts.derived:
         lines.append("computed per row before matching (vectorised):")
-        lines += [f"  {name} := {to_spark_sql(expr)}" for name, expr in facts.derived]
+        lines += [f"  {name} := {to_spark_sql(expr, readable=True)}"
+                  for name, expr in facts.derived]
     lines.append("DEFINE (per thread, in the condition VM; x@row reads x at that row):")
     for var in spec.variables:
         cond = facts.defines.get(var)

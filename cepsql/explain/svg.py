@@ -1,17 +1,20 @@
 """Plans as pictures: EXPLAIN FORMAT SVG and ``spark.cep.explain(..., file=)``.
 
-A plan is drawn as a layered DAG (leaves at the bottom, roots on top): the chosen tree or
-order plan of a planned CEP clause, otherwise the pattern's operator tree; the sharing
-stage draws a workload's global plan with the same function (shared nodes marked). The
-SVG is written by hand (no graphviz, no matplotlib needed) and every label is escaped.
+A plan is drawn as a tidy layered tree or DAG (roots on top, each node one row below its
+parent; cepsql/explain/layout.py): the chosen tree or order plan of a planned CEP clause,
+otherwise the pattern's operator tree; the sharing stage draws a workload's global plan
+with the same function (shared nodes marked). The SVG is written by hand (no graphviz, no
+matplotlib needed) and every label is escaped.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html import escape
 
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
-                               Permute, Quantified, Var)
+                                    Permute, Quantified, Var)
+from cepsql.explain.layout import tidy_layout
 
 __all__ = ["Box", "clauses_svg", "dag_svg", "pattern_boxes", "plan_boxes", "plan_svg"]
 
@@ -29,26 +32,18 @@ class Box:
 
 
 def dag_svg(boxes: list[Box], title: str = "") -> str:
-    """A layered drawing: a box's layer is its height (leaves 0); boxes keep the order
-    they are listed in within a layer."""
-    height: list[int] = []
-    for b in boxes:   # children are listed before their parents
-        height.append(1 + max((height[c] for c in b.children), default=-1))
-    layers = max(height, default=0) + 1
-    rows: list[list[int]] = [[] for _ in range(layers)]
-    for i, h in enumerate(height):
-        rows[h].append(i)
-    widest = max((len(r) for r in rows), default=1)
-    width = 2 * _PAD + widest * _W + (widest - 1) * _GAP_X
+    """A tidy layered drawing (cepsql/explain/layout.py): roots on top, every box one
+    row below the parent it hangs from, no two boxes overlapping."""
+    placed = tidy_layout([b.children for b in boxes])
+    layers = max(placed.level, default=0) + 1
+    slots = max(placed.slot, default=0.0) + 1
+    width = max(2 * _PAD + slots * _W + (slots - 1) * _GAP_X,
+                2 * _PAD + 7 * len(title))   # the bold title fits too
     top = _PAD + (24 if title else 0)
     total_h = top + layers * _H + (layers - 1) * _GAP_Y + _PAD + 14
-    pos: dict[int, tuple[float, float]] = {}
-    for h, row in enumerate(rows):
-        span = len(row) * _W + (len(row) - 1) * _GAP_X
-        x0 = (width - span) / 2
-        y = top + (layers - 1 - h) * (_H + _GAP_Y)
-        for k, i in enumerate(row):
-            pos[i] = (x0 + k * (_W + _GAP_X), y)
+    left = (width - (slots * _W + (slots - 1) * _GAP_X)) / 2
+    pos = {i: (left + s * (_W + _GAP_X), top + lv * (_H + _GAP_Y))
+           for i, (lv, s) in enumerate(zip(placed.level, placed.slot))}
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
            f'height="{total_h:.0f}" font-family="sans-serif" font-size="12">',
            '<rect width="100%" height="100%" fill="white"/>']
@@ -156,7 +151,6 @@ def clauses_svg(recorded: list[tuple[object, object]]) -> str:
         return dag_svg([Box("no MATCH_RECOGNIZE clause")], "plan")
     if len(parts) == 1:
         return parts[0]
-    import re
     sizes = [tuple(float(v) for v in re.search(r'width="([\d.]+)" height="([\d.]+)"', p).groups())
              for p in parts]
     width, y = max(w for w, _ in sizes), 0.0

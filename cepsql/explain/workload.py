@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from cepsql.algebra.expressions import AggregateValue, BinaryOp, ColumnRef, Literal, RowValue
 from cepsql.explain.svg import Box, dag_svg
+from cepsql.exprs.spark_sql import user_literal
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.sharing.patterns import WorkloadPattern
 
@@ -55,7 +56,7 @@ def _expr_text(e, own: str) -> str:
             text += f"[{e.ref.logical}-{e.ref.logical_offset}{e.ref.physical_offset:+d}]"
         return text
     if isinstance(e, Literal):
-        return repr(e.value) if e.type != "string" else f"'{e.value}'"
+        return user_literal(e)
     if isinstance(e, AggregateValue):
         by = f", {e.by}" if e.by else ""
         by += f", {e.index}" if e.func == "ELEMENT" else ""
@@ -162,8 +163,8 @@ def describe_workload(plan: GlobalPlan, patterns: list[WorkloadPattern]) -> str:
 
 
 def workload_svg(plan: GlobalPlan, patterns: list[WorkloadPattern]) -> str:
-    """The global plan's DAG: nodes at their height, shared nodes highlighted, one
-    box per pattern root on top."""
+    """The global plan's DAG: one box per pattern root on top, each node one row below
+    its deepest consumer, shared nodes highlighted."""
     reads = consumer_counts(plan)
     boxes = []
     for i, n in enumerate(plan.nodes):

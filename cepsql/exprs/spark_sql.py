@@ -32,10 +32,11 @@ def quote_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def to_spark_sql(expr: Expr) -> str:
-    """Spark SQL text of expr; every compound node is parenthesised."""
+def to_spark_sql(expr: Expr, readable: bool = False) -> str:
+    """Spark SQL text of expr; every compound node is parenthesised. ``readable``: literals
+    as the user writes them (EXPLAIN text), not in the exact typed form Spark is sent."""
     if isinstance(expr, Literal):
-        return _literal(expr)
+        return user_literal(expr) if readable else _literal(expr)
     if isinstance(expr, ColumnRef):
         if expr.var is not None:
             raise CepUnsupportedError(
@@ -43,7 +44,7 @@ def to_spark_sql(expr: Expr) -> str:
                 "Spark expression", pos=expr.pos)
         return quote_identifier(expr.column)
     if isinstance(expr, BinaryOp):
-        left, right = to_spark_sql(expr.left), to_spark_sql(expr.right)
+        left, right = to_spark_sql(expr.left, readable), to_spark_sql(expr.right, readable)
         op = expr.op.upper()
         if op == "/":
             # Spark's own division (exact DECIMAL quotient, DOUBLE for integers); a zero
@@ -59,39 +60,39 @@ def to_spark_sql(expr: Expr) -> str:
         op = expr.op.upper()
         if op not in ("NOT", "-", "+"):
             raise CepUnsupportedError(f"unsupported operator {expr.op!r}", pos=expr.pos)
-        return f"({op} {to_spark_sql(expr.operand)})"
+        return f"({op} {to_spark_sql(expr.operand, readable)})"
     if isinstance(expr, IsNull):
-        return f"({to_spark_sql(expr.operand)} IS {'NOT ' if expr.negated else ''}NULL)"
+        return f"({to_spark_sql(expr.operand, readable)} IS {'NOT ' if expr.negated else ''}NULL)"
     if isinstance(expr, InList):
-        items = ", ".join(to_spark_sql(i) for i in expr.items)
-        return f"({to_spark_sql(expr.operand)} {'NOT ' if expr.negated else ''}IN ({items}))"
+        items = ", ".join(to_spark_sql(i, readable) for i in expr.items)
+        return f"({to_spark_sql(expr.operand, readable)} {'NOT ' if expr.negated else ''}IN ({items}))"
     if isinstance(expr, Between):
-        return (f"({to_spark_sql(expr.operand)} {'NOT ' if expr.negated else ''}BETWEEN "
-                f"{to_spark_sql(expr.low)} AND {to_spark_sql(expr.high)})")
+        return (f"({to_spark_sql(expr.operand, readable)} {'NOT ' if expr.negated else ''}BETWEEN "
+                f"{to_spark_sql(expr.low, readable)} AND {to_spark_sql(expr.high, readable)})")
     if isinstance(expr, Like):
-        return (f"({to_spark_sql(expr.operand)} {'NOT ' if expr.negated else ''}LIKE "
-                f"{to_spark_sql(expr.pattern)})")
+        return (f"({to_spark_sql(expr.operand, readable)} {'NOT ' if expr.negated else ''}LIKE "
+                f"{to_spark_sql(expr.pattern, readable)})")
     if isinstance(expr, Case):
         parts = ["CASE"]
         if expr.operand is not None:
-            parts.append(to_spark_sql(expr.operand))
+            parts.append(to_spark_sql(expr.operand, readable))
         for cond, res in expr.whens:
-            parts.append(f"WHEN {to_spark_sql(cond)} THEN {to_spark_sql(res)}")
+            parts.append(f"WHEN {to_spark_sql(cond, readable)} THEN {to_spark_sql(res, readable)}")
         if expr.default is not None:
-            parts.append(f"ELSE {to_spark_sql(expr.default)}")
+            parts.append(f"ELSE {to_spark_sql(expr.default, readable)}")
         parts.append("END")
         return "(" + " ".join(parts) + ")"
     if isinstance(expr, Cast):
-        return f"CAST({to_spark_sql(expr.operand)} AS {_type_text(expr.to, expr.pos)})"
+        return f"CAST({to_spark_sql(expr.operand, readable)} AS {_type_text(expr.to, expr.pos)})"
     if isinstance(expr, FunctionCall) and expr.name == FIELD_ACCESS:
-        return f"{to_spark_sql(expr.args[0])}.{quote_identifier(str(expr.args[1].value))}"
+        return f"{to_spark_sql(expr.args[0], readable)}.{quote_identifier(str(expr.args[1].value))}"
     if isinstance(expr, FunctionCall) and expr.name == SUBSCRIPT:
         raise CepUnsupportedError("subscripts [] are resolved against the input schema; "
                                   "this clause form does not support them", pos=expr.pos)
     if isinstance(expr, FunctionCall):
         if not _IDENT.match(expr.name):
             raise CepUnsupportedError(f"invalid function name {expr.name!r}", pos=expr.pos)
-        return f"{expr.name}({', '.join(to_spark_sql(a) for a in expr.args)})"
+        return f"{expr.name}({', '.join(to_spark_sql(a, readable) for a in expr.args)})"
     raise CepUnsupportedError(
         f"{type(expr).__name__} cannot be evaluated as a plain Spark expression",
         pos=getattr(expr, "pos", None))
@@ -101,6 +102,16 @@ def _type_text(text: str, pos: int | None) -> str:
     if not _TYPE.match(text.strip()):
         raise CepUnsupportedError(f"unsupported CAST target type {text!r}", pos=pos)
     return text.strip()
+
+
+def user_literal(lit: Literal) -> str:
+    """The literal as a user writes it in SQL (``1.5``, ``-2``, ``'x'``), for text a
+    person reads (EXPLAIN); Spark-typed forms such as ``(1.5BD)`` are for generated SQL."""
+    if lit.type in ("int", "decimal") and lit.value is not None:
+        return str(lit.value).strip().lstrip("+")
+    if lit.type == "double" and lit.value is not None and math.isfinite(float(lit.value)):
+        return repr(float(lit.value))
+    return _literal(lit)
 
 
 def _literal(lit: Literal) -> str:
