@@ -34,6 +34,7 @@ from cepsql.stats import CACHE
 from cepsql.planning.options import current_options
 from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan, SortColumn
+from cepsql.runtime.error_position import located_run_error
 from cepsql.runtime.ordering import sort_indices
 from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.runtime.workers import bind_worker
@@ -149,8 +150,11 @@ class LocalStatement:
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
                             statistics=partial(table_statistics, table=table))
-        out = execute_plan(table, plan,
-                           stats=None if self.stats is None else self.stats.clause(site.start))
+        try:
+            out = execute_plan(table, plan, stats=None if self.stats is None
+                               else self.stats.clause(site.start))
+        except CepError as err:
+            raise located_run_error(err, spec, self.stmt) from None
         try:
             return out.rename_columns(clause_output_names(site, out.column_names))
         except CepError as err:

@@ -173,6 +173,9 @@ def parse_query(text: str, base: int = 0) -> tuple[exp.Expr, list[Token]]:
         raise CepSyntaxError("cannot tokenize the SQL text", pos=base) from None
     try:
         trees = [t for t in _QueryParser(dialect=CepSpark).parse(tokens, text) if t is not None]
+    except RecursionError:
+        raise CepUnsupportedError("the query nests expressions or subqueries too deeply for "
+                                  "the in-process path", pos=base) from None
     except ParseError as err:
         tok = getattr(err, "cep_token", None)
         message = getattr(err, "cep_message", None) or str(err).split(". Line")[0]

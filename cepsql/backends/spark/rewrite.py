@@ -25,7 +25,9 @@ from cepsql.runtime.adaptive import adaptive_settings
 from cepsql.backends.spark.execute import relevant_rows, run_plan
 from cepsql.backends.spark.frames import sql_with_frames, table_or_frame
 from cepsql.backends.spark.slicing import slice_plan
+from cepsql.backends.spark.spark_positions import located, seen_text
 from cepsql.backends.spark.streams import StreamRunner, require_streams
+from cepsql.backends.spark.task_errors import remember_statement
 from cepsql.backends.spark.table_function import TfRewritten, original_pos, rewrite_table_functions
 
 
@@ -272,13 +274,23 @@ def _source_frame(spark: SparkSession, source: Source, full: str, site,
 
 
 def run_sql(spark: SparkSession, rewritten: Rewritten, original: str) -> DataFrame:
-    """spark.sql on rewritten text; Spark's errors become cepsql errors."""
+    """spark.sql on rewritten text; Spark's errors become cepsql errors at the position in
+    the user's text (spark_positions.py)."""
     try:
-        return sql_with_frames(spark, rewritten.sql, rewritten.frames)
+        df = sql_with_frames(spark, rewritten.sql, rewritten.frames)
     except ParseException as e:
-        raise CepSyntaxError(_explain(e, rewritten), sql=original) from None
+        raise _located(CepSyntaxError, e, rewritten, original) from None
     except AnalysisException as e:
-        raise CepAnalysisError(_explain(e, rewritten), sql=original) from None
+        raise _located(CepAnalysisError, e, rewritten, original) from None
+    remember_statement(spark, seen_text(rewritten.sql, rewritten.frames), original)
+    return df
+
+
+def _located(cls: type[CepError], e: Exception, rewritten: Rewritten, original: str) -> CepError:
+    message, pos, generated = located(e, seen_text(rewritten.sql, rewritten.frames), original)
+    if pos is None or generated:
+        message = _explain(message, rewritten)
+    return cls(message, sql=original, pos=pos)
 
 
 def _message(e: Exception) -> str:
@@ -286,8 +298,7 @@ def _message(e: Exception) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _explain(e: Exception, rewritten: Rewritten) -> str:
-    msg = _message(e)
+def _explain(msg: str, rewritten: Rewritten) -> str:
     if rewritten.clauses:
         names = ", ".join(c.view for c in rewritten.clauses)
         msg += (f" (in the statement as rewritten by cepsql; {names} are cepsql's views holding "

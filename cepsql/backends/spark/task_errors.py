@@ -20,7 +20,11 @@ left as configured); in cluster mode executors log to their own files, not the c
 """
 from __future__ import annotations
 
-from cepsql.errors import WIRE_TAG, decode_error
+from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error
+from cepsql.backends.spark.spark_positions import context_offset, spark_message, user_offset
+
+REMEMBERED_ATTR = "_cepsql_statements"  # on the SparkSession object: rewritten -> user text
+REMEMBERED_MAX = 64
 
 _HOOK_MARK = "_cepsql_hook"
 EXECUTOR_LOGGER = "org.apache.spark.executor.Executor"
@@ -51,11 +55,50 @@ def _wrap(module) -> None:
             text = str(e)
         except Exception:  # pragma: no cover - str() of a broken JVM error
             text = ""
-        found = decode_error(text) if WIRE_TAG in text else None
+        found = decode_error(text) if WIRE_TAG in text else _statement_error(e)
         return original(e) if found is None else found
 
     setattr(recover_python_exception, _HOOK_MARK, True)
     module.recover_python_exception = recover_python_exception
+
+
+def remember_statement(spark, rewritten: str, original: str) -> None:
+    """Note that cepsql ran ``rewritten`` for the user's ``original`` text, so a run-time
+    error Spark raises later (when an action runs) about the SQL around a clause (e.g.
+    DIVIDE_BY_ZERO in a WHERE) is reported at the user's line:column. Kept on the session
+    object, newest last, at most REMEMBERED_MAX statements."""
+    if rewritten == original:
+        return
+    try:
+        remembered = getattr(spark, REMEMBERED_ATTR, None)
+        if remembered is None:
+            remembered = {}
+            setattr(spark, REMEMBERED_ATTR, remembered)
+    except Exception:  # noqa: BLE001  (a session object that takes no attributes)
+        return
+    remembered.pop(rewritten, None)
+    remembered[rewritten] = original
+    while len(remembered) > REMEMBERED_MAX:
+        remembered.pop(next(iter(remembered)))
+
+
+def _statement_error(e) -> CepError | None:
+    """A Spark run-time error whose query context lies in a statement cepsql rewrote, as
+    a CepRuntimeError located in the user's text; None for every other error."""
+    if getattr(e, "getQueryContext", None) is None:
+        return None
+    try:
+        from pyspark.sql import SparkSession
+        remembered = getattr(SparkSession.getActiveSession(), REMEMBERED_ATTR, None) or {}
+    except Exception:  # noqa: BLE001  (no active session)
+        return None
+    for rewritten in reversed(list(remembered)):
+        start = context_offset(e, rewritten)
+        if start is not None:
+            original = remembered[rewritten]
+            pos, _ = user_offset(rewritten, original, start)
+            return CepRuntimeError(spark_message(e), sql=original, pos=pos)
+    return None
 
 
 def quiet_task_logs(spark) -> bool:

@@ -1,0 +1,49 @@
+"""Spark's own errors about the SQL around a clause come back as cepsql errors at the
+user's line:column, not at positions of the statement cepsql rewrote (issue 24 B6)."""
+from __future__ import annotations
+
+import pytest
+
+from cepsql.errors import CepAnalysisError, CepRuntimeError, CepSyntaxError
+
+CLAUSE = ("MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(b.n) AS v "
+          "ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS b.n > PREV(b.n))")
+
+
+@pytest.fixture(scope="module")
+def hard(spark):
+    spark.createDataFrame([("a", i, n) for i, n in enumerate([5, 3, 4, 6, 2, 7])],
+                          "sym string, ts int, n int").createOrReplaceTempView("hard")
+    return spark
+
+
+def _at(err, sql: str, needle: str) -> None:
+    offset = sql.index(needle)
+    line = sql.count("\n", 0, offset) + 1
+    col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    assert (err.line, err.col) == (line, col), str(err)
+    assert "rewritten by cepsql" not in err.message
+
+
+@pytest.mark.parametrize("sql, cls, needle", [
+    (f"SELECT * FROM hard {CLAUSE}\n) -- extra", CepSyntaxError, ") --"),
+    (f"SELECT *\n  FROM hard {CLAUSE} WHERE nope_fn(v) > 1", CepAnalysisError, "nope_fn"),
+    (f"SELECT *\x00 FROM hard {CLAUSE}", CepSyntaxError, "\x00"),
+])
+def test_spark_errors_around_the_clause_at_the_users_position(hard, sql, cls, needle):
+    with pytest.raises(cls) as info:
+        hard.cep.sql(sql)
+    _at(info.value, sql, needle)
+
+
+def test_run_time_error_around_the_clause_at_the_users_position(hard):
+    sql = f"SELECT * FROM hard {CLAUSE}\n WHERE v > 1/0"
+    hard.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        df = hard.cep.sql(sql)
+        with pytest.raises(CepRuntimeError) as info:
+            df.collect()
+    finally:
+        hard.conf.unset("spark.sql.ansi.enabled")
+    assert "DIVIDE_BY_ZERO" in info.value.message
+    _at(info.value, sql, "1/0")
