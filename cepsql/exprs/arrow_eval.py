@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal, localcontext
 from typing import Callable
 
 import numpy as np
@@ -615,11 +615,44 @@ def _unary(fn: Callable) -> Callable:
     return call
 
 
-def _scalar_int(v: Value, e: FunctionCall, what: str) -> int | None:
+def _scalar_int(v: Value, e: FunctionCall, what: str, ansi: bool = True) -> int | None:
+    """A constant INT argument as Spark reads it: an integer in INT's range, a string cast
+    to INT (CAST_INVALID_INPUT under ANSI, NULL otherwise), any other type refused."""
+    arg_pos = next((getattr(a, "pos", None) for a in e.args[1:] if getattr(a, "pos", None)),
+                   e.pos)
     if not isinstance(v, pa.Scalar):
         raise CepUnsupportedError(f"{e.name}(): the {what} must be a constant in the local "
                                   "evaluator", pos=e.pos)
-    return None if not v.is_valid else int(v.as_py())
+    if pa.types.is_string(v.type) and v.is_valid:
+        try:
+            v = _string_to(v, pa.int64())
+        except CepRuntimeError as err:
+            if ansi:
+                raise CepRuntimeError(err.message, pos=arg_pos) from None
+            return None
+    elif not (pa.types.is_integer(v.type) or pa.types.is_null(v.type)):
+        raise CepAnalysisError(f"{e.name}(): the {what} must be an INT, got "
+                               f"{_spark_type_name(v.type)}", pos=arg_pos)
+    if not v.is_valid:
+        return None
+    value = int(v.as_py())
+    if not -2**31 <= value < 2**31:
+        raise CepAnalysisError(f"{e.name}(): the {what} must be an INT, got {value}", pos=arg_pos)
+    return value
+
+
+# Spark rounds DOUBLE and integers through java.math.BigDecimal; from this scale on 10^scale
+# overflows its BigInteger ("BigInteger would overflow").
+_MAX_ROUND_SCALE = 646_456_992
+_WIDE_EXPONENTS = Context(prec=28, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def _spark_type_name(t: pa.DataType) -> str:
+    """Spark's name of an Arrow type, for messages (Arrow's own names never reach users)."""
+    try:
+        return str(T.of_arrow(t)).upper()
+    except CepError:
+        return str(t).upper()
 
 
 def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False) -> Value:
@@ -628,20 +661,26 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False)
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
     _arity(e, args, 1, 2)
     x = args[0]
-    d = _scalar_int(args[1], e, "scale") if len(args) > 1 else 0
+    d = _scalar_int(args[1], e, "scale", ev.ansi) if len(args) > 1 else 0
     if d is None:
         return pa.scalar(None, x.type)
     t = x.type
+    if abs(d) > _MAX_ROUND_SCALE and not pa.types.is_decimal(t) and \
+            not (pa.types.is_integer(t) and d >= 0):
+        raise CepRuntimeError(f"[ARITHMETIC_OVERFLOW] {e.name}(): 10^{abs(d)} overflows (as "
+                              "in Spark, whose BigInteger cannot hold it)", pos=e.pos)
     if pa.types.is_decimal(t):
         return pc.round(x, ndigits=d,
                         round_mode="half_to_even" if half_even else "half_towards_infinity")
     if pa.types.is_integer(t):
         if d >= 0:
             return x
-        return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d), mode)))
+        with localcontext(_WIDE_EXPONENTS):
+            return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d),
+                                                                    mode)))
     if pa.types.is_floating(t):
         # Spark rounds BigDecimal(Double.toString(x)); Python's repr is the same text
-        q = Decimal(1).scaleb(-d)
+        q = Decimal(1).scaleb(-d, _WIDE_EXPONENTS)
 
         def one(v: float) -> float:
             if math.isnan(v) or math.isinf(v):
@@ -650,7 +689,8 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False)
             if text.as_tuple().exponent >= -d:  # no digit to drop
                 return v
             return float(text.quantize(q, mode))
-        return _rowwise(x, t, one)
+        with localcontext(_WIDE_EXPONENTS):
+            return _rowwise(x, t, one)
     raise CepAnalysisError(f"round() needs a numeric argument, got {t}", pos=e.pos)
 
 
