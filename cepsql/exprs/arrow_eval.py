@@ -22,15 +22,18 @@ from cepsql.exprs.ansi import ansi_enabled
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
 
-def evaluate_arrow(expr: Expr, table: pa.Table,
-                   ansi: bool | None = None) -> pa.Array | pa.ChunkedArray:
+def evaluate_arrow(expr: Expr, table: pa.Table, ansi: bool | None = None, *,
+                   strict_division: bool = False) -> pa.Array | pa.ChunkedArray:
     """expr over every row of table (unqualified column references only). ansi: Spark's
     spark.sql.ansi.enabled where it changes types (default: the in-process setting,
-    exprs.ansi)."""
+    exprs.ansi). strict_division: every row of table is one Spark evaluates expr on (e.g.
+    MEASURES over matched rows), so under ANSI a zero divisor raises DIVIDE_BY_ZERO as in
+    Spark; otherwise (columns computed before matching decides which rows a DEFINE reads)
+    it is NULL, as try_divide."""
     if ansi is None:
         ansi = ansi_enabled()
     try:
-        value = _Evaluator(table, ansi).value_of(expr)
+        value = _Evaluator(table, ansi, strict_division and ansi).value_of(expr)
     except CepError:
         raise
     except pa.ArrowInvalid as e:  # overflow, invalid cast ...
@@ -47,10 +50,11 @@ def _broadcast(value: Value, n: int) -> pa.Array | pa.ChunkedArray:
 
 
 class _Evaluator:
-    def __init__(self, table: pa.Table, ansi: bool = True):
+    def __init__(self, table: pa.Table, ansi: bool = True, divide_by_zero_raises: bool = False):
         self.table = table
         self.n = table.num_rows
         self.ansi = ansi
+        self.divide_by_zero_raises = divide_by_zero_raises
 
     def value_of(self, e: Expr) -> Value:
         method = getattr(self, "_" + type(e).__name__, None)
@@ -108,6 +112,8 @@ class _Evaluator:
             return pc.subtract_checked(a, b)
         if op == "*":
             return pc.multiply_checked(a, b)
+        if op in ("/", "%") and self.divide_by_zero_raises:
+            _check_divisor(a, b, e)
         if op == "/":
             return _divide(a, b)
         if op == "%":
@@ -498,6 +504,18 @@ def _as_bool(v: Value) -> Value:
 
 
 # arithmetic ---------------------------------------------------------------
+
+def _check_divisor(a: Value, b: Value, e: BinaryOp) -> None:
+    """Spark's ANSI Divide/Remainder: DIVIDE_BY_ZERO for a zero divisor beside a non-NULL
+    dividend (NULL / 0 stays NULL)."""
+    zero = pc.and_(pc.is_valid(a), pc.fill_null(pc.equal(b, pa.scalar(0, b.type)
+                                                         if pa.types.is_integer(b.type) else 0),
+                                                False))
+    if pc.any(zero).as_py() if not isinstance(zero, pa.Scalar) else zero.as_py():
+        raise CepRuntimeError(
+            "[DIVIDE_BY_ZERO] division by zero; use try_divide to get NULL instead, or set "
+            "spark.sql.ansi.enabled=false", pos=e.pos)
+
 
 def _divide(a: Value, b: Value) -> Value:
     """Spark's a / b as try_divide: DOUBLE unless both sides are exact and one is a
