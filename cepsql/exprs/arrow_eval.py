@@ -177,7 +177,7 @@ class _Evaluator:
         values = [self.value_of(r) for _, r in e.whens]
         if e.default is not None:
             values.append(self.value_of(e.default))
-        target = _common_type([v.type for v in values], self.ansi)
+        target = _common_type([v.type for v in values], self.ansi, e.pos)
         values = [_broadcast(_cast_value(v, target), self.n) for v in values]
         return pc.case_when(pc.make_struct(*conds, field_names=[f"c{i}" for i in range(len(conds))]),
                             *values)
@@ -323,7 +323,8 @@ def spark_type_to_arrow(text: str, pos: int | None = None) -> pa.DataType:
     raise CepUnsupportedError(f"unsupported CAST target type {text!r}", pos=pos)
 
 
-def _common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
+def _common_type(types: list[pa.DataType], ansi: bool = True,
+                 pos: int | None = None) -> pa.DataType:
     """The Arrow type of Spark's wider type: numbers meet by algebra.types' rules (the
     condition VM's too), strings of either Arrow width as string."""
     known = [t for t in types if not pa.types.is_null(t)]
@@ -335,7 +336,8 @@ def _common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
         return T.to_arrow(T.common_type([T.of_arrow(t) for t in known], ansi))
     if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in known):
         return pa.string()
-    raise CepAnalysisError(f"incompatible types: {', '.join(str(t) for t in known)}")
+    raise CepAnalysisError("incompatible types: "
+                           f"{', '.join(_spark_type_name(t) for t in known)}", pos=pos)
 
 
 def common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
@@ -751,7 +753,7 @@ def _greatest_least(kernel: Callable) -> Callable:
     def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         if len(args) < 2:
             raise CepAnalysisError(f"function {e.name}() needs at least 2 arguments", pos=e.pos)
-        target = _common_type([a.type for a in args], ev.ansi)
+        target = _common_type([a.type for a in args], ev.ansi, e.pos)
         return kernel(*[_cast_value(a, target) for a in args], skip_nulls=True)
     return call
 
@@ -761,7 +763,7 @@ def _coalesce(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         raise CepAnalysisError(f"function {e.name}() needs at least 1 argument", pos=e.pos)
     if e.name.lower() in ("nvl", "ifnull"):
         _arity(e, args, 2)
-    target = _common_type([a.type for a in args], ev.ansi)
+    target = _common_type([a.type for a in args], ev.ansi, e.pos)
     return pc.coalesce(*[_cast_value(a, target) for a in args])
 
 
@@ -806,7 +808,7 @@ def _substr(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
 def _if(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
     _arity(e, args, 3)
     cond = pc.fill_null(_as_bool(args[0]), False)
-    target = _common_type([args[1].type, args[2].type], ev.ansi)
+    target = _common_type([args[1].type, args[2].type], ev.ansi, e.pos)
     return pc.if_else(cond, _cast_value(args[1], target), _cast_value(args[2], target))
 
 
