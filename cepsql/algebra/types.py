@@ -209,8 +209,7 @@ def _wider(a: VmType, b: VmType, ansi: bool = True) -> VmType:
         if a.integral and b.integral:
             return wider_integral(a, b)
         return wider_decimal(as_decimal(a), as_decimal(b))
-    if {a.name, b.name} in ({"boolean", "double"}, {"boolean", "float"}):
-        return DOUBLE
+    # Spark has no common type for BOOLEAN and a number (DATATYPE_MISMATCH.DATA_DIFF_TYPES)
     raise TypeError(f"{a} and {b} have no common type")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal, localcontext
 from typing import Callable
 
 import numpy as np
@@ -22,15 +22,18 @@ from cepsql.exprs.ansi import ansi_enabled
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
 
-def evaluate_arrow(expr: Expr, table: pa.Table,
-                   ansi: bool | None = None) -> pa.Array | pa.ChunkedArray:
+def evaluate_arrow(expr: Expr, table: pa.Table, ansi: bool | None = None, *,
+                   strict_division: bool = False) -> pa.Array | pa.ChunkedArray:
     """expr over every row of table (unqualified column references only). ansi: Spark's
     spark.sql.ansi.enabled where it changes types (default: the in-process setting,
-    exprs.ansi)."""
+    exprs.ansi). strict_division: every row of table is one Spark evaluates expr on (e.g.
+    MEASURES over matched rows), so under ANSI a zero divisor raises DIVIDE_BY_ZERO as in
+    Spark; otherwise (columns computed before matching decides which rows a DEFINE reads)
+    it is NULL, as try_divide."""
     if ansi is None:
         ansi = ansi_enabled()
     try:
-        value = _Evaluator(table, ansi).value_of(expr)
+        value = _Evaluator(table, ansi, strict_division and ansi).value_of(expr)
     except CepError:
         raise
     except pa.ArrowInvalid as e:  # overflow, invalid cast ...
@@ -47,10 +50,11 @@ def _broadcast(value: Value, n: int) -> pa.Array | pa.ChunkedArray:
 
 
 class _Evaluator:
-    def __init__(self, table: pa.Table, ansi: bool = True):
+    def __init__(self, table: pa.Table, ansi: bool = True, divide_by_zero_raises: bool = False):
         self.table = table
         self.n = table.num_rows
         self.ansi = ansi
+        self.divide_by_zero_raises = divide_by_zero_raises
 
     def value_of(self, e: Expr) -> Value:
         method = getattr(self, "_" + type(e).__name__, None)
@@ -108,6 +112,8 @@ class _Evaluator:
             return pc.subtract_checked(a, b)
         if op == "*":
             return pc.multiply_checked(a, b)
+        if op in ("/", "%") and self.divide_by_zero_raises:
+            _check_divisor(a, b, e)
         if op == "/":
             return _divide(a, b)
         if op == "%":
@@ -171,7 +177,7 @@ class _Evaluator:
         values = [self.value_of(r) for _, r in e.whens]
         if e.default is not None:
             values.append(self.value_of(e.default))
-        target = _common_type([v.type for v in values], self.ansi)
+        target = _common_type([v.type for v in values], self.ansi, e.pos)
         values = [_broadcast(_cast_value(v, target), self.n) for v in values]
         return pc.case_when(pc.make_struct(*conds, field_names=[f"c{i}" for i in range(len(conds))]),
                             *values)
@@ -317,7 +323,8 @@ def spark_type_to_arrow(text: str, pos: int | None = None) -> pa.DataType:
     raise CepUnsupportedError(f"unsupported CAST target type {text!r}", pos=pos)
 
 
-def _common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
+def _common_type(types: list[pa.DataType], ansi: bool = True,
+                 pos: int | None = None) -> pa.DataType:
     """The Arrow type of Spark's wider type: numbers meet by algebra.types' rules (the
     condition VM's too), strings of either Arrow width as string."""
     known = [t for t in types if not pa.types.is_null(t)]
@@ -329,7 +336,8 @@ def _common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
         return T.to_arrow(T.common_type([T.of_arrow(t) for t in known], ansi))
     if all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in known):
         return pa.string()
-    raise CepAnalysisError(f"incompatible types: {', '.join(str(t) for t in known)}")
+    raise CepAnalysisError("incompatible types: "
+                           f"{', '.join(_spark_type_name(t) for t in known)}", pos=pos)
 
 
 def common_type(types: list[pa.DataType], ansi: bool = True) -> pa.DataType:
@@ -499,6 +507,18 @@ def _as_bool(v: Value) -> Value:
 
 # arithmetic ---------------------------------------------------------------
 
+def _check_divisor(a: Value, b: Value, e: BinaryOp) -> None:
+    """Spark's ANSI Divide/Remainder: DIVIDE_BY_ZERO for a zero divisor beside a non-NULL
+    dividend (NULL / 0 stays NULL)."""
+    zero = pc.and_(pc.is_valid(a), pc.fill_null(pc.equal(b, pa.scalar(0, b.type)
+                                                         if pa.types.is_integer(b.type) else 0),
+                                                False))
+    if pc.any(zero).as_py() if not isinstance(zero, pa.Scalar) else zero.as_py():
+        raise CepRuntimeError(
+            "[DIVIDE_BY_ZERO] division by zero; use try_divide to get NULL instead, or set "
+            "spark.sql.ansi.enabled=false", pos=e.pos)
+
+
 def _divide(a: Value, b: Value) -> Value:
     """Spark's a / b as try_divide: DOUBLE unless both sides are exact and one is a
     DECIMAL (then the exact quotient at Spark's result type); NULL for a zero divisor."""
@@ -615,11 +635,44 @@ def _unary(fn: Callable) -> Callable:
     return call
 
 
-def _scalar_int(v: Value, e: FunctionCall, what: str) -> int | None:
+def _scalar_int(v: Value, e: FunctionCall, what: str, ansi: bool = True) -> int | None:
+    """A constant INT argument as Spark reads it: an integer in INT's range, a string cast
+    to INT (CAST_INVALID_INPUT under ANSI, NULL otherwise), any other type refused."""
+    arg_pos = next((getattr(a, "pos", None) for a in e.args[1:] if getattr(a, "pos", None)),
+                   e.pos)
     if not isinstance(v, pa.Scalar):
         raise CepUnsupportedError(f"{e.name}(): the {what} must be a constant in the local "
                                   "evaluator", pos=e.pos)
-    return None if not v.is_valid else int(v.as_py())
+    if pa.types.is_string(v.type) and v.is_valid:
+        try:
+            v = _string_to(v, pa.int64())
+        except CepRuntimeError as err:
+            if ansi:
+                raise CepRuntimeError(err.message, pos=arg_pos) from None
+            return None
+    elif not (pa.types.is_integer(v.type) or pa.types.is_null(v.type)):
+        raise CepAnalysisError(f"{e.name}(): the {what} must be an INT, got "
+                               f"{_spark_type_name(v.type)}", pos=arg_pos)
+    if not v.is_valid:
+        return None
+    value = int(v.as_py())
+    if not -2**31 <= value < 2**31:
+        raise CepAnalysisError(f"{e.name}(): the {what} must be an INT, got {value}", pos=arg_pos)
+    return value
+
+
+# Spark rounds DOUBLE and integers through java.math.BigDecimal; from this scale on 10^scale
+# overflows its BigInteger ("BigInteger would overflow").
+_MAX_ROUND_SCALE = 646_456_992
+_WIDE_EXPONENTS = Context(prec=28, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def _spark_type_name(t: pa.DataType) -> str:
+    """Spark's name of an Arrow type, for messages (Arrow's own names never reach users)."""
+    try:
+        return str(T.of_arrow(t)).upper()
+    except CepError:
+        return str(t).upper()
 
 
 def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False) -> Value:
@@ -628,20 +681,26 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False)
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
     _arity(e, args, 1, 2)
     x = args[0]
-    d = _scalar_int(args[1], e, "scale") if len(args) > 1 else 0
+    d = _scalar_int(args[1], e, "scale", ev.ansi) if len(args) > 1 else 0
     if d is None:
         return pa.scalar(None, x.type)
     t = x.type
+    if abs(d) > _MAX_ROUND_SCALE and not pa.types.is_decimal(t) and \
+            not (pa.types.is_integer(t) and d >= 0):
+        raise CepRuntimeError(f"[ARITHMETIC_OVERFLOW] {e.name}(): 10^{abs(d)} overflows (as "
+                              "in Spark, whose BigInteger cannot hold it)", pos=e.pos)
     if pa.types.is_decimal(t):
         return pc.round(x, ndigits=d,
                         round_mode="half_to_even" if half_even else "half_towards_infinity")
     if pa.types.is_integer(t):
         if d >= 0:
             return x
-        return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d), mode)))
+        with localcontext(_WIDE_EXPONENTS):
+            return _rowwise(x, t, lambda v: int(Decimal(v).quantize(Decimal(1).scaleb(-d),
+                                                                    mode)))
     if pa.types.is_floating(t):
         # Spark rounds BigDecimal(Double.toString(x)); Python's repr is the same text
-        q = Decimal(1).scaleb(-d)
+        q = Decimal(1).scaleb(-d, _WIDE_EXPONENTS)
 
         def one(v: float) -> float:
             if math.isnan(v) or math.isinf(v):
@@ -650,7 +709,8 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False)
             if text.as_tuple().exponent >= -d:  # no digit to drop
                 return v
             return float(text.quantize(q, mode))
-        return _rowwise(x, t, one)
+        with localcontext(_WIDE_EXPONENTS):
+            return _rowwise(x, t, one)
     raise CepAnalysisError(f"round() needs a numeric argument, got {t}", pos=e.pos)
 
 
@@ -693,7 +753,7 @@ def _greatest_least(kernel: Callable) -> Callable:
     def call(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         if len(args) < 2:
             raise CepAnalysisError(f"function {e.name}() needs at least 2 arguments", pos=e.pos)
-        target = _common_type([a.type for a in args], ev.ansi)
+        target = _common_type([a.type for a in args], ev.ansi, e.pos)
         return kernel(*[_cast_value(a, target) for a in args], skip_nulls=True)
     return call
 
@@ -703,7 +763,7 @@ def _coalesce(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
         raise CepAnalysisError(f"function {e.name}() needs at least 1 argument", pos=e.pos)
     if e.name.lower() in ("nvl", "ifnull"):
         _arity(e, args, 2)
-    target = _common_type([a.type for a in args], ev.ansi)
+    target = _common_type([a.type for a in args], ev.ansi, e.pos)
     return pc.coalesce(*[_cast_value(a, target) for a in args])
 
 
@@ -748,7 +808,7 @@ def _substr(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
 def _if(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
     _arity(e, args, 3)
     cond = pc.fill_null(_as_bool(args[0]), False)
-    target = _common_type([args[1].type, args[2].type], ev.ansi)
+    target = _common_type([args[1].type, args[2].type], ev.ansi, e.pos)
     return pc.if_else(cond, _cast_value(args[1], target), _cast_value(args[2], target))
 
 

@@ -32,9 +32,15 @@ def quote_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def to_spark_sql(expr: Expr, readable: bool = False) -> str:
+def to_spark_sql(expr: Expr, readable: bool = False, *, strict_division: bool = False) -> str:
     """Spark SQL text of expr; every compound node is parenthesised. ``readable``: literals
-    as the user writes them (EXPLAIN text), not in the exact typed form Spark is sent."""
+    as the user writes them (EXPLAIN text), not in the exact typed form Spark is sent.
+    strict_division: render ``/`` and ``%`` as Spark's own operators (DIVIDE_BY_ZERO under
+    ANSI), for expressions over rows Spark would evaluate them on (MEASURES over matched
+    rows); otherwise try_divide / try_mod (see below)."""
+    def sub(e: Expr) -> str:
+        return to_spark_sql(e, readable, strict_division=strict_division)
+
     if isinstance(expr, Literal):
         return user_literal(expr) if readable else _literal(expr)
     if isinstance(expr, ColumnRef):
@@ -44,8 +50,10 @@ def to_spark_sql(expr: Expr, readable: bool = False) -> str:
                 "Spark expression", pos=expr.pos)
         return quote_identifier(expr.column)
     if isinstance(expr, BinaryOp):
-        left, right = to_spark_sql(expr.left, readable), to_spark_sql(expr.right, readable)
+        left, right = sub(expr.left), sub(expr.right)
         op = expr.op.upper()
+        if strict_division and op in ("/", "%"):
+            return f"({left} {op} {right})"
         if op == "/":
             # Spark's own division (exact DECIMAL quotient, DOUBLE for integers); a zero
             # divisor is NULL because rows are computed before matching decides which
@@ -60,39 +68,39 @@ def to_spark_sql(expr: Expr, readable: bool = False) -> str:
         op = expr.op.upper()
         if op not in ("NOT", "-", "+"):
             raise CepUnsupportedError(f"unsupported operator {expr.op!r}", pos=expr.pos)
-        return f"({op} {to_spark_sql(expr.operand, readable)})"
+        return f"({op} {sub(expr.operand)})"
     if isinstance(expr, IsNull):
-        return f"({to_spark_sql(expr.operand, readable)} IS {'NOT ' if expr.negated else ''}NULL)"
+        return f"({sub(expr.operand)} IS {'NOT ' if expr.negated else ''}NULL)"
     if isinstance(expr, InList):
-        items = ", ".join(to_spark_sql(i, readable) for i in expr.items)
-        return f"({to_spark_sql(expr.operand, readable)} {'NOT ' if expr.negated else ''}IN ({items}))"
+        items = ", ".join(sub(i) for i in expr.items)
+        return f"({sub(expr.operand)} {'NOT ' if expr.negated else ''}IN ({items}))"
     if isinstance(expr, Between):
-        return (f"({to_spark_sql(expr.operand, readable)} {'NOT ' if expr.negated else ''}BETWEEN "
-                f"{to_spark_sql(expr.low, readable)} AND {to_spark_sql(expr.high, readable)})")
+        return (f"({sub(expr.operand)} {'NOT ' if expr.negated else ''}BETWEEN "
+                f"{sub(expr.low)} AND {sub(expr.high)})")
     if isinstance(expr, Like):
-        return (f"({to_spark_sql(expr.operand, readable)} {'NOT ' if expr.negated else ''}LIKE "
-                f"{to_spark_sql(expr.pattern, readable)})")
+        return (f"({sub(expr.operand)} {'NOT ' if expr.negated else ''}LIKE "
+                f"{sub(expr.pattern)})")
     if isinstance(expr, Case):
         parts = ["CASE"]
         if expr.operand is not None:
-            parts.append(to_spark_sql(expr.operand, readable))
+            parts.append(sub(expr.operand))
         for cond, res in expr.whens:
-            parts.append(f"WHEN {to_spark_sql(cond, readable)} THEN {to_spark_sql(res, readable)}")
+            parts.append(f"WHEN {sub(cond)} THEN {sub(res)}")
         if expr.default is not None:
-            parts.append(f"ELSE {to_spark_sql(expr.default, readable)}")
+            parts.append(f"ELSE {sub(expr.default)}")
         parts.append("END")
         return "(" + " ".join(parts) + ")"
     if isinstance(expr, Cast):
-        return f"CAST({to_spark_sql(expr.operand, readable)} AS {_type_text(expr.to, expr.pos)})"
+        return f"CAST({sub(expr.operand)} AS {_type_text(expr.to, expr.pos)})"
     if isinstance(expr, FunctionCall) and expr.name == FIELD_ACCESS:
-        return f"{to_spark_sql(expr.args[0], readable)}.{quote_identifier(str(expr.args[1].value))}"
+        return f"{sub(expr.args[0])}.{quote_identifier(str(expr.args[1].value))}"
     if isinstance(expr, FunctionCall) and expr.name == SUBSCRIPT:
         raise CepUnsupportedError("subscripts [] are resolved against the input schema; "
                                   "this clause form does not support them", pos=expr.pos)
     if isinstance(expr, FunctionCall):
         if not _IDENT.match(expr.name):
             raise CepUnsupportedError(f"invalid function name {expr.name!r}", pos=expr.pos)
-        return f"{expr.name}({', '.join(to_spark_sql(a, readable) for a in expr.args)})"
+        return f"{expr.name}({', '.join(sub(a) for a in expr.args)})"
     raise CepUnsupportedError(
         f"{type(expr).__name__} cannot be evaluated as a plain Spark expression",
         pos=getattr(expr, "pos", None))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+from cepsql.algebra.limits import MAX_INT64
 from cepsql.algebra.spec import Window
 from cepsql.errors import CepSyntaxError, CepUnsupportedError
 
@@ -53,6 +54,8 @@ def time_window(amount: str, amount_pos: int, unit: str, unit_pos: int) -> Windo
     micros = value * unit_micros(unit, unit_pos)
     if not micros.is_finite() or micros <= 0:
         raise CepSyntaxError("WITHIN window must be positive", pos=amount_pos)
+    if micros > MAX_INT64:  # Spark: INTERVAL_ARITHMETIC_OVERFLOW beyond int64 microseconds
+        raise CepSyntaxError("WITHIN window too large (at most 106751991 days)", pos=amount_pos)
     if micros != micros.to_integral_value():
         raise CepSyntaxError("WITHIN window must be a whole number of microseconds",
                              pos=amount_pos)
@@ -67,4 +70,6 @@ def rows_window(count: str, pos: int) -> Window:
     n = int(count)
     if n <= 0:
         raise CepSyntaxError("WITHIN window must be positive", pos=pos)
+    if n > MAX_INT64:
+        raise CepSyntaxError(f"WITHIN window too large (at most {MAX_INT64} rows)", pos=pos)
     return Window("rows", n)

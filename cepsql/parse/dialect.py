@@ -17,13 +17,14 @@ from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokens import Token, TokenType
 
 from cepsql.algebra.expressions import Expr
+from cepsql.algebra.limits import MAX_PAREN_NESTING, ensure_recursion_budget
 from cepsql.algebra.pattern import Negation, PatternNode, contains_negation, walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipTo, SortKey, Window
 from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
 from cepsql.parse.cep_clauses import rows_window, strategy_name, time_window
 from cepsql.parse.pattern_parser import canonical_name, check_negation_placement, parse_pattern
-from cepsql.parse.scanner import closing_paren
-from cepsql.parse.to_algebra import SEMANTICS_KEY, SEMANTICS_POS_KEY, ToAlgebra
+from cepsql.parse.scanner import closing_paren, too_deep_paren
+from cepsql.parse.to_algebra import SEMANTICS_KEY, SEMANTICS_POS_KEY, ToAlgebra, check_depth
 from cepsql.parse.validate import NamePositions, check_input_expr, check_spec
 
 __all__ = ["CepSpark", "CepSparkParser", "tokenize"]
@@ -134,12 +135,20 @@ class CepSparkParser(Spark.Parser):
         self._advance()
         self._cep_active, self._cep_base = True, base
         self._conv = ToAlgebra(base)
+        ensure_recursion_budget()
         try:
+            deep = too_deep_paren(tokens, MAX_PAREN_NESTING)
+            if deep is not None:
+                raise CepSyntaxError(f"parentheses nested more than {MAX_PAREN_NESTING} deep "
+                                     "(Spark's own limit is lower)", pos=self._token_pos(deep))
             return parse()
         except ParseError as err:
             raise self._syntax_error(err).with_sql(full_sql) from None
         except CepError as err:
             raise err.with_sql(full_sql) from None
+        except RecursionError:  # a nesting the limits above do not count (e.g. NOT NOT ...)
+            raise CepSyntaxError("expression nested too deeply", sql=full_sql,
+                                 pos=self._token_pos(self._curr)) from None
         finally:
             self._cep_active = False
 
@@ -363,6 +372,7 @@ class CepSparkParser(Spark.Parser):
         node = self._parse_disjunction()
         if node is None:
             self._fail(what)
+        check_depth(node, self._cep_base)
         return node, self.sql[start.start:self._prev.end + 1]
 
     def _is_name(self) -> bool:

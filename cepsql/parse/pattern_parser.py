@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from cepsql.algebra.pattern import (CEP_OPERATORS, Alternation, Anchor, Concat, Empty, Exclusion,
                                Negation, PatternNode, Permute, Quantified, Var, pattern_to_text,
                                walk as walk_pattern)
-from cepsql.errors import CepSyntaxError
+from cepsql.algebra.limits import MAX_PAREN_NESTING, MAX_QUANTIFIER_BOUND, ensure_recursion_budget
+from cepsql.errors import CepSyntaxError, CepUnsupportedError
 
 __all__ = ["parse_pattern", "pattern_to_text", "canonical_name", "check_negation_placement"]
 
@@ -191,7 +192,15 @@ class _Parser:
             self.i += 1
             if lo is None:
                 raise CepSyntaxError("empty quantifier {}", pos=brace.pos)
-            return lo, lo
+            hi = lo
+        else:
+            lo, hi = self._range_bounds(brace, lo)
+        if hi == 0:  # SQL:2016 (as Trino applies it): the upper bound is at least 1
+            raise CepSyntaxError("quantifier upper bound must be at least 1", pos=brace.pos)
+        return lo, hi
+
+    def _range_bounds(self, brace: _Tok, lo: int | None) -> tuple[int, int | None]:
+        """The rest of ``{n,m}`` / ``{n,}`` / ``{,m}`` after n."""
         if not self.at(","):
             self.fail("expected ',' or '}' in the quantifier")
         self.i += 1
@@ -209,6 +218,10 @@ class _Parser:
         if self.cur.kind != "num":
             return None
         value = int(self.cur.text)
+        if value > MAX_QUANTIFIER_BOUND:  # one rule for both modes (see algebra.limits)
+            raise CepUnsupportedError(
+                f"quantifier bound {self.cur.text} is too large (at most {MAX_QUANTIFIER_BOUND})",
+                pos=self.cur.pos)
         self.i += 1
         return value
 
@@ -301,14 +314,30 @@ def _flatten(kind, items: list[PatternNode]) -> PatternNode:
 
 def parse_pattern(text: str, base: int = 0) -> PatternNode:
     """Parse the text between PATTERN's parentheses; ``base`` is its offset in the SQL."""
-    parser = _Parser(_tokenize(text, base))
+    toks = _tokenize(text, base)
+    _check_nesting(toks)
+    parser = _Parser(toks)
     if parser.cur.kind == "end":
         raise CepSyntaxError("empty PATTERN (write PATTERN (()) for the empty pattern)",
                              pos=parser.cur.pos)
+    ensure_recursion_budget()
     node = parser.alternation()
     if parser.cur.kind != "end":
         parser.fail("expected '|', a pattern variable or the end of PATTERN")
     return node
+
+
+def _check_nesting(toks: list[_Tok]) -> None:
+    """CepSyntaxError at the first group nested more than MAX_PAREN_NESTING deep."""
+    depth = 0
+    for tok in toks:
+        if tok.kind == "sym" and tok.text in ("(", "{-"):
+            depth += 1
+            if depth > MAX_PAREN_NESTING:
+                raise CepSyntaxError(f"PATTERN groups nested more than {MAX_PAREN_NESTING} "
+                                     "deep", pos=tok.pos)
+        elif tok.kind == "sym" and tok.text in (")", "-}"):
+            depth -= 1
 
 
 def check_negation_placement(node: PatternNode) -> None:

@@ -201,3 +201,16 @@ def opening_paren(tokens: list[Token], index: int) -> int | None:
             if depth == 0:
                 return i
     return None
+
+
+def too_deep_paren(tokens: list[Token], limit: int) -> Token | None:
+    """The first '(' nested more than ``limit`` deep in tokens, or None."""
+    depth = 0
+    for tok in tokens:
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth > limit:
+                return tok
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+    return None

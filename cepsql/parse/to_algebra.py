@@ -17,7 +17,8 @@ from cepsql.algebra.expressions import (AGGREGATES, FIELD_ACCESS, SUBSCRIPT, Agg
                                    Case, Cast, Classifier, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, MatchNumber, Navigation,
                                    ScalarSubquery, UnaryOp)
-from cepsql.errors import CepAnalysisError, CepUnsupportedError
+from cepsql.algebra.limits import MAX_EXPRESSION_DEPTH, MAX_NAVIGATION_OFFSET
+from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 from cepsql.parse.cep_clauses import unit_micros
 from cepsql.parse.pattern_parser import canonical_name
 
@@ -65,6 +66,30 @@ def sql_pos(node: exp.Expr, base: int = 0) -> int | None:
         if p is not None and (best is None or p < best):
             best = p
     return best
+
+
+def check_depth(node: exp.Expr, base: int = 0) -> None:
+    """CepSyntaxError at the first operator nested more than MAX_EXPRESSION_DEPTH deep
+    (parentheses do not count: they are limited on their own). An explicit-stack walk, so
+    it works on exactly the trees too deep for the recursive passes."""
+    stack = [(node, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if not isinstance(current, exp.Paren):
+            depth += 1
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise CepSyntaxError(
+                f"expression nested more than {MAX_EXPRESSION_DEPTH} operators deep (Spark's "
+                "own limit is lower); split it, e.g. into several DEFINE variables or measures",
+                pos=_leftmost_start(current, base))
+        stack.extend((child, depth) for child in current.iter_expressions(reverse=True))
+
+
+def _leftmost_start(node: exp.Expr, base: int) -> int | None:
+    """sql_pos without recursion: the smallest recorded token start below node."""
+    starts = [n.meta_get("start") for n in node.walk()]
+    known = [s for s in starts if s is not None]
+    return min(known) + base if known else None
 
 
 def _year_to_month(text: str, pos: int | None) -> int:
@@ -404,6 +429,10 @@ class ToAlgebra:
         if isinstance(value, Literal) and value.type == "int":
             if value.value < 0:
                 raise CepAnalysisError(f"{kind} offset must not be negative", pos=value.pos)
+            if value.value > MAX_NAVIGATION_OFFSET:
+                raise CepAnalysisError(
+                    f"{kind} offset {value.value} is too large (at most {MAX_NAVIGATION_OFFSET})",
+                    pos=value.pos)
             return value.value
         raise CepAnalysisError(f"{kind} offset must be a non-negative integer constant",
                                pos=self.pos(node))

@@ -387,5 +387,6 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
                          threads=threads, shape=shape, stats=stats)
     names = [n for n, _ in bound.final_projection]
-    return pa.Table.from_arrays([evaluate_arrow(e, out) for _, e in bound.final_projection],
+    return pa.Table.from_arrays([evaluate_arrow(e, out, strict_division=True)
+                                 for _, e in bound.final_projection],
                                 names=names)

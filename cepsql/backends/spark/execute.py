@@ -86,7 +86,7 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
 def final_frame(out: DataFrame, bound) -> DataFrame:
     """The clause's result from its worker's output rows: ``bound.final_projection``."""
     try:
-        projected = out.select(*[F.expr(to_spark_sql(e)).alias(n)
+        projected = out.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
                                  for n, e in bound.final_projection])
     except AnalysisException as e:
         if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):

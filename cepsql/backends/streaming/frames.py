@@ -58,7 +58,8 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
         .transformWithState(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
                             "Append", "EventTime")
     rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
-    return rows.select(*[F.expr(to_spark_sql(e)).alias(n) for n, e in bound.final_projection])
+    return rows.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
+                         for n, e in bound.final_projection])
 
 
 def check_streamable(df: DataFrame, plan: QueryPlan) -> str:

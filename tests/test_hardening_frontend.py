@@ -1,0 +1,140 @@
+"""Issue 24, B5/B7/B8: bad input to the front end gets a cepsql error class located at the
+offending token of the user's text (never RecursionError, OverflowError, TypeError ...),
+and deep but valid input that Spark accepts is answered."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import cepsql
+from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError,
+                           CepUnsupportedError, position_of)
+from cepsql.planning.options import planner_options
+from support.sqlhelp import loc, run
+
+T = pd.DataFrame({"id": [1, 2, 3], "p": [1.0, 2.0, 3.0], "x": [1, 2, 3],
+                  "volume": [10, 20, 30]})
+
+
+def stmt(m="A.p AS y", pat="A B", d="B AS B.p > 0", strategy="", within=""):
+    return (f"SELECT *\nFROM t MATCH_RECOGNIZE (\n  ORDER BY id\n  MEASURES {m}\n"
+            f"  {strategy}\n  PATTERN ({pat})\n  {within}\n  DEFINE {d}\n)")
+
+
+def check(sql: str, cls: type, needle: str | None = None, nth: int = 1,
+          offset: int | None = None):
+    """sql fails with exactly cls at needle's nth occurrence (or at offset)."""
+    with pytest.raises(CepError) as info:
+        cepsql.match_recognize(sql, t=T)
+    err = info.value
+    assert type(err) is cls, repr(err)
+    expected = position_of(sql, offset) if offset is not None else loc(sql, needle, nth)
+    assert (err.line, err.col) == expected, str(err)
+    return err
+
+
+# --- B5: nesting Spark accepts is answered, beyond its limit a positioned error ----------
+
+@pytest.mark.parametrize("depth", [48, 300])
+def test_nested_parentheses_in_define_and_measures(depth):
+    sql = stmt(m="(" * depth + "A.p" + ")" * depth + " AS y",
+               d="B AS " + "(" * depth + "B.p > 0" + ")" * depth)
+    assert run(sql, t=T) == (["y"], [(1.0,)])
+
+
+def test_many_and_ed_conjuncts():
+    sql = stmt(d="B AS " + " AND ".join(["B.p > 0"] * 488))
+    assert run(sql, t=T) == (["y"], [(1.0,)])
+
+
+def test_nested_pattern_groups():
+    sql = stmt(pat="(" * 250 + "A B" + ")" * 250)
+    assert run(sql, t=T) == (["y"], [(1.0,)])
+
+
+def test_parentheses_beyond_the_limit_point_at_the_first_too_deep_one():
+    sql = stmt(d="B AS " + "(" * 501 + "B.p > 0" + ")" * 501)
+    check(sql, CepSyntaxError, offset=sql.index("(" * 501) + 500)
+
+
+def test_pattern_groups_beyond_the_limit():
+    sql = stmt(pat="(" * 600 + "A B" + ")" * 600)
+    check(sql, CepSyntaxError, offset=sql.index("(" * 600) + 500)
+
+
+def test_operator_chain_beyond_the_limit():
+    sql = stmt(d="B AS " + " AND ".join(["B.p > 0"] * 3000))
+    check(sql, CepSyntaxError, "B.p > 0")  # the innermost too-deep operand chain starts here
+
+
+# --- B5: numbers too large for the engine ------------------------------------------------
+
+@pytest.mark.parametrize("pat, strategy", [
+    ("SEQ(A, B{2147483648})", "STRATEGY SKIP_TILL_NEXT_MATCH"),
+    ("SEQ(A, B{999999999})", "STRATEGY SKIP_TILL_NEXT_MATCH"),
+    ("A B{999999999}", ""),  # one rule for both modes
+    ("SEQ(A, KL(B, 1, 999999999))", "STRATEGY SKIP_TILL_NEXT_MATCH"),
+])
+def test_quantifier_bound_too_large(pat, strategy):
+    sql = stmt(pat=pat, strategy=strategy)
+    check(sql, CepUnsupportedError, "999999999" if "999999999" in pat else "2147483648")
+
+
+def test_navigation_offsets_too_large():
+    sql = stmt(d="B AS PREV(B.p, 99999999999999999999) > 0")
+    check(sql, CepAnalysisError, "99999999999999999999")
+    sql = stmt(m="FIRST(A.x, 2147483648) AS y")
+    check(sql, CepAnalysisError, "2147483648")
+
+
+def test_within_interval_too_large():
+    sql = stmt(pat="SEQ(A, B)", strategy="STRATEGY SKIP_TILL_NEXT_MATCH",
+               within="WITHIN INTERVAL 1e400 HOUR")
+    check(sql, CepSyntaxError, "1e400")
+
+
+# --- B5: ROUND's scale as Spark reads an INT ----------------------------------------------
+
+def test_round_scale_interval_is_an_analysis_error():
+    sql = stmt(m="ROUND(A.x, INTERVAL '1' DAY) AS y")
+    check(sql, CepAnalysisError, "'1' DAY")
+
+
+def test_round_scale_malformed_string_is_cast_invalid_input():
+    sql = stmt(m="ROUND(A.p, 'x') AS y")
+    err = check(sql, CepRuntimeError, "'x'")
+    assert "CAST_INVALID_INPUT" in err.message
+    assert run(stmt(m="ROUND(A.p, '1') AS y"), t=T) == (["y"], [(1.0,)])
+
+
+def test_round_double_scale_beyond_bigdecimal_overflows_as_in_spark():
+    sql = stmt(m="ROUND(A.p, 999999999) AS y")
+    err = check(sql, CepRuntimeError, "ROUND")
+    assert "ARITHMETIC_OVERFLOW" in err.message
+    # within Java's range a scale beyond a double's digits changes nothing
+    assert run(stmt(m="ROUND(A.p, 400) AS y, ROUND(A.p, -400) AS z"), t=T) == \
+        (["y", "z"], [(1.0, 0.0)])
+
+
+# --- B7: ANSI division by zero in MEASURES ------------------------------------------------
+
+def test_division_by_zero_in_measures_under_ansi():
+    # one A, one B: count(A.*) - 1 = 0
+    sql = stmt(m="sum(B.volume) / (count(A.*) - 1) AS y")
+    err = check(sql, CepRuntimeError, "sum(B.volume)")
+    assert "DIVIDE_BY_ZERO" in err.message
+    with planner_options(ansi=False):
+        assert run(sql, t=T) == (["y"], [(None,)])
+
+
+def test_boolean_and_double_have_no_common_type():
+    sql = stmt(m="CASE WHEN A.p > 1 THEN true ELSE A.p END AS y")
+    check(sql, CepAnalysisError, "A.p > 1")  # a CASE is located at its first operand
+
+
+# --- B8: quantifier upper bound 0 ---------------------------------------------------------
+
+@pytest.mark.parametrize("quantifier", ["{0}", "{,0}", "{0,0}"])
+def test_quantifier_upper_bound_zero(quantifier):
+    sql = stmt(pat=f"A B{quantifier}")
+    check(sql, CepSyntaxError, quantifier)
