@@ -61,8 +61,8 @@ from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed
                                    task_group, unshared_reason)
 from cepsql.explain.summary import summarize
 from cepsql.explain.workload import describe_workload, workload_svg
-from cepsql.backends.spark.columns import column, shuffle_partitions, sort_column
-from cepsql.backends.spark.execute import RELEVANCE_CONF, TaskWorker, final_frame, run_plan
+from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
+from cepsql.backends.spark.execute import RELEVANCE_CONF, final_frame, map_in_arrow, run_plan
 from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
 from cepsql.runtime.workers import bind_worker
@@ -468,7 +468,7 @@ class Workload:
         """The clause's result: its worker rows from the persisted pass under its own final
         projection (checked by final_frame when the view was created)."""
         rows, bound = self._worker_rows(built, clause)
-        return rows.select(*[F.expr(to_spark_sql(e)).alias(n)
+        return rows.select(*[expression(e).alias(n)
                              for n, e in bound.final_projection])
 
     @staticmethod
@@ -538,7 +538,7 @@ def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
     if plan.break_column is not None:
         return run_plan(df, plan)
     if plan.prepare_columns:
-        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+        df = df.select("*", *[expression(e).alias(n) for n, e in plan.prepare_columns])
     bound = bind_worker(plan, arrow_schema(df))
     empty = df.sparkSession.createDataFrame([], from_arrow_schema(bound.worker_schema))
     return final_frame(empty, bound)
@@ -561,7 +561,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
             df = df.where(" OR ".join(f"({to_spark_sql(e)})" for e in group.relevance))
         early, late = _prepare_split(group)
         if early:
-            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in early])
+            df = df.select("*", *[expression(e).alias(n) for n, e in early])
         if group.break_column is not None:
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
         in_engine, in_task, schema = _late_columns(df, late, ansi)
@@ -583,7 +583,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
             df = df.select("*", *late)
         worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
                                   slots=shared.slots, ansi=ansi)
-        outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
+        outputs.append(map_in_arrow(df, worker, spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
 
@@ -622,7 +622,7 @@ def _late_columns(df: DataFrame, late: list, ansi: bool = True
         if computed_type(expr, base, ansi) == field_.type:
             in_task.append((name, expr))
         else:
-            in_engine.append((F.expr(to_spark_sql(expr)).alias(name), field_))
+            in_engine.append((expression(expr).alias(name), field_))
     schema = pa.schema(list(base) + [f for _, f in in_engine]
                        + [spark_types.field(n) for n, _ in in_task])
     return [c for c, _ in in_engine], in_task, schema
