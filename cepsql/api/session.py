@@ -235,7 +235,7 @@ class CepSession:
             df = self.spark.sql(stmt)
             name = drop[0] if isinstance(drop, tuple) else drop.name  # (name, if_exists)
             self._views.pop(normalize_name(name), None)
-            self._views_version += 1
+            self._views_changed()
             return df
         stmt, bound = self._workload_calls(stmt)
         rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner,
@@ -248,7 +248,15 @@ class CepSession:
     def _forget_view(self, name: str | None) -> None:
         """A view Spark replaced or dropped is no pattern view any more."""
         if name is not None and self._views.pop(normalize_name(name), None) is not None:
-            self._views_version += 1
+            self._views_changed()
+
+    def _views_changed(self) -> None:
+        """A pattern view was created, replaced or dropped: every workload rebuilds on its
+        next call, so the passes they persisted are released now (not when, if ever,
+        they are called again)."""
+        self._views_version += 1
+        for workload in self._workloads.values():
+            workload.refresh()
 
     def _workload_calls(self, stmt: str) -> tuple[str, dict[str, DataFrame]]:
         """``cep_workload('src')`` table function calls replaced by generated names bound
@@ -285,7 +293,7 @@ class CepSession:
         rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
                             full_sql=stmt, finder=parsed.finder(self._finder),
                             planner=self._planner, views=self._views, streams=self.streams)
-        self._views_version += 1
+        self._views_changed()
         if not rewritten.clauses:
             self._views.pop(normalize_name(name), None)
             if rewritten.sql == create.query_text:

@@ -31,11 +31,13 @@ union of one branch per view. The persisted pass is compact: one struct column p
 distinct worker row type, shared by the views whose measures have equal types.
 
 The workload follows the session's view registry: after CREATE OR REPLACE / DROP VIEW the
-next call rebuilds it (and unpersists the previous pass); ``close()`` unpersists too.
+next call rebuilds it (the session unpersists the previous pass at once, and a call
+that fails leaves nothing persisted); ``close()`` unpersists too.
 """
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -230,15 +232,20 @@ class Workload:
 
     def dataframes(self) -> dict[str, DataFrame]:
         """{view: DataFrame}: every view from the workload's one shared pass."""
-        built = self._build()
-        for view, record in built.unbound:
-            built.frames[view.name] = self._view_frame(view, record, built)
-        built.unbound = []
-        return {name: built.frames[name] for name in built.names}
+        with self._released_on_error():
+            built = self._build()
+            for view, record in built.unbound:
+                built.frames[view.name] = self._view_frame(view, record, built)
+            built.unbound = []
+            return {name: built.frames[name] for name in built.names}
 
     def matches(self) -> DataFrame:
         """One DataFrame of every clause's matches: view, partition (VARIANT), match_number,
         measures (VARIANT); see the module docstring."""
+        with self._released_on_error():
+            return self._matches()
+
+    def _matches(self) -> DataFrame:
         built = self._build()
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
             return require_streams(self._streams).matches(built.clauses, built.passes)
@@ -300,6 +307,15 @@ class Workload:
 
     close = refresh
 
+    @contextmanager
+    def _released_on_error(self):
+        """A call that fails leaves nothing persisted behind (the next call rebuilds)."""
+        try:
+            yield
+        except BaseException:
+            self.refresh()
+            raise
+
     def __del__(self):  # pragma: no cover - garbage collection timing
         try:
             self.refresh()
@@ -347,6 +363,10 @@ class Workload:
             with conf_snapshot():  # one conf read per key for all the views' clauses
                 recorded = [self._record(v, built, sources) for v in views]
             self._run_passes(built)
+        except BaseException:  # a pass persisted before the failure is released
+            for _, tagged in built.passes.values():
+                tagged.unpersist()
+            raise
         finally:
             built.samples.close()  # (a sample still running finishes on its own)
         built.unbound = list(zip(views, recorded))
