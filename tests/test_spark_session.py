@@ -24,7 +24,7 @@ class FakeDialect:
             return None
         return SimpleNamespace(name=m.group(3), or_replace=bool(m.group(1)),
                                if_not_exists=bool(m.group(2)), query_text=stmt[m.end():],
-                               query_offset=m.end())
+                               query_offset=m.end(), quoted=m.group(3), columns=())
 
     @staticmethod
     def parse_drop_view(stmt):

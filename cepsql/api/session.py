@@ -213,6 +213,12 @@ class CepSession:
     # statements -------------------------------------------------------------
     def _statement(self, stmt: str) -> DataFrame:
         dialect = self._dialect
+        needs_rewrite = getattr(dialect, "needs_rewrite", None)
+        if needs_rewrite is not None and not needs_rewrite(stmt) and \
+                _explain_workload(dialect, stmt) is None:
+            df = self.spark.sql(stmt)  # not cepsql's: Spark's statement, result and errors
+            self._forget_view(dialect.changed_view(stmt))
+            return df
         create = dialect.parse_create_view(stmt)
         if create is not None:
             return self._create_view(stmt, create)
@@ -229,7 +235,7 @@ class CepSession:
             df = self.spark.sql(stmt)
             name = drop[0] if isinstance(drop, tuple) else drop.name  # (name, if_exists)
             self._views.pop(normalize_name(name), None)
-            self._views_version += 1
+            self._views_changed()
             return df
         stmt, bound = self._workload_calls(stmt)
         rewritten = rewrite(self.spark, stmt, finder=self._finder, planner=self._planner,
@@ -238,6 +244,19 @@ class CepSession:
         if not rewritten.clauses and rewritten.sql == stmt and not bound:
             return self.spark.sql(stmt)
         return run_sql(self.spark, rewritten, stmt)
+
+    def _forget_view(self, name: str | None) -> None:
+        """A view Spark replaced or dropped is no pattern view any more."""
+        if name is not None and self._views.pop(normalize_name(name), None) is not None:
+            self._views_changed()
+
+    def _views_changed(self) -> None:
+        """A pattern view was created, replaced or dropped: every workload rebuilds on its
+        next call, so the passes they persisted are released now (not when, if ever,
+        they are called again)."""
+        self._views_version += 1
+        for workload in self._workloads.values():
+            workload.refresh()
 
     def _workload_calls(self, stmt: str) -> tuple[str, dict[str, DataFrame]]:
         """``cep_workload('src')`` table function calls replaced by generated names bound
@@ -264,7 +283,7 @@ class CepSession:
 
     def _create_view(self, stmt: str, create) -> DataFrame:
         name = create.name
-        exists = self.spark.catalog.tableExists(name)
+        exists = self.spark.catalog.tableExists(create.quoted)
         if exists and create.if_not_exists:
             return _empty(self.spark)
         if exists and not create.or_replace:
@@ -274,13 +293,15 @@ class CepSession:
         rewritten = rewrite(self.spark, create.query_text, offset=create.query_offset,
                             full_sql=stmt, finder=parsed.finder(self._finder),
                             planner=self._planner, views=self._views, streams=self.streams)
-        self._views_version += 1
+        self._views_changed()
         if not rewritten.clauses:
             self._views.pop(normalize_name(name), None)
             if rewritten.sql == create.query_text:
                 return self.spark.sql(stmt)
         df = run_sql(self.spark, rewritten, stmt)
-        df.createOrReplaceTempView(name)
+        if create.columns:
+            df = _renamed(df, create.columns, stmt, create.query_offset)
+        df.createOrReplaceTempView(create.quoted)
         clauses = rewritten.clauses
         if not clauses:  # e.g. a view over cep_view(...): an ordinary view
             return _empty(self.spark)
@@ -292,6 +313,14 @@ class CepSession:
             source_ids=_source_ids(self.spark, clauses),
             parsed=parsed if stmt == stmt.strip() else ParsedView())
         return _empty(self.spark)
+
+
+def _renamed(df: DataFrame, columns: tuple[str, ...], stmt: str, pos: int) -> DataFrame:
+    """``CREATE TEMPORARY VIEW v (a, b) AS query``: the query's columns renamed."""
+    if len(columns) != len(df.columns):
+        raise CepAnalysisError(f"the view's column list has {len(columns)} names but its "
+                               f"query returns {len(df.columns)} columns", sql=stmt, pos=pos)
+    return df.toDF(*columns)
 
 
 def _explain_workload(dialect, stmt: str):

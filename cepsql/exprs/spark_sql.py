@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 
 from cepsql.algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, Between, BinaryOp, Case, Cast, ColumnRef, Expr, FunctionCall,
                                    InList, IsNull, Like, Literal, UnaryOp)
+from cepsql.algebra.identifiers import quote_identifier
 from cepsql.errors import CepUnsupportedError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -20,11 +21,6 @@ _DECIMAL_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
 _DATETIME_TEXT = re.compile(r"[0-9T:.\-+ Z]+\Z")
 
 _BINARY_OPS = {"+", "-", "*", "=", "<>", "!=", "<", "<=", ">", ">=", "AND", "OR", "||"}
-
-
-def quote_identifier(name: str) -> str:
-    """Backquote one identifier, doubling embedded backquotes."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def quote_string(value: str) -> str:

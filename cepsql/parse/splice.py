@@ -13,9 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from sqlglot import exp
-from sqlglot.dialects.spark import Spark
-
+from cepsql.algebra.identifiers import quote_identifier
 from cepsql.parse.scanner import paren_end, read_word, skip_space
 
 _counter = itertools.count(1)
@@ -71,22 +69,13 @@ def rewrite_text(sql: str, run_clause: RunClause, find: Callable, *, offset: int
     return apply_replacements(sql, 0, len(sql), done)
 
 
-def _backquoted(name: str) -> str:
-    """One identifier backquoted as Spark reads it (embedded backquotes doubled), written
-    by sqlglot's Spark generator: parse/ may not import exprs/, where the renderer of the
-    expression IR quotes identifiers the same way (exprs.spark_sql.quote_identifier)."""
-    return exp.to_identifier(name, quoted=True).sql(dialect=Spark)
-
-
 def _replacement(view: str, alias: str | None) -> str:
-    """`view` AS `alias` (the alias arrives unquoted; quoting keeps keywords and odd
-    characters legal, and Spark resolves quoted names case-insensitively too)."""
-    text = _backquoted(view)
+    """`view` AS `alias` (the alias arrives as the name itself, unquoted: quoting keeps
+    keywords and odd characters legal, and Spark resolves quoted names
+    case-insensitively too)."""
+    text = quote_identifier(view)
     if alias:
-        alias = alias.strip()
-        if len(alias) < 2 or not (alias[0] == "`" and alias[-1] == "`"):
-            alias = _backquoted(alias)
-        text += " AS " + alias
+        text += " AS " + quote_identifier(alias)
     return text
 
 

@@ -15,12 +15,15 @@ from sqlglot.tokens import Token, TokenType
 
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
+from cepsql.algebra.identifiers import quote_name
 from cepsql.parse.dialect import CepSpark, CepSparkParser, tokenize
-from cepsql.parse.scanner import closing_paren, lex, opening_paren, skip_space, word_at
+from cepsql.parse.scanner import (closing_paren, lex, opening_paren, skip_space, skip_token,
+                                  word_at)
+from cepsql.parse.tf_calls import MATCH_FUNCTION, VIEW_FUNCTION
 
-__all__ = ["ClauseSite", "CreateView", "find_match_recognize",
-           "parse_create_view", "parse_drop_view", "parse_explain", "explain_format",
-           "parse_clause_body"]
+__all__ = ["ClauseSite", "CreateView", "find_match_recognize", "needs_rewrite",
+           "parse_create_view", "changed_view", "parse_drop_view", "parse_explain",
+           "explain_format", "parse_clause_body"]
 
 # words that follow a clause but are never a bare alias
 _NOT_ALIAS = frozenset("""
@@ -70,11 +73,19 @@ def clause_output_names(site, names: list[str]) -> list[str]:
 
 @dataclass
 class CreateView:
-    name: str
+    """``CREATE [OR REPLACE] TEMP[ORARY] VIEW [IF NOT EXISTS] name [(columns)] AS query``."""
+    name: str        # the name parts joined by '.', quotes removed (the registry's key)
     or_replace: bool
     if_not_exists: bool
     query_text: str
     query_offset: int
+    parts: tuple[str, ...] = ()     # the name's parts as written, unquoted
+    columns: tuple[str, ...] = ()   # ``v (a, b) AS ...``: the query's columns renamed
+
+    @property
+    def quoted(self) -> str:
+        """The view's name as Spark SQL text (every part quoted)."""
+        return quote_name(self.parts or (self.name,))
 
 
 # --- tokens -----------------------------------------------------------------------------
@@ -315,6 +326,12 @@ def _words(toks: list[Token], i: int, *words: str) -> bool:
 
 def _dotted_name(toks: list[Token], i: int, stmt: str) -> tuple[str, int]:
     """Name (parts joined by '.', quotes removed) starting at toks[i]; index after it."""
+    parts, i = _name_parts(toks, i, stmt)
+    return ".".join(parts), i
+
+
+def _name_parts(toks: list[Token], i: int, stmt: str) -> tuple[tuple[str, ...], int]:
+    """The parts (quotes removed) of the multipart name starting at toks[i]; index after."""
     if i >= len(toks) or not _is_name(toks[i]):
         tok = toks[i] if i < len(toks) else None
         raise CepSyntaxError("expected a view name", sql=stmt,
@@ -324,12 +341,31 @@ def _dotted_name(toks: list[Token], i: int, stmt: str) -> tuple[str, int]:
     while i + 1 < len(toks) and toks[i].token_type == TokenType.DOT and _is_name(toks[i + 1]):
         parts.append(toks[i + 1].text)
         i += 2
-    return ".".join(parts), i
+    return tuple(parts), i
 
 
-def parse_create_view(stmt: str) -> CreateView | None:
-    """``CREATE [OR REPLACE] TEMP[ORARY] VIEW [IF NOT EXISTS] name AS query``, else None."""
-    toks = _tokens(stmt)
+_REWRITTEN_WORDS = frozenset({"match_recognize", MATCH_FUNCTION, VIEW_FUNCTION, "cep_workload"})
+
+
+def needs_rewrite(stmt: str) -> bool:
+    """Whether stmt holds a MATCH_RECOGNIZE clause or a call of one of cepsql's table
+    functions (the word outside literals and comments). Only such statements are
+    cepsql's to rewrite: any other goes to Spark exactly as written, with Spark's own
+    result and errors."""
+    i, n = 0, len(stmt)
+    while True:
+        i = skip_space(stmt, i)
+        if i >= n:
+            return False
+        word = word_at(stmt, i)
+        if word.lower() in _REWRITTEN_WORDS:
+            return True
+        i += len(word) if word else skip_token(stmt, i) - i
+
+
+def _view_header(toks: list[Token], stmt: str):
+    """``CREATE [OR REPLACE] TEMP[ORARY] VIEW [IF NOT EXISTS] name``: (name parts,
+    or_replace, if_not_exists, index after the name), else None."""
     if not _words(toks, 0, "CREATE"):
         return None
     i = 1
@@ -343,10 +379,46 @@ def parse_create_view(stmt: str) -> CreateView | None:
     i += 1
     if_not_exists = _words(toks, i, "IF", "NOT", "EXISTS")
     i += 3 if if_not_exists else 0
-    name, i = _dotted_name(toks, i, stmt)
+    parts, i = _name_parts(toks, i, stmt)
+    return parts, or_replace, if_not_exists, i
+
+
+_VIEW_OPTIONS = frozenset({"COMMENT", "TBLPROPERTIES", "WITH", "DEFAULT"})
+
+
+def parse_create_view(stmt: str) -> CreateView | None:
+    """``CREATE [OR REPLACE] TEMP[ORARY] VIEW [IF NOT EXISTS] name [(columns)] AS query``,
+    else None (also for Spark's ``... VIEW name [(schema)] USING source``, which holds
+    no query)."""
+    toks = _tokens(stmt)
+    header = _view_header(toks, stmt)
+    if header is None:
+        return None
+    parts, or_replace, if_not_exists, i = header
+    columns: tuple[str, ...] = ()
     if i < len(toks) and toks[i].token_type == TokenType.L_PAREN:
-        raise CepUnsupportedError("column lists in CREATE TEMPORARY VIEW are not supported",
-                                  sql=stmt, pos=toks[i].start)
+        close = closing_paren(toks, i)
+        if close is None:
+            raise CepSyntaxError("the column list is not closed: missing ')'", sql=stmt,
+                                 pos=toks[i].start)
+        after = toks[close + 1] if close + 1 < len(toks) else None
+        if after is not None and after.token_type == TokenType.USING:
+            return None
+        names = toks[i + 1:close:2]
+        commas = toks[i + 2:close:2]
+        if not names or not all(_is_name(t) for t in names) or \
+                not all(t.token_type == TokenType.COMMA for t in commas):
+            raise CepUnsupportedError("a column list in CREATE TEMPORARY VIEW of a "
+                                      "MATCH_RECOGNIZE query takes plain names only",
+                                      sql=stmt, pos=toks[i].start)
+        columns, i = tuple(t.text for t in names), close + 1
+    if i < len(toks) and toks[i].token_type == TokenType.USING:
+        return None
+    if i < len(toks) and toks[i].token_type != TokenType.ALIAS and \
+            toks[i].text.upper() in _VIEW_OPTIONS:
+        raise CepUnsupportedError(f"{toks[i].text.upper()} in CREATE TEMPORARY VIEW of a "
+                                  "MATCH_RECOGNIZE query is not supported", sql=stmt,
+                                  pos=toks[i].start)
     if i >= len(toks) or toks[i].token_type != TokenType.ALIAS:
         tok = toks[i] if i < len(toks) else None
         raise CepSyntaxError("expected AS after the view name", sql=stmt,
@@ -354,7 +426,26 @@ def parse_create_view(stmt: str) -> CreateView | None:
     if i + 1 >= len(toks):
         raise CepSyntaxError("expected a query after AS", sql=stmt, pos=len(stmt))
     q = toks[i + 1].start
-    return CreateView(name, or_replace, if_not_exists, stmt[q:].rstrip(), q)
+    return CreateView(".".join(parts), or_replace, if_not_exists, stmt[q:].rstrip(), q,
+                      parts, columns)
+
+
+def changed_view(stmt: str) -> str | None:
+    """The temporary view a statement Spark ran without cepsql may have replaced or
+    dropped (``CREATE [OR REPLACE] TEMP VIEW v ...`` in any form, ``DROP VIEW|TABLE
+    [IF EXISTS] v``): its name (parts joined by '.', quotes removed), else None. For the
+    pattern-view registry, after Spark accepted the statement."""
+    try:
+        toks = _tokens(stmt)
+        header = _view_header(toks, stmt)
+        if header is not None:
+            return ".".join(header[0])
+        if _words(toks, 0, "DROP", "VIEW") or _words(toks, 0, "DROP", "TABLE"):
+            at = 4 if _words(toks, 2, "IF", "EXISTS") else 2
+            return _dotted_name(toks, at, stmt)[0]
+    except CepSyntaxError:  # a statement sqlglot cannot tokenize: no view of ours
+        return None
+    return None
 
 
 def parse_drop_view(stmt: str) -> tuple[str, bool] | None:

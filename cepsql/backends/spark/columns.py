@@ -1,19 +1,31 @@
 """Spark Column helpers every Spark module builds its DataFrames with: a column by its
-(quoted) name, a sort key as an ordering Column, and the session's shuffle width."""
+(quoted) name, an IR expression as a Column, a sort key as an ordering Column, and the
+session's shuffle width."""
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from cepsql.algebra.expressions import ColumnRef, Expr
 from cepsql.compile.query_plan import SortColumn
-from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
 
-__all__ = ["column", "sort_column", "shuffle_partitions"]
+__all__ = ["column", "expression", "sort_column", "shuffle_partitions"]
 
 
 def column(name: str) -> Column:
     """The column named ``name`` exactly (quoted: dots and odd characters are literal)."""
     return F.col(quote_identifier(name))
+
+
+def expression(expr: Expr, *, strict_division: bool = False) -> Column:
+    """expr as a Column. A plain column reference (an input column copied to the output,
+    say) is a Column by name, never SQL text: Spark substitutes ``${...}`` in the text it
+    parses (spark.sql.variable.substitute), which would change a column named ``${x}``.
+    strict_division: see ``to_spark_sql``."""
+    if isinstance(expr, ColumnRef) and expr.var is None:
+        return column(expr.column)
+    return F.expr(to_spark_sql(expr, strict_division=strict_division))
 
 
 def sort_column(key: SortColumn) -> Column:

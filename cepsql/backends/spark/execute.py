@@ -7,7 +7,6 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepsql.algebra.expressions import AGGREGATES
@@ -15,21 +14,43 @@ from cepsql.errors import CepError, CepUnsupportedError, transported
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
-from cepsql.backends.spark.columns import column, shuffle_partitions, sort_column
+from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 from cepsql.runtime.workers import bind_worker
 
 
 class TaskWorker:
     """The mapInArrow function: the plan's worker, with its CepErrors made to reach the
-    driver as themselves (errors.transported)."""
+    driver as themselves (errors.transported); ``names``, when given, are the input
+    columns' own names, restored before the worker sees a batch (see map_in_arrow)."""
 
-    def __init__(self, worker):
+    def __init__(self, worker, names: list[str] | None = None):
         self.worker = worker
+        self.names = names
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if self.names is not None:
+            batches = (_renamed(batch, self.names) for batch in batches)
         with transported():
             yield from self.worker(batches)
+
+
+def _renamed(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
+    schema = pa.schema([f.with_name(n) for f, n in zip(batch.schema, names)],
+                       metadata=batch.schema.metadata)
+    return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+
+def map_in_arrow(df: DataFrame, worker, schema) -> DataFrame:
+    """``df.mapInArrow(TaskWorker(worker), schema)`` whatever df's column names: pyspark
+    looks every input column up by name, which fails for a name holding a dot or a
+    backquote (``t.col``, ``a`b``) even when nothing reads it, so such inputs go over
+    under positional names and each task gives the batches their names back."""
+    names = df.columns
+    if not any("." in n or "`" in n for n in names):
+        return df.mapInArrow(TaskWorker(worker), schema)
+    positional = [f"__cep_in{i}" for i in range(len(names))]
+    return df.toDF(*positional).mapInArrow(TaskWorker(worker, names), schema)
 
 
 RELEVANCE_CONF = "cepsql.pushdown.relevanceFilter"  # "false" keeps every row
@@ -56,7 +77,7 @@ def prepared_input(df: DataFrame, plan: QueryPlan, relevance: bool = True) -> Da
         df = relevant_rows(df, plan)
     if plan.prepare_columns:
         try:
-            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n)
+            df = df.select("*", *[expression(e).alias(n)
                                   for n, e in plan.prepare_columns])
         except AnalysisException as e:
             if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):
@@ -79,14 +100,14 @@ def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
     sort += [sort_column(k) for k in plan.sort_keys]
     if sort:
         df = df.sortWithinPartitions(*sort)
-    out = df.mapInArrow(TaskWorker(bound.worker), from_arrow_schema(bound.worker_schema))
+    out = map_in_arrow(df, bound.worker, from_arrow_schema(bound.worker_schema))
     return final_frame(out, bound)
 
 
 def final_frame(out: DataFrame, bound) -> DataFrame:
     """The clause's result from its worker's output rows: ``bound.final_projection``."""
     try:
-        projected = out.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
+        projected = out.select(*[expression(e, strict_division=True).alias(n)
                                  for n, e in bound.final_projection])
     except AnalysisException as e:
         if _error_class(e) in ("MISSING_GROUP_BY", "MISSING_AGGREGATION"):

@@ -62,7 +62,7 @@ from cepsql.compile.cep import BREAK_COLUMN
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.spark.columns import column
-from cepsql.backends.spark.execute import TaskWorker, final_frame, prepared_input
+from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input
 from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, key_ints, numbered,
                                             overlap_positions, own_positions, with_breaks,
                                             worker_reads)
@@ -326,7 +326,7 @@ class OrderedScan:
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
                          _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys),
                          self.gaps is not None, untied)
-        out = prepared.mapInArrow(TaskWorker(task), from_arrow_schema(bound.worker_schema))
+        out = map_in_arrow(prepared, task, from_arrow_schema(bound.worker_schema))
         return final_frame(out, bound)
 
     def _overlap_rows(self, prepared: DataFrame, flag: Column | None = None) -> pa.Table:

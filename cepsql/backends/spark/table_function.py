@@ -26,7 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepsql.errors import CepAnalysisError, CepError, transported
-from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
+from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.backends.spark.columns import expression
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.parse.splice import (CteContext, SOURCE_ALIAS, apply_replacements, new_view_name,
                      normalize_name, scan_ctes, wrap_ctes)
@@ -81,7 +82,7 @@ def spark_typer(spark: SparkSession) -> Typer:
         if not exprs:
             return []
         df = spark.createDataFrame([], from_arrow_schema(schema))
-        out = df.select(*[F.expr(to_spark_sql(e)).alias(f"c{i}") for i, (_, e) in enumerate(exprs)])
+        out = df.select(*[expression(e).alias(f"c{i}") for i, (_, e) in enumerate(exprs)])
         return [f.type for f in arrow_schema(out)]
     return typer
 
@@ -194,13 +195,13 @@ def _table_argument(df: DataFrame, call: MatchCall, spec):
     if table.partition_by:
         arg = arg.partitionBy(*[F.expr(p.text) for p in table.partition_by])
     elif spec.partition_by and not table.single_partition:
-        arg = arg.partitionBy(*[F.expr(to_spark_sql(k.expr)) for k in spec.partition_by])
+        arg = arg.partitionBy(*[expression(k.expr) for k in spec.partition_by])
     else:
         arg = arg.withSinglePartition()
     if table.order_by:
         arg = arg.orderBy(*[_written_sort(p.text) for p in table.order_by])
     elif spec.order_by:
-        arg = arg.orderBy(*[_sort(F.expr(to_spark_sql(k.expr)), k.ascending,
+        arg = arg.orderBy(*[_sort(expression(k.expr), k.ascending,
                                   k.effective_nulls_first) for k in spec.order_by])
     return arg
 

@@ -31,11 +31,13 @@ union of one branch per view. The persisted pass is compact: one struct column p
 distinct worker row type, shared by the views whose measures have equal types.
 
 The workload follows the session's view registry: after CREATE OR REPLACE / DROP VIEW the
-next call rebuilds it (and unpersists the previous pass); ``close()`` unpersists too.
+next call rebuilds it (the session unpersists the previous pass at once, and a call
+that fails leaves nothing persisted); ``close()`` unpersists too.
 """
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -61,8 +63,8 @@ from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed
                                    task_group, unshared_reason)
 from cepsql.explain.summary import summarize
 from cepsql.explain.workload import describe_workload, workload_svg
-from cepsql.backends.spark.columns import column, shuffle_partitions, sort_column
-from cepsql.backends.spark.execute import RELEVANCE_CONF, TaskWorker, final_frame, run_plan
+from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
+from cepsql.backends.spark.execute import RELEVANCE_CONF, final_frame, map_in_arrow, run_plan
 from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
 from cepsql.runtime.workers import bind_worker
@@ -230,15 +232,20 @@ class Workload:
 
     def dataframes(self) -> dict[str, DataFrame]:
         """{view: DataFrame}: every view from the workload's one shared pass."""
-        built = self._build()
-        for view, record in built.unbound:
-            built.frames[view.name] = self._view_frame(view, record, built)
-        built.unbound = []
-        return {name: built.frames[name] for name in built.names}
+        with self._released_on_error():
+            built = self._build()
+            for view, record in built.unbound:
+                built.frames[view.name] = self._view_frame(view, record, built)
+            built.unbound = []
+            return {name: built.frames[name] for name in built.names}
 
     def matches(self) -> DataFrame:
         """One DataFrame of every clause's matches: view, partition (VARIANT), match_number,
         measures (VARIANT); see the module docstring."""
+        with self._released_on_error():
+            return self._matches()
+
+    def _matches(self) -> DataFrame:
         built = self._build()
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
             return require_streams(self._streams).matches(built.clauses, built.passes)
@@ -300,6 +307,15 @@ class Workload:
 
     close = refresh
 
+    @contextmanager
+    def _released_on_error(self):
+        """A call that fails leaves nothing persisted behind (the next call rebuilds)."""
+        try:
+            yield
+        except BaseException:
+            self.refresh()
+            raise
+
     def __del__(self):  # pragma: no cover - garbage collection timing
         try:
             self.refresh()
@@ -347,6 +363,10 @@ class Workload:
             with conf_snapshot():  # one conf read per key for all the views' clauses
                 recorded = [self._record(v, built, sources) for v in views]
             self._run_passes(built)
+        except BaseException:  # a pass persisted before the failure is released
+            for _, tagged in built.passes.values():
+                tagged.unpersist()
+            raise
         finally:
             built.samples.close()  # (a sample still running finishes on its own)
         built.unbound = list(zip(views, recorded))
@@ -468,7 +488,7 @@ class Workload:
         """The clause's result: its worker rows from the persisted pass under its own final
         projection (checked by final_frame when the view was created)."""
         rows, bound = self._worker_rows(built, clause)
-        return rows.select(*[F.expr(to_spark_sql(e)).alias(n)
+        return rows.select(*[expression(e).alias(n)
                              for n, e in bound.final_projection])
 
     @staticmethod
@@ -538,7 +558,7 @@ def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
     if plan.break_column is not None:
         return run_plan(df, plan)
     if plan.prepare_columns:
-        df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
+        df = df.select("*", *[expression(e).alias(n) for n, e in plan.prepare_columns])
     bound = bind_worker(plan, arrow_schema(df))
     empty = df.sparkSession.createDataFrame([], from_arrow_schema(bound.worker_schema))
     return final_frame(empty, bound)
@@ -561,7 +581,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
             df = df.where(" OR ".join(f"({to_spark_sql(e)})" for e in group.relevance))
         early, late = _prepare_split(group)
         if early:
-            df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in early])
+            df = df.select("*", *[expression(e).alias(n) for n, e in early])
         if group.break_column is not None:
             df = with_global_breaks(df, group.patterns[0].plan, shuffle_partitions(df))
         in_engine, in_task, schema = _late_columns(df, late, ansi)
@@ -583,7 +603,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
             df = df.select("*", *late)
         worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
                                   slots=shared.slots, ansi=ansi)
-        outputs.append(df.mapInArrow(TaskWorker(worker), spark_schema))
+        outputs.append(map_in_arrow(df, worker, spark_schema))
     tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
 
@@ -622,7 +642,7 @@ def _late_columns(df: DataFrame, late: list, ansi: bool = True
         if computed_type(expr, base, ansi) == field_.type:
             in_task.append((name, expr))
         else:
-            in_engine.append((F.expr(to_spark_sql(expr)).alias(name), field_))
+            in_engine.append((expression(expr).alias(name), field_))
     schema = pa.schema(list(base) + [f for _, f in in_engine]
                        + [spark_types.field(n) for n, _ in in_task])
     return [c for c, _ in in_engine], in_task, schema
