@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 import cepsql
-from cepsql.errors import CepRuntimeError, CepUnsupportedError
+from cepsql.algebra.limits import MAX_PAREN_NESTING
+from cepsql.errors import CepRuntimeError, CepSyntaxError
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6, "ts": range(6), "n": [5, 3, 4, 6, 2, 7]})
 
@@ -22,9 +23,11 @@ def test_divide_by_zero_in_define_points_at_the_division_expression():
 
 
 def test_deep_nesting_around_the_clause_is_a_cep_error():
-    nested = "(" * 400 + "v" + ")" * 400
-    sql = (f"SELECT {nested} FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
-           "MEASURES LAST(b.n) AS v ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS b.n > a.n)")
-    with pytest.raises(CepUnsupportedError) as info:
-        cepsql.match_recognize(sql, t=TICKS)
-    assert info.value.line == 1
+    def query(depth):
+        nested = "(" * depth + "v" + ")" * depth
+        return (f"SELECT {nested} FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+                "MEASURES LAST(b.n) AS v ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS b.n > a.n)")
+    assert len(cepsql.match_recognize(query(300), t=TICKS)) == 2
+    with pytest.raises(CepSyntaxError) as info:
+        cepsql.match_recognize(query(3000), t=TICKS)
+    assert (info.value.line, info.value.col) == (1, len("SELECT ") + MAX_PAREN_NESTING + 1)

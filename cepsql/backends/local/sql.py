@@ -51,7 +51,9 @@ from sqlglot.tokens import Token, TokenType
 
 from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber, Navigation,
                                   RowValue, walk)
+from cepsql.algebra.limits import MAX_PAREN_NESTING, ensure_recursion_budget
 from cepsql.parse.dialect import CepSpark, CepSparkParser, tokenize
+from cepsql.parse.scanner import too_deep_paren
 from cepsql.parse.to_algebra import ToAlgebra, sql_pos
 from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import cast_value, common_type, evaluate_arrow
@@ -171,6 +173,11 @@ def parse_query(text: str, base: int = 0) -> tuple[exp.Expr, list[Token]]:
         tokens = tokenize(text)
     except TokenError:
         raise CepSyntaxError("cannot tokenize the SQL text", pos=base) from None
+    deep = too_deep_paren(tokens, MAX_PAREN_NESTING)
+    if deep is not None:
+        raise CepSyntaxError(f"parentheses nested more than {MAX_PAREN_NESTING} deep "
+                             "(Spark's own limit is lower)", pos=base + deep.start)
+    ensure_recursion_budget()
     try:
         trees = [t for t in _QueryParser(dialect=CepSpark).parse(tokens, text) if t is not None]
     except RecursionError:
