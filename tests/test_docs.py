@@ -1,12 +1,13 @@
 """The documentation site: it builds in strict mode (no broken links or references) and
-every Python and `cepsql` command block on it runs as written.
+every Python and `cepsql` command block on it and in the README runs as written.
 
 Blocks of one page run in order in one namespace, in a scratch directory, with the test
 session active (so ``cepsql.get_session()`` returns it). A block whose first line is
 ``# run: subprocess`` needs its own process (e.g. a Spark Connect client) and runs in a
 fresh interpreter; the rendered site hides such markers (docs/_hooks/harness_markers.py).
-Shell blocks run their ``cepsql ...`` lines; ``pip install`` lines are the only lines not
-executed (they would install from the network).
+``bash`` blocks run their ``cepsql ...`` lines; ``pip install`` lines are the only lines not
+executed (they would install from the network). ``shell`` blocks (installing from a clone)
+are shown, never run.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from support.background import Job, child_env
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.M | re.S)
+#: the pages whose blocks run, by file name: the site's and the README
+PAGES = {page.name: page for page in (*sorted(DOCS.glob("*.md")), ROOT / "README.md")}
 
 
 def _blocks(page: Path, language: str) -> list[str]:
@@ -34,7 +37,7 @@ def _blocks(page: Path, language: str) -> list[str]:
 
 
 def _pages_with(language: str) -> list[str]:
-    return sorted(p.name for p in DOCS.glob("*.md") if _blocks(p, language))
+    return sorted(name for name, page in PAGES.items() if _blocks(page, language))
 
 
 def _mkdocs(*args: str, cwd: Path = ROOT, **popen) -> subprocess.Popen:
@@ -118,7 +121,7 @@ def test_python_blocks_run(page, spark, tmp_path, monkeypatch):
 
 
 def _run_python_blocks(page: str, namespace: dict) -> None:
-    for n, block in enumerate(_blocks(DOCS / page, "python")):
+    for n, block in enumerate(_blocks(PAGES[page], "python")):
         if block.startswith("# run: subprocess"):
             done = subprocess.run([sys.executable, "-c", block], capture_output=True,
                                   text=True, timeout=600, env=child_env())
@@ -127,9 +130,17 @@ def _run_python_blocks(page: str, namespace: dict) -> None:
         exec(compile(block, f"{page} (block {n})", "exec"), namespace)  # our own docs
 
 
+def test_readme_and_getting_started_build_the_demo_view_alike():
+    def setup(page: str) -> list[str]:  # the session and the view, in the first Spark block
+        first = next(block for block in _blocks(PAGES[page], "python") if "spark = " in block)
+        return [line for line in first.splitlines()
+                if line.startswith("spark = ") or 'TempView("ticks")' in line]
+    assert setup("README.md") == setup("getting-started.md") != []
+
+
 #: each page's commands run from the start of the test session, beside the other tests
 BACKGROUND = {f"docs-commands-{page}": Job((sys.executable, str(Path(__file__).with_name(
-    "_run_commands.py")), str(DOCS / page))) for page in _pages_with("bash")}
+    "_run_commands.py")), str(PAGES[page]))) for page in _pages_with("bash")}
 
 
 @pytest.mark.parametrize("page", _pages_with("bash"))
