@@ -90,7 +90,7 @@ cdef class CepTree(CepOutput):
         self.pm_stored += 1
         if self.pm_stored > self.peak_pm:
             self.peak_pm = self.pm_stored
-        return 0
+        return -1 if self._state_full() else 0
 
     cdef void _plan_compact(self, int node, i64 r) noexcept nogil:
         """Drop node's instances that can no longer fit the window with row r."""
