@@ -26,6 +26,11 @@ import numpy as np
 cnp.import_array()
 
 
+class StateLimitReached(MemoryError):
+    """run() stopped: one partition's state passed the matcher's max_state (the worker
+    reports it with its conf key, runtime.cep_worker)."""
+
+
 cdef class CepSpec:
     """Everything a CepMatcher is built from, by name: the compiled pattern's arrays
     (cepsql/compile/cep.py), the exact lane (xconsts, ansi, dlane, mlane; see
@@ -336,6 +341,7 @@ cdef class CepMatcher(CepState):
         memset(out, 0, sizeof(out))
         self.lists.n = 0
         self.oom = 0
+        self.limit_hit = 0
         if self.cap_path < self.n_rows + 2:
             if grow_i64(&self.ppos, self.n_rows + 2) or grow_i64(&self.plab, self.n_rows + 2) \
                     or grow_i64(&self.mpos, self.n_rows + 2) \
@@ -432,6 +438,9 @@ cdef class CepMatcher(CepState):
             for k in range(4):
                 free(out[k].data)
             self.has_state = 0
+            if self.limit_hit:
+                raise StateLimitReached(
+                    f"cepsql CEP matcher: partition state over {self.max_state} entries")
             raise MemoryError("cepsql CEP matcher ran out of memory")
         rows = buf_to_numpy(&out[0], False)
         numbers = buf_to_numpy(&out[1], False)

@@ -329,7 +329,7 @@ cdef class CepCore(ConditionHost):
         self.m_pos.n += m
         self.m_lab.n += m
         self.matches_found += 1
-        return 0
+        return -1 if self._state_full() else 0
 
     cdef void _plan_free(self):
         cdef int i

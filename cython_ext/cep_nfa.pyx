@@ -607,7 +607,7 @@ cdef class CepRuns(CepTree):
             elif self.n_row.n > self.compact_at:
                 if self._compact(r):
                     return -1
-            if self.oom:
+            if self.oom or self._state_full():
                 return -1
         return 0
 

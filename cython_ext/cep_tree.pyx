@@ -90,7 +90,7 @@ cdef class CepTree(CepOutput):
         self.pm_stored += 1
         if self.pm_stored > self.peak_pm:
             self.peak_pm = self.pm_stored
-        return 0
+        return -1 if self._state_full() else 0
 
     cdef void _plan_compact(self, int node, i64 r) noexcept nogil:
         """Drop node's instances that can no longer fit the window with row r."""
@@ -235,8 +235,12 @@ cdef class CepTree(CepOutput):
     cdef int _kleene_arrival(self, int leaf, i64 r) noexcept nogil:
         """Row r joined a Kleene leaf: every closure ending at r, formed in the context of
         each live sibling instance (so the conditions linking the closure to the
-        sibling's variables prune the enumeration), or alone at the root."""
-        cdef int parent = self.pl_node[leaf * 5 + 4], sib
+        sibling's variables prune the enumeration), or alone at the root. With a Kleene
+        sibling one of the two walks alone and is the other's context: the sibling
+        when the parent's conditions on our variable read it, else ours; none when the
+        sibling's rows must all follow ours (its rows arrive later, a closure of it
+        alone would be enumerated for nothing: exponentially many, issue 24 A2)."""
+        cdef int parent = self.pl_node[leaf * 5 + 4], sib, comp, sib_comp, base
         cdef i64 k, off
         cdef Buf* s
         cdef Buf* e
@@ -244,6 +248,15 @@ cdef class CepTree(CepOutput):
             return self._closures(leaf, NULL, NULL, 1, 0, r, -1, -1, -1)
         sib = self._sibling(leaf, parent)
         if self._is_kleene_leaf(sib):
+            comp = self.pl_node[leaf * 5 + 3]
+            sib_comp = self.pl_node[sib * 5 + 3]
+            base = self.seq_start[self.pl_node[leaf * 5]]
+            if (self.pl_after[comp] >> (sib_comp - base)) & 1:
+                return 0
+            if self._reads_at(parent, self.comps[sib_comp * 4 + 1]) and \
+                    not self._reads_at(parent, self.comps[comp * 4 + 1]):
+                # ours ending at r (alone), then the sibling's in its context
+                return self._closures(leaf, NULL, NULL, 1, 0, r, parent, sib, -1)
             # every closure of the sibling (alone), then ours ending at r in its context
             return self._closures(sib, NULL, NULL, 1, 0, -1, parent, leaf, r)
         s = &self.nd_inst[sib]
@@ -256,6 +269,14 @@ cdef class CepTree(CepOutput):
                               s.data[3 * k + 1], r, parent, -1, -1):
                 return -1
         return 0
+
+    cdef bint _reads_at(self, int node, int label) noexcept nogil:
+        """Whether node checks a conjunct of label's variable (one reading its sibling)."""
+        cdef int k
+        for k in range(self.pl_cs[node], self.pl_cs[node + 1]):
+            if self.conj_label[self.pl_c[k]] == label:
+                return True
+        return False
 
     cdef int _up(self, int node, i64* pos, i64* cmp, i64 stride, i64 m,
                  i64 mn) noexcept nogil:

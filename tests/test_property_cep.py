@@ -16,10 +16,12 @@ from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.runtime.run_stats import RunStatistics
 
 try:
-    from .support.strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from .support.strategies_cep import (STRATEGIES, cep_queries, cep_streams,
+                                         repeat_then_closure_queries)
     from .test_property_sql import SETTINGS, row_multiset, spec_of
 except ImportError:
-    from support.strategies_cep import STRATEGIES, cep_queries, cep_streams
+    from support.strategies_cep import (STRATEGIES, cep_queries, cep_streams,
+                                        repeat_then_closure_queries)
     from test_property_sql import SETTINGS, row_multiset, spec_of
 
 
@@ -59,6 +61,16 @@ def test_cep_engine_matches_reference_with_nulls_and_ties(strategy):
     @settings(max_examples=60, **SETTINGS)
     @given(sql=cep_queries(strategy, null_conditions=True),
            table=cep_streams(unique_ts=False, with_nulls=True))
+    def check(sql, table):
+        assert_cep_matches(sql, table)
+    check()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_repetition_beside_a_navigating_closure_matches_reference(strategy):
+    # SEQ(R{n}, KL(K)) with K's DEFINE reading LAST(K, 1) and R (issue 24 A2)
+    @settings(max_examples=40, **SETTINGS)
+    @given(sql=repeat_then_closure_queries(strategy), table=cep_streams())
     def check(sql, table):
         assert_cep_matches(sql, table)
     check()
@@ -163,3 +175,28 @@ def test_next_match_sees_past_a_group_that_may_not_run(pattern):
         "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES count(*) AS n "
         "ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (" + pattern + ") "
         "DEFINE C AS tag = 'x', D AS tag = 'x')", table)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("order", ["{r}, KL(b)", "KL(b), {r}"])
+def test_repetition_beside_a_navigating_closure_does_not_hang(order):
+    """Issue 24 A2: SEQ(a{2}, KL(b)) over 40 shipment rows ran > 400 s (each alert
+    enumerated every closure of b alone, b's DEFINE needing a to prune); it must equal
+    the same pattern with the repetition written as two variables (a, a2), which the
+    planned evaluator runs as plain leaves."""
+    import cepsql
+    from cepsql.datagen import generate_shipments
+    rows = generate_shipments(400).slice(200, 40)
+    sql = ("SELECT * FROM s MATCH_RECOGNIZE (ORDER BY ts MEASURES {first} AS t0, "
+           "LAST(b.ts) AS t1, count(b.*) AS nb ONE ROW PER MATCH "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ({order})) WITHIN INTERVAL '3' HOUR "
+           "DEFINE a AS a.kind = 'alert', {extra}b AS b.kind = 'shipment' AND "
+           "b.from_site = COALESCE(LAST(b.to_site, 1), {last}.site))")
+    repeated = cepsql.match_recognize(sql.format(
+        first="FIRST(a.ts)", order=order.format(r="a{2}"), extra="", last="a"), s=rows)
+    unrolled = cepsql.match_recognize(sql.format(
+        first="a.ts", order=order.format(r="a, a2"), extra="a2 AS a2.kind = 'alert', ",
+        last="a2"), s=rows)
+    assert len(repeated) > 0
+    assert row_multiset(repeated.itertuples(index=False, name=None)) == \
+        row_multiset(unrolled.itertuples(index=False, name=None))

@@ -203,6 +203,10 @@ cdef class CepCore(ConditionHost):
     cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
     cdef public i64 pm_created, pm_stored, peak_pm
+    # bound on the partition's state (runtime.cep_worker: cepsql.cep.maxPartialMatches);
+    # 0: none. Passing it stops the loops as an out-of-memory does, with limit_hit set
+    cdef public i64 max_state
+    cdef readonly int limit_hit
     # candidates handed in by the shared DAG evaluator (set_candidates; shared_dag.pyx)
     cdef object ext_ref
     cdef const i64* ext_cand     # per candidate: end row, term, offset, length
@@ -222,6 +226,19 @@ cdef class CepCore(ConditionHost):
 
     cdef void _reach(self, int poff)
     cdef void* _copy(self, cnp.ndarray arr) except NULL
+
+    cdef inline bint _state_full(self) noexcept nogil:
+        """Whether the partition's state -- live runs, run-buffer nodes, stored partial
+        matches of a plan, rows of the matches held -- passed max_state; then the loops
+        stop (oom) and run() raises StateLimitReached (issue 24 A1)."""
+        if self.max_state <= 0:
+            return False
+        if (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \
+                self.pm_stored + self.m_pos.n <= self.max_state:
+            return False
+        self.limit_hit = 1
+        self.oom = 1
+        return True
 
     cdef inline bint _fits(self, i64 lo, i64 hi) noexcept nogil:
         if self.window_kind == 0:

@@ -46,6 +46,7 @@ cdef class CepTree(CepOutput):
     cdef inline bint _is_kleene_leaf(self, int node) noexcept nogil:
         return self.pl_node[node * 5 + 3] >= 0 and not self._plain(self.pl_node[node * 5 + 3])
     cdef int _kleene_arrival(self, int leaf, i64 r) noexcept nogil
+    cdef bint _reads_at(self, int node, int label) noexcept nogil
     cdef int _up(self, int node, i64* pos, i64* cmp, i64 stride, i64 m,
                  i64 mn) noexcept nogil
     cdef int _join(self, int parent, i64* ip, i64* ic, i64 ist, i64 im, i64 imin,

@@ -170,6 +170,7 @@ class CepMode:
             measure_aggregates=out.measure_aggregates,
             aggregate_columns=out.aggregate_columns,
             rank=np.asarray(s.rank, dtype=np.int32), merging=self.options.run_merging,
+            max_partial_matches=self.options.max_partial_matches,
             strategy=STRATEGY_CODES[spec.strategy],
             all_rows=spec.rows_per_match != "ONE",
             with_unmatched=spec.all_rows_option == "WITH_UNMATCHED",

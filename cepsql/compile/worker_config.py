@@ -98,6 +98,7 @@ class CepConfig:
     window_column: str | None
     output_schema: pa.Schema
     merging: bool = True
+    max_partial_matches: int | None = None  # PlannerOptions' (None: scaled to memory)
     breaks_column: str | None = None  # STRICT_CONTIGUITY across partitions (see query_plan.py)
     # planned evaluation (planning/evaluator_choice.py; arrays built by cep_plan_arrays.py)
     conj_late: np.ndarray | None = None

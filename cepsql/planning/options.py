@@ -30,7 +30,10 @@ class PlannerOptions:
     equal runs (SASE+ 5.2.2; off only to measure it). In-process only: threads for the
     evaluators (None = every core), sequence_fast_path (``A B+ C`` shapes:
     backends/local/sequence.py) and vector_masks (DEFINE masks in numpy: masks.py), both
-    switched off only to compare against the general evaluator."""
+    switched off only to compare against the general evaluator. max_partial_matches
+    bounds one partition's CEP state (live runs, buffered nodes, partial matches, rows of
+    matches not yet output; cepsql.cep.maxPartialMatches): None scales it to the worker's
+    memory (runtime.cep_worker.default_state_limit), 0 means no bound."""
     algorithm: str | None = None
     alpha: float = 0.0
     sample_rows: int = 50_000
@@ -43,6 +46,7 @@ class PlannerOptions:
     threads: int | None = None
     sequence_fast_path: bool = True
     vector_masks: bool = True
+    max_partial_matches: int | None = None
 
 
 #: Spark conf key -> PlannerOptions field
@@ -55,6 +59,7 @@ CONF_KEYS = {
     "cepsql.planner.slicing": "slicing",
     "cepsql.planner.inferPartitions": "infer_partitions",
     "cepsql.planner.runMerging": "run_merging",
+    "cepsql.cep.maxPartialMatches": "max_partial_matches",
     "spark.sql.ansi.enabled": "ansi",
 }
 
@@ -76,7 +81,9 @@ def _convert(key: str, name: str, text: str):
             if text.lower() not in ("true", "false"):
                 raise ValueError("expected true or false")
             return text.lower() == "true"
-        if name == "sample_rows":
+        if name == "max_partial_matches" and text.upper() in ("", "AUTO", "DEFAULT"):
+            return None
+        if name in ("sample_rows", "max_partial_matches"):
             value = int(text)
         else:
             value = float(text)

@@ -16,9 +16,19 @@ Held per group (the group's rows stay until it ends):
     partition;
   * MIN/MAX over a string column in a DEFINE -- the running value is a code of the
     chunk's string dictionary, which changes between chunks.
+
+Bounded state: one partition's state -- live runs, run-buffer nodes, a plan's partial
+matches, rows of matches not yet output -- may hold at most ``max_partial_matches``
+entries (conf key cepsql.cep.maxPartialMatches; by default a share of the worker's
+memory, default_state_limit). Without WITHIN, under SKIP_TILL_ANY_MATCH (or
+SKIP_TILL_NEXT_MATCH with a closure, whose matches grow with the square of the
+partition) the matches themselves are unbounded: the evaluator stops with a
+CepRuntimeError naming the key instead of exhausting the worker's memory.
 """
 from __future__ import annotations
 
+import os
+import resource
 
 import numpy as np
 import pyarrow as pa
@@ -26,11 +36,50 @@ import pyarrow.compute as pc
 
 from cepsql.compile.conditions import STR
 from cepsql.compile.worker_config import CepConfig
+from cepsql.errors import CepRuntimeError
 from cepsql.runtime.pending import PendingRows, pieces
 from cepsql.runtime.worker import (CHUNK_ROWS, MatchWorker, measure_lanes, raise_vm_error,
                      window_micros)
 
 
+#: conf key of the state bound (planning.options.CONF_KEYS)
+STATE_LIMIT_KEY = "cepsql.cep.maxPartialMatches"
+#: bytes one counted state entry costs at most, with buffer growth (a run's words, a
+#: node's five, a held match row's position and label; measured in benchmarks/bench_cep_memory.py)
+BYTES_PER_ENTRY = 96
+#: share of a worker's memory (per core) the state of one partition may take
+MEMORY_SHARE = 0.5
+
+
+def default_state_limit() -> int:
+    """Entries a partition's CEP state may hold by default: half the worker's memory per
+    core -- the machine's memory, or the address-space limit when one is set (Spark's
+    spark.executor.pyspark.memory sets it) -- at BYTES_PER_ENTRY each."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and 0 < soft < memory:
+        memory = soft
+    per_core = memory / max(1, os.cpu_count() or 1)
+    return max(1, int(per_core * MEMORY_SHARE / BYTES_PER_ENTRY))
+
+
+def state_limit_error(limit: int, reached: bool) -> CepRuntimeError:
+    """The CepRuntimeError of a CEP evaluation stopped by its state bound (reached) or
+    out of memory before it: what was held, the conf key, and what to do."""
+    if reached:
+        what = (f"held more than {limit:,} partial matches and buffered match rows in one "
+                f"partition (the bound set by {STATE_LIMIT_KEY})")
+    else:
+        bound = f"its bound of {limit:,}" if limit > 0 else "any bound (0: none)"
+        what = (f"ran out of memory before {bound} on partial matches and buffered match "
+                f"rows per partition ({STATE_LIMIT_KEY})")
+    return CepRuntimeError(
+        f"[CEP_STATE_LIMIT] the CEP evaluator {what}: the pattern's partial matches are "
+        "not bounded by a window. Add WITHIN (a time or row window), AFTER MATCH SKIP "
+        "PAST LAST ROW, a PARTITION BY, or a narrower STRATEGY (SKIP_TILL_NEXT_MATCH or "
+        "PARTITION_CONTIGUITY instead of SKIP_TILL_ANY_MATCH); or set "
+        f"{STATE_LIMIT_KEY} (in-process: cepsql.planner_options(max_partial_matches=...)) "
+        "to a value the workers' memory allows (0: no bound)")
 
 
 class CepWorker(MatchWorker):
@@ -59,7 +108,17 @@ class CepWorker(MatchWorker):
     def _record_stats(self, matcher) -> None:
         self.last_stats = matcher.stats()
 
+    def state_limit(self) -> int:
+        """The matcher's bound on a partition's state entries (0: none)."""
+        limit = self.config.max_partial_matches
+        return default_state_limit() if limit is None else int(limit)
+
     def _new_matcher(self):
+        matcher = self._built_matcher()
+        matcher.max_state = self.state_limit()
+        return matcher
+
+    def _built_matcher(self):
         from cepsql._ext.cep import CepMatcher, CepSpec
         c = self.config
         return CepMatcher(CepSpec(
@@ -94,9 +153,11 @@ class CepWorker(MatchWorker):
         breaks = None
         if self.config.breaks_column is not None:
             breaks = break_flags(table.column(self.config.breaks_column))
-        rows, numbers, leaves, aggregates = matcher.run(values, nulls, bounds, wts, wnulls,
-                                                        int(open_last), int(cont),
-                                                        breaks=breaks)
+        try:
+            rows, numbers, leaves, aggregates = matcher.run(
+                values, nulls, bounds, wts, wnulls, int(open_last), int(cont), breaks=breaks)
+        except MemoryError:
+            raise state_limit_error(matcher.max_state, bool(matcher.limit_hit)) from None
         raise_vm_error(matcher.vm_error())
         list_rows = matcher.list_rows()
         if len(rows) == 0:

@@ -234,3 +234,35 @@ def cep_queries(draw, strategy: str | None = None, null_conditions: bool = False
     return (f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts "
             f"MEASURES {', '.join(measures)} {rows} {skip} STRATEGY {strategy} "
             f"PATTERN ({text}) {window} {define})")
+
+
+# --- a bounded repetition next to a navigating closure (issue 24 A2) ------------------
+
+_CHAINED = ["{k}.price >= COALESCE(LAST({k}.price, 1), {r}.price)",
+            "{k}.tag = COALESCE(LAST({k}.tag, 1), {r}.tag)",
+            "COALESCE(LAST({k}.price, 1), {r}.price) <> {k}.price"]
+
+
+@st.composite
+def repeat_then_closure_queries(draw, strategy: str | None = None) -> str:
+    """SEQ(R{n}, KL(K)) (or KL(K) first, or a third variable around them) where K's DEFINE
+    navigates its own closure and falls back to R: the shape that once enumerated every
+    closure of K without R (a hang on 40 rows, issue 24 A2)."""
+    n = draw(st.integers(1, 3))
+    lo = draw(st.sampled_from([n, 1 if n > 1 else n]))
+    rep = "R{%d}" % n if lo == n else "R{%d,%d}" % (lo, n)
+    kl = draw(st.sampled_from(["KL(K)", "K+", "KL(K, 1, 3)", "KL(K, 2)"]))
+    items = draw(st.sampled_from([[rep, kl], [kl, rep], [rep, kl, "C"], ["C", rep, kl]]))
+    strategy = strategy or draw(st.sampled_from(STRATEGIES))
+    defines = [f"R AS R.{draw(st.sampled_from(_SINGLE[:5]))}",
+               "K AS " + draw(st.sampled_from(_CHAINED)).format(k="K", r="R")]
+    if "C" in items:
+        defines.append("C AS C.price > R.price")
+    measures = draw(st.lists(st.sampled_from(
+        ["count(*) AS n", "FIRST(R.ts) AS t0", "LAST(K.ts) AS t1", "count(K.*) AS nk",
+         "MATCH_NUMBER() AS mn"]), min_size=1, max_size=3, unique=True))
+    window = draw(st.sampled_from(["WITHIN 6 ROWS", "WITHIN INTERVAL '5' SECOND"]))
+    partition = draw(st.sampled_from(["PARTITION BY part", ""]))
+    return (f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts "
+            f"MEASURES {', '.join(measures)} ONE ROW PER MATCH STRATEGY {strategy} "
+            f"PATTERN (SEQ({', '.join(items)})) {window} DEFINE {', '.join(defines)})")
