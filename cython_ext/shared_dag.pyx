@@ -148,6 +148,9 @@ cdef class SharedDag:
     cdef const unsigned char* wnull
     cdef i64 ps, pe, cur
     cdef int oom
+    cdef public i64 max_state  # bound on instances held plus candidates (0: none), issue 24 A1
+    cdef readonly int limit_hit  # the last run stopped at max_state
+    cdef i64 n_grown           # instances stored and candidates formed (checks every 1024)
     cdef int has_state         # the open group's stores carry into the next run
     cdef i64 resume            # first row of the open group not yet processed
     cdef public i64 keep       # first row the next run must get again (see run)
@@ -432,6 +435,8 @@ cdef class SharedDag:
             memcpy(s.data + s.n, rec, size * sizeof(i64))
             s.n += size
             self.count[node] += 1
+            if self._state_full():
+                return -1
             if rec[0] < self.oldest[node]:
                 self.oldest[node] = rec[0]
         for k in range(self.nd_use_start[node], self.nd_use_start[node + 1]):
@@ -828,7 +833,29 @@ cdef class SharedDag:
         cr.n += m
         self.c_comp[p].n += m
         self.candidates += 1
+        if self._state_full():
+            return -1
         return 0
+
+    cdef bint _state_full(self) noexcept nogil:
+        """Every 1024 instances stored or candidates formed: whether the instances the
+        nodes hold plus this run's candidates passed max_state; then the loops stop as
+        out of memory does, with limit_hit set (the pass's CepRuntimeError names the
+        conf key)."""
+        cdef i64 total = 0
+        cdef int k
+        self.n_grown += 1
+        if self.max_state <= 0 or (self.n_grown & 1023) != 0:
+            return False
+        for k in range(self.n_nodes):
+            total += self.count[k]
+        for k in range(self.n_pat):
+            total += self.c_cand[k].n // 4
+        if total <= self.max_state:
+            return False
+        self.limit_hit = 1
+        self.oom = 1
+        return True
 
     cdef bint _leaf_ok(self, int leaf, i64 r) noexcept nogil:
         """Row r is an instance of the leaf (a Kleene leaf: an element candidate, its
@@ -1000,6 +1027,7 @@ cdef class SharedDag:
             self.c_rows[p].n = 0
             self.c_comp[p].n = 0
         self.oom = 0
+        self.limit_hit = 0
         self.keep = 0
         for k in range(self.n_nodes):
             self.rep_row[k] = -1   # rows of another chunk: forget the leaf tests

@@ -636,3 +636,23 @@ def test_scan_cuts_skip_only_failing_pairs(window, monkeypatch):
     assert [_rows(t) for t in uncut] == [_rows(t) for t in shared]
     assert wl.last_stats["node_instances"] == with_cuts["node_instances"]
     assert with_cuts["join_attempts"] < wl.last_stats["join_attempts"]
+
+
+def test_unbounded_shared_patterns_stop_at_the_state_bound():
+    """Issue 24 A1 in a shared pass: patterns with no window stop at
+    cepsql.cep.maxPartialMatches with the CepRuntimeError naming it, not a MemoryError."""
+    import cepsql
+    from cepsql import CepRuntimeError
+    from cepsql.runtime.cep_worker import STATE_LIMIT_KEY
+    n = 300
+    table = pa.table({"part": ["p"] * n, "ts": list(range(n)),
+                      "x": [(7 * i) % 3 for i in range(n)]})
+    head = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(a.ts) AS t0 "
+            "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH ")
+    sqls = [head + "PATTERN (SEQ(a, KL(b), c)) DEFINE a AS a.x = 0, b AS b.x = 1, c AS c.x = 2)",
+            head + "PATTERN (SEQ(a, KL(b), d)) DEFINE a AS a.x = 0, b AS b.x = 1, d AS d.x = 1)"]
+    with cepsql.planner_options(max_partial_matches=500):
+        wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=64)
+        plan = merge_plan(wl.queries)
+        with pytest.raises(CepRuntimeError, match=STATE_LIMIT_KEY):
+            wl.shared_outputs(plan, chunk_rows=64)

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.sharing.global_plan import GlobalPlan
-from cepsql.runtime.cep_worker import CepWorker, break_flags
+from cepsql.runtime.cep_worker import CepWorker, break_flags, state_limit_error
 from cepsql.runtime.pending import PendingRows
 from cepsql.runtime.worker import CHUNK_ROWS, raise_vm_error, window_micros
 from cepsql.runtime.shared_columns import ColumnLoader, pointer_ready
@@ -111,6 +111,8 @@ workers (runtime.workers.bind_worker)."""
         # leaf tests that are plain condition columns: computed per chunk with numpy
         arrays["nd_pre"], self.prefilters = leaf_prefilters(global_plan, configs, arrays)
         self.dag = SharedDag(arrays, self.matchers)
+        self.dag.max_state = max((m.max_state for m in self.matchers if m is not None),
+                                 default=0)
         configs = [c if i not in self.generic else None for i, c in enumerate(configs)]
         times = {self._input_name(i, c.window_column) for i, c in enumerate(configs)
                  if c is not None and c.window_kind == 2}
@@ -257,8 +259,11 @@ workers (runtime.workers.bind_worker)."""
             matcher.attach_rows(values, nulls)
         prefilter = self._prefilter(loaded, n)
         loaded_at = time.thread_time()
-        candidates = self.dag.run(bounds, wts, wnulls, int(open_last), int(self.carried),
-                                  self.lookahead, self.lookback, prefilter)
+        try:
+            candidates = self.dag.run(bounds, wts, wnulls, int(open_last), int(self.carried),
+                                      self.lookahead, self.lookback, prefilter)
+        except MemoryError:
+            raise state_limit_error(self.dag.max_state, bool(self.dag.limit_hit)) from None
         dag_at = time.thread_time()
         shared = set(self.shared)
         out: Output = []
@@ -304,6 +309,8 @@ workers (runtime.workers.bind_worker)."""
                     values, nulls, own_bounds,
                     wts[off:] if own_time else None, wnulls[off:] if own_time else None,
                     int(open_last), int(self.carried), breaks=breaks)
+            except MemoryError:
+                raise state_limit_error(matcher.max_state, bool(matcher.limit_hit)) from None
             finally:
                 matcher.set_candidates(None)
             raise_vm_error(matcher.vm_error())
