@@ -18,6 +18,7 @@ from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, 
                                    InList, IsNull, Like, Literal, UnaryOp)
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 from cepsql.exprs.ansi import ansi_enabled
+from cepsql.exprs.json_path import json_object_at, parse_json_path
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -483,6 +484,8 @@ def _cast_value(v: Value, target: pa.DataType, strict: bool = False) -> Value:
         v = pc.cast(v, pa.decimal128(38, target.scale))  # then range-checked below
     if pa.types.is_timestamp(src) and pa.types.is_date(target) and src.tz is not None:
         v = pc.cast(pc.local_timestamp(v), pa.timestamp(src.unit))
+    if pa.types.is_string(target) and is_nested_type(src):
+        return _nested_to_string(v)
     if pa.types.is_string(target) and pa.types.is_floating(src):
         raise CepUnsupportedError("CAST of a floating-point value to string is not supported "
                                   "by the local evaluator (Spark formats differently)")
@@ -812,6 +815,98 @@ def _as_array(v: Value, n: int) -> pa.Array:
     return v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
 
 
+# arrays, structs, strings and JSON that Spark has and Arrow spells differently ----------
+
+def is_nested_type(t: pa.DataType) -> bool:
+    """Arrays and structs: the values Arrow cannot sort nor cast to strings."""
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t)
+
+
+def _nested_to_string(v: Value) -> Value:
+    """CAST(array or struct AS STRING) as Spark writes it: ``[1, 2]``, ``{1, a}``,
+    elements cast to string the same way and NULL elements written ``null``."""
+    if isinstance(v, pa.Scalar):
+        return _nested_to_string(pa.array([v.as_py()], v.type))[0]
+    if isinstance(v, pa.ChunkedArray):
+        v = v.combine_chunks()
+    if pa.types.is_struct(v.type):
+        fields = [pc.fill_null(_cast_value(v.field(i), pa.string()), "null")
+                  for i in range(v.type.num_fields)]
+        inner = pc.binary_join_element_wise(*fields, ", ") if fields else \
+            pa.repeat(pa.scalar("", pa.string()), len(v))
+    else:
+        items = pc.fill_null(_cast_value(v.values, pa.string()), "null")
+        lists = type(v).from_arrays(v.offsets, items)
+        inner = pc.binary_join(lists, ", ")
+    opening, closing = ("{", "}") if pa.types.is_struct(v.type) else ("[", "]")
+    text = pc.binary_join_element_wise(opening, inner, closing, "")
+    return pc.if_else(pc.is_null(v), pa.scalar(None, pa.string()), text)
+
+
+def _size(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """size / cardinality of an array or map: INT; a NULL array is NULL under ANSI, -1
+    otherwise (spark.sql.legacy.sizeOfNull)."""
+    _arity(e, args, 1)
+    x = args[0]
+    if not (pa.types.is_list(x.type) or pa.types.is_large_list(x.type)
+            or pa.types.is_map(x.type) or pa.types.is_null(x.type)):
+        raise CepAnalysisError(f"{e.name}() needs an array or a map, got {x.type}", pos=e.pos)
+    if pa.types.is_null(x.type):
+        return pa.scalar(None if ev.ansi else -1, pa.int32())
+    sizes = pc.cast(pc.list_value_length(x), pa.int32())
+    return sizes if ev.ansi else pc.fill_null(sizes, -1)
+
+
+def _replace(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """replace(str, search[, replacement]): every occurrence; an empty search changes
+    nothing; NULL when any argument is."""
+    _arity(e, args, 2, 3)
+    text = _as_string(args[0])
+    search, replacement = args[1], args[2] if len(args) > 2 else pa.scalar("", pa.string())
+    for what, v in (("search string", search), ("replacement", replacement)):
+        if not isinstance(v, pa.Scalar):
+            raise CepUnsupportedError(f"{e.name}(): the {what} must be a constant in the "
+                                      "local evaluator", pos=e.pos)
+    if not search.is_valid or not replacement.is_valid:
+        return pa.scalar(None, pa.string())
+    search, replacement = str(search.as_py()), str(replacement.as_py())
+    if not search:
+        return text
+    return pc.replace_substring(text, pattern=search, replacement=replacement)
+
+
+def _get_json_object(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """get_json_object(json, path) with a constant path (exprs/json_path.py)."""
+    _arity(e, args, 2)
+    path = args[1]
+    if not isinstance(path, pa.Scalar):
+        raise CepUnsupportedError(f"{e.name}(): the path must be a constant in the local "
+                                  "evaluator", pos=e.pos)
+    if path.is_valid and "*" in str(path.as_py()):
+        raise CepUnsupportedError(f"{e.name}(): wildcards in the path are not supported by "
+                                  "the local evaluator", pos=e.pos)
+    steps = None if not path.is_valid else parse_json_path(str(path.as_py()))
+    text = _as_string(args[0])
+    if steps is None:
+        return pa.nulls(len(text), pa.string()) if not isinstance(text, pa.Scalar) \
+            else pa.scalar(None, pa.string())
+    return _rowwise(text, pa.string(), lambda v: json_object_at(v, steps))
+
+
+def _named_struct(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """named_struct(name1, value1, ...): a struct (never NULL) with constant names."""
+    if not args or len(args) % 2:
+        raise CepAnalysisError(f"function {e.name}() needs pairs of a name and a value",
+                               pos=e.pos)
+    names = args[0::2]
+    if not all(isinstance(n, pa.Scalar) and pa.types.is_string(n.type) and n.is_valid
+               for n in names):
+        raise CepAnalysisError(f"function {e.name}(): the field names must be constant "
+                               "strings", pos=e.pos)
+    values = [_as_array(v, ev.n) for v in args[1::2]]
+    return pc.make_struct(*values, field_names=[n.as_py() for n in names])
+
+
 _FUNCTIONS: dict[str, Callable] = {
     FIELD_ACCESS: _struct_field,
     ARRAY_ELEMENT: _array_element,
@@ -854,4 +949,9 @@ _FUNCTIONS: dict[str, Callable] = {
     "hour": _unary(_datepart(pc.hour)),
     "minute": _unary(_datepart(pc.minute)),
     "second": _unary(_datepart(pc.second)),
+    "size": _size,
+    "cardinality": _size,
+    "replace": _replace,
+    "get_json_object": _get_json_object,
+    "named_struct": _named_struct,
 }
