@@ -23,8 +23,7 @@ FRONT_END = (("RecursionError", ""), ("OverflowError", ""), ("InvalidOperation",
              ("CepUnsupportedError", "a pattern variable occurs twice"),
              ("CepUnsupportedError", "unsupported expression in MATCH_RECOGNIZE: ()"),
              ("CepUnsupportedError", "pattern too large"),
-             ("CepAnalysisError", "CLASSIFIER argument must be"),
-             ("OutsideSubset", "unsupported expression: ()"))
+             ("CepAnalysisError", "CLASSIFIER argument must be"))
 
 
 def _known(err: BaseException) -> bool:

@@ -1,13 +1,19 @@
-"""In-process run-time errors point into the user's text (issue 24 B6): the condition VM
-and Arrow's kernels name no position, runtime/error_position.py finds the expression."""
+"""The in-process path and Spark agree (issue 24 D11): the same rows, or an error where
+Spark refuses, at the user's line:column; in-process run-time errors point into the
+user's text (B6: the condition VM and Arrow's kernels name no position,
+runtime/error_position.py finds the expression)."""
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import cepsql
 from cepsql.algebra.limits import MAX_PAREN_NESTING
-from cepsql.errors import CepRuntimeError, CepSyntaxError
+from cepsql.backends.local.engine import run_local
+from cepsql.backends.local.spark_functions import SPARK_FUNCTIONS
+from cepsql.errors import CepError, CepRuntimeError, CepSyntaxError, CepUnsupportedError
+from cepsql.exprs.json_path import json_object_at, parse_json_path
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6, "ts": range(6), "n": [5, 3, 4, 6, 2, 7]})
 
@@ -31,3 +37,105 @@ def test_deep_nesting_around_the_clause_is_a_cep_error():
     with pytest.raises(CepSyntaxError) as info:
         cepsql.match_recognize(query(3000), t=TICKS)
     assert (info.value.line, info.value.col) == (1, len("SELECT ") + MAX_PAREN_NESTING + 1)
+
+
+# --- D11: the in-process path accepts what Spark accepts and gives Spark's rows ------------
+
+ROWS = pa.table({"sym": ["a", "a", "a", "a", "a", "b"], "ts": [0, 1, 2, 3, 4, 5],
+                 "n": [5, 3, 4, 6, 2, 7],
+                 "arr": [[1, 2], [1, None], [1, 2], [2], None, [1, 2]],
+                 "s": ['{"a":1,"b":[1.5,{"c":"x"}]}', '{"a":2}', "not json", '{"a":"t"}',
+                       None, '{"a":1}']})
+KEYS_ONLY = pa.table({"k": [1, 1, 2, 2, 2]})
+NULL_KEYS = pa.Table.from_batches([  # two chunks, NULL keys in both
+    pa.record_batch({"k": ["x", None, "y"], "ts": [1, 2, 3]}),
+    pa.record_batch({"k": [None, "x", "z"], "ts": [4, 5, 6]})])
+TABLES = {"par": ROWS, "par_keys": KEYS_ONLY, "par_nulls": NULL_KEYS}
+CLAUSE = ("par MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(b.n) AS v "
+          "ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS b.n > a.n)")
+
+
+@pytest.fixture(scope="module")
+def views(spark):
+    for name, table in TABLES.items():
+        spark.createDataFrame(table).createOrReplaceTempView(name)  # Arrow types kept
+    return spark
+
+
+def _spark_rows(spark, sql: str) -> list[dict]:
+    return spark.cep.sql(sql).toArrow().to_pylist()
+
+
+def _local_rows(sql: str) -> list[dict]:
+    return run_local(sql, TABLES).to_pylist()
+
+
+def _unordered(rows: list[dict]) -> list[str]:
+    return sorted(map(repr, rows))
+
+
+def test_array_json_and_struct_functions_in_the_clause_give_sparks_rows(views):
+    sql = ("SELECT * FROM par MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES "
+           "CAST(a.arr AS STRING) AS c, named_struct('x', a.n, 'y', 2) AS st, "
+           "replace(a.sym, 'a', 'bb') AS r, get_json_object(a.s, '$.a') AS j, "
+           "get_json_object(a.s, '$.b') AS jb, size(a.arr) AS z, LAST(b.n) AS v "
+           "ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS b.n > a.n AND size(b.arr) >= 1 "
+           "AND replace(b.sym, 'a', 'x') = 'x' AND CAST(b.arr AS STRING) LIKE '[%]')")
+    local = _local_rows(sql)
+    assert local and _unordered(local) == _unordered(_spark_rows(views, sql))
+
+
+def test_partition_by_the_only_column_without_order_by(views):
+    sql = ("SELECT * FROM par_keys MATCH_RECOGNIZE (PARTITION BY k MEASURES count(*) AS c "
+           "ONE ROW PER MATCH PATTERN (a+) DEFINE a AS true)")
+    local = _local_rows(sql)
+    assert _unordered(local) == _unordered(_spark_rows(views, sql)) == \
+        _unordered([{"k": 1, "c": 2}, {"k": 2, "c": 3}])
+
+
+def test_null_partition_keys_in_a_multi_chunk_input(views):
+    sql = ("SELECT * FROM par_nulls MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts "
+           "MEASURES count(*) AS c ONE ROW PER MATCH PATTERN (a+) DEFINE a AS true)")
+    local = _local_rows(sql)
+    assert {"k": None, "c": 2} in local
+    assert _unordered(local) == _unordered(_spark_rows(views, sql))
+
+
+def test_order_by_an_array_column_in_and_around_the_clause(views):
+    sql = ("SELECT * FROM par MATCH_RECOGNIZE (ORDER BY arr, ts MEASURES a.ts AS ta, "
+           "b.ts AS tb, a.arr AS arr ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+           "PATTERN (a b) DEFINE b AS true) ORDER BY arr DESC, ta")
+    local = _local_rows(sql)
+    # order by arr, ts: NULL, [1, NULL], [1, 2] x3, [2] (a NULL element sorts first)
+    assert [r["ta"] for r in local] == [0, 2, 5, 1, 4]
+    assert local == _spark_rows(views, sql)
+
+
+@pytest.mark.parametrize("sql, needle", [
+    (f"SELECT ROW(v, 3) FROM {CLAUSE}", "ROW("),
+    (f"SELECT DISTINCT FROM {CLAUSE}", "FROM"),
+    (f"SELECT+ * FROM {CLAUSE}", "+"),
+    (f"SELECT -* FROM {CLAUSE}", "-"),
+    (f"SELECT (), v FROM {CLAUSE}", "("),
+])
+def test_what_spark_refuses_around_the_clause_is_refused_in_process(views, sql, needle):
+    with pytest.raises(CepError) as local:
+        _local_rows(sql)
+    assert (local.value.line, local.value.col) == (1, sql.index(needle) + 1), local.value
+    with pytest.raises(Exception) as spark_err:  # noqa: PT011  (Spark's own or a CepError)
+        _spark_rows(views, sql)
+    if isinstance(spark_err.value, CepError):
+        assert type(local.value) is type(spark_err.value), (spark_err.value, local.value)
+
+
+def test_every_listed_spark_function_is_one_spark_knows(views):
+    known = {r[0] for r in views.sql("SHOW SYSTEM FUNCTIONS").collect()}
+    assert SPARK_FUNCTIONS <= known, sorted(SPARK_FUNCTIONS - known)
+
+
+def test_get_json_object_text_is_jacksons():
+    steps = parse_json_path("$.a[1]['b c']")
+    assert steps == ("a", 1, "b c")
+    assert json_object_at('{"a": [0, {"b c": {"d": [1e10, 0.5, true, null, "q"]}}]}', steps) \
+        == '{"d":[1.0E10,0.5,true,null,"q"]}'
+    assert json_object_at("{bad", ()) is None and parse_json_path("a.b") is None

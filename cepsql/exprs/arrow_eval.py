@@ -18,6 +18,7 @@ from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, 
                                    InList, IsNull, Like, Literal, UnaryOp)
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 from cepsql.exprs.ansi import ansi_enabled
+from cepsql.exprs.json_path import json_object_at, parse_json_path
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -55,6 +56,10 @@ class _Evaluator:
         self.n = table.num_rows
         self.ansi = ansi
         self.divide_by_zero_raises = divide_by_zero_raises
+        # rows Spark evaluates the current sub-expression on (None: all): CASE / IF /
+        # COALESCE branches and the right side of AND / OR are evaluated lazily by Spark,
+        # so a zero divisor raises DIVIDE_BY_ZERO only on rows that reach it
+        self.evaluated: pa.Array | None = None
 
     def value_of(self, e: Expr) -> Value:
         method = getattr(self, "_" + type(e).__name__, None)
@@ -66,6 +71,19 @@ class _Evaluator:
 
     def arr(self, e: Expr) -> pa.Array | pa.ChunkedArray:
         return _broadcast(self.value_of(e), self.n)
+
+    def value_where(self, e: Expr, rows) -> Value:
+        """e's value, evaluated (for DIVIDE_BY_ZERO) only on the rows where ``rows`` is
+        true within the rows evaluated already -- a lazily evaluated branch."""
+        if not self.divide_by_zero_raises:
+            return self.value_of(e)
+        outer = self.evaluated
+        rows = _broadcast(pc.fill_null(rows, False), self.n)
+        self.evaluated = rows if outer is None else pc.and_(outer, rows)
+        try:
+            return self.value_of(e)
+        finally:
+            self.evaluated = outer
 
     # leaves -------------------------------------------------------------
     def _Literal(self, e: Literal) -> Value:
@@ -88,8 +106,11 @@ class _Evaluator:
     # operators ----------------------------------------------------------
     def _BinaryOp(self, e: BinaryOp) -> Value:
         op = e.op.upper()
-        if op in ("AND", "OR"):
-            a, b = _as_bool(self.value_of(e.left)), _as_bool(self.value_of(e.right))
+        if op in ("AND", "OR"):  # Spark skips the right side where the left decides
+            a = _as_bool(self.value_of(e.left))
+            undecided = pc.fill_null(a, True) if op == "AND" else \
+                pc.invert(pc.fill_null(a, False))
+            b = _as_bool(self.value_where(e.right, undecided))
             return pc.and_kleene(a, b) if op == "AND" else pc.or_kleene(a, b)
         months = _month_operand(e)
         if months is not None:
@@ -113,7 +134,7 @@ class _Evaluator:
         if op == "*":
             return pc.multiply_checked(a, b)
         if op in ("/", "%") and self.divide_by_zero_raises:
-            _check_divisor(a, b, e)
+            _check_divisor(a, b, e, self.evaluated)
         if op == "/":
             return _divide(a, b)
         if op == "%":
@@ -169,14 +190,18 @@ class _Evaluator:
             return self.value_of(e.default) if e.default is not None else pa.scalar(None)
         conds = []
         operand = self.value_of(e.operand) if e.operand is not None else None
+        left = pa.array(np.ones(self.n, dtype=bool))   # rows no earlier WHEN took
+        taken = []                                      # rows each WHEN takes
         for cond, _ in e.whens:
-            c = self.value_of(cond)
+            c = self.value_where(cond, left)
             if operand is not None:
                 c = spark_compare("=", *_coerce_pair(operand, c))
             conds.append(pc.fill_null(_broadcast(_as_bool(c), self.n), False))
-        values = [self.value_of(r) for _, r in e.whens]
+            taken.append(pc.and_(left, conds[-1]))
+            left = pc.and_(left, pc.invert(conds[-1]))
+        values = [self.value_where(r, t) for (_, r), t in zip(e.whens, taken)]
         if e.default is not None:
-            values.append(self.value_of(e.default))
+            values.append(self.value_where(e.default, left))
         target = _common_type([v.type for v in values], self.ansi, e.pos)
         values = [_broadcast(_cast_value(v, target), self.n) for v in values]
         return pc.case_when(pc.make_struct(*conds, field_names=[f"c{i}" for i in range(len(conds))]),
@@ -190,7 +215,28 @@ class _Evaluator:
         if fn is None:
             raise CepUnsupportedError(
                 f"function {e.name}() is not supported by the local evaluator", pos=e.pos)
-        return fn(self, [self.value_of(a) for a in e.args], e)
+        return fn(self, self._lazy_args(e), e)
+
+    def _lazy_args(self, e: FunctionCall) -> list:
+        """e's argument values, each evaluated (for DIVIDE_BY_ZERO) on the rows Spark
+        evaluates it on: IF's branches where the condition picks them, COALESCE's
+        arguments where every earlier one is NULL."""
+        name = e.name.lower()
+        if not self.divide_by_zero_raises or not e.args:
+            return [self.value_of(a) for a in e.args]
+        if name == "if" and len(e.args) == 3:
+            cond = self.value_of(e.args[0])
+            picked = pc.fill_null(_as_bool(_broadcast(cond, self.n)), False)
+            return [cond, self.value_where(e.args[1], picked),
+                    self.value_where(e.args[2], pc.invert(picked))]
+        if name in ("coalesce", "nvl", "ifnull"):
+            values = [self.value_of(e.args[0])]
+            unset = _broadcast(pc.is_null(values[0]), self.n)   # every earlier one NULL
+            for a in e.args[1:]:
+                values.append(self.value_where(a, unset))
+                unset = pc.and_(unset, _broadcast(pc.is_null(values[-1]), self.n))
+            return values
+        return [self.value_of(a) for a in e.args]
 
 
 def _month_operand(e: BinaryOp) -> tuple[Expr, int] | None:
@@ -491,6 +537,8 @@ def _cast_value(v: Value, target: pa.DataType, strict: bool = False) -> Value:
         v = pc.cast(v, pa.decimal128(38, target.scale))  # then range-checked below
     if pa.types.is_timestamp(src) and pa.types.is_date(target) and src.tz is not None:
         v = pc.cast(pc.local_timestamp(v), pa.timestamp(src.unit))
+    if pa.types.is_string(target) and is_nested_type(src):
+        return _nested_to_string(v)
     if pa.types.is_string(target) and pa.types.is_floating(src):
         raise CepUnsupportedError("CAST of a floating-point value to string is not supported "
                                   "by the local evaluator (Spark formats differently)")
@@ -507,12 +555,14 @@ def _as_bool(v: Value) -> Value:
 
 # arithmetic ---------------------------------------------------------------
 
-def _check_divisor(a: Value, b: Value, e: BinaryOp) -> None:
+def _check_divisor(a: Value, b: Value, e: BinaryOp, evaluated=None) -> None:
     """Spark's ANSI Divide/Remainder: DIVIDE_BY_ZERO for a zero divisor beside a non-NULL
-    dividend (NULL / 0 stays NULL)."""
+    dividend (NULL / 0 stays NULL), on the rows Spark evaluates the division on."""
     zero = pc.and_(pc.is_valid(a), pc.fill_null(pc.equal(b, pa.scalar(0, b.type)
                                                          if pa.types.is_integer(b.type) else 0),
                                                 False))
+    if evaluated is not None:
+        zero = pc.and_(zero, evaluated)
     if pc.any(zero).as_py() if not isinstance(zero, pa.Scalar) else zero.as_py():
         raise CepRuntimeError(
             "[DIVIDE_BY_ZERO] division by zero; use try_divide to get NULL instead, or set "
@@ -872,6 +922,98 @@ def _as_array(v: Value, n: int) -> pa.Array:
     return v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
 
 
+# arrays, structs, strings and JSON that Spark has and Arrow spells differently ----------
+
+def is_nested_type(t: pa.DataType) -> bool:
+    """Arrays and structs: the values Arrow cannot sort nor cast to strings."""
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t)
+
+
+def _nested_to_string(v: Value) -> Value:
+    """CAST(array or struct AS STRING) as Spark writes it: ``[1, 2]``, ``{1, a}``,
+    elements cast to string the same way and NULL elements written ``null``."""
+    if isinstance(v, pa.Scalar):
+        return _nested_to_string(pa.array([v.as_py()], v.type))[0]
+    if isinstance(v, pa.ChunkedArray):
+        v = v.combine_chunks()
+    if pa.types.is_struct(v.type):
+        fields = [pc.fill_null(_cast_value(v.field(i), pa.string()), "null")
+                  for i in range(v.type.num_fields)]
+        inner = pc.binary_join_element_wise(*fields, ", ") if fields else \
+            pa.repeat(pa.scalar("", pa.string()), len(v))
+    else:
+        items = pc.fill_null(_cast_value(v.values, pa.string()), "null")
+        lists = type(v).from_arrays(v.offsets, items)
+        inner = pc.binary_join(lists, ", ")
+    opening, closing = ("{", "}") if pa.types.is_struct(v.type) else ("[", "]")
+    text = pc.binary_join_element_wise(opening, inner, closing, "")
+    return pc.if_else(pc.is_null(v), pa.scalar(None, pa.string()), text)
+
+
+def _size(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """size / cardinality of an array or map: INT; a NULL array is NULL under ANSI, -1
+    otherwise (spark.sql.legacy.sizeOfNull)."""
+    _arity(e, args, 1)
+    x = args[0]
+    if not (pa.types.is_list(x.type) or pa.types.is_large_list(x.type)
+            or pa.types.is_map(x.type) or pa.types.is_null(x.type)):
+        raise CepAnalysisError(f"{e.name}() needs an array or a map, got {x.type}", pos=e.pos)
+    if pa.types.is_null(x.type):
+        return pa.scalar(None if ev.ansi else -1, pa.int32())
+    sizes = pc.cast(pc.list_value_length(x), pa.int32())
+    return sizes if ev.ansi else pc.fill_null(sizes, -1)
+
+
+def _replace(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """replace(str, search[, replacement]): every occurrence; an empty search changes
+    nothing; NULL when any argument is."""
+    _arity(e, args, 2, 3)
+    text = _as_string(args[0])
+    search, replacement = args[1], args[2] if len(args) > 2 else pa.scalar("", pa.string())
+    for what, v in (("search string", search), ("replacement", replacement)):
+        if not isinstance(v, pa.Scalar):
+            raise CepUnsupportedError(f"{e.name}(): the {what} must be a constant in the "
+                                      "local evaluator", pos=e.pos)
+    if not search.is_valid or not replacement.is_valid:
+        return pa.scalar(None, pa.string())
+    search, replacement = str(search.as_py()), str(replacement.as_py())
+    if not search:
+        return text
+    return pc.replace_substring(text, pattern=search, replacement=replacement)
+
+
+def _get_json_object(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """get_json_object(json, path) with a constant path (exprs/json_path.py)."""
+    _arity(e, args, 2)
+    path = args[1]
+    if not isinstance(path, pa.Scalar):
+        raise CepUnsupportedError(f"{e.name}(): the path must be a constant in the local "
+                                  "evaluator", pos=e.pos)
+    if path.is_valid and "*" in str(path.as_py()):
+        raise CepUnsupportedError(f"{e.name}(): wildcards in the path are not supported by "
+                                  "the local evaluator", pos=e.pos)
+    steps = None if not path.is_valid else parse_json_path(str(path.as_py()))
+    text = _as_string(args[0])
+    if steps is None:
+        return pa.nulls(len(text), pa.string()) if not isinstance(text, pa.Scalar) \
+            else pa.scalar(None, pa.string())
+    return _rowwise(text, pa.string(), lambda v: json_object_at(v, steps))
+
+
+def _named_struct(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """named_struct(name1, value1, ...): a struct (never NULL) with constant names."""
+    if not args or len(args) % 2:
+        raise CepAnalysisError(f"function {e.name}() needs pairs of a name and a value",
+                               pos=e.pos)
+    names = args[0::2]
+    if not all(isinstance(n, pa.Scalar) and pa.types.is_string(n.type) and n.is_valid
+               for n in names):
+        raise CepAnalysisError(f"function {e.name}(): the field names must be constant "
+                               "strings", pos=e.pos)
+    values = [_as_array(v, ev.n) for v in args[1::2]]
+    return pc.make_struct(*values, field_names=[n.as_py() for n in names])
+
+
 _FUNCTIONS: dict[str, Callable] = {
     FIELD_ACCESS: _struct_field,
     ARRAY_ELEMENT: _array_element,
@@ -914,4 +1056,9 @@ _FUNCTIONS: dict[str, Callable] = {
     "hour": _unary(_datepart(pc.hour)),
     "minute": _unary(_datepart(pc.minute)),
     "second": _unary(_datepart(pc.second)),
+    "size": _size,
+    "cardinality": _size,
+    "replace": _replace,
+    "get_json_object": _get_json_object,
+    "named_struct": _named_struct,
 }

@@ -128,7 +128,7 @@ class CepWorker(MatchWorker):
             leaves=c.leaves, maggs=c.measure_aggregates, rank=c.rank, strategy=c.strategy,
             all_rows=int(c.all_rows), with_unmatched=int(c.with_unmatched),
             select_past_last=int(c.select_past_last), window_kind=c.window_kind,
-            window_size=float(c.window_size), max_stack=c.code.max_stack,
+            window_size=float(min(c.window_size, 2 ** 62)), max_stack=c.code.max_stack,
             xconsts=c.code.xconsts, ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
             mlane=measure_lanes(c.code, c.aggregate_columns),
             merging=int(c.merging),  # PlannerOptions.run_merging

@@ -35,7 +35,7 @@ from cepsql.planning.options import current_options
 from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.runtime.error_position import located_run_error
-from cepsql.runtime.ordering import sort_indices
+from cepsql.runtime.ordering import comparable, sort_indices
 from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.local.duck import run_duckdb
@@ -254,8 +254,12 @@ def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
     if _in_input_order(prepared, rows, ranks, keys, plan):
         return None
     names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
-    table = prepared.select(names).take(pa.array(rows)).append_column(
-        RANK_COLUMN, pa.array(ranks, pa.int32()))
+    # column by column: with no key but the rank (PARTITION BY only), prepared.select([])
+    # would be a table of no rows
+    taken = pa.array(rows)
+    columns = {name: prepared.column(name).take(taken) for name in names}
+    columns[RANK_COLUMN] = pa.array(ranks, pa.int32())
+    table = pa.table(columns)
     return _order_for_matching(table, keys, plan).to_numpy()
 
 
@@ -293,7 +297,8 @@ def _has_ties(table: pa.Table, columns: list[str]) -> bool:
     if plain is not None:
         return bool(plain.any())
     for name in columns:
-        col = table.column(name).combine_chunks()
+        col = comparable(table.column(name))
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         a, b = col.slice(0, n - 1), col.slice(1)
         eq = pc.or_kleene(spark_compare("=", a, b), pc.and_(pc.is_null(a), pc.is_null(b)))
         eq = pc.fill_null(eq, False)

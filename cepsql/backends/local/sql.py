@@ -59,6 +59,7 @@ from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
 from cepsql.exprs.arrow_eval import cast_value, common_type, evaluate_arrow
 from cepsql.compile.query_plan import SortColumn
 from cepsql.runtime.ordering import sort_indices
+from cepsql.backends.local.spark_checks import check_spark_accepts
 
 __all__ = ["Scope", "Virtual", "run_sql", "unsupported", "OutsideSubset",
            "SUBSET_SUMMARY"]
@@ -101,11 +102,12 @@ _ADVICE = ("not supported by the in-process path (cepsql.match_recognize), which
            "through Spark (spark.cep.sql) instead")
 
 
-def _with_hint(err: CepUnsupportedError) -> CepUnsupportedError:
-    """An expression-level unsupported error from to_algebra/arrow_eval, with the advice."""
+def _with_hint(err: CepUnsupportedError, pos: int | None = None) -> CepUnsupportedError:
+    """An expression-level unsupported error from to_algebra/arrow_eval, with the advice
+    (at pos, the expression's, when the error has no position of its own)."""
     message = err.message.replace(" in MATCH_RECOGNIZE", "").replace(
         " is not supported by the local evaluator", "")
-    return OutsideSubset(f"{message}: {_ADVICE}", pos=err.pos)
+    return OutsideSubset(f"{message}: {_ADVICE}", pos=err.pos if err.pos is not None else pos)
 
 
 def evaluate(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
@@ -113,7 +115,7 @@ def evaluate(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
     try:
         return evaluate_arrow(expr, table)
     except CepUnsupportedError as err:
-        raise _with_hint(err) from None
+        raise _with_hint(err, getattr(expr, "pos", None)) from None
 
 
 # --- scope ------------------------------------------------------------------------------
@@ -197,6 +199,7 @@ def run_sql(text: str, scope: Scope, *, base: int = 0) -> pa.Table:
     """Result of the query ``text`` (which starts at offset ``base`` of the statement, so
     errors carry statement positions) over the names in ``scope``."""
     tree, tokens = parse_query(text, base)
+    check_spark_accepts(tree, tokens, base)
     return _Runner(base, tokens).query(tree, scope)
 
 
@@ -369,7 +372,7 @@ class _Runner:
         try:
             ir = ToAlgebra(self.base).convert(node)
         except CepUnsupportedError as err:
-            raise _with_hint(err) from None
+            raise _with_hint(err, self.pos(node)) from None
         for sub in walk(ir):
             if isinstance(sub, (Navigation, Classifier, MatchNumber, RowValue)):
                 raise unsupported("pattern navigation (PREV/NEXT/FIRST/LAST, CLASSIFIER, "

@@ -177,14 +177,11 @@ def partition_ranks(table: pa.Table, key: SortColumn,
 
 
 def _encode(col: pa.ChunkedArray) -> pa.DictionaryArray:
-    """col dictionary-encoded as one array (NULL a dictionary value of its own)."""
-    encoded = pc.dictionary_encode(col, null_encoding="encode")
-    if isinstance(encoded, pa.ChunkedArray):
-        if not encoded.num_chunks:
-            return pa.DictionaryArray.from_arrays(pa.array([], pa.int32()),
-                                                  pa.array([], col.type))
-        encoded = encoded.unify_dictionaries().combine_chunks()
-    return encoded
+    """col dictionary-encoded as one array (NULL a dictionary value of its own). Chunks
+    are combined first: Arrow cannot unify per-chunk dictionaries that encode NULL."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return pc.dictionary_encode(col, null_encoding="encode")
 
 
 def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
