@@ -139,3 +139,18 @@ def test_get_json_object_text_is_jacksons():
     assert json_object_at('{"a": [0, {"b c": {"d": [1e10, 0.5, true, null, "q"]}}]}', steps) \
         == '{"d":[1.0E10,0.5,true,null,"q"]}'
     assert json_object_at("{bad", ()) is None and parse_json_path("a.b") is None
+
+
+def test_division_by_zero_around_the_clause_raises_under_ansi_as_in_spark():
+    """``WHERE v > 1/0`` around the clause: DIVIDE_BY_ZERO under ANSI (Spark's answer),
+    no rows without ANSI; a guarded division in a CASE branch not taken never raises."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(b.n) "
+           "AS v ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS b.n > a.n) WHERE v > 1/0")
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=TICKS)
+    assert "DIVIDE_BY_ZERO" in info.value.message and info.value.col == sql.index("1/0") + 1
+    with cepsql.planner_options(ansi=False):
+        assert len(cepsql.match_recognize(sql, t=TICKS)) == 0
+    guarded = sql.replace("WHERE v > 1/0", "WHERE CASE WHEN v > 0 THEN true ELSE 1/0 > 0 END")
+    with cepsql.planner_options(ansi=True):
+        assert len(cepsql.match_recognize(guarded, t=TICKS)) == 2

@@ -111,9 +111,11 @@ def _with_hint(err: CepUnsupportedError, pos: int | None = None) -> CepUnsupport
 
 
 def evaluate(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
-    """evaluate_arrow, with the advice added to its unsupported-construct errors."""
+    """evaluate_arrow, with the advice added to its unsupported-construct errors. Spark
+    evaluates the SQL around a clause on every row it reads, so a zero divisor raises
+    DIVIDE_BY_ZERO under ANSI (strict_division) where Spark's own evaluation reaches it."""
     try:
-        return evaluate_arrow(expr, table)
+        return evaluate_arrow(expr, table, strict_division=True)
     except CepUnsupportedError as err:
         raise _with_hint(err, getattr(expr, "pos", None)) from None
 
