@@ -47,3 +47,22 @@ def test_run_time_error_around_the_clause_at_the_users_position(hard):
         hard.conf.unset("spark.sql.ansi.enabled")
     assert "DIVIDE_BY_ZERO" in info.value.message
     _at(info.value, sql, "1/0")
+
+
+@pytest.mark.parametrize("measure, define, needle, error_class", [
+    ("LAST(b.n) AS v", "b.s = 5", "b.s = 5", "CAST_INVALID_INPUT"),
+    ("sum(b.n) / (count(a.*) - 1) AS v", "b.n > a.n", "sum(b.n) /", "DIVIDE_BY_ZERO"),
+])
+def test_run_time_error_in_a_generated_expression_at_the_users_position(
+        hard, measure, define, needle, error_class):
+    """Spark evaluates MEASURES and row-local DEFINE parts as text cepsql generated; its
+    run-time errors there (at collect) come back as CepRuntimeError at the expression."""
+    hard.createDataFrame([("a", i, n, s) for i, (n, s) in
+                          enumerate([(5, "x"), (3, "1"), (4, "2"), (6, "y")])],
+                         "sym string, ts int, n int, s string").createOrReplaceTempView("hard_s")
+    sql = (f"SELECT * FROM hard_s MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n"
+           f"  MEASURES {measure} ONE ROW PER MATCH PATTERN (a b+)\n  DEFINE b AS {define})")
+    with pytest.raises(CepRuntimeError) as info:
+        hard.cep.sql(sql).collect()
+    assert error_class in info.value.message
+    _at(info.value, sql, needle)

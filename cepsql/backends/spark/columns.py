@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 
 from cepsql.algebra.expressions import ColumnRef, Expr
 from cepsql.compile.query_plan import SortColumn
+from cepsql.backends.spark.task_errors import note_expression
 from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
 
 __all__ = ["column", "expression", "sort_column", "shuffle_partitions"]
@@ -25,7 +26,9 @@ def expression(expr: Expr, *, strict_division: bool = False) -> Column:
     strict_division: see ``to_spark_sql``."""
     if isinstance(expr, ColumnRef) and expr.var is None:
         return column(expr.column)
-    return F.expr(to_spark_sql(expr, strict_division=strict_division))
+    text = to_spark_sql(expr, strict_division=strict_division)
+    note_expression(text, expr)
+    return F.expr(text)
 
 
 def sort_column(key: SortColumn) -> Column:

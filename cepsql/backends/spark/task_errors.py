@@ -24,6 +24,8 @@ from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error
 from cepsql.backends.spark.spark_positions import context_offset, spark_message, user_offset
 
 REMEMBERED_ATTR = "_cepsql_statements"  # on the SparkSession object: rewritten -> user text
+EXPRESSIONS_ATTR = "_cepsql_expressions"  # generated expression text -> (user text, pos)
+PENDING_ATTR = "_cepsql_pending_expressions"  # text -> pos, until remember_statement
 REMEMBERED_MAX = 64
 
 _HOOK_MARK = "_cepsql_hook"
@@ -67,17 +69,45 @@ def remember_statement(spark, rewritten: str, original: str) -> None:
     error Spark raises later (when an action runs) about the SQL around a clause (e.g.
     DIVIDE_BY_ZERO in a WHERE) is reported at the user's line:column. Kept on the session
     object, newest last, at most REMEMBERED_MAX statements."""
+    pending = getattr(spark, PENDING_ATTR, None) or {}
+    if pending:
+        setattr(spark, PENDING_ATTR, {})
     if rewritten == original:
         return
+    _remember(spark, REMEMBERED_ATTR, rewritten, original)
+    for text, pos in pending.items():
+        _remember(spark, EXPRESSIONS_ATTR, text, (original, pos))
+
+
+def note_expression(text: str, expr) -> None:
+    """Note an SQL text cepsql generated for an expression of the user's (a clause's
+    MEASURES, its prepared DEFINE columns) that Spark evaluates: a run-time error Spark
+    raises in it quotes only that text. remember_statement pairs the notes with the
+    statement being run, so the error is reported at the expression's position."""
+    pos = getattr(expr, "pos", None)
+    if pos is None:
+        return
     try:
-        remembered = getattr(spark, REMEMBERED_ATTR, None)
+        from pyspark.sql import SparkSession
+        session = SparkSession.getActiveSession()
+    except Exception:  # noqa: BLE001  (no active session)
+        return
+    if session is not None:
+        _remember(session, PENDING_ATTR, text, pos)
+
+
+def _remember(spark, attr: str, key: str, value) -> None:
+    """key -> value in the session object's dict ``attr``, newest last, at most
+    REMEMBERED_MAX entries."""
+    try:
+        remembered = getattr(spark, attr, None)
         if remembered is None:
             remembered = {}
-            setattr(spark, REMEMBERED_ATTR, remembered)
+            setattr(spark, attr, remembered)
     except Exception:  # noqa: BLE001  (a session object that takes no attributes)
         return
-    remembered.pop(rewritten, None)
-    remembered[rewritten] = original
+    remembered.pop(key, None)
+    remembered[key] = value
     while len(remembered) > REMEMBERED_MAX:
         remembered.pop(next(iter(remembered)))
 
@@ -89,7 +119,9 @@ def _statement_error(e) -> CepError | None:
         return None
     try:
         from pyspark.sql import SparkSession
-        remembered = getattr(SparkSession.getActiveSession(), REMEMBERED_ATTR, None) or {}
+        session = SparkSession.getActiveSession()
+        remembered = getattr(session, REMEMBERED_ATTR, None) or {}
+        expressions = getattr(session, EXPRESSIONS_ATTR, None) or {}
     except Exception:  # noqa: BLE001  (no active session)
         return None
     for rewritten in reversed(list(remembered)):
@@ -98,7 +130,21 @@ def _statement_error(e) -> CepError | None:
             original = remembered[rewritten]
             pos, _ = user_offset(rewritten, original, start)
             return CepRuntimeError(spark_message(e), sql=original, pos=pos)
+    for text in reversed(list(expressions)):
+        if context_offset(e, text) is not None and _whole_text(e, text):
+            original, pos = expressions[text]
+            return CepRuntimeError(spark_message(e), sql=original, pos=pos)
     return None
+
+
+def _whole_text(e, text: str) -> bool:
+    """Whether Spark's error quotes text as the whole SQL it evaluated (its query
+    context summary shows the expression ``F.expr`` parsed), not a part of it."""
+    try:
+        summaries = [ctx.summary() for ctx in e.getQueryContext()]
+    except Exception:  # noqa: BLE001
+        return True
+    return not summaries or any(f"\n{text}\n" in f"\n{s}\n" for s in summaries)
 
 
 def quiet_task_logs(spark) -> bool:
