@@ -185,6 +185,11 @@ def _passthrough(clause: Clause) -> list[str]:
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
     """Constructs SQL:2016 forbids in combination (Trino rejects them too). MATCH_NUMBER()
     in DEFINE is accepted like Trino does: the number the match gets if it succeeds."""
+    if spec.rows_per_match == "ONE" and not spec.partition_by and not spec.measures:
+        raise CepAnalysisError(  # Trino: TABLE_HAS_NO_COLUMNS
+            "ONE ROW PER MATCH with neither PARTITION BY nor MEASURES has no output columns; "
+            "add MEASURES (e.g. MATCH_NUMBER() AS match) or ALL ROWS PER MATCH",
+            pos=spec.output_pos)
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
         for node in walk_pattern(spec.pattern):
             if isinstance(node, Exclusion):

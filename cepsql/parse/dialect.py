@@ -154,6 +154,7 @@ class CepSparkParser(Spark.Parser):
 
     # --- clause -----------------------------------------------------------------------
     def _clause(self, wrapped: bool, outer_partition, outer_order) -> MatchRecognizeSpec:
+        first = self._curr
         partition: list[PartitionKey] = list(outer_partition or ())
         order: list[SortKey] = list(outer_order or ())
         if self._match(TokenType.PARTITION_BY):
@@ -168,7 +169,9 @@ class CepSparkParser(Spark.Parser):
         if self._match_text_seq("MEASURES"):
             measures = self._csv(self._measure)
             self._check_measure_names(measures)
+        rows_tok, rows_index = self._curr, self._index
         rows, option = self._rows_per_match()
+        output_pos = self._token_pos(rows_tok if self._index > rows_index else first)
         skip = self._after_match_skip()
         strategy = self._strategy()
         if not self._match_text_seq("PATTERN"):
@@ -193,7 +196,7 @@ class CepSparkParser(Spark.Parser):
             partition_by=tuple(partition), order_by=tuple(order), measures=tuple(measures),
             rows_per_match=rows, pattern=pattern, defines=defines, after_match_skip=skip,
             all_rows_option=option, subsets=subsets, strategy=strategy, window=window,
-            pattern_text=pattern_text)
+            pattern_text=pattern_text, output_pos=output_pos)
         check_spec(spec, names)
         return spec
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber,
                                    Navigation, walk)
 from cepsql.algebra.pattern import pattern_variables
-from cepsql.algebra.rowrefs import bind_rows
+from cepsql.algebra.rowrefs import argument_label, bind_rows
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError
 
@@ -79,7 +79,7 @@ def _check_aggregate(agg: Aggregate, in_define: bool, known: set[str]) -> None:
         raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
     if agg.star_var:
         _known_var(agg.star_var, agg.pos, known)
-    qualified: set[str] = set()
+    labels: set[str | None] = set()
     for arg in agg.args:
         for node in walk(arg):
             if isinstance(node, (Aggregate, Navigation)):
@@ -88,11 +88,15 @@ def _check_aggregate(agg: Aggregate, in_define: bool, known: set[str]) -> None:
                                        pos=getattr(node, "pos", agg.pos))
             if isinstance(node, (ColumnRef, Classifier)) and node.var is not None:
                 _known_var(node.var, node.pos, known)
-                qualified.add(node.var)
-    if len(qualified) > 1:
+        reads_row, label = argument_label(arg, agg.name, agg.pos)
+        if reads_row:
+            labels.add(label)
+    if len(labels) > 1:
+        names = ", ".join(sorted(v or "unqualified" for v in labels))
         raise CepAnalysisError(
-            f"all column references in {agg.name}() must use the same pattern variable, "
-            f"found {', '.join(sorted(qualified))}", pos=agg.pos)
+            f"all arguments of {agg.name}() must read the rows of the same pattern variable "
+            f"(all column references in {agg.name}() must use the same pattern variable), "
+            f"found {names}", pos=agg.pos)
 
 
 def _known_var(var: str, pos: int | None, known: set[str]) -> None:
