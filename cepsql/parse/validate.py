@@ -7,12 +7,12 @@ they live in exactly one place.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber,
                                    Navigation, walk)
 from cepsql.algebra.pattern import pattern_variables
-from cepsql.algebra.rowrefs import argument_label, bind_rows
+from cepsql.algebra.rowrefs import argument_label, bind_rows, transform
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError
 
@@ -25,18 +25,27 @@ class NamePositions:
     subset_items: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
-def check_input_expr(expr: Expr, clause: str) -> None:
-    """PARTITION BY / ORDER BY read plain input columns: no variables or navigation."""
+def check_input_expr(expr: Expr, clause: str, input_name: str | None = None) -> Expr:
+    """PARTITION BY / ORDER BY read plain input columns: no variables or navigation. A
+    column qualified by input_name (the input's alias or table name, as Spark resolves
+    ``t.x`` case-insensitively) is that input column; returns expr without those
+    qualifiers."""
+    if input_name is not None:
+        expr = transform(expr, lambda e: replace(e, var=None) if isinstance(e, ColumnRef) and
+                         e.var is not None and e.var.lower() == input_name.lower() else None)
     for node in walk(expr):
         if isinstance(node, ColumnRef) and node.var is not None:
+            qualifier = "without a qualifier" if input_name is None else \
+                f"unqualified or qualified by the input's name {input_name}"
             raise CepAnalysisError(
-                f"{clause} must reference input columns without a qualifier, "
+                f"{clause} must reference input columns {qualifier}, "
                 f"found {node.var}.{node.column} (a field of a struct column is written "
                 f"({node.var.lower()}).{node.column})", pos=node.pos)
         if isinstance(node, (Navigation, Aggregate, Classifier, MatchNumber)):
             name = type(node).__name__ if not isinstance(node, Navigation) else node.kind
             raise CepAnalysisError(f"{name} is not allowed in {clause}",
                                    pos=getattr(node, "pos", None))
+    return expr
 
 
 def check_spec(spec: MatchRecognizeSpec, names: NamePositions) -> None:
