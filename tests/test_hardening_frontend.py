@@ -3,6 +3,8 @@ offending token of the user's text (never RecursionError, OverflowError, TypeErr
 and deep but valid input that Spark accepts is answered."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -237,3 +239,29 @@ def test_avg_interval_sum_overflow_raises_in_both_modes(ansi):
     big = 106751991 * 86_400_000_000  # Spark's largest day count, twice: the sum overflows
     with planner_options(ansi=ansi), pytest.raises(CepRuntimeError, match="OVERFLOW"):
         _interval_avg([big, big, -big])
+
+
+# --- the same on Spark where its path differs (final projection, statement splicing) ------
+
+_ALL_ROWS = stmt(m="B.volume AS x").replace("  \n  PATTERN", "  ALL ROWS PER MATCH\n  PATTERN", 1)
+_SPARK_CASES = {
+    "duplicate output name": (_ALL_ROWS, ["id", "x", "p", "x", "volume"],
+                              [(1, None, 1.0, 1, 10), (2, 20, 2.0, 2, 20)]),
+    "qualified keys": ("SELECT * FROM t AS u MATCH_RECOGNIZE (PARTITION BY u.x ORDER BY U.id "
+                       "MEASURES A.p AS y PATTERN (A))",
+                       ["x", "y"], [(1, 1.0), (2, 2.0), (3, 3.0)]),
+    "avg interval": ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES avg(B.d) AS y "
+                     "PATTERN (B{2}) DEFINE B AS true)", ["y"], [(pd.Timedelta(microseconds=2),)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SPARK_CASES))
+def test_on_spark(spark, case):
+    sql, cols, rows = _SPARK_CASES[case]
+    data = T.assign(d=pd.to_timedelta([1, 2, 3], unit="us")) if "interval" in case else T
+    assert run(sql, t=data) == (cols, rows)
+    spark.createDataFrame(data).createOrReplaceTempView("hardening_t")
+    df = spark.cep.sql(re.sub(r"\bFROM t\b", "FROM hardening_t", sql))
+    got = [tuple(None if v != v else v for v in r)
+           for r in df.toPandas().astype(object).itertuples(index=False)]
+    assert (df.columns, sorted(got, key=str)) == (cols, sorted(rows, key=str))
