@@ -3,6 +3,8 @@ offending token of the user's text (never RecursionError, OverflowError, TypeErr
 and deep but valid input that Spark accepts is answered."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -152,3 +154,128 @@ def test_boolean_and_double_have_no_common_type():
 def test_quantifier_upper_bound_zero(quantifier):
     sql = stmt(pat=f"A B{quantifier}")
     check(sql, CepSyntaxError, quantifier)
+
+
+# --- B8: label consistency inside one aggregate or navigation (Trino's rule) ---------------
+
+@pytest.mark.parametrize("m, d, needle", [
+    ("sum(x + A.volume) AS y", "B AS B.p > 0", "A.volume"),
+    ("FIRST(x + A.volume) AS y", "B AS B.p > 0", "A.volume"),
+    ("A.p AS y", "B AS LAST(A.volume + x) > 0", "A.volume"),
+    ("A.p AS y", "B AS sum(x + A.volume) > 0", "A.volume"),
+    ("NEXT(CLASSIFIER(A) || id) AS y", "B AS B.p > 0", "NEXT"),
+    ("array_agg(CLASSIFIER() || A.id) AS y", "B AS B.p > 0", "array_agg"),
+    ("max_by(A.x, volume) AS y", "B AS B.p > 0", "max_by"),  # arguments over other rows
+])
+def test_mixed_qualified_and_unqualified_references(m, d, needle):
+    sql = stmt(m=m, d=d)
+    check(sql, CepAnalysisError, needle, nth=1 if needle in m else sql.count(needle))
+
+
+def test_consistent_references_are_accepted():
+    sql = stmt(m="sum(A.x + A.volume) AS s, array_agg(CLASSIFIER() || id) AS c, "
+                 "LAST(CLASSIFIER(B) || B.id) AS l, max_by(x, volume) AS mb")
+    assert run(sql, t=T) == (["s", "c", "l", "mb"], [(11, ["A1", "B2"], "B2", 2)])
+
+
+# --- B8: ONE ROW PER MATCH must have an output column ---------------------------------------
+
+def test_one_row_per_match_without_partition_or_measures():
+    sql = stmt(m="A.p AS y").replace("  MEASURES A.p AS y\n", "  ONE ROW PER MATCH\n")
+    check(sql, CepAnalysisError, "ONE ROW PER MATCH")
+    sql = stmt(m="A.p AS y").replace("  MEASURES A.p AS y\n", "")
+    check(sql, CepAnalysisError, "ORDER BY id")  # nothing written: the clause's start
+    assert run(sql.replace("ORDER BY id", "PARTITION BY x ORDER BY id"), t=T) == (["x"], [])
+
+
+# --- B8: duplicate output names, qualified keys, ambiguous input columns --------------------
+
+def test_measure_named_like_an_input_column_under_all_rows():
+    sql = stmt(m="B.volume AS x", pat="A B").replace("  \n  PATTERN", "  ALL ROWS PER MATCH\n"
+                                                                        "  PATTERN", 1)
+    cols, rows = run(sql, t=T)
+    assert cols == ["id", "x", "p", "x", "volume"]
+    assert rows == [(1, None, 1.0, 1, 10), (2, 20, 2.0, 2, 20)]
+    err = check(sql.replace("SELECT *", "SELECT x"), CepAnalysisError, "x", nth=1)
+    assert "ambiguous" in err.message
+
+
+@pytest.mark.parametrize("source, key", [("t", "t.id"), ("t", "T.id"), ("t AS u", "u.id"),
+                                         ("(SELECT * FROM t) s", "s.id")])
+def test_partition_and_order_by_qualified_by_the_input(source, key):
+    sql = (f"SELECT * FROM {source} MATCH_RECOGNIZE (PARTITION BY {key.replace('id', 'x')} "
+           f"ORDER BY {key} MEASURES A.p AS y PATTERN (A))")
+    assert run(sql, t=T) == (["x", "y"], [(1, 1.0), (2, 2.0), (3, 3.0)])
+
+
+def test_partition_by_qualified_by_another_name():
+    sql = "SELECT * FROM t AS u MATCH_RECOGNIZE (ORDER BY t.id MEASURES A.p AS y PATTERN (A))"
+    check(sql, CepAnalysisError, "t.id")
+
+
+def test_a_column_the_input_has_twice_is_ambiguous():
+    import pyarrow as pa
+    twice = pa.Table.from_arrays([pa.array([1, 2]), pa.array([1.0, 2.0]), pa.array([3, 4])],
+                                 names=["id", "p", "p"])
+    for sql, cls, needle in [(stmt(m="A.id AS y, A.p AS z"), CepAnalysisError, "A.p"),
+                             (stmt(m="A.id AS y", d="B AS B.id > 0").replace(
+                                 "  \n  PATTERN", "  ALL ROWS PER MATCH\n  PATTERN", 1),
+                              CepUnsupportedError, "ALL ROWS")]:
+        with pytest.raises(CepError) as info:
+            cepsql.match_recognize(sql, t=twice)
+        assert type(info.value) is cls and (info.value.line, info.value.col) == loc(sql, needle)
+    assert run(stmt(m="A.id AS y", d="B AS B.id > 0"), t=twice) == (["y"], [(1,)])
+
+
+# --- B7: avg(day-time interval) as Spark: a 64-bit sum, the mean rounded HALF_UP -------------
+
+def _interval_avg(micros: list[int], m: str = "avg(B.d) AS y", d: str = "B AS true"):
+    import pyarrow as pa
+    table = pa.table({"id": list(range(len(micros))), "d": pa.array(micros, pa.duration("us"))})
+    sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES {m} PATTERN (B+) DEFINE {d})"
+    return run(sql, t=table)[1]
+
+
+@pytest.mark.parametrize("micros, mean", [([1, 2], 2), ([-1, -2], -2), ([1, 1, 2], 1),
+                                          ([3, 4, 5], 4)])
+def test_avg_interval_rounds_half_up(micros, mean):
+    assert _interval_avg(micros) == [(pd.Timedelta(microseconds=mean),)]
+
+
+def test_avg_interval_in_define_rounds_half_up():
+    # avg over rows 1 and 2 us is 2 us (not 1.5 truncated): B takes only the first row
+    assert _interval_avg([1, 2, 3], m="count(*) AS n",
+                         d="B AS avg(B.d) < INTERVAL '0.000002' SECOND") == [(1,)]
+
+
+@pytest.mark.parametrize("ansi", [True, False])
+def test_avg_interval_sum_overflow_raises_in_both_modes(ansi):
+    big = 106751991 * 86_400_000_000  # Spark's largest day count, twice: the sum overflows
+    with planner_options(ansi=ansi), pytest.raises(CepRuntimeError, match="OVERFLOW"):
+        _interval_avg([big, big, -big])
+
+
+# --- the same on Spark where its path differs (final projection, statement splicing) ------
+
+_ALL_ROWS = stmt(m="B.volume AS x").replace("  \n  PATTERN", "  ALL ROWS PER MATCH\n  PATTERN", 1)
+_SPARK_CASES = {
+    "duplicate output name": (_ALL_ROWS, ["id", "x", "p", "x", "volume"],
+                              [(1, None, 1.0, 1, 10), (2, 20, 2.0, 2, 20)]),
+    "qualified keys": ("SELECT * FROM t AS u MATCH_RECOGNIZE (PARTITION BY u.x ORDER BY U.id "
+                       "MEASURES A.p AS y PATTERN (A))",
+                       ["x", "y"], [(1, 1.0), (2, 2.0), (3, 3.0)]),
+    "avg interval": ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES avg(B.d) AS y "
+                     "PATTERN (B{2}) DEFINE B AS true)", ["y"], [(pd.Timedelta(microseconds=2),)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SPARK_CASES))
+def test_on_spark(spark, case):
+    sql, cols, rows = _SPARK_CASES[case]
+    data = T.assign(d=pd.to_timedelta([1, 2, 3], unit="us")) if "interval" in case else T
+    assert run(sql, t=data) == (cols, rows)
+    spark.createDataFrame(data).createOrReplaceTempView("hardening_t")
+    df = spark.cep.sql(re.sub(r"\bFROM t\b", "FROM hardening_t", sql))
+    got = [tuple(None if v != v else v for v in r)
+           for r in df.toPandas().astype(object).itertuples(index=False)]
+    assert (df.columns, sorted(got, key=str)) == (cols, sorted(rows, key=str))

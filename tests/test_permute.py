@@ -166,7 +166,8 @@ def test_spark_runs_wide_permute(spark):
 def test_wide_permute_with_inner_choices_is_unsupported_with_position():
     # inside a quantifier (searched only once per match: test_permute_choices.py)
     items = ", ".join(f"X{i}+" for i in range(8))
-    sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id PATTERN ((PERMUTE({items}))+))"
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+           f"PATTERN ((PERMUTE({items}))+))")
     with pytest.raises(CepUnsupportedError, match="PERMUTE with more than 7") as info:
         cepsql.match_recognize(sql, t=pd.DataFrame({"id": [1]}))
     assert (info.value.line, info.value.col) == loc(sql, "PERMUTE")

@@ -165,8 +165,8 @@ def test_ten_item_permute_with_choices_on_a_longer_stream():
 ])
 def test_wide_permute_with_choices_elsewhere_is_unsupported_with_position(body):
     items = ", ".join(f"X{i}+" for i in range(8))
-    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id PATTERN "
-           f"({body.format(items=items)}))")
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+           f"PATTERN ({body.format(items=items)}))")
     with pytest.raises(CepUnsupportedError, match="PERMUTE with more than 7") as info:
         cepsql.match_recognize(sql, t=pd.DataFrame({"id": [1]}))
     assert (info.value.line, info.value.col) == loc(sql, "PERMUTE")

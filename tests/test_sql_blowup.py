@@ -242,7 +242,8 @@ def test_winner_history_survives_collection():
     ("A AS v > 0, B AS LAST(A.v, 1) > 0", False, False),   # label history
 ])
 def test_which_patterns_use_which_search(define, one_pass, memo):
-    sql = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id PATTERN (A+ B) DEFINE {define})"
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+           f"PATTERN (A+ B) DEFINE {define})")
     seen = []
     original = worker_module.MatchWorker._new_matcher
 

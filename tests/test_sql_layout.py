@@ -40,11 +40,14 @@ def test_repeated_partition_and_order_key():
     assert evaluate_reference(spec_of(sql), pa.Table.from_pandas(t)) == (cols, rows)
 
 
-def test_measure_named_like_a_column_is_still_an_error():
+def test_measure_named_like_a_column_is_a_second_column():
+    # Spark allows duplicate output names (issue 24 B8); reading the name is ambiguous
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES A.v AS id "
            "ALL ROWS PER MATCH PATTERN (A))")
-    with pytest.raises(CepAnalysisError, match="produced twice"):
-        cepsql.match_recognize(sql, t=T)
+    assert run(sql, t=T) == (["id", "id", "v"], [(1, 10, 10), (2, 20, 20), (3, 5, 5)])
+    assert evaluate_reference(spec_of(sql), pa.Table.from_pandas(T))[0] == ["id", "id", "v"]
+    with pytest.raises(CepAnalysisError, match="ambiguous"):
+        cepsql.match_recognize(sql.replace("SELECT *", "SELECT id"), t=T)
 
 
 ALIASED = ("SELECT m.x + m.y AS s FROM t MATCH_RECOGNIZE (ORDER BY id "

@@ -120,7 +120,7 @@ cdef inline void _agg_step(i64* a, int func, const int* lane, const double* dcol
                 _put128(a + 4, x)
         elif func == A_AVG and lane[3] < 0:
             a[4] = _double_to_bits(_bits_to_double(a[4]) + x_to_double(x, 0))
-        elif func == A_SUM and lane[3] == 0:
+        elif lane[3] == 0:  # SUM of integers, AVG of a day-time interval: 64-bit sums
             if __builtin_add_overflow(a[2], <i64> xcol[row], &a[2]):
                 a[3] = 1
         elif func == A_SUM or func == A_AVG:
@@ -221,6 +221,16 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
         if a[3] and xl.ansi:
             _lane_fail(xl, XS_OVERFLOW, isnull)
             xv[0] = 0
+        return
+    if func == A_AVG and lane[3] == 0:
+        # a day-time interval: Spark adds in 64 bits and overflows whatever the ANSI mode
+        # (INTERVAL_ARITHMETIC_OVERFLOW), then divides rounding HALF_UP (1 and 2 us: 2 us)
+        if a[3]:
+            isnull[0] = 1
+            if xl.error == 0:
+                xl.error = VM_ERR_OVERFLOW
+        else:  # the mean of 64-bit values fits 19 digits
+            x_dec_div(a[2], 0, a[1], 0, 0, 19, xv)
         return
     s = _get128(a + 2)
     if s == X_SUM_OVERFLOW:

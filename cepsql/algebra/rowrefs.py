@@ -91,8 +91,6 @@ def _bind_navigation(nav: Navigation, in_define: bool, final_default: bool,
 
 def _single_row_value(arg: Expr, nav: Navigation, known: set[str]) -> tuple[Expr, str | None]:
     """Strip variable qualifiers from a navigation argument; all must name one variable."""
-    vars_seen: set[str | None] = set()
-    has_row_read = False
     for node in walk(arg):
         if isinstance(node, Navigation):
             raise CepAnalysisError(
@@ -101,25 +99,48 @@ def _single_row_value(arg: Expr, nav: Navigation, known: set[str]) -> tuple[Expr
             raise CepAnalysisError(
                 f"{nav.kind} argument must be a row expression, not an aggregate or MATCH_NUMBER()",
                 pos=getattr(node, "pos", nav.pos))
-        if isinstance(node, ColumnRef):
+        if isinstance(node, (ColumnRef, Classifier)):
             _check_var(node.var, node.pos, known)
-            vars_seen.add(node.var)
-            has_row_read = True
-        if isinstance(node, Classifier):
-            if node.var is not None:
-                _check_var(node.var, node.pos, known)
-            vars_seen.add(node.var)
-            has_row_read = True
-    if not has_row_read:
+    reads_row, var = argument_label(arg, nav.kind, nav.pos)
+    if not reads_row:
         raise CepAnalysisError(
             f"{nav.kind} argument must reference a column or CLASSIFIER()", pos=nav.pos)
-    qualified = {v for v in vars_seen if v is not None}
-    if len(qualified) > 1:
-        raise CepAnalysisError(
-            f"all column references in {nav.kind} must use the same pattern variable, "
-            f"found {', '.join(sorted(qualified))}", pos=nav.pos)
-    var = next(iter(qualified)) if qualified else None
     return _strip_vars(arg), var
+
+
+def argument_label(arg: Expr, func: str, pos: int | None) -> tuple[bool, str | None]:
+    """The standard's label consistency of one navigation or aggregate argument (as Trino
+    applies it): its column references are all qualified by one pattern variable or all
+    unqualified, and every CLASSIFIER() in it names that same variable (no argument with
+    unqualified columns). Returns (whether arg reads a row at all, that variable; None
+    is the universal one). pos locates the function for the CLASSIFIER() errors."""
+    unqualified = [n for n in walk(arg) if isinstance(n, ColumnRef) and n.var is None]
+    qualified = [n for n in walk(arg) if isinstance(n, ColumnRef) and n.var is not None]
+    classifiers = [n for n in walk(arg) if isinstance(n, Classifier)]
+    column_vars = {n.var for n in qualified}
+    if len(column_vars) > 1:
+        raise CepAnalysisError(
+            f"all column references in {func}() must use the same pattern variable, "
+            f"found {', '.join(sorted(column_vars))}", pos=pos)
+    if qualified and unqualified:
+        first = min(qualified, key=lambda n: (n.pos is None, n.pos or 0))
+        raise CepAnalysisError(
+            f"column references in {func}() must all use the same pattern variable or all be "
+            f"unqualified: {first.var}.{first.column} is qualified, "
+            f"{unqualified[0].column} is not", pos=first.pos)
+    column_var = next(iter(column_vars), None)
+    classifier_vars = {n.var for n in classifiers}
+    if len(classifier_vars) > 1:
+        raise CepAnalysisError(
+            f"CLASSIFIER() calls in {func}() must all name the same pattern variable or none",
+            pos=pos)
+    if classifiers and (qualified or unqualified) and classifier_vars != {column_var}:
+        raise CepAnalysisError(
+            f"CLASSIFIER() in {func}() must name the pattern variable its column references "
+            "use (none for unqualified columns)", pos=pos)
+    if not (qualified or unqualified or classifiers):
+        return False, None
+    return True, column_var if (qualified or unqualified) else next(iter(classifier_vars))
 
 
 def _strip_vars(expr: Expr) -> Expr:

@@ -71,6 +71,9 @@ class MatchRecognizeSpec:
     strategy: str | None = None
     window: Window | None = None
     pattern_text: str = ""  # the PATTERN text as written, for listings
+    # where the output's shape is written (ONE / ALL ROWS PER MATCH, else the clause's
+    # first token), for errors about the output columns
+    output_pos: int | None = field(default=None, compare=False)
 
     @property
     def variables(self) -> list[str]:

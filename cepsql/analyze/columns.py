@@ -7,6 +7,7 @@ concrete on the way.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ from cepsql.algebra.expressions import (FIELD_ACCESS, SUBSCRIPT, ColumnRef, Expr
 from cepsql.algebra.rowrefs import rebuild
 from cepsql.algebra.spec import MatchRecognizeSpec, PartitionKey
 from cepsql.analyze.nested import resolve_nested
-from cepsql.errors import CepAnalysisError
+from cepsql.errors import CepAnalysisError, CepUnsupportedError
 
 __all__ = ["canonical_columns"]
 
@@ -24,6 +25,7 @@ __all__ = ["canonical_columns"]
 def canonical_columns(spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchRecognizeSpec:
     """Resolve column names case-insensitively to the schema's spelling; unknown -> error."""
     by_lower: dict[str, str] = {}
+    count = Counter(f.name.lower() for f in schema)
     for f in schema:
         by_lower.setdefault(f.name.lower(), f.name)
 
@@ -32,6 +34,11 @@ def canonical_columns(spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchRecog
             name = by_lower.get(e.column.lower())
             if name is None:
                 raise CepAnalysisError(f"unknown column {e.column}", pos=e.pos)
+            if count[name.lower()] > 1:  # e.g. a join below the clause (Spark: AMBIGUOUS_REFERENCE)
+                raise CepAnalysisError(
+                    f"column {e.column} is ambiguous: the clause's input has "
+                    f"{count[name.lower()]} columns named {name}; select or rename them "
+                    "below the clause", pos=e.pos)
             return replace(e, column=name)
         kids = children(e)
         e = rebuild(e, [fix(k) for k in kids]) if kids else e
@@ -39,6 +46,11 @@ def canonical_columns(spec: MatchRecognizeSpec, schema: pa.Schema) -> MatchRecog
             return resolve_nested(e, schema)
         return e
 
+    twice = [f.name for f in schema if count[f.name.lower()] > 1]
+    if twice and spec.rows_per_match == "ALL":
+        raise CepUnsupportedError(
+            f"ALL ROWS PER MATCH over an input with {count[twice[0].lower()]} columns named "
+            f"{twice[0]}: select or rename them below the clause", pos=spec.output_pos)
     return replace(
         spec,
         partition_by=tuple(replace(k, expr=fix(k.expr), name=_fixed_name(k, by_lower))

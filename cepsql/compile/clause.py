@@ -71,7 +71,6 @@ def _plan(spec: MatchRecognizeSpec, schema: pa.Schema, options: PlannerOptions,
     visible, visible_keys = visible_partitions(spec, clause.partition_columns)
     projection = _final_projection(visible, visible_keys, clause.order_columns,
                                    clause.measures, clause.input_columns)
-    _check_unique_names(projection, spec)
     bind = partial(_bind, mode, clause, conditions, projection)
     return QueryPlan(clause.prepare, clause.partition_columns, clause.sort_keys, bind,
                      primary_sort_keys=clause.primary_sort_keys, spec=spec,
@@ -185,37 +184,17 @@ def _passthrough(clause: Clause) -> list[str]:
 def _check_standard_restrictions(spec: MatchRecognizeSpec) -> None:
     """Constructs SQL:2016 forbids in combination (Trino rejects them too). MATCH_NUMBER()
     in DEFINE is accepted like Trino does: the number the match gets if it succeeds."""
+    if spec.rows_per_match == "ONE" and not spec.partition_by and not spec.measures:
+        raise CepAnalysisError(  # Trino: TABLE_HAS_NO_COLUMNS
+            "ONE ROW PER MATCH with neither PARTITION BY nor MEASURES has no output columns; "
+            "add MEASURES (e.g. MATCH_NUMBER() AS match) or ALL ROWS PER MATCH",
+            pos=spec.output_pos)
     if spec.rows_per_match == "ALL" and spec.all_rows_option == "WITH_UNMATCHED":
         for node in walk_pattern(spec.pattern):
             if isinstance(node, Exclusion):
                 raise CepAnalysisError(
                     "pattern exclusion {- -} cannot be used with ALL ROWS PER MATCH WITH "
                     "UNMATCHED ROWS", pos=node.pos)
-
-
-def _check_unique_names(projection: list[tuple[str, Expr]], spec: MatchRecognizeSpec) -> None:
-    """Output columns must be unambiguous (Spark resolves names case-insensitively)."""
-    seen: dict[str, Expr] = {}
-    positions = {m.name.lower(): m.pos for m in spec.measures}
-    n_keys = _key_column_count(spec)
-    for i, (name, expr) in enumerate(projection):
-        key = name.lower()
-        if key in seen and i < n_keys and seen[key] == expr:
-            continue  # a key written twice (ORDER BY id ASC, id DESC): shown per key, like Trino
-        if key in seen:
-            raise CepAnalysisError(
-                f"output column {name} is produced twice (a measure has the name of a "
-                "partitioning, ordering or input column); rename the measure",
-                pos=positions.get(key))
-        seen[key] = expr
-
-
-def _key_column_count(spec: MatchRecognizeSpec) -> int:
-    """How many leading output columns _final_projection takes from PARTITION BY / ORDER BY."""
-    n = len(spec.partition_by)
-    if spec.rows_per_match == "ALL":
-        n += sum(isinstance(k.expr, ColumnRef) for k in spec.order_by)
-    return n
 
 
 def _final_projection(spec, partition_cols, order_cols, measures, input_columns):

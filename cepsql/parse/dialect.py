@@ -16,7 +16,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError
 from sqlglot.tokens import Token, TokenType
 
-from cepsql.algebra.expressions import Expr
+from cepsql.algebra.expressions import ColumnRef, Expr
 from cepsql.algebra.limits import MAX_PAREN_NESTING, ensure_recursion_budget
 from cepsql.algebra.pattern import Negation, PatternNode, contains_negation, walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey, SkipTo, SortKey, Window
@@ -105,15 +105,18 @@ class CepSparkParser(Spark.Parser):
     def parse_clause(self, tokens: list[Token], sql: str, *, base: int = 0,
                      full_sql: str | None = None, wrapped: bool = True,
                      partition_by: list[PartitionKey] | None = None,
-                     order_by: list[SortKey] | None = None) -> MatchRecognizeSpec:
+                     order_by: list[SortKey] | None = None,
+                     input_name: str | None = None) -> MatchRecognizeSpec:
         """Parse a clause body from tokens of ``sql``.
 
         wrapped: the tokens end with the clause's closing ')'. base: offset of ``sql`` in
         ``full_sql``; errors carry full_sql and absolute positions. partition_by/order_by
         supplied from outside (table-function form) may not be repeated in the body.
+        input_name: the input's alias or table name, which may qualify a PARTITION BY /
+        ORDER BY column (``ORDER BY t.ts``).
         """
         return self._run(lambda: self._clause(wrapped, partition_by, order_by),
-                         tokens, sql, base, full_sql)
+                         tokens, sql, base, full_sql, input_name)
 
     def parse_key(self, tokens: list[Token], sql: str, kind: str, *, base: int = 0,
                   full_sql: str | None = None) -> PartitionKey | SortKey:
@@ -124,9 +127,11 @@ class CepSparkParser(Spark.Parser):
             return key
         return self._run(run, tokens, sql, base, full_sql)
 
-    def _run(self, parse, tokens: list[Token], sql: str, base: int, full_sql: str | None):
+    def _run(self, parse, tokens: list[Token], sql: str, base: int, full_sql: str | None,
+             input_name: str | None = None):
         full_sql = sql if full_sql is None else full_sql
         self.reset()
+        self._input_name = input_name
         self.sql = sql
         self.error_level = ErrorLevel.IMMEDIATE
         self._tokens = tokens
@@ -154,6 +159,7 @@ class CepSparkParser(Spark.Parser):
 
     # --- clause -----------------------------------------------------------------------
     def _clause(self, wrapped: bool, outer_partition, outer_order) -> MatchRecognizeSpec:
+        first = self._curr
         partition: list[PartitionKey] = list(outer_partition or ())
         order: list[SortKey] = list(outer_order or ())
         if self._match(TokenType.PARTITION_BY):
@@ -168,7 +174,9 @@ class CepSparkParser(Spark.Parser):
         if self._match_text_seq("MEASURES"):
             measures = self._csv(self._measure)
             self._check_measure_names(measures)
+        rows_tok, rows_index = self._curr, self._index
         rows, option = self._rows_per_match()
+        output_pos = self._token_pos(rows_tok if self._index > rows_index else first)
         skip = self._after_match_skip()
         strategy = self._strategy()
         if not self._match_text_seq("PATTERN"):
@@ -193,22 +201,22 @@ class CepSparkParser(Spark.Parser):
             partition_by=tuple(partition), order_by=tuple(order), measures=tuple(measures),
             rows_per_match=rows, pattern=pattern, defines=defines, after_match_skip=skip,
             all_rows_option=option, subsets=subsets, strategy=strategy, window=window,
-            pattern_text=pattern_text)
+            pattern_text=pattern_text, output_pos=output_pos)
         check_spec(spec, names)
         return spec
 
     def _partition_key(self) -> PartitionKey:
         node, text = self._sqlglot_expr("a PARTITION BY expression")
-        expr = self._conv.convert(node)
-        check_input_expr(expr, "PARTITION BY")
-        if isinstance(node, exp.Column) and node.args.get("table") is None:
-            text = node.this.name
+        expr = check_input_expr(self._conv.convert(node), "PARTITION BY",
+                                self._input_name)
+        if isinstance(expr, ColumnRef):
+            text = expr.column
         return PartitionKey(expr, text)
 
     def _sort_key(self) -> SortKey:
         node, _ = self._sqlglot_expr("an ORDER BY expression")
-        expr = self._conv.convert(node)
-        check_input_expr(expr, "ORDER BY")
+        expr = check_input_expr(self._conv.convert(node), "ORDER BY",
+                                self._input_name)
         ascending = not self._match(TokenType.DESC)
         if ascending:
             self._match(TokenType.ASC)

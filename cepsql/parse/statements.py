@@ -123,17 +123,24 @@ def find_match_recognize(sql: str, *, offset: int = 0,
     """
     full = sql if full_sql is None else full_sql
     toks = _tokens(sql, offset, full)
-    located = [_locate(toks, i, sql, offset, full) for i, tok in enumerate(toks)
-               if tok.token_type == TokenType.MATCH_RECOGNIZE]
+    located = [_locate(toks, i, sql, offset, full) + (_input_name(toks, i),)
+               for i, tok in enumerate(toks) if tok.token_type == TokenType.MATCH_RECOGNIZE]
     outer = [site for site in located
              if not any(o is not site and o[0] <= site[0] and site[1] <= o[1] for o in located)]
     sites = []
-    for start, end, src_text, src_off, is_query, alias, body, columns, columns_pos in outer:
+    for start, end, src_text, src_off, is_query, alias, body, columns, columns_pos, \
+            input_name in outer:
         spec = CepSparkParser(dialect=CepSpark).parse_clause(
-            body, sql, base=offset, full_sql=full, wrapped=True)
+            body, sql, base=offset, full_sql=full, wrapped=True, input_name=input_name)
         sites.append(ClauseSite(start, end, src_text, src_off, is_query, alias, spec,
                                 columns, columns_pos))
     return sites
+
+
+def _input_name(toks: list[Token], i: int) -> str | None:
+    """The name that qualifies the input's columns (``ORDER BY t.ts``): the source's alias
+    or the table's own (last) name, written right before MATCH_RECOGNIZE (toks[i])."""
+    return toks[i - 1].text if i > 0 and _is_name(toks[i - 1], strict=True) else None
 
 
 _AFTER_PATTERN = frozenset(("SUBSET", "DEFINE"))

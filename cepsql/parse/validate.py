@@ -7,12 +7,12 @@ they live in exactly one place.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cepsql.algebra.expressions import (Aggregate, Classifier, ColumnRef, Expr, MatchNumber,
                                    Navigation, walk)
 from cepsql.algebra.pattern import pattern_variables
-from cepsql.algebra.rowrefs import bind_rows
+from cepsql.algebra.rowrefs import argument_label, bind_rows, transform
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepAnalysisError
 
@@ -25,18 +25,27 @@ class NamePositions:
     subset_items: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
-def check_input_expr(expr: Expr, clause: str) -> None:
-    """PARTITION BY / ORDER BY read plain input columns: no variables or navigation."""
+def check_input_expr(expr: Expr, clause: str, input_name: str | None = None) -> Expr:
+    """PARTITION BY / ORDER BY read plain input columns: no variables or navigation. A
+    column qualified by input_name (the input's alias or table name, as Spark resolves
+    ``t.x`` case-insensitively) is that input column; returns expr without those
+    qualifiers."""
+    if input_name is not None:
+        expr = transform(expr, lambda e: replace(e, var=None) if isinstance(e, ColumnRef) and
+                         e.var is not None and e.var.lower() == input_name.lower() else None)
     for node in walk(expr):
         if isinstance(node, ColumnRef) and node.var is not None:
+            qualifier = "without a qualifier" if input_name is None else \
+                f"unqualified or qualified by the input's name {input_name}"
             raise CepAnalysisError(
-                f"{clause} must reference input columns without a qualifier, "
+                f"{clause} must reference input columns {qualifier}, "
                 f"found {node.var}.{node.column} (a field of a struct column is written "
                 f"({node.var.lower()}).{node.column})", pos=node.pos)
         if isinstance(node, (Navigation, Aggregate, Classifier, MatchNumber)):
             name = type(node).__name__ if not isinstance(node, Navigation) else node.kind
             raise CepAnalysisError(f"{name} is not allowed in {clause}",
                                    pos=getattr(node, "pos", None))
+    return expr
 
 
 def check_spec(spec: MatchRecognizeSpec, names: NamePositions) -> None:
@@ -79,7 +88,7 @@ def _check_aggregate(agg: Aggregate, in_define: bool, known: set[str]) -> None:
         raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
     if agg.star_var:
         _known_var(agg.star_var, agg.pos, known)
-    qualified: set[str] = set()
+    labels: set[str | None] = set()
     for arg in agg.args:
         for node in walk(arg):
             if isinstance(node, (Aggregate, Navigation)):
@@ -88,11 +97,15 @@ def _check_aggregate(agg: Aggregate, in_define: bool, known: set[str]) -> None:
                                        pos=getattr(node, "pos", agg.pos))
             if isinstance(node, (ColumnRef, Classifier)) and node.var is not None:
                 _known_var(node.var, node.pos, known)
-                qualified.add(node.var)
-    if len(qualified) > 1:
+        reads_row, label = argument_label(arg, agg.name, agg.pos)
+        if reads_row:
+            labels.add(label)
+    if len(labels) > 1:
+        names = ", ".join(sorted(v or "unqualified" for v in labels))
         raise CepAnalysisError(
-            f"all column references in {agg.name}() must use the same pattern variable, "
-            f"found {', '.join(sorted(qualified))}", pos=agg.pos)
+            f"all arguments of {agg.name}() must read the rows of the same pattern variable "
+            f"(all column references in {agg.name}() must use the same pattern variable), "
+            f"found {names}", pos=agg.pos)
 
 
 def _known_var(var: str, pos: int | None, known: set[str]) -> None:
