@@ -1,9 +1,11 @@
 """Spark Connect against the classic session, with Spark's defaults (200 shuffle
 partitions, AQE on), for a tiny query: a 1.4k-row view of generated ticks.
 
-One process: ``SparkSession.builder.remote("local[2]")`` starts a local Spark Connect
-server, which runs a classic SparkSession in this same process; both sessions share one
-SparkContext (same JVM, same cores), so the comparison is fair. For each session it times
+One run of this script starts two processes one after the other (pyspark's functions
+build Connect columns in a process that started a Connect server, so a classic session
+cannot run cepsql there): a local Spark Connect server
+(``SparkSession.builder.remote("local[2]")``) and a classic ``local[2]`` session, each
+with Spark's defaults. For each it times
 (median of --runs, after one warm-up run)
 
 * cep:   ``spark.cep.sql(MATCH_RECOGNIZE ...).count()`` (PARTITION BY symbol, A B+)
@@ -25,7 +27,9 @@ Timings on a loaded machine are noisy: compare ratios within one run.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import time
 from importlib.resources import files
@@ -86,60 +90,75 @@ def connect_requests(spark) -> dict[str, int]:
     return counts
 
 
+def measure(mode: str, rows: int, runs: int, fixed: bool) -> dict:
+    """Timings of one session kind, started the way users start it."""
+    from pyspark.sql import SparkSession
+    log4j = files("cepsql.conf").joinpath("log4j2.properties")  # a quiet console
+    builder = (SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"))
+    started = time.perf_counter()
+    if mode == "connect":
+        spark = builder.remote("local[2]").getOrCreate()
+    else:
+        spark = builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    out = {"start": time.perf_counter() - started,
+           "shuffle": spark.conf.get("spark.sql.shuffle.partitions"),
+           "aqe": spark.conf.get("spark.sql.adaptive.enabled")}
+    spark.createDataFrame(ticks_to_pandas(rows, n_symbols=3)).createOrReplaceTempView("ticks")
+    out["counts"] = [cep_count(spark), window_count(spark)]
+    if mode == "connect":
+        out["requests"] = connect_requests(spark)
+    out["cep"] = median_seconds(lambda: cep_count(spark), runs)
+    out["spark"] = median_seconds(lambda: window_count(spark), runs)
+    if fixed:
+        out["cep fixed 200"] = median_seconds(lambda: cep_count(spark, True), max(1, runs // 3))
+    spark.stop()
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1400)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--fixed", action="store_true",
                         help="also time the clause with a fixed 200-partition shuffle")
+    parser.add_argument("--mode", choices=["connect", "classic"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mode:  # one session kind, in a process of its own: print its JSON
+        print(json.dumps(measure(args.mode, args.rows, args.runs, args.fixed)))
+        return 0
 
-    from pyspark.sql import SparkSession
-    started = time.perf_counter()
-    log4j = files("cepsql.conf").joinpath("log4j2.properties")  # a quiet console
-    connect = (SparkSession.builder.remote("local[2]")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-               .getOrCreate())
-    classic = SparkSession._instantiatedSession  # the server's own session, same JVM
-    print(f"local Spark Connect server up in {time.perf_counter() - started:.1f} s; "
-          f"shuffle partitions {connect.conf.get('spark.sql.shuffle.partitions')}, "
-          f"AQE {connect.conf.get('spark.sql.adaptive.enabled')}", file=sys.stderr)
+    results = {}
+    for mode in ("connect", "classic"):  # one after the other: they share the cores
+        command = [sys.executable, __file__, "--mode", mode, "--rows", str(args.rows),
+                   "--runs", str(args.runs)] + (["--fixed"] if args.fixed else [])
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode:
+            sys.stderr.write(done.stderr[-4000:])
+            return done.returncode
+        results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+    connect, classic = results["connect"], results["classic"]
+    assert connect["counts"] == classic["counts"], results  # same rows both ways
 
-    ticks = ticks_to_pandas(args.rows, n_symbols=3)
-    sessions = {"connect": connect, "classic": classic}
-    for spark in sessions.values():
-        spark.createDataFrame(ticks).createOrReplaceTempView("ticks")
-    counts = {name: (cep_count(s), window_count(s)) for name, s in sessions.items()}
-    assert counts["connect"] == counts["classic"], counts  # same rows both ways
-
-    requests = connect_requests(connect)
-    times = {}
-    for name, spark in sessions.items():
-        times[name, "cep"] = median_seconds(lambda: cep_count(spark), args.runs)
-        times[name, "spark"] = median_seconds(lambda: window_count(spark), args.runs)
-        if args.fixed:
-            times[name, "cep fixed 200"] = median_seconds(lambda: cep_count(spark, True),
-                                                          max(1, args.runs // 3))
-
-    print(f"\n{args.rows} rows, 3 symbols: {counts['classic'][0]} matches; median of "
-          f"{args.runs} runs (seconds)")
+    print(f"{args.rows} rows, 3 symbols: {classic['counts'][0]} matches; shuffle partitions "
+          f"{classic['shuffle']}, AQE {classic['aqe']}; median of {args.runs} runs (seconds)")
     print(f"{'query':<16}{'connect':>10}{'classic':>10}")
-    for query in ("cep", "spark") + (("cep fixed 200",) if args.fixed else ()):
-        print(f"{query:<16}{times['connect', query]:>10.3f}{times['classic', query]:>10.3f}")
+    queries = ("cep", "spark") + (("cep fixed 200",) if args.fixed else ())
+    for query in queries:
+        print(f"{query:<16}{connect[query]:>10.3f}{classic[query]:>10.3f}")
     print("\nratios")
-    print(f"  cepsql Connect / classic            {times['connect', 'cep'] / times['classic', 'cep']:6.2f}"
+    print(f"  cepsql Connect / classic            {connect['cep'] / classic['cep']:6.2f}"
           "   (target < 2)")
-    print(f"  cepsql classic / Spark window query {times['classic', 'cep'] / times['classic', 'spark']:6.2f}"
+    print(f"  cepsql classic / Spark window query {classic['cep'] / classic['spark']:6.2f}"
           "   (target < 2)")
-    print(f"  cepsql Connect / Spark window query {times['connect', 'cep'] / times['connect', 'spark']:6.2f}")
+    print(f"  cepsql Connect / Spark window query {connect['cep'] / connect['spark']:6.2f}")
     if args.fixed:
-        for name in sessions:
+        for name, got in results.items():
             print(f"  {name}: fixed 200 partitions / chosen  "
-                  f"{times[name, 'cep fixed 200'] / times[name, 'cep']:6.2f}")
+                  f"{got['cep fixed 200'] / got['cep']:6.2f}")
+    requests = connect["requests"]
     print(f"\nSpark Connect requests of one spark.cep.sql call before its job: "
           f"{requests['config']} conf, {requests['analyze']} analyze/schema")
-    connect.stop()
     return 0
 
 
