@@ -66,7 +66,8 @@ def prepared_input(df: DataFrame, plan: QueryPlan, relevance: bool = True) -> Da
     return df
 
 
-def co_located(df: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
+def co_located(df: DataFrame, partition_columns: Sequence[str],
+               partitions: int | None = None) -> DataFrame:
     """df with the rows of each ``partition_columns`` value in one Spark partition (all
     rows in one without partition columns: one ordered stream).
 
@@ -77,19 +78,23 @@ def co_located(df: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
     Coalescing joins whole hash partitions, so a key's rows stay together. A fixed count
     made a 1.4k-row query run 200 tasks (20-40 s on Spark Connect); it needs no
     statistics request, so Spark Connect pays nothing for it. With AQE off the shuffle has
-    ``spark.sql.shuffle.partitions`` partitions, as before."""
+    ``spark.sql.shuffle.partitions`` partitions, as before. ``partitions``, when given,
+    fixes the count (time slices: one task per slice, slicing.py)."""
     if not partition_columns:
         return df.repartition(1)
+    if partitions:
+        return df.repartition(partitions, *[column(c) for c in partition_columns])
     return df.repartition(*[column(c) for c in partition_columns])
 
 
-def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
-    """The plan's result over df; columns in ``final_projection`` order."""
+def run_plan(df: DataFrame, plan: QueryPlan, partitions: int | None = None) -> DataFrame:
+    """The plan's result over df; columns in ``final_projection`` order (``partitions``:
+    see co_located)."""
     df = prepared_input(df, plan)
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
         df = with_global_breaks(df, plan, shuffle_partitions(df))
     bound = bind_worker(plan, arrow_schema(df))
-    df = co_located(df, plan.partition_columns)
+    df = co_located(df, plan.partition_columns, partitions)
     sort = [column(c).asc_nulls_first() for c in plan.partition_columns]
     sort += [sort_column(k) for k in plan.sort_keys]
     if sort:
