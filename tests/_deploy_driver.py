@@ -21,13 +21,14 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 def session(mode: str):
     from pyspark.sql import SparkSession
-    conf = {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC",
-            "spark.driver.memory": "512m"}
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "512m"}
     builder = SparkSession.builder.appName(f"cepsql-{mode}")
-    if mode == "connect":
+    if mode == "connect":  # Spark's default 200 shuffle partitions, as users run it
         builder = builder.remote("local[2]")
     else:
+        conf["spark.sql.shuffle.partitions"] = "2"
+    if mode == "cluster":
         builder = (builder.master("local-cluster[2,1,1024]")
                    .config("spark.executor.memory", "512m")
                    .config("spark.task.maxFailures", "1"))  # the failing query: no retries
@@ -50,12 +51,35 @@ def worker_processes(spark) -> list[list]:
     return [list(r) for r in df.collect()]
 
 
+def statement_requests(spark, sql: str) -> dict:
+    """The Spark Connect requests one ``spark.cep.sql`` call makes before its job:
+    {config: conf requests, analyze: schema/analysis requests}."""
+    client = spark.client
+    counts = {"config": 0, "analyze": 0}
+
+    def counted(kind, call):
+        def wrapper(*args, **kwargs):
+            counts[kind] += 1
+            return call(*args, **kwargs)
+        return wrapper
+    client.config = counted("config", client.config)
+    client._analyze = counted("analyze", client._analyze)
+    try:
+        df = spark.cep.sql(sql)  # the statement only: no action, no job
+    finally:
+        del client.config, client._analyze
+    assert df is not None
+    return counts
+
+
 def main(mode: str) -> None:
     spark = session(mode)
     import cepsql  # noqa: F401  (after the session: Connect sessions get .cep too)
-    from support.deploy_queries import run_all
+    from support.deploy_queries import QUERIES, run_all
     result = run_all(spark)
     result["session_type"] = type(spark).__module__
+    if mode == "connect":
+        result["requests"] = statement_requests(spark, QUERIES["sql2016"])
     if mode == "cluster":
         result["workers"] = worker_processes(spark)
         result["driver_pid"] = os.getpid()

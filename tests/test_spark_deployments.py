@@ -72,9 +72,20 @@ def test_in_process_failing_query_raises_cep_runtime_error_at_the_skip_variable(
 
 
 def test_spark_connect_matches_in_process(runs, expected):
+    """(with Spark's default 200 shuffle partitions on the Connect server)"""
     got = _result(runs, "connect")
     assert got.pop("session_type") == "pyspark.sql.connect.session"
+    got.pop("requests")
     assert got == expected
+
+
+def test_spark_connect_statement_reads_the_conf_in_one_request(runs):
+    """Every conf.get is a round trip on Connect: a statement reads the session's conf
+    once (conf.getAll; the time zone is set here, else one more; it was 19 requests),
+    and asks for schemas only where it needs them (the input's, whether it streams)."""
+    requests = _result(runs, "connect")["requests"]
+    assert requests["config"] == 1, requests
+    assert requests["analyze"] <= 2, requests
 
 
 def test_local_cluster_matches_in_process_on_separate_python_workers(runs, expected):

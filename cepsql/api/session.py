@@ -17,6 +17,7 @@ from cepsql.explain.clause import explain_clause
 from cepsql.parse.splice import new_view_name, normalize_name
 from cepsql.explain.summary import summarize
 from cepsql.explain.svg import clauses_svg
+from cepsql.exprs.spark_conf import conf_snapshot
 from cepsql.backends.spark.profile_cache import ProfileCache
 from cepsql.backends.spark.rewrite import (default_finder, default_planner, driver_statistics,
                                            rewrite, run_sql)
@@ -98,7 +99,8 @@ class CepSession:
             raise CepAnalysisError("no SQL statement given", sql=text)
         result = None
         for stmt in statements:
-            result = self._statement(stmt)
+            with conf_snapshot():  # the session's conf read once (Spark Connect: one request)
+                result = self._statement(stmt)
         return result
 
     def clear_cache(self) -> None:
@@ -136,7 +138,7 @@ class CepSession:
             recorded.append((spec, plan))
             return plan
 
-        with driver_statistics():  # EXPLAIN shows the estimates: the driver's sample
+        with driver_statistics(), conf_snapshot():  # EXPLAIN shows the driver's sample
             rewritten = rewrite(self.spark, query, finder=self._finder,
                                 planner=recording_planner, views=self._views,
                                 streams=self.streams)

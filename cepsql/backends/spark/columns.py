@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from cepsql.algebra.expressions import ColumnRef, Expr
 from cepsql.compile.query_plan import SortColumn
 from cepsql.backends.spark.task_errors import note_expression
+from cepsql.exprs.spark_conf import conf_value
 from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
 
 __all__ = ["column", "expression", "sort_column", "shuffle_partitions"]
@@ -40,5 +41,7 @@ def sort_column(key: SortColumn) -> Column:
 
 
 def shuffle_partitions(df: DataFrame) -> int:
-    """spark.sql.shuffle.partitions of df's session (the width every repartition uses)."""
-    return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    """spark.sql.shuffle.partitions of df's session (the width every repartition uses);
+    200, Spark's default, when unset or not a number (Databricks accepts ``auto``)."""
+    value = (conf_value(df.sparkSession, "spark.sql.shuffle.partitions") or "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 200

@@ -2,7 +2,7 @@
 stream Arrow batches through the plan's worker with mapInArrow, project the result."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
@@ -12,6 +12,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from cepsql.algebra.expressions import AGGREGATES
 from cepsql.errors import CepError, CepUnsupportedError, transported
 from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.exprs.spark_conf import conf_value
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
@@ -61,7 +62,7 @@ def relevant_rows(df: DataFrame, plan: QueryPlan) -> DataFrame:
     which Spark pushes below the shuffle and, where it can, into the scan)."""
     if plan.relevance_filter is None:
         return df
-    if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
+    if (conf_value(df.sparkSession, RELEVANCE_CONF, "true") or "").strip().lower() == "false":
         return df
     try:
         condition = to_spark_sql(plan.relevance_filter)
@@ -86,16 +87,35 @@ def prepared_input(df: DataFrame, plan: QueryPlan, relevance: bool = True) -> Da
     return df
 
 
-def run_plan(df: DataFrame, plan: QueryPlan) -> DataFrame:
-    """The plan's result over df; columns in ``final_projection`` order."""
+def co_located(df: DataFrame, partition_columns: Sequence[str],
+               partitions: int | None = None) -> DataFrame:
+    """df with the rows of each ``partition_columns`` value in one Spark partition (all
+    rows in one without partition columns: one ordered stream).
+
+    The number of partitions follows the input's size: the shuffle is left without a
+    count, so adaptive query execution (on by default) coalesces Spark's
+    ``spark.sql.shuffle.partitions`` hash partitions into as many as the shuffled bytes
+    need (``spark.sql.adaptive.advisoryPartitionSizeInBytes``, ``...coalescePartitions.*``).
+    Coalescing joins whole hash partitions, so a key's rows stay together. A fixed count
+    made a 1.4k-row query run 200 tasks (20-40 s on Spark Connect); it needs no
+    statistics request, so Spark Connect pays nothing for it. With AQE off the shuffle has
+    ``spark.sql.shuffle.partitions`` partitions, as before. ``partitions``, when given,
+    fixes the count (time slices: one task per slice, slicing.py)."""
+    if not partition_columns:
+        return df.repartition(1)
+    if partitions:
+        return df.repartition(partitions, *[column(c) for c in partition_columns])
+    return df.repartition(*[column(c) for c in partition_columns])
+
+
+def run_plan(df: DataFrame, plan: QueryPlan, partitions: int | None = None) -> DataFrame:
+    """The plan's result over df; columns in ``final_projection`` order (``partitions``:
+    see co_located)."""
     df = prepared_input(df, plan)
     if plan.break_column is not None:  # STRICT_CONTIGUITY across partitions (R5)
         df = with_global_breaks(df, plan, shuffle_partitions(df))
     bound = bind_worker(plan, arrow_schema(df))
-    if plan.partition_columns:
-        df = df.repartition(shuffle_partitions(df), *[column(c) for c in plan.partition_columns])
-    else:
-        df = df.repartition(1)  # one ordered stream
+    df = co_located(df, plan.partition_columns, partitions)
     sort = [column(c).asc_nulls_first() for c in plan.partition_columns]
     sort += [sort_column(k) for k in plan.sort_keys]
     if sort:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
+from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.spark.gap_scan import profile_input, profile_rows
 
 PROFILE_CACHE_CONF = "cepsql.slicing.profileCache"
@@ -105,7 +106,7 @@ def session_cache(df: DataFrame) -> ProfileCache | None:
     ``cepsql.slicing.profileCache=false`` or no ``spark.cep`` on this session."""
     try:
         spark = df.sparkSession
-        if (spark.conf.get(PROFILE_CACHE_CONF, "true") or "").strip().lower() == "false":
+        if (conf_value(spark, PROFILE_CACHE_CONF, "true") or "").strip().lower() == "false":
             return None
         if not isinstance(getattr(type(spark), "cep", None), property):
             return None

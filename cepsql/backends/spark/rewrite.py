@@ -16,6 +16,7 @@ from cepsql.parse.splice import Source, new_view_name, rewrite_text
 from cepsql.analyze.subqueries import bind_subqueries
 from cepsql.errors import CepAnalysisError, CepError, CepSyntaxError
 from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.exprs.spark_conf import conf_reader, snapshot_memo
 from cepsql.stats import CACHE
 from cepsql.stats.worker import (DriverSampleForExplain, InWorkerStatistics, stats_mode,
                                  worker_sample_rows)
@@ -156,6 +157,8 @@ def _clause_errors(full: str, site, offset: int):
 
 def _renamed(site, out: DataFrame) -> DataFrame:
     """The clause's output under the column aliases written after it (AS m(a, b))."""
+    if not getattr(site, "column_aliases", ()):  # none: no schema request (Spark Connect)
+        return out
     names = clause_output_names(site, out.columns)
     return out if names == out.columns else out.toDF(*names)
 
@@ -174,37 +177,10 @@ def driver_statistics():
         _DRIVER_STATISTICS.reset(token)
 
 
-_CONF_SNAPSHOT: ContextVar[dict | None] = ContextVar("cepsql_conf_snapshot", default=None)
-
-
-@contextmanager
-def conf_snapshot():
-    """Inside the block, planning reads each Spark conf key once (a workload plans its
-    views' clauses under one conf: ~14 JVM round trips per clause otherwise)."""
-    token = _CONF_SNAPSHOT.set({})
-    try:
-        yield
-    finally:
-        _CONF_SNAPSHOT.reset(token)
-
-
-def conf_reader(spark: SparkSession) -> Callable[[str], str | None]:
-    """``key -> spark.conf.get(key, None)``, memoized inside ``conf_snapshot``."""
-    memo = _CONF_SNAPSHOT.get()
-    if memo is None:
-        return lambda k: spark.conf.get(k, None)
-
-    def get(key: str) -> str | None:
-        if (spark, key) not in memo:
-            memo[spark, key] = spark.conf.get(key, None)
-        return memo[spark, key]
-    return get
-
-
 def _schema_of(df: DataFrame):
     """arrow_schema(df), once per DataFrame inside ``conf_snapshot`` (the schema follows
     the session's time zone conf, fixed there; a workload's views read one source)."""
-    memo = _CONF_SNAPSHOT.get()
+    memo = snapshot_memo()
     if memo is None:
         return arrow_schema(df)
     key = ("arrow schema", id(df))

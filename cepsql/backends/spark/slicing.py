@@ -17,7 +17,7 @@ the matches whose first row is no copy (that slice's core holds it) and drops th
 columns, which restores the clause's own output layout.
 
 Slice labels are chosen so that Spark's hash partitioning (``repartition(n, col)`` in
-run_plan, n = spark.sql.shuffle.partitions) puts each slice in its own task.
+run_plan, n = the slice count) puts each slice in its own task.
 
 Slice bounds (``cepsql.slicing.bounds``):
 
@@ -130,7 +130,7 @@ class SlicedClause:
         """The worker output of ``plan`` (planned from ``spec``) over ``frame``."""
         if self.scan is not None:
             return self.scan.run(frame, plan)
-        return run_plan(frame, plan)
+        return run_plan(frame, plan, partitions=self.slices or None)  # a task per slice
 
     def finish(self, out: DataFrame) -> DataFrame:
         """Matches of the slice holding their first row, in the clause's own layout."""
@@ -351,13 +351,13 @@ def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
     if bounds is None or bounds["lo"] is None:
         return None
     lo, hi = float(bounds["lo"]), float(bounds["hi"])
-    partitions = shuffle_partitions(df)  # what run_plan repartitions into
+    partitions = shuffle_partitions(df)  # the default bound on the slice count
     count = _slice_count(hi - lo, max(after, before),
                          partitions if max_slices is None else max_slices, min_slice_windows)
     if count < 2:
         return None
     width = (hi - lo) / count
-    labels = slice_labels(count, partitions)
+    labels = slice_labels(count, count)  # run_plan shuffles into ``count`` partitions
     label_of = F.array(*[F.lit(v).cast("long") for v in labels])
     slack = 1.0 + 1e-12 * (abs(lo) + abs(hi))  # rounding of the micros arithmetic
 

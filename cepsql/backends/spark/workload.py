@@ -54,6 +54,7 @@ from cepsql.algebra.rowrefs import rebuild
 from cepsql.parse import parse_create_view
 from cepsql.parse.splice import normalize_name
 from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.exprs.spark_conf import conf_snapshot
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
 from cepsql.stats.worker import worker_sample_rows
@@ -63,10 +64,11 @@ from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed
                                    task_group, unshared_reason)
 from cepsql.explain.summary import summarize
 from cepsql.explain.workload import describe_workload, workload_svg
-from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
-from cepsql.backends.spark.execute import RELEVANCE_CONF, final_frame, map_in_arrow, run_plan
+from cepsql.backends.spark.columns import expression, shuffle_partitions, sort_column
+from cepsql.backends.spark.execute import (RELEVANCE_CONF, co_located, final_frame, map_in_arrow,
+                                           run_plan)
 from cepsql.backends.spark.frames import GENERATED_NAME
-from cepsql.backends.spark.rewrite import Rewritten, conf_snapshot, default_planner, rewrite, run_sql
+from cepsql.backends.spark.rewrite import Rewritten, default_planner, rewrite, run_sql
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 from cepsql.backends.spark.streams import StreamRunner, require_streams
@@ -593,11 +595,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
     spark_schema = from_arrow_schema(shared.output_schema)
     outputs = []
     for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
-        if group.partition_columns:
-            df = df.repartition(shuffle_partitions(df), *[column(c) for c in
-                                                          group.partition_columns])
-        else:
-            df = df.repartition(1)  # one ordered stream
+        df = co_located(df, group.partition_columns)
         df = df.sortWithinPartitions(*[sort_column(k) for k in group.sort_keys])
         if late:
             df = df.select("*", *late)

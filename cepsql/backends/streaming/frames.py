@@ -17,6 +17,7 @@ from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
                       RowPacker, RowUnpacker)
 from cepsql.backends.streaming.processor import MatchProcessor
@@ -46,7 +47,7 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
     bound = bind_worker(plan, arrow_schema(df))
     check_streamable_worker(bound.worker)
     keys = list(plan.partition_columns)
-    buckets = int(df.sparkSession.conf.get(BUCKETS_CONF, None) or DEFAULT_BUCKETS)
+    buckets = int(conf_value(df.sparkSession, BUCKETS_CONF) or DEFAULT_BUCKETS)
     packed_schema = StructType([StructField(BUCKET_COLUMN, IntegerType(), False),
                                 StructField(KID_COLUMN, StringType(), False),
                                 StructField(ROWS_COLUMN, BinaryType())])

@@ -1,4 +1,5 @@
-"""Arrow IPC bytes <-> tables: how rows travel through the shuffle and live in state."""
+"""Arrow IPC bytes <-> tables: how rows travel through the shuffle and live in state (and
+reading a stored state row)."""
 from __future__ import annotations
 
 import struct
@@ -71,3 +72,10 @@ def check_layout(data: bytes, buckets: int | None) -> int:
             f"set cepsql.streaming.keyBuckets back to {stored}, or start the query from a "
             "new checkpoint location")
     return _LAYOUT.size
+
+
+def stored_value(state) -> tuple | None:
+    """The row a ``ValueState`` holds, or None when it holds none. Asks ``exists()``
+    first: ``get()`` on an empty state makes Spark's state server log a WARN ("Value state
+    ... doesn't contain a value") for every new key, which no user caused."""
+    return state.get() if state.exists() else None

@@ -19,7 +19,8 @@ from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
 from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
                                               state_from_values, stored_values)
-from cepsql.backends.streaming.ipc import check_layout, from_bytes, layout_header, to_bytes
+from cepsql.backends.streaming.ipc import (check_layout, from_bytes, layout_header, stored_value,
+                                            to_bytes)
 from cepsql.backends.streaming.packing import DEFAULT_BUCKETS, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
 
 STATE_NAME = "cep_bucket"
@@ -78,7 +79,7 @@ class MatchProcessor(StatefulProcessor):
     def _step(self, tables: dict, watermark_ms: int, expired: bool) -> Iterator[Row]:
         """Advance the bucket's keys that got rows or whose timer is due."""
         timer = self.timer
-        row = self.value.get()  # None for a new bucket
+        row = stored_value(self.value)  # None for a new bucket
         if timer:
             timer.lap("state_get")
         keys, registered = ({}, NO_TIMER) if row is None else (decode_keys(row[0], self.buckets), row[1])

@@ -49,7 +49,7 @@ from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
                                               state_from_values, stored_values)
 from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, use_rocksdb
-from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, to_bytes
+from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, stored_value, to_bytes
 from cepsql.backends.streaming.shared_key import SharedKeyEngine, shared_members
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
                       RowUnpacker)
@@ -205,7 +205,7 @@ class WorkloadProcessor(StatefulProcessor):
         pass
 
     def _step(self, table, watermark_ms: int) -> Iterator[pd.DataFrame]:
-        row = self.value.get()
+        row = stored_value(self.value)
         n = len(self.patterns)
         state = self.engine.new_state() if row is None else \
             state_from_row(row, n, self.workload, self.engine.shared is not None)
