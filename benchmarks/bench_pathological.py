@@ -51,10 +51,10 @@ print(f"{time.perf_counter() - start:.3f} {out}")
 def timed(root: str, sql: str, n: int, limit: float) -> tuple[float | None, str]:
     """(seconds, matches or error name) of sql over n rows with root's cepsql; None
     seconds past the limit."""
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, PYTHONPATH=root)  # and cwd: "-c" puts it first on sys.path
     try:
         done = subprocess.run([sys.executable, "-c", _CHILD, sql, str(n)], env=env,
-                              capture_output=True, text=True, timeout=limit)
+                              cwd=root, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
         return None, "-"
     if done.returncode:

@@ -1034,11 +1034,11 @@ cdef class SqlMatcher(ConditionHost):
     # ------------------------------------------------------------------ matching
     cdef inline unsigned long long _dead_at(self, i64 r) noexcept nogil:
         """Bits of the required row-local labels whose DEFINE holds on no partition row
-        >= r (of the chunk: while the partition may continue in the next one, a thread
-        needing such a label is undecided rather than dead)."""
+        >= r (none while the partition may continue in the next chunk: a thread needing
+        such a label may still die here, which decides its start without carrying rows)."""
         cdef unsigned long long dead = 0
         cdef int label
-        if not self.use_early_stop:
+        if self.open_ or not self.use_early_stop:
             return 0
         for label in range(self.n_labels):
             if self.label_bit[label] >= 0 and self.last_true[label] < r:
@@ -1084,8 +1084,6 @@ cdef class SqlMatcher(ConditionHost):
                     self._undecided_here()  # this thread could consume rows not seen yet
                 continue
             if self.req[pc] & dead:
-                if self.open_:  # ... seen so far: only rows not seen yet can tell
-                    self._undecided_here()
                 continue  # a label this thread still needs holds on no later row
             if self.memo_on and (self.memo_n or r - self.s >= self.memo_span):
                 key = self._memo_slot()
@@ -1291,9 +1289,6 @@ cdef class SqlMatcher(ConditionHost):
             if adding and not found:
                 if r >= self.pend or (self.req[0] & dead):
                     adding = 0  # no later start can match (required labels are monotone)
-                    if r < self.pend and self.open_:  # ... in the rows seen so far
-                        self.s = r
-                        self._undecided_here()
                 else:
                     if cur.n == 0:
                         self.n_nodes = 0  # no live thread refers to the history arena
@@ -1498,8 +1493,6 @@ cdef class SqlMatcher(ConditionHost):
                 while pos < self.pend:
                     if self.req[0] & self._dead_at(pos):
                         # a label every match needs holds on no row from pos on
-                        if self.open_:
-                            break  # (seen so far): resume here when more rows arrive
                         if self._unmatched_rows(pos, self.pend, covered, out) != 0:
                             err = ERR_MEMORY
                         pos = self.pend

@@ -120,7 +120,8 @@ print("finished", flush=True)
 @pytest.mark.timeout(60)
 def test_ctrl_c_stops_a_running_match():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
