@@ -81,7 +81,7 @@ def main() -> None:
             line = f"{name:>15} {n:>7} " + " ".join(cells)
             if len(results) == 2 and results[1][0]:
                 before = results[0][0] if results[0][0] is not None else args.limit
-                line += f" {'>' if results[0][0] is None else ' '}{before / results[1][0]:6.0f}x"
+                line += f" {'>' if results[0][0] is None else ' '}{before / results[1][0]:6.1f}x"
             print(line, flush=True)
 
 
