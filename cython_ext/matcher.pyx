@@ -35,6 +35,7 @@ cnp.import_array()
 from cepsql._ext.buffers cimport *
 from cepsql._ext.vm cimport *
 from cepsql._ext.aggregates cimport *
+from cepsql._ext.interrupt cimport interrupted, raise_interrupt
 
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
@@ -51,6 +52,10 @@ cdef enum: OP_PERM_NEXT = 11
 cdef enum: OP_PERM_TRY = 12
 cdef enum: OP_FAIL = 13
 cdef enum: OP_CLEAR = 14
+cdef enum: OP_COUNT_BEGIN = 15
+cdef enum: OP_COUNT_LOOP = 16
+cdef enum: OP_COUNT_BOUNDS = 17
+cdef enum: OP_COUNT_NEXT = 18
 
 # condition opcodes and aggregate function codes: vm.pxd
 
@@ -81,6 +86,9 @@ cdef enum: ST_HIST = 0
 cdef enum: ST_EXCL = 1
 cdef enum: ST_START = 2
 cdef enum: ST_SETS = 3
+# a loop slot: the row its iteration began at while that iteration consumed nothing;
+# SLOT_MOVED once it consumed a row (or outside the loop, after OP_CLEAR)
+cdef enum: SLOT_MOVED = -1
 
 
 cdef struct ThreadList:
@@ -176,7 +184,10 @@ cdef class SqlMatcher(ConditionHost):
     cdef unsigned char* member   # n_sets * n_labels
     cdef int n_sets
     cdef int* set_tracked        # set id -> tracked index (-1)
-    cdef unsigned char* set_first  # set id -> some FIRST(set.x, n) reads its first row and count
+    cdef unsigned char* set_first  # set id -> some FIRST(set.x, n) reads its first row
+    cdef unsigned char* set_count  # set id -> some FIRST(set.x, n > 0) reads its exact count
+    cdef int* loop_slots         # the slots OP_SAVE writes (unbounded loops' progress)
+    cdef int n_loop_slots
     cdef int n_tracked
     cdef int n_slots
     cdef int agg_base            # first state word of the DEFINE aggregates
@@ -248,6 +259,8 @@ cdef class SqlMatcher(ConditionHost):
     cdef i64* tmp
     cdef i64* winner
     cdef int oom
+    cdef int stop                # a signal handler raised (Ctrl-C): unwind, then raise
+    cdef int ticks               # countdown to the next signal check (interrupt.pxd)
     cdef i64 winner_end_
     # streaming: the last partition of a chunk may continue in the next chunk ("open");
     # anything that would need rows past its end makes the current attempt undecided
@@ -307,11 +320,14 @@ cdef class SqlMatcher(ConditionHost):
         for i in range(self.n_sets):
             self.set_tracked[i] = -1
         self.n_tracked = 0
-        # only FIRST references read a set's first row and exact count; LAST(set.x) reads
-        # its last row and whether it has one: the other words stay fixed so that states
-        # differing only there compare equal
+        # only FIRST references read a set's first row, and only FIRST(set.x, n > 0) its
+        # exact count; LAST(set.x) reads its last row, every reference whether the set
+        # has a row: the other words stay fixed so that states differing only there
+        # compare equal (threads of different start rows merge, failed attempts' memo
+        # keys match later starts)
         self.set_first = <unsigned char*> calloc(max(self.n_sets, 1), 1)
-        if self.set_first == NULL:
+        self.set_count = <unsigned char*> calloc(max(self.n_sets, 1), 1)
+        if self.set_first == NULL or self.set_count == NULL:
             raise MemoryError("cepsql matcher ran out of memory")
         for i in range(self.n_refs):
             t = self.refs[i * 5]
@@ -320,6 +336,8 @@ cdef class SqlMatcher(ConditionHost):
                 self.n_tracked += 1
             if t >= 0 and self.refs[i * 5 + 1] == 0:
                 self.set_first[t] = 1
+                if self.refs[i * 5 + 2] > 0:
+                    self.set_count[t] = 1
         daggs = np.ascontiguousarray(daggs, dtype=np.int32).reshape(-1, 3)
         self.n_daggs = daggs.shape[0]
         self.daggs = <int*> self._copy(daggs if daggs.size else np.zeros(3, np.int32))
@@ -335,6 +353,14 @@ cdef class SqlMatcher(ConditionHost):
             else np.zeros(1, np.uint8))
         self.pre = NULL
         self.agg_base = ST_SETS + 3 * self.n_tracked
+        self.loop_slots = <int*> malloc(max(n_slots, 1) * sizeof(int))
+        if self.loop_slots == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
+        self.n_loop_slots = 0
+        for i in range(self.n_prog):
+            if self.prog[i * 3] == OP_SAVE:
+                self.loop_slots[self.n_loop_slots] = self.prog[i * 3 + 1]
+                self.n_loop_slots += 1
         self.slot_base = self.agg_base + AGG_W * self.n_daggs
         self.S = self.slot_base + n_slots
         self.full_history = full_history
@@ -385,21 +411,40 @@ cdef class SqlMatcher(ConditionHost):
         self._set_closure_depth(spec.closure_depth)
         self._set_exact(spec.xconsts, spec.ansi, spec.dlane, spec.mlane)
 
-    cdef void _required_masks(self):
+    cdef int _required_masks(self) except -1:
         """req[pc]: the row-local labels (up to 64, one bit each) that every path from pc
         to DONE consumes. A thread at pc on row r is dead once one of them can no longer
         hold on any row >= r. Greatest fixpoint over the program graph; paths are
-        over-approximated (both arms of every branch), which only shrinks the sets."""
-        cdef int pc, op, a, b, bits = 0, label
-        cdef unsigned long long ALL = ~(<unsigned long long> 0), new
-        cdef bint changed = True
+        over-approximated (both arms of every branch), which only shrinks the sets.
+        A PERMUTE's dispatch loop can leave once every item is used, which the graph
+        cannot see, so entering one (PERM_BEGIN) also requires what each of its items
+        requires up to its end (a first fixpoint, with items ending at the dispatch):
+        PERMUTE(A+, ..., B) with no B left stops at once."""
+        cdef int bits = 0, label, pc
+        cdef unsigned long long* item_req = <unsigned long long*> malloc(
+            max(self.n_prog, 1) * sizeof(unsigned long long))
+        if item_req == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
         for label in range(self.n_labels):
             self.label_bit[label] = -1
             if self.row_local[label] and self.cond_off[label] >= 0 and bits < 64:
                 self.label_bit[label] = bits
                 bits += 1
+        self._requirement_fixpoint(item_req, item_req, True)
+        self._requirement_fixpoint(self.req, item_req, False)
+        free(item_req)
+        return 0
+
+    cdef void _requirement_fixpoint(self, unsigned long long* req,
+                                    unsigned long long* items, bint item_scope):
+        """One greatest fixpoint of _required_masks into req. item_scope: a jump back to
+        a PERMUTE's dispatch ends the path (what an item requires up to its end); items:
+        those sets, added at PERM_BEGIN."""
+        cdef int pc, op, a, b, i, n
+        cdef unsigned long long ALL = ~(<unsigned long long> 0), new
+        cdef bint changed = True
         for pc in range(self.n_prog):
-            self.req[pc] = ALL
+            req[pc] = ALL
         while changed:
             changed = False
             pc = self.n_prog - 1
@@ -412,19 +457,29 @@ cdef class SqlMatcher(ConditionHost):
                 elif op == OP_FAIL:
                     new = ALL
                 elif op == OP_LABEL:
-                    new = self.req[pc + 1]
+                    new = req[pc + 1]
                     if self.label_bit[a] >= 0:
                         new |= (<unsigned long long> 1) << self.label_bit[a]
                 elif op == OP_SPLIT:
-                    new = self.req[a] & self.req[b]
+                    new = req[a] & req[b]
                 elif op == OP_JUMP:
-                    new = self.req[a]
+                    new = 0 if item_scope and self.prog[a * 3] == OP_PERM_NEXT else req[a]
                 elif op == OP_LOOP_BACK or op == OP_PERM_NEXT or op == OP_PERM_TRY:
-                    new = self.req[b] & self.req[pc + 1]
-                else:  # anchors, SAVE, exclusion marks, PERM_BEGIN: fall through
-                    new = self.req[pc + 1]
-                if new != self.req[pc]:
-                    self.req[pc] = new
+                    new = req[b] & req[pc + 1]
+                elif op == OP_COUNT_LOOP:
+                    new = req[b] & req[pc + 2]
+                elif op == OP_COUNT_NEXT:
+                    new = req[b]
+                elif op == OP_PERM_BEGIN:
+                    # layout: PERM_BEGIN, PERM_NEXT (a & 63 = n items), n PERM_TRY (b = item)
+                    new = req[pc + 1]
+                    n = self.prog[(pc + 1) * 3 + 1] & 63
+                    for i in range(n):
+                        new |= items[self.prog[(pc + 2 + i) * 3 + 2]]
+                else:  # anchors, SAVE, CLEAR, COUNT_BEGIN, exclusion marks: fall through
+                    new = req[pc + 1]
+                if new != req[pc]:
+                    req[pc] = new
                     changed = True
                 pc -= 1
 
@@ -484,6 +539,7 @@ cdef class SqlMatcher(ConditionHost):
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         _lane_free(&self.xl)
         free(self.leaves); free(self.set_tracked); free(self.set_first)
+        free(self.set_count); free(self.loop_slots)
         free(self.daggs); free(self.maggs); free(self.acc); free(self.facc); free(self.drows)
         free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
@@ -585,6 +641,17 @@ cdef class SqlMatcher(ConditionHost):
             st[self.slot_base + a] = -1
             self._add(L, pc + 1, st, r, depth)
             return
+        if op == OP_COUNT_BEGIN:
+            st[self.slot_base + a] = 0
+            self._add(L, pc + 1, st, r, depth)
+            return
+        if op == OP_COUNT_NEXT:
+            st[self.slot_base + a] += 1
+            self._add(L, b, st, r, depth)
+            return
+        if op == OP_COUNT_LOOP:
+            self._count_loop(L, pc, st, r, depth)
+            return
         if op == OP_LOOP_BACK:
             if r > st[self.slot_base + a]:
                 self._add(L, b, st, r, depth)
@@ -626,6 +693,31 @@ cdef class SqlMatcher(ConditionHost):
             memcpy(t, st, self.S * sizeof(i64))
             self._add(L, pc + 1, t, r, depth + 1)
             return
+
+    cdef void _count_loop(self, ThreadList* L, int pc, i64* st, i64 r,
+                          int depth) noexcept nogil:
+        """A counted loop's branch (OP_COUNT_LOOP, bounds in the next instruction): the
+        body while fewer than min iterations, the exit (counter cleared) after max, else
+        both in the quantifier's preference order."""
+        cdef int k = self.slot_base + (self.prog[pc * 3 + 1] >> 1)
+        cdef int reluctant = self.prog[pc * 3 + 1] & 1, arm
+        cdef i64 lo = self.prog[(pc + 1) * 3 + 1], hi = self.prog[(pc + 1) * 3 + 2]
+        cdef i64* t
+        if st[k] < lo:
+            self._add(L, pc + 2, st, r, depth)
+            return
+        if st[k] >= hi:
+            st[k] = -1
+            self._add(L, self.prog[pc * 3 + 2], st, r, depth)
+            return
+        t = self.tmp + (depth + 1) * self.S
+        for arm in range(2):
+            memcpy(t, st, self.S * sizeof(i64))
+            if arm == reluctant:
+                self._add(L, pc + 2, t, r, depth + 1)
+            else:
+                t[k] = -1
+                self._add(L, self.prog[pc * 3 + 2], t, r, depth + 1)
 
     cdef inline bint _perm_allowed(self, i64 used, int item) noexcept nogil:
         """Whether the searched PERMUTE may take item next: its position in the order
@@ -926,17 +1018,24 @@ cdef class SqlMatcher(ConditionHost):
             t = self.set_tracked[s_id]
             if t >= 0 and self.member[s_id * self.n_labels + label]:
                 out[ST_SETS + 3 * t + 1] = r
-                if not self.set_first[s_id]:
-                    out[ST_SETS + 3 * t + 2] = 1  # count only tells "has a row"
-                    continue
-                if out[ST_SETS + 3 * t + 2] == 0:
+                if self.set_first[s_id] and out[ST_SETS + 3 * t + 2] == 0:
                     out[ST_SETS + 3 * t] = r
-                out[ST_SETS + 3 * t + 2] += 1
+                if self.set_count[s_id]:
+                    out[ST_SETS + 3 * t + 2] += 1
+                else:
+                    out[ST_SETS + 3 * t + 2] = 1  # count only tells "has a row"
+        # a loop iteration that consumed a row has made progress, whichever row it began
+        # at: all LOOP_BACK asks (the standard's empty-iteration rule). Forgetting the
+        # row lets threads that differ only there merge: (A*)*B stays linear per start
+        for k in range(self.n_loop_slots):
+            if out[self.slot_base + self.loop_slots[k]] >= 0:
+                out[self.slot_base + self.loop_slots[k]] = SLOT_MOVED
 
     # ------------------------------------------------------------------ matching
     cdef inline unsigned long long _dead_at(self, i64 r) noexcept nogil:
         """Bits of the required row-local labels whose DEFINE holds on no partition row
-        >= r (none while the partition may continue in the next chunk)."""
+        >= r (none while the partition may continue in the next chunk: a thread needing
+        such a label may still die here, which decides its start without carrying rows)."""
         cdef unsigned long long dead = 0
         cdef int label
         if self.open_ or not self.use_early_stop:
@@ -970,6 +1069,9 @@ cdef class SqlMatcher(ConditionHost):
             op = self.prog[pc * 3]
             if op != OP_LABEL and op != OP_DONE:
                 continue  # a visit mark of an epsilon instruction
+            if interrupted(&self.ticks):
+                self.stop = 1
+                return 0
             st = cur.states + i * self.S
             self.s = st[ST_START]
             if op == OP_DONE:
@@ -1144,7 +1246,7 @@ cdef class SqlMatcher(ConditionHost):
             self._list_clear(nxt)
             if self._step(cur, nxt, r, self._dead_at(r)):
                 found = 1
-            if self.oom:
+            if self.oom or self.stop:
                 return -1
             swap = cur
             cur = nxt
@@ -1201,7 +1303,7 @@ cdef class SqlMatcher(ConditionHost):
             self._list_clear(nxt)
             if self._step(cur, nxt, r, dead):
                 found = 1
-            if self.oom:
+            if self.oom or self.stop:
                 return -1
             swap = cur
             cur = nxt
@@ -1490,6 +1592,12 @@ cdef class SqlMatcher(ConditionHost):
                     resume_cov = covered
         free(labels)
         free(excl)
+        if self.stop:  # Ctrl-C: drop the partial output
+            self.stop = 0
+            self.open_ = 0
+            for q in range(5):
+                free(out[q].data)
+            raise_interrupt()
         rows = buf_to_numpy(&out[0], True)
         mns = buf_to_numpy(&out[1], True)
         lv = buf_to_numpy(&out[2], True).reshape(len(rows), self.n_leaves)

@@ -18,6 +18,7 @@ tests/test_local_sequence.py). No module-level state: re-entrant, runs without t
 import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport malloc, realloc, free
+from cepsql._ext.interrupt cimport interrupted, raise_interrupt
 
 ctypedef long long i64
 
@@ -125,7 +126,7 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
     cdef int i, n_pre = len(pre_elem_arr)
     cdef i64 k, r, ps, pe, pos, length, end, cap = 1024, m = 0
     cdef i64* run
-    cdef int e, found, oom = 0
+    cdef int e, found, oom = 0, stopped = 0, ticks = 0
     cdef i64* out_start = <i64*> malloc(cap * sizeof(i64))
     cdef i64* out_part = <i64*> malloc(cap * sizeof(i64))
     cdef i64* out_counts = <i64*> malloc(cap * max(n_elems, 1) * sizeof(i64))
@@ -168,6 +169,9 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                     s.parent[e * (width + 1) + r] = r
             pos = 0
             while pos < pe - ps:
+                if interrupted(&ticks):
+                    stopped = 1
+                    break
                 # the rows every match from pos must hold (a fixed-width prefix): most
                 # start rows fail here without a search
                 found = 1
@@ -207,9 +211,11 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                     length += s.counts[e]
                 m += 1
                 pos += length if length > 0 else 1
-            if oom:
+            if oom or stopped:
                 break
     try:
+        if stopped:  # Ctrl-C
+            raise_interrupt()
         if oom:
             raise MemoryError("cepsql sequence matcher ran out of memory")
         if m == 0:

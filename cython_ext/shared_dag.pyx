@@ -43,6 +43,7 @@ cnp.import_array()
 from cepsql._ext.buffers cimport i64, Buf, buf_reserve, buf_push, buf_to_numpy
 from cepsql._ext.vm cimport ConditionHost
 from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
+from cepsql._ext.interrupt cimport interrupted, raise_interrupt
 
 # check kinds (node and binding check tables: kind, a, b)
 cdef enum: K_ORDER = 0     # row of slot a < row of slot b
@@ -151,6 +152,8 @@ cdef class SharedDag:
     cdef public i64 max_state  # bound on instances held plus candidates (0: none), issue 24 A1
     cdef readonly int limit_hit  # the last run stopped at max_state
     cdef i64 n_grown           # instances stored and candidates formed (checks every 1024)
+    cdef int stop              # a signal handler raised (Ctrl-C): unwind, then raise
+    cdef int ticks             # countdown to the next signal check (interrupt.pxd)
     cdef int has_state         # the open group's stores carry into the next run
     cdef i64 resume            # first row of the open group not yet processed
     cdef public i64 keep       # first row the next run must get again (see run)
@@ -890,6 +893,9 @@ cdef class SharedDag:
         if self.pre_rows != NULL:
             return self._routed_rows(start, stop)
         for r in range(start, stop):
+            if interrupted(&self.ticks):
+                self.stop = 1
+                return -1
             self.cur = r
             for k in range(self.n_leaves):
                 node = self.leaf_list[k]
@@ -923,6 +929,9 @@ cdef class SharedDag:
         cdef unsigned long long word
         cdef const unsigned char* row
         for r in range(start, stop):
+            if interrupted(&self.ticks):
+                self.stop = 1
+                return -1
             self.cur = r
             rec[0] = r
             rec[1] = 1
@@ -1056,6 +1065,9 @@ cdef class SharedDag:
                 self._clear()
         if err:
             self._clear()
+            if self.stop:  # Ctrl-C
+                self.stop = 0
+                raise_interrupt()
             raise MemoryError("cepsql shared DAG evaluator ran out of memory")
         out = []
         for p in range(self.n_pat):

@@ -58,6 +58,11 @@ OP_PERM_NEXT = 11   # a = slot << 6 | n: all n items used -> slot a := -1, go to
 OP_PERM_TRY = 12    # a = slot << 6 | i: item i unused -> mark it and go to b; then next
 OP_FAIL = 13        # the thread dies
 OP_CLEAR = 14       # slot a := -1 (a loop's progress slot, dead past the loop's exit)
+# a bounded quantifier too large to unroll: an iteration counter in slot a
+OP_COUNT_BEGIN = 15   # slot a := 0 iterations
+OP_COUNT_LOOP = 16    # a = slot << 1 | reluctant, b = exit (slot := -1 there); body at pc + 2
+OP_COUNT_BOUNDS = 17  # a = min, b = max iterations: data of the COUNT_LOOP before it
+OP_COUNT_NEXT = 18    # slot a += 1, go to b (its COUNT_LOOP)
 
 SKIP_PAST_LAST, SKIP_NEXT_ROW, SKIP_TO_FIRST, SKIP_TO_LAST = 0, 1, 2, 3
 #: AFTER MATCH SKIP kind -> matcher skip mode

@@ -4,12 +4,18 @@ program -> VM).
 Instructions are (op, a, b) triples of ints. Preference is encoded in SPLIT: the VM
 explores ``a`` before ``b``, so threads stay in the standard's preference order.
 
-Empty iterations follow Trino: bounded quantifiers are unrolled and every iteration may
-match nothing; in an unbounded loop an iteration that matched no rows leaves the loop
-instead of looping again (SAVE at the body start, LOOP_BACK at its end). That keeps the
-VM finite on ``(A*)*``. The slot is cleared where the loop exits (CLEAR): nothing reads it
-there, and threads that differ only in when their last iteration began can merge (else
-``(A? B?)* C+ D`` keeps one thread per such row and turns cubic).
+Empty iterations follow Trino: in a bounded quantifier every iteration may match
+nothing; in an unbounded loop an iteration that matched no rows leaves the loop instead
+of looping again (SAVE at the body start, LOOP_BACK at its end). That keeps the VM finite
+on ``(A*)*``. The matcher forgets the row an iteration began at once it consumed a row
+(all LOOP_BACK asks is whether it did), and the slot is cleared where the loop exits
+(CLEAR): threads that differ only in when their iterations began merge (else ``(A*)*B``
+keeps one thread per such row and turns quartic, ``(A? B?)* C+ D`` cubic).
+
+Bounded quantifiers are unrolled while that stays small (UNROLL_LIMIT instructions);
+larger ones, such as ``(A{700}){700}``, become a counted loop (COUNT_BEGIN / COUNT_LOOP
+with its bounds / COUNT_NEXT, an iteration counter in a slot, as Trino does), so the
+program grows with the pattern's text, not with its bounds.
 
 PERMUTE means the alternation of its orders, lexicographic by item position (Trino).
 When every item matches in at most one way from a given row (variables, fixed
@@ -35,18 +41,21 @@ from itertools import permutations
 import numpy as np
 
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, PatternNode,
-                               Permute, Quantified, Var)
+                               Permute, Quantified, Var, walk)
 from cepsql.errors import CepUnsupportedError
-from cepsql.compile.opcodes import (OP_ANCHOR_END, OP_ANCHOR_START, OP_CLEAR, OP_DONE,
-                                    OP_EXCL_BEGIN, OP_EXCL_END, OP_FAIL, OP_JUMP, OP_LABEL,
-                                    OP_LOOP_BACK, OP_PERM_BEGIN, OP_PERM_NEXT, OP_PERM_TRY,
-                                    OP_SAVE, OP_SPLIT)
+from cepsql.compile.opcodes import (OP_ANCHOR_END, OP_ANCHOR_START, OP_CLEAR,
+                                    OP_COUNT_BEGIN, OP_COUNT_BOUNDS, OP_COUNT_LOOP,
+                                    OP_COUNT_NEXT, OP_DONE, OP_EXCL_BEGIN, OP_EXCL_END,
+                                    OP_FAIL, OP_JUMP, OP_LABEL, OP_LOOP_BACK, OP_PERM_BEGIN,
+                                    OP_PERM_NEXT, OP_PERM_TRY, OP_SAVE, OP_SPLIT)
 
 MAX_PROGRAM_SIZE = 200_000
 MAX_PERMUTE_ITEMS = 62     # the used-items mask is one signed 64-bit state word
 MAX_EXPANDED_PERMUTE = 7   # items with inner choices: n! alternatives at most
 MIN_SEARCHED_PERMUTE = 5   # ... searched from this many items where the place allows
 MAX_CLOSURE_DEPTH = 1_000_000
+UNROLL_LIMIT = 4096        # instructions a bounded quantifier unrolls to; beyond, it counts
+MAX_COUNT = 2**31 - 1      # a counted loop's bounds are int32 program words
 
 
 @dataclass
@@ -64,13 +73,17 @@ class Program:
                  OP_ANCHOR_START: "ANCHOR ^", OP_ANCHOR_END: "ANCHOR $", OP_SAVE: "SAVE",
                  OP_LOOP_BACK: "LOOP_BACK", OP_EXCL_BEGIN: "EXCL_BEGIN", OP_EXCL_END: "EXCL_END",
                  OP_PERM_BEGIN: "PERM_BEGIN", OP_PERM_NEXT: "PERM_NEXT", OP_PERM_TRY: "PERM_TRY",
-                 OP_FAIL: "FAIL", OP_CLEAR: "CLEAR"}
+                 OP_FAIL: "FAIL", OP_CLEAR: "CLEAR", OP_COUNT_BEGIN: "COUNT_BEGIN",
+                 OP_COUNT_LOOP: "COUNT_LOOP", OP_COUNT_BOUNDS: "COUNT_BOUNDS",
+                 OP_COUNT_NEXT: "COUNT_NEXT"}
         lines = []
         for i, (op, a, b) in enumerate(self.ops.tolist()):
             if op == OP_LABEL:
                 arg = self.labels[a]
             elif op in (OP_PERM_NEXT, OP_PERM_TRY):
                 arg = f"slot {a >> 6} item {a & 63} -> {b}"
+            elif op == OP_COUNT_LOOP:
+                arg = f"slot {a >> 1}{' reluctant' if a & 1 else ''} exit {b}"
             else:
                 arg = f"{a} {b}"
             lines.append(f"{i:4d} {names[op]} {arg}")
@@ -87,9 +100,14 @@ def compile_pattern(pattern: PatternNode, labels: list[str]) -> Program:
     if depth > MAX_CLOSURE_DEPTH:
         raise CepUnsupportedError(
             "pattern too large: nested PERMUTE and quantifiers allow more than "
-            f"{MAX_CLOSURE_DEPTH} steps without consuming a row")
+            f"{MAX_CLOSURE_DEPTH} steps without consuming a row", pos=first_pos(pattern))
     return Program(np.asarray(builder.code, dtype=np.int32).reshape(-1, 3), list(labels),
                    builder.n_slots, max(depth, len(builder.code)) + 2)
+
+
+def first_pos(node: PatternNode) -> int | None:
+    """The text position of node's first positioned part (a variable, PERMUTE, ...)."""
+    return next((n.pos for n in walk(node) if getattr(n, "pos", None) is not None), None)
 
 
 def searched_permute(pattern: PatternNode) -> Permute | None:
@@ -127,7 +145,9 @@ def closure_depth(node: PatternNode) -> int:
     """Upper bound on the branches one epsilon path of node's code can pass.
 
     Without PERMUTE every instruction is entered at most once per path (loops only go
-    back after progress); a PERMUTE dispatch is re-entered once per item used."""
+    back after progress); a PERMUTE dispatch is re-entered once per item used. A path
+    passes more than one iteration of a quantifier only when its body can match
+    nothing."""
     if isinstance(node, (Var, Empty, Anchor)):
         return 1
     if isinstance(node, (Concat, Alternation)):
@@ -136,6 +156,8 @@ def closure_depth(node: PatternNode) -> int:
         return closure_depth(node.child) + 2
     if isinstance(node, Quantified):
         copies = node.min + 1 if node.max is None else node.max
+        if not can_be_empty(node.child):
+            copies = 1
         return (closure_depth(node.child) + 2) * max(copies, 1) + 1
     if isinstance(node, Permute):
         n = len(node.items)
@@ -166,12 +188,13 @@ class _Builder:
         self.searched: Permute | None = None
         self.code: list[list[int]] = []
         self.n_slots = 0
+        self.pos: int | None = None  # the text position of the node being emitted
 
     def emit(self, op: int, a: int = 0, b: int = 0) -> int:
         if len(self.code) >= MAX_PROGRAM_SIZE:
             raise CepUnsupportedError(
-                "pattern too large: quantifier bounds expand to more than "
-                f"{MAX_PROGRAM_SIZE} instructions")
+                "pattern too large: it compiles to more than "
+                f"{MAX_PROGRAM_SIZE} instructions", pos=self.pos)
         self.code.append([op, a, b])
         return len(self.code) - 1
 
@@ -186,6 +209,9 @@ class _Builder:
         return len(self.code)
 
     def emit_node(self, node: PatternNode) -> None:
+        self.pos = first_pos(node) if self.pos is None else self.pos
+        if getattr(node, "pos", None) is not None:
+            self.pos = node.pos
         if isinstance(node, Var):
             self.emit(OP_LABEL, self.label_ids[node.name])
         elif isinstance(node, Empty):
@@ -257,7 +283,37 @@ class _Builder:
             self.emit(OP_JUMP, dispatch)
         self.patch(dispatch, b=self.here)
 
+    def child_size(self, node: Quantified) -> int:
+        """Instructions one copy of node's body compiles to."""
+        scratch = _Builder(self.label_ids)
+        scratch.emit_node(node.child)
+        return len(scratch.code)
+
+    def emit_counted(self, node: Quantified) -> None:
+        """A bounded quantifier as a loop over an iteration counter (module docstring)."""
+        if node.max > MAX_COUNT:
+            raise CepUnsupportedError(
+                f"quantifier bound {node.max} is too large (at most {MAX_COUNT})",
+                pos=self.pos)
+        slot = self.n_slots
+        self.n_slots += 1
+        self.emit(OP_COUNT_BEGIN, slot)
+        loop = self.emit(OP_COUNT_LOOP, slot << 1 | (0 if node.greedy else 1))
+        self.emit(OP_COUNT_BOUNDS, node.min, node.max)
+        self.emit_node(node.child)
+        self.emit(OP_COUNT_NEXT, slot, loop)
+        self.patch(loop, b=self.here)
+
     def emit_quantified(self, node: Quantified) -> None:
+        copies = node.min if node.max is None else node.max
+        if copies > 1 and copies * self.child_size(node) > UNROLL_LIMIT:
+            if node.max is not None:
+                self.emit_counted(node)
+                return
+            # {n,}: n counted iterations, then the unbounded loop
+            self.emit_counted(Quantified(node.child, node.min, node.min, node.greedy))
+            self.emit_quantified(Quantified(node.child, 0, None, node.greedy))
+            return
         for _ in range(node.min):
             self.emit_node(node.child)
         if node.max is not None and node.max == node.min:
