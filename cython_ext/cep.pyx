@@ -12,6 +12,7 @@ cimport numpy as cnp
 from cepsql._ext.buffers cimport *
 from cepsql._ext.vm cimport *
 from cepsql._ext.aggregates cimport *
+from cepsql._ext.interrupt cimport raise_interrupt
 from cepsql._ext.match_order cimport MatchOrder, _cmp_match, _sort_matches
 from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
 from cepsql._ext.cep_core cimport *
@@ -342,6 +343,7 @@ cdef class CepMatcher(CepState):
         self.lists.n = 0
         self.oom = 0
         self.limit_hit = 0
+        self.signalled = 0
         if self.cap_path < self.n_rows + 2:
             if grow_i64(&self.ppos, self.n_rows + 2) or grow_i64(&self.plab, self.n_rows + 2) \
                     or grow_i64(&self.mpos, self.n_rows + 2) \
@@ -438,6 +440,9 @@ cdef class CepMatcher(CepState):
             for k in range(4):
                 free(out[k].data)
             self.has_state = 0
+            if self.signalled:  # Ctrl-C: what the signal handler raised
+                self.signalled = 0
+                raise_interrupt()
             if self.limit_hit:
                 raise StateLimitReached(
                     f"cepsql CEP matcher: partition state over {self.max_state} entries")

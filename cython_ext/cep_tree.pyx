@@ -429,6 +429,8 @@ cdef class CepTree(CepOutput):
         w.end_row = end_row
         w.xmin = xmin
         w.xmax = xmax
+        w.ticks = &self.ticks
+        w.stopped = &self.signalled
         nc = 0
         for k in range(n):
             row = e.data[2 * s.data[3 * k]]

@@ -698,6 +698,8 @@ cdef class SharedDag:
         w.end_row = end_row
         w.xmin = xmin
         w.xmax = xmax
+        w.ticks = &self.ticks
+        w.stopped = &self.stop
         k = 0
         while k < s.n:
             row = s.data[k + 2]

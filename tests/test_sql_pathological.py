@@ -108,8 +108,7 @@ _SLOW = """
 import numpy as np, pandas as pd, cepsql
 n = 200_000
 t = pd.DataFrame({"id": np.arange(n), "x": np.ones(n, dtype=np.int64)})
-sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-       "PATTERN ((A*)*B) DEFINE A AS x = 1, B AS FIRST(A.x) = 5)")
+sql = %r
 cepsql.match_recognize(sql, t=t.head(10))  # imports and compilation done
 print("ready", flush=True)
 cepsql.match_recognize(sql, t=t)   # quadratic in the start rows: minutes
@@ -118,9 +117,17 @@ print("finished", flush=True)
 
 
 @pytest.mark.timeout(60)
-def test_ctrl_c_stops_a_running_match():
+@pytest.mark.parametrize("sql", [
+    # SQL:2016 matcher: quadratic in the start rows
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+    "PATTERN ((A*)*B) DEFINE A AS x = 1, B AS FIRST(A.x) = 5)",
+    # CEP evaluator: every b row tried against every earlier a (never true), quadratic
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(a.id) AS f "
+    "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
+    "WITHIN 10000000 ROWS DEFINE a AS a.x = 1, b AS b.x > a.x)"], ids=["sql", "cep"])
+def test_ctrl_c_stops_a_running_match(sql):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW % sql], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

@@ -17,6 +17,7 @@ from cepsql._ext.aggregates cimport *
 from cepsql._ext.match_order cimport MatchOrder, _cmp_match, _sort_matches
 from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
 from cepsql._ext.vm cimport ConditionHost
+from cepsql._ext.interrupt cimport interrupted
 
 cdef enum: A_LIST = 6   # a MEASURES row list (LIST/ROWS: gathered.py folds it)
 
@@ -207,6 +208,7 @@ cdef class CepCore(ConditionHost):
     # 0: none. Passing it stops the loops as an out-of-memory does, with limit_hit set
     cdef public i64 max_state
     cdef readonly int limit_hit
+    cdef int ticks, signalled   # Ctrl-C (interrupt.pxd): countdown; a handler raised
     # candidates handed in by the shared DAG evaluator (set_candidates; shared_dag.pyx)
     cdef object ext_ref
     cdef const i64* ext_cand     # per candidate: end row, term, offset, length
@@ -230,7 +232,13 @@ cdef class CepCore(ConditionHost):
     cdef inline bint _state_full(self) noexcept nogil:
         """Whether the partition's state -- live runs, run-buffer nodes, stored partial
         matches of a plan, rows of the matches held -- passed max_state; then the loops
-        stop (oom) and run() raises StateLimitReached (issue 24 A1)."""
+        stop (oom) and run() raises StateLimitReached (issue 24 A1). Called once per row
+        and per stored partial match, it is also where the loops check for Ctrl-C
+        (issue 24 A4): a signal handler that raised stops them the same way."""
+        if interrupted(&self.ticks):
+            self.signalled = 1
+            self.oom = 1
+            return True
         if self.max_state <= 0:
             return False
         if (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \

@@ -7,6 +7,7 @@ context of the sibling Kleene leaf's closures). `inline`: each evaluator compile
 the walk with its own callbacks, which the C compiler then calls directly (the walk is
 the hot loop of a Kleene leaf)."""
 from cepsql._ext.buffers cimport i64
+from cepsql._ext.interrupt cimport interrupted
 
 # fits(owner, lo, hi): rows lo..hi fit the window that bounds the closure
 ctypedef bint (*closure_fits_fn)(void* owner, void* ctx, i64 lo, i64 hi) noexcept nogil
@@ -26,6 +27,8 @@ cdef struct ClosureWalk:
     i64 end_row            # closures must end at this row (-1: any)
     i64 xmin               # the context instance's first and last rows (-1: none)
     i64 xmax
+    int* ticks             # the evaluator's Ctrl-C countdown (interrupt.pxd) ...
+    int* stopped           # ... and its flag, set when a signal handler raised
 
 
 cdef inline i64 closure_candidates(ClosureWalk* w, i64* cand, i64 n, const i64* xrows,
@@ -64,11 +67,15 @@ cdef inline int walk_closures(ClosureWalk* w, const i64* cand, i64 nc, i64* idx,
     """Every closure over the candidate rows cand[0..nc) (increasing), depth-first:
     an element is kept when w.check accepts it on the elements so far (the conditions
     read the closure RUNNING), each closure of an admitted size (ending at end_row when
-    set) goes to w.emit. idx and rows hold nc + 1 entries. 0, or -1 when emit failed."""
+    set) goes to w.emit. idx and rows hold nc + 1 entries. 0, or -1 when emit failed
+    or Ctrl-C stopped the walk (w.stopped set; one row's closures can be exponential)."""
     cdef i64 depth = 0, row, tm
     cdef i64 xmin = w.xmin, xmax = w.xmax
     idx[0] = -1
     while True:
+        if interrupted(w.ticks):
+            w.stopped[0] = 1
+            return -1
         idx[depth] += 1
         if idx[depth] >= nc:
             if depth == 0:
