@@ -127,7 +127,21 @@ def _run_python_blocks(page: str, namespace: dict) -> None:
                                   text=True, timeout=600, env=child_env())
             assert done.returncode == 0, f"{page} block {n}:\n{done.stderr[-3000:]}"
             continue
+        if block.startswith("# run: notebook"):  # a notebook's predefined names
+            _notebook_names(namespace)
         exec(compile(block, f"{page} (block {n})", "exec"), namespace)  # our own docs
+
+
+def _notebook_names(namespace: dict) -> None:
+    """What a Databricks notebook block finds already defined: ``spark`` (with a
+    ``ticks`` view, as the pages' examples use)."""
+    from pyspark.sql import SparkSession
+    import cepsql
+    from cepsql.datagen import generate_ticks
+    spark = SparkSession.getActiveSession()
+    spark.createDataFrame(generate_ticks(2_000)).createOrReplaceTempView("ticks")
+    namespace.setdefault("spark", spark)
+    namespace.setdefault("cepsql", cepsql)
 
 
 def test_readme_and_getting_started_build_the_demo_view_alike():

@@ -117,4 +117,4 @@ def test_failed_workload_keeps_no_pass(spark):
         assert _persisted(spark) == before
     finally:
         for view in ("id_wf_a", "id_wf_b", "id_wf_other", "id_wf"):
-            spark.sql(f"DROP VIEW IF EXISTS {view}")
+            spark.cep.sql(f"DROP VIEW IF EXISTS {view}")  # the session forgets them too

@@ -18,6 +18,9 @@ from support.background import Job
 ROOT = Path(__file__).resolve().parents[1]
 
 
+SYSTEM_HEADERS = {"Python.h"}  # headers the compiler finds outside the repository
+
+
 def _sources_needed() -> set[str]:
     """Every .pyx plus what they include / cimport (cepsql/_ext/*.pxd) / extern from,
     transitively."""
@@ -29,7 +32,8 @@ def _sources_needed() -> set[str]:
         need.add(path)
         text = (ROOT / path).read_text()
         todo += [f"cython_ext/{n}" for n in re.findall(r'^\s*include "([^"]+)"', text, re.M)]
-        todo += [f"cython_ext/{n}" for n in re.findall(r'extern from "([^"<>]+\.h)"', text)]
+        todo += [f"cython_ext/{n}" for n in re.findall(r'extern from "([^"<>]+\.h)"', text)
+                 if n not in SYSTEM_HEADERS]
         todo += [f"cepsql/_ext/{n}.pxd" for n in
                  re.findall(r'^\s*from cepsql\._ext\.(\w+) cimport', text, re.M)]
     return need
