@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -75,8 +76,11 @@ def statement_requests(spark, sql: str) -> dict:
 def main(mode: str) -> None:
     spark = session(mode)
     import cepsql  # noqa: F401  (after the session: Connect sessions get .cep too)
-    from support.deploy_queries import QUERIES, run_all
+    from support.deploy_queries import QUERIES, run_all, run_stream
     result = run_all(spark)
+    if mode == "connect":  # transformWithState, its late rows without a SparkContext
+        with tempfile.TemporaryDirectory() as folder:
+            result["stream"] = run_stream(spark, folder)
     result["session_type"] = type(spark).__module__
     if mode == "connect":
         result["requests"] = statement_requests(spark, QUERIES["sql2016"])

@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from support.background import Job
-from support.deploy_queries import FAILING, FAILING_AT, run_all
+from support.deploy_queries import FAILING, FAILING_AT, STREAM_LATE, run_all, run_stream
 from cepsql.errors import position_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -76,7 +76,17 @@ def test_spark_connect_matches_in_process(runs, expected):
     got = _result(runs, "connect")
     assert got.pop("session_type") == "pyspark.sql.connect.session"
     got.pop("requests")
+    got.pop("stream")
     assert got == expected
+
+
+def test_spark_connect_streaming_clause_matches_classic(runs, spark, tmp_path):
+    """A MATCH_RECOGNIZE over a file stream (transformWithState, restarted from its
+    checkpoint) on Connect: the classic session's rows, and its late row counted with
+    no SparkContext (observed metric + progress listener instead of an accumulator)."""
+    want = run_stream(spark, str(tmp_path))
+    assert want["rows"] and want["late"] == STREAM_LATE
+    assert _result(runs, "connect")["stream"] == want
 
 
 def test_spark_connect_statement_reads_the_conf_in_one_request(runs):

@@ -26,6 +26,7 @@ from cepsql.backends.spark.task_errors import quiet_task_logs
 from cepsql.backends.spark.tf_plain import register as register_table_functions
 from cepsql.backends.spark.workload import Workload
 from cepsql.backends.streaming import run_streaming_plan
+from cepsql.backends.streaming.late import LateRows
 from cepsql.backends.streaming.workload import streaming_matches, streaming_pass
 
 # what the Spark backend calls when a clause's or a workload's input is a stream
@@ -85,7 +86,7 @@ class CepSession:
         self._views: dict[str, PatternView] = {}
         self._views_version = 0  # bumped on every view change (workloads rebuild on it)
         self._workloads: dict[tuple, object] = {}  # selector -> Workload (keeps its pass)
-        self._late_rows: dict[str, object] = {}  # streaming clause view -> accumulator
+        self._late_rows = LateRows()  # streaming clauses' and workload passes' late rows
         # the ordered scan's partition profiles per file set (profile_cache.py)
         self.profile_cache = ProfileCache()
 
@@ -111,8 +112,9 @@ class CepSession:
     def late_rows(self) -> dict[str, int]:
         """Rows dropped as late (behind the watermark) by each streaming clause started in
         this session, keyed by the clause's generated view name (Spark accumulators: a
-        retried task may count its rows twice)."""
-        return {view: int(acc.value) for view, acc in self._late_rows.items()}
+        retried task may count its rows twice; on Spark Connect the counts of a
+        micro-batch's progress, listed a moment after the micro-batch ends)."""
+        return self._late_rows.counts()
 
     def views(self) -> list[dict]:
         """Pattern views defined through this session: {name, pattern, source, sql}."""

@@ -60,3 +60,48 @@ def run_all(spark) -> dict:
         out["failing"] = {"raised": type(err).__name__, "message": err.message,
                           "line": err.line, "col": err.col}
     return out
+
+
+# --- a streaming clause (a JSON file source in two increments, the second with a late row)
+STREAM_SQL = ("SELECT * FROM dep_stream MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts "
+              "MEASURES FIRST(a.price) AS p0, LAST(b.price) AS p1, count(b.*) AS n "
+              "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (a b+) "
+              "WITHIN INTERVAL '3' SECOND DEFINE b AS b.price > PREV(b.price))")
+STREAM_INCREMENTS = [
+    [("a", 1, 3), ("a", 2, 4), ("a", 3, 5), ("a", 4, 2), ("a", 5, 6), ("b", 1, 1), ("b", 2, 3)],
+    [("a", 9, 1), ("a", 7, 4), ("a", 8, 6), ("a", 2, 9), ("b", 3, 4), ("z", 30, 0)],  # a 2: late
+]
+STREAM_LATE = 1
+LATE_WAIT_S = 60  # Spark Connect lists a micro-batch's late rows once its progress arrives
+
+
+def run_stream(spark, folder: str) -> dict:
+    """The streaming clause's rows, each increment run with availableNow from one
+    checkpoint into a parquet sink, and the late rows ``spark.cep.late_rows()`` gained."""
+    import json
+    import os
+    import time
+    source, sink, checkpoint = (os.path.join(folder, n) for n in ("in", "out", "ck"))
+    os.makedirs(source)
+    before = sum(spark.cep.late_rows().values())
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")  # one state store: fast micro-batches
+    try:
+        spark.readStream.schema("sym string, ts timestamp, price double").json(source) \
+            .withWatermark("ts", "2 seconds").createOrReplaceTempView("dep_stream")
+        for i, rows in enumerate(STREAM_INCREMENTS):
+            with open(os.path.join(source, f"part-{i}.json"), "w") as f:
+                for sym, second, price in rows:
+                    f.write(json.dumps({"sym": sym, "ts": f"2024-01-01 00:00:{second:02d}",
+                                        "price": price}) + "\n")
+            spark.cep.sql(STREAM_SQL).writeStream.format("parquet").option("path", sink) \
+                .option("checkpointLocation", checkpoint).trigger(availableNow=True) \
+                .start().awaitTermination()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    deadline = time.monotonic() + LATE_WAIT_S
+    late = sum(spark.cep.late_rows().values()) - before
+    while late < STREAM_LATE and time.monotonic() < deadline:
+        time.sleep(0.2)
+        late = sum(spark.cep.late_rows().values()) - before
+    return {**canonical(spark.read.parquet(sink)), "late": late}

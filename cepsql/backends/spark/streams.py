@@ -19,8 +19,8 @@ __all__ = ["StreamRunner", "require_streams"]
 @dataclass(frozen=True)
 class StreamRunner:
     """The streaming backend's entry points, as the batch code calls them."""
-    # (streaming input, plan, late-row accumulator) -> the clause's unbounded result
-    run_plan: Callable[[DataFrame, QueryPlan, object], DataFrame]
+    # (streaming input, plan, name its late rows are listed under) -> the unbounded result
+    run_plan: Callable[[DataFrame, QueryPlan, str], DataFrame]
     # (streaming source, plans, sharing settings) -> the tagged rows of one stateful pass
     shared_pass: Callable[[DataFrame, list[QueryPlan], dict], tuple[SharedPass, DataFrame]]
     # (workload clauses, passes by source) -> Workload.matches() over the streams

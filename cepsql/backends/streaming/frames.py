@@ -18,9 +18,10 @@ from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_value
-from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN,
+from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
+from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, ROWS_COLUMN,
                       RowPacker, RowUnpacker)
-from cepsql.backends.streaming.processor import MatchProcessor
+from cepsql.backends.streaming.processor import OUTPUT_SCHEMA, MatchProcessor
 from cepsql.runtime.workers import bind_worker
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -38,8 +39,9 @@ class StatePartitionsWarning(UserWarning):
     """The stateful operator would get many more state partitions than there are cores."""
 
 
-def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> DataFrame:
-    """The plan's matches over the streaming df, as a streaming DataFrame (append mode)."""
+def run_streaming_plan(df: DataFrame, plan: QueryPlan, name: str | None = None) -> DataFrame:
+    """The plan's matches over the streaming df, as a streaming DataFrame (append mode);
+    its late rows are listed by ``spark.cep.late_rows()`` under ``name``."""
     event_column = check_streamable(df, plan)
     use_rocksdb(df)
     if plan.prepare_columns:
@@ -53,11 +55,12 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, late_counter=None) -> Dat
                                 StructField(ROWS_COLUMN, BinaryType())])
     packed = df.mapInArrow(RowPacker(keys, buckets), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
-    processor = MatchProcessor(bound.worker, event_column, sort_keys, late_counter, buckets,
-                               plan.spec)
+    counter = None if name is None else late_counter(df.sparkSession, name)
+    processor = MatchProcessor(bound.worker, event_column, sort_keys, task_counter(counter),
+                               buckets, plan.spec)
     out = packed.groupBy(F.col(BUCKET_COLUMN)) \
-        .transformWithState(processor, StructType([StructField(OUT_COLUMN, BinaryType())]),
-                            "Append", "EventTime")
+        .transformWithState(processor, OUTPUT_SCHEMA, "Append", "EventTime")
+    out = observe_late(out, name, counter)
     rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
     return rows.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
                          for n, e in bound.final_projection])

@@ -22,6 +22,7 @@ from cepsql.backends.streaming.ipc import from_bytes, to_bytes
 
 ROWS_COLUMN = "__cep_rows"
 OUT_COLUMN = "__cep_out"
+LATE_COLUMN = "__cep_late"  # rows a stateful call dropped as late (late.py)
 BUCKET_COLUMN = "__cep_bucket"
 KID_COLUMN = "__cep_kid"
 DEFAULT_BUCKETS = 8

@@ -21,12 +21,16 @@ from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, 
                                               state_from_values, stored_values)
 from cepsql.backends.streaming.ipc import (check_layout, from_bytes, layout_header, stored_value,
                                             to_bytes)
-from cepsql.backends.streaming.packing import DEFAULT_BUCKETS, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
+from cepsql.backends.streaming.packing import DEFAULT_BUCKETS, LATE_COLUMN, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
 
 STATE_NAME = "cep_bucket"
 # keys: every key of the bucket (encode_keys); timer: the event-time timer registered
 # for the bucket (the earliest of its keys' timers), so no call lists the timers
 STATE_SCHEMA = StructType([StructField("keys", BinaryType()), StructField("timer", LongType())])
+# what a stateful call emits: its late rows' count, its decided matches as Arrow IPC (the
+# last column: packing.RowUnpacker)
+OUTPUT_SCHEMA = StructType([StructField(LATE_COLUMN, LongType()),
+                            StructField(OUT_COLUMN, BinaryType())])
 # set to a folder: each worker process appends one JSON line of phase timings per call
 PROFILE_ENV = "CEPSQL_STREAM_PROFILE"
 _HEAD = struct.Struct("<I")
@@ -123,15 +127,16 @@ class MatchProcessor(StatefulProcessor):
                 timer.lap("timers")
         if late and self.late_counter is not None:
             self.late_counter.add(late)
+        blob = None
         if output:
             blob = to_bytes(pa.Table.from_batches(output))
             if timer:
                 timer.lap("output")
                 timer.done(watermark, len(keys), sum(b.num_rows for b in output))
-            if blob:
-                yield Row(**{OUT_COLUMN: blob})
         elif timer:
             timer.done(watermark, len(keys), 0)
+        if blob or late:  # the late count: where no accumulator can take it (late.py)
+            yield Row(**{LATE_COLUMN: late, OUT_COLUMN: blob or None})
 
 
 class PhaseTimer:

@@ -51,8 +51,10 @@ from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, 
 from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, use_rocksdb
 from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, stored_value, to_bytes
 from cepsql.backends.streaming.shared_key import SharedKeyEngine, shared_members
-from cepsql.backends.streaming.packing import (BUCKET_COLUMN, KID_COLUMN, OUT_COLUMN, ROWS_COLUMN, RowPacker,
-                      RowUnpacker)
+from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
+from cepsql.backends.streaming.packing import (BUCKET_COLUMN, KID_COLUMN, LATE_COLUMN, OUT_COLUMN, ROWS_COLUMN,
+                      RowPacker, RowUnpacker)
+from cepsql.backends.streaming.processor import OUTPUT_SCHEMA
 
 __all__ = ["streaming_pass", "streaming_matches", "WorkloadEngine", "WorkloadKeyState"]
 
@@ -221,8 +223,9 @@ class WorkloadProcessor(StatefulProcessor):
             for t in wanted:
                 self.handle.registerTimer(t)
         batches = [tag_batch(i, b, self.output_schema) for i, b in outputs if b.num_rows]
-        if batches:
-            yield pd.DataFrame({OUT_COLUMN: [to_bytes(pa.Table.from_batches(batches))]})
+        blob = to_bytes(pa.Table.from_batches(batches)) if batches else None
+        if blob or late:  # the late count: where no accumulator can take it (late.py)
+            yield pd.DataFrame({LATE_COLUMN: [int(late)], OUT_COLUMN: [blob or None]})
 
 
 # --- wiring ---------------------------------------------------------------------------------
@@ -234,7 +237,8 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict | No
     for plan in plans:
         check_streamable(source, plan)
     use_rocksdb(source)
-    late_counter = _late_counter(source.sparkSession)
+    name = _late_name()
+    counter = late_counter(source.sparkSession, name)
     shared = plan_pass(arrow_schema(source), plans, sharing or {"algorithm": "NONE"})
     inputs = []
     for group in shared.groups:
@@ -252,24 +256,20 @@ def streaming_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict | No
         event_column = sort_keys[0].column  # a source column (check_streamable)
         packed = _packed(df, keys)
         processor = WorkloadProcessor(group.patterns, event_column, sort_keys,
-                                      shared.output_schema, late_counter, group.global_plan)
+                                      shared.output_schema, task_counter(counter),
+                                      group.global_plan)
         outputs.append(packed.groupBy(F.col(KID_COLUMN)).transformWithStateInPandas(
-            processor, StructType([StructField(OUT_COLUMN, BinaryType())]), "Append",
-            "EventTime"))
-    blobs = reduce(DataFrame.unionByName, outputs)
+            processor, OUTPUT_SCHEMA, "Append", "EventTime"))
+    blobs = observe_late(reduce(DataFrame.unionByName, outputs), name, counter)
     tagged = blobs.mapInArrow(RowUnpacker(), from_arrow_schema(shared.output_schema))
     return shared, tagged
 
 
-def _late_counter(spark):
-    """An accumulator of the rows the workload drops as late, listed by
-    ``spark.cep.late_rows()`` under a generated ``__cep_workload...`` name."""
+def _late_name() -> str:
+    """The generated ``__cep_workload...`` name ``spark.cep.late_rows()`` lists a
+    workload pass's late rows under."""
     from cepsql.parse.splice import new_view_name
-    counter = spark.sparkContext.accumulator(0)
-    late = getattr(getattr(spark, "_cepsql_session", None), "_late_rows", None)
-    if late is not None:
-        late["__cep_workload_" + new_view_name()] = counter
-    return counter
+    return "__cep_workload_" + new_view_name()
 
 
 def _packed(df: DataFrame, keys: list[str]) -> DataFrame:
