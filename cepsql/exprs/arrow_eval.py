@@ -725,6 +725,26 @@ def _spark_type_name(t: pa.DataType) -> str:
         return str(t).upper()
 
 
+def _round_overflow(e: FunctionCall, d: int) -> CepRuntimeError:
+    return CepRuntimeError(f"[ARITHMETIC_OVERFLOW] {e.name}(): 10^{abs(d)} overflows (as "
+                           "in Spark, whose BigInteger cannot hold it)", pos=e.pos)
+
+
+def round_overflow_error(e: Expr) -> CepRuntimeError | None:
+    """The ARITHMETIC_OVERFLOW error of a round / bround call whose constant scale is
+    beyond what Spark's BigInteger holds (Spark raises a bare ArithmeticException
+    evaluating it on a DOUBLE); None for any other expression or scale."""
+    if not (isinstance(e, FunctionCall) and e.name in ("round", "bround") and len(e.args) == 2):
+        return None
+    try:
+        d = evaluate_arrow(e.args[1], pa.table({"_": [0]}))[0].as_py()
+    except (CepError, pa.ArrowException, TypeError, ValueError):
+        return None
+    if not isinstance(d, int) or abs(d) <= _MAX_ROUND_SCALE:
+        return None
+    return _round_overflow(e, d)
+
+
 def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False) -> Value:
     """round (HALF_UP) / bround (HALF_EVEN) as Spark: DOUBLE and FLOAT through the
     shortest decimal string of the double (BigDecimal.valueOf)."""
@@ -737,8 +757,7 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False)
     t = x.type
     if abs(d) > _MAX_ROUND_SCALE and not pa.types.is_decimal(t) and \
             not (pa.types.is_integer(t) and d >= 0):
-        raise CepRuntimeError(f"[ARITHMETIC_OVERFLOW] {e.name}(): 10^{abs(d)} overflows (as "
-                              "in Spark, whose BigInteger cannot hold it)", pos=e.pos)
+        raise _round_overflow(e, d)
     if pa.types.is_decimal(t):
         return pc.round(x, ndigits=d,
                         round_mode="half_to_even" if half_even else "half_towards_infinity")
