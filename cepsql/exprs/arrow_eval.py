@@ -39,8 +39,9 @@ def evaluate_arrow(expr: Expr, table: pa.Table, ansi: bool | None = None, *,
         raise
     except pa.ArrowInvalid as e:  # overflow, invalid cast ...
         raise CepRuntimeError(f"error evaluating expression: {e}", pos=getattr(expr, "pos", None))
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise CepAnalysisError(f"type mismatch in expression: {e}", pos=getattr(expr, "pos", None))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # Arrow's words never shown
+        raise CepAnalysisError("[DATATYPE_MISMATCH] the expression's argument types do not "
+                               "match what it takes", pos=getattr(expr, "pos", None)) from None
     return _broadcast(value, table.num_rows)
 
 
@@ -117,6 +118,16 @@ class _Evaluator:
             value, count = months
             return add_months(self.value_of(value), count, e.pos)
         a, b = self.value_of(e.left), self.value_of(e.right)
+        try:
+            return self._binary(e, op, a, b)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise CepAnalysisError(
+                "[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] the left and right operands of the "
+                f"binary operator {e.op!r} have incompatible types "
+                f"(\"{_spark_type_name(a.type)}\" and \"{_spark_type_name(b.type)}\")",
+                pos=e.pos) from None
+
+    def _binary(self, e: BinaryOp, op: str, a: Value, b: Value) -> Value:
         if op in _COMPARE or op in ("+", "-", "*", "%"):
             a, b = _float_with_exact(a, b, self.ansi)
         if op in _COMPARE:
@@ -496,10 +507,22 @@ def _string_to(v: Value, target: pa.DataType) -> Value:
     try:
         return _cast_value(v, target)
     except (pa.ArrowInvalid, CepRuntimeError):
-        shown = v.as_py() if isinstance(v, pa.Scalar) else "a value"
         raise CepRuntimeError(
-            f"[CAST_INVALID_INPUT] the string {shown!r} cannot be cast to "
-            f"{_SPARK_NAMES.get(str(target), str(target)).upper()}") from None
+            f"[CAST_INVALID_INPUT] the string {_first_malformed(v, target)!r} cannot be cast "
+            f"to {_SPARK_NAMES.get(str(target), str(target)).upper()}") from None
+
+
+def _first_malformed(v: Value, target: pa.DataType) -> str | None:
+    """The first value of v (trimmed strings) that does not cast to target: the one Spark's
+    CAST_INVALID_INPUT names, reading the rows in order."""
+    if isinstance(v, pa.Scalar):
+        return v.as_py()
+    for text in v.drop_null().to_pylist():
+        try:
+            _cast_value(pa.scalar(text, pa.string()), target)
+        except (pa.ArrowInvalid, CepRuntimeError):
+            return text
+    return None
 
 
 _SPARK_NAMES = {"int64": "bigint", "double": "double", "bool": "boolean"}
