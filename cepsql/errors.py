@@ -83,7 +83,7 @@ def encode_error(err: CepError) -> str:
     """One line naming err's class, message and position (for the worker -> driver trip)."""
     return WIRE_TAG + json.dumps({"type": type(err).__name__, "message": err.message,
                                   "sql": err.sql, "pos": err.pos, "line": err.line,
-                                  "col": err.col})
+                                  "col": err.col, "site": getattr(err, "site", None)})
 
 
 def decode_error(text: str) -> CepError | None:
@@ -94,10 +94,27 @@ def decode_error(text: str) -> CepError | None:
     try:
         data, _ = json.JSONDecoder().raw_decode(text, start + len(WIRE_TAG))
         cls = _ERROR_TYPES[data["type"]]
-        return cls(data["message"], sql=data.get("sql"), line=data.get("line"),
-                   col=data.get("col"), pos=data.get("pos"))
+        err = cls(data["message"], sql=data.get("sql"), line=data.get("line"),
+                  col=data.get("col"), pos=data.get("pos"))
     except (ValueError, KeyError, TypeError):
         return None
+    if data.get("site") is not None:
+        err.site = str(data["site"])
+    return err
+
+
+@contextmanager
+def error_site(site: str | None) -> Iterator[None]:
+    """Inside Spark tasks: mark a CepError that knows no position with ``site``, the id
+    under which the driver remembered the clause's text and spec (a task has neither), so
+    the driver can locate it there (backends/spark/task_errors.py)."""
+    try:
+        yield
+    except CepError as err:
+        if site is not None and err.line is None and err.pos is None and \
+                getattr(err, "site", None) is None:
+            err.site = site
+        raise
 
 
 class _Transported:
@@ -107,6 +124,7 @@ class _Transported:
         Exception.__init__(self, f"{original}\n{encode_error(original)}")
         self.message, self.sql, self.pos = original.message, original.sql, original.pos
         self.line, self.col = original.line, original.col
+        self.site = getattr(original, "site", None)
 
     def __str__(self) -> str:
         return str(self.args[0])

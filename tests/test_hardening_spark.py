@@ -66,3 +66,53 @@ def test_run_time_error_in_a_generated_expression_at_the_users_position(
         hard.cep.sql(sql).collect()
     assert error_class in info.value.message
     _at(info.value, sql, needle)
+
+
+@pytest.mark.parametrize("mode", ["", "STRATEGY SKIP_TILL_NEXT_MATCH "])
+def test_divide_by_zero_in_a_define_at_the_division(hard, mode):
+    """The condition VM raises in a task, which has no SQL text: the driver locates the
+    error through the clause's error_site, as in-process."""
+    sql = (f"SELECT * FROM hard MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n"
+           f"  MEASURES LAST(b.n) AS v ONE ROW PER MATCH {mode}PATTERN (a b+)\n"
+           "  DEFINE b AS b.n / (a.n - a.n) > 1)")
+    hard.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(CepRuntimeError) as info:
+            hard.cep.sql(sql).collect()
+    finally:
+        hard.conf.unset("spark.sql.ansi.enabled")
+    assert "DIVIDE_BY_ZERO" in info.value.message
+    _at(info.value, sql, "b.n /")
+
+
+def test_round_scale_overflow_as_in_process(hard):
+    sql = ("SELECT * FROM hard MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n"
+           "  MEASURES ROUND(LAST(b.n) * 1.5e0 - a.n, 999999999) AS v ONE ROW PER MATCH\n"
+           "  PATTERN (a b+) DEFINE b AS b.n > PREV(b.n))")
+    with pytest.raises(CepRuntimeError) as info:
+        hard.cep.sql(sql).collect()
+    assert info.value.message.startswith("[ARITHMETIC_OVERFLOW] round(): 10^999999999")
+    _at(info.value, sql, "ROUND(")
+
+
+def test_no_json_log_line_for_an_error_cepsql_reports(hard, caplog):
+    """PySpark logs a JSON line when it builds the collect's error; cepsql reports it at
+    the user's position, so the line is dropped (the user's own spark.sql keeps it)."""
+    def logged() -> bool:
+        found = any(r.name == "SQLQueryContextLogger" for r in caplog.records)
+        caplog.clear()
+        return found
+    sql = f"SELECT * FROM hard {CLAUSE}\n WHERE v > 1/0"
+    hard.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        df = hard.cep.sql(sql)
+        caplog.clear()
+        with pytest.raises(CepRuntimeError):
+            df.collect()
+        assert not logged()
+        with pytest.raises(Exception) as plain:
+            hard.sql("SELECT 1/0 AS z").collect()
+        assert not isinstance(plain.value, CepRuntimeError)
+        assert logged()
+    finally:
+        hard.conf.unset("spark.sql.ansi.enabled")

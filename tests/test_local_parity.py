@@ -12,7 +12,8 @@ import cepsql
 from cepsql.algebra.limits import MAX_PAREN_NESTING
 from cepsql.backends.local.engine import run_local
 from cepsql.backends.local.spark_functions import SPARK_FUNCTIONS
-from cepsql.errors import CepError, CepRuntimeError, CepSyntaxError, CepUnsupportedError
+from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError,
+                           CepUnsupportedError)
 from cepsql.exprs.json_path import json_object_at, parse_json_path
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6, "ts": range(6), "n": [5, 3, 4, 6, 2, 7]})
@@ -154,3 +155,23 @@ def test_division_by_zero_around_the_clause_raises_under_ansi_as_in_spark():
     guarded = sql.replace("WHERE v > 1/0", "WHERE CASE WHEN v > 0 THEN true ELSE 1/0 > 0 END")
     with cepsql.planner_options(ansi=True):
         assert len(cepsql.match_recognize(guarded, t=TICKS)) == 2
+
+
+def test_type_mismatch_in_sparks_words_not_arrows():
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n"
+           "  MEASURES LAST(b.n) AS v ONE ROW PER MATCH PATTERN (a b+)\n"
+           "  DEFINE b AS b.s = INTERVAL '1' DAY)")
+    with pytest.raises(CepAnalysisError) as info:
+        cepsql.match_recognize(sql, t=TICKS.assign(s=list("x12y34")))
+    assert info.value.message.startswith("[DATATYPE_MISMATCH")
+    assert '"STRING"' in info.value.message and "kernel" not in info.value.message
+    assert (info.value.line, info.value.col) == (3, sql.split("\n")[2].index("b.s") + 1)
+
+
+def test_cast_invalid_input_names_the_value():
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n"
+           "  MEASURES LAST(b.n) AS v ONE ROW PER MATCH PATTERN (a b+)\n"
+           "  DEFINE b AS b.s = 5)")
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=TICKS.assign(s=["1", " 2", "x7", "3", "y", "4"]))
+    assert info.value.message.startswith("[CAST_INVALID_INPUT] the string 'x7' ")

@@ -50,6 +50,7 @@ class WorkerConfig:
     closure_depth: int = 0  # scratch depth for epsilon paths (program.Program.closure_depth)
     sql: str | None = None  # the statement, so run-time errors can point into it
     skip_pos: int | None = None  # where AFTER MATCH SKIP TO's variable is written in sql
+    error_site: str | None = None  # the driver's id of the clause (errors.error_site)
 
 
 @dataclass
@@ -126,3 +127,4 @@ class CepConfig:
     worker_planner: TaskPlanning | None = None
     # MEASURES aggregates folded over each output row's rows (gathered.GatherSpec)
     gathered: tuple = ()
+    error_site: str | None = None  # the driver's id of the clause (errors.error_site)

@@ -39,8 +39,9 @@ def evaluate_arrow(expr: Expr, table: pa.Table, ansi: bool | None = None, *,
         raise
     except pa.ArrowInvalid as e:  # overflow, invalid cast ...
         raise CepRuntimeError(f"error evaluating expression: {e}", pos=getattr(expr, "pos", None))
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise CepAnalysisError(f"type mismatch in expression: {e}", pos=getattr(expr, "pos", None))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # Arrow's words never shown
+        raise CepAnalysisError("[DATATYPE_MISMATCH] the expression's argument types do not "
+                               "match what it takes", pos=getattr(expr, "pos", None)) from None
     return _broadcast(value, table.num_rows)
 
 
@@ -117,6 +118,16 @@ class _Evaluator:
             value, count = months
             return add_months(self.value_of(value), count, e.pos)
         a, b = self.value_of(e.left), self.value_of(e.right)
+        try:
+            return self._binary(e, op, a, b)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise CepAnalysisError(
+                "[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] the left and right operands of the "
+                f"binary operator {e.op!r} have incompatible types "
+                f"(\"{_spark_type_name(a.type)}\" and \"{_spark_type_name(b.type)}\")",
+                pos=e.pos) from None
+
+    def _binary(self, e: BinaryOp, op: str, a: Value, b: Value) -> Value:
         if op in _COMPARE or op in ("+", "-", "*", "%"):
             a, b = _float_with_exact(a, b, self.ansi)
         if op in _COMPARE:
@@ -496,10 +507,22 @@ def _string_to(v: Value, target: pa.DataType) -> Value:
     try:
         return _cast_value(v, target)
     except (pa.ArrowInvalid, CepRuntimeError):
-        shown = v.as_py() if isinstance(v, pa.Scalar) else "a value"
         raise CepRuntimeError(
-            f"[CAST_INVALID_INPUT] the string {shown!r} cannot be cast to "
-            f"{_SPARK_NAMES.get(str(target), str(target)).upper()}") from None
+            f"[CAST_INVALID_INPUT] the string {_first_malformed(v, target)!r} cannot be cast "
+            f"to {_SPARK_NAMES.get(str(target), str(target)).upper()}") from None
+
+
+def _first_malformed(v: Value, target: pa.DataType) -> str | None:
+    """The first value of v (trimmed strings) that does not cast to target: the one Spark's
+    CAST_INVALID_INPUT names, reading the rows in order."""
+    if isinstance(v, pa.Scalar):
+        return v.as_py()
+    for text in v.drop_null().to_pylist():
+        try:
+            _cast_value(pa.scalar(text, pa.string()), target)
+        except (pa.ArrowInvalid, CepRuntimeError):
+            return text
+    return None
 
 
 _SPARK_NAMES = {"int64": "bigint", "double": "double", "bool": "boolean"}
@@ -725,6 +748,26 @@ def _spark_type_name(t: pa.DataType) -> str:
         return str(t).upper()
 
 
+def _round_overflow(e: FunctionCall, d: int) -> CepRuntimeError:
+    return CepRuntimeError(f"[ARITHMETIC_OVERFLOW] {e.name}(): 10^{abs(d)} overflows (as "
+                           "in Spark, whose BigInteger cannot hold it)", pos=e.pos)
+
+
+def round_overflow_error(e: Expr) -> CepRuntimeError | None:
+    """The ARITHMETIC_OVERFLOW error of a round / bround call whose constant scale is
+    beyond what Spark's BigInteger holds (Spark raises a bare ArithmeticException
+    evaluating it on a DOUBLE); None for any other expression or scale."""
+    if not (isinstance(e, FunctionCall) and e.name in ("round", "bround") and len(e.args) == 2):
+        return None
+    try:
+        d = evaluate_arrow(e.args[1], pa.table({"_": [0]}))[0].as_py()
+    except (CepError, pa.ArrowException, TypeError, ValueError):
+        return None
+    if not isinstance(d, int) or abs(d) <= _MAX_ROUND_SCALE:
+        return None
+    return _round_overflow(e, d)
+
+
 def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False) -> Value:
     """round (HALF_UP) / bround (HALF_EVEN) as Spark: DOUBLE and FLOAT through the
     shortest decimal string of the double (BigDecimal.valueOf)."""
@@ -737,8 +780,7 @@ def _round(ev: _Evaluator, args: list, e: FunctionCall, half_even: bool = False)
     t = x.type
     if abs(d) > _MAX_ROUND_SCALE and not pa.types.is_decimal(t) and \
             not (pa.types.is_integer(t) and d >= 0):
-        raise CepRuntimeError(f"[ARITHMETIC_OVERFLOW] {e.name}(): 10^{abs(d)} overflows (as "
-                              "in Spark, whose BigInteger cannot hold it)", pos=e.pos)
+        raise _round_overflow(e, d)
     if pa.types.is_decimal(t):
         return pc.round(x, ndigits=d,
                         round_mode="half_to_even" if half_even else "half_towards_infinity")

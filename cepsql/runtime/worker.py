@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepsql.errors import CepAnalysisError, CepRuntimeError
+from cepsql.errors import CepAnalysisError, CepRuntimeError, error_site
 from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.analyze.aggregate_functions import aggregate_lane
 from cepsql.compile.conditions import STR, ConditionCode
@@ -35,11 +35,13 @@ class MatchWorker:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Stream chunks through the matcher (pull style: built on a fresh push state,
-        so one worker object can serve several streams at once)."""
-        push = self._new_push()
-        for batch in batches:
-            yield from push.feed(batch)
-        yield from push.finish()
+        so one worker object can serve several streams at once). A CepError without a
+        position carries the config's error_site, for the driver to locate."""
+        with error_site(getattr(self.config, "error_site", None)):
+            push = self._new_push()
+            for batch in batches:
+                yield from push.feed(batch)
+            yield from push.finish()
 
     # push style: one stream per worker object (the shared pass feeds many workers) -----
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:

@@ -23,12 +23,13 @@ from cepsql.stats.worker import (DriverSampleForExplain, InWorkerStatistics, sta
 from cepsql.planning.options import options_from_conf
 from cepsql.compile.clause import plan_query as clause_planner
 from cepsql.runtime.adaptive import adaptive_settings
+from cepsql.runtime.error_position import located_run_error
 from cepsql.backends.spark.execute import relevant_rows, run_plan
 from cepsql.backends.spark.frames import sql_with_frames, table_or_frame
 from cepsql.backends.spark.slicing import slice_plan
 from cepsql.backends.spark.spark_positions import located, seen_text
 from cepsql.backends.spark.streams import StreamRunner, require_streams
-from cepsql.backends.spark.task_errors import remember_statement
+from cepsql.backends.spark.task_errors import remember_clause, remember_statement
 from cepsql.backends.spark.table_function import TfRewritten, original_pos, rewrite_table_functions
 
 
@@ -91,15 +92,17 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
-            plan = plan_query(spec, _schema_of(df), full, **inputs)
+            locate = _task_error_locator(spec, full, original_full, tf.edits)
+            plan = remember_clause(spark, plan_query(spec, _schema_of(df), full, **inputs),
+                                   locate)
             hooked = None if clause_runner is None else clause_runner(df, plan, source)
             # unpartitioned, time-windowed: slices cut from the relevant rows only
             sliced = None if hooked is not None else \
                 slice_plan(spark, relevant_rows(df, plan), plan, **inputs)
             if sliced is not None:  # (plan.explain notes it; the sliced plan is internal)
                 df = sliced.frame
-                plan = default_planner()(sliced.spec, arrow_schema(df), full,
-                                         **sliced.planning_inputs)
+                plan = remember_clause(spark, default_planner()(
+                    sliced.spec, arrow_schema(df), full, **sliced.planning_inputs), locate)
             out = hooked if hooked is not None else \
                 (sliced.run if sliced is not None else run_plan)(df, plan)
             if sliced is not None:
@@ -138,6 +141,17 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
     result.clauses.append(ClauseRun(view, source.display,
                                     getattr(site.spec, "pattern_text", "") or ""))
     return view
+
+
+def _task_error_locator(spec, full: str, original: str, edits) -> Callable:
+    """How the driver locates an error a clause's task raised without a position: as
+    in-process (runtime/error_position.py), in the statement as the user wrote it."""
+    def locate(err: CepError) -> CepError:
+        found = located_run_error(err, spec, full)
+        if not edits:
+            return found
+        return type(found)(found.message, sql=original, pos=original_pos(found.pos, edits))
+    return locate
 
 
 @contextmanager

@@ -13,19 +13,31 @@ pyspark DataFrames.
 Quiet console: in local mode the executor runs in the driver's JVM, and Spark logs each
 failed task twice there (Executor ERROR and TaskSetManager WARN, both with the full
 trace) before the driver raises. ``quiet_task_logs`` adds log4j filters that drop the
-TaskSetManager lines carrying cepsql's wire tag and, in local mode, the Executor's
+TaskSetManager lines carrying cepsql's wire tag or Spark's BigInteger overflow of a round
+(which the hook reports at the user's round call) and, in local mode, the Executor's
 "Exception in task" duplicates (the TaskSetManager line still reports other errors).
 The filters sit on the LoggerConfig handling those loggers (levels and appenders are
 left as configured); in cluster mode executors log to their own files, not the console.
 """
 from __future__ import annotations
 
+import uuid
+from dataclasses import is_dataclass, replace
+from typing import Callable
+
+from cepsql.algebra.expressions import walk
 from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error
+from cepsql.exprs.arrow_eval import round_overflow_error
 from cepsql.backends.spark.spark_positions import context_offset, spark_message, user_offset
 
 REMEMBERED_ATTR = "_cepsql_statements"  # on the SparkSession object: rewritten -> user text
 EXPRESSIONS_ATTR = "_cepsql_expressions"  # generated expression text -> (user text, pos)
 PENDING_ATTR = "_cepsql_pending_expressions"  # text -> pos, until remember_statement
+OVERFLOWS_ATTR = "_cepsql_round_overflows"  # generated text -> located CepRuntimeError
+PENDING_OVERFLOWS_ATTR = "_cepsql_pending_round_overflows"  # text -> error, unlocated
+# what a JVM error says when Spark's round/bround meets a scale its BigInteger cannot hold
+BIG_INTEGER_OVERFLOW = "BigInteger would overflow"
+SITES_ATTR = "_cepsql_error_sites"  # a clause's error_site id -> how to locate its errors
 REMEMBERED_MAX = 64
 
 _HOOK_MARK = "_cepsql_hook"
@@ -53,15 +65,59 @@ def _wrap(module) -> None:
         return
 
     def recover_python_exception(e):
-        try:
-            text = str(e)
-        except Exception:  # pragma: no cover - str() of a broken JVM error
-            text = ""
-        found = decode_error(text) if WIRE_TAG in text else _statement_error(e)
+        text = _text(e)
+        found = _task_error(text) if WIRE_TAG in text else statement_error(e)
         return original(e) if found is None else found
 
     setattr(recover_python_exception, _HOOK_MARK, True)
     module.recover_python_exception = recover_python_exception
+
+
+def remember_clause(spark, plan, locate: Callable[[CepError], CepError]):
+    """plan, its worker configs marked with a new error_site id under which ``locate``
+    (an error of the clause's tasks that knows no position -> the same error located in
+    the user's text) is remembered on the session: a task has neither the text nor the
+    clause's spec, so its DIVIDE_BY_ZERO in a DEFINE says only what went wrong."""
+    bind = getattr(plan, "bind", None)
+    if bind is None or not is_dataclass(plan):  # a backend test's fake plan
+        return plan
+    site = uuid.uuid4().hex[:16]
+    _remember(spark, SITES_ATTR, site, locate)
+
+    def sited_bind(schema):
+        bound = bind(schema)
+        if hasattr(bound.config, "error_site"):
+            bound.config = replace(bound.config, error_site=site)
+        return bound
+
+    return replace(plan, bind=sited_bind)
+
+
+def _text(e) -> str:
+    try:
+        return str(e)
+    except Exception:  # pragma: no cover - str() of a broken JVM error
+        return ""
+
+
+def _task_error(text: str) -> CepError | None:
+    """The CepError a task sent (errors.transported), located through its clause's
+    remembered error_site when it came without a position."""
+    found = decode_error(text)
+    site = getattr(found, "site", None)
+    if found is None or site is None or found.line is not None:
+        return found
+    locate = _session_dict(SITES_ATTR).get(site)
+    return found if locate is None else locate(found)
+
+
+def _session_dict(attr: str) -> dict:
+    """The active session's remembered dict ``attr`` ({} without one)."""
+    try:
+        from pyspark.sql import SparkSession
+        return getattr(SparkSession.getActiveSession(), attr, None) or {}
+    except Exception:  # noqa: BLE001  (no active session)
+        return {}
 
 
 def remember_statement(spark, rewritten: str, original: str) -> None:
@@ -70,20 +126,26 @@ def remember_statement(spark, rewritten: str, original: str) -> None:
     DIVIDE_BY_ZERO in a WHERE) is reported at the user's line:column. Kept on the session
     object, newest last, at most REMEMBERED_MAX statements."""
     pending = getattr(spark, PENDING_ATTR, None) or {}
-    if pending:
-        setattr(spark, PENDING_ATTR, {})
+    overflows = getattr(spark, PENDING_OVERFLOWS_ATTR, None) or {}
+    for attr, notes in ((PENDING_ATTR, pending), (PENDING_OVERFLOWS_ATTR, overflows)):
+        if notes:
+            setattr(spark, attr, {})
     if rewritten == original:
         return
     _remember(spark, REMEMBERED_ATTR, rewritten, original)
     for text, pos in pending.items():
         _remember(spark, EXPRESSIONS_ATTR, text, (original, pos))
+    for text, err in overflows.items():
+        _remember(spark, OVERFLOWS_ATTR, text, err.with_sql(original))
 
 
 def note_expression(text: str, expr) -> None:
     """Note an SQL text cepsql generated for an expression of the user's (a clause's
     MEASURES, its prepared DEFINE columns) that Spark evaluates: a run-time error Spark
     raises in it quotes only that text. remember_statement pairs the notes with the
-    statement being run, so the error is reported at the expression's position."""
+    statement being run, so the error is reported at the expression's position. A round
+    whose scale overflows Spark's BigInteger is noted with its error: Spark's
+    ArithmeticException then quotes nothing at all."""
     pos = getattr(expr, "pos", None)
     if pos is None:
         return
@@ -92,8 +154,14 @@ def note_expression(text: str, expr) -> None:
         session = SparkSession.getActiveSession()
     except Exception:  # noqa: BLE001  (no active session)
         return
-    if session is not None:
-        _remember(session, PENDING_ATTR, text, pos)
+    if session is None:
+        return
+    _remember(session, PENDING_ATTR, text, pos)
+    overflow = next(filter(None, map(round_overflow_error, walk(expr))), None)
+    if overflow is not None:
+        if overflow.pos is None:
+            overflow = CepRuntimeError(overflow.message, pos=pos)
+        _remember(session, PENDING_OVERFLOWS_ATTR, text, overflow)
 
 
 def _remember(spark, attr: str, key: str, value) -> None:
@@ -112,11 +180,18 @@ def _remember(spark, attr: str, key: str, value) -> None:
         remembered.pop(next(iter(remembered)))
 
 
-def _statement_error(e) -> CepError | None:
-    """A Spark run-time error whose query context lies in a statement cepsql rewrote, as
-    a CepRuntimeError located in the user's text; None for every other error."""
+def statement_error(e) -> CepError | None:
+    """A Spark run-time error whose query context lies in a statement cepsql rewrote (or
+    an expression it generated), as a CepRuntimeError located in the user's text; None for
+    every other error."""
     if getattr(e, "getQueryContext", None) is None:
         return None
+    if BIG_INTEGER_OVERFLOW in _text(e):
+        overflows = _session_dict(OVERFLOWS_ATTR)
+        if not overflows:
+            return None
+        err = overflows[next(reversed(overflows))]
+        return CepRuntimeError(err.message, sql=err.sql, pos=err.pos)
     try:
         from pyspark.sql import SparkSession
         session = SparkSession.getActiveSession()
@@ -158,6 +233,8 @@ def quiet_task_logs(spark) -> bool:
         config = context.getConfiguration()
         tag = jvm.java.util.regex.Pattern.quote(WIRE_TAG.strip())
         _add_filter(jvm, config, TASK_SET_LOGGER, f"(?s).*{tag}.*")
+        _add_filter(jvm, config, TASK_SET_LOGGER,
+                    f"(?s)Lost task .*ArithmeticException: {BIG_INTEGER_OVERFLOW}.*")
         if master.startswith("local["):
             _add_filter(jvm, config, EXECUTOR_LOGGER, r"(?s)Exception in task .*")
         context.updateLoggers()
