@@ -28,10 +28,16 @@ FOUND = [
     ("SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY symbol MEASURES a.ts AS t\n"
      "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) WITHIN INTERVAL '1' HOUR\n"
      "DEFINE a AS a.volume > 5, b AS b.volume > 7)", "CepAnalysisError", (2, 51)),
+    ("WITH t AS (SELECT symbol - 0.0 AS s, ts, price FROM ticks)\nSELECT * FROM t "
+     "MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A) DEFINE A AS A.price > 0)",
+     "CepRuntimeError", (1, 19)),
+    ("(SELECT) * 1 ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A) "
+     "DEFINE A AS A.price > 0)", "CepAnalysisError", (1, 2)),
 ]
 
 
-@pytest.mark.parametrize("sql, kind, at", FOUND, ids=["paren", "nested-paren", "twice", "within"])
+@pytest.mark.parametrize("sql, kind, at", FOUND, ids=["paren", "nested-paren", "twice", "within",
+                                                      "implicit-cast", "no-from"])
 def test_found_failures_are_positioned(sql, kind, at):
     err = run_in_process(sql, TABLES).error
     assert type(err).__name__ == kind, repr(err)
