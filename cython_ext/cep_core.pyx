@@ -12,6 +12,7 @@ from cepsql._ext.aggregates cimport *
 from cepsql._ext.match_order cimport MatchOrder, _cmp_match, _sort_matches
 from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
 from cepsql._ext.vm cimport ConditionHost
+from cepsql._ext.interrupt cimport watch_flag
 
 import numpy as np
 
@@ -22,6 +23,10 @@ cnp.import_array()
 
 cdef class CepCore(ConditionHost):
     """The fields, lifetime and condition evaluation every layer shares."""
+    def cancel_with(self, flag):
+        """Stop as on Ctrl-C once flag[0] (uint8 array) is set, by another thread."""
+        self.cancel_ref = watch_flag(&self.countdown, flag)
+
     def __cinit__(self):
         self.code = NULL
         self.f_lo = -NO_BOUND   # unrestricted until a plan switch says otherwise (also

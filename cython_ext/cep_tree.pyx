@@ -429,7 +429,7 @@ cdef class CepTree(CepOutput):
         w.end_row = end_row
         w.xmin = xmin
         w.xmax = xmax
-        w.ticks = &self.ticks
+        w.ticks = &self.countdown
         w.stopped = &self.signalled
         nc = 0
         for k in range(n):

@@ -35,7 +35,7 @@ cnp.import_array()
 from cepsql._ext.buffers cimport *
 from cepsql._ext.vm cimport *
 from cepsql._ext.aggregates cimport *
-from cepsql._ext.interrupt cimport interrupted, raise_interrupt
+from cepsql._ext.interrupt cimport Countdown, interrupted, raise_interrupt, watch_flag
 
 cdef enum: OP_LABEL = 0
 cdef enum: OP_SPLIT = 1
@@ -260,7 +260,8 @@ cdef class SqlMatcher(ConditionHost):
     cdef i64* winner
     cdef int oom
     cdef int stop                # a signal handler raised (Ctrl-C): unwind, then raise
-    cdef int ticks               # countdown to the next signal check (interrupt.pxd)
+    cdef Countdown countdown     # to the next Ctrl-C / cancel check (interrupt.pxd)
+    cdef object cancel_ref       # the run's cancel flag it watches (cancel_with)
     cdef i64 winner_end_
     # streaming: the last partition of a chunk may continue in the next chunk ("open");
     # anything that would need rows past its end makes the current attempt undecided
@@ -275,6 +276,10 @@ cdef class SqlMatcher(ConditionHost):
 
     def __cinit__(self):
         self.prog = NULL
+
+    def cancel_with(self, flag):
+        """Stop as on Ctrl-C once flag[0] (uint8 array) is set, by another thread."""
+        self.cancel_ref = watch_flag(&self.countdown, flag)
 
     def __init__(self, SqlSpec spec):
         """The matcher of spec's pattern, ready to run."""
@@ -1069,7 +1074,7 @@ cdef class SqlMatcher(ConditionHost):
             op = self.prog[pc * 3]
             if op != OP_LABEL and op != OP_DONE:
                 continue  # a visit mark of an epsilon instruction
-            if interrupted(&self.ticks):
+            if interrupted(&self.countdown):
                 self.stop = 1
                 return 0
             st = cur.states + i * self.S

@@ -18,7 +18,7 @@ tests/test_local_sequence.py). No module-level state: re-entrant, runs without t
 import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport malloc, realloc, free
-from cepsql._ext.interrupt cimport interrupted, raise_interrupt
+from cepsql._ext.interrupt cimport Countdown, interrupted, raise_interrupt, watch_flag
 
 ctypedef long long i64
 
@@ -94,13 +94,13 @@ def _fixed_prefix(lows, highs):
 
 
 def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
-                    cnp.ndarray lows, cnp.ndarray highs, always=None):
+                    cnp.ndarray lows, cnp.ndarray highs, always=None, cancel=None):
     """Matches of the sequence (labels[e]{lows[e], highs[e]}, highs -1 unbounded, every
     low sum >= 1) in every partition [bounds[k], bounds[k+1]) of the rows, masks
     uint8[n_labels, n_rows] giving each label's DEFINE per row; always: optional
     uint8[n_labels], 1 for labels known to hold on every row (no DEFINE: their masks are
     not read). Returns (start rows int64[m], counts int64[m, n_elems], partition index
-    int64[m])."""
+    int64[m]). cancel: the run's cancel flag (interrupt.pxd), set by another thread."""
     cdef const unsigned char[:, ::1] mm = np.ascontiguousarray(masks, dtype=np.uint8)
     cdef const i64[::1] bb = np.ascontiguousarray(bounds, dtype=np.int64)
     cdef const int[::1] ll = np.ascontiguousarray(labels, dtype=np.int32)
@@ -126,7 +126,8 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
     cdef int i, n_pre = len(pre_elem_arr)
     cdef i64 k, r, ps, pe, pos, length, end, cap = 1024, m = 0
     cdef i64* run
-    cdef int e, found, oom = 0, stopped = 0, ticks = 0
+    cdef int e, found, oom = 0, stopped = 0
+    cdef Countdown countdown
     cdef i64* out_start = <i64*> malloc(cap * sizeof(i64))
     cdef i64* out_part = <i64*> malloc(cap * sizeof(i64))
     cdef i64* out_counts = <i64*> malloc(cap * max(n_elems, 1) * sizeof(i64))
@@ -146,6 +147,8 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
     s.always = <const unsigned char*> cnp.PyArray_DATA(always_arr)
     s.n_elems = n_elems
     s.counts = <i64*> cnp.PyArray_DATA(counts_arr)
+    countdown.ticks = 0
+    cancel_view = watch_flag(&countdown, cancel)
     with nogil:
         for k in range(n_parts):
             ps = bb[k]
@@ -169,7 +172,7 @@ def match_sequences(cnp.ndarray masks, cnp.ndarray bounds, cnp.ndarray labels,
                     s.parent[e * (width + 1) + r] = r
             pos = 0
             while pos < pe - ps:
-                if interrupted(&ticks):
+                if interrupted(&countdown):
                     stopped = 1
                     break
                 # the rows every match from pos must hold (a fixed-width prefix): most

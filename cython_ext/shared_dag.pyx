@@ -43,7 +43,7 @@ cnp.import_array()
 from cepsql._ext.buffers cimport i64, Buf, buf_reserve, buf_push, buf_to_numpy
 from cepsql._ext.vm cimport ConditionHost
 from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
-from cepsql._ext.interrupt cimport interrupted, raise_interrupt
+from cepsql._ext.interrupt cimport Countdown, interrupted, raise_interrupt
 
 # check kinds (node and binding check tables: kind, a, b)
 cdef enum: K_ORDER = 0     # row of slot a < row of slot b
@@ -153,7 +153,7 @@ cdef class SharedDag:
     cdef readonly int limit_hit  # the last run stopped at max_state
     cdef i64 n_grown           # instances stored and candidates formed (checks every 1024)
     cdef int stop              # a signal handler raised (Ctrl-C): unwind, then raise
-    cdef int ticks             # countdown to the next signal check (interrupt.pxd)
+    cdef Countdown countdown   # to the next Ctrl-C check (interrupt.pxd)
     cdef int has_state         # the open group's stores carry into the next run
     cdef i64 resume            # first row of the open group not yet processed
     cdef public i64 keep       # first row the next run must get again (see run)
@@ -698,7 +698,7 @@ cdef class SharedDag:
         w.end_row = end_row
         w.xmin = xmin
         w.xmax = xmax
-        w.ticks = &self.ticks
+        w.ticks = &self.countdown
         w.stopped = &self.stop
         k = 0
         while k < s.n:
@@ -895,7 +895,7 @@ cdef class SharedDag:
         if self.pre_rows != NULL:
             return self._routed_rows(start, stop)
         for r in range(start, stop):
-            if interrupted(&self.ticks):
+            if interrupted(&self.countdown):
                 self.stop = 1
                 return -1
             self.cur = r
@@ -931,7 +931,7 @@ cdef class SharedDag:
         cdef unsigned long long word
         cdef const unsigned char* row
         for r in range(start, stop):
-            if interrupted(&self.ticks):
+            if interrupted(&self.countdown):
                 self.stop = 1
                 return -1
             self.cur = r

@@ -17,7 +17,7 @@ from cepsql._ext.aggregates cimport *
 from cepsql._ext.match_order cimport MatchOrder, _cmp_match, _sort_matches
 from cepsql._ext.closures cimport ClosureWalk, closure_candidates, walk_closures
 from cepsql._ext.vm cimport ConditionHost
-from cepsql._ext.interrupt cimport interrupted
+from cepsql._ext.interrupt cimport Countdown, interrupted
 
 cdef enum: A_LIST = 6   # a MEASURES row list (LIST/ROWS: gathered.py folds it)
 
@@ -208,7 +208,9 @@ cdef class CepCore(ConditionHost):
     # 0: none. Passing it stops the loops as an out-of-memory does, with limit_hit set
     cdef public i64 max_state
     cdef readonly int limit_hit
-    cdef int ticks, signalled   # Ctrl-C (interrupt.pxd): countdown; a handler raised
+    cdef Countdown countdown    # Ctrl-C / cancel (interrupt.pxd): to the next check
+    cdef int signalled          # a handler raised or the run was cancelled
+    cdef object cancel_ref      # the run's cancel flag it watches (cancel_with)
     # candidates handed in by the shared DAG evaluator (set_candidates; shared_dag.pyx)
     cdef object ext_ref
     cdef const i64* ext_cand     # per candidate: end row, term, offset, length
@@ -235,7 +237,7 @@ cdef class CepCore(ConditionHost):
         stop (oom) and run() raises StateLimitReached (issue 24 A1). Called once per row
         and per stored partial match, it is also where the loops check for Ctrl-C
         (issue 24 A4): a signal handler that raised stops them the same way."""
-        if interrupted(&self.ticks):
+        if interrupted(&self.countdown):
             self.signalled = 1
             self.oom = 1
             return True

@@ -7,7 +7,7 @@ context of the sibling Kleene leaf's closures). `inline`: each evaluator compile
 the walk with its own callbacks, which the C compiler then calls directly (the walk is
 the hot loop of a Kleene leaf)."""
 from cepsql._ext.buffers cimport i64
-from cepsql._ext.interrupt cimport interrupted
+from cepsql._ext.interrupt cimport Countdown, interrupted
 
 # fits(owner, lo, hi): rows lo..hi fit the window that bounds the closure
 ctypedef bint (*closure_fits_fn)(void* owner, void* ctx, i64 lo, i64 hi) noexcept nogil
@@ -27,7 +27,7 @@ cdef struct ClosureWalk:
     i64 end_row            # closures must end at this row (-1: any)
     i64 xmin               # the context instance's first and last rows (-1: none)
     i64 xmax
-    int* ticks             # the evaluator's Ctrl-C countdown (interrupt.pxd) ...
+    Countdown* ticks             # the evaluator's Ctrl-C countdown (interrupt.pxd) ...
     int* stopped           # ... and its flag, set when a signal handler raised
 
 

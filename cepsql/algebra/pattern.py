@@ -110,6 +110,15 @@ def contains_negation(node: PatternNode) -> bool:
     return any(isinstance(n, Negation) for n in walk(node))
 
 
+def pattern_pos(node: PatternNode) -> int | None:
+    """Where the pattern is written (its first positioned node; anchors and SEQ carry no
+    position), for errors about the pattern as a whole."""
+    for n in walk(node):
+        if getattr(n, "pos", None) is not None:
+            return n.pos
+    return None
+
+
 def pattern_variables(node: PatternNode) -> list[str]:
     """Primary variables in order of first appearance (negated ones included)."""
     return list(dict.fromkeys(n.name for n in walk(node) if isinstance(n, Var)))

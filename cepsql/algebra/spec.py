@@ -51,6 +51,7 @@ class Window:
     timestamp must be <= size) or 'rows' (last position - first position < size)."""
     kind: str
     size: int
+    pos: int | None = field(default=None, compare=False)  # the WITHIN keyword
 
 
 @dataclass(frozen=True)

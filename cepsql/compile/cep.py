@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.algebra.expressions import AggregateValue, Classifier, Expr, RowValue, walk
-from cepsql.algebra.pattern import Negation, Quantified, Var
+from cepsql.algebra.pattern import Negation, Quantified, Var, pattern_pos
 from cepsql.algebra.pattern import walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.analyze.aggregate_functions import MOMENT_FUNCS
@@ -219,12 +219,26 @@ def check_sequences(spec: MatchRecognizeSpec, seqs: list[LinearSeq]) -> None:
                     "AND(...) of non-single-variable items under SKIP_TILL_ANY_MATCH "
                     "(interleaved closures) runs on the planned evaluator or inside "
                     "KL(...); this clause needs the in-order evaluator outside KL",
-                    pos=getattr(spec.pattern, "pos", None))
+                    pos=pattern_pos(spec.pattern))
             raise CepUnsupportedError(
                 "a pattern variable occurs twice in one sequence; the CEP evaluator needs "
-                "each variable once per sequence (rename the second occurrence)")
+                "each variable once per sequence (rename the second occurrence)",
+                pos=_second_occurrence(spec, names))
         if any(negated_variables(n[0]) & set(names) for n in s.negs):
-            raise CepUnsupportedError("a variable is used both in NOT(...) and positively")
+            raise CepUnsupportedError("a variable is used both in NOT(...) and positively",
+                                      pos=pattern_pos(spec.pattern))
+
+
+def _second_occurrence(spec: MatchRecognizeSpec, names: list[str]) -> int | None:
+    """Where the pattern writes a variable of names a second time (the pattern's start
+    when the repetition comes from expansion, e.g. of a quantified group)."""
+    seen: set[str] = set()
+    for node in walk_pattern(spec.pattern):
+        if isinstance(node, Var) and node.name in names:
+            if node.name in seen and node.pos is not None:
+                return node.pos
+            seen.add(node.name)
+    return pattern_pos(spec.pattern)
 
 
 def _check_classifier_navigation(local: Expr) -> None:

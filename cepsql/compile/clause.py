@@ -83,7 +83,8 @@ def _checked(spec: MatchRecognizeSpec, schema: pa.Schema,
     the schema spells them, then the mode's rewrites (CEP: inferred partition keys)."""
     mode.check(spec)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
-        raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time")
+        raise CepAnalysisError("WITHIN INTERVAL needs an ORDER BY key to measure time",
+                               pos=spec.window.pos)
     spec = canonical_columns(spec, schema)
     _check_standard_restrictions(spec)
     return mode.shape(spec, schema)

@@ -439,7 +439,11 @@ def _is_numeric(t: pa.DataType) -> bool:
 
 def spark_compare(op: str, a: Value, b: Value) -> Value:
     """a op b with Spark's order of floating-point values: NaN equals NaN and is greater
-    than every other value (Arrow's IEEE comparisons say false for any NaN)."""
+    than every other value (Arrow's IEEE comparisons say false for any NaN). A NULL-typed
+    side (``SELECT NULL AS ts``) gives NULL, where Arrow has no kernel."""
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        n = next((len(v) for v in (a, b) if not isinstance(v, pa.Scalar)), None)
+        return pa.scalar(None, pa.bool_()) if n is None else pa.nulls(n, pa.bool_())
     out = _COMPARE[op](a, b)
     if not (pa.types.is_floating(a.type) or pa.types.is_floating(b.type)):
         return out

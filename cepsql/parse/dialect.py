@@ -11,6 +11,8 @@ with special syntax such as CAST) so names and argument order stay as written, a
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ErrorLevel, ParseError
@@ -84,6 +86,15 @@ class CepSparkParser(Spark.Parser):
         if self._next.token_type == TokenType.L_PAREN and tok.text.upper() not in _SPECIAL_SYNTAX:
             anonymous = True
         return super()._parse_function_call(functions, anonymous, optional_parens, any_token)
+
+    def _parse_paren(self):
+        """``()`` as an expression inside the clause is Spark's syntax error; sqlglot
+        makes it an empty Tuple with no position, which no later stage could locate."""
+        if (self._cep_active and self._curr and self._curr.token_type == TokenType.L_PAREN
+                and self._next and self._next.token_type == TokenType.R_PAREN):
+            raise CepSyntaxError("syntax error in MATCH_RECOGNIZE: empty parentheses are "
+                                 "not an expression", pos=self._token_pos(self._curr))
+        return super()._parse_paren()
 
     def _parse_match_recognize(self) -> exp.MatchRecognize | None:
         """Full-statement parsing: the clause becomes exp.MatchRecognize with meta['cep_spec']."""
@@ -294,6 +305,11 @@ class CepSparkParser(Spark.Parser):
         """``WITHIN INTERVAL 'n' unit`` | ``WITHIN INTERVAL n unit`` | ``WITHIN n ROWS``."""
         if not self._match_text_seq("WITHIN"):
             return None
+        at = self._token_pos(self._prev)
+        return replace(self._window_size(), pos=at)
+
+    def _window_size(self) -> Window:
+        """What follows WITHIN."""
         if self._match(TokenType.INTERVAL):
             amount = self._curr
             if not amount or amount.token_type not in (TokenType.STRING, TokenType.NUMBER):

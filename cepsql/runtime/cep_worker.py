@@ -116,6 +116,7 @@ class CepWorker(MatchWorker):
     def _new_matcher(self):
         matcher = self._built_matcher()
         matcher.max_state = self.state_limit()
+        matcher.cancel_with(self.cancel)
         return matcher
 
     def _built_matcher(self):

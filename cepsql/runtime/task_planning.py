@@ -119,6 +119,7 @@ class PlanningPush:
                                         plan_digest(self.choice), planner.adaptive)
         self.worker = worker
         self.runner = worker or CepWorker(config)
+        self.runner.cancel = self.owner.cancel  # threads.py: the slice's cancel flag
         self.inner = self.runner._new_push()
         out: list[pa.RecordBatch] = []
         for batch in self.head:

@@ -30,6 +30,10 @@ NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
 class MatchWorker:
     """Picklable callable: Iterator[RecordBatch] -> Iterator[RecordBatch]."""
 
+    # the run's cancel flag (uint8[1]) its matchers watch when it runs outside the main
+    # thread, where Ctrl-C does not reach (backends/local/threads.py sets it on its copy)
+    cancel: np.ndarray | None = None
+
     def __init__(self, config: WorkerConfig):
         self.config = config
 
@@ -76,7 +80,7 @@ class MatchWorker:
     def _new_matcher(self):
         from cepsql._ext.matcher import SqlMatcher, SqlSpec
         c = self.config
-        return SqlMatcher(SqlSpec(
+        matcher = SqlMatcher(SqlSpec(
             prog=c.program, n_labels=c.n_labels, n_slots=c.n_slots, code=c.code.code,
             cond_off=c.code.offsets, consts=c.code.consts, refs=c.refs, member=c.membership,
             leaves=c.leaves, daggs=c.code.aggregates, maggs=c.measure_aggregates,
@@ -86,6 +90,8 @@ class MatchWorker:
             window_size=float(c.window_size), closure_depth=c.closure_depth,
             xconsts=c.code.xconsts, ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
             mlane=measure_lanes(c.code, c.aggregate_columns)))
+        matcher.cancel_with(self.cancel)
+        return matcher
 
     def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
                       ) -> np.ndarray:

@@ -96,7 +96,8 @@ def run_sequence(worker: MatchWorker, table: pa.Table, shape: SequenceShape,
     bounds = np.append(starts, n).astype(np.int64)
     masks = define_masks(worker, table, rows, bounds, vectorised=shape.vector_masks)
     first, counts, parts = match_sequences(masks, bounds, shape.labels, shape.lows,
-                                           shape.highs, c.code.offsets < 0)
+                                           shape.highs, c.code.offsets < 0,
+                                           cancel=worker.cancel)
     if len(first) == 0:
         return c.output_schema.empty_table()
     numbers = _match_numbers(parts)

@@ -41,6 +41,9 @@ def check_spark_accepts(tree: exp.Expr, tokens: list[Token], base: int = 0) -> N
                 "one of Spark's built-in functions", pos=sql_pos(node, base))
         if isinstance(node, exp.Select) and not node.expressions:
             at = _last_token_before(tokens, sql_pos(node, base), base, TokenType.FROM)
+            if at is None:  # no FROM either (``(SELECT) * 1 t``): at the SELECT
+                at = next((base + t.start for t in tokens
+                           if t.token_type == TokenType.SELECT), None)
             raise CepAnalysisError("the select list is empty (Spark reads the next word as "
                                    "a column name)", pos=at)
 

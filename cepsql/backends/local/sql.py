@@ -55,7 +55,8 @@ from cepsql.algebra.limits import MAX_PAREN_NESTING, ensure_recursion_budget
 from cepsql.parse.dialect import CepSpark, CepSparkParser, tokenize
 from cepsql.parse.scanner import too_deep_paren
 from cepsql.parse.to_algebra import ToAlgebra, sql_pos
-from cepsql.errors import CepAnalysisError, CepSyntaxError, CepUnsupportedError
+from cepsql.errors import (CepAnalysisError, CepRuntimeError, CepSyntaxError,
+                            CepUnsupportedError)
 from cepsql.exprs.arrow_eval import cast_value, common_type, evaluate_arrow
 from cepsql.compile.query_plan import SortColumn
 from cepsql.runtime.ordering import sort_indices
@@ -113,11 +114,17 @@ def _with_hint(err: CepUnsupportedError, pos: int | None = None) -> CepUnsupport
 def evaluate(expr: Expr, table: pa.Table) -> pa.Array | pa.ChunkedArray:
     """evaluate_arrow, with the advice added to its unsupported-construct errors. Spark
     evaluates the SQL around a clause on every row it reads, so a zero divisor raises
-    DIVIDE_BY_ZERO under ANSI (strict_division) where Spark's own evaluation reaches it."""
+    DIVIDE_BY_ZERO under ANSI (strict_division) where Spark's own evaluation reaches it.
+    A run-time error that knows no position (an implicit cast of a string, e.g.) is
+    located at the expression."""
     try:
         return evaluate_arrow(expr, table, strict_division=True)
     except CepUnsupportedError as err:
         raise _with_hint(err, getattr(expr, "pos", None)) from None
+    except CepRuntimeError as err:
+        if err.pos is not None or err.line is not None:
+            raise
+        raise CepRuntimeError(err.message, pos=getattr(expr, "pos", None)) from None
 
 
 # --- scope ------------------------------------------------------------------------------

@@ -55,16 +55,34 @@ def run_worker(ordered: pa.Table, bound: BoundPlan, partition_columns: list[str]
                               min_rows=MIN_SLICE_ROWS)
     pieces = [ordered.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
     workers = [copy.copy(bound.worker) for _ in pieces]  # per-slice state (last_stats)
-    if len(pieces) == 1:
-        outs = [_run_one(workers[0], pieces[0], bound.worker_schema, batch_rows, shape)]
-    else:
-        with ThreadPoolExecutor(max_workers=min(threads, len(pieces)),
-                                thread_name_prefix="cepsql-worker") as pool:
-            outs = list(pool.map(lambda wp: _run_one(wp[0], wp[1], bound.worker_schema,
-                                                     batch_rows, shape),
-                                 zip(workers, pieces)))
+    outs = _on_threads(lambda k: _run_one(workers[k], pieces[k], bound.worker_schema,
+                                          batch_rows, shape), workers, threads)
     _record_stats(workers, stats)
     return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+
+def _on_threads(one: Callable[[int], pa.Table], workers: list, threads: int
+                ) -> list[pa.Table]:
+    """[one(k) for each slice k] on up to ``threads`` threads (in this thread when there
+    is one slice). Ctrl-C reaches only the main thread, so the slices' workers share a
+    cancel flag their evaluators watch (cepsql/_ext/interrupt.pxd): when this thread is
+    interrupted, or a slice fails, it is set and the queued slices dropped, and the
+    running ones stop within a check interval instead of running to completion."""
+    if len(workers) == 1:
+        return [one(0)]
+    cancel = np.zeros(1, dtype=np.uint8)
+    for w in workers:
+        w.cancel = cancel
+    pool = ThreadPoolExecutor(max_workers=min(threads, len(workers)),
+                              thread_name_prefix="cepsql-worker")
+    try:
+        return list(pool.map(one, range(len(workers))))
+    except BaseException:
+        cancel[0] = 1
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _run_one(worker, piece: pa.Table, schema: pa.Schema, batch_rows: int,
@@ -225,11 +243,6 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
             return run_sequence(workers[k], prepared, shape, starts, rows)
         ordered = prepared.take(pa.array(rows)).combine_chunks()
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
-    if len(spans) == 1:
-        outs = [one(0)]
-    else:
-        with ThreadPoolExecutor(max_workers=min(threads, len(spans)),
-                                thread_name_prefix="cepsql-worker") as pool:
-            outs = list(pool.map(one, range(len(spans))))
+    outs = _on_threads(one, workers, threads)
     _record_stats(workers, stats)
     return outs[0] if len(outs) == 1 else pa.concat_tables(outs)

@@ -11,7 +11,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from cepsql.algebra.expressions import ColumnRef
-from cepsql.algebra.pattern import Anchor, walk as walk_pattern
+from cepsql.algebra.pattern import Anchor, pattern_pos, walk as walk_pattern
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
@@ -105,11 +105,12 @@ def check_streamable_spec(plan: QueryPlan) -> None:
         for node in walk_pattern(spec.pattern):
             if isinstance(node, Anchor) and node.kind == "end":
                 raise CepUnsupportedError("the $ anchor (end of partition) never matches over "
-                                          "an unbounded stream", pos=_pattern_pos(spec))
+                                          "an unbounded stream", pos=pattern_pos(spec.pattern))
     elif spec.window is None or spec.window.kind != "time":
         raise CepUnsupportedError("CEP mode over a stream needs WITHIN INTERVAL (a time "
                                   "window bounds what each key keeps)",
-                                  pos=getattr(spec.window, "pos", None) or _pattern_pos(spec))
+                                  pos=getattr(spec.window, "pos", None)
+                                  or pattern_pos(spec.pattern))
 
 
 def check_streamable_worker(worker) -> None:
@@ -121,14 +122,6 @@ def check_streamable_worker(worker) -> None:
     if not worker.streamable():
         raise CepUnsupportedError("MIN/MAX over a string column in DEFINE is not supported "
                                   "in CEP mode over a stream")
-
-
-def _pattern_pos(spec) -> int | None:
-    """Where the PATTERN is (its first variable; anchors carry no position)."""
-    for node in walk_pattern(spec.pattern):
-        if getattr(node, "pos", None) is not None:
-            return node.pos
-    return None
 
 
 def use_rocksdb(df: DataFrame) -> None:

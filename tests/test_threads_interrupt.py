@@ -1,0 +1,55 @@
+"""Ctrl-C stops an in-process query whose partitions run on several threads (issue 24
+A4): the signal reaches only the main thread, which sets the run's cancel flag that the
+other threads' evaluators watch (backends/local/threads.py, cepsql/_ext/interrupt.pxd)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# 4 partitions of 50,000 rows on 2 threads (4 slices): each quadratic in its start rows
+_SLOW = """
+import numpy as np, pandas as pd, cepsql
+n = 200_000
+t = pd.DataFrame({"p": np.arange(n) %% 4, "id": np.arange(n), "x": np.ones(n, dtype=np.int64)})
+sql = %r
+with cepsql.planner_options(threads=2):
+    cepsql.match_recognize(sql, t=t.head(10))  # imports and compilation done
+    print("ready", flush=True)
+    cepsql.match_recognize(sql, t=t)   # minutes
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES COUNT(*) AS n "
+    "PATTERN ((A*)*B) DEFINE A AS x = 1, B AS FIRST(A.x) = 5)",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES FIRST(a.id) AS f "
+    "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
+    "WITHIN 10000000 ROWS DEFINE a AS a.x = 1, b AS b.x > a.x)"], ids=["sql", "cep"])
+def test_ctrl_c_stops_every_thread(sql):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW % sql], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+        waited = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "finished" not in out
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+    assert waited < 5, f"the threads ran on for {waited:.1f} s after Ctrl-C"
