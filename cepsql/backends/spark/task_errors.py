@@ -25,6 +25,8 @@ import uuid
 from dataclasses import is_dataclass, replace
 from typing import Callable
 
+from pyspark.errors import AnalysisException
+
 from cepsql.algebra.expressions import walk
 from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error
 from cepsql.exprs.arrow_eval import round_overflow_error
@@ -183,8 +185,9 @@ def _remember(spark, attr: str, key: str, value) -> None:
 def statement_error(e) -> CepError | None:
     """A Spark run-time error whose query context lies in a statement cepsql rewrote (or
     an expression it generated), as a CepRuntimeError located in the user's text; None for
-    every other error."""
-    if getattr(e, "getQueryContext", None) is None:
+    every other error (analysis errors included: they are raised while a statement is
+    analyzed, and run_sql locates them itself)."""
+    if getattr(e, "getQueryContext", None) is None or isinstance(e, AnalysisException):
         return None
     if BIG_INTEGER_OVERFLOW in _text(e):
         overflows = _session_dict(OVERFLOWS_ATTR)
