@@ -7,12 +7,6 @@ pytest-timeout: a regression hangs and fails, no timing is asserted. Results are
 checked against the reference evaluator on small inputs (counted loops forced)."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -26,13 +20,14 @@ from cepsql.compile.opcodes import OP_COUNT_LOOP
 from cepsql.errors import CepUnsupportedError
 
 try:
+    from .support.interrupt import interrupt_after_ready
     from .support.strategies import queries, streams
     from .test_property_sql import SETTINGS, assert_engine_matches
 except ImportError:
+    from support.interrupt import interrupt_after_ready
     from support.strategies import queries, streams
     from test_property_sql import SETTINGS, assert_engine_matches
 
-ROOT = Path(__file__).resolve().parents[1]
 HEAD = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn, "
         "COUNT(*) AS n ONE ROW PER MATCH PATTERN ")
 
@@ -126,20 +121,6 @@ print("finished", flush=True)
     "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
     "WITHIN 10000000 ROWS DEFINE a AS a.x = 1, b AS b.x > a.x)"], ids=["sql", "cep"])
 def test_ctrl_c_stops_a_running_match(sql):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW % sql], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, err = proc.communicate(timeout=20)
-        assert time.monotonic() - sent < 10
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert "finished" not in out
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+    run = interrupt_after_ready(_SLOW % sql, timeout=20)
+    assert run.waited < 10 and "finished" not in run.out
+    assert run.returncode != 0 and "KeyboardInterrupt" in run.err, run.err[-2000:]

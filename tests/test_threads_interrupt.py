@@ -3,16 +3,9 @@ A4): the signal reaches only the main thread, which sets the run's cancel flag t
 other threads' evaluators watch (backends/local/threads.py, cepsql/_ext/interrupt.pxd)."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.interrupt import interrupt_after_ready
 
 # 4 partitions of 50,000 rows on 2 threads (4 slices): each quadratic in its start rows
 _SLOW = """
@@ -36,20 +29,7 @@ print("finished", flush=True)
     "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) "
     "WITHIN 10000000 ROWS DEFINE a AS a.x = 1, b AS b.x > a.x)"], ids=["sql", "cep"])
 def test_ctrl_c_stops_every_thread(sql):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW % sql], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, err = proc.communicate(timeout=30)
-        waited = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert "finished" not in out
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
-    assert waited < 5, f"the threads ran on for {waited:.1f} s after Ctrl-C"
+    run = interrupt_after_ready(_SLOW % sql)
+    assert "finished" not in run.out
+    assert run.returncode != 0 and "KeyboardInterrupt" in run.err, run.err[-2000:]
+    assert run.waited < 5, f"the threads ran on for {run.waited:.1f} s after Ctrl-C"
