@@ -33,9 +33,13 @@ import subprocess
 import sys
 import time
 from importlib.resources import files
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import cepsql  # noqa: F401  (before the server starts: sets PYSPARK_PYTHON and friends)
 from cepsql.datagen import ticks_to_pandas
+from support.deploy_queries import statement_requests
 
 CEP = """SELECT * FROM ticks MATCH_RECOGNIZE (
   PARTITION BY symbol ORDER BY ts
@@ -71,25 +75,6 @@ def window_count(spark) -> int:
     return spark.sql(WINDOW).collect()[0][0]
 
 
-def connect_requests(spark) -> dict[str, int]:
-    """Connect requests of one spark.cep.sql call (the statement, no job)."""
-    client = spark.client
-    counts = {"config": 0, "analyze": 0}
-
-    def counted(kind, call):
-        def wrapper(*args, **kwargs):
-            counts[kind] += 1
-            return call(*args, **kwargs)
-        return wrapper
-    client.config = counted("config", client.config)
-    client._analyze = counted("analyze", client._analyze)
-    try:
-        spark.cep.sql(CEP)
-    finally:
-        del client.config, client._analyze
-    return counts
-
-
 def measure(mode: str, rows: int, runs: int, fixed: bool) -> dict:
     """Timings of one session kind, started the way users start it."""
     from pyspark.sql import SparkSession
@@ -107,7 +92,7 @@ def measure(mode: str, rows: int, runs: int, fixed: bool) -> dict:
     spark.createDataFrame(ticks_to_pandas(rows, n_symbols=3)).createOrReplaceTempView("ticks")
     out["counts"] = [cep_count(spark), window_count(spark)]
     if mode == "connect":
-        out["requests"] = connect_requests(spark)
+        out["requests"] = statement_requests(spark, CEP)
     out["cep"] = median_seconds(lambda: cep_count(spark), runs)
     out["spark"] = median_seconds(lambda: window_count(spark), runs)
     if fixed:

@@ -52,31 +52,10 @@ def worker_processes(spark) -> list[list]:
     return [list(r) for r in df.collect()]
 
 
-def statement_requests(spark, sql: str) -> dict:
-    """The Spark Connect requests one ``spark.cep.sql`` call makes before its job:
-    {config: conf requests, analyze: schema/analysis requests}."""
-    client = spark.client
-    counts = {"config": 0, "analyze": 0}
-
-    def counted(kind, call):
-        def wrapper(*args, **kwargs):
-            counts[kind] += 1
-            return call(*args, **kwargs)
-        return wrapper
-    client.config = counted("config", client.config)
-    client._analyze = counted("analyze", client._analyze)
-    try:
-        df = spark.cep.sql(sql)  # the statement only: no action, no job
-    finally:
-        del client.config, client._analyze
-    assert df is not None
-    return counts
-
-
 def main(mode: str) -> None:
     spark = session(mode)
     import cepsql  # noqa: F401  (after the session: Connect sessions get .cep too)
-    from support.deploy_queries import QUERIES, run_all, run_stream
+    from support.deploy_queries import QUERIES, run_all, run_stream, statement_requests
     result = run_all(spark)
     if mode == "connect":  # transformWithState, its late rows without a SparkContext
         with tempfile.TemporaryDirectory() as folder:

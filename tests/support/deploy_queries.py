@@ -105,3 +105,24 @@ def run_stream(spark, folder: str) -> dict:
         time.sleep(0.2)
         late = sum(spark.cep.late_rows().values()) - before
     return {**canonical(spark.read.parquet(sink)), "late": late}
+
+
+def statement_requests(spark, sql: str) -> dict:
+    """The Spark Connect requests one ``spark.cep.sql`` call makes before its job:
+    {config: conf requests, analyze: schema/analysis requests}."""
+    client = spark.client
+    counts = {"config": 0, "analyze": 0}
+
+    def counted(kind, call):
+        def wrapper(*args, **kwargs):
+            counts[kind] += 1
+            return call(*args, **kwargs)
+        return wrapper
+    client.config = counted("config", client.config)
+    client._analyze = counted("analyze", client._analyze)
+    try:
+        df = spark.cep.sql(sql)  # the statement only: no action, no job
+    finally:
+        del client.config, client._analyze
+    assert df is not None
+    return counts
