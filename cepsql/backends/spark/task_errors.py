@@ -83,6 +83,7 @@ def remember_clause(spark, plan, locate: Callable[[CepError], CepError]):
     bind = getattr(plan, "bind", None)
     if bind is None or not is_dataclass(plan):  # a backend test's fake plan
         return plan
+    bind = getattr(bind, "__wrapped__", bind)   # a plan run again (a workload's replay)
     site = uuid.uuid4().hex[:16]
     _remember(spark, SITES_ATTR, site, locate)
 
@@ -92,7 +93,9 @@ def remember_clause(spark, plan, locate: Callable[[CepError], CepError]):
             bound.config = replace(bound.config, error_site=site)
         return bound
 
-    return replace(plan, bind=sited_bind)
+    sited_bind.__wrapped__ = bind
+    plan.bind = sited_bind   # in place: callers (a workload's clause runner) know the plan
+    return plan
 
 
 def _text(e) -> str:
