@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+import cepsql
+from cepsql.datagen import generate_ticks
 from support.background import Job, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,8 +138,6 @@ def _notebook_names(namespace: dict) -> None:
     """What a Databricks notebook block finds already defined: ``spark`` (with a
     ``ticks`` view, as the pages' examples use)."""
     from pyspark.sql import SparkSession
-    import cepsql
-    from cepsql.datagen import generate_ticks
     spark = SparkSession.getActiveSession()
     spark.createDataFrame(generate_ticks(2_000)).createOrReplaceTempView("ticks")
     namespace.setdefault("spark", spark)

@@ -18,7 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cepsql
+from cepsql import CepRuntimeError
 from cepsql.reference.cep import evaluate_reference_cep
+from cepsql.runtime.cep_worker import STATE_LIMIT_KEY
 from cepsql.runtime.shared_evaluator import SharedEvaluator, SharedPass
 from cepsql.sharing.merge_plan import merge_plan
 from cepsql.sharing.support import dag_unsupported
@@ -641,9 +644,6 @@ def test_scan_cuts_skip_only_failing_pairs(window, monkeypatch):
 def test_unbounded_shared_patterns_stop_at_the_state_bound():
     """Issue 24 A1 in a shared pass: patterns with no window stop at
     cepsql.cep.maxPartialMatches with the CepRuntimeError naming it, not a MemoryError."""
-    import cepsql
-    from cepsql import CepRuntimeError
-    from cepsql.runtime.cep_worker import STATE_LIMIT_KEY
     n = 300
     table = pa.table({"part": ["p"] * n, "ts": list(range(n)),
                       "x": [(7 * i) % 3 for i in range(n)]})

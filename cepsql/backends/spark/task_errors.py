@@ -198,13 +198,8 @@ def statement_error(e) -> CepError | None:
             return None
         err = overflows[next(reversed(overflows))]
         return CepRuntimeError(err.message, sql=err.sql, pos=err.pos)
-    try:
-        from pyspark.sql import SparkSession
-        session = SparkSession.getActiveSession()
-        remembered = getattr(session, REMEMBERED_ATTR, None) or {}
-        expressions = getattr(session, EXPRESSIONS_ATTR, None) or {}
-    except Exception:  # noqa: BLE001  (no active session)
-        return None
+    remembered = _session_dict(REMEMBERED_ATTR)
+    expressions = _session_dict(EXPRESSIONS_ATTR)
     for rewritten in reversed(list(remembered)):
         start = context_offset(e, rewritten)
         if start is not None:
