@@ -163,7 +163,9 @@ def test_shared_workloads_match_own_workers_and_oracle():
     seen = {"shared_nodes": 0, "candidates": 0, "pointers": 0, "matrices": 0,
             "prefilters": 0, "skipped": 0, "runs_skipped": 0}
 
-    @settings(max_examples=60, **SETTINGS)
+    # 100 examples: with 60, a run without any DEFINE aggregate (only Kleene conditions
+    # draw them) happened once in CI, and the coverage assertions below failed
+    @settings(max_examples=100, **SETTINGS)
     @given(sqls=workloads(), table=cep_streams(), batch_rows=st.integers(1, 6),
            chunk_rows=st.integers(1, 8))
     def check(sqls, table, batch_rows, chunk_rows):
