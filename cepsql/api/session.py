@@ -7,6 +7,7 @@ module gives it -- the two backends never import each other."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -148,7 +149,9 @@ class CepSession:
             return plan
 
         analysis = SparkAnalysis() if analyze else None
-        with driver_statistics(), conf_snapshot():  # EXPLAIN shows the driver's sample
+        # EXPLAIN shows the driver's sample; ANALYZE plans as the statement would run
+        sampling = nullcontext() if analyze else driver_statistics()
+        with sampling, conf_snapshot():
             rewritten = rewrite(self.spark, query, finder=self._finder,
                                 planner=recording_planner, views=self._views,
                                 streams=self.streams,

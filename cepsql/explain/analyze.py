@@ -93,7 +93,9 @@ def _statistics(plan: QueryPlan):
     """The PatternStatistics the planner used (None: SQL:2016 mode or no planning)."""
     facts = plan.explain_facts
     if isinstance(facts, CepExplainFacts) and facts.choice is not None:
-        return getattr(facts.choice, "statistics", None)
+        statistics = getattr(facts.choice, "statistics", None)
+        if getattr(statistics, "sample_rows", 0):  # defaults estimate nothing
+            return statistics
     return None
 
 
@@ -145,10 +147,11 @@ def _plan_lines(plan: QueryPlan, counters: dict) -> list[str]:
         used = "SQL:2016 regex VM"
     else:
         used = "(not recorded)"
-    lines = [f"  plan used:        {used}"]
     if counters.get("worker_planned"):
-        lines.append(f"  planned in tasks: {counters.get('worker_plan', '')} (from "
-                     f"{_n(counters.get('worker_sample_rows'))} rows each)")
+        used = (f"planned in the tasks from their own first rows "
+                f"({_n(counters.get('worker_sample_rows'))} sampled in all): "
+                f"{counters.get('worker_plan', '')}")
+    lines = [f"  plan used:        {used}"]
     switches = counters.get("adaptive_switches")
     if switches is not None:
         lines.append(f"  re-planned in a task: {'yes' if switches else 'no'} ({_n(switches)} "

@@ -123,7 +123,10 @@ class SparkAnalysis:
                           F.count_if(column(STATS_COLUMN).isNull()).alias("rows"))
         out = out.where(column(STATS_COLUMN).isNull()).drop(STATS_COLUMN)
         self._pending.append((record, plan, seen))
-        record.notes.append("run unsliced, per-task stage times summed over the tasks")
+        record.notes.append("on Spark the clause runs unsliced; shuffle+sort is the time its "
+                            "tasks waited for their sorted input (scan, shuffle read, sort), "
+                            "evaluation and output the time in the evaluator and handing its "
+                            "rows on, each summed over the tasks")
         if relevance:
             record.rows_relevant = -1  # set by finish
         return final_frame(out, bound)
