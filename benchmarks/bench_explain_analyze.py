@@ -9,7 +9,7 @@
 2. The backend's figures (rows, partitions, per-variable rows, stage times) are taken
    only when a RunStatistics is passed: ``run_local`` with and without one, same process.
 
-    python benchmarks/bench_explain_analyze.py [--rows N] [--repeats R] [--before DIR]
+    PYTHONPATH=. python benchmarks/bench_explain_analyze.py [--rows N] [--repeats R] [--before DIR]
 
 Prints ratios (after / before, analyze / ordinary) next to os.getloadavg(): the machine
 is shared, so read them together."""
@@ -34,6 +34,17 @@ SELECT * FROM t MATCH_RECOGNIZE (
   DEFINE a AS price < 30, b AS b.price >= PREV(b.price), c AS c.price < PREV(c.price))
 """
 
+# many thread states per row: b takes most rows, c ends a match rarely
+SQL_STATES = """
+SELECT * FROM t MATCH_RECOGNIZE (
+  PARTITION BY sym ORDER BY ts
+  MEASURES FIRST(a.ts) AS start_ts, count(b.price) AS n
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (a b*? (c | d)+)
+  DEFINE a AS price < 50, b AS b.price > 5, c AS c.price < a.price - 40,
+         d AS d.price > LAST(c.price) + 30)
+"""
+
 CEP_MODE = """
 SELECT * FROM t MATCH_RECOGNIZE (
   PARTITION BY sym ORDER BY ts
@@ -42,6 +53,9 @@ SELECT * FROM t MATCH_RECOGNIZE (
   PATTERN (SEQ(a, b, c)) WITHIN 20 ROWS
   DEFINE a AS a.price < 20, b AS b.price > a.price + 30, c AS c.price < b.price - 40)
 """
+
+
+MODES = (("sql", SQL_MODE), ("sql-states", SQL_STATES), ("cep", CEP_MODE))
 
 
 def ticks(rows: int, seed: int = 7) -> pa.Table:
@@ -88,8 +102,7 @@ def child(ext_dir: str | None, rows: int, repeats: int) -> None:
     if ext_dir:
         cepsql._ext.__path__.insert(0, ext_dir)
     table = ticks(rows)
-    print(json.dumps({"sql": matcher_seconds(SQL_MODE, table, repeats),
-                      "cep": matcher_seconds(CEP_MODE, table, repeats)}))
+    print(json.dumps({mode: matcher_seconds(sql, table, repeats) for mode, sql in MODES}))
 
 
 def backend_figures(rows: int, repeats: int) -> dict[str, tuple[float, float]]:
@@ -101,7 +114,7 @@ def backend_figures(rows: int, repeats: int) -> dict[str, tuple[float, float]]:
     table = ticks(rows)
     out = {}
     with cepsql.planner_options(threads=1):
-        for mode, sql in (("sql", SQL_MODE), ("cep", CEP_MODE)):
+        for mode, sql in MODES:
             plain = analyzed = float("inf")
             run_local(sql, {"t": table})  # warm: plan caches, statistics
             for _ in range(repeats):
@@ -126,7 +139,9 @@ def main() -> None:
     if args.child:
         child(args.ext_dir, args.rows, args.repeats)
         return
-    print(f"rows {args.rows:,}, repeats {args.repeats}, load {os.getloadavg()}")
+    import cepsql
+    print(f"cepsql from {os.path.dirname(cepsql.__file__)}; rows {args.rows:,}, "
+          f"repeats {args.repeats}, load {os.getloadavg()}")
     if args.before:
         runs: dict[str, list[dict]] = {"before": [], "after": []}
         for _ in range(3):  # alternate the builds, 3 children each
@@ -135,7 +150,7 @@ def main() -> None:
                        "--repeats", str(args.repeats)] + (["--ext-dir", ext] if ext else [])
                 done = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
-        for mode in ("sql", "cep"):
+        for mode, _ in MODES:
             before = min(r[mode] for r in runs["before"])
             after = min(r[mode] for r in runs["after"])
             print(f"counters, {mode} matcher: before {before:.4f} s, after {after:.4f} s, "
