@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 
 import cepsql
+from cepsql.api.cli import run_script
 from cepsql.backends.local.engine import run_local
 from cepsql.parse import explain_analyze, explain_format, parse_explain
 from cepsql.runtime.run_stats import GroupSizes, RunStatistics
@@ -113,12 +114,14 @@ def test_parse_explain_analyze():
     assert parse_explain("explain analyze select 1")[0] == "select 1"
 
 
-def test_spark_figures_equal_in_process(spark):
+def test_spark_figures_equal_in_process(spark, capsys):
+    """Through the command line's script runner (spark.cep.sql -> EXPLAIN ANALYZE)."""
     df = _ticks(300)
     spark.createDataFrame(df).createOrReplaceTempView("ea_ticks")
     query = CEP_MODE.replace("FROM t", "FROM ea_ticks")
     _, local = _analyzed(CEP_MODE, df)
-    text = spark.cep.sql("EXPLAIN ANALYZE " + query).collect()[0][0]
+    assert run_script(spark, "EXPLAIN ANALYZE " + query + ";", header=False) == 0
+    text = capsys.readouterr().out
     assert f"rows read:        {local.rows_read:,}" in text
     assert f"rows kept:        {local.rows_relevant:,}" in text
     for var, held in local.variable_rows.items():

@@ -159,7 +159,8 @@ class CepSession:
         analyzed, returned = None, None
         if analysis is not None:
             returned = _run_for_analysis(run_sql(self.spark, rewritten, query))
-            analyzed = analysis.finish().clauses
+            analysis.finish()
+            analyzed = analysis.for_plans([plan for _, plan in recorded])
         if svg or file is not None:
             drawing = clauses_svg(recorded, analyzed)
             if file is not None:

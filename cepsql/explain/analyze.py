@@ -16,15 +16,16 @@ __all__ = ["analyze_block", "analyze_labels", "clause_blocks"]
 
 
 def clause_blocks(recorded: list[tuple[object, QueryPlan]],
-                  analyzed: list[ClauseStatistics] | None = None) -> list[str]:
+                  analyzed: list[ClauseStatistics | None] | None = None) -> list[str]:
     """The EXPLAIN block of each planned clause ((spec, plan) pairs, in run order): its
-    summary and detail, then (EXPLAIN ANALYZE) what its run measured."""
+    summary and detail, then (EXPLAIN ANALYZE) what its run measured (``analyzed``, one
+    entry per clause; None: not measured)."""
     analyzed = list(analyzed or [])
     blocks = []
     for i, (spec, plan) in enumerate(recorded, 1):
         body = explain_clause(plan) or "(no plan details)"
         block = f"== MATCH_RECOGNIZE clause {i} ==\n{summarize(spec, plan)}\n\nDetail:\n{body}"
-        if i <= len(analyzed):
+        if i <= len(analyzed) and analyzed[i - 1] is not None:
             block += "\n\n" + analyze_block(plan, analyzed[i - 1])
         blocks.append(block)
     return blocks

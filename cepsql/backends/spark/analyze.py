@@ -131,6 +131,12 @@ class SparkAnalysis:
             record.rows_relevant = -1  # set by finish
         return final_frame(out, bound)
 
+    def for_plans(self, plans: list[QueryPlan]) -> list[ClauseStatistics | None]:
+        """The figures of each of plans (None for a plan this analysis did not run, e.g.
+        a cep_match table function's)."""
+        by_plan = {id(plan): record for record, plan, _ in self._pending}
+        return [by_plan.get(id(plan)) for plan in plans]
+
     def finish(self) -> RunStatistics:
         """Fill each clause's figures from its observations (after the action ran)."""
         for record, plan, seen in self._pending:
