@@ -124,8 +124,9 @@ def _partition_lines(stats: ClauseStatistics) -> list[str]:
         return ["  partitions:       0"]
     largest, median = skew
     ratio = f" ({largest / median:.1f}x the median)" if median else ""
-    return [f"  partitions:       {_n(stats.partitions)}; largest {_n(largest)} rows, "
-            f"median {median:,.1f}{ratio}"]
+    line = (f"  partitions:       {_n(stats.partitions)}; largest {_n(largest)} rows, "
+            f"median {median:,.1f}{ratio}")
+    return [line]
 
 
 def _counter_lines(counters: dict) -> list[str]:

@@ -95,7 +95,9 @@ class SparkAnalysis:
 
     def __init__(self) -> None:
         self.stats = RunStatistics()
-        self._pending: list[tuple[ClauseStatistics, QueryPlan, dict[str, Observation]]] = []
+        # per clause run: its figures, plan, observations, whether rows were filtered
+        self._pending: list[tuple[ClauseStatistics, QueryPlan, dict[str, Observation],
+                                  bool]] = []
 
     def run_clause(self, df: DataFrame, plan: QueryPlan, source=None) -> DataFrame:
         if df.isStreaming:
@@ -122,27 +124,25 @@ class SparkAnalysis:
         out = out.observe(seen["tasks"], F.collect_list(column(STATS_COLUMN)).alias("tasks"),
                           F.count_if(column(STATS_COLUMN).isNull()).alias("rows"))
         out = out.where(column(STATS_COLUMN).isNull()).drop(STATS_COLUMN)
-        self._pending.append((record, plan, seen))
+        self._pending.append((record, plan, seen, relevance))
         record.notes.append("on Spark the clause runs unsliced; shuffle+sort is the time its "
                             "tasks waited for their sorted input (scan, shuffle read, sort), "
                             "evaluation and output the time in the evaluator and handing its "
                             "rows on, each summed over the tasks")
-        if relevance:
-            record.rows_relevant = -1  # set by finish
         return final_frame(out, bound)
 
     def for_plans(self, plans: list[QueryPlan]) -> list[ClauseStatistics | None]:
         """The figures of each of plans (None for a plan this analysis did not run, e.g.
         a cep_match table function's)."""
-        by_plan = {id(plan): record for record, plan, _ in self._pending}
+        by_plan = {id(plan): record for record, plan, _, _ in self._pending}
         return [by_plan.get(id(plan)) for plan in plans]
 
     def finish(self) -> RunStatistics:
         """Fill each clause's figures from its observations (after the action ran)."""
-        for record, plan, seen in self._pending:
+        for record, plan, seen, relevance in self._pending:
             record.rows_read = int(seen["input"].get["rows"])
             kept = seen["kept"].get
-            if record.rows_relevant is not None:
+            if relevance:
                 record.rows_relevant = int(kept["rows"])
             record.variable_rows = {var: (None if f"v_{k}" not in kept else int(kept[f"v_{k}"]))
                                     for k, var in enumerate(row_local_conjuncts(plan.spec))}
