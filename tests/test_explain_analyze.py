@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 import cepsql
 from cepsql.api.cli import run_script
 from cepsql.backends.local.engine import run_local
 from cepsql.parse import explain_analyze, explain_format, parse_explain
+from cepsql.runtime import worker as worker_module
 from cepsql.runtime.run_stats import GroupSizes, RunStatistics
 
 SQL_MODE = """
@@ -61,6 +63,20 @@ def test_sql_mode_figures_equal_the_run():
     # a's single-row part is price < 50; b's and c's read other rows, so they have none
     assert clause.variable_rows == {"A": int((df.price < 50).sum()), "B": None, "C": None}
     assert set(clause.seconds) == {"input", "shuffle+sort", "evaluation", "output"}
+
+
+@pytest.mark.parametrize("chunk", [3, 50])
+def test_counters_across_chunks(monkeypatch, chunk):
+    """Chunked (attempts undecided at a chunk's end are retried in the next) and split
+    over threads (each slice's worker counts, the counts are merged), the matches
+    counted are still the rows output."""
+    df = _ticks(400)
+    _, whole = _analyzed(SQL_MODE, df)
+    monkeypatch.setattr(worker_module, "CHUNK_ROWS", chunk)
+    with cepsql.planner_options(threads=2):
+        out, chunked = _analyzed(SQL_MODE, df)
+    assert chunked.counters["matches_output"] == out.num_rows == whole.output_rows
+    assert chunked.counters["attempts"] >= whole.counters["attempts"]  # retried starts
 
 
 def test_cep_mode_counts_the_relevance_filter_and_selection():
