@@ -485,6 +485,6 @@ cdef class CepMatcher(CepState):
                     peak_rows=self.peak_rows, peak_stored=self.peak_stored,
                     planned=self.planned, partial_matches=self.pm_created,
                     peak_partial_matches=self.peak_pm,
-                    compactions=self.compactions)
+                    compactions=self.compactions, matches_output=self.matches_output)
 
     # ------------------------------------------------------------------ output

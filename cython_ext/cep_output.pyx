@@ -245,6 +245,7 @@ cdef class CepOutput(CepNot):
 
     cdef int _emit_match(self, i64* pos, i64* lab, i64 m, i64 number, Buf* out) noexcept nogil:
         cdef i64 i
+        self.matches_output += 1
         if not self.all_rows:
             if buf_push(&out[0], pos[m - 1]) or buf_push(&out[1], number):
                 return -1

@@ -235,6 +235,11 @@ cdef class SqlMatcher(ConditionHost):
     cdef int forced_len
     cdef int last_found          # _try_match reached DONE (even when also undecided)
     cdef i64 winner_start_
+    # EXPLAIN ANALYZE counters (always on: one integer add where the loops act anyway)
+    cdef readonly i64 n_attempts   # start rows tried (a start retried after a chunk counts again)
+    cdef readonly i64 n_states     # thread states entered (instruction, state) pairs
+    cdef readonly i64 peak_states  # most thread states alive at one row
+    cdef readonly i64 n_matches    # matches output
     # leaves for output: set, logical, loff, poff, final, kind
     cdef int* leaves
     cdef int n_leaves
@@ -795,6 +800,7 @@ cdef class SqlMatcher(ConditionHost):
             L.next_same[k] = L.head[pc]
         L.head[pc] = k
         L.n += 1
+        self.n_states += 1
         return True
 
     cdef i64 _new_node(self, i64 row, int label, i64 parent, unsigned char excl) noexcept nogil:
@@ -1253,6 +1259,8 @@ cdef class SqlMatcher(ConditionHost):
                 found = 1
             if self.oom or self.stop:
                 return -1
+            if nxt.n > self.peak_states:
+                self.peak_states = nxt.n
             swap = cur
             cur = nxt
             nxt = swap
@@ -1300,6 +1308,7 @@ cdef class SqlMatcher(ConditionHost):
                     self.s = r
                     self._init_state(self.tmp, r)
                     self._add(cur, 0, self.tmp, r, 0)
+                    self.n_attempts += 1
             if cur.n == 0:
                 if found or not adding:
                     break
@@ -1310,6 +1319,8 @@ cdef class SqlMatcher(ConditionHost):
                 found = 1
             if self.oom or self.stop:
                 return -1
+            if nxt.n > self.peak_states:
+                self.peak_states = nxt.n
             swap = cur
             cur = nxt
             nxt = swap
@@ -1416,6 +1427,11 @@ cdef class SqlMatcher(ConditionHost):
         self.window_kind = kind
         self.window_size = size
 
+    def stats(self):
+        """The counters of every run so far (EXPLAIN ANALYZE, runtime/run_stats.py)."""
+        return dict(attempts=self.n_attempts, thread_states=self.n_states,
+                    peak_thread_states=self.peak_states, matches_output=self.n_matches)
+
     def set_consts(self, cnp.ndarray consts):
         """Replace the constant pool (string literals are re-ranked per chunk)."""
         consts = np.ascontiguousarray(consts, dtype=np.float64)
@@ -1518,6 +1534,7 @@ cdef class SqlMatcher(ConditionHost):
                         self.memo_hits = 0
                         self.memo_floor = pos
                         memo_before = self.memo_n
+                        self.n_attempts += 1
                         found = self._attempt(pos)
                         if self.memo_on and found == 0:
                             if memo_before and not self.memo_hits and self.pend_n > MEMO_PROBE:
@@ -1572,6 +1589,7 @@ cdef class SqlMatcher(ConditionHost):
                             out[q].n = saved[q]
                         self.match_no -= 1
                         break
+                    self.n_matches += 1
                     if end > covered:
                         covered = end
                     if length == 0:

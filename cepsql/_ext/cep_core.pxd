@@ -204,6 +204,7 @@ cdef class CepCore(ConditionHost):
     cdef public i64 runs_created, runs_merged, nodes_created, peak_runs, matches_found
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
     cdef public i64 pm_created, pm_stored, peak_pm
+    cdef public i64 matches_output   # matches emitted after R7's selection (EXPLAIN ANALYZE)
     # bound on the partition's state (runtime.cep_worker: cepsql.cep.maxPartialMatches);
     # 0: none. Passing it stops the loops as an out-of-memory does, with limit_hit set
     cdef public i64 max_state

@@ -42,25 +42,40 @@ def relevance_filter(spec: MatchRecognizeSpec,
     reason = _keeps_every_row(spec, strategies)
     if reason:
         return None, reason
-    known = set(spec.variables) | set(spec.subsets)
     per_var: list[Expr] = []
-    for var in spec.variables:
-        cond = spec.defines.get(var)
-        if cond is None:
+    for var, stripped in row_local_conjuncts(spec).items():
+        if spec.defines.get(var) is None:
             return None, f"variable {var} has no DEFINE: it may take any row"
-        local = [c for c in split_conjuncts(cond) if _row_local(c, var, known)
-                 and not _always_true(c)]
-        if not local:
+        if not stripped:
             return None, (f"variable {var} has no single-row condition: it may take any "
                           "row")
-        stripped = [strip_row_values(bind_rows(
-            c, in_define=True, final_default=False, known_vars=known)) for c in local]
         # a row where a conjunct divides by zero is kept: the matcher raises there (ANSI)
         guards = [g for g in map(zero_divisor_guard, stripped) if g is not None]
         term = _join("OR", [_join("AND", stripped), *guards])
         if term not in per_var:
             per_var.append(term)
     return _join("OR", per_var), ""
+
+
+def row_local_conjuncts(spec: MatchRecognizeSpec) -> dict[str, list[Expr]]:
+    """Per variable (NOT variables included), the conjuncts of its DEFINE that read its
+    current row only, as conditions over the input's own columns ([] when none: no DEFINE,
+    or none single-row). A row where not all are TRUE is never taken by the variable
+    (relevance_filter; EXPLAIN ANALYZE counts the rows where they all are)."""
+    known = set(spec.variables) | set(spec.subsets)
+    out: dict[str, list[Expr]] = {}
+    for var in spec.variables:
+        cond = spec.defines.get(var)
+        local = [] if cond is None else [c for c in split_conjuncts(cond)
+                                          if _row_local(c, var, known) and not _always_true(c)]
+        out[var] = [strip_row_values(bind_rows(
+            c, in_define=True, final_default=False, known_vars=known)) for c in local]
+    return out
+
+
+def row_local_condition(conjuncts: list[Expr]) -> Expr | None:
+    """The AND of row_local_conjuncts' list for one variable (None when it is empty)."""
+    return _join("AND", conjuncts) if conjuncts else None
 
 
 def gap_filter(spec: MatchRecognizeSpec) -> Expr | None:

@@ -6,18 +6,21 @@ hands each input that is a stream to the streaming backend (``STREAMING``), whic
 module gives it -- the two backends never import each other."""
 from __future__ import annotations
 
+import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
 from cepsql import parse
 from cepsql.errors import CepAnalysisError
-from cepsql.explain.clause import explain_clause
+from cepsql.explain.analyze import clause_blocks
 from cepsql.parse.splice import new_view_name, normalize_name
-from cepsql.explain.summary import summarize
 from cepsql.explain.svg import clauses_svg
 from cepsql.exprs.spark_conf import conf_snapshot
+from cepsql.backends.spark.analyze import SparkAnalysis
 from cepsql.backends.spark.profile_cache import ProfileCache
 from cepsql.backends.spark.rewrite import (default_finder, default_planner, driver_statistics,
                                            rewrite, run_sql)
@@ -121,9 +124,11 @@ class CepSession:
         return [{"name": v.name, "pattern": v.pattern, "source": v.source, "sql": v.sql}
                 for v in self._views.values()]
 
-    def explain(self, text: str, file: str | None = None) -> str:
-        """EXPLAIN of a query (or of ``EXPLAIN <query>``): each MATCH_RECOGNIZE clause's
-        plan, then the Spark SQL the statement runs as. Nothing is executed.
+    def explain(self, text: str, file: str | None = None, analyze: bool = False) -> str:
+        """EXPLAIN of a query (or of ``EXPLAIN [ANALYZE] <query>``): each MATCH_RECOGNIZE
+        clause's plan, then the Spark SQL the statement runs as. Nothing is executed,
+        unless ``analyze`` (or ANALYZE): then the statement runs (its rows are dropped)
+        and each clause's block adds what the run measured (backends/spark/analyze.py).
         ``EXPLAIN FORMAT SVG <query>`` returns the plans drawn as SVG instead; ``file``
         (a path ending in .svg) also writes that drawing there."""
         dialect = self._dialect
@@ -132,6 +137,9 @@ class CepSession:
         query = explained[0] if explained else text
         fmt = getattr(dialect, "explain_format", None)
         svg = explained is not None and fmt is not None and fmt(text) == "SVG"
+        is_analyze = getattr(dialect, "explain_analyze", None)
+        analyze = analyze or (explained is not None and is_analyze is not None
+                              and is_analyze(text))
         recorded: list[tuple[object, object]] = []
         base = self._planner or default_planner()
 
@@ -140,27 +148,35 @@ class CepSession:
             recorded.append((spec, plan))
             return plan
 
-        with driver_statistics(), conf_snapshot():  # EXPLAIN shows the driver's sample
+        analysis = SparkAnalysis() if analyze else None
+        # EXPLAIN shows the driver's sample; ANALYZE plans as the statement would run
+        sampling = nullcontext() if analyze else driver_statistics()
+        with sampling, conf_snapshot():
             rewritten = rewrite(self.spark, query, finder=self._finder,
                                 planner=recording_planner, views=self._views,
-                                streams=self.streams)
+                                streams=self.streams,
+                                clause_runner=analysis.run_clause if analysis else None)
+        analyzed, returned = None, None
+        if analysis is not None:
+            returned = _run_for_analysis(run_sql(self.spark, rewritten, query))
+            analysis.finish()
+            analyzed = analysis.for_plans([plan for _, plan in recorded])
         if svg or file is not None:
-            drawing = clauses_svg(recorded)
+            drawing = clauses_svg(recorded, analyzed)
             if file is not None:
                 with open(file, "w", encoding="utf-8") as out:
                     out.write(drawing)
             if svg:
                 return drawing
-        blocks = []
-        for i, (spec, plan) in enumerate(recorded, 1):
-            body = explain_clause(plan) or "(no plan details)"
-            blocks.append(f"== MATCH_RECOGNIZE clause {i} ==\n{summarize(spec, plan)}\n\n"
-                          f"Detail:\n{body}")
+        blocks = clause_blocks(recorded, analyzed)
         generated = [f"  `{run.view}` := MATCH_RECOGNIZE clause {i} over {run.source}"
                      + (f", PATTERN ({run.pattern})" if run.pattern else "")
                      for i, run in enumerate(rewritten.clauses, 1)]
         blocks.append("== Spark SQL after rewriting ==\n" + rewritten.sql.strip()
                       + ("\nwhere\n" + "\n".join(generated) if generated else ""))
+        if returned is not None:
+            blocks.append(f"== Statement ==\nrows returned: {returned[0]:,}; "
+                          f"wall time of the run: {returned[1]:.3f} s")
         return "\n\n".join(blocks)
 
     def workloads(self) -> dict[str, list[str]]:
@@ -317,6 +333,17 @@ class CepSession:
             source_ids=_source_ids(self.spark, clauses),
             parsed=parsed if stmt == stmt.strip() else ParsedView())
         return _empty(self.spark)
+
+
+def _run_for_analysis(df: DataFrame) -> tuple[int, float]:
+    """Run a statement's DataFrame to the end, its rows dropped (the noop sink computes
+    every column); returns (rows, wall seconds)."""
+    seen = Observation()
+    started = time.perf_counter()
+    df.observe(seen, F.count(F.lit(1)).alias("rows")).write.format("noop") \
+        .mode("overwrite").save()
+    elapsed = time.perf_counter() - started
+    return int(seen.get["rows"]), elapsed
 
 
 def _renamed(df: DataFrame, columns: tuple[str, ...], stmt: str, pos: int) -> DataFrame:

@@ -14,6 +14,7 @@ from html import escape
 
 from cepsql.algebra.pattern import (Alternation, Anchor, Concat, Empty, Exclusion, Negation,
                                     Permute, Quantified, Var)
+from cepsql.explain.analyze import analyze_labels
 from cepsql.explain.layout import tidy_layout
 
 __all__ = ["Box", "clauses_svg", "dag_svg", "pattern_boxes", "plan_boxes", "plan_svg"]
@@ -135,18 +136,39 @@ def plan_boxes(plans: list) -> list[Box]:
     return boxes
 
 
-def plan_svg(spec, plan) -> str:
+def plan_svg(spec, plan, stats=None) -> str:
     """SVG of one clause's plan: the chosen CEP plans when the clause is planned, else
-    the pattern's operator tree."""
+    the pattern's operator tree. With stats (a run's ClauseStatistics: EXPLAIN ANALYZE)
+    each variable's box shows the rows its single-row DEFINE part held on, the root the
+    run's matches, and the title the rows in and out and the time."""
     plans = list(getattr(plan, "chosen_plans", None) or [])
     if plans:
-        return dag_svg(plan_boxes(plans), "plan: " + spec.pattern_text)
-    return dag_svg(pattern_boxes(spec.pattern), "pattern: " + (spec.pattern_text or ""))
+        boxes, title = plan_boxes(plans), "plan: " + spec.pattern_text
+    else:
+        boxes, title = pattern_boxes(spec.pattern), "pattern: " + (spec.pattern_text or "")
+    if stats is not None:
+        title = _measured(boxes, title, stats)
+    return dag_svg(boxes, title)
 
 
-def clauses_svg(recorded: list[tuple[object, object]]) -> str:
-    """One SVG for a statement's clauses ((spec, plan) pairs), stacked vertically."""
-    parts = [plan_svg(spec, plan) for spec, plan in recorded]
+def _measured(boxes: list[Box], title: str, stats) -> str:
+    """Write a run's figures on the boxes; returns the title with its totals."""
+    for box in boxes:
+        held = stats.variable_rows.get(box.label)
+        if held is not None:
+            box.note = "; ".join(p for p in (box.note, f"{held:,} rows") if p)
+    matches = stats.counters.get("matches_output")
+    if boxes and matches is not None:
+        boxes[-1].note = "; ".join(p for p in (boxes[-1].note, f"{matches:,} matches") if p)
+    return f"{title} | " + ", ".join(analyze_labels(stats))
+
+
+def clauses_svg(recorded: list[tuple[object, object]], analyzed: list | None = None) -> str:
+    """One SVG for a statement's clauses ((spec, plan) pairs), stacked vertically;
+    ``analyzed``: each clause's ClauseStatistics (EXPLAIN ANALYZE), drawn on its plan."""
+    analyzed = list(analyzed or []) + [None] * len(recorded)
+    parts = [plan_svg(spec, plan, stats)
+             for (spec, plan), stats in zip(recorded, analyzed)]
     if not parts:
         return dag_svg([Box("no MATCH_RECOGNIZE clause")], "plan")
     if len(parts) == 1:

@@ -12,10 +12,10 @@ from cepsql.parse.pattern_parser import parse_pattern, pattern_to_text
 from cepsql.parse.scanner import split_statements
 from cepsql.parse.statements import (ClauseSite, CreateView, changed_view, find_match_recognize,
                                      needs_rewrite, parse_clause_body, parse_create_view,
-                                     parse_drop_view, parse_explain, explain_format,
+                                     parse_drop_view, parse_explain, explain_format, explain_analyze,
                                      find_workload_calls, parse_explain_workload)
 
 __all__ = ["CepSpark", "CepSparkParser", "parse_pattern", "pattern_to_text", "ClauseSite",
            "CreateView", "find_match_recognize", "parse_clause_body", "parse_create_view",
-           "parse_drop_view", "parse_explain", "split_statements", "explain_format",
+           "parse_drop_view", "parse_explain", "split_statements", "explain_format", "explain_analyze",
            "find_workload_calls", "parse_explain_workload", "needs_rewrite", "changed_view"]

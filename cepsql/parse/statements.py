@@ -23,7 +23,7 @@ from cepsql.parse.tf_calls import MATCH_FUNCTION, VIEW_FUNCTION
 
 __all__ = ["ClauseSite", "CreateView", "find_match_recognize", "needs_rewrite",
            "parse_create_view", "changed_view", "parse_drop_view", "parse_explain",
-           "explain_format", "parse_clause_body"]
+           "explain_format", "explain_analyze", "parse_clause_body"]
 
 # words that follow a clause but are never a bare alias
 _NOT_ALIAS = frozenset("""
@@ -466,37 +466,53 @@ def parse_drop_view(stmt: str) -> tuple[str, bool] | None:
 
 
 def explain_format(stmt: str) -> str:
-    """'SVG' for ``EXPLAIN FORMAT SVG query`` (the plan drawn), else 'TEXT'."""
-    i = skip_space(stmt, 0)
-    i = skip_space(stmt, i + len(word_at(stmt, i)))
-    if word_at(stmt, i).upper() != "FORMAT":
-        return "TEXT"
-    return word_at(stmt, skip_space(stmt, i + len("FORMAT"))).upper()
+    """'SVG' for ``EXPLAIN [ANALYZE] FORMAT SVG query`` (the plan drawn), else 'TEXT'."""
+    head = _explain_head(stmt)
+    return head[1] if head is not None else "TEXT"
+
+
+def explain_analyze(stmt: str) -> bool:
+    """Whether stmt is ``EXPLAIN ANALYZE ...`` (run the query and report what it did)."""
+    head = _explain_head(stmt)
+    return head is not None and head[0]
 
 
 def parse_explain(stmt: str) -> tuple[str, int] | None:
-    """``EXPLAIN [EXTENDED|CODEGEN|COST|FORMATTED | FORMAT TEXT|SVG] query`` -> (query
-    text, its offset). Spark's mode words are skipped: cepsql's text EXPLAIN has a single
-    format; FORMAT SVG draws the plans instead (see explain_format). (Text-based: sqlglot
-    tokenizes EXPLAIN as a command whose rest is one opaque token.)"""
+    """``EXPLAIN [ANALYZE] [EXTENDED|CODEGEN|COST|FORMATTED | FORMAT TEXT|SVG] query`` ->
+    (query text, its offset). Spark's mode words are skipped: cepsql's text EXPLAIN has
+    a single format; FORMAT SVG draws the plans instead (see explain_format); ANALYZE
+    runs the query (explain_analyze). (Text-based: sqlglot tokenizes EXPLAIN as a
+    command whose rest is one opaque token.)"""
+    head = _explain_head(stmt)
+    if head is None:
+        return None
+    i = head[2]
+    return stmt[i:].rstrip(), i
+
+
+def _explain_head(stmt: str) -> tuple[bool, str, int] | None:
+    """(ANALYZE given, format, offset of the query) of an EXPLAIN statement, else None."""
     i = skip_space(stmt, 0)
     word = word_at(stmt, i)
     if word.upper() != "EXPLAIN":
         return None
     i = skip_space(stmt, i + len(word))
-    mode = word_at(stmt, i)
+    analyze = word_at(stmt, i).upper() == "ANALYZE"
+    if analyze:
+        i = skip_space(stmt, i + len("ANALYZE"))
+    mode, fmt = word_at(stmt, i), "TEXT"
     if mode.upper() in _EXPLAIN_MODES:
         i = skip_space(stmt, i + len(mode))
     elif mode.upper() == "FORMAT":
         j = skip_space(stmt, i + len(mode))
-        fmt = word_at(stmt, j)
-        if fmt.upper() not in _EXPLAIN_FORMATS:
+        fmt = word_at(stmt, j).upper()
+        if fmt not in _EXPLAIN_FORMATS:
             raise CepSyntaxError(f"EXPLAIN FORMAT takes {' or '.join(sorted(_EXPLAIN_FORMATS))}"
-                                 f", not {fmt or 'nothing'}", sql=stmt, pos=j)
+                                 f", not {word_at(stmt, j) or 'nothing'}", sql=stmt, pos=j)
         i = skip_space(stmt, j + len(fmt))
     if i >= len(stmt):
         raise CepSyntaxError("expected a query after EXPLAIN", sql=stmt, pos=len(stmt))
-    return stmt[i:].rstrip(), i
+    return analyze, fmt, i
 
 
 def parse_explain_workload(stmt: str) -> tuple[str | list[str], int] | None:

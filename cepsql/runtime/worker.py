@@ -33,6 +33,8 @@ class MatchWorker:
     # the run's cancel flag (uint8[1]) its matchers watch when it runs outside the main
     # thread, where Ctrl-C does not reach (backends/local/threads.py sets it on its copy)
     cancel: np.ndarray | None = None
+    # the evaluator's counters of the last stream run (EXPLAIN ANALYZE, run_stats.py)
+    last_stats: dict | None = None
 
     def __init__(self, config: WorkerConfig):
         self.config = config
@@ -110,10 +112,10 @@ class MatchWorker:
             if isinstance(col, pa.ChunkedArray):
                 col = col.combine_chunks()
             if n > 1:
-                change[1:] |= lanes.get(col, "changes", _row_changes)[0][1:]
+                change[1:] |= lanes.get(col, "changes", row_changes)[0][1:]
             if previous is not None and not change[0]:
                 pair = pa.concat_arrays([previous.column(name), col.slice(0, 1)])
-                change[0] = bool(_row_changes(pair)[0][1])
+                change[0] = bool(row_changes(pair)[0][1])
         return np.flatnonzero(change).astype(np.int64)
 
     def _process(self, matcher, table: pa.Table, starts: np.ndarray, open_last: bool,
@@ -307,11 +309,12 @@ class _SqlPush:
         return list(out)
 
     def finish(self) -> list[pa.RecordBatch]:
-        if not self.pending.rows:
-            return []
-        table, all_starts = self.pending.table()
-        out, _ = self.worker._process(self.matcher, table, all_starts, False, self.carry)
-        self.pending.clear()
+        out = []
+        if self.pending.rows:
+            table, all_starts = self.pending.table()
+            out, _ = self.worker._process(self.matcher, table, all_starts, False, self.carry)
+            self.pending.clear()
+        self.worker.last_stats = self.matcher.stats()
         return list(out)
 
 
@@ -523,7 +526,7 @@ def _window_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return window_micros(col)
 
 
-def _row_changes(col: pa.Array) -> tuple[np.ndarray]:
+def row_changes(col: pa.Array) -> tuple[np.ndarray]:
     """flags[j]: row j is not in row j-1's PARTITION BY group by this column (Spark's
     equality: NaN = NaN; NULL only equals NULL); flags[0] is False."""
     flags = np.zeros(len(col), dtype=bool)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import time
 from collections import ChainMap
 from functools import partial
 from typing import Callable, Mapping
@@ -29,6 +30,7 @@ from cepsql.parse.splice import is_select_star_from, normalize_name, strip_paren
 from cepsql.parse.statements import clause_output_names
 from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
 from cepsql.exprs.spark_sql import quote_identifier
+from cepsql.analyze.relevance import row_local_condition, row_local_conjuncts
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.stats import CACHE
 from cepsql.planning.options import current_options
@@ -36,14 +38,14 @@ from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.runtime.error_position import located_run_error
 from cepsql.runtime.ordering import comparable, sort_indices
-from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
+from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, RunStatistics
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.local.duck import run_duckdb
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
 from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
 
-__all__ = ["match_recognize", "run_local", "execute_plan", "to_arrow", "to_pandas"]
+__all__ = ["match_recognize", "run_local", "plan_local", "execute_plan", "to_arrow", "to_pandas"]
 
 TableLike = pd.DataFrame | pa.Table
 _placeholders = itertools.count(1)
@@ -74,6 +76,21 @@ def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | N
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
             return run.clause(sites[0], scope)  # fast path: no SQL around the clause
         return run.query(stmt, 0, scope, sites)
+    except CepError as e:
+        raise e.with_sql(stmt) from None
+
+
+def plan_local(sql: str, tables: Mapping[str, TableLike], *,
+               planner: Callable | None = None) -> list[tuple[object, QueryPlan]]:
+    """(spec, QueryPlan) of each outermost clause of sql over the tables, without running
+    the clauses (their sources' SQL runs: a clause is planned over its input's schema and
+    statistics). For EXPLAIN in-process."""
+    stmt = sql.rstrip().rstrip(";")
+    scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
+    run = LocalStatement(stmt, find_match_recognize, planner or plan_query)
+    try:
+        return [run.plan_clause(site, run.source(site, scope), scope)
+                for site in _parsed(stmt, offset=0, full_sql=stmt)]
     except CepError as e:
         raise e.with_sql(stmt) from None
 
@@ -146,10 +163,14 @@ class LocalStatement:
             self.done[key] = (table, self.run_clause(site, table, scope))
         return self.done[key][1]
 
-    def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
+    def plan_clause(self, site, table: pa.Table, scope: Scope) -> tuple[object, QueryPlan]:
+        """(spec with its scalar subqueries bound, its QueryPlan over table)."""
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
-        plan = self.planner(spec, table.schema, self.stmt,
-                            statistics=partial(table_statistics, table=table))
+        return spec, self.planner(spec, table.schema, self.stmt,
+                                  statistics=partial(table_statistics, table=table))
+
+    def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
+        spec, plan = self.plan_clause(site, table, scope)
         try:
             out = execute_plan(table, plan, stats=None if self.stats is None
                                else self.stats.clause(site.start))
@@ -362,11 +383,18 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                  stats: ClauseStatistics | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
     (on ``threads`` threads, default the planner options' or all cores:
-    backends/local/threads.py), project. The evaluator's counters go to stats when
-    given."""
+    backends/local/threads.py), project. With stats, the evaluator's counters and the
+    EXPLAIN ANALYZE figures (rows, partitions, time per stage) go there."""
     opts = current_options()
     threads = opts.threads if threads is None else threads
+    clock = _Stages(stats)
+    if stats is not None:
+        stats.rows_read = table.num_rows
     table = relevant_rows(table, plan)
+    if stats is not None:
+        if plan.relevance_filter is not None:
+            stats.rows_relevant = table.num_rows
+        stats.variable_rows = variable_rows(plan.spec, table)
     prepared = table
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
@@ -375,6 +403,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     bound = bind_worker(plan, prepared.schema)
     shape = sequence_shape(plan.spec, bound.worker, vector_masks=opts.vector_masks) \
         if opts.sequence_fast_path else None
+    clock.lap("input")
     keys = list(plan.sort_keys)
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
@@ -382,16 +411,69 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads) \
         if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
+        if stats is not None:
+            stats.partition_rows = [int(c) for c in np.bincount(ranks) if c]
+        clock.lap("shuffle+sort")
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
                                partial(_slice_order, keys=by_rank, plan=plan),
                                batch_rows=batch_rows, threads=threads, shape=shape,
                                stats=stats)
+        clock.lap("evaluation")  # (run_by_partition moved its slices' sort time)
     else:
         ordered = sort_for_matching(prepared, keys, plan).combine_chunks()
+        if stats is not None:
+            sizes = GroupSizes(plan.partition_columns)
+            sizes.add(ordered)
+            stats.partition_rows = sizes.sizes()
+        clock.lap("shuffle+sort")
         out = run_worker(ordered, bound, plan.partition_columns, batch_rows=batch_rows,
                          threads=threads, shape=shape, stats=stats)
+        clock.lap("evaluation")
     names = [n for n, _ in bound.final_projection]
-    return pa.Table.from_arrays([evaluate_arrow(e, out, strict_division=True)
-                                 for _, e in bound.final_projection],
-                                names=names)
+    result = pa.Table.from_arrays([evaluate_arrow(e, out, strict_division=True)
+                                   for _, e in bound.final_projection],
+                                  names=names)
+    clock.lap("output")
+    if stats is not None:
+        stats.output_rows = result.num_rows
+        if shape is not None:
+            stats.notes.append("sequence fast path (backends/local/sequence.py): it keeps "
+                               "no attempt or partial-match counters")
+    return result
+
+
+def variable_rows(spec, table: pa.Table) -> dict[str, int | None]:
+    """Per variable, the rows of table where the row-local part of its DEFINE is TRUE
+    (None: it has none, or it cannot be evaluated vectorised here)."""
+    out: dict[str, int | None] = {}
+    for var, conjuncts in row_local_conjuncts(spec).items():
+        cond = row_local_condition(conjuncts)
+        if cond is None or table.num_rows == 0:
+            out[var] = None if cond is None else 0
+            continue
+        try:
+            held = evaluate_arrow(cond, table)
+        except CepError:
+            out[var] = None
+            continue
+        if isinstance(held, pa.Scalar):
+            out[var] = table.num_rows if held.as_py() is True else 0
+        else:
+            out[var] = int(pc.sum(pc.fill_null(held, False).cast(pa.int64())).as_py() or 0)
+    return out
+
+
+class _Stages:
+    """Wall time between laps, added to a ClauseStatistics' stages (nothing without one)."""
+
+    def __init__(self, stats: ClauseStatistics | None):
+        self.stats = stats
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        if self.stats is None:
+            return
+        now = time.perf_counter()
+        self.stats.add_seconds(stage, now - self.last)
+        self.last = now

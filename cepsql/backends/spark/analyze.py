@@ -1,0 +1,177 @@
+"""EXPLAIN ANALYZE on Spark: run a statement's clauses with their figures collected.
+
+Each clause runs as ``run_plan`` does (not time-sliced), with three side channels that
+work on classic sessions and on Spark Connect alike (no accumulators; ``DataFrame.observe``
+metrics, delivered with the action's result):
+
+* the clause's input observed: rows read;
+* the prepared input (after the relevance filter) observed: rows kept, and per
+  variable the rows where the single-row part of its DEFINE is TRUE;
+* every task's worker is wrapped (``AnalyzedWorker``): it counts the rows and
+  PARTITION BY groups it is fed and times the task's stages (waiting for its sorted
+  input, evaluation, handing the output on), and after its stream one extra row carries
+  that and the evaluator's counters as JSON in ``STATS_COLUMN``; the rows are collected
+  by an observed ``collect_list`` and filtered out before the final projection.
+
+The ordinary path (``run_plan``) is untouched: the evaluators' counters are always on."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from cepsql.analyze.relevance import row_local_condition, row_local_conjuncts
+from cepsql.errors import CepError, CepUnsupportedError
+from cepsql.exprs.spark_arrow import arrow_schema
+from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, RunStatistics
+from cepsql.runtime.workers import bind_worker
+from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
+from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input, \
+    co_located, relevant_rows
+from cepsql.backends.spark.strict_breaks import with_global_breaks
+
+__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN"]
+
+STATS_COLUMN = "__cep_task_stats"
+
+
+class AnalyzedWorker:
+    """A plan's worker that also reports, per task, what it was fed and counted (one
+    extra output row, STATS_COLUMN set, every other column NULL)."""
+
+    def __init__(self, worker, schema: pa.Schema, partition_columns: list[str]):
+        self.worker = worker
+        self.schema = schema  # the analyzed output schema (analyzed_schema)
+        self.partition_columns = partition_columns
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sizes = GroupSizes(self.partition_columns)
+        seconds = {"input": 0.0, "output": 0.0}
+        rows = 0
+
+        def fed() -> Iterator[pa.RecordBatch]:
+            nonlocal rows
+            source = iter(batches)
+            while True:
+                started = time.perf_counter()
+                batch = next(source, None)
+                seconds["input"] += time.perf_counter() - started
+                if batch is None:
+                    return
+                sizes.add(batch)
+                rows += batch.num_rows
+                yield batch
+
+        started = time.perf_counter()
+        for out in self.worker(fed()):
+            handed = time.perf_counter()
+            yield pa.RecordBatch.from_arrays(
+                [*out.columns, pa.nulls(out.num_rows, pa.string())], schema=self.schema)
+            seconds["output"] += time.perf_counter() - handed
+        total = time.perf_counter() - started
+        seconds["evaluation"] = total - seconds["input"] - seconds["output"]
+        report = {"rows": rows, "groups": sizes.sizes(), "seconds": seconds,
+                  "counters": _plain(getattr(self.worker, "last_stats", None) or {})}
+        yield pa.RecordBatch.from_arrays(
+            [pa.nulls(1, f.type) for f in self.schema][:-1] + [pa.array([json.dumps(report)])],
+            schema=self.schema)
+
+
+def analyzed_schema(worker_schema: pa.Schema) -> pa.Schema:
+    """The worker's schema, every column nullable (the stats row), plus STATS_COLUMN."""
+    return pa.schema([f.with_nullable(True) for f in worker_schema]
+                     + [pa.field(STATS_COLUMN, pa.string())])
+
+
+class SparkAnalysis:
+    """The observations of one EXPLAIN ANALYZE statement: ``run_clause`` is rewrite()'s
+    clause_runner, ``finish`` (after the action) fills ``stats``, one entry per clause."""
+
+    def __init__(self) -> None:
+        self.stats = RunStatistics()
+        # per clause run: its figures, plan, observations, whether rows were filtered
+        self._pending: list[tuple[ClauseStatistics, QueryPlan, dict[str, Observation],
+                                  bool]] = []
+
+    def run_clause(self, df: DataFrame, plan: QueryPlan, source=None) -> DataFrame:
+        if df.isStreaming:
+            raise CepUnsupportedError("EXPLAIN ANALYZE runs batch queries only (the input "
+                                      "is a stream)")
+        record = self.stats.clause(None)
+        seen = {"input": Observation(), "kept": Observation(), "tasks": Observation()}
+        df = df.observe(seen["input"], F.count(F.lit(1)).alias("rows"))
+        relevance = plan.relevance_filter is not None and relevant_rows(df, plan) is not df
+        df = prepared_input(df, plan)
+        df = df.observe(seen["kept"], F.count(F.lit(1)).alias("rows"),
+                        *_variable_counts(plan))
+        if plan.break_column is not None:
+            df = with_global_breaks(df, plan, shuffle_partitions(df))
+        bound = bind_worker(plan, arrow_schema(df))
+        df = co_located(df, plan.partition_columns)
+        sort = [column(c).asc_nulls_first() for c in plan.partition_columns]
+        sort += [sort_column(k) for k in plan.sort_keys]
+        if sort:
+            df = df.sortWithinPartitions(*sort)
+        schema = analyzed_schema(bound.worker_schema)
+        out = map_in_arrow(df, AnalyzedWorker(bound.worker, schema, plan.partition_columns),
+                           from_arrow_schema(schema))
+        out = out.observe(seen["tasks"], F.collect_list(column(STATS_COLUMN)).alias("tasks"),
+                          F.count_if(column(STATS_COLUMN).isNull()).alias("rows"))
+        out = out.where(column(STATS_COLUMN).isNull()).drop(STATS_COLUMN)
+        self._pending.append((record, plan, seen, relevance))
+        record.notes.append("on Spark the clause runs unsliced; shuffle+sort is the time its "
+                            "tasks waited for their sorted input (scan, shuffle read, sort), "
+                            "evaluation and output the time in the evaluator and handing its "
+                            "rows on, each summed over the tasks")
+        return final_frame(out, bound)
+
+    def for_plans(self, plans: list[QueryPlan]) -> list[ClauseStatistics | None]:
+        """The figures of each of plans (None for a plan this analysis did not run, e.g.
+        a cep_match table function's)."""
+        by_plan = {id(plan): record for record, plan, _, _ in self._pending}
+        return [by_plan.get(id(plan)) for plan in plans]
+
+    def finish(self) -> RunStatistics:
+        """Fill each clause's figures from its observations (after the action ran)."""
+        for record, plan, seen, relevance in self._pending:
+            record.rows_read = int(seen["input"].get["rows"])
+            kept = seen["kept"].get
+            if relevance:
+                record.rows_relevant = int(kept["rows"])
+            record.variable_rows = {var: (None if f"v_{k}" not in kept else int(kept[f"v_{k}"]))
+                                    for k, var in enumerate(row_local_conjuncts(plan.spec))}
+            tasks = seen["tasks"].get
+            reports = [json.loads(t) for t in tasks["tasks"] or []]
+            record.record([r["counters"] for r in reports])
+            record.partition_rows = [g for r in reports for g in r["groups"]]
+            for r in reports:
+                for stage, value in r["seconds"].items():
+                    record.add_seconds("shuffle+sort" if stage == "input" else stage, value)
+            record.output_rows = int(tasks["rows"])
+        return self.stats
+
+
+def _variable_counts(plan: QueryPlan) -> list:
+    """Per variable with a single-row DEFINE part, the rows where it is TRUE (v_<k>)."""
+    out = []
+    for k, conjuncts in enumerate(row_local_conjuncts(plan.spec).values()):
+        cond = row_local_condition(conjuncts)
+        if cond is None:
+            continue
+        try:
+            held = expression(cond)
+        except CepError:
+            continue
+        out.append(F.count_if(F.coalesce(held, F.lit(False))).alias(f"v_{k}"))
+    return out
+
+
+def _plain(counters: dict) -> dict:
+    """The counters as JSON values (numpy integers as ints)."""
+    return {k: (v if isinstance(v, (str, bool)) else int(v)) for k, v in counters.items()}
