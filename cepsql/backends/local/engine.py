@@ -153,7 +153,7 @@ class LocalStatement:
             out = execute_plan(table, cached.plan, stats=None if self.stats is None
                                else self.stats.clause(site.start), binder=cached.bind)
         except CepError as err:
-            raise located_run_error(err, spec, self.stmt) from None
+            raise located_run_error(err, cached.spec, self.stmt) from None
         try:
             return out.rename_columns(clause_output_names(site, out.column_names))
         except CepError as err:
