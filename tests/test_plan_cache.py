@@ -4,6 +4,8 @@ the rows of a fresh plan; another schema, other options (ANSI mode), a plan chos
 the input's statistics or a clause with scalar subqueries are planned again."""
 from __future__ import annotations
 
+import gc
+import weakref
 from decimal import Decimal
 
 import pyarrow as pa
@@ -142,3 +144,17 @@ def test_the_cache_is_bounded_least_recently_used_first_out():
     assert len(cache) == 2
     assert cache.get("b") is None
     assert cache.get("a") is entries["a"] and cache.get("c") is entries["c"]
+
+
+def test_a_kept_plan_does_not_keep_its_input_alive(planner):
+    # CEP mode without a plan choice: kept, and the mode holds its statistics callable
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES a.ts AS ta ONE ROW PER "
+           "MATCH STRATEGY SKIP_TILL_NEXT_MATCH PATTERN (SEQ(a, b)) "
+           "DEFINE a AS a.price > 100, b AS b.price < 100)")
+    table = _ticks(30)
+    assert run_local(sql, {"t": table}, planner=planner).num_rows > 0
+    assert len(PLANS) == 1
+    gone = weakref.ref(table)
+    del table
+    gc.collect()
+    assert gone() is None

@@ -39,7 +39,7 @@ from cepsql.runtime.ordering import comparable, sort_indices
 from cepsql.runtime.run_stats import ClauseStatistics, RunStatistics
 from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.backends.local.duck import run_duckdb
-from cepsql.backends.local.plan_cache import PLANS, CachedPlan
+from cepsql.backends.local.plan_cache import PLANS, CachedPlan, StatisticsProbe
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
 from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
@@ -168,14 +168,13 @@ class LocalStatement:
         if cached is not None:
             return cached
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
-        consulted = []
-
-        def statistics(of_spec):
-            consulted.append(of_spec)
-            return table_statistics(of_spec, table=table)
-        cached = CachedPlan(spec, self.planner(spec, table.schema, self.stmt,
-                                               statistics=statistics))
-        if not consulted and spec is site.spec:
+        statistics = StatisticsProbe(partial(table_statistics, table=table))
+        try:
+            cached = CachedPlan(spec, self.planner(spec, table.schema, self.stmt,
+                                                   statistics=statistics))
+        finally:
+            statistics.release()
+        if not statistics.asked and spec is site.spec:
             PLANS.put(key, cached)
         return cached
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -30,7 +30,7 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.workers import BoundWorker, bind_worker
 
-__all__ = ["CachedPlan", "PlanCache", "PLANS"]
+__all__ = ["CachedPlan", "PlanCache", "PLANS", "StatisticsProbe"]
 
 
 @dataclass
@@ -51,6 +51,26 @@ class CachedPlan:
         bound = bind_worker(plan, prepared)
         self.binding = (prepared, bound)
         return bound
+
+
+class StatisticsProbe:
+    """The statistics callable handed to the planner: ``estimate(spec)`` while planning,
+    noting that the planner asked (a plan chosen from the input's statistics is not
+    kept); ``release()`` after planning drops the estimator, so a kept plan (a CEP mode
+    holds its statistics callable) does not keep its first input alive."""
+
+    def __init__(self, estimate: Callable[[MatchRecognizeSpec], object]):
+        self.estimate: Callable[[MatchRecognizeSpec], object] | None = estimate
+        self.asked = False
+
+    def __call__(self, spec: MatchRecognizeSpec) -> object:
+        if self.estimate is None:
+            raise RuntimeError("statistics asked for after planning")
+        self.asked = True
+        return self.estimate(spec)
+
+    def release(self) -> None:
+        self.estimate = None
 
 
 class PlanCache:
