@@ -227,9 +227,9 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     n = prepared.num_rows
     order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
     bounds = [0]
-    if threads > 1 and n:
+    pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
+    if threads > 1 and pieces > 1:
         ends = np.cumsum(np.bincount(ranks))
-        pieces = max(1, min(2 * threads, n // MIN_SLICE_ROWS))
         for i in range(1, pieces):
             cut = int(ends[min(len(ends) - 1, np.searchsorted(ends, n * i // pieces))])
             if bounds[-1] < cut < n:
