@@ -18,7 +18,9 @@ from cepsql.planning import ALGORITHMS
 from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
 from cepsql.compile import cep as cep_plan_module
+from cepsql.backends.local import engine as engine_module
 from cepsql.backends.local.engine import run_local, to_pandas
+from cepsql.backends.local.plan_cache import PlanCache
 from cepsql.runtime.run_stats import RunStatistics
 from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
 
@@ -93,6 +95,8 @@ def random_trees(monkeypatch):
         return CepPlanChoice(EVALUATOR_TREE, "random tree (test)", "RANDOM", plans)
 
     monkeypatch.setattr(cep_plan_module, "choose_cep_plan", choose)
+    # a new random tree for every example: no plan kept from an earlier one
+    monkeypatch.setattr(engine_module, "PLANS", PlanCache(maxsize=0))
     return state
 
 

@@ -78,3 +78,20 @@ def test_same_query_different_data_concurrently():
             for w, n, shift in ((15, 500, 0), (20, 400, 2))]
     assert all(len(_run(*job)) > 1000 for job in jobs)
     _check(jobs)
+
+
+# SQL:2016 mode, planned once (backends/local/plan_cache.py): every call reuses the same
+# cached plan and bound worker, so concurrent calls share them
+SQL2016 = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn, "
+           "FIRST(b.ts) AS tb, AVG(b.n) AS avg_b, LAST(c.ts) AS tc ONE ROW PER MATCH "
+           "AFTER MATCH SKIP TO NEXT ROW PATTERN (a b+? c+?) DEFINE a AS a.kind = 'a', "
+           "b AS b.n >= AVG(b.n), c AS c.kind = 'c')")
+
+
+def test_cached_plan_shared_by_concurrent_calls():
+    jobs = [(SQL2016, _events(n, shift).append_column("n", pa.array(
+        [(i * 7 + shift) % 5 for i in range(n)]))) for n, shift in ((900, 0), (700, 1))]
+    cepsql.backends.local.plan_cache.PLANS.clear()
+    assert all(len(_run(*job)) > 20 for job in jobs)
+    assert len(cepsql.backends.local.plan_cache.PLANS) == 1  # one plan for both inputs
+    _check(jobs)

@@ -1,7 +1,8 @@
 """The in-process backend (``cepsql.match_recognize``, ``cepsql.workload``): engine.py runs
 a statement (clauses through the QueryPlan, the SQL around them through sql.py's subset
-or DuckDB, duck.py), threads.py runs the partitions' evaluators on all cores, sequence.py
-is the fast path for sequence patterns, workload.py runs several views in one shared pass.
+or DuckDB, duck.py), plan_cache.py keeps clause plans across calls, threads.py runs the
+partitions' evaluators on all cores, sequence.py is the fast path for sequence patterns,
+workload.py runs several views in one shared pass.
 
 May import every stage below the backends (DuckDB only where a statement leaves sql.py's
 subset); never ``backends.spark`` or ``backends.streaming``."""

@@ -39,8 +39,9 @@ from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.runtime.error_position import located_run_error
 from cepsql.runtime.ordering import comparable, sort_indices
 from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, RunStatistics
-from cepsql.runtime.workers import bind_worker
+from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.backends.local.duck import run_duckdb
+from cepsql.backends.local.plan_cache import PLANS, CachedPlan, StatisticsProbe
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
 from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
@@ -89,8 +90,9 @@ def plan_local(sql: str, tables: Mapping[str, TableLike], *,
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
     run = LocalStatement(stmt, find_match_recognize, planner or plan_query)
     try:
-        return [run.plan_clause(site, run.source(site, scope), scope)
-                for site in _parsed(stmt, offset=0, full_sql=stmt)]
+        plans = [run.plan(site, run.source(site, scope), scope)
+                 for site in _parsed(stmt, offset=0, full_sql=stmt)]
+        return [(cached.spec, cached.plan) for cached in plans]
     except CepError as e:
         raise e.with_sql(stmt) from None
 
@@ -163,23 +165,36 @@ class LocalStatement:
             self.done[key] = (table, self.run_clause(site, table, scope))
         return self.done[key][1]
 
-    def plan_clause(self, site, table: pa.Table, scope: Scope) -> tuple[object, QueryPlan]:
-        """(spec with its scalar subqueries bound, its QueryPlan over table)."""
-        spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
-        return spec, self.planner(spec, table.schema, self.stmt,
-                                  statistics=partial(table_statistics, table=table))
-
     def run_clause(self, site, table: pa.Table, scope: Scope) -> pa.Table:
-        spec, plan = self.plan_clause(site, table, scope)
+        cached = self.plan(site, table, scope)
         try:
-            out = execute_plan(table, plan, stats=None if self.stats is None
-                               else self.stats.clause(site.start))
+            out = execute_plan(table, cached.plan, stats=None if self.stats is None
+                               else self.stats.clause(site.start), binder=cached.bind)
         except CepError as err:
-            raise located_run_error(err, spec, self.stmt) from None
+            raise located_run_error(err, cached.spec, self.stmt) from None
         try:
             return out.rename_columns(clause_output_names(site, out.column_names))
         except CepError as err:
             raise err.with_sql(self.stmt) from None
+
+    def plan(self, site, table: pa.Table, scope: Scope) -> CachedPlan:
+        """The clause's plan over table: from PLANS when this statement's clause was
+        planned for the same schema, options and planner (plan_cache.py says which plans
+        are kept)."""
+        key = (self.stmt, site.start, table.schema, current_options(), self.planner)
+        cached = PLANS.get(key)
+        if cached is not None:
+            return cached
+        spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
+        statistics = StatisticsProbe(partial(table_statistics, table=table))
+        try:
+            cached = CachedPlan(spec, self.planner(spec, table.schema, self.stmt,
+                                                   statistics=statistics))
+        finally:
+            statistics.release()
+        if not statistics.asked and spec is site.spec:
+            PLANS.put(key, cached)
+        return cached
 
     def scalar(self, sub, scope: Scope) -> tuple[list[str | None], str]:
         """An uncorrelated scalar subquery, run by the local SQL engine in the clause's
@@ -229,7 +244,10 @@ def to_arrow(table: TableLike) -> pa.Table:
         # the same object when possible: statistics are cached per input table object
         return table if table.schema.metadata is None else table.replace_schema_metadata(None)
     if isinstance(table, pd.DataFrame):
-        return pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(None)
+        # one thread: pyarrow's pool costs a millisecond to start and saves nothing here
+        # (1M ticks: the same time; strings are converted under the GIL)
+        return pa.Table.from_pandas(table, preserve_index=False, nthreads=1
+                                    ).replace_schema_metadata(None)
     raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
 
 
@@ -241,8 +259,10 @@ _NULLABLE = {
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
-    """pandas with nullable integer/boolean dtypes (see module docstring)."""
-    return table.to_pandas(types_mapper=_NULLABLE.get)
+    """pandas with nullable integer/boolean dtypes (see module docstring). On one thread:
+    Arrow's pool was slower at every size measured (566 rows: 0.26 against 0.19 ms of
+    CPU; 149k rows: 7.9 against 2.9 ms)."""
+    return table.to_pandas(types_mapper=_NULLABLE.get, use_threads=False)
 
 
 def sort_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan) -> pa.Table:
@@ -380,11 +400,14 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
 
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                  threads: int | None = None, *,
-                 stats: ClauseStatistics | None = None) -> pa.Table:
-    """The QueryPlan contract, in-process: prepare, bind, sort, stream through the worker
-    (on ``threads`` threads, default the planner options' or all cores:
-    backends/local/threads.py), project. With stats, the evaluator's counters and the
-    EXPLAIN ANALYZE figures (rows, partitions, time per stage) go there."""
+                 stats: ClauseStatistics | None = None,
+                 binder: Callable[[QueryPlan, pa.Schema], BoundWorker] = bind_worker
+                 ) -> pa.Table:
+    """The QueryPlan contract, in-process: prepare, bind (with binder: a cached plan
+    keeps its binding), sort, stream through the worker (on ``threads`` threads, default
+    the planner options' or all cores: backends/local/threads.py), project. With stats,
+    the evaluator's counters and the EXPLAIN ANALYZE figures (rows, partitions, time per
+    stage) go there."""
     opts = current_options()
     threads = opts.threads if threads is None else threads
     clock = _Stages(stats)
@@ -400,7 +423,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
     if plan.break_column is not None:
         prepared = prepared.append_column(plan.break_column, global_breaks(prepared, plan))
-    bound = bind_worker(plan, prepared.schema)
+    bound = binder(plan, prepared.schema)
     shape = sequence_shape(plan.spec, bound.worker, vector_masks=opts.vector_masks) \
         if opts.sequence_fast_path else None
     clock.lap("input")
