@@ -39,10 +39,9 @@ if not _IN_SPARK_WORKER:
     from cepsql.plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
     from cepsql.planning.options import PlannerOptions, planner_options  # noqa: E402
     from cepsql.api.session import CepSession  # noqa: E402
-    # cepsql.explain(query, analyze=..., **tables): EXPLAIN [ANALYZE] in-process. The name
-    # is also the cepsql/explain/ package's: its modules import as usual
-    # (``from cepsql.explain.clause import ...``), the attribute is the function.
-    from cepsql.backends.local.explain import explain  # noqa: E402
+    # cepsql.explain_query(query, analyze=..., **tables): EXPLAIN [ANALYZE] in-process
+    # (not "explain": that name is the cepsql/explain/ package's)
+    from cepsql.backends.local.explain import explain_query  # noqa: E402
 
 
 def _attach_all() -> None:
@@ -138,7 +137,7 @@ def _quiet_logging(settings: dict[str, str]) -> None:
     settings[key] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
 
 
-__all__ = ["__version__", "errors", "match_recognize", "explain", "plot_matches", "planner_options", "PlannerOptions", "get_session", "register", "CepSession",
+__all__ = ["__version__", "errors", "match_recognize", "explain_query", "plot_matches", "planner_options", "PlannerOptions", "get_session", "register", "CepSession",
            "CepError",
            "CepSyntaxError", "CepAnalysisError", "CepUnsupportedError", "CepRuntimeError",
            "CepEnvironmentError", "ensure_environment", "require_java"]

@@ -2,6 +2,8 @@
 what the run actually read and returned, in-process and on Spark alike."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -106,16 +108,16 @@ def test_group_sizes_across_batches():
 def test_explain_text_and_svg_in_process(tmp_path):
     df = _ticks(200)
     n_matches = len(cepsql.match_recognize(SQL_MODE, t=df))
-    text = cepsql.explain(SQL_MODE, analyze=True, t=df)
+    text = cepsql.explain_query(SQL_MODE, analyze=True, t=df)
     assert "rows read:        200" in text
     assert f"matches output (after AFTER MATCH / strategy rules): {n_matches}" in text
     assert f"rows returned: {n_matches}" in text
     assert "time per stage:   input" in text
     # the statement form, and EXPLAIN without ANALYZE plans only
-    assert cepsql.explain("EXPLAIN ANALYZE " + SQL_MODE, t=df).count("rows read") == 1
-    plain = cepsql.explain("EXPLAIN " + SQL_MODE, t=df)
+    assert cepsql.explain_query("EXPLAIN ANALYZE " + SQL_MODE, t=df).count("rows read") == 1
+    plain = cepsql.explain_query("EXPLAIN " + SQL_MODE, t=df)
     assert "== MATCH_RECOGNIZE clause 1 ==" in plain and "rows read" not in plain
-    drawing = cepsql.explain("EXPLAIN ANALYZE FORMAT SVG " + SQL_MODE, t=df,
+    drawing = cepsql.explain_query("EXPLAIN ANALYZE FORMAT SVG " + SQL_MODE, t=df,
                              file=str(tmp_path / "p.svg"))
     assert drawing.startswith("<svg") and f"{n_matches:,} matches" in drawing
     assert f"rows 200 -&gt; {n_matches}" in drawing
@@ -147,3 +149,10 @@ def test_spark_figures_equal_in_process(spark, capsys):
            f"{local.counters['matches_output']:,}" in text
     assert f"output rows:      {local.output_rows:,}" in text
     assert f"rows returned: {local.output_rows:,}" in text
+
+
+def test_the_explain_package_is_not_shadowed_by_the_in_process_entry_point():
+    """``import cepsql.explain.x as y`` reads the attribute cepsql.explain: a function of
+    that name made it fail (ImportError), so the entry point is cepsql.explain_query."""
+    assert importlib.import_module("cepsql.explain").__name__ == "cepsql.explain"
+    assert cepsql.explain is importlib.import_module("cepsql.explain")

@@ -1,4 +1,4 @@
-"""EXPLAIN in-process: ``cepsql.explain(query, analyze=False, **tables)``, the same report
+"""EXPLAIN in-process: ``cepsql.explain_query(query, analyze=False, **tables)``, the same report
 as ``spark.cep.explain`` without Spark. With analyze the query runs (its result is
 dropped) and each clause's block adds what the run measured (explain/analyze.py)."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ from cepsql.explain.svg import clauses_svg
 from cepsql.runtime.run_stats import RunStatistics
 from cepsql.backends.local.engine import TableLike, plan_local, run_local, to_arrow
 
-__all__ = ["explain"]
+__all__ = ["explain_query"]
 
 
-def explain(query: str, analyze: bool = False, *, file: str | None = None,
+def explain_query(query: str, analyze: bool = False, *, file: str | None = None,
             **tables: TableLike) -> str:
     """Each MATCH_RECOGNIZE clause's plan over the tables (pandas or Arrow, named as in
     the query). ``query`` may be written ``EXPLAIN [ANALYZE] [FORMAT SVG] <query>``;
