@@ -514,13 +514,14 @@ def test_chain_slices_equal_one_task_property(spark, monkeypatch, sql, n, parts,
 CHAIN_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(A.ts) AS ta, "
              "LAST(C.ts) AS tc, C.price - PREV(A.price) AS d ONE ROW PER MATCH "
              "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B C) "
-             "DEFINE A AS tag = 'x', B AS tag = 'y', C AS tag = 'z')")
+             "DEFINE A AS tag IN ('x', 'y'), B AS tag IN ('y', 'z'), C AS true)")
 
 
 def test_chain_slices_enter_after_a_crossing_match(spark, monkeypatch):
     """x y z repeating, partitions cut inside matches: each later slice's chain enters
-    after the match crossing its first row (offsets 1 and 2), every match once; EXPLAIN
-    says how; no shuffle."""
+    after the match crossing its first row (offsets 1 and 2; searched from its first
+    row, the third slice would match y z x at 43-45 instead of x y z at 45-47), every
+    match once; EXPLAIN says how; no shuffle."""
     monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
     rows = _ticks(60)
     sliced, plan, out = _chain_run(spark, [rows[:20], rows[20:43], rows[43:]], CHAIN_SQL, 4)
@@ -559,3 +560,82 @@ def test_sql_mode_slicing_blockers():
     assert "SKIP PAST LAST ROW" in blocker(
         "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B) DEFINE A AS true")
     assert "MATCH_NUMBER" in blocker("PATTERN (A B) DEFINE A AS MATCH_NUMBER() < 3")
+
+
+class _Task:
+    """TaskContext.get() in-process: the partition a _ScanTask is called for."""
+    pid = 0
+
+    @classmethod
+    def get(cls):
+        return cls
+
+    @classmethod
+    def partitionId(cls):
+        return cls.pid
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.filter_too_much])
+@given(sql=_chain_queries(), n=st.integers(20, 120), parts=st.integers(2, 9),
+       chain_rows=st.integers(0, 8), seed=st.integers(0, 9999))
+def test_chain_entries_and_tasks_in_process_property(monkeypatch, sql, n, parts, chain_rows,
+                                                     seed):
+    """The driver's entries (ordered_scan.chain_entries, widened as OrderedScan.run
+    does) and the scan tasks' resumed search, run in-process over generated bounded
+    patterns and dense data cut into many partitions: the kept matches equal the
+    one-task run of the same worker, whenever the chains converge (else the clause
+    runs as one task anyway)."""
+    import random
+    import pyspark
+    from cepsql.backends.spark.chain_slicing import chain_rows as rows_of
+    from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+    from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
+    from cepsql.exprs.arrow_eval import evaluate_arrow
+    from cepsql.runtime.workers import bind_worker
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    monkeypatch.setattr(pyspark, "TaskContext", _Task)
+    rnd = random.Random(seed)
+    rows = [dict(r, **{SLICE_COLUMN: 0, COPY_COLUMN: False, POSITION_COLUMN: 0})
+            for r in _dense_stream(rnd, n)]
+    schema = ARROW_SCHEMA.append(pa.field(SLICE_COLUMN, pa.int64())).append(
+        pa.field(COPY_COLUMN, pa.bool_())).append(pa.field(POSITION_COLUMN, pa.int64()))
+    plan = plan_query(slicing.chain_sliced_spec(spec), schema, sql)
+    prepared = pa.Table.from_pylist(rows, schema)
+    for name, expr in plan.prepare_columns:  # (Spark's prepared_input)
+        prepared = prepared.append_column(name, evaluate_arrow(expr, prepared))
+    rows, schema = prepared.to_pylist(), prepared.schema
+    chunks = [c for c in _chunks(rows, parts, "sorted", rnd) if c]
+    layout = [PartitionRange(i, len(c), c[0]["ts"], c[-1]["ts"]) for i, c in enumerate(chunks)]
+    bound = bind_worker(plan, schema)
+    keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
+            if k.column not in plan.partition_columns]
+    chain = rows_of(spec, chain_rows)
+    a, b = (ordered_scan._rows_time(layout, k) for k in (chain.after_rows, chain.before_rows))
+    every = pa.Table.from_pylist(rows, schema).append_column(
+        ordered_scan._PID, pa.array([i for i, c in enumerate(chunks) for _ in c], pa.int32()))
+    for _ in range(ordered_scan.CHAIN_TRIES):
+        overlaps = ordered_scan._overlaps(layout, a, b)
+        neighbours = ordered_scan._neighbours(layout, overlaps, every, schema, "ts", keys)
+        entries = ordered_scan.chain_entries(layout, overlaps, neighbours, schema, chain, bound)
+        if entries is not None:
+            break
+        a, b = a * ordered_scan.CHAIN_WIDEN + 1, b * ordered_scan.CHAIN_WIDEN + 1
+    assume(entries is not None)
+    first = dict(bound.final_projection)[slicing.FIRST_MEASURE].column
+    got = []
+    for r in layout:
+        _Task.pid = r.pid
+        task = ordered_scan._ScanTask(bound.worker, schema, "ts", keys, COPY_COLUMN,
+                                      {r.pid: (r.count, r.lo, r.hi)}, neighbours,
+                                      entries=entries)
+        own = pa.Table.from_pylist(chunks[r.pid], schema).to_batches()
+        for batch in task(iter(own)):
+            got += [row for row in batch.to_pylist() if not row[first]]
+    want = [row for batch in bound.worker(iter(pa.Table.from_pylist(rows, schema).to_batches()))
+            for row in batch.to_pylist()]
+    # (the worker's own match numbers count per slice: MATCH_NUMBER() is not sliced)
+    key = lambda row: repr(sorted((k, v) for k, v in row.items() if k != "__cep_mn"))  # noqa: E731
+    assert sorted(map(key, got)) == sorted(map(key, want)), f"{sql}\n{entries}"

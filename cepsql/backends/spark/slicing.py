@@ -93,6 +93,7 @@ __all__ = [
     "CHAIN_ROWS_CONF",
     "FIRST_MEASURE",
     "GRID_WINDOWS_CONF",
+    "chain_sliced_spec",
     "COPY_COLUMN",
     "SLICE_COLUMN",
     "SlicedClause",
@@ -253,12 +254,19 @@ def _chain_slices(spark: SparkSession, df: DataFrame, plan, spec: MatchRecognize
     frame = scan.frame(df, [F.lit(0).cast("long").alias(SLICE_COLUMN),
                             F.lit(False).alias(COPY_COLUMN),
                             F.lit(0).cast("long").alias(POSITION_COLUMN)])
+    return SlicedClause(frame, chain_sliced_spec(spec), len(scan.layout),
+                        _inputs(options, statistics), scan)
+
+
+def chain_sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
+    """(SQL:2016 chain slicing) The clause partitioned by slice, with the hidden
+    measures: whether the first row is a copy, and the first and last rows' positions
+    (the driver numbers the rows around a border in POSITION_COLUMN)."""
     sliced = _sliced_spec(spec)
     position = ColumnRef(None, POSITION_COLUMN)
-    sliced = replace(sliced, measures=sliced.measures + (
+    return replace(sliced, measures=sliced.measures + (
         Measure(START_MEASURE, Navigation("FIRST", position, 0)),
         Measure(END_MEASURE, Navigation("LAST", position, 0))))
-    return SlicedClause(frame, sliced, len(scan.layout), _inputs(options, statistics), scan)
 
 
 def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, before: float,
