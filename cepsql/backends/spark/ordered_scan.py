@@ -37,6 +37,11 @@ The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
 The profile and the overlap rows are kept per session and file set (profile_cache.py):
 a later query over unchanged files runs neither job.
+SQL:2016 SKIP PAST LAST ROW (``chain``, chain_slicing.py): the overlap is counted in
+rows (a time stretch estimated from the partitions' densities, checked and widened on
+the driver), the driver runs the speculative chains over the rows around each border
+and tells each task where to start its search; if they do not converge, the clause runs
+as one task (run_plan over the scan's frame, whose slice column is one value).
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
 column of an integer, DATE or TIMESTAMP(_NTZ) type, a source plan without an Exchange
 (its partitions are the scan's), overlap rows at most OVERLAP_SHARE of the input.

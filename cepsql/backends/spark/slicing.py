@@ -55,7 +55,14 @@ window() labels cost nearly nothing), Spark's Generate for the copies (a posexpl
 one- or two-element array) and the copied rows, which pass the shuffle, sort, Arrow and
 the evaluator like the others (16 windows a slice: 6.25 % more rows for ``a b c``).
 
-Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
+SQL:2016 mode (``chain_slicing.chain_blocker``): an unpartitioned ONE ROW PER MATCH
+clause with AFTER MATCH SKIP PAST LAST ROW over a bounded pattern (no anchors, no empty
+match, no MATCH_NUMBER(), no WITHIN) is sliced by the ordered scan alone (a grid cannot
+count rows): each input partition is a slice that also reads some rows before and after
+itself, and its search starts where the chain of matches enters it, found on the driver
+(chain_slicing.py); when the chains around a border do not converge, one task.
+
+Conditions in CEP mode (``slicing_blocker``): WITHIN INTERVAL, a plan without partition
 columns (written or inferred, see analyze/partition_inference.py), no PREV/NEXT (they count rows, not time),
 no MATCH_NUMBER() in MEASURES, no explicit AFTER MATCH SKIP PAST LAST ROW (its selection
 chains across slices), no WITH UNMATCHED ROWS (rows with a NULL time are dropped: they
