@@ -639,3 +639,30 @@ def test_chain_entries_and_tasks_in_process_property(monkeypatch, sql, n, parts,
     # (the worker's own match numbers count per slice: MATCH_NUMBER() is not sliced)
     key = lambda row: repr(sorted((k, v) for k, v in row.items() if k != "__cep_mn"))  # noqa: E731
     assert sorted(map(key, got)) == sorted(map(key, want)), f"{sql}\n{entries}"
+
+
+def test_slice_entry_from_speculative_chains():
+    """Chains over a region searched from each place the true chain can stand: equal
+    entries at the border settle it, different ones (or a candidate past the border
+    that the others do not reach) do not."""
+    from cepsql.backends.spark.chain_slicing import entry_at, slice_entry
+
+    def chains(match_at):  # match_at: start -> last row; the chain from c, greedy
+        def run(c):
+            out, s = [], 0 if c is None else c  # (None: from the input's first row)
+            while s < 20:
+                if s in match_at:
+                    out.append((s, match_at[s]))
+                    s = match_at[s] + 1
+                else:
+                    s += 1
+            return out
+        return run
+    assert entry_at([(2, 4), (6, 8)], 7) == 9 and entry_at([(2, 4)], 5) == 5
+    sparse = chains({5: 7, 12: 14})  # every chain meets the match at 5
+    assert slice_entry(sparse, 6, 0, 3, False) == 8 and slice_entry(sparse, 10, 0, 3, False) == 10
+    dense = chains({s: s + 1 for s in range(20)})  # pairs from any row: parity never settles
+    assert slice_entry(dense, 10, 0, 2, False) is None
+    assert slice_entry(dense, 11, 0, 2, True) == 12  # from the input's first row: known
+    assert slice_entry(sparse, 1, 0, 3, False) is None  # candidates 1, 2 past the border
+    assert slice_entry(lambda c: None, 10, 0, 2, False) is None

@@ -141,28 +141,39 @@ def entry_at(matches: Iterable[tuple[int, int]], at: int) -> int:
     return at
 
 
-def slice_entry(run: Callable[[int | None], list[tuple[int, int]]], at: int, before: int,
+def slice_entry(run: Callable[[int | None], list[tuple[int, int]] | None], at: int, before: int,
                 span: int, from_start: bool) -> int | None:
     """The chain's entry at region row ``at`` (a slice's first row), or None when the
     speculative chains do not converge. run(c) gives the matches of the chain searched
     from region row c (None: from the region's first row, which is the input's first
-    row). before: rows PREV reads before a match; span: the pattern's most rows;
-    from_start: the region begins at the input's first row (the chain is known)."""
+    row; run gives None when it cannot tell). before: rows PREV reads before a match;
+    span: the pattern's most rows; from_start: the region begins at the input's first
+    row (the chain is known)."""
     if from_start:
-        return entry_at(run(None), at)
+        matches = run(None)
+        return None if matches is None else entry_at(matches, at)
     first = before  # the first row whose PREV reads lie in the region
     if first >= at:
         return None
-    entries = {entry_at(run(c), at) if c < at else c
-               for c in range(first, first + max(span, 1))}
+    entries = set()
+    for c in range(first, first + max(span, 1)):
+        matches = run(c) if c < at else []
+        if matches is None:
+            return None
+        entries.add(entry_at(matches, at) if c < at else c)
     return entries.pop() if len(entries) == 1 else None
 
 
 def region_matches(worker, table: pa.Table, position: str, final_projection,
-                   start: int | None) -> list[tuple[int, int]]:
+                   start: int | None) -> list[tuple[int, int]] | None:
     """(first, last) region rows of the matches ``worker`` (a SQL:2016 MatchWorker of the
     sliced plan) finds in ``table`` searching from row ``start`` (None: row 0 as the
-    input's first row); ``position`` is the column numbered here with the row index."""
+    input's first row); ``position`` is the column numbered here with the row index.
+    None: the hidden measures are not plain worker columns (no entry can be told)."""
+    columns = dict(final_projection)
+    s, e = columns.get(START_MEASURE), columns.get(END_MEASURE)
+    if not (isinstance(s, ColumnRef) and isinstance(e, ColumnRef)):
+        return None
     at = table.schema.get_field_index(position)
     table = table.set_column(at, table.schema.field(at),
                              pa.array(np.arange(table.num_rows, dtype=np.int64),
@@ -170,8 +181,4 @@ def region_matches(worker, table: pa.Table, position: str, final_projection,
     batches = table.to_batches()
     out = worker(iter(batches)) if start is None else worker.resumed(iter(batches), start)
     found = pa.Table.from_batches(list(out), worker.config.output_schema)
-    columns = dict(final_projection)
-    s, e = columns[START_MEASURE], columns[END_MEASURE]
-    if not (isinstance(s, ColumnRef) and isinstance(e, ColumnRef)):
-        raise TypeError("the chain measures are not plain worker columns")
     return list(zip(found.column(s.column).to_pylist(), found.column(e.column).to_pylist()))
