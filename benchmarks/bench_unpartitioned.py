@@ -31,6 +31,12 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
   scan, no gaps   the same with cepsql.pushdown.relevanceFilter=false: every row and
                   column to Python (the ordered scan before gap pushdown)
   one task        the same with cepsql.planner.slicing=false
+  sql2016 A B C   issue 25 point 5: the SQL:2016 cross-symbol ``PATTERN (A B C)`` with
+                  AFTER MATCH SKIP PAST LAST ROW and no PARTITION BY or WITHIN (SQL2016),
+                  as one task and with chain slices (cepsql.slicing.bounds=scan: each
+                  input partition a slice entered where the chain of matches enters it,
+                  chain_slicing.py), cold and warm (the chain path keeps no memo yet: both
+                  run the range and overlap jobs)
 
 Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs all of
 them, so load changes hit every run alike); events/s and the ratio of each run to the
@@ -113,6 +119,15 @@ After the merge with the workload work (2026-11-27, same flags, best of 2, 5M ro
 1.55M (3.23 s, 3 jobs; 1.12x partitioned, 3.79x Flink), **warm 2.28M (2.19 s, 1 job;
 1.65x partitioned, 5.60x Flink)**, no gaps 1.33M; 12,195 matches in every
 unpartitioned run.
+
+SQL:2016 chain slices (2026-11-29, ``--rows 5000000 --repeat 2 --skip unpartitioned``,
+5M rows = 2 input partitions, load 16-18 on 2 cores shared with seven other engineers):
+floor 155k ev/s, partitioned 172k, SQL:2016 one task 156k (32.1 s), chain slices cold
+167k (29.9 s), warm 154k (32.4 s); 12,195 matches in every SQL:2016 run. At this load
+every run sits at the pass-through floor (0.29-0.31x the issue's 538k ev/s Flink figure),
+so the figures say nothing about the target (>= 5x Flink, ~2.7M ev/s): NOT shown met.
+1M rows, 3 input partitions (maxPartitionBytes 4 MiB), load 16: one task 28.5 s, chain
+slices 21.5 s (1.32x), 2,405 matches both. Re-run on a quiet machine.
 """
 from __future__ import annotations
 
