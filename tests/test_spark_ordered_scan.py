@@ -637,7 +637,8 @@ def test_chain_entries_and_tasks_in_process_property(monkeypatch, sql, n, parts,
     want = [row for batch in bound.worker(iter(pa.Table.from_pylist(rows, schema).to_batches()))
             for row in batch.to_pylist()]
     # (the worker's own match numbers count per slice: MATCH_NUMBER() is not sliced)
-    key = lambda row: repr(sorted((k, v) for k, v in row.items() if k != "__cep_mn"))  # noqa: E731
+    def key(row: dict) -> str:
+        return repr(sorted((k, v) for k, v in row.items() if k != "__cep_mn"))
     assert sorted(map(key, got)) == sorted(map(key, want)), f"{sql}\n{entries}"
 
 

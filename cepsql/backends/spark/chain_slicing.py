@@ -37,8 +37,8 @@ from cepsql.algebra.pattern import walk as walk_pattern
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.compile.program import can_be_empty
 
-__all__ = ["ChainRows", "START_MEASURE", "END_MEASURE", "MAX_CHAIN_ROWS", "chain_blocker", "entry_at",
-           "chain_rows", "pattern_rows", "reach", "region_matches", "slice_entry"]
+__all__ = ["END_MEASURE", "MAX_CHAIN_ROWS", "START_MEASURE", "ChainRows", "chain_blocker",
+           "chain_rows", "entry_at", "pattern_rows", "reach", "region_matches", "slice_entry"]
 
 START_MEASURE = "__cep_chain_s"  # hidden measures: the match's first and last row's
 END_MEASURE = "__cep_chain_e"    # position in the region the driver runs
