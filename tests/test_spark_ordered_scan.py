@@ -20,6 +20,8 @@ from cepsql.parse import find_match_recognize
 from cepsql.errors import CepRuntimeError
 from cepsql.compile.clause import plan_query
 from cepsql.explain.clause import explain_clause
+from support.strategies import (DEFINE_TEMPLATES, MEASURE_AGGREGATE_TEMPLATES,
+                                MEASURE_TEMPLATES, VARIABLES)
 from support.strategies_cep import cep_queries, cep_streams
 from test_spark_slicing import _null_normal, _unpartitioned_windowed
 
@@ -439,3 +441,229 @@ def test_gap_task_checks_the_rows_its_neighbours_read(spark, monkeypatch):
     inner = plan_query(sliced.spec, arrow_schema(sliced.frame), SQL)
     with pytest.raises(Exception, match="changed between the ordered scan"):
         sliced.run(sliced.frame, inner).collect()
+
+
+# --- SQL:2016 SKIP PAST LAST ROW: slices entered where the chain of matches enters them ---
+
+CHAIN_QUANTIFIERS = ["", "", "", "?", "{1,2}", "{2}", "??", "{1,3}?", "{0,2}"]
+
+
+@st.composite
+def _chain_queries(draw) -> str:
+    """Unpartitioned ONE ROW PER MATCH SKIP PAST LAST ROW queries over bounded patterns
+    (what chain slicing takes), DEFINE and MEASURES from the SQL:2016 templates."""
+    names = draw(st.lists(st.sampled_from(VARIABLES[:3]), min_size=1, max_size=3))
+    items = [v + draw(st.sampled_from(CHAIN_QUANTIFIERS)) for v in names]
+    if len(items) >= 2 and draw(st.booleans()):
+        items = [f"({items[0]} | {items[1]})"] + items[2:]
+    used = sorted(set(names))
+    plain = [t for t in DEFINE_TEMPLATES if "MATCH_NUMBER" not in t]
+    defines = ", ".join(f"{v} AS " + draw(st.sampled_from(plain)).format(
+        v=v, o=draw(st.sampled_from(used))) for v in used)
+    measures = [t for t in MEASURE_TEMPLATES + MEASURE_AGGREGATE_TEMPLATES
+                if "MATCH_NUMBER" not in t]
+    shown = ", ".join(draw(st.sampled_from(measures)).format(
+        v=draw(st.sampled_from(used)), o=draw(st.sampled_from(used))) + f" AS m{i}"
+        for i in range(draw(st.integers(1, 3))))
+    return ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(ts) AS t0, "
+            f"{shown} ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            f"PATTERN ({' '.join(items)}) DEFINE {defines})")
+
+
+def _dense_stream(rnd, n: int) -> list[dict]:
+    """n rows in ts order whose few values make matches dense (they cross borders)."""
+    return [{"part": "p", "ts": i, "price": rnd.choice([1, 2, 3, None]),
+             "vol": rnd.choice([0.5, 2.0, None]), "tag": rnd.choice("xxyz")}
+            for i in range(1, n + 1)]
+
+
+def _chain_run(spark, chunks, sql: str, chain_rows: int):
+    spark.conf.set(slicing.CHAIN_ROWS_CONF, str(chain_rows))
+    try:
+        return _run(spark, _frame(spark, chunks), sql)
+    finally:
+        spark.conf.unset(slicing.CHAIN_ROWS_CONF)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.filter_too_much])
+@given(sql=_chain_queries(), n=st.integers(30, 90), parts=st.integers(2, 8),
+       chain_rows=st.integers(1, 6), seed=st.integers(0, 999))
+def test_chain_slices_equal_one_task_property(spark, monkeypatch, sql, n, parts, chain_rows,
+                                              seed):
+    """SQL:2016 SKIP PAST LAST ROW sliced by input partitions (tiny ones: many borders,
+    matches crossing them, few rows around each border so chains often need widening
+    or do not converge) == the one-task in-process result (== reference elsewhere)."""
+    import random
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)  # tiny data: overlap is large
+    rnd = random.Random(seed)
+    rows = _dense_stream(rnd, n)
+    chunks = [c for c in _chunks(rows, parts, "sorted", rnd) if c]
+    sliced, _, out = _chain_run(spark, chunks, sql, chain_rows)
+    assert sliced is not None and sliced.scan is not None
+    want = cepsql.match_recognize(sql, t=pa.Table.from_pylist(rows, ARROW_SCHEMA))
+    expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
+    got = _rows(out)
+    assert got == expected, f"{sql}\n{chunks}\nmissing {expected - got}\nextra {got - expected}"
+
+
+CHAIN_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(A.ts) AS ta, "
+             "LAST(C.ts) AS tc, C.price - PREV(A.price) AS d ONE ROW PER MATCH "
+             "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B C) "
+             "DEFINE A AS tag IN ('x', 'y'), B AS tag IN ('y', 'z'), C AS true)")
+
+
+def test_chain_slices_enter_after_a_crossing_match(spark, monkeypatch):
+    """x y z repeating, partitions cut inside matches: each later slice's chain enters
+    after the match crossing its first row (offsets 1 and 2; searched from its first
+    row, the third slice would match y z x at 43-45 instead of x y z at 45-47), every
+    match once; EXPLAIN says how; no shuffle."""
+    monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
+    rows = _ticks(60)
+    sliced, plan, out = _chain_run(spark, [rows[:20], rows[20:43], rows[43:]], CHAIN_SQL, 4)
+    assert len(out.collect()) == 20
+    assert sliced.scan.entries == {1: 1, 2: 2}
+    text = explain_clause(plan)
+    assert "SKIP PAST LAST ROW chains across slices" in text
+    assert "Exchange" not in out._jdf.queryExecution().executedPlan().toString()
+    want = cepsql.match_recognize(CHAIN_SQL, t=pa.Table.from_pylist(rows, ARROW_SCHEMA))
+    assert _rows(out) == Counter(tuple(_null_normal(v) for v in r)
+                                 for r in want.itertuples(index=False))
+
+
+def test_chain_slices_that_never_converge_run_as_one_task(spark, monkeypatch):
+    """Every row an A and a B: the chains from neighbouring rows stay one row apart
+    forever (pairs (0,1), (2,3) ... vs (1,2), (3,4) ...), so no slice's entry can be
+    settled from the rows around it: the clause runs as one task, same rows."""
+    monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.ts AS ta ONE ROW PER "
+           "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B) DEFINE A AS true, B AS true)")
+    rows = _ticks(1201)  # (even the widest rows around a border miss the input's start)
+    sliced, _, out = _chain_run(spark, [rows[:601], rows[601:900], rows[900:]], sql, 2)
+    assert sliced.scan is not None and sliced.scan.entries is None
+    assert sorted(r.ta for r in out.collect()) == list(range(0, 1200, 2))
+
+
+def test_sql_mode_slicing_blockers():
+    def blocker(body: str) -> str | None:
+        return slicing_blocker(find_match_recognize(
+            f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.ts AS x {body})")[0].spec)
+    assert blocker("PATTERN (A B{1,3}) DEFINE A AS true") is None
+    assert "unbounded" in blocker("PATTERN (A B+) DEFINE A AS true")
+    assert "no rows" in blocker("PATTERN (A? B?) DEFINE A AS true")
+    assert "anchor" in blocker("PATTERN (^ A B) DEFINE A AS true")
+    assert "ALL ROWS" in blocker("ALL ROWS PER MATCH PATTERN (A B) DEFINE A AS true")
+    assert "SKIP PAST LAST ROW" in blocker(
+        "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B) DEFINE A AS true")
+    assert "MATCH_NUMBER" in blocker("PATTERN (A B) DEFINE A AS MATCH_NUMBER() < 3")
+
+
+class _Task:
+    """TaskContext.get() in-process: the partition a _ScanTask is called for."""
+    pid = 0
+
+    @classmethod
+    def get(cls):
+        return cls
+
+    @classmethod
+    def partitionId(cls):
+        return cls.pid
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.filter_too_much])
+@given(sql=_chain_queries(), n=st.integers(20, 120), parts=st.integers(2, 9),
+       chain_rows=st.integers(0, 8), seed=st.integers(0, 9999))
+def test_chain_entries_and_tasks_in_process_property(monkeypatch, sql, n, parts, chain_rows,
+                                                     seed):
+    """The driver's entries (ordered_scan.chain_entries, widened as OrderedScan.run
+    does) and the scan tasks' resumed search, run in-process over generated bounded
+    patterns and dense data cut into many partitions: the kept matches equal the
+    one-task run of the same worker, whenever the chains converge (else the clause
+    runs as one task anyway)."""
+    import random
+    import pyspark
+    from cepsql.backends.spark.chain_slicing import chain_rows as rows_of
+    from cepsql.backends.spark.gap_scan import POSITION_COLUMN
+    from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
+    from cepsql.exprs.arrow_eval import evaluate_arrow
+    from cepsql.runtime.workers import bind_worker
+    spec = find_match_recognize(sql)[0].spec
+    assume(slicing_blocker(spec) is None)
+    monkeypatch.setattr(pyspark, "TaskContext", _Task)
+    rnd = random.Random(seed)
+    rows = [dict(r, **{SLICE_COLUMN: 0, COPY_COLUMN: False, POSITION_COLUMN: 0})
+            for r in _dense_stream(rnd, n)]
+    schema = ARROW_SCHEMA.append(pa.field(SLICE_COLUMN, pa.int64())).append(
+        pa.field(COPY_COLUMN, pa.bool_())).append(pa.field(POSITION_COLUMN, pa.int64()))
+    plan = plan_query(slicing.chain_sliced_spec(spec), schema, sql)
+    prepared = pa.Table.from_pylist(rows, schema)
+    for name, expr in plan.prepare_columns:  # (Spark's prepared_input)
+        prepared = prepared.append_column(name, evaluate_arrow(expr, prepared))
+    rows, schema = prepared.to_pylist(), prepared.schema
+    chunks = [c for c in _chunks(rows, parts, "sorted", rnd) if c]
+    layout = [PartitionRange(i, len(c), c[0]["ts"], c[-1]["ts"]) for i, c in enumerate(chunks)]
+    bound = bind_worker(plan, schema)
+    keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
+            if k.column not in plan.partition_columns]
+    chain = rows_of(spec, chain_rows)
+    a, b = (ordered_scan._rows_time(layout, k) for k in (chain.after_rows, chain.before_rows))
+    every = pa.Table.from_pylist(rows, schema).append_column(
+        ordered_scan._PID, pa.array([i for i, c in enumerate(chunks) for _ in c], pa.int32()))
+    for _ in range(ordered_scan.CHAIN_TRIES):
+        overlaps = ordered_scan._overlaps(layout, a, b)
+        neighbours = ordered_scan._neighbours(layout, overlaps, every, schema, "ts", keys)
+        entries = ordered_scan.chain_entries(layout, overlaps, neighbours, schema, chain, bound)
+        if entries is not None:
+            break
+        a, b = a * ordered_scan.CHAIN_WIDEN + 1, b * ordered_scan.CHAIN_WIDEN + 1
+    assume(entries is not None)
+    first = dict(bound.final_projection)[slicing.FIRST_MEASURE].column
+    got = []
+    for r in layout:
+        _Task.pid = r.pid
+        task = ordered_scan._ScanTask(bound.worker, schema, "ts", keys, COPY_COLUMN,
+                                      {r.pid: (r.count, r.lo, r.hi)}, neighbours,
+                                      entries=entries)
+        own = pa.Table.from_pylist(chunks[r.pid], schema).to_batches()
+        for batch in task(iter(own)):
+            got += [row for row in batch.to_pylist() if not row[first]]
+    want = [row for batch in bound.worker(iter(pa.Table.from_pylist(rows, schema).to_batches()))
+            for row in batch.to_pylist()]
+    # (the worker's own match numbers count per slice: MATCH_NUMBER() is not sliced)
+    def key(row: dict) -> str:
+        return repr(sorted((k, v) for k, v in row.items() if k != "__cep_mn"))
+    assert sorted(map(key, got)) == sorted(map(key, want)), f"{sql}\n{entries}"
+
+
+def test_slice_entry_from_speculative_chains():
+    """Chains over a region searched from each place the true chain can stand: equal
+    entries at the border settle it, different ones (or a candidate past the border
+    that the others do not reach) do not."""
+    from cepsql.backends.spark.chain_slicing import entry_at, slice_entry
+
+    def chains(match_at):  # match_at: start -> last row; the chain from c, greedy
+        def run(c):
+            out, s = [], 0 if c is None else c  # (None: from the input's first row)
+            while s < 20:
+                if s in match_at:
+                    out.append((s, match_at[s]))
+                    s = match_at[s] + 1
+                else:
+                    s += 1
+            return out
+        return run
+    assert entry_at([(2, 4), (6, 8)], 7) == 9 and entry_at([(2, 4)], 5) == 5
+    sparse = chains({5: 7, 12: 14})  # every chain meets the match at 5
+    assert slice_entry(sparse, 6, 0, 3, False) == 8 and slice_entry(sparse, 10, 0, 3, False) == 10
+    dense = chains({s: s + 1 for s in range(20)})  # pairs from any row: parity never settles
+    assert slice_entry(dense, 10, 0, 2, False) is None
+    assert slice_entry(dense, 11, 0, 2, True) == 12  # from the input's first row: known
+    assert slice_entry(sparse, 1, 0, 3, False) is None  # candidates 1, 2 past the border
+    assert slice_entry(lambda c: None, 10, 0, 2, False) is None

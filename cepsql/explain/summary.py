@@ -69,6 +69,11 @@ def _split(spec, plan, explain: str) -> str:
     if written:
         return (f"one independent group per value of {', '.join(written)}, spread over all "
                 "cores (Spark partitions)")
+    if "SKIP PAST LAST ROW chains across slices" in explain:
+        return ("no PARTITION BY: the input is read in time order, each input partition is a "
+                "slice (no shuffle); where one match ends decides where the next search "
+                "starts, so the driver first finds where that chain enters each slice from "
+                "the rows around its start, and each slice searches from there")
     if "Time slicing: an ordered scan" in explain:
         return ("no PARTITION BY: the input is read in time order, each input partition is a "
                 "time slice (no shuffle) that also reads the window's rows of its neighbours; "

@@ -49,6 +49,18 @@ class MatchWorker:
                 yield from push.feed(batch)
             yield from push.finish()
 
+    def resumed(self, batches: Iterator[pa.RecordBatch], start: int
+                ) -> Iterator[pa.RecordBatch]:
+        """As ``__call__`` over ONE PARTITION BY group whose search begins at its row
+        ``start``: the rows before it are read only through PREV. (A sliced SKIP PAST
+        LAST ROW chain enters its slice there: backends/spark/chain_slicing.py.)"""
+        with error_site(getattr(self.config, "error_site", None)):
+            push = self._new_push()
+            push.enter_at(start)
+            for batch in batches:
+                yield from push.feed(batch)
+            yield from push.finish()
+
     # push style: one stream per worker object (the shared pass feeds many workers) -----
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         """Push one sorted batch (continuing the stream of earlier feeds); returns the
@@ -286,6 +298,11 @@ class _SqlPush:
         self.matcher = worker._new_matcher()
         self.pending = PendingRows(worker._group_starts, CHUNK_ROWS)
         self.carry = None  # (resume row, match number, covered, has start) of the open group
+        self.entry = False  # carry is an entry point into the stream's first group
+
+    def enter_at(self, start: int) -> None:
+        """Search the stream's first group from its row ``start`` on (no ``^`` there)."""
+        self.carry, self.entry = (start, 0, start, False), True
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows == 0:
@@ -293,10 +310,12 @@ class _SqlPush:
         w = self.worker
         was_empty = self.pending.rows == 0
         new_starts = self.pending.add(batch)
-        if self.carry is not None and was_empty and len(new_starts) and new_starts[0] == 0:
+        if self.carry is not None and was_empty and len(new_starts) and new_starts[0] == 0 \
+                and not self.entry:
             self.carry = None  # the carried group ended exactly at the previous chunk's end
         if not self.pending.ready:
             return []
+        self.entry = False
         table, all_starts = self.pending.table()
         out, resume = w._process(self.matcher, table, all_starts, True, self.carry)
         pos, match_no, covered = resume

@@ -37,6 +37,11 @@ The tasks check their partition against the first job's count and range and fail
 (CepRuntimeError) rather than answer from a partitioning that changed between the jobs.
 The profile and the overlap rows are kept per session and file set (profile_cache.py):
 a later query over unchanged files runs neither job.
+SQL:2016 SKIP PAST LAST ROW (``chain``, chain_slicing.py): the overlap is counted in
+rows (a time stretch estimated from the partitions' densities, checked and widened on
+the driver), the driver runs the speculative chains over the rows around each border
+and tells each task where to start its search; if they do not converge, the clause runs
+as one task (run_plan over the scan's frame, whose slice column is one value).
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
 column of an integer, DATE or TIMESTAMP(_NTZ) type, a source plan without an Exchange
 (its partitions are the scan's), overlap rows at most OVERLAP_SHARE of the input.
@@ -62,7 +67,8 @@ from cepsql.compile.cep import BREAK_COLUMN
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.spark.columns import column
-from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input
+from cepsql.backends.spark.chain_slicing import ChainRows, region_matches, slice_entry
+from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input, run_plan
 from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, key_ints, numbered,
                                             overlap_positions, own_positions, with_breaks,
                                             worker_reads)
@@ -74,6 +80,8 @@ __all__ = ["PartitionRange", "OrderedScan", "ordered_layout", "ordered_scan",
            "partition_ranges", "sort_indices"]
 
 OVERLAP_SHARE = 0.25   # more overlap rows than this share of the input: grid slices
+CHAIN_TRIES = 3        # (chain slicing) overlap widenings before running as one task
+CHAIN_WIDEN = 8        # each widening reads this many times the rows around a border
 _PID = "__cep_scan_pid"
 _KEEP = "__cep_scan_keep"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -161,14 +169,16 @@ class _Overlap:
 
 def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
                  share: float | None = None, gaps: str | None = None,
-                 prune: bool = False) -> "OrderedScan | None":
+                 prune: bool = False, chain: ChainRows | None = None) -> "OrderedScan | None":
     """The scan slicing of ``df`` (relevant rows, no slicing columns yet) for the planned
     unpartitioned clause ``plan``, or None when a precondition fails (then grid slices).
     after/before: the overlap in microseconds; share: default OVERLAP_SHARE. gaps: the
     clause's gap_filter as Spark SQL (gap_scan.py): when every input partition is in
     order, only the rows it keeps reach Python, the others become break flags. prune:
     without gap pushdown, profile the partitions so that, when each is strictly in time
-    order, only the columns the worker reads are sent."""
+    order, only the columns the worker reads are sent. chain: a SQL:2016 SKIP PAST LAST
+    ROW clause (chain_slicing.py): the overlap is counted in rows (after/before unused),
+    each slice's search entry found on the driver."""
     key = plan.spec.order_by[0]
     if not key.ascending or not isinstance(key.expr, ColumnRef) or key.expr.var:
         return None
@@ -199,17 +209,35 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     layout = ordered_layout(ranges)
     if layout is None:
         return None
-    a, b = math.ceil(after / unit), math.ceil(before / unit)
-    overlaps = [_Overlap(r.lo - b if b and i else None,
-                         r.hi + a if a and i + 1 < len(layout) else None)
-                for i, r in enumerate(layout)]
+    if chain is not None:  # times that hold about the rows wanted around each border
+        a, b = (_rows_time(layout, n) for n in (chain.after_rows, chain.before_rows))
+    else:
+        a, b = math.ceil(after / unit), math.ceil(before / unit)
+    overlaps = _overlaps(layout, a, b)
     total = sum(r.count for r in layout)
     share = OVERLAP_SHARE if share is None else share
     if _overlap_estimate(layout, overlaps) > share * max(total, 1):
         return None
     untied = gaps is None and prune and all(r.distinct == r.count for r in layout)
     return OrderedScan(field.name, field.dataType, layout, overlaps, total, gaps, profiles,
-                       untied=untied, profile_origin=origin)
+                       untied=untied, profile_origin=origin, chain=chain, reach=(a, b))
+
+
+def _overlaps(layout: list[PartitionRange], a: int, b: int) -> list["_Overlap"]:
+    """Each partition reads a (key units) after its last time and b before its first."""
+    return [_Overlap(r.lo - b if b and i else None,
+                     r.hi + a if a and i + 1 < len(layout) else None)
+            for i, r in enumerate(layout)]
+
+
+def _rows_time(layout: list[PartitionRange], rows: int) -> int:
+    """A stretch of time (key units) holding about ``rows`` rows at twice the mean row
+    spacing of the sparsest partition; the driver checks the rows it got (bursts and
+    lulls vary) and widens when a border has too few."""
+    if rows <= 0:
+        return 0
+    spacing = max((r.hi - r.lo) / max(r.count - 1, 1) for r in layout)
+    return int(math.ceil(2 * rows * max(spacing, 1.0)))
 
 
 def _overlap_estimate(layout: list[PartitionRange], overlaps: list[_Overlap]) -> float:
@@ -250,12 +278,24 @@ class OrderedScan:
     # where the partition profiles came from (profile_cache.cached_profiles): "cache",
     # "job", "uncached"; None: no profile job (the JVM range aggregate)
     profile_origin: str | None = None
+    chain: ChainRows | None = None  # SQL:2016 SKIP PAST LAST ROW: entries per slice
+    reach: tuple[int, int] = (0, 0)  # the overlap after / before (key units)
+    entries: dict | None = None  # (chain) after run: pid -> entry offset; None: one task
 
     def describe(self) -> str:
         return self._describe() + _ORIGINS.get(self.profile_origin, "")
 
     def _describe(self) -> str:
         head = f"an ordered scan: each of the {len(self.layout)} input partitions (disjoint, "
+        if self.chain is not None:
+            return head + (
+                "increasing ORDER BY ranges) is a slice, no shuffle, also reading about "
+                f"{self.chain.before_rows} rows before and {self.chain.after_rows} after "
+                "itself; SKIP PAST LAST ROW chains across slices: the driver runs the "
+                f"search from each of the {self.chain.span} places the chain can stand "
+                "at before a slice's first row over those rows, and when they converge "
+                "the slice's task searches from where they enter it (else wider rows, "
+                "and after that one task)")
         if self.gaps is None and self.untied:
             return head + ("increasing ORDER BY ranges, each strictly in time order in its "
                            "files) is a slice, no shuffle; column pruning: with ONE ROW PER "
@@ -307,7 +347,14 @@ class OrderedScan:
                 bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
                 keys, untied = keys[:1], True
-        if self.gaps is None:
+        entries = None
+        if self.chain is not None:
+            found = self._chain_entries(prepared, bound, schema, keys)
+            if found is None:  # the chains did not converge: the whole input as one slice
+                return run_plan(frame, plan)
+            entries, neighbours = found
+            self.entries = entries
+        elif self.gaps is None:
             rows = self._overlap_rows(prepared)
         else:
             reads = worker_reads(bound)
@@ -323,11 +370,29 @@ class OrderedScan:
             expected = {p: (c, lo, hi, lent[p], offsets[p])
                         for p, (c, lo, hi) in expected.items()}
             keys = [(POSITION_COLUMN, "ascending", "at_start")]
+        if entries is None:
+            neighbours = _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys)
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
-                         _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys),
-                         self.gaps is not None, untied)
+                         neighbours, self.gaps is not None, untied, entries)
         out = map_in_arrow(prepared, task, from_arrow_schema(bound.worker_schema))
         return final_frame(out, bound)
+
+    def _chain_entries(self, prepared: DataFrame, bound, schema: pa.Schema, keys: list):
+        """(SQL:2016 chain slicing) (entry offset per partition id after the first, the
+        neighbours' rows) or None: some border's chains do not converge even over
+        CHAIN_WIDEN ** (CHAIN_TRIES - 1) times the rows. An offset is the slice's entry
+        minus its first row (chain_slicing.slice_entry)."""
+        a, b = self.reach
+        for _ in range(CHAIN_TRIES):
+            rows = self._overlap_rows(prepared)
+            neighbours = _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys)
+            entries = chain_entries(self.layout, self.overlaps, neighbours, schema,
+                                    self.chain, bound)
+            if entries is not None:
+                return entries, neighbours
+            a, b = a * CHAIN_WIDEN + 1, b * CHAIN_WIDEN + 1
+            self.overlaps = _overlaps(self.layout, a, b)
+        return None
 
     def _overlap_rows(self, prepared: DataFrame, flag: Column | None = None) -> pa.Table:
         """The second job: the rows some partition reads besides its own, with their
@@ -491,10 +556,12 @@ class _ScanTask:
     """mapInArrow function of the query job (picklable): one input partition as a slice."""
 
     def __init__(self, worker, schema: pa.Schema, key: str, keys: list, copy_column: str,
-                 expected: dict, neighbours: dict, gaps: bool = False, untied: bool = False):
+                 expected: dict, neighbours: dict, gaps: bool = False, untied: bool = False,
+                 entries: dict | None = None):
         self.worker, self.schema, self.key, self.keys = worker, schema, key, keys
         self.copy_column, self.expected, self.neighbours = copy_column, expected, neighbours
         self.gaps, self.untied = gaps, untied
+        self.entries = entries  # (chain slicing) pid -> entry offset from its first row
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -507,6 +574,11 @@ class _ScanTask:
             return
         if self.gaps:
             yield from self.worker(self._gap_slice(batches, pid, expected))
+        elif self.entries is not None and pid in self.entries:
+            before = self.neighbours.get(pid, (None, None))[0]
+            lent = 0 if before is None else pa.ipc.open_stream(before).read_all().num_rows
+            yield from self.worker.resumed(self._slice(batches, pid, expected),
+                                           lent + self.entries[pid])
         else:
             yield from self.worker(self._slice(batches, pid, expected))
 
@@ -608,6 +680,38 @@ class _ScanTask:
         at = table.schema.get_field_index(self.copy_column)
         flags = pa.array(np.ones(table.num_rows, bool))
         yield from table.set_column(at, self.schema.field(at), flags).to_batches()
+
+
+def chain_entries(layout: list[PartitionRange], overlaps: list[_Overlap], neighbours: dict,
+                  schema: pa.Schema, chain: ChainRows, bound) -> dict[int, int] | None:
+    """Per partition id after the first: where the SKIP PAST LAST ROW chain enters it,
+    as an offset from its first row, found from the rows around its first row (its
+    ``before`` rows and the previous partition's ``after`` rows, in global order); None
+    when a border has too few rows after it or its speculative chains do not converge."""
+    out = {}
+    for i in range(1, len(layout)):
+        before = _table(neighbours[layout[i].pid][0], schema)
+        after = _table(neighbours[layout[i - 1].pid][1], schema)
+        to_end = overlaps[i - 1].after_to is None or overlaps[i - 1].after_to >= layout[-1].hi
+        if after.num_rows < chain.after_rows and not to_end:
+            return None
+        region = pa.concat_tables([before, after])
+        at = before.num_rows
+        from_start = overlaps[i].before_from is not None and \
+            overlaps[i].before_from <= layout[0].lo
+
+        def run(start, region=region):
+            return region_matches(bound.worker, region, POSITION_COLUMN,
+                                  bound.final_projection, start)
+        entry = slice_entry(run, at, chain.lookback, chain.span, from_start)
+        if entry is None:
+            return None
+        out[layout[i].pid] = entry - at
+    return out
+
+
+def _table(data: bytes | None, schema: pa.Schema) -> pa.Table:
+    return schema.empty_table() if data is None else pa.ipc.open_stream(data).read_all()
 
 
 def _changed() -> CepRuntimeError:

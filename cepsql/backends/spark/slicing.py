@@ -55,7 +55,14 @@ window() labels cost nearly nothing), Spark's Generate for the copies (a posexpl
 one- or two-element array) and the copied rows, which pass the shuffle, sort, Arrow and
 the evaluator like the others (16 windows a slice: 6.25 % more rows for ``a b c``).
 
-Conditions (``slicing_blocker``): CEP mode, WITHIN INTERVAL, a plan without partition
+SQL:2016 mode (``chain_slicing.chain_blocker``): an unpartitioned ONE ROW PER MATCH
+clause with AFTER MATCH SKIP PAST LAST ROW over a bounded pattern (no anchors, no empty
+match, no MATCH_NUMBER(), no WITHIN) is sliced by the ordered scan alone (a grid cannot
+count rows): each input partition is a slice that also reads some rows before and after
+itself, and its search starts where the chain of matches enters it, found on the driver
+(chain_slicing.py); when the chains around a border do not converge, one task.
+
+Conditions in CEP mode (``slicing_blocker``): WITHIN INTERVAL, a plan without partition
 columns (written or inferred, see analyze/partition_inference.py), no PREV/NEXT (they count rows, not time),
 no MATCH_NUMBER() in MEASURES, no explicit AFTER MATCH SKIP PAST LAST ROW (its selection
 chains across slices), no WITH UNMATCHED ROWS (rows with a NULL time are dropped: they
@@ -80,6 +87,8 @@ from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.analyze.partition_inference import whole_input_output
 from cepsql.analyze.relevance import gap_filter
 from cepsql.compile.cep import BREAK_COLUMN
+from cepsql.backends.spark.chain_slicing import (END_MEASURE, START_MEASURE, chain_blocker,
+                                                 chain_rows)
 from cepsql.backends.spark.columns import column, shuffle_partitions
 from cepsql.backends.spark.execute import RELEVANCE_CONF, run_plan
 from cepsql.backends.spark.gap_scan import POSITION_COLUMN
@@ -88,8 +97,10 @@ from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
 
 __all__ = [
     "BOUNDS_CONF",
+    "CHAIN_ROWS_CONF",
     "FIRST_MEASURE",
     "GRID_WINDOWS_CONF",
+    "chain_sliced_spec",
     "COPY_COLUMN",
     "SLICE_COLUMN",
     "SlicedClause",
@@ -103,7 +114,8 @@ FIRST_MEASURE = "__cep_slice_first"  # hidden measure: COPY_COLUMN of the match'
 TIME_COLUMN = "__cep_slice_t"        # the ORDER BY key in microseconds, computed once
 HOME_COLUMN = "__cep_slice_home"     # (while cutting) the slice whose core holds the row
 MARK_COLUMNS = ("__cep_slice_before", "__cep_slice_after", "__cep_slice_pos")  # (window path)
-HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE, POSITION_COLUMN, BREAK_COLUMN)
+HIDDEN = (SLICE_COLUMN, COPY_COLUMN, FIRST_MEASURE, POSITION_COLUMN, BREAK_COLUMN,
+          START_MEASURE, END_MEASURE)
 RESERVED = HIDDEN + (TIME_COLUMN, HOME_COLUMN) + MARK_COLUMNS
 MIN_SLICE_WINDOWS = 4
 GRID_WINDOWS = 16
@@ -114,6 +126,9 @@ BOUNDS = ("grid", "span", "scan", "auto")
 # vs 3.59 s, bench_unpartitioned.py)
 PRUNE_CONF = "cepsql.slicing.scanPrune"
 GRID_WINDOWS_CONF = "cepsql.slicing.gridWindows"
+# SQL:2016 chain slicing: rows read before each slice's first row for the speculative
+# chains (default chain_slicing.chain_rows'; tiny values make tests widen)
+CHAIN_ROWS_CONF = "cepsql.slicing.chainRows"
 
 
 @dataclass
@@ -161,6 +176,8 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
     taken = {c.lower() for c in df.columns} | {m.name.lower() for m in spec.measures}
     if taken & {h.lower() for h in RESERVED}:
         return None
+    if spec.strategy is None:
+        return _chain_slices(spark, df, plan, spec, options, statistics, bounds)
     key_sql = to_spark_sql(spec.order_by[0].expr)
     try:
         micros = _micros(df, key_sql)
@@ -222,6 +239,41 @@ def _inputs(options, statistics) -> dict:
     elif statistics is not None:
         inputs["statistics"] = lambda s: statistics(_unsliced(s))
     return inputs
+
+
+def _chain_slices(spark: SparkSession, df: DataFrame, plan, spec: MatchRecognizeSpec,
+                  options, statistics, bounds: str | None) -> SlicedClause | None:
+    """A SQL:2016 SKIP PAST LAST ROW clause over input partitions as slices, each
+    searched from where the chain of matches enters it (chain_slicing.py), or None: the
+    ordered scan's preconditions fail (a grid cannot count rows), bounds ``grid`` or
+    ``span``, or (``auto``) the source is not read from files."""
+    bounds, _ = _bounds_settings(spark, bounds, None)
+    if bounds not in ("scan", "auto") or (bounds == "auto" and not _reads_files(df)):
+        return None
+    wanted = (spark.conf.get(CHAIN_ROWS_CONF, "") or "").strip()
+    chain = chain_rows(spec, int(wanted) if wanted else None)
+    scan = ordered_scan(df, plan, 0.0, 0.0, chain=chain)
+    if scan is None:
+        return None
+    plan.explain_notes.append(
+        f"Time slicing: {scan.describe()}; a match is output by the slice holding its "
+        "first row")
+    frame = scan.frame(df, [F.lit(0).cast("long").alias(SLICE_COLUMN),
+                            F.lit(False).alias(COPY_COLUMN),
+                            F.lit(0).cast("long").alias(POSITION_COLUMN)])
+    return SlicedClause(frame, chain_sliced_spec(spec), len(scan.layout),
+                        _inputs(options, statistics), scan)
+
+
+def chain_sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
+    """(SQL:2016 chain slicing) The clause partitioned by slice, with the hidden
+    measures: whether the first row is a copy, and the first and last rows' positions
+    (the driver numbers the rows around a border in POSITION_COLUMN)."""
+    sliced = _sliced_spec(spec)
+    position = ColumnRef(None, POSITION_COLUMN)
+    return replace(sliced, measures=sliced.measures + (
+        Measure(START_MEASURE, Navigation("FIRST", position, 0)),
+        Measure(END_MEASURE, Navigation("LAST", position, 0))))
 
 
 def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, before: float,
@@ -394,8 +446,8 @@ def _sliced_spec(spec: MatchRecognizeSpec, strict: bool = False) -> MatchRecogni
 
 def slicing_blocker(spec: MatchRecognizeSpec) -> str | None:
     """Why the clause cannot be sliced exactly (None: it can)."""
-    if spec.strategy is None:
-        return "SQL:2016 mode: each match depends on where the previous one ended"
+    if spec.strategy is None:  # input partitions as slices, entered where the chain does
+        return chain_blocker(spec)
     if spec.window is None or spec.window.kind != "time":
         return "no WITHIN INTERVAL bounds a match in time"
     if spec.partition_by:
@@ -448,7 +500,8 @@ def _unsliced(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
     """The clause as written (for statistics): slicing's key and measure removed."""
     return replace(spec,
                    partition_by=tuple(k for k in spec.partition_by if k.name != SLICE_COLUMN),
-                   measures=tuple(m for m in spec.measures if m.name != FIRST_MEASURE))
+                   measures=tuple(m for m in spec.measures
+                                  if m.name not in (FIRST_MEASURE, START_MEASURE, END_MEASURE)))
 
 
 # --- slice labels: one task per slice under Spark's hash partitioning --------------------
