@@ -1,0 +1,75 @@
+"""The Spark side of ``spark.cep.trace`` / ``near_misses``: select the slice's rows in
+Spark (PARTITION BY filter, the row range after ORDER BY), collect at most the cap, and
+hand them to the one engine (run.py); the result comes back as a Spark DataFrame."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from cepsql.algebra.identifiers import quote_identifier
+from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.debugging.slice import MAX_ROWS
+from cepsql.errors import CepRuntimeError
+from cepsql.exprs.spark_sql import to_spark_sql
+from cepsql.parse.splice import strip_parens
+
+ROW_COLUMN = "__cep_trace_row"
+
+
+def clause_source(spark: SparkSession, site, run_query: Callable[[str], DataFrame]) -> DataFrame:
+    """The clause's input: its source query (run through ``spark.cep``) or table."""
+    if site.source_is_query:
+        inner, _ = strip_parens(site.source_text)
+        return run_query(inner)
+    return spark.table(site.source_text.strip())
+
+
+def collect_slice(source: DataFrame, spec: MatchRecognizeSpec,
+                  partition: Mapping[str, Any] | None, rows: tuple[int, int] | None,
+                  max_rows: int = MAX_ROWS) -> pa.Table:
+    """The rows of the partitions ``partition`` selects, up to position ``rows[1]`` of each
+    (the engine cuts ``rows[0]``), at most ``max_rows`` past the start."""
+    df = source
+    keys = {k.name.lower(): k for k in spec.partition_by}
+    for name, value in (partition or {}).items():
+        key = keys.get(name.lower())
+        if key is not None:  # an unknown name: the engine names the PARTITION BY columns
+            df = df.filter(F.expr(to_spark_sql(key.expr)) == F.lit(value))
+    first = rows[0] if rows else 0
+    if rows is not None:
+        window = Window.partitionBy(*[F.expr(to_spark_sql(k.expr)) for k in spec.partition_by])
+        window = window.orderBy(*_order(spec, df.columns))
+        df = df.withColumn(ROW_COLUMN, F.row_number().over(window) - 1)
+        df = df.filter(F.col(ROW_COLUMN) < rows[1]).drop(ROW_COLUMN)
+    cap = max_rows + first
+    collected = df.limit(cap + 1).toArrow()
+    if collected.num_rows > cap:
+        raise CepRuntimeError(
+            f"the slice has more than {max_rows} rows: choose a partition "
+            "(partition={...}) or a row range (rows=(first, stop)), or raise max_rows")
+    return collected
+
+
+def _order(spec: MatchRecognizeSpec, columns: list[str]) -> list:
+    """ORDER BY, ties broken by every column ascending, nulls first (as the engine)."""
+    out = []
+    for key in spec.order_by:
+        e = F.expr(to_spark_sql(key.expr))
+        if key.ascending:
+            out.append(e.asc_nulls_first() if key.effective_nulls_first else e.asc_nulls_last())
+        else:
+            out.append(e.desc_nulls_first() if key.effective_nulls_first else e.desc_nulls_last())
+    return out + [F.col(quote_identifier(c)).asc_nulls_first() for c in columns]
+
+
+def to_spark(spark: SparkSession, frame: pd.DataFrame) -> DataFrame:
+    """A trace or near-miss frame as a Spark DataFrame (text columns typed as strings even
+    when every value is NULL)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    fields = [pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f
+              for f in table.schema]
+    return spark.createDataFrame(table.cast(pa.schema(fields)))
