@@ -5,6 +5,7 @@ its held/failed marks equal the whole DEFINE's verdict, Spark and in-process agr
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pandas as pd
@@ -18,6 +19,7 @@ from cepsql.parse import find_match_recognize
 from cepsql.reference.expr import evaluate
 from cepsql.reference.sql import ReferenceQuery, partitioned_rows
 from support.strategies import queries, streams
+from support.strategies_cep import cep_queries, cep_streams
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])
@@ -32,6 +34,11 @@ V_SHAPE = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts
 
 def _matched_rows(sql: str, table) -> Counter:
     """(partition, ts, match number, variable) of every matched row, by the engine."""
+    if "STRATEGY" in sql:  # the CEP generator writes one line
+        sql = re.sub(r"MEASURES .*?(ONE|ALL) ROWS? PER MATCH",
+                     "MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls ALL ROWS PER MATCH",
+                     sql)
+        return _engine_rows(sql, table)
     lines = []
     for line in sql.splitlines():
         if line.startswith("MEASURES"):
@@ -41,7 +48,11 @@ def _matched_rows(sql: str, table) -> Counter:
         lines.append(line)
     if not any(line.startswith("ALL ROWS") for line in lines):
         lines.insert(3, "ALL ROWS PER MATCH")
-    out = cepsql.match_recognize("\n".join(lines), t=table)
+    return _engine_rows("\n".join(lines), table)
+
+
+def _engine_rows(sql: str, table) -> Counter:
+    out = cepsql.match_recognize(sql, t=table)
     part = out["part"] if "PARTITION BY part" in sql else [None] * len(out)
     return Counter((p, int(t), int(m), c if isinstance(c, str) else None)
                    for p, t, m, c in zip(part, out["ts"], out["mn"], out["cls"]))
@@ -58,8 +69,8 @@ def _traced_rows(frame: pd.DataFrame) -> Counter:
         names = r.path.split()
         if not names:
             got[(p, int(ts[(p, r.attempt)]), int(r.match_number), None)] += 1
-        for i, name in enumerate(names):
-            got[(p, int(ts[(p, r.attempt + i)]), int(r.match_number), name)] += 1
+        for row, name in zip(map(int, filter(None, r.path_rows.split(", "))), names):
+            got[(p, int(ts[(p, row)]), int(r.match_number), name)] += 1
     return got
 
 
@@ -74,6 +85,23 @@ def test_trace_matches_are_the_engines(sql, table):
             cepsql.trace(sql, t=table)
         return
     assert _traced_rows(cepsql.trace(sql, t=table)) == want, sql
+
+
+@pytest.mark.parametrize("strategy", ["SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH",
+                                      "PARTITION_CONTIGUITY", "STRICT_CONTIGUITY"])
+def test_cep_trace_matches_are_the_engines(strategy):
+    @settings(max_examples=25, **SETTINGS)
+    @given(sql=cep_queries(strategy), table=cep_streams(max_rows=8))
+    def check(sql, table):
+        assume("{-" not in sql)
+        try:
+            want = _matched_rows(sql, table)
+        except CepError as err:
+            with pytest.raises(type(err)):
+                cepsql.trace(sql, t=table)
+            return
+        assert _traced_rows(cepsql.trace(sql, t=table)) == want, sql
+    check()
 
 
 @settings(max_examples=40, **SETTINGS)
@@ -153,9 +181,8 @@ def test_trace_is_capped_and_checks_its_arguments():
         cepsql.trace(V_SHAPE, t=TICKS, partition={"symbol": "a"})
     with pytest.raises(CepAnalysisError, match="rows="):
         cepsql.trace(V_SHAPE, t=TICKS, rows=(4, 2))
-    cep = V_SHAPE.replace("PATTERN", "STRATEGY SKIP_TILL_NEXT_MATCH PATTERN")
-    with pytest.raises(CepUnsupportedError, match="CEP mode"):
-        cepsql.trace(cep, t=TICKS)
+    with pytest.raises(CepUnsupportedError, match="one MATCH_RECOGNIZE clause"):
+        cepsql.trace(f"SELECT * FROM ({V_SHAPE}) JOIN ({V_SHAPE}) USING (sym)", t=TICKS)
     with pytest.raises(CepAnalysisError) as err:
         cepsql.trace(V_SHAPE.replace("PREV(B.price)", "PREV(B.nope)"), t=TICKS)
     assert err.value.line is not None

@@ -58,13 +58,20 @@ def _miss(key: tuple, group: list[Step]) -> NearMiss:
         if s.event == EXTENDED and (best is None or _length(s) > _length(best)):
             best = s
     prefix = best.path.split() if best else []
-    stop = next((s for s in group if s.event in _STOPS and s.path.split()[:-1] == prefix),
-                None)
-    rows = tuple(range(attempt, attempt + len(prefix)))
+    rows = best.path_rows if best else ()
+    stop = next((s for s in group if s.event in _STOPS and _continues(s, prefix, rows)), None)
     return NearMiss(partition, attempt, rows, " ".join(prefix),
                     stop.variable if stop else None, stop.row if stop else None,
                     stop.event if stop else None, stop.conjunct if stop else None,
                     stop.values if stop else None)
+
+
+def _continues(s: Step, prefix: list[str], rows: tuple[int, ...]) -> bool:
+    """Whether the stop s tried one more row after the prefix, or checked exactly it (a
+    CEP candidate cut whole by the window or a NOT)."""
+    extra = len(s.path_rows) - len(rows)
+    return extra in (0, 1) and s.path_rows[:len(rows)] == rows \
+        and s.path.split()[:len(prefix)] == prefix
 
 
 def _length(s: Step) -> int:

@@ -10,9 +10,10 @@ import pyarrow as pa
 
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.compile.clause import plan_query
+from cepsql.debugging.cep_trace import trace_cep_slices
 from cepsql.debugging.near_misses import misses_frame, near_misses
-from cepsql.debugging.slice import MAX_ROWS, partition_names, select_slices
-from cepsql.debugging.trace import MAX_STEPS, steps_frame, trace_slices
+from cepsql.debugging.slice import MAX_ROWS, PartitionSlice, partition_names, select_slices
+from cepsql.debugging.trace import MAX_STEPS, Step, steps_frame, trace_slices
 from cepsql.errors import CepError, CepUnsupportedError
 from cepsql.parse import find_match_recognize
 
@@ -35,8 +36,7 @@ def trace_frame(sql: str, spec: MatchRecognizeSpec, table: pa.Table, *,
     try:
         plan_query(spec, table.schema, sql)  # the engine's own checks and errors first
         parts = select_slices(spec, table, partition, rows, max_rows)
-        steps = trace_slices(spec, table.column_names, parts, sql, max_steps)
-        return steps_frame(spec, steps, parts)
+        return steps_frame(spec, _steps(spec, table.schema, parts, sql, max_steps), parts)
     except CepError as err:
         raise err.with_sql(sql) from None
 
@@ -50,7 +50,16 @@ def near_misses_frame(sql: str, spec: MatchRecognizeSpec, table: pa.Table, k: in
     try:
         plan_query(spec, table.schema, sql)
         parts = select_slices(spec, table, partition, rows, max_rows)
-        steps = trace_slices(spec, table.column_names, parts, sql, max_steps)
+        steps = _steps(spec, table.schema, parts, sql, max_steps)
         return misses_frame(partition_names(spec), near_misses(steps, k, per_partition))
     except CepError as err:
         raise err.with_sql(sql) from None
+
+
+def _steps(spec: MatchRecognizeSpec, schema: pa.Schema, parts: list[PartitionSlice],
+           sql: str, max_steps: int) -> list[Step]:
+    """SQL:2016 mode (also with WITHIN) through the instrumented search, CEP mode through
+    the observed CEP reference evaluator."""
+    if spec.strategy is None:
+        return trace_slices(spec, schema.names, parts, sql, max_steps)
+    return trace_cep_slices(spec, schema, parts, sql, max_steps)

@@ -15,6 +15,7 @@ engine is tested to produce (tests/test_trace.py compares them with the engine's
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pandas as pd
@@ -50,9 +51,10 @@ class Step:
     conjunct: str | None = None  # the first conjunct that was not TRUE
     values: str | None = None    # its operands' values at this step
     match_number: int | None = None
+    path_rows: tuple[int, ...] = ()  # the rows of ``path``
 
 
-class _Recorder:
+class Recorder:
     """Collects steps up to the cap."""
 
     def __init__(self, max_steps: int):
@@ -90,11 +92,11 @@ class _Conjuncts:
     def __init__(self, query: ReferenceQuery, sql: str):
         self.parts: dict[str, list[tuple[Expr, str, list[tuple[str, Expr]]]]] = {}
         for var, bound in query.defines.items():
-            self.parts[var] = [(c, conjunct_text(sql, c), _operands(sql, c))
+            self.parts[var] = [(c, conjunct_text(sql, c), conjunct_operands(sql, c))
                                for c in split_conjuncts(bound)]
 
 
-def _operands(sql: str, conjunct: Expr) -> list[tuple[str, Expr]]:
+def conjunct_operands(sql: str, conjunct: Expr) -> list[tuple[str, Expr]]:
     """The navigations, aggregates and columns a conjunct reads, by their text (once each)."""
     seen: dict[str, Expr] = {}
     for e in walk(conjunct):
@@ -104,7 +106,7 @@ def _operands(sql: str, conjunct: Expr) -> list[tuple[str, Expr]]:
 
 
 def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
-                    recorder: _Recorder) -> None:
+                    recorder: Recorder) -> None:
     """Every step of the SQL:2016 search over one partition's slice, into recorder."""
     spec = query.spec
     rows, first = part.rows, part.first
@@ -114,8 +116,9 @@ def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
 
     def record(event: str, variable: str | None, row: int, labels, **kw) -> None:
         names = [v for v, _ in labels] if labels and isinstance(labels[0], tuple) else list(labels)
-        recorder.add(Step(part.key, first + row, first + state["start"], variable, event,
-                          " ".join(names), **kw))
+        begin = first + state["start"]
+        recorder.add(Step(part.key, first + row, begin, variable, event, " ".join(names),
+                          path_rows=tuple(range(begin, begin + len(names))), **kw))
 
     def accept(start: int, row: int, labels: tuple[str, ...]) -> bool:
         var = labels[-1]
@@ -126,12 +129,10 @@ def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
                             match_number=state["number"] + 1, in_define=True)
         shown: list[str] = []
         for cond, text, operands in conjuncts.parts.get(var, ()):
-            shown += [f"{name} = {_value(evaluate(e, ctx))}" for name, e in operands
-                      if not any(seen.startswith(name + " = ") for seen in shown)]
-            result = evaluate(cond, ctx)
+            result = show_values(shown, operands, ctx, cond)
             if result is not True:
                 record(FAILED, var, row, labels, conjunct=text,
-                       values=", ".join(shown + [f"result = {_value(result)}"]))
+                       values=", ".join(shown + [f"result = {format_value(result)}"]))
                 return False
         record(EXTENDED, var, row, labels, values=", ".join(shown) or None)
         return True
@@ -192,7 +193,14 @@ def _skip_text(spec: MatchRecognizeSpec) -> str:
     return "AFTER MATCH SKIP " + target[skip.kind]
 
 
-def _value(v: object) -> str:
+def show_values(shown: list[str], operands: list[tuple[str, Expr]], ctx, cond: Expr) -> object:
+    """Add the operands' values at ctx to shown (each text once); the conjunct's value."""
+    shown += [f"{name} = {format_value(evaluate(e, ctx))}" for name, e in operands
+              if not any(seen.startswith(name + " = ") for seen in shown)]
+    return evaluate(cond, ctx)
+
+
+def format_value(v: object) -> str:
     if v is None:
         return "NULL"
     if isinstance(v, bool):
@@ -204,19 +212,22 @@ def _value(v: object) -> str:
 
 def trace_slices(spec: MatchRecognizeSpec, columns: list[str], parts: list[PartitionSlice],
                  sql: str, max_steps: int = MAX_STEPS) -> list[Step]:
-    """The steps over every partition slice, in partition then step order."""
-    if spec.strategy is not None:
-        raise CepUnsupportedError(
-            f"trace covers SQL:2016 mode; a clause with STRATEGY {spec.strategy} (CEP mode) "
-            "is not traced yet: run it without STRATEGY to trace its SQL:2016 reading")
+    """The SQL:2016-mode steps over every partition slice, in partition then step order."""
     query = ReferenceQuery(spec, columns)
-    recorder = _Recorder(max_steps)
-    total = sum(len(p.rows) for p in parts)
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 20_000 + 50 * total))
-    try:
+    recorder = Recorder(max_steps)
+    with replaying(parts, max_steps):
         for part in parts:
             trace_partition(query, part, sql, recorder)
+    return recorder.steps
+
+
+@contextmanager
+def replaying(parts: list[PartitionSlice], max_steps: int):
+    """Room for the reference search's recursion; its limits and gaps as cepsql errors."""
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20_000 + 50 * sum(len(p.rows) for p in parts)))
+    try:
+        yield
     except SearchBudgetExceeded:
         raise CepRuntimeError(
             f"the trace's search took too many steps (more than {10 * max_steps}): narrow "
@@ -225,7 +236,6 @@ def trace_slices(spec: MatchRecognizeSpec, columns: list[str], parts: list[Parti
         raise CepUnsupportedError(f"trace cannot evaluate {err}") from None
     finally:
         sys.setrecursionlimit(old_limit)
-    return recorder.steps
 
 
 def steps_frame(spec: MatchRecognizeSpec, steps: list[Step], parts: list[PartitionSlice]):
@@ -241,10 +251,12 @@ def steps_frame(spec: MatchRecognizeSpec, steps: list[Step], parts: list[Partiti
         records.append(dict(zip(names, s.partition)) | {"step": n, "row": s.row}
                        | dict(zip(order, at))
                        | {"attempt": s.attempt, "variable": s.variable, "event": s.event,
-                          "path": s.path, "conjunct": s.conjunct, "values": s.values,
+                          "path": s.path, "path_rows": ", ".join(map(str, s.path_rows)),
+                          "conjunct": s.conjunct, "values": s.values,
                           "match_number": s.match_number})
     columns = names + ["step", "row"] + order + ["attempt", "variable", "event", "path",
-                                                 "conjunct", "values", "match_number"]
+                                                 "path_rows", "conjunct", "values",
+                                                 "match_number"]
     frame = pd.DataFrame.from_records(records, columns=columns)
     frame["match_number"] = frame["match_number"].astype("Int64")
     return frame
