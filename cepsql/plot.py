@@ -157,7 +157,13 @@ def plot_trace(trace: Any, series: Any = None, *, x: str = "row", y: str | None 
     ``plot_matches``). Returns the figure; ``file`` saves it too."""
     plt = _pyplot()
     steps = _filtered(_as_pandas(trace, "trace"), where, "trace")
-    _require_columns(steps, [x, "row", "attempt", "variable", "event", "path"], "trace")
+    _require_columns(steps, [x, "row", "attempt", "variable", "event", "path", "path_rows"],
+                     "trace")
+    keys = list(steps.columns[:list(steps.columns).index("step")]) if "step" in steps else []
+    if keys and len(steps.drop_duplicates(keys)) > 1:
+        raise CepAnalysisError(
+            f"plot_trace draws one partition: choose it with where={{...}} "
+            f"({', '.join(keys)}), or trace one (partition={{...}})")
     steps = steps.head(max_steps)
     line = None
     if series is not None:
@@ -176,12 +182,12 @@ def plot_trace(trace: Any, series: Any = None, *, x: str = "row", y: str | None 
         top = None
     variables = list(dict.fromkeys(steps["variable"].dropna()))
     level = {v: i for i, v in enumerate(variables)}
-    at = dict(zip(zip(steps["attempt"], steps["row"]), steps[x]))
     position = dict(zip(steps["row"], steps[x]))
     for _, s in steps[steps["event"].isin(list(_TRACE_MARKS))].iterrows():
         names = s["path"].split()
-        if len(names) >= 2 and s["row"] - 1 in position:
-            ax.plot([position[s["row"] - 1], s[x]], [level[names[-2]], level[names[-1]]],
+        rows = [int(r) for r in str(s["path_rows"]).split(", ") if r]
+        if len(names) >= 2 and len(rows) >= 2 and rows[-2] in position:
+            ax.plot([position[rows[-2]], s[x]], [level[names[-2]], level[names[-1]]],
                     color="tab:green" if s["event"] == "extended" else "0.75",
                     linewidth=0.8, alpha=0.6, zorder=1)
     for event, (marker, colour, text) in _TRACE_MARKS.items():
@@ -190,8 +196,8 @@ def plot_trace(trace: Any, series: Any = None, *, x: str = "row", y: str | None 
             ax.scatter(part[x], part["variable"].map(level), marker=marker, color=colour,
                        s=30, label=text, zorder=3)
     matches = steps[steps["event"] == "match"]
-    for i, (_, m) in enumerate(matches.iterrows()):
-        start = at.get((m["attempt"], m["attempt"]), m[x])
+    for _, m in matches.iterrows():
+        start = position.get(m["attempt"], m[x])
         for axis in (ax, top):
             if axis is not None:
                 axis.axvspan(start, m[x], color="tab:blue", alpha=0.12, zorder=0)

@@ -207,6 +207,8 @@ def test_plot_trace_draws_marks_and_paths(tmp_path):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["A", "B", "C"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"held", "failed"}
     assert (tmp_path / "trace.png").stat().st_size > 0
+    with pytest.raises(CepAnalysisError, match="one partition"):
+        cepsql.plot_trace(frame)
 
 
 def test_spark_trace_and_near_misses_equal_in_process(spark):
