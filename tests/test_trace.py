@@ -10,15 +10,16 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import cepsql
+from cepsql.analyze.conjuncts import split_conjuncts
 from cepsql.api.cli import main
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 from cepsql.parse import find_match_recognize
 from cepsql.reference.expr import evaluate
 from cepsql.reference.sql import ReferenceQuery, partitioned_rows
-from support.strategies import queries, streams
+from support.strategies import patterns, queries, streams
 from support.strategies_cep import cep_queries, cep_streams
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -104,31 +105,53 @@ def test_cep_trace_matches_are_the_engines(strategy):
     check()
 
 
+CONJUNCTS = ["{v}.price > PREV({v}.price)", "{v}.vol > 0.5", "count({v}.*) < 3",
+             "{v}.price >= FIRST({v}.price)", "{v}.tag = 'x' OR {v}.vol IS NULL",
+             "sum({v}.price) <= 12", "{v}.price BETWEEN 2 AND 8"]
+
+
+@st.composite
+def conjunctive_queries(draw) -> str:
+    """Patterns of the property generator, each DEFINE an AND of two or three conditions."""
+    pattern = draw(patterns(4))
+    variables = sorted(set(re.findall(r"\b[A-Z]\b", pattern))) or ["A"]
+    if not re.findall(r"\b[A-Z]\b", pattern):
+        pattern = f"({pattern}) A"
+    defines = []
+    for v in variables:
+        parts = draw(st.lists(st.sampled_from(CONJUNCTS), min_size=2, max_size=3, unique=True))
+        defines.append(f"{v} AS " + " AND ".join(f"({p.format(v=v)})" for p in parts))
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+            f"count(*) AS n PATTERN ({pattern}) DEFINE {', '.join(defines)})")
+
+
 @settings(max_examples=40, **SETTINGS)
-@given(sql=queries(max_items=4), table=streams(max_rows=10))
+@given(sql=conjunctive_queries(), table=streams(max_rows=10))
 def test_held_and_failed_marks_are_the_whole_defines_verdict(sql, table):
-    try:
-        frame = cepsql.trace(sql, t=table)
-    except CepError:
-        return
+    frame = cepsql.trace(sql, t=table)
     spec = find_match_recognize(sql)[0].spec
     query = ReferenceQuery(spec, table.column_names)
     parts = {tuple(_key(p, spec)): p for p in partitioned_rows(spec, table.to_pylist(),
                                                                 query.colmap)}
     tried = frame[frame["event"].isin(["extended", "failed"])]
     for r in tried.itertuples():
-        rows = parts[(r.part,) if "part" in frame else ()]
+        rows = parts[(r.part,)]
         labels = tuple(r.path.split())
-        cond = query.defines.get(r.variable)
-        if cond is None:
-            assert r.event == "extended"
-            continue
         ctx = query.context(rows, start=r.attempt, labels=labels, current=r.row,
-                            match_number=None, in_define=True)
-        held = evaluate(cond, ctx) is True
-        if any(n in sql for n in ("MATCH_NUMBER()",)):
-            continue
+                            match_number=1, in_define=True)
+        held = evaluate(query.defines[r.variable], ctx) is True
         assert held == (r.event == "extended"), (sql, r)
+        if r.event == "failed":  # the named conjunct is FALSE/NULL, those before it TRUE
+            texts = [c.strip() for c in re.split(r"\) AND \(", _define_text(sql, r.variable))]
+            verdicts = [evaluate(c, ctx) is True
+                        for c in split_conjuncts(query.defines[r.variable])]
+            i = texts.index(r.conjunct)
+            assert verdicts[:i + 1] == [True] * i + [False], (sql, r.conjunct, verdicts)
+
+
+def _define_text(sql: str, var: str) -> str:
+    body = re.search(rf"\b{var} AS \((.*?)\)(, [A-Z] AS|\)$)", sql).group(1)
+    return body
 
 
 def _key(rows, spec):
