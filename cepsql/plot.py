@@ -153,8 +153,9 @@ def plot_trace(trace: Any, series: Any = None, *, x: str = "row", y: str | None 
     or the ORDER BY column the trace carries), pattern variables up the y axis, each try
     marked held / failed / cut by the window / pruned, every attempt's rows joined as a
     path and each match's span shaded. With ``series`` and ``y``, the input's ``y``
-    column is drawn above on the same x axis (``where`` filters both, as in
-    ``plot_matches``). Returns the figure; ``file`` saves it too."""
+    column is drawn above on the same x axis, over the slice's span (``where`` filters
+    both, as in ``plot_matches``; one partition per picture). Returns the figure;
+    ``file`` saves it too."""
     plt = _pyplot()
     steps = _filtered(_as_pandas(trace, "trace"), where, "trace")
     _require_columns(steps, [x, "row", "attempt", "variable", "event", "path", "path_rows"],
@@ -171,6 +172,9 @@ def plot_trace(trace: Any, series: Any = None, *, x: str = "row", y: str | None 
             raise CepAnalysisError("plot_trace: give y= (the series column to draw)")
         line = _filtered(_as_pandas(series, "series"), where, "series")
         _require_columns(line, [x, y], "series")
+        drawn = steps[x].dropna()
+        if len(drawn):  # the series over the slice only
+            line = line[(line[x] >= drawn.min()) & (line[x] <= drawn.max())]
     if line is not None:
         fig, (top, ax) = plt.subplots(2, 1, figsize=(11, 6), sharex=True,
                                       gridspec_kw={"height_ratios": [2, 3]})
