@@ -4,7 +4,12 @@ readings, shipments).
 
     cepsql demo [--rows N] [--stream] [--master M] [--conf k=v ...]
     cepsql sql  [-e "<statements>" | -f file.sql] [--master M] [--conf k=v ...] [--no-header]
+    cepsql trace (-e "<query>" | -f file.sql) [--table name=file ...] [--partition c=v ...]
+                 [--rows FIRST:STOP] [--near-misses K]
     cepsql --version
+
+``cepsql trace`` runs in-process (no JVM): the matcher's steps of the query's clause on a
+slice, or its near misses, as an aligned table (docs/debugging.md).
 
 Why a separate CLI: Spark's own ``spark-sql`` parses statements itself and rejects the
 MATCH_RECOGNIZE clause; this one splits the script with cepsql's dialect-aware splitter
