@@ -86,14 +86,12 @@ class TracingMatcher(PatternMatcher):
         return super()._run(node, pos, labels, excl, cont)
 
 
-class _Conjuncts:
+def define_conjuncts(query: ReferenceQuery, sql: str
+                     ) -> dict[str, list[tuple[Expr, str, list[tuple[str, Expr]]]]]:
     """Each variable's DEFINE as bound conjuncts with their user text and operands."""
-
-    def __init__(self, query: ReferenceQuery, sql: str):
-        self.parts: dict[str, list[tuple[Expr, str, list[tuple[str, Expr]]]]] = {}
-        for var, bound in query.defines.items():
-            self.parts[var] = [(c, conjunct_text(sql, c), conjunct_operands(sql, c))
-                               for c in split_conjuncts(bound)]
+    return {var: [(c, conjunct_text(sql, c), conjunct_operands(sql, c))
+                  for c in split_conjuncts(bound)]
+            for var, bound in query.defines.items()}
 
 
 def conjunct_operands(sql: str, conjunct: Expr) -> list[tuple[str, Expr]]:
@@ -110,12 +108,12 @@ def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
     """Every step of the SQL:2016 search over one partition's slice, into recorder."""
     spec = query.spec
     rows, first = part.rows, part.first
-    conjuncts = _Conjuncts(query, sql)
+    conjuncts = define_conjuncts(query, sql)
     window = _Window(spec, query, rows)
     state = {"start": 0, "number": 0}
 
-    def record(event: str, variable: str | None, row: int, labels, **kw) -> None:
-        names = [v for v, _ in labels] if labels and isinstance(labels[0], tuple) else list(labels)
+    def record(event: str, variable: str | None, row: int, names: tuple[str, ...],
+               **kw) -> None:
         begin = first + state["start"]
         recorder.add(Step(part.key, first + row, begin, variable, event, " ".join(names),
                           path_rows=tuple(range(begin, begin + len(names))), **kw))
@@ -128,7 +126,7 @@ def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
         ctx = query.context(rows, start=start, labels=labels, current=row,
                             match_number=state["number"] + 1, in_define=True)
         shown: list[str] = []
-        for cond, text, operands in conjuncts.parts.get(var, ()):
+        for cond, text, operands in conjuncts.get(var, ()):
             result = show_values(shown, operands, ctx, cond)
             if result is not True:
                 record(FAILED, var, row, labels, conjunct=text,
@@ -138,7 +136,7 @@ def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
         return True
 
     def on_state(event: str, var: str, pos: int, labels: Labels) -> None:
-        record(event, var, pos, labels + ((var, False),))
+        record(event, var, pos, tuple(v for v, _ in labels) + (var,))
 
     matcher = TracingMatcher(spec.pattern, len(rows), accept, on_state,
                              max_steps=recorder.max_steps * 10)
@@ -151,7 +149,8 @@ def trace_partition(query: ReferenceQuery, part: PartitionSlice, sql: str,
             continue
         state["number"] += 1
         last = pos + max(len(labels), 1) - 1
-        record(MATCH, labels[-1][0] if labels else None, last, labels,
+        names = tuple(v for v, _ in labels)
+        record(MATCH, names[-1] if names else None, last, names,
                match_number=state["number"])
         resume = next_start(spec, pos, labels)
         for skipped in range(pos + 1, min(resume, len(rows))):
