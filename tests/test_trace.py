@@ -243,6 +243,8 @@ def test_spark_trace_and_near_misses_equal_in_process(spark):
     got = spark.cep.near_misses(q, 3).toPandas()
     want = cepsql.near_misses(V_SHAPE, 3, t=TICKS)
     assert _plain(got) == _plain(want)
+    with pytest.raises(CepAnalysisError, match="not a PARTITION BY column"):
+        spark.cep.trace(q, partition={"symbol": "a"})
 
 
 def _plain(frame: pd.DataFrame) -> list:

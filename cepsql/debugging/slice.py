@@ -1,6 +1,7 @@
 """The slice a trace runs on: the partitions a ``partition={...}`` filter selects, each
 ordered as the matcher sees it and cut to ``rows=(first, stop)`` (positions in the
-ordered partition, as a Python slice)."""
+ordered partition, as a Python slice). A slice is matched as if it were the whole
+partition: PREV at its first row reads NULL, an attempt ends at its last row."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ def select_slices(spec: MatchRecognizeSpec, table: pa.Table,
                   max_rows: int = MAX_ROWS) -> list[PartitionSlice]:
     """The ordered partitions of ``table`` matching ``partition``, cut to ``rows``."""
     names = partition_names(spec)
-    wanted = _partition_filter(names, partition)
-    first, stop = _row_range(rows)
+    wanted = partition_filter(names, partition)
+    first, stop = row_range(rows)
     query = ReferenceQuery(spec, list(table.column_names))
     out, total = [], 0
     for part in partitioned_rows(spec, table.to_pylist(), query.colmap):
@@ -51,8 +52,9 @@ def select_slices(spec: MatchRecognizeSpec, table: pa.Table,
     return out
 
 
-def _partition_filter(names: list[str], partition: Mapping[str, Any] | None) -> dict[int, Any]:
-    """PARTITION BY position -> wanted value (names matched case-insensitively)."""
+def partition_filter(names: list[str], partition: Mapping[str, Any] | None) -> dict[int, Any]:
+    """PARTITION BY position -> wanted value (names matched case-insensitively); an unknown
+    name is an error listing the PARTITION BY columns."""
     index = {n.lower(): i for i, n in enumerate(names)}
     wanted = {}
     for name, value in (partition or {}).items():
@@ -64,7 +66,7 @@ def _partition_filter(names: list[str], partition: Mapping[str, Any] | None) -> 
     return wanted
 
 
-def _row_range(rows: tuple[int, int] | None) -> tuple[int, int | None]:
+def row_range(rows: tuple[int, int] | None) -> tuple[int, int | None]:
     if rows is None:
         return 0, None
     if len(rows) != 2 or not all(isinstance(r, int) and r >= 0 for r in rows) \

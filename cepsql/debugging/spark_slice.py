@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from cepsql.algebra.identifiers import quote_identifier
 from cepsql.algebra.spec import MatchRecognizeSpec
-from cepsql.debugging.slice import MAX_ROWS
+from cepsql.debugging.slice import MAX_ROWS, partition_filter, partition_names, row_range
 from cepsql.errors import CepRuntimeError
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.parse.splice import strip_parens
@@ -34,12 +34,10 @@ def collect_slice(source: DataFrame, spec: MatchRecognizeSpec,
     """The rows of the partitions ``partition`` selects, up to position ``rows[1]`` of each
     (the engine cuts ``rows[0]``), at most ``max_rows`` past the start."""
     df = source
-    keys = {k.name.lower(): k for k in spec.partition_by}
-    for name, value in (partition or {}).items():
-        key = keys.get(name.lower())
-        if key is not None:  # an unknown name: the engine names the PARTITION BY columns
-            df = df.filter(F.expr(to_spark_sql(key.expr)) == F.lit(value))
-    first = rows[0] if rows else 0
+    for index, value in partition_filter(partition_names(spec), partition).items():
+        key = spec.partition_by[index]
+        df = df.filter(F.expr(to_spark_sql(key.expr)) == F.lit(value))
+    first = row_range(rows)[0]
     if rows is not None:
         window = Window.partitionBy(*[F.expr(to_spark_sql(k.expr)) for k in spec.partition_by])
         window = window.orderBy(*_order(spec, df.columns))
