@@ -240,9 +240,14 @@ def test_spark_trace_and_near_misses_equal_in_process(spark):
     got = spark.cep.trace(q, partition={"sym": "a"}, rows=(2, 7)).toPandas()
     want = cepsql.trace(V_SHAPE, t=TICKS, partition={"sym": "a"}, rows=(2, 7))
     assert _plain(got) == _plain(want)
-    got = spark.cep.near_misses(q, 3).toPandas()
-    want = cepsql.near_misses(V_SHAPE, 3, t=TICKS)
-    assert _plain(got) == _plain(want)
+    # every partition, in Spark tasks (a NULL key among them), overall and per partition
+    keyed = TICKS.assign(sym=["a"] * 5 + [None] * 3 + ["b"] * 4)
+    spark.createDataFrame(keyed).createOrReplaceTempView("trace_ticks_keyed")
+    q = V_SHAPE.replace("FROM t", "FROM trace_ticks_keyed")
+    for per_partition in (False, True):
+        got = spark.cep.near_misses(q, 3, per_partition=per_partition).toPandas()
+        want = cepsql.near_misses(V_SHAPE, 3, per_partition=per_partition, t=keyed)
+        assert _plain(got) == _plain(want) and len(want) >= 3
     with pytest.raises(CepAnalysisError, match="not a PARTITION BY column"):
         spark.cep.trace(q, partition={"symbol": "a"})
 

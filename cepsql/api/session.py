@@ -30,7 +30,8 @@ from cepsql.backends.streaming.late import LateRows
 from cepsql.backends.streaming.workload import streaming_matches, streaming_pass
 from cepsql.debugging.run import near_misses_frame, single_clause, trace_frame
 from cepsql.debugging.slice import MAX_ROWS
-from cepsql.debugging.spark_slice import clause_source, collect_slice, to_spark
+from cepsql.debugging.spark_slice import (clause_source, collect_slice, spread_near_misses,
+                                          to_spark)
 from cepsql.debugging.trace import MAX_STEPS
 
 # what the Spark backend calls when a clause's or a workload's input is a stream
@@ -184,7 +185,16 @@ class CepSession:
                     partition: dict | None = None, rows: tuple[int, int] | None = None,
                     max_steps: int = MAX_STEPS, max_rows: int = MAX_ROWS) -> DataFrame:
         """The ``k`` longest attempts that did not complete (``cepsql.near_misses``) over
-        the slice ``trace`` would trace."""
+        the slice ``trace`` would trace. Without ``partition`` and ``rows``, every
+        partition is searched in Spark tasks (``max_rows`` and ``max_steps`` then bound
+        each partition)."""
+        if partition is None and rows is None:
+            stmt, site = single_clause(query)
+            source = clause_source(self.spark, site, self.sql)
+            spread = spread_near_misses(source, stmt, site.spec, k, per_partition,
+                                        max_steps, max_rows)
+            if spread is not None:
+                return spread
         stmt, spec, table = self._trace_input(query, partition, rows, max_rows)
         return to_spark(self.spark, near_misses_frame(
             stmt, spec, table, k, per_partition=per_partition, partition=partition,

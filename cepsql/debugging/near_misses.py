@@ -32,14 +32,14 @@ class NearMiss:
 
 def near_misses(steps: list[Step], k: int = 10, per_partition: bool = False) -> list[NearMiss]:
     """The ``k`` longest misses (overall, or per partition), longest first; ties by
-    partition order, then start row."""
+    partition (its PARTITION BY values ascending, NULL first, as Spark orders them), then
+    start row."""
     attempts: dict[tuple, list[Step]] = {}
     for s in steps:
         attempts.setdefault((s.partition, s.attempt), []).append(s)
     misses = [_miss(key, group) for key, group in attempts.items()
               if not any(s.event in (MATCH, SKIPPED) for s in group)]
-    order = {key: i for i, key in enumerate(dict.fromkeys(m.partition for m in misses))}
-    misses.sort(key=lambda m: (-len(m.rows), order[m.partition], m.attempt))
+    misses.sort(key=lambda m: (-len(m.rows), key_order(m.partition), m.attempt))
     if not per_partition:
         return misses[:k]
     kept: dict[tuple, list[NearMiss]] = {}
@@ -48,7 +48,12 @@ def near_misses(steps: list[Step], k: int = 10, per_partition: bool = False) -> 
         if len(kept[m.partition]) < k:
             kept[m.partition].append(m)
     return sorted((m for group in kept.values() for m in group),
-                  key=lambda m: (order[m.partition], -len(m.rows), m.attempt))
+                  key=lambda m: (key_order(m.partition), -len(m.rows), m.attempt))
+
+
+def key_order(key: tuple) -> tuple:
+    """A partition's sort key: its values ascending, NULL first."""
+    return tuple((v is not None, v) for v in key)
 
 
 def _miss(key: tuple, group: list[Step]) -> NearMiss:
@@ -78,6 +83,12 @@ def _length(s: Step) -> int:
     return len(s.path.split())
 
 
+#: the near-miss frame's columns after the PARTITION BY ones, and their Arrow types
+MISS_COLUMNS = {"attempt": "int64", "length": "int64", "rows": "string", "path": "string",
+                "stopped_at": "string", "at_row": "int64", "reason": "string",
+                "conjunct": "string", "values": "string"}
+
+
 def misses_frame(partition_columns: list[str], misses: list[NearMiss]):
     """The misses as a pandas DataFrame, one row each."""
     records = [dict(zip(partition_columns, m.partition))
@@ -86,8 +97,7 @@ def misses_frame(partition_columns: list[str], misses: list[NearMiss]):
                   "stopped_at": m.stopped_at, "at_row": m.at_row, "reason": m.reason,
                   "conjunct": m.conjunct, "values": m.values}
                for m in misses]
-    columns = partition_columns + ["attempt", "length", "rows", "path", "stopped_at",
-                                   "at_row", "reason", "conjunct", "values"]
+    columns = partition_columns + list(MISS_COLUMNS)
     frame = pd.DataFrame.from_records(records, columns=columns)
     frame["at_row"] = frame["at_row"].astype("Int64")
     return frame
