@@ -22,7 +22,8 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.debugging.conjunct_text import conjunct_text
 from cepsql.debugging.slice import PartitionSlice
 from cepsql.debugging.trace import (EXTENDED, FAILED, MATCH, SKIPPED, WINDOW, Recorder, Step,
-                                    conjunct_operands, format_value, replaying, show_values)
+                                    conjunct_operands, format_value, replaying, show_values,
+                                    window_text)
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.reference.sql import ReferenceQuery, partition_values
 
@@ -72,7 +73,8 @@ class CepTraceObserver:
             self.accepted.setdefault(key, []).append(match)
             self._enumerated(key, part, path, len(path))
         elif not part.fits(match):
-            self._add(key, WINDOW, last_var, last, path, conjunct=self._window_text())
+            self._add(key, WINDOW, last_var, last, path,
+                      conjunct=window_text(self.query.spec.window))
         else:
             labels = dict(path)
             for i, (p, v) in enumerate(path):
@@ -131,10 +133,6 @@ class CepTraceObserver:
             self.texts[id(cond)] = (conjunct_text(self.sql, cond),
                                     conjunct_operands(self.sql, cond))
         return self.texts[id(cond)]
-
-    def _window_text(self) -> str:
-        w = self.query.spec.window
-        return f"WITHIN {w.size} {'ROWS' if w.kind == 'rows' else 'microseconds'}"
 
     def _key(self, rows: list[dict]) -> tuple:
         if id(rows) not in self.keys:

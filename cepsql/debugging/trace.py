@@ -5,9 +5,9 @@ order, failed states remembered) with an instrumented acceptor. Every row a vari
 tried on becomes a step: ``extended`` (its DEFINE held), ``failed`` (the first conjunct
 that was not TRUE, with the values its navigations, aggregates and columns had at that
 step), ``window`` (WITHIN cut the row), then ``pruned`` (a state already known to fail,
-not explored again), ``end`` (the attempt needed ``row``, past the slice's last row), ``match`` (one per
-emitted match, on its last row) and ``skipped`` (a start row the AFTER MATCH rule jumped
-over). An attempt is the search from one start row; it is named by that row.
+not explored again), ``end`` (the attempt needed ``row``, past the slice's last row),
+``match`` (one per emitted match, on its last row) and ``skipped`` (a start row the AFTER
+MATCH rule jumped over). An attempt is the search from one start row; it is named by that row.
 
 The trace answers "what happened"; its matches are exactly the definition's, which the
 engine is tested to produce (tests/test_trace.py compares them with the engine's).
@@ -22,7 +22,7 @@ import pandas as pd
 
 from cepsql.algebra.expressions import Aggregate, Expr, RowValue, walk
 from cepsql.algebra.pattern import Var
-from cepsql.algebra.spec import MatchRecognizeSpec
+from cepsql.algebra.spec import MatchRecognizeSpec, Window
 from cepsql.analyze.conjuncts import split_conjuncts
 from cepsql.debugging.conjunct_text import conjunct_text, operand_text
 from cepsql.debugging.slice import PartitionSlice, partition_names
@@ -168,8 +168,7 @@ class _Window:
         self.ts: list[object] = []
         if self.window is None:
             return
-        unit = "ROWS" if self.window.kind == "rows" else "microseconds"
-        self.text = f"WITHIN {self.window.size} {unit}"
+        self.text = window_text(self.window)
         if self.window.kind == "time":
             ctx = query.context(rows)
             self.ts = [time_micros(evaluate(spec.order_by[0].expr, ctx, i))
@@ -183,6 +182,11 @@ class _Window:
             return hi - lo < w.size
         a, b = self.ts[lo], self.ts[hi]
         return a is not None and b is not None and abs(b - a) <= w.size
+
+
+def window_text(window: Window) -> str:
+    """How a WITHIN cut is named in the trace (a time window in microseconds)."""
+    return f"WITHIN {window.size} {'ROWS' if window.kind == 'rows' else 'microseconds'}"
 
 
 def _skip_text(spec: MatchRecognizeSpec) -> str:
