@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 # Connect, sqlglot, DuckDB) before its first task.
 _IN_SPARK_WORKER = "PYTHON_WORKER_FACTORY_SECRET" in _os.environ
 _LAZY = {"match_recognize": ".backends.local.engine", "workload": ".backends.local.workload",
-         "plot_matches": ".plot", "PlannerOptions": ".planning.options",
+         "plot_matches": ".plot", "plot_trace": ".plot", "trace": ".debugging.local",
+         "near_misses": ".debugging.local", "PlannerOptions": ".planning.options",
          "planner_options": ".planning.options", "CepSession": ".api.session"}
 
 
@@ -36,7 +37,8 @@ if not _IN_SPARK_WORKER:
     ensure_environment()
     from cepsql.backends.local.engine import match_recognize  # noqa: E402
     from cepsql.backends.local.workload import workload  # noqa: E402, F401  (public API)
-    from cepsql.plot import plot_matches  # noqa: E402  (matplotlib is imported on first use)
+    from cepsql.plot import plot_matches, plot_trace  # noqa: E402  (matplotlib on first use)
+    from cepsql.debugging.local import near_misses, trace  # noqa: E402, F401  (public API)
     from cepsql.planning.options import PlannerOptions, planner_options  # noqa: E402
     from cepsql.api.session import CepSession  # noqa: E402
     # cepsql.explain_query(query, analyze=..., **tables): EXPLAIN [ANALYZE] in-process
@@ -137,7 +139,9 @@ def _quiet_logging(settings: dict[str, str]) -> None:
     settings[key] = f"{options} -Dlog4j2.configurationFile=file:{path}".strip()
 
 
-__all__ = ["__version__", "errors", "match_recognize", "explain_query", "plot_matches", "planner_options", "PlannerOptions", "get_session", "register", "CepSession",
+__all__ = ["__version__", "errors", "match_recognize", "explain_query", "plot_matches",
+           "plot_trace", "trace", "near_misses", "planner_options", "PlannerOptions",
+           "get_session", "register", "CepSession",
            "CepError",
            "CepSyntaxError", "CepAnalysisError", "CepUnsupportedError", "CepRuntimeError",
            "CepEnvironmentError", "ensure_environment", "require_java"]

@@ -138,3 +138,91 @@ def _is_time(column) -> bool:
 
 def _plain(number) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
+
+
+#: how each trace event is marked: (marker, colour, legend text)
+_TRACE_MARKS = {"extended": ("o", "tab:green", "held"), "failed": ("x", "tab:red", "failed"),
+                "window": ("x", "tab:orange", "cut by window"),
+                "pruned": (".", "0.6", "pruned (equivalent)")}
+
+
+def plot_trace(trace: Any, series: Any = None, *, x: str = "row", y: str | None = None,
+               where: dict[str, Any] | None = None, title: str | None = None,
+               file: str | None = None, max_steps: int = 5_000):
+    """Draw a trace (``cepsql.trace`` / ``spark.cep.trace``): rows along ``x`` (``row``
+    or the ORDER BY column the trace carries), pattern variables up the y axis, each try
+    marked held / failed / cut by the window / pruned, every attempt's rows joined as a
+    path and each match's span shaded. With ``series`` and ``y``, the input's ``y``
+    column is drawn above on the same x axis, over the slice's span (``where`` filters
+    both, as in ``plot_matches``; one partition per picture). Returns the figure;
+    ``file`` saves it too."""
+    plt = _pyplot()
+    steps = _filtered(_as_pandas(trace, "trace"), where, "trace")
+    _require_columns(steps, [x, "row", "attempt", "variable", "event", "path", "path_rows"],
+                     "trace")
+    keys = list(steps.columns[:list(steps.columns).index("step")]) if "step" in steps else []
+    if keys and len(steps.drop_duplicates(keys)) > 1:
+        raise CepAnalysisError(
+            f"plot_trace draws one partition: choose it with where={{...}} "
+            f"({', '.join(keys)}), or trace one (partition={{...}})")
+    steps = steps.head(max_steps)
+    line = None
+    if series is not None:
+        if y is None:
+            raise CepAnalysisError("plot_trace: give y= (the series column to draw)")
+        line = _filtered(_as_pandas(series, "series"), where, "series")
+        _require_columns(line, [x, y], "series")
+        drawn = steps[x].dropna()
+        if len(drawn):  # the series over the slice only
+            line = line[(line[x] >= drawn.min()) & (line[x] <= drawn.max())]
+    if line is not None:
+        fig, (top, ax) = plt.subplots(2, 1, figsize=(11, 6), sharex=True,
+                                      gridspec_kw={"height_ratios": [2, 3]})
+        ordered = line.sort_values(x, kind="stable")
+        top.plot(ordered[x], ordered[y], color="0.55", linewidth=1.0)
+        top.set_ylabel(y)
+    else:
+        fig, ax = plt.subplots(figsize=(11, 4))
+        top = None
+    variables = list(dict.fromkeys(steps["variable"].dropna()))
+    level = {v: i for i, v in enumerate(variables)}
+    position = dict(zip(steps["row"], steps[x]))
+    for _, s in steps[steps["event"].isin(list(_TRACE_MARKS))].iterrows():
+        names = s["path"].split()
+        rows = [int(r) for r in str(s["path_rows"]).split(", ") if r]
+        if len(names) >= 2 and len(rows) >= 2 and rows[-2] in position:
+            ax.plot([position[rows[-2]], s[x]], [level[names[-2]], level[names[-1]]],
+                    color="tab:green" if s["event"] == "extended" else "0.75",
+                    linewidth=0.8, alpha=0.6, zorder=1)
+    for event, (marker, colour, text) in _TRACE_MARKS.items():
+        part = steps[steps["event"] == event]
+        if len(part):
+            ax.scatter(part[x], part["variable"].map(level), marker=marker, color=colour,
+                       s=30, label=text, zorder=3)
+    matches = steps[steps["event"] == "match"]
+    for _, m in matches.iterrows():
+        start = position.get(m["attempt"], m[x])
+        for axis in (ax, top):
+            if axis is not None:
+                axis.axvspan(start, m[x], color="tab:blue", alpha=0.12, zorder=0)
+        ax.annotate(f"#{_plain(m['match_number'])}", xy=(start, 1.0),
+                    xycoords=("data", "axes fraction"), xytext=(2, -12),
+                    textcoords="offset points", fontsize=8, color="tab:blue")
+    ax.set_yticks(range(len(variables)), [str(v) for v in variables])
+    ax.set_ylim(-0.6, len(variables) - 0.4)
+    ax.set_ylabel("pattern variable")
+    ax.set_xlabel(x)
+    attempts = steps["attempt"].nunique()
+    caption = (f"{attempts} attempt{'s' if attempts != 1 else ''}, {len(matches)} "
+               f"match{'es' if len(matches) != 1 else ''}")
+    if where:
+        caption += " where " + ", ".join(f"{k} = {v}" for k, v in where.items())
+    (top or ax).set_title(title or caption)
+    if len(ax.get_legend_handles_labels()[0]):
+        ax.legend(loc="upper right", fontsize=8, ncol=4)
+    if _is_time(steps[x]):
+        fig.autofmt_xdate()
+    fig.tight_layout()
+    if file:
+        fig.savefig(file)
+    return fig

@@ -4,7 +4,12 @@ readings, shipments).
 
     cepsql demo [--rows N] [--stream] [--master M] [--conf k=v ...]
     cepsql sql  [-e "<statements>" | -f file.sql] [--master M] [--conf k=v ...] [--no-header]
+    cepsql trace (-e "<query>" | -f file.sql) [--table name=file ...] [--partition c=v ...]
+                 [--rows FIRST:STOP] [--near-misses K]
     cepsql --version
+
+``cepsql trace`` runs in-process (no JVM): the matcher's steps of the query's clause on a
+slice, or its near misses, as an aligned table (docs/debugging.md).
 
 Why a separate CLI: Spark's own ``spark-sql`` parses statements itself and rejects the
 MATCH_RECOGNIZE clause; this one splits the script with cepsql's dialect-aware splitter
@@ -27,11 +32,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
 from cepsql.errors import CepEnvironmentError, CepError, position_of
 from cepsql.datagen import generate_rfid, generate_shipments, generate_ticks
 from cepsql.parse import split_statements
 from cepsql.backends.spark.environment import require_java
 from cepsql.backends.streaming.demo import run_stream_demo
+from cepsql.debugging.local import near_misses, trace
 
 PROMPT = "cepsql> "
 CONTINUATION = "      > "
@@ -55,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="SQL:2016 MATCH_RECOGNIZE and complex event processing on Apache Spark.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{demo,sql}")
+    sub = parser.add_subparsers(dest="command", metavar="{demo,sql,trace}")
 
     spark_opts = argparse.ArgumentParser(add_help=False)
     spark_opts.add_argument("--master", default=None,
@@ -78,7 +87,29 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("-f", dest="file", metavar="FILE", help="a .sql file to run")
     sql.add_argument("--no-header", action="store_true",
                      help="do not print the column names before the rows")
+    _trace_parser(sub)
     return parser
+
+
+def _trace_parser(sub) -> None:
+    trace = sub.add_parser(
+        "trace", help="print the matcher's steps (or the near misses) of a query on a slice, "
+                      "in-process; tables from files or the demo data")
+    source = trace.add_mutually_exclusive_group(required=True)
+    source.add_argument("-e", dest="execute", metavar="SQL", help="the query")
+    source.add_argument("-f", dest="file", metavar="FILE", help="a .sql file with the query")
+    trace.add_argument("--table", action="append", type=_conf_pair, default=[],
+                       metavar="NAME=FILE", help="a table from a .csv or .parquet file "
+                       "(repeatable; default: the demo tables ticks, rfid, shipments)")
+    trace.add_argument("--demo-rows", type=int, default=2_000,
+                       help="rows of each generated demo table (default 2000)")
+    trace.add_argument("--partition", action="append", type=_conf_pair, default=[],
+                       metavar="COLUMN=VALUE", help="the PARTITION BY value to trace "
+                       "(repeatable; numbers are read as numbers)")
+    trace.add_argument("--rows", metavar="FIRST:STOP", default=None,
+                       help="positions after ORDER BY, as a Python slice (e.g. 0:50)")
+    trace.add_argument("--near-misses", type=int, metavar="K", default=None,
+                       help="print the K longest attempts that did not complete instead")
 
 
 # --------------------------------------------------------------------------- session
@@ -333,6 +364,72 @@ def _cmd_sql(args: argparse.Namespace) -> int:
             spark.stop()
 
 
+# --------------------------------------------------------------------------- trace
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    """``cepsql trace``: the trace or near misses of one query, as a text table."""
+    query = args.execute
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as fh:
+                query = fh.read()
+        except OSError as err:
+            _err(f"Error: cannot read {args.file}: {err.strerror}")
+            return 2
+    try:
+        rows = _row_range(args.rows)
+        tables = _trace_tables(args)
+    except ValueError as err:
+        _err(f"Error: {err}")
+        return 2
+    partition = {k: _number_or_text(v) for k, v in args.partition}
+    try:
+        if args.near_misses is not None:
+            frame = near_misses(query, args.near_misses, partition=partition or None,
+                                rows=rows, **tables)
+        else:
+            frame = trace(query, partition=partition or None, rows=rows, **tables)
+    except CepError as err:
+        report_error(err, query, query, 0)
+        return 1
+    _out(format_table(list(frame.columns), frame.astype(object).where(frame.notna(), None)
+                      .itertuples(index=False), max_width=60))
+    return 0
+
+
+def _row_range(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    first, _, stop = text.partition(":")
+    try:
+        return int(first or 0), int(stop)
+    except ValueError:
+        raise ValueError(f"--rows {text}: give FIRST:STOP, two row positions") from None
+
+
+def _trace_tables(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.table:
+        return {name: table for name, table, _ in _demo_tables(args.demo_rows)}
+    out = {}
+    for name, path in args.table:
+        if path.endswith(".parquet"):
+            out[name] = pq.read_table(path)
+        elif path.endswith(".csv"):
+            out[name] = pa_csv.read_csv(path)
+        else:
+            raise ValueError(f"--table {name}={path}: give a .csv or .parquet file")
+    return out
+
+
+def _number_or_text(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 # --------------------------------------------------------------------------- demo
 
 @dataclass(frozen=True)
@@ -526,6 +623,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _cmd_demo(args)
+        if args.command == "trace":
+            return _cmd_trace(args)
         return _cmd_sql(args)
     except CepEnvironmentError as err:
         _err(f"Error: {err.message}")

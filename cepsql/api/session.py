@@ -31,6 +31,11 @@ from cepsql.backends.spark.workload import Workload
 from cepsql.backends.streaming import run_streaming_plan
 from cepsql.backends.streaming.late import LateRows
 from cepsql.backends.streaming.workload import streaming_matches, streaming_pass
+from cepsql.debugging.run import near_misses_frame, single_clause, trace_frame
+from cepsql.debugging.slice import MAX_ROWS
+from cepsql.debugging.spark_slice import (clause_source, collect_slice, spread_near_misses,
+                                          to_spark)
+from cepsql.debugging.trace import MAX_STEPS
 
 # what the Spark backend calls when a clause's or a workload's input is a stream
 STREAMING = StreamRunner(run_plan=run_streaming_plan, shared_pass=streaming_pass,
@@ -178,6 +183,43 @@ class CepSession:
             blocks.append(f"== Statement ==\nrows returned: {returned[0]:,}; "
                           f"wall time of the run: {returned[1]:.3f} s")
         return "\n\n".join(blocks)
+
+    def trace(self, query: str, *, partition: dict | None = None,
+              rows: tuple[int, int] | None = None, max_steps: int = MAX_STEPS,
+              max_rows: int = MAX_ROWS) -> DataFrame:
+        """The matcher's steps for the query's MATCH_RECOGNIZE clause over a slice of its
+        input (``partition``: PARTITION BY column -> value; ``rows=(first, stop)``:
+        positions after ORDER BY), as ``cepsql.trace`` computes them in-process: Spark
+        selects and collects the slice (at most ``max_rows`` rows), the steps are traced
+        on the driver."""
+        stmt, spec, table = self._trace_input(query, partition, rows, max_rows)
+        return to_spark(self.spark, trace_frame(stmt, spec, table, partition=partition,
+                                                rows=rows, max_steps=max_steps,
+                                                max_rows=max_rows))
+
+    def near_misses(self, query: str, k: int = 10, *, per_partition: bool = False,
+                    partition: dict | None = None, rows: tuple[int, int] | None = None,
+                    max_steps: int = MAX_STEPS, max_rows: int = MAX_ROWS) -> DataFrame:
+        """The ``k`` longest attempts that did not complete (``cepsql.near_misses``) over
+        the slice ``trace`` would trace. Without ``partition`` and ``rows``, every
+        partition is searched in Spark tasks (``max_rows`` and ``max_steps`` then bound
+        each partition)."""
+        if partition is None and rows is None:
+            stmt, site = single_clause(query)
+            source = clause_source(self.spark, site, self.sql)
+            spread = spread_near_misses(source, stmt, site.spec, k, per_partition,
+                                        max_steps, max_rows)
+            if spread is not None:
+                return spread
+        stmt, spec, table = self._trace_input(query, partition, rows, max_rows)
+        return to_spark(self.spark, near_misses_frame(
+            stmt, spec, table, k, per_partition=per_partition, partition=partition,
+            rows=rows, max_steps=max_steps, max_rows=max_rows))
+
+    def _trace_input(self, query: str, partition, rows, max_rows: int):
+        stmt, site = single_clause(query)
+        source = clause_source(self.spark, site, self.sql)
+        return stmt, site.spec, collect_slice(source, site.spec, partition, rows, max_rows)
 
     def workloads(self) -> dict[str, list[str]]:
         """Pattern views grouped by source table: each group is one workload, the unit a

@@ -128,9 +128,13 @@ Row = tuple[int, str, bool]
 Rows = tuple[Row, ...]
 
 
-def evaluate_reference_cep(spec: MatchRecognizeSpec,
-                           table: pa.Table) -> tuple[list[str], list[tuple]]:
-    """(output column names, output rows) of a CEP-mode spec (or a windowed SQL-mode one)."""
+def evaluate_reference_cep(spec: MatchRecognizeSpec, table: pa.Table,
+                           observer: object | None = None) -> tuple[list[str], list[tuple]]:
+    """(output column names, output rows) of a CEP-mode spec (or a windowed SQL-mode one).
+
+    ``observer`` (CEP mode; cepsql/debugging/cep_trace.py) is told every take condition
+    checked (``take``), every complete candidate checked (``checked``) and each
+    partition's output matches (``output``); it never changes the result."""
     if spec.strategy is None and spec.window is None:
         return evaluate_reference(spec, table)
     if spec.window is not None and spec.window.kind == "time" and not spec.order_by:
@@ -147,7 +151,7 @@ def evaluate_reference_cep(spec: MatchRecognizeSpec,
             _check_cep_spec(spec)
             global_index = _global_order(spec, rows, query) \
                 if spec.strategy == "STRICT_CONTIGUITY" else None
-            out = _cep_partitions(query, parts, global_index)
+            out = _cep_partitions(query, parts, global_index, observer)
     finally:
         sys.setrecursionlimit(old_limit)
     return query.output_names, out
@@ -309,8 +313,9 @@ def _is_local(expr: Expr, var: str, subsets: dict[str, frozenset[str]]) -> bool:
 class _Conditions:
     """DEFINE conditions of one query, evaluated on (partial or complete) assignments."""
 
-    def __init__(self, q: ReferenceQuery):
+    def __init__(self, q: ReferenceQuery, observer: object | None = None):
         self.q = q
+        self.observer = observer
         self.subsets = dict(q.subsets)
         self.subsets[_MATCH] = frozenset(q.spec.variables)
         self.known = set(q.known) | {_MATCH}
@@ -343,12 +348,16 @@ class _Conditions:
         """V's immediate conjuncts at pos on a partial assignment (R5)."""
         bound = set(labels.values())
         ctx = None
+        verdict = True
         for cond, refs in self.conjuncts.get(var, ()):
             if refs <= bound:
                 ctx = ctx or self.context(rows, labels, pos, in_define=True)
                 if evaluate(cond, ctx) is not True:
-                    return False
-        return True
+                    verdict = False
+                    break
+        if self.observer is not None:
+            self.observer.take(self, rows, var, pos, labels, verdict)
+        return verdict
 
     def all_hold(self, rows: list[dict], match: Rows) -> bool:
         labels = {p: v for p, v, _ in match}
@@ -417,8 +426,11 @@ class _Partition:
 
     def accept(self, match: Rows, checks: tuple[_NegCheck, ...]) -> bool:
         """R2 + R3 + R6 on a complete candidate."""
-        return bool(match) and self.fits(match) and self.conds.all_hold(self.rows, match) and \
-            all(self.negation_ok(match, c) for c in checks)
+        verdict = bool(match) and self.fits(match) and self.conds.all_hold(self.rows, match) \
+            and all(self.negation_ok(match, c) for c in checks)
+        if self.conds.observer is not None and match:
+            self.conds.observer.checked(self, match, checks, verdict)
+        return verdict
 
 
 # --- SKIP_TILL_ANY_MATCH: structural enumeration (R4) -----------------------------------
@@ -784,6 +796,8 @@ def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
         st = nfa.states[q]
         log = log + (("row", pos, st.var, st.excl),)
         if not part.fits(_log_rows(log)):
+            if conds.observer is not None:
+                conds.observer.checked(part, _log_rows(log), (), False)
             return
         home, waiting = None, []
         for s, acts in nfa.closure(st.target):
@@ -858,12 +872,13 @@ def _global_order(spec: MatchRecognizeSpec, rows: list[dict], q: ReferenceQuery)
 
 
 def _cep_partitions(q: ReferenceQuery, parts: list[list[dict]],
-                    global_order: dict[int, int] | None) -> list[tuple]:
+                    global_order: dict[int, int] | None, observer: object | None = None
+                    ) -> list[tuple]:
     """Output rows of every partition; R7's selection per partition, or over the whole
     input (positions in its ORDER BY order) under STRICT_CONTIGUITY."""
     found = []
     for rows in parts:
-        conds = _Conditions(q)
+        conds = _Conditions(q, observer)
         gidx = None if global_order is None else [global_order[id(r)] for r in rows]
         found.append((rows, conds, gidx, _candidates(q, conds, rows, gidx)))
     if _non_overlapping(q.spec):
@@ -875,6 +890,8 @@ def _cep_partitions(q: ReferenceQuery, parts: list[list[dict]],
         found = [(rows, conds, gidx, k) for (rows, conds, gidx, _), k in zip(found, kept)]
     out: list[tuple] = []
     for rows, conds, _, matches in found:
+        if observer is not None:
+            observer.output(rows, sorted(matches, key=_order_key))
         out.extend(_output(q, conds, rows, sorted(matches, key=_order_key)))
     return out
 
