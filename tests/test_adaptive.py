@@ -236,3 +236,22 @@ def test_spark_adaptive_equals_static(spark):
 def _fixture_check():
     from hypothesis import HealthCheck
     return [HealthCheck.function_scoped_fixture]
+
+
+def test_switch_while_the_old_plan_carries_many_rows(forced_switches):
+    # the old plan carries ~400 rows (its window) into the drain, more than the drain's
+    # first piece: they must not be run again from scratch (that duplicated matches)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts "
+           "MEASURES MATCH_NUMBER() AS mn, A.ts AS ta, B.ts AS tb, C.ts AS tc "
+           "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B C) WITHIN 400 ROWS "
+           "DEFINE A AS price = 0 AND vol = 3.0, B AS tag = 'y' AND B.price > A.price, "
+           "C AS price = 9 AND C.vol > B.vol)")
+    rng = random.Random(11)
+    n = 1500
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [rng.randint(0, 9) for _ in range(n)],
+                      "vol": [rng.choice([0.5, 1.5, 3.0]) for _ in range(n)],
+                      "tag": [rng.choice("xyz") for _ in range(n)]}, schema=STREAM_SCHEMA)
+    seen = {"switches": 0, "checks": 0}
+    _compare(sql, table, 500, 0.0, seen)
+    assert seen["switches"] >= 2

@@ -130,6 +130,7 @@ class AdaptivePush:
         self.cur_cont = False
         self.old = None                     # the previous plan's evaluator, until drained
         self.cur_skip = self.old_skip = 0   # leading pending rows each does not read
+        self.old_carried = 0                # rows from old_skip on the old one already read
         self.pending = PendingRows(worker._group_starts, worker.settings.chunk_rows)
         self.since_check = 0
 
@@ -152,6 +153,7 @@ class AdaptivePush:
                           _from(all_starts, self.cur_skip), True, self.cur_cont)
         self.cur_cont = True
         keep_cur = self.cur_skip + self.cur.keep
+        cur_carried = table.num_rows - keep_cur
         keep_old = self.old_skip + self.old.keep if self.old is not None else keep_cur
         self.since_check += 1
         if self.old is None and self.since_check >= w.settings.check_every:
@@ -159,6 +161,7 @@ class AdaptivePush:
             switched = self._maybe_switch(table, keep_cur)
             if switched is not None:
                 self.old, self.cur = self.cur, switched
+                self.old_carried = cur_carried
                 self.cur_cont = False
         base = min(keep_cur, keep_old)
         self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
@@ -181,7 +184,9 @@ class AdaptivePush:
     def _drain(self, table: pa.Table, all_starts: np.ndarray, last: bool) -> list:
         """Run the old evaluator on the rest of its group, in pieces of doubling size
         (it needs about one window of rows); once it can find nothing more, the new one
-        numbers its held matches after the old one's count and the old one is dropped."""
+        numbers its held matches after the old one's count and the old one is dropped.
+        Each piece holds at least the rows it carries from the last one (a shorter piece
+        would make the evaluator start over on rows it has already matched)."""
         old, skip = self.old, self.old_skip
         later = all_starts[all_starts > skip]
         end = int(later[0]) if len(later) else table.num_rows
@@ -190,13 +195,14 @@ class AdaptivePush:
         step = 256
         closed = False
         while True:
-            stop = min(end, skip + step)
+            stop = min(end, skip + max(step, self.old_carried))
             if stop <= skip:   # no row left for it in this chunk
                 break
             closed = group_ends and stop == end
             out += self.worker._process(old, table.slice(skip, stop - skip),
                                         np.zeros(1, dtype=np.int64), not closed, True)
             self.old_skip = skip
+            self.old_carried = stop - skip - old.keep
             if closed or old.drained or stop == end:
                 break
             skip += old.keep
