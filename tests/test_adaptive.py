@@ -2,6 +2,7 @@
 boundaries lose and duplicate no match and keep MATCH_NUMBER as in a static run."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pyarrow as pa
@@ -14,7 +15,11 @@ from cepsql.backends.local.engine import run_local
 from cepsql.runtime import adaptive
 from cepsql.runtime.run_stats import RunStatistics
 from cepsql.runtime import task_planning
-from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift
+from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift, gain
+from cepsql.planning import ALGORITHMS, choose_plan
+from cepsql.planning.cost import CostModel, plan_cost
+from cepsql.planning.jqpg import reduce_term
+from support.planning_synthetic import random_sequence, random_stats
 from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
 from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
@@ -95,13 +100,15 @@ def forced_switches(monkeypatch):
     return rng
 
 
-def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict) -> None:
+def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict,
+             min_gain: float = 0.0) -> None:
     try:
         static = run_local(sql, {"t": table}, planner=_planner(8, None))
     except CepUnsupportedError:
         return
     stats = RunStatistics()
-    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=16, chunk_rows=chunk)
+    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=16, chunk_rows=chunk,
+                                          min_gain=min_gain, max_check_every=1)
     moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_), stats=stats)
     assert _rows(moving) == _rows(static), sql
     seen["switches"] += stats.last.get("adaptive_switches", 0)
@@ -129,9 +136,10 @@ def test_drifting_rates_switch_plans_exactly():
     @settings(max_examples=40, derandomize=True, **SETTINGS)
     @given(sql=planned_queries(), table=drifting_streams(),
            window=st.sampled_from(["WITHIN 4 ROWS", "WITHIN INTERVAL 6 SECONDS"]),
-           chunk=st.integers(2, 12))
-    def check(sql, table, window, chunk):
-        _compare(_with_window(sql, window), table, chunk, 1e-6, seen)
+           chunk=st.integers(2, 12), min_gain=st.sampled_from([0.0, 1.0, 2.0]))
+    def check(sql, table, window, chunk, min_gain):
+        # min_gain > 0: the switch is decided by the plans' costs on the fresh numbers
+        _compare(_with_window(sql, window), table, chunk, 1e-6, seen, min_gain)
     check()
     assert seen["checks"] > 0
 
@@ -255,3 +263,54 @@ def test_switch_while_the_old_plan_carries_many_rows(forced_switches):
     seen = {"switches": 0, "checks": 0}
     _compare(sql, table, 500, 0.0, seen)
     assert seen["switches"] >= 2
+
+
+def test_plan_cost_prices_a_plan_on_other_statistics():
+    # a plan priced on its own query costs what the planner said; on re-estimated
+    # statistics it costs what the cost model gives for its shape there
+    rng = random.Random(5)
+    model = CostModel()
+    for k in range(12):
+        pattern, stats = random_sequence(3 + k % 3, rng, conjunction=k % 2 == 1)
+        query = reduce_term(pattern, stats)
+        fresh = reduce_term(pattern, random_stats(list(stats.rates), rng))
+        for name in ALGORITHMS:
+            plan = choose_plan(query, name, model=model, budget_seconds=0.05)
+            assert plan_cost(plan, query, model) == pytest.approx(plan.cost)
+            again = choose_plan(fresh, name, model=model, budget_seconds=0.05)
+            moved = plan_cost(plan, fresh, model)
+            assert moved > 0 and (plan_cost(again, fresh, model) == pytest.approx(again.cost))
+
+
+def test_gain_compares_the_running_plans_on_fresh_numbers():
+    class Planner:   # what gain reads of task_planning.WorkerPlanner
+        class planning:
+            class options:
+                alpha = 0.0
+
+    rng = random.Random(9)
+    pattern, stats = random_sequence(4, rng)
+    names = list(stats.rates)
+    rare_first = {**stats.rates, names[0]: 1e-3, names[-1]: 50.0}
+    rare_last = {**stats.rates, names[0]: 50.0, names[-1]: 1e-3}
+    def make(rates):
+        query = reduce_term(pattern, dataclasses.replace(stats, rates=rates))
+        return CepPlanChoice(EVALUATOR_TREE, "", "DP_LD", [choose_plan(query, "DP_LD")])
+    a, b = make(rare_first), make(rare_last)
+    assert gain(a, a, Planner) == pytest.approx(1.0)
+    assert gain(a, b, Planner) > 10   # the old order starts from what became frequent
+
+
+def test_checks_back_off_while_nothing_drifts():
+    # 64 chunks, no drift: checks after chunks 1, 3, 7, 15, 23, ... (interval 1, 2, 4, 8, 8)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn "
+           "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B) WITHIN 3 ROWS "
+           "DEFINE A AS price < 5, B AS B.price > A.price)")
+    n = 64 * 8
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [i % 10 for i in range(n)], "vol": [1.0] * n,
+                      "tag": ["x"] * n}, schema=STREAM_SCHEMA)
+    stats = RunStatistics()
+    run_local(sql, {"t": table}, stats=stats, planner=_planner(8, AdaptiveSettings(
+        threshold=1e9, chunk_rows=8, check_rows=8, max_check_every=8)))
+    assert stats.last["adaptive_checks"] == 4 + (64 - 15) // 8

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from cepsql.errors import CepAnalysisError
+from cepsql.planning.cost import CostModel, plan_cost
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
 from cepsql.runtime.worker import CHUNK_ROWS
@@ -47,12 +48,18 @@ class AdaptiveSettings:
     """threshold: re-plan when some variable's row fraction or some pair's selectivity
     changed by more than this factor's natural log; check_rows: newest rows estimated
     at each check (check_pairs row pairs per selectivity); check_every: chunks between
-    checks; chunk_rows: rows per chunk."""
+    checks; chunk_rows: rows per chunk. min_gain: switch only when the running plan,
+    priced on the fresh statistics, costs this many times the new plan (a switch runs
+    both plans for a window: plans that differ little do not pay for it). A check that
+    switches nothing doubles the chunks to the next one, up to max_check_every (checks
+    cost an estimate each, and without drift they find nothing); a switch resets it."""
     threshold: float = 1.0
     check_rows: int = 2_000
     check_pairs: int = 2_000
     check_every: int = 1
     chunk_rows: int = CHUNK_ROWS
+    min_gain: float = 2.0
+    max_check_every: int = 8
 
 
 def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
@@ -101,11 +108,12 @@ def drift(base, now) -> float:
 class AdaptiveWorker(CepWorker):
     """CepWorker that re-plans as the statistics drift (streaming chunks, WITHIN only)."""
 
-    def __init__(self, config, planner, statistics, digest: str, settings: AdaptiveSettings):
+    def __init__(self, config, planner, statistics, choice, settings: AdaptiveSettings):
         super().__init__(config)
         self.planner = planner
-        self.statistics = statistics    # what the current plan was built on
-        self.digest = digest
+        self.statistics = statistics    # what the current plan was last priced on
+        self.choice = choice            # the current plan choice
+        self.digest = plan_digest(choice)
         self.settings = settings
         self.switches = 0
         self.checks = 0
@@ -133,6 +141,7 @@ class AdaptivePush:
         self.old_carried = 0                # rows from old_skip on the old one already read
         self.pending = PendingRows(worker._group_starts, worker.settings.chunk_rows)
         self.since_check = 0
+        self.check_every = worker.settings.check_every
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
@@ -156,13 +165,16 @@ class AdaptivePush:
         cur_carried = table.num_rows - keep_cur
         keep_old = self.old_skip + self.old.keep if self.old is not None else keep_cur
         self.since_check += 1
-        if self.old is None and self.since_check >= w.settings.check_every:
+        if self.old is None and self.since_check >= self.check_every:
             self.since_check = 0
             switched = self._maybe_switch(table, keep_cur)
             if switched is not None:
                 self.old, self.cur = self.cur, switched
                 self.old_carried = cur_carried
                 self.cur_cont = False
+                self.check_every = w.settings.check_every
+            else:
+                self.check_every = min(2 * self.check_every, w.settings.max_check_every)
         base = min(keep_cur, keep_old)
         self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
         self.pending.keep(table.slice(base))
@@ -224,8 +236,9 @@ class AdaptivePush:
         choice = w.planner.choose_with(now)
         w.statistics = now
         digest = plan_digest(choice)
-        if digest == w.digest:
+        if digest == w.digest or gain(w.choice, choice, w.planner) < w.settings.min_gain:
             return None
+        w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
         w.config = replace(w.config, **w.planner.plan_arrays(choice))
@@ -234,6 +247,21 @@ class AdaptivePush:
         fresh = w._new_matcher()
         fresh.restrict_first(t, NO_BOUND, 1)
         return fresh
+
+
+def gain(current, fresh, planner) -> float:
+    """How many times the current choice's plans cost what the fresh choice's cost, both
+    priced on the fresh choice's statistics (inf when they cannot be compared)."""
+    if len(current.plans) != len(fresh.plans):
+        return math.inf
+    model = CostModel(alpha=planner.planning.options.alpha)
+    old_cost = new_cost = 0.0
+    for old, new in zip(current.plans, fresh.plans):
+        if new.query is None:
+            return math.inf
+        old_cost += plan_cost(old, new.query, model)
+        new_cost += new.cost
+    return old_cost / new_cost if new_cost > 0 else (math.inf if old_cost > 0 else 1.0)
 
 
 def plan_digest(choice) -> str:
