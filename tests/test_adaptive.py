@@ -24,6 +24,9 @@ from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
 from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
 from cepsql.compile.clause import plan_query
+from cepsql.stats import estimate_from_table, unary_fractions
+from cepsql.analyze.conjuncts import analyze_defines
+from cepsql.parse import find_match_recognize
 from cepsql.stats.model import PatternStatistics
 from cepsql.stats.worker import InWorkerStatistics
 
@@ -97,6 +100,7 @@ def forced_switches(monkeypatch):
 
     monkeypatch.setattr(task_planning.WorkerPlanner, "choose_with", choose_with)
     monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
+    monkeypatch.setattr(adaptive, "log_drift", lambda base, now: float("inf"))
     return rng
 
 
@@ -314,3 +318,13 @@ def test_checks_back_off_while_nothing_drifts():
     run_local(sql, {"t": table}, stats=stats, planner=_planner(8, AdaptiveSettings(
         threshold=1e9, chunk_rows=8, check_rows=8, max_check_every=8)))
     assert stats.last["adaptive_checks"] == 4 + (64 - 15) // 8
+
+
+@settings(max_examples=40, derandomize=True, **SETTINGS)
+@given(sql=planned_queries(), table=drifting_streams())
+def test_cheap_check_reads_the_estimates_row_fractions(sql, table):
+    # the first stage of a check (row fractions only) sees what the full estimate sees
+    spec = find_match_recognize(sql)[0].spec
+    full = estimate_from_table(spec, table, max_rows=max(table.num_rows, 1))
+    assert unary_fractions(analyze_defines(spec), table) == pytest.approx(
+        full.unary_selectivity)

@@ -28,11 +28,13 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from cepsql.analyze.conjuncts import analyze_defines
 from cepsql.errors import CepAnalysisError
 from cepsql.planning.cost import CostModel, plan_cost
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
 from cepsql.runtime.worker import CHUNK_ROWS
+from cepsql.stats import unary_fractions
 
 ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
@@ -52,14 +54,17 @@ class AdaptiveSettings:
     priced on the fresh statistics, costs this many times the new plan (a switch runs
     both plans for a window: plans that differ little do not pay for it). A check that
     switches nothing doubles the chunks to the next one, up to max_check_every (checks
-    cost an estimate each, and without drift they find nothing); a switch resets it."""
+    cost an estimate each, and without drift they find nothing); a switch resets it.
+    Checks first compare the variables' row fractions alone (a few times cheaper than a
+    full estimate); every full_every-th check also estimates the selectivities."""
     threshold: float = 1.0
     check_rows: int = 2_000
     check_pairs: int = 2_000
     check_every: int = 1
     chunk_rows: int = CHUNK_ROWS
-    min_gain: float = 2.0
+    min_gain: float = 1.5
     max_check_every: int = 8
+    full_every: int = 4
 
 
 def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
@@ -96,12 +101,16 @@ def adaptable(config) -> bool:
 def drift(base, now) -> float:
     """Largest |log ratio| between two PatternStatistics over the row fractions of the
     variables and the pair selectivities (floored so absent variables stay finite)."""
+    return max(log_drift(base.unary_selectivity, now.unary_selectivity),
+               log_drift(base.selectivities, now.selectivities))
+
+
+def log_drift(old: dict, new: dict) -> float:
+    """Largest |log ratio| over the keys of old that new has too (floored values)."""
     worst = 0.0
-    for old, new in ((base.unary_selectivity, now.unary_selectivity),
-                     (base.selectivities, now.selectivities)):
-        for key, value in old.items():
-            if key in new:
-                worst = max(worst, abs(math.log(max(new[key], _FLOOR) / max(value, _FLOOR))))
+    for key, value in old.items():
+        if key in new:
+            worst = max(worst, abs(math.log(max(new[key], _FLOOR) / max(value, _FLOOR))))
     return worst
 
 
@@ -115,6 +124,7 @@ class AdaptiveWorker(CepWorker):
         self.choice = choice            # the current plan choice
         self.digest = plan_digest(choice)
         self.settings = settings
+        self.split = analyze_defines(planner.planning.spec)   # what the cheap check reads
         self.switches = 0
         self.checks = 0
 
@@ -230,6 +240,10 @@ class AdaptivePush:
         w = self.worker
         sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
         w.checks += 1
+        if w.checks % w.settings.full_every and log_drift(
+                w.statistics.unary_selectivity,
+                unary_fractions(w.split, sample)) <= w.settings.threshold:
+            return None
         now = w.planner.estimate(sample, w.settings.check_pairs)
         if drift(w.statistics, now) <= w.settings.threshold:
             return None
