@@ -105,14 +105,16 @@ def forced_switches(monkeypatch):
 
 
 def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict,
-             min_gain: float = 0.0) -> None:
+             min_gain: float = 0.0, confirm: int = 1, check_rows: int = 16) -> None:
     try:
         static = run_local(sql, {"t": table}, planner=_planner(8, None))
     except CepUnsupportedError:
         return
     stats = RunStatistics()
-    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=16, chunk_rows=chunk,
-                                          min_gain=min_gain, max_check_every=1)
+    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=check_rows,
+                                          chunk_rows=chunk,
+                                          min_gain=min_gain, max_check_every=1,
+                                          confirm=confirm)
     moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_), stats=stats)
     assert _rows(moving) == _rows(static), sql
     seen["switches"] += stats.last.get("adaptive_switches", 0)
@@ -140,10 +142,12 @@ def test_drifting_rates_switch_plans_exactly():
     @settings(max_examples=40, derandomize=True, **SETTINGS)
     @given(sql=planned_queries(), table=drifting_streams(),
            window=st.sampled_from(["WITHIN 4 ROWS", "WITHIN INTERVAL 6 SECONDS"]),
-           chunk=st.integers(2, 12), min_gain=st.sampled_from([0.0, 1.0, 2.0]))
-    def check(sql, table, window, chunk, min_gain):
-        # min_gain > 0: the switch is decided by the plans' costs on the fresh numbers
-        _compare(_with_window(sql, window), table, chunk, 1e-6, seen, min_gain)
+           chunk=st.integers(2, 12), min_gain=st.sampled_from([0.0, 1.0, 2.0]),
+           confirm=st.sampled_from([1, 2]))
+    def check(sql, table, window, chunk, min_gain, confirm):
+        # min_gain > 0: the switch is decided by the plans' costs on the fresh numbers;
+        # confirm 2: by two checks in a row
+        _compare(_with_window(sql, window), table, chunk, 1e-6, seen, min_gain, confirm)
     check()
     assert seen["checks"] > 0
 
@@ -328,3 +332,24 @@ def test_cheap_check_reads_the_estimates_row_fractions(sql, table):
     full = estimate_from_table(spec, table, max_rows=max(table.num_rows, 1))
     assert unary_fractions(analyze_defines(spec), table) == pytest.approx(
         full.unary_selectivity)
+
+
+def test_a_drift_undone_by_the_next_chunk_switches_nothing():
+    # the rates flip at every chunk: each check proposes another plan, none lasts two
+    # checks, so with confirm=2 nothing switches (with confirm=1 it switches at each)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn, "
+           "A.ts AS ta, C.ts AS tc ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+           "PATTERN (A B C) WITHIN 8 ROWS DEFINE A AS tag = 'x', "
+           "B AS tag = 'y' AND B.price > A.price, C AS tag = 'z' AND C.price < B.price)")
+    rng = random.Random(4)
+    chunk, n = 60, 1200
+    tags = [rng.choice("xxxxxxxyz" if (i // chunk) % 2 else "xyzzzzzzz") for i in range(n)]
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [rng.randint(0, 9) for _ in range(n)], "vol": [1.0] * n,
+                      "tag": tags}, schema=STREAM_SCHEMA)
+    switches = {}
+    for confirm in (1, 2):
+        seen = {"switches": 0, "checks": 0}
+        _compare(sql, table, chunk, 0.5, seen, 1.0, confirm, check_rows=chunk)
+        switches[confirm] = seen["switches"]
+    assert switches[1] > 3 and switches[2] == 0

@@ -33,13 +33,13 @@ from cepsql.errors import CepAnalysisError
 from cepsql.planning.cost import CostModel, plan_cost
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
-from cepsql.runtime.worker import CHUNK_ROWS
 from cepsql.stats import unary_fractions
 
 ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
 CHECK_ROWS_CONF = "cepsql.adaptive.checkRows"
 CHUNK_CONF = "cepsql.adaptive.chunkRows"   # rows between checks (and possible switches)
+CHUNK_ROWS = 8192            # default rows per chunk: a drift is seen within a few chunks
 NO_BOUND = 1 << 62            # the evaluator's "no restriction" on a match's first row
 _FLOOR = 1e-3                 # rates and selectivities below count as this (log ratio)
 _ANY = 3                      # CepConfig.strategy of SKIP_TILL_ANY_MATCH
@@ -56,7 +56,9 @@ class AdaptiveSettings:
     switches nothing doubles the chunks to the next one, up to max_check_every (checks
     cost an estimate each, and without drift they find nothing); a switch resets it.
     Checks first compare the variables' row fractions alone (a few times cheaper than a
-    full estimate); every full_every-th check also estimates the selectivities."""
+    full estimate); every full_every-th check also estimates the selectivities. confirm:
+    checks in a row that must choose the same new plan before the switch (a drift that
+    does not outlast a chunk is gone before a switch could pay)."""
     threshold: float = 1.0
     check_rows: int = 2_000
     check_pairs: int = 2_000
@@ -65,6 +67,7 @@ class AdaptiveSettings:
     min_gain: float = 1.5
     max_check_every: int = 8
     full_every: int = 4
+    confirm: int = 2
 
 
 def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
@@ -152,6 +155,8 @@ class AdaptivePush:
         self.pending = PendingRows(worker._group_starts, worker.settings.chunk_rows)
         self.since_check = 0
         self.check_every = worker.settings.check_every
+        self.candidate = None               # plan_shape of a plan awaiting confirmation
+        self.votes = 0                      # checks in a row that chose it
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
@@ -182,6 +187,8 @@ class AdaptivePush:
                 self.old, self.cur = self.cur, switched
                 self.old_carried = cur_carried
                 self.cur_cont = False
+                self.check_every = w.settings.check_every
+            elif self.candidate is not None:   # confirm (or drop) it at the next chunk
                 self.check_every = w.settings.check_every
             else:
                 self.check_every = min(2 * self.check_every, w.settings.max_check_every)
@@ -236,22 +243,32 @@ class AdaptivePush:
 
     def _maybe_switch(self, table: pa.Table, keep_cur: int):
         """A new evaluator when the newest rows' statistics drifted and give another plan
-        (restricted to matches starting at the first unprocessed row), else None."""
+        that pays (``gain``) at settings.confirm checks in a row (restricted to matches
+        starting at the first unprocessed row), else None. While a plan waits for its
+        confirmation, the next chunk is checked in full whatever the drift."""
         w = self.worker
         sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
         w.checks += 1
-        if w.checks % w.settings.full_every and log_drift(
+        if self.candidate is None and w.checks % w.settings.full_every and log_drift(
                 w.statistics.unary_selectivity,
                 unary_fractions(w.split, sample)) <= w.settings.threshold:
             return None
         now = w.planner.estimate(sample, w.settings.check_pairs)
-        if drift(w.statistics, now) <= w.settings.threshold:
+        if self.candidate is None and drift(w.statistics, now) <= w.settings.threshold:
             return None
         choice = w.planner.choose_with(now)
         w.statistics = now
-        digest = plan_digest(choice)
-        if digest == w.digest or gain(w.choice, choice, w.planner) < w.settings.min_gain:
+        shape = plan_shape(choice)
+        if shape == plan_shape(w.choice) or gain(w.choice, choice, w.planner) < \
+                w.settings.min_gain:
+            self.candidate = None
             return None
+        self.votes = self.votes + 1 if shape == self.candidate else 1
+        self.candidate = shape
+        if self.votes < w.settings.confirm:
+            return None
+        self.candidate = None
+        digest = plan_digest(choice)
         w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
@@ -276,6 +293,11 @@ def gain(current, fresh, planner) -> float:
         old_cost += plan_cost(old, new.query, model)
         new_cost += new.cost
     return old_cost / new_cost if new_cost > 0 else (math.inf if old_cost > 0 else 1.0)
+
+
+def plan_shape(choice) -> tuple:
+    """The plans' shapes (orders, trees) without their costs: equal shapes, same plan."""
+    return tuple((p.kind, p.order if p.kind == "order" else p.root) for p in choice.plans)
 
 
 def plan_digest(choice) -> str:
