@@ -204,14 +204,18 @@ def test_settings_from_conf():
     conf = {}
     assert adaptive_settings(conf.get) == AdaptiveSettings()
     conf.update({"cepsql.adaptive.threshold": "0.25", "cepsql.adaptive.checkRows": "500",
-                 "cepsql.adaptive.chunkRows": "64"})
+                 "cepsql.adaptive.chunkRows": "64", "cepsql.adaptive.minGain": "3",
+                 "cepsql.adaptive.confirmChecks": "1"})
     got = adaptive_settings(conf.get)
-    assert (got.threshold, got.check_rows, got.chunk_rows) == (0.25, 500, 64)
+    assert (got.threshold, got.check_rows, got.chunk_rows, got.min_gain, got.confirm) == (
+        0.25, 500, 64, 3.0, 1)
     assert adaptive_settings({"cepsql.adaptive.enabled": "false"}.get) is None
     for key, value in (("cepsql.adaptive.enabled", "maybe"),
                        ("cepsql.adaptive.threshold", "-1"),
                        ("cepsql.adaptive.checkRows", "many"),
-                       ("cepsql.adaptive.chunkRows", "0")):
+                       ("cepsql.adaptive.chunkRows", "0"),
+                       ("cepsql.adaptive.minGain", "-2"),
+                       ("cepsql.adaptive.confirmChecks", "two")):
         with pytest.raises(CepAnalysisError, match=key.replace(".", r"\.")):
             adaptive_settings({key: value}.get)
 
@@ -231,15 +235,20 @@ def test_spark_adaptive_equals_static(spark):
            "DEFINE a AS sym = 'A', b AS sym = 'B' AND b.price > a.price, "
            "c AS sym = 'C' AND c.price < b.price)")
     keys = ("cepsql.adaptive.enabled", "cepsql.adaptive.threshold",
-            "cepsql.adaptive.chunkRows", "cepsql.adaptive.checkRows")
+            "cepsql.adaptive.chunkRows", "cepsql.adaptive.checkRows",
+            "cepsql.adaptive.minGain", "cepsql.adaptive.confirmChecks")
+    # the static matches from the in-process backend (same rows as Spark, tested
+    # elsewhere): one Spark job fewer
+    local = run_local(sql, {"adaptive_t": frame}, planner=_planner(8, None))
+    static = sorted(tuple(r.values()) for r in local.to_pylist())
     try:
-        spark.conf.set("cepsql.adaptive.enabled", "false")
-        static = sorted(spark.cep.sql(sql).collect())
         spark.conf.set("cepsql.adaptive.enabled", "true")
         spark.conf.set("cepsql.adaptive.threshold", "0.01")
         spark.conf.set("cepsql.adaptive.chunkRows", "50")
         spark.conf.set("cepsql.adaptive.checkRows", "100")
-        moving = sorted(spark.cep.sql(sql).collect())
+        spark.conf.set("cepsql.adaptive.minGain", "0.000001")   # switch at every new plan
+        spark.conf.set("cepsql.adaptive.confirmChecks", "1")
+        moving = sorted(tuple(r) for r in spark.cep.sql(sql).collect())
         spark.conf.set("cepsql.adaptive.threshold", "zero")
         with pytest.raises(CepAnalysisError, match="cepsql.adaptive.threshold"):
             spark.cep.sql(sql).collect()

@@ -39,6 +39,8 @@ ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
 CHECK_ROWS_CONF = "cepsql.adaptive.checkRows"
 CHUNK_CONF = "cepsql.adaptive.chunkRows"   # rows between checks (and possible switches)
+MIN_GAIN_CONF = "cepsql.adaptive.minGain"
+CONFIRM_CONF = "cepsql.adaptive.confirmChecks"
 CHUNK_ROWS = 8192            # default rows per chunk: a drift is seen within a few chunks
 NO_BOUND = 1 << 62            # the evaluator's "no restriction" on a match's first row
 _FLOOR = 1e-3                 # rates and selectivities below count as this (log ratio)
@@ -80,7 +82,9 @@ def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | No
         return None
     return AdaptiveSettings(threshold=_number(get, THRESHOLD_CONF, 1.0, float),
                             check_rows=int(_number(get, CHECK_ROWS_CONF, 2_000, int)),
-                            chunk_rows=int(_number(get, CHUNK_CONF, CHUNK_ROWS, int)))
+                            chunk_rows=int(_number(get, CHUNK_CONF, CHUNK_ROWS, int)),
+                            min_gain=_number(get, MIN_GAIN_CONF, 1.5, float),
+                            confirm=int(_number(get, CONFIRM_CONF, 2, int)))
 
 
 def _number(get, key: str, default, kind):
