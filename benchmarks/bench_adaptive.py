@@ -1,8 +1,8 @@
 """Adaptive re-planning vs the static start-up plan, as SIGMOD'19 section 6.2.3 measures it
 (issue 25.1; Figure 13).
 
-    python benchmarks/bench_adaptive.py                       # single pattern, x = 10 ... 1000
-    python benchmarks/bench_adaptive.py --rows 300000 --repeat 2 --types 20
+    python benchmarks/bench_adaptive.py             # 200k events, 10 types, x = 10 ... 100000
+    python benchmarks/bench_adaptive.py --rows 300000 --repeat 2 --types 20 --window 5
 
 The paper's set-up: every x incoming events a component picks y = 5 event types at random,
 draws a random permutation P of them and from then on replaces the type of every event of
@@ -140,14 +140,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--types", type=int, default=20)
-    parser.add_argument("--skew", type=float, default=1.2)
-    parser.add_argument("--window", type=int, default=5)
-    parser.add_argument("--chunk", type=int, default=1024)
+    parser.add_argument("--types", type=int, default=10)
+    parser.add_argument("--skew", type=float, default=1.5)
+    parser.add_argument("--window", type=int, default=10)
+    parser.add_argument("--chunk", type=int, default=2048)
     parser.add_argument("--check-rows", type=int, default=1024)
     parser.add_argument("--sample-rows", type=int, default=2000)
     parser.add_argument("--threshold", type=float, default=1.0)
-    parser.add_argument("--xs", default="10,30,100,300,1000,3000,10000")
+    parser.add_argument("--xs", default="10,100,1000,10000,100000")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
     runs = {"static": None,
