@@ -2,6 +2,7 @@
 boundaries lose and duplicate no match and keep MATCH_NUMBER as in a static run."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pyarrow as pa
@@ -14,11 +15,18 @@ from cepsql.backends.local.engine import run_local
 from cepsql.runtime import adaptive
 from cepsql.runtime.run_stats import RunStatistics
 from cepsql.runtime import task_planning
-from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift
+from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift, gain
+from cepsql.planning import ALGORITHMS, choose_plan
+from cepsql.planning.cost import CostModel, plan_cost
+from cepsql.planning.jqpg import reduce_term
+from support.planning_synthetic import random_sequence, random_stats
 from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
 from cepsql.planning.evaluator_choice import EVALUATOR_TREE, CepPlanChoice
 from cepsql.compile.clause import plan_query
+from cepsql.stats import estimate_from_table, unary_fractions
+from cepsql.analyze.conjuncts import analyze_defines
+from cepsql.parse import find_match_recognize
 from cepsql.stats.model import PatternStatistics
 from cepsql.stats.worker import InWorkerStatistics
 
@@ -92,16 +100,21 @@ def forced_switches(monkeypatch):
 
     monkeypatch.setattr(task_planning.WorkerPlanner, "choose_with", choose_with)
     monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
+    monkeypatch.setattr(adaptive, "log_drift", lambda base, now: float("inf"))
     return rng
 
 
-def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict) -> None:
+def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict,
+             min_gain: float = 0.0, confirm: int = 1, check_rows: int = 16) -> None:
     try:
         static = run_local(sql, {"t": table}, planner=_planner(8, None))
     except CepUnsupportedError:
         return
     stats = RunStatistics()
-    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=16, chunk_rows=chunk)
+    adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=check_rows,
+                                          chunk_rows=chunk,
+                                          min_gain=min_gain, max_check_every=1,
+                                          confirm=confirm)
     moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_), stats=stats)
     assert _rows(moving) == _rows(static), sql
     seen["switches"] += stats.last.get("adaptive_switches", 0)
@@ -129,9 +142,12 @@ def test_drifting_rates_switch_plans_exactly():
     @settings(max_examples=40, derandomize=True, **SETTINGS)
     @given(sql=planned_queries(), table=drifting_streams(),
            window=st.sampled_from(["WITHIN 4 ROWS", "WITHIN INTERVAL 6 SECONDS"]),
-           chunk=st.integers(2, 12))
-    def check(sql, table, window, chunk):
-        _compare(_with_window(sql, window), table, chunk, 1e-6, seen)
+           chunk=st.integers(2, 12), min_gain=st.sampled_from([0.0, 1.0, 2.0]),
+           confirm=st.sampled_from([1, 2]))
+    def check(sql, table, window, chunk, min_gain, confirm):
+        # min_gain > 0: the switch is decided by the plans' costs on the fresh numbers;
+        # confirm 2: by two checks in a row
+        _compare(_with_window(sql, window), table, chunk, 1e-6, seen, min_gain, confirm)
     check()
     assert seen["checks"] > 0
 
@@ -188,14 +204,18 @@ def test_settings_from_conf():
     conf = {}
     assert adaptive_settings(conf.get) == AdaptiveSettings()
     conf.update({"cepsql.adaptive.threshold": "0.25", "cepsql.adaptive.checkRows": "500",
-                 "cepsql.adaptive.chunkRows": "64"})
+                 "cepsql.adaptive.chunkRows": "64", "cepsql.adaptive.minGain": "3",
+                 "cepsql.adaptive.confirmChecks": "1"})
     got = adaptive_settings(conf.get)
-    assert (got.threshold, got.check_rows, got.chunk_rows) == (0.25, 500, 64)
+    assert (got.threshold, got.check_rows, got.chunk_rows, got.min_gain, got.confirm) == (
+        0.25, 500, 64, 3.0, 1)
     assert adaptive_settings({"cepsql.adaptive.enabled": "false"}.get) is None
     for key, value in (("cepsql.adaptive.enabled", "maybe"),
                        ("cepsql.adaptive.threshold", "-1"),
                        ("cepsql.adaptive.checkRows", "many"),
-                       ("cepsql.adaptive.chunkRows", "0")):
+                       ("cepsql.adaptive.chunkRows", "0"),
+                       ("cepsql.adaptive.minGain", "-2"),
+                       ("cepsql.adaptive.confirmChecks", "two")):
         with pytest.raises(CepAnalysisError, match=key.replace(".", r"\.")):
             adaptive_settings({key: value}.get)
 
@@ -215,15 +235,20 @@ def test_spark_adaptive_equals_static(spark):
            "DEFINE a AS sym = 'A', b AS sym = 'B' AND b.price > a.price, "
            "c AS sym = 'C' AND c.price < b.price)")
     keys = ("cepsql.adaptive.enabled", "cepsql.adaptive.threshold",
-            "cepsql.adaptive.chunkRows", "cepsql.adaptive.checkRows")
+            "cepsql.adaptive.chunkRows", "cepsql.adaptive.checkRows",
+            "cepsql.adaptive.minGain", "cepsql.adaptive.confirmChecks")
+    # the static matches from the in-process backend (same rows as Spark, tested
+    # elsewhere): one Spark job fewer
+    local = run_local(sql, {"adaptive_t": frame}, planner=_planner(8, None))
+    static = sorted(tuple(r.values()) for r in local.to_pylist())
     try:
-        spark.conf.set("cepsql.adaptive.enabled", "false")
-        static = sorted(spark.cep.sql(sql).collect())
         spark.conf.set("cepsql.adaptive.enabled", "true")
         spark.conf.set("cepsql.adaptive.threshold", "0.01")
         spark.conf.set("cepsql.adaptive.chunkRows", "50")
         spark.conf.set("cepsql.adaptive.checkRows", "100")
-        moving = sorted(spark.cep.sql(sql).collect())
+        spark.conf.set("cepsql.adaptive.minGain", "0.000001")   # switch at every new plan
+        spark.conf.set("cepsql.adaptive.confirmChecks", "1")
+        moving = sorted(tuple(r) for r in spark.cep.sql(sql).collect())
         spark.conf.set("cepsql.adaptive.threshold", "zero")
         with pytest.raises(CepAnalysisError, match="cepsql.adaptive.threshold"):
             spark.cep.sql(sql).collect()
@@ -236,3 +261,104 @@ def test_spark_adaptive_equals_static(spark):
 def _fixture_check():
     from hypothesis import HealthCheck
     return [HealthCheck.function_scoped_fixture]
+
+
+def test_switch_while_the_old_plan_carries_many_rows(forced_switches):
+    # the old plan carries ~400 rows (its window) into the drain, more than the drain's
+    # first piece: they must not be run again from scratch (that duplicated matches)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts "
+           "MEASURES MATCH_NUMBER() AS mn, A.ts AS ta, B.ts AS tb, C.ts AS tc "
+           "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B C) WITHIN 400 ROWS "
+           "DEFINE A AS price = 0 AND vol = 3.0, B AS tag = 'y' AND B.price > A.price, "
+           "C AS price = 9 AND C.vol > B.vol)")
+    rng = random.Random(11)
+    n = 1500
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [rng.randint(0, 9) for _ in range(n)],
+                      "vol": [rng.choice([0.5, 1.5, 3.0]) for _ in range(n)],
+                      "tag": [rng.choice("xyz") for _ in range(n)]}, schema=STREAM_SCHEMA)
+    seen = {"switches": 0, "checks": 0}
+    _compare(sql, table, 500, 0.0, seen)
+    assert seen["switches"] >= 2
+
+
+def test_plan_cost_prices_a_plan_on_other_statistics():
+    # a plan priced on its own query costs what the planner said; on re-estimated
+    # statistics it costs what the cost model gives for its shape there
+    rng = random.Random(5)
+    model = CostModel()
+    for k in range(12):
+        pattern, stats = random_sequence(3 + k % 3, rng, conjunction=k % 2 == 1)
+        query = reduce_term(pattern, stats)
+        fresh = reduce_term(pattern, random_stats(list(stats.rates), rng))
+        for name in ALGORITHMS:
+            plan = choose_plan(query, name, model=model, budget_seconds=0.05)
+            assert plan_cost(plan, query, model) == pytest.approx(plan.cost)
+            again = choose_plan(fresh, name, model=model, budget_seconds=0.05)
+            moved = plan_cost(plan, fresh, model)
+            assert moved > 0 and (plan_cost(again, fresh, model) == pytest.approx(again.cost))
+
+
+def test_gain_compares_the_running_plans_on_fresh_numbers():
+    class Planner:   # what gain reads of task_planning.WorkerPlanner
+        class planning:
+            class options:
+                alpha = 0.0
+
+    rng = random.Random(9)
+    pattern, stats = random_sequence(4, rng)
+    names = list(stats.rates)
+    rare_first = {**stats.rates, names[0]: 1e-3, names[-1]: 50.0}
+    rare_last = {**stats.rates, names[0]: 50.0, names[-1]: 1e-3}
+    def make(rates):
+        query = reduce_term(pattern, dataclasses.replace(stats, rates=rates))
+        return CepPlanChoice(EVALUATOR_TREE, "", "DP_LD", [choose_plan(query, "DP_LD")])
+    a, b = make(rare_first), make(rare_last)
+    assert gain(a, a, Planner) == pytest.approx(1.0)
+    assert gain(a, b, Planner) > 10   # the old order starts from what became frequent
+
+
+def test_checks_back_off_while_nothing_drifts():
+    # 64 chunks, no drift: checks after chunks 1, 3, 7, 15, 23, ... (interval 1, 2, 4, 8, 8)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn "
+           "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B) WITHIN 3 ROWS "
+           "DEFINE A AS price < 5, B AS B.price > A.price)")
+    n = 64 * 8
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [i % 10 for i in range(n)], "vol": [1.0] * n,
+                      "tag": ["x"] * n}, schema=STREAM_SCHEMA)
+    stats = RunStatistics()
+    run_local(sql, {"t": table}, stats=stats, planner=_planner(8, AdaptiveSettings(
+        threshold=1e9, chunk_rows=8, check_rows=8, max_check_every=8)))
+    assert stats.last["adaptive_checks"] == 4 + (64 - 15) // 8
+
+
+@settings(max_examples=40, derandomize=True, **SETTINGS)
+@given(sql=planned_queries(), table=drifting_streams())
+def test_cheap_check_reads_the_estimates_row_fractions(sql, table):
+    # the first stage of a check (row fractions only) sees what the full estimate sees
+    spec = find_match_recognize(sql)[0].spec
+    full = estimate_from_table(spec, table, max_rows=max(table.num_rows, 1))
+    assert unary_fractions(analyze_defines(spec), table) == pytest.approx(
+        full.unary_selectivity)
+
+
+def test_a_drift_undone_by_the_next_chunk_switches_nothing():
+    # the rates flip at every chunk: each check proposes another plan, none lasts two
+    # checks, so with confirm=2 nothing switches (with confirm=1 it switches at each)
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn, "
+           "A.ts AS ta, C.ts AS tc ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+           "PATTERN (A B C) WITHIN 8 ROWS DEFINE A AS tag = 'x', "
+           "B AS tag = 'y' AND B.price > A.price, C AS tag = 'z' AND C.price < B.price)")
+    rng = random.Random(4)
+    chunk, n = 60, 1200
+    tags = [rng.choice("xxxxxxxyz" if (i // chunk) % 2 else "xyzzzzzzz") for i in range(n)]
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [rng.randint(0, 9) for _ in range(n)], "vol": [1.0] * n,
+                      "tag": tags}, schema=STREAM_SCHEMA)
+    switches = {}
+    for confirm in (1, 2):
+        seen = {"switches": 0, "checks": 0}
+        _compare(sql, table, chunk, 0.5, seen, 1.0, confirm, check_rows=chunk)
+        switches[confirm] = seen["switches"]
+    assert switches[1] > 3 and switches[2] == 0

@@ -47,6 +47,7 @@ __all__ = [
     "CostModel",
     "cost_ord",
     "cost_tree",
+    "plan_cost",
     "latency_ord",
     "latency_tree",
 ]
@@ -235,6 +236,14 @@ def cost_ord(query: ConjunctiveQuery, order: tuple[int, ...],
 def cost_tree(query: ConjunctiveQuery, root: TreeNode, model: CostModel = DEFAULT_MODEL) -> float:
     """Cost of a tree-based plan: Cost_tree (or its next-match form) + alpha * Cost_lat_tree."""
     return CostEvaluator(query, model).tree_cost(root)
+
+
+def plan_cost(plan, query: ConjunctiveQuery, model: CostModel = DEFAULT_MODEL) -> float:
+    """Cost of an order or tree plan's shape on ``query`` -- the same term reduced with
+    other statistics (adaptive re-planning prices the running plan on fresh numbers)."""
+    if plan.kind == "order":
+        return cost_ord(query, plan.order, model)
+    return cost_tree(query, plan.root, model)
 
 
 def latency_ord(query: ConjunctiveQuery, order: tuple[int, ...]) -> float:

@@ -197,8 +197,10 @@ def planner_stats(spec: MatchRecognizeSpec, statistics) -> tuple[PatternStats, o
 
 
 def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: PlannerOptions,
-                    statistics) -> CepPlanChoice:
-    """Plans for the terms of a SKIP_TILL_ANY_MATCH clause (see module docstring)."""
+                    statistics, alternatives: bool = True) -> CepPlanChoice:
+    """Plans for the terms of a SKIP_TILL_ANY_MATCH clause (see module docstring);
+    alternatives=False skips pricing the other algorithms (only EXPLAIN shows them; plans
+    made inside tasks, e.g. adaptive re-plans, need not pay for it)."""
     started = time.perf_counter()
     pstats, stats, note = planner_stats(spec, statistics)
     model = CostModel(alpha=options.alpha)
@@ -213,11 +215,11 @@ def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: Planne
             plans.append(choose_plan(q, algorithm, model=model, budget_seconds=share))
         else:
             plans.append(_default_plan(q, model, share))
-    alternatives = {}
-    for name in ALGORITHMS:
+    priced = {}
+    for name in ALGORITHMS if alternatives else ():
         if not _affordable(name, queries, share):
             continue
-        alternatives[name] = sum(
+        priced[name] = sum(
             choose_plan(q, name if q.size > 1 else "TRIVIAL", model=model,
                         budget_seconds=min(share, ALTERNATIVE_SECONDS)).cost for q in queries)
     kinds = {p.kind for p in plans}
@@ -227,7 +229,7 @@ def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: Planne
     reason = ("algorithm set by cepsql.planner.algorithm" if algorithm else
               "cepsql's choice: cheapest of the exact DPs within the plan-time budget, "
               "GREEDY / II beyond")
-    return CepPlanChoice(evaluator, reason, chosen, plans, alternatives, stats, note,
+    return CepPlanChoice(evaluator, reason, chosen, plans, priced, stats, note,
                          time.perf_counter() - started)
 
 

@@ -28,15 +28,20 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from cepsql.analyze.conjuncts import analyze_defines
 from cepsql.errors import CepAnalysisError
+from cepsql.planning.cost import CostModel, plan_cost
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
-from cepsql.runtime.worker import CHUNK_ROWS
+from cepsql.stats import unary_fractions
 
 ENABLED_CONF = "cepsql.adaptive.enabled"
 THRESHOLD_CONF = "cepsql.adaptive.threshold"
 CHECK_ROWS_CONF = "cepsql.adaptive.checkRows"
 CHUNK_CONF = "cepsql.adaptive.chunkRows"   # rows between checks (and possible switches)
+MIN_GAIN_CONF = "cepsql.adaptive.minGain"
+CONFIRM_CONF = "cepsql.adaptive.confirmChecks"
+CHUNK_ROWS = 8192            # default rows per chunk: a drift is seen within a few chunks
 NO_BOUND = 1 << 62            # the evaluator's "no restriction" on a match's first row
 _FLOOR = 1e-3                 # rates and selectivities below count as this (log ratio)
 _ANY = 3                      # CepConfig.strategy of SKIP_TILL_ANY_MATCH
@@ -47,12 +52,24 @@ class AdaptiveSettings:
     """threshold: re-plan when some variable's row fraction or some pair's selectivity
     changed by more than this factor's natural log; check_rows: newest rows estimated
     at each check (check_pairs row pairs per selectivity); check_every: chunks between
-    checks; chunk_rows: rows per chunk."""
+    checks; chunk_rows: rows per chunk. min_gain: switch only when the running plan,
+    priced on the fresh statistics, costs this many times the new plan (a switch runs
+    both plans for a window: plans that differ little do not pay for it). A check that
+    switches nothing doubles the chunks to the next one, up to max_check_every (checks
+    cost an estimate each, and without drift they find nothing); a switch resets it.
+    Checks first compare the variables' row fractions alone (a few times cheaper than a
+    full estimate); every full_every-th check also estimates the selectivities. confirm:
+    checks in a row that must choose the same new plan before the switch (a drift that
+    does not outlast a chunk is gone before a switch could pay)."""
     threshold: float = 1.0
     check_rows: int = 2_000
     check_pairs: int = 2_000
     check_every: int = 1
     chunk_rows: int = CHUNK_ROWS
+    min_gain: float = 1.5
+    max_check_every: int = 8
+    full_every: int = 4
+    confirm: int = 2
 
 
 def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
@@ -65,7 +82,9 @@ def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | No
         return None
     return AdaptiveSettings(threshold=_number(get, THRESHOLD_CONF, 1.0, float),
                             check_rows=int(_number(get, CHECK_ROWS_CONF, 2_000, int)),
-                            chunk_rows=int(_number(get, CHUNK_CONF, CHUNK_ROWS, int)))
+                            chunk_rows=int(_number(get, CHUNK_CONF, CHUNK_ROWS, int)),
+                            min_gain=_number(get, MIN_GAIN_CONF, 1.5, float),
+                            confirm=int(_number(get, CONFIRM_CONF, 2, int)))
 
 
 def _number(get, key: str, default, kind):
@@ -89,24 +108,30 @@ def adaptable(config) -> bool:
 def drift(base, now) -> float:
     """Largest |log ratio| between two PatternStatistics over the row fractions of the
     variables and the pair selectivities (floored so absent variables stay finite)."""
+    return max(log_drift(base.unary_selectivity, now.unary_selectivity),
+               log_drift(base.selectivities, now.selectivities))
+
+
+def log_drift(old: dict, new: dict) -> float:
+    """Largest |log ratio| over the keys of old that new has too (floored values)."""
     worst = 0.0
-    for old, new in ((base.unary_selectivity, now.unary_selectivity),
-                     (base.selectivities, now.selectivities)):
-        for key, value in old.items():
-            if key in new:
-                worst = max(worst, abs(math.log(max(new[key], _FLOOR) / max(value, _FLOOR))))
+    for key, value in old.items():
+        if key in new:
+            worst = max(worst, abs(math.log(max(new[key], _FLOOR) / max(value, _FLOOR))))
     return worst
 
 
 class AdaptiveWorker(CepWorker):
     """CepWorker that re-plans as the statistics drift (streaming chunks, WITHIN only)."""
 
-    def __init__(self, config, planner, statistics, digest: str, settings: AdaptiveSettings):
+    def __init__(self, config, planner, statistics, choice, settings: AdaptiveSettings):
         super().__init__(config)
         self.planner = planner
-        self.statistics = statistics    # what the current plan was built on
-        self.digest = digest
+        self.statistics = statistics    # what the current plan was last priced on
+        self.choice = choice            # the current plan choice
+        self.digest = plan_digest(choice)
         self.settings = settings
+        self.split = analyze_defines(planner.planning.spec)   # what the cheap check reads
         self.switches = 0
         self.checks = 0
 
@@ -130,8 +155,12 @@ class AdaptivePush:
         self.cur_cont = False
         self.old = None                     # the previous plan's evaluator, until drained
         self.cur_skip = self.old_skip = 0   # leading pending rows each does not read
+        self.old_carried = 0                # rows from old_skip on the old one already read
         self.pending = PendingRows(worker._group_starts, worker.settings.chunk_rows)
         self.since_check = 0
+        self.check_every = worker.settings.check_every
+        self.candidate = None               # plan_shape of a plan awaiting confirmation
+        self.votes = 0                      # checks in a row that chose it
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
@@ -152,14 +181,21 @@ class AdaptivePush:
                           _from(all_starts, self.cur_skip), True, self.cur_cont)
         self.cur_cont = True
         keep_cur = self.cur_skip + self.cur.keep
+        cur_carried = table.num_rows - keep_cur
         keep_old = self.old_skip + self.old.keep if self.old is not None else keep_cur
         self.since_check += 1
-        if self.old is None and self.since_check >= w.settings.check_every:
+        if self.old is None and self.since_check >= self.check_every:
             self.since_check = 0
             switched = self._maybe_switch(table, keep_cur)
             if switched is not None:
                 self.old, self.cur = self.cur, switched
+                self.old_carried = cur_carried
                 self.cur_cont = False
+                self.check_every = w.settings.check_every
+            elif self.candidate is not None:   # confirm (or drop) it at the next chunk
+                self.check_every = w.settings.check_every
+            else:
+                self.check_every = min(2 * self.check_every, w.settings.max_check_every)
         base = min(keep_cur, keep_old)
         self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
         self.pending.keep(table.slice(base))
@@ -181,7 +217,9 @@ class AdaptivePush:
     def _drain(self, table: pa.Table, all_starts: np.ndarray, last: bool) -> list:
         """Run the old evaluator on the rest of its group, in pieces of doubling size
         (it needs about one window of rows); once it can find nothing more, the new one
-        numbers its held matches after the old one's count and the old one is dropped."""
+        numbers its held matches after the old one's count and the old one is dropped.
+        Each piece holds at least the rows it carries from the last one (a shorter piece
+        would make the evaluator start over on rows it has already matched)."""
         old, skip = self.old, self.old_skip
         later = all_starts[all_starts > skip]
         end = int(later[0]) if len(later) else table.num_rows
@@ -190,13 +228,14 @@ class AdaptivePush:
         step = 256
         closed = False
         while True:
-            stop = min(end, skip + step)
+            stop = min(end, skip + max(step, self.old_carried))
             if stop <= skip:   # no row left for it in this chunk
                 break
             closed = group_ends and stop == end
             out += self.worker._process(old, table.slice(skip, stop - skip),
                                         np.zeros(1, dtype=np.int64), not closed, True)
             self.old_skip = skip
+            self.old_carried = stop - skip - old.keep
             if closed or old.drained or stop == end:
                 break
             skip += old.keep
@@ -208,18 +247,33 @@ class AdaptivePush:
 
     def _maybe_switch(self, table: pa.Table, keep_cur: int):
         """A new evaluator when the newest rows' statistics drifted and give another plan
-        (restricted to matches starting at the first unprocessed row), else None."""
+        that pays (``gain``) at settings.confirm checks in a row (restricted to matches
+        starting at the first unprocessed row), else None. While a plan waits for its
+        confirmation, the next chunk is checked in full whatever the drift."""
         w = self.worker
         sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
         w.checks += 1
+        if self.candidate is None and w.checks % w.settings.full_every and log_drift(
+                w.statistics.unary_selectivity,
+                unary_fractions(w.split, sample)) <= w.settings.threshold:
+            return None
         now = w.planner.estimate(sample, w.settings.check_pairs)
-        if drift(w.statistics, now) <= w.settings.threshold:
+        if self.candidate is None and drift(w.statistics, now) <= w.settings.threshold:
             return None
         choice = w.planner.choose_with(now)
         w.statistics = now
-        digest = plan_digest(choice)
-        if digest == w.digest:
+        shape = plan_shape(choice)
+        if shape == plan_shape(w.choice) or gain(w.choice, choice, w.planner) < \
+                w.settings.min_gain:
+            self.candidate = None
             return None
+        self.votes = self.votes + 1 if shape == self.candidate else 1
+        self.candidate = shape
+        if self.votes < w.settings.confirm:
+            return None
+        self.candidate = None
+        digest = plan_digest(choice)
+        w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
         w.config = replace(w.config, **w.planner.plan_arrays(choice))
@@ -228,6 +282,26 @@ class AdaptivePush:
         fresh = w._new_matcher()
         fresh.restrict_first(t, NO_BOUND, 1)
         return fresh
+
+
+def gain(current, fresh, planner) -> float:
+    """How many times the current choice's plans cost what the fresh choice's cost, both
+    priced on the fresh choice's statistics (inf when they cannot be compared)."""
+    if len(current.plans) != len(fresh.plans):
+        return math.inf
+    model = CostModel(alpha=planner.planning.options.alpha)
+    old_cost = new_cost = 0.0
+    for old, new in zip(current.plans, fresh.plans):
+        if new.query is None:
+            return math.inf
+        old_cost += plan_cost(old, new.query, model)
+        new_cost += new.cost
+    return old_cost / new_cost if new_cost > 0 else (math.inf if old_cost > 0 else 1.0)
+
+
+def plan_shape(choice) -> tuple:
+    """The plans' shapes (orders, trees) without their costs: equal shapes, same plan."""
+    return tuple((p.kind, p.order if p.kind == "order" else p.root) for p in choice.plans)
 
 
 def plan_digest(choice) -> str:

@@ -52,7 +52,7 @@ class WorkerPlanner:
         def source(spec):
             return statistics if statistics is not None else self.estimate(sample)
         p = self.planning
-        return choose_cep_plan(p.spec, p.terms, p.options, source)
+        return choose_cep_plan(p.spec, p.terms, p.options, source, alternatives=False)
 
     def plan_arrays(self, choice) -> dict:
         """The evaluator's plan arrays (CepConfig fields) for a choice."""
@@ -115,8 +115,8 @@ class PlanningPush:
             self.choice = planner.choose_with(statistics, sample)
             config = replace(config, **planner.plan_arrays(self.choice))
             if planner.adaptive is not None and adaptable(config):
-                worker = AdaptiveWorker(config, planner, statistics,
-                                        plan_digest(self.choice), planner.adaptive)
+                worker = AdaptiveWorker(config, planner, statistics, self.choice,
+                                        planner.adaptive)
         self.worker = worker
         self.runner = worker or CepWorker(config)
         self.runner.cancel = self.owner.cancel  # threads.py: the slice's cancel flag

@@ -8,8 +8,9 @@ backend-neutral (a Spark DataFrame is only sampled, ``spark_sample``). May impor
     stats.rates["A"], stats.selectivities[("A", "B")]
 """
 from cepsql.stats.cache import CACHE, StatisticsCache
-from cepsql.stats.estimate import estimate_from_spark, estimate_from_table, estimate_prepared
+from cepsql.stats.estimate import (estimate_from_spark, estimate_from_table, estimate_prepared,
+                                   unary_fractions)
 from cepsql.stats.model import PatternStatistics
 
 __all__ = ["CACHE", "PatternStatistics", "StatisticsCache", "estimate_from_spark",
-           "estimate_from_table", "estimate_prepared"]
+           "estimate_from_table", "estimate_prepared", "unary_fractions"]

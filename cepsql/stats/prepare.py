@@ -48,15 +48,21 @@ def prepare_table(spec: MatchRecognizeSpec, split: ConditionSplit, table: pa.Tab
     if spec.order_by:
         columns[ORDER_COLUMN] = evaluate_arrow(spec.order_by[0].expr, table)
     for idx, var in enumerate(split.variables):
-        flag: pa.Array | pa.ChunkedArray = pa.repeat(pa.scalar(True), n)
-        for conjunct in split.unary[var]:
-            try:
-                value = evaluate_arrow(conjunct, table)
-            except CepUnsupportedError as exc:
-                notes.append(f"{var}: single-row condition left out ({exc})")
-                continue
-            flag = pc.and_kleene(flag, value)
-        columns[unary_column(idx)] = pc.fill_null(flag, False)
+        columns[unary_column(idx)] = unary_flags(split, var, table, notes)
     for k, name in enumerate(split.columns):
         columns[f"{COLUMN_PREFIX}{k}"] = evaluate_arrow(ColumnRef(None, name), table)
     return pa.table(columns) if columns else pa.table({"__cep_n": pa.nulls(n)})
+
+
+def unary_flags(split: ConditionSplit, var: str, table: pa.Table,
+                notes: list[str]) -> pa.Array | pa.ChunkedArray:
+    """Per row of table: whether var's single-row conditions hold (NULL counts as no)."""
+    flag: pa.Array | pa.ChunkedArray = pa.repeat(pa.scalar(True), table.num_rows)
+    for conjunct in split.unary[var]:
+        try:
+            value = evaluate_arrow(conjunct, table)
+        except CepUnsupportedError as exc:
+            notes.append(f"{var}: single-row condition left out ({exc})")
+            continue
+        flag = pc.and_kleene(flag, value)
+    return pc.fill_null(flag, False)
