@@ -26,7 +26,7 @@ from cepsql.analyze.aggregate_functions import result_type
 from cepsql.reference.sql import evaluate_reference
 from cepsql.runtime.spark_folds import fold_groups, fold_one
 from support.sqlhelp import loc, plain, run as run_local
-from test_property_sql import row_multiset, spec_of
+from test_property_sql import assert_engine_matches, row_multiset, spec_of
 
 T = pd.DataFrame({
     "id": [1, 2, 3, 4, 5, 6, 7, 8],
@@ -177,6 +177,19 @@ def test_match_number_in_define():
     sql = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn,
         count(*) AS n PATTERN (A+) DEFINE A AS count(*) <= MATCH_NUMBER())"""
     assert run(sql, t=T)[1] == [(1, 1), (2, 2), (3, 3), (4, 2)]
+
+
+@pytest.mark.parametrize("define", [
+    "max(MATCH_NUMBER()) < 3", "min(B.id) > 0 AND max(MATCH_NUMBER()) >= 2",
+    "sum(MATCH_NUMBER()) <= 3", "sum(B.id) IS NULL OR count(DISTINCT MATCH_NUMBER()) = 1",
+    "avg(MATCH_NUMBER()) > 1.5 OR count(MATCH_NUMBER()) < 3", "sum(DISTINCT MATCH_NUMBER()) < 3",
+])
+def test_define_aggregates_of_match_number_equal_the_reference(define):
+    """count / sum / avg / min / max of MATCH_NUMBER() in DEFINE (issue 24 B8): folded to
+    the number and the row count, as the reference evaluator aggregates it row by row."""
+    sql = f"""SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn,
+        count(*) AS n ALL ROWS PER MATCH PATTERN (A B+) DEFINE A AS true, B AS {define})"""
+    assert_engine_matches(sql, to_arrow(T))
 
 
 # --- errors ------------------------------------------------------------------------------

@@ -158,6 +158,8 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
     if len(agg.args) != 1:
         raise CepAnalysisError(f"{agg.name}() takes one argument", pos=agg.pos)
     var = _aggregate_variable(agg, known)
+    if isinstance(agg.args[0], MatchNumber) and name in _CONSTANT_FOLDS:
+        return _match_number_fold(agg, name, var)
     split = any(isinstance(n, Classifier) for n in walk(agg.args[0]))
     splittable = members is not None and GATHERED[name] in (
         "count", "count_if", "bool_and", "bool_or", "min", "max")
@@ -167,7 +169,8 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
                 f"{agg.name}() in DEFINE cannot read "
                 f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
                 "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
-                "bool_and, bool_or, min and max)", pos=node.pos)
+                "bool_and, bool_or, min and max, and MATCH_NUMBER() alone in count, sum, avg, "
+                "min and max)", pos=node.pos)
     if agg.distinct and split:
         raise CepUnsupportedError(
             f"{agg.name}(DISTINCT ...) in DEFINE cannot read CLASSIFIER() in its argument "
@@ -211,6 +214,29 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         decided = BinaryOp(">", count(indicator), zero, agg.pos)
     no_rows = BinaryOp("=", count(lambda a: a), zero, agg.pos)
     return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
+
+
+_CONSTANT_FOLDS = ("count", "sum", "avg", "mean", "min", "max")
+
+
+def _match_number_fold(agg: Aggregate, name: str, var: str | None) -> Expr:
+    """count / sum / avg / min / max of MATCH_NUMBER() in DEFINE. The number is the same on
+    every row of one attempt (the match it would be), so the aggregate is a function of
+    it and of the row count (never NULL: count counts every row; sum is the number times
+    the count; avg, min and max are the number itself; NULL over no rows, as Spark's)."""
+    number, pos = agg.args[0], agg.pos
+    rows = AggregateValue("COUNT_STAR", var, None, False, pos)
+    zero, one = Literal(0, "int", pos), Literal(1, "int", pos)
+    none = BinaryOp("=", rows, zero, pos)
+    if name == "count":
+        return Case(None, ((none, zero),), one, pos) if agg.distinct else rows
+    if name == "sum" and not agg.distinct:
+        value: Expr = BinaryOp("*", number, rows, pos)
+    elif name in ("avg", "mean"):
+        value = Cast(number, "double", pos)
+    else:
+        value = number
+    return Case(None, ((none, Literal(None, "null", pos)),), value, pos)
 
 
 def _list_function(call: FunctionCall) -> Expr:
