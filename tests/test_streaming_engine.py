@@ -6,6 +6,7 @@ rows that were not late -- same matches, same MATCH_NUMBERs."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from collections import Counter
 
 import numpy as np
@@ -17,9 +18,12 @@ from hypothesis import strategies as st
 
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming import engine as engine_module
-from cepsql.backends.streaming.frames import check_streamable_spec, check_streamable_worker
+from cepsql.backends.streaming.frames import (PACK_ROWS_CONF, check_streamable_spec,
+                                              check_streamable_worker, int_conf)
+from cepsql.backends.streaming.ipc import from_bytes
+from cepsql.backends.streaming.packing import RowPacker
 from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
-from cepsql.errors import CepError
+from cepsql.errors import CepAnalysisError, CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.runtime.ordering import sort_table
 from cepsql.compile.clause import plan_query
@@ -340,6 +344,22 @@ def test_packer_groups_rows_by_key_and_round_trips():
     assert back.column("v").to_pylist() == [1, 2, 3, 4, 5]
 
 
+def test_packer_gathers_a_tasks_batches_into_one_blob_per_key():
+    """Spark hands mapInArrow ~10k-row batches: the packer packs the task's batches
+    together (one blob per key, not one per key and batch) up to pack_rows rows."""
+    batches = [pa.record_batch({"k": ["a", "b"], "v": [2 * i, 2 * i + 1]}) for i in range(3)]
+
+    def packed(packer):
+        out = [b.to_pylist() for b in packer(iter(batches))]
+        return [{r["__cep_kid"]: from_bytes(r["__cep_rows"]).column("v").to_pylist()
+                 for r in rows} for rows in out]
+
+    assert packed(RowPacker(["k"], 4)) == [{"('a',)": [0, 2, 4], "('b',)": [1, 3, 5]}]
+    # capped: a blob per key once 4 rows are gathered, then the rest
+    assert packed(RowPacker(["k"], 4, pack_rows=4)) == [
+        {"('a',)": [0, 2], "('b',)": [1, 3]}, {"('a',)": [4], "('b',)": [5]}]
+
+
 def test_key_identity_follows_spark_grouping():
     """NaN = NaN, -0.0 = 0.0, NULL = NULL; timestamps by their value, not a time zone;
     the same bucket in every process (no salted hash)."""
@@ -595,3 +615,17 @@ def test_cep_prev_reads_across_a_closed_segment(cuts, rows, strategy):
     got, want, late, _ = simulate(sql, table, list(range(12)), cuts, 100)
     assert late == 0 and got == want
     assert sum(want.values()) >= 2
+
+
+def test_streaming_integer_settings_are_checked():
+    """cepsql.streaming.* integers: the default when unset, a CepAnalysisError naming
+    the key for text or a value below the least allowed (was a bare ValueError)."""
+    def session(value):
+        return SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: value))
+
+    assert int_conf(session(None), PACK_ROWS_CONF, 7, 0) == 7
+    assert int_conf(session("0"), PACK_ROWS_CONF, 7, 0) == 0
+    for bad in ("lots", "-1"):
+        with pytest.raises(CepAnalysisError, match="cepsql.streaming.packRows must be an "
+                                                   "integer >= 0"):
+            int_conf(session(bad), PACK_ROWS_CONF, 7, 0)

@@ -19,8 +19,8 @@ from cepsql.runtime.cep_worker import CepWorker
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
-from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, ROWS_COLUMN,
-                      RowPacker, RowUnpacker)
+from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN,
+                                               PACK_ROWS, ROWS_COLUMN, RowPacker, RowUnpacker)
 from cepsql.backends.streaming.processor import OUTPUT_SCHEMA, MatchProcessor
 from cepsql.runtime.workers import bind_worker
 
@@ -30,6 +30,9 @@ CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.
 # keys per stateful-operator key (packing.py); stored with the state: a checkpoint written
 # with another value is refused (ipc.check_layout)
 BUCKETS_CONF = "cepsql.streaming.keyBuckets"
+# rows the packer gathers from a task's input batches before packing them (packing.py);
+# 0: a blob per key and input batch, as before
+PACK_ROWS_CONF = "cepsql.streaming.packRows"
 SHUFFLE_CONF = "spark.sql.shuffle.partitions"
 # state partitions per core above which planning a streaming clause warns (see below)
 STATE_PARTITIONS_PER_CORE = 4
@@ -49,11 +52,12 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, name: str | None = None) 
     bound = bind_worker(plan, arrow_schema(df))
     check_streamable_worker(bound.worker)
     keys = list(plan.partition_columns)
-    buckets = int(conf_value(df.sparkSession, BUCKETS_CONF) or DEFAULT_BUCKETS)
+    buckets = int_conf(df.sparkSession, BUCKETS_CONF, DEFAULT_BUCKETS, 1)
     packed_schema = StructType([StructField(BUCKET_COLUMN, IntegerType(), False),
                                 StructField(KID_COLUMN, StringType(), False),
                                 StructField(ROWS_COLUMN, BinaryType())])
-    packed = df.mapInArrow(RowPacker(keys, buckets), packed_schema)
+    pack_rows = int_conf(df.sparkSession, PACK_ROWS_CONF, PACK_ROWS, 0)
+    packed = df.mapInArrow(RowPacker(keys, buckets, pack_rows), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
     counter = None if name is None else late_counter(df.sparkSession, name)
     processor = MatchProcessor(bound.worker, event_column, sort_keys, task_counter(counter),
@@ -64,6 +68,21 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, name: str | None = None) 
     rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
     return rows.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
                          for n, e in bound.final_projection])
+
+
+def int_conf(spark, key: str, default: int, least: int) -> int:
+    """An integer cepsql setting (``default`` when unset); CepAnalysisError naming the key
+    when it is not an integer >= least."""
+    text = conf_value(spark, key)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise CepAnalysisError(f"{key} must be an integer >= {least} (it is {text!r})")
+    return value
 
 
 def check_streamable(df: DataFrame, plan: QueryPlan) -> str:
