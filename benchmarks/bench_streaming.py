@@ -275,6 +275,9 @@ def main() -> int:
     parser.add_argument("--variant", action="append", default=[],
                         help="part 2b: NAME:key=value,... settings of one streaming run "
                              "per size (repeatable; runs in the given order)")
+    parser.add_argument("--latency", action="store_true",
+                        help="part 2b: a foreachBatch sink collecting the matches, and "
+                             "their end-to-end latency (else the noop sink)")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="part 3: a file stream written in increments for this long")
     parser.add_argument("--rate", type=int, default=400, help="part 3: input rows/s")
@@ -507,14 +510,15 @@ def sweep_run(args, ticks) -> int:
         variants = [_variant(v) for v in args.variant] or [("cepsql", {})]
         for size in sizes:
             source = _sweep_source(ticks, folder, size)
-            for vname, settings in variants:
+            for i, (vname, settings) in enumerate(variants):
                 c0 = _cpu_seconds()
                 with _conf(spark, settings):
-                    progress, wall = _stream_once(spark, query, source,
-                                                  os.path.join(folder, f"ck-{vname}-{size}"))
+                    progress, wall, e2e = _stream_once(
+                        spark, query, source, os.path.join(folder, f"ck-{i}-{size}"),
+                        args.latency)
                 cpu = _cpu_seconds() - c0
                 results.append(dict(_steady(progress), size=size, wall=wall, cpu=cpu,
-                                    name=vname))
+                                    name=vname, e2e=e2e))
             if args.floor:
                 for name, frame in _floor_frames(spark, source).items():
                     c0 = _cpu_seconds()
@@ -523,7 +527,8 @@ def sweep_run(args, ticks) -> int:
                                        cpu=_cpu_seconds() - c0))
     batch_rate = n / warm_s
     print(f"sweep, mode {args.mode}: {n:,} rows, local[2], {args.partitions} shuffle "
-          f"partitions, noop sink, load {os.getloadavg()[0]:.1f}")
+          f"partitions, {'foreachBatch' if args.latency else 'noop'} sink (floors: noop), "
+          f"load {os.getloadavg()[0]:.1f}")
     print(f"batch, warm: {warm_s:.2f} s, {batch_rate:,.0f} rows/s, CPU {warm_cpu:.1f} s")
     print("micro-batches: those after the query's first (start-up, "
           f"{WARM_ROWS:,} rows) that read rows")
@@ -535,6 +540,11 @@ def sweep_run(args, ticks) -> int:
               f"{r['rate']:16,.0f}  {r['rate'] / batch_rate:11.2f}  {r['wall']:11.1f}  "
               f"{r['cpu']:5.1f}  first {r['first']:.1f} s  ({d['queryPlanning']:.0f}, {d['addBatch']:.0f}, "
               f"{r['commit']:.0f}, {d['walCommit'] + d['commitOffsets']:.0f})  {r['name']}")
+        if r["e2e"]:
+            e2e = r["e2e"]
+            print(f"{'':>14}end-to-end latency s, {len(e2e)} matches: median "
+                  f"{statistics.median(e2e):.2f}, p95 {e2e[int(0.95 * (len(e2e) - 1))]:.2f}; "
+                  "ms: " + ", ".join(f"{k} {v:.0f}" for k, v in d.items()))
     for r in floors:
         d = r["parts"]
         print(f"{r['size']:>12,}  {r['batches']:>13}  {r['per_batch']:8.2f}  "
@@ -626,17 +636,26 @@ def _sweep_source(ticks, folder: str, size: int) -> str:
     return source
 
 
-def _stream_once(spark, query: str, source: str, checkpoint: str):
+def _stream_once(spark, query: str, source: str, checkpoint: str, latency: bool = False):
     """One availableNow run of query over source (a file per trigger) into the noop
-    sink: (progress, wall seconds)."""
+    sink, or with ``latency`` a foreachBatch sink collecting each micro-batch's matches'
+    last event time: (progress, wall seconds, end-to-end latencies in s)."""
     from cepsql.backends.streaming.demo import STREAM_SCHEMA
     spark.readStream.schema(STREAM_SCHEMA).option("maxFilesPerTrigger", 1) \
         .parquet(source).withWatermark("ts", "5 seconds").createOrReplaceTempView("ticks_sw")
+    ends, arrived = [], {}
+
+    def sink(frame, batch_id: int) -> None:
+        ends.extend((row[0], batch_id) for row in frame.select("t1").collect())
+        arrived[batch_id] = time.time()
+
+    writer = spark.cep.sql(query.format(src="ticks_sw")).writeStream
+    writer = writer.foreachBatch(sink) if latency else writer.format("noop")
     t0 = time.perf_counter()
-    q = (spark.cep.sql(query.format(src="ticks_sw")).writeStream.format("noop")
-         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    q = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     q.awaitTermination()
-    return q.recentProgress, time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    return q.recentProgress, wall, sorted(_end_to_end(ends, q.recentProgress, arrived))
 
 
 def _floor_frames(spark, source: str) -> dict:

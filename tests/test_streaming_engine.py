@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming import engine as engine_module
-from cepsql.backends.streaming.frames import (PACK_ROWS_CONF, check_streamable_spec,
-                                              check_streamable_worker, int_conf)
+from cepsql.backends.streaming.frames import (PACK_ROWS_CONF, STATE_PARTITIONS_CONF,
+                                              check_streamable_spec, check_streamable_worker,
+                                              int_conf, state_partitions)
 from cepsql.backends.streaming.ipc import from_bytes
 from cepsql.backends.streaming.packing import RowPacker
 from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
@@ -629,3 +630,16 @@ def test_streaming_integer_settings_are_checked():
         with pytest.raises(CepAnalysisError, match="cepsql.streaming.packRows must be an "
                                                    "integer >= 0"):
             int_conf(session(bad), PACK_ROWS_CONF, 7, 0)
+
+
+def test_state_partitions_of_a_new_query():
+    """Spark 4.1+ gives a new streaming query's state STATE_PARTITIONS_CONF partitions
+    when set (batch shuffles keep spark.sql.shuffle.partitions): the warning counts those."""
+    def session(confs):
+        return SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None:
+                                                    confs.get(key, default)))
+
+    shuffle = "spark.sql.shuffle.partitions"
+    assert state_partitions(session({})) == 200
+    assert state_partitions(session({shuffle: "8"})) == 8
+    assert state_partitions(session({shuffle: "200", STATE_PARTITIONS_CONF: "2"})) == 2

@@ -34,6 +34,9 @@ BUCKETS_CONF = "cepsql.streaming.keyBuckets"
 # 0: a blob per key and input batch, as before
 PACK_ROWS_CONF = "cepsql.streaming.packRows"
 SHUFFLE_CONF = "spark.sql.shuffle.partitions"
+# Spark 4.1+: the state partitions of a new streaming query's stateful operators, recorded
+# in its checkpoint in place of SHUFFLE_CONF (batch shuffles keep SHUFFLE_CONF)
+STATE_PARTITIONS_CONF = "spark.sql.streaming.internal.stateStore.partitions"
 # state partitions per core above which planning a streaming clause warns (see below)
 STATE_PARTITIONS_PER_CORE = 4
 
@@ -157,22 +160,36 @@ def use_rocksdb(df: DataFrame) -> None:
     _warn_many_state_partitions(df)  # here: pattern views and workloads come through too
 
 
+def state_partitions(spark) -> int:
+    """The state partitions a new streaming query of this session gets: Spark (4.1+)
+    records STATE_PARTITIONS_CONF in the checkpoint when it is set, else
+    spark.sql.shuffle.partitions."""
+    for key in (STATE_PARTITIONS_CONF, SHUFFLE_CONF):
+        value = spark.conf.get(key, None)
+        if value:
+            return int(value)
+    return 200
+
+
 def _warn_many_state_partitions(df: DataFrame) -> None:
-    """The stateful operator gets spark.sql.shuffle.partitions state partitions when its
-    checkpoint is created, for ever; each one loads and commits a RocksDB store every
-    micro-batch, rows or not (Spark's default 200 made a 50k-row micro-batch on 2 cores
-    27x slower than 2 partitions). cepsql cannot pick the count for this query alone, and
-    setting it session-wide would change the user's batch shuffles: it says so instead."""
+    """The stateful operator gets state_partitions() partitions when its checkpoint is
+    created, for ever; each one loads and commits a RocksDB store every micro-batch, rows
+    or not (Spark's default 200 made a 50k-row micro-batch on 2 cores 27x slower than 2
+    partitions). Spark reads the count from the session when the query starts, so cepsql
+    cannot set it for this query alone: it says what to set (STATE_PARTITIONS_CONF
+    leaves batch shuffles alone)."""
     spark = df.sparkSession
-    partitions = int(spark.conf.get(SHUFFLE_CONF, None) or 200)
+    partitions = state_partitions(spark)
     try:
         cores = int(spark.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext to ask
         return
     if partitions > STATE_PARTITIONS_PER_CORE * max(cores, 1):
         warnings.warn(
-            f"{SHUFFLE_CONF} is {partitions} with {cores} cores: a new streaming query's "
-            f"pattern state gets {partitions} partitions, each committed every micro-batch "
-            "(a fixed cost per micro-batch). Set it to about the number of cores before "
-            "start(); an existing checkpoint keeps its count (docs/streaming.md, "
-            "Throughput and tuning).", StatePartitionsWarning, stacklevel=4)
+            f"a new streaming query's pattern state gets {partitions} partitions with "
+            f"{cores} cores, each committed every micro-batch (a fixed cost per "
+            f"micro-batch). Set {STATE_PARTITIONS_CONF} (state partitions of new streaming "
+            f"queries only; batch shuffles keep {SHUFFLE_CONF}) to about the number of "
+            "cores before start(); an existing checkpoint keeps its count "
+            "(docs/streaming.md, Throughput and tuning).", StatePartitionsWarning,
+            stacklevel=4)
