@@ -6,6 +6,7 @@ rows that were not late -- same matches, same MATCH_NUMBERs."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from types import SimpleNamespace
 from collections import Counter
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming import engine as engine_module
@@ -23,7 +25,8 @@ from cepsql.backends.streaming.frames import (PACK_ROWS_CONF, STATE_PARTITIONS_C
                                               int_conf, state_partitions)
 from cepsql.backends.streaming.ipc import from_bytes
 from cepsql.backends.streaming.packing import RowPacker
-from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
+from cepsql.backends.streaming.processor import (late_rows_schema, output_as_rows,
+                                                 state_from_row, state_to_row, stored_bytes)
 from cepsql.errors import CepAnalysisError, CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.runtime.ordering import sort_table
@@ -643,3 +646,37 @@ def test_state_partitions_of_a_new_query():
     assert state_partitions(session({})) == 200
     assert state_partitions(session({shuffle: "8"})) == 8
     assert state_partitions(session({shuffle: "200", STATE_PARTITIONS_CONF: "2"})) == 2
+
+
+def test_rows_output_round_trips_every_type():
+    """The stateful operator's rows output (processor.output_as_rows) goes through
+    pyspark's Row -> Arrow conversion of transformWithState (asDict, from_pylist into the
+    declared Spark schema): the same values come out as the Arrow batch they were made
+    from (the RowUnpacker path), for every type a match row may carry."""
+    batch = pa.record_batch({
+        "s": pa.array(["a", None, "é"]),
+        "ts": pa.array([0, 1_700_000_000_123_456, None], pa.timestamp("us", "UTC")),
+        "ntz": pa.array([5, None, -1], pa.timestamp("us")),
+        "d": pa.array([float("nan"), -0.0, 1e308]),
+        "i": pa.array([2 ** 62, None, -(2 ** 63)], pa.int64()),
+        "n": pa.array([Decimal("12345678901234567890.123456"), None, Decimal("-0.000001")],
+                      pa.decimal128(38, 6)),
+        "day": pa.array([0, 19000, None], pa.date32()),
+        "b": pa.array([b"\x00", None, b"xy"], pa.binary()),
+        "ok": pa.array([True, None, False]),
+        "xs": pa.array([[1, None], None, []], pa.list_(pa.int32())),
+        "st": pa.array([{"u": 1, "v": "p"}, None, {"u": None, "v": None}],
+                       pa.struct([("u", pa.int32()), ("v", pa.string())])),
+        "m": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int64()))})
+    schema = late_rows_schema(from_arrow_schema(batch.schema))
+    rows = list(output_as_rows([batch], late=4))
+    arrow_type = to_arrow_type(schema, timezone="UTC", prefers_large_types=False)
+    out = pa.RecordBatch.from_pylist([r.asDict(True) for r in rows],
+                                     schema=pa.schema(list(arrow_type)))
+    assert out.column(0).to_pylist() == [None, None, None, 4]
+    back = out.slice(0, 3).select(batch.schema.names)
+    for name in batch.schema.names:
+        got, want = back.column(name), batch.column(name)
+        assert got.type == want.type, name
+        assert repr(got.to_pylist()) == repr(want.to_pylist()), name
+    assert all(v is None for v in out.slice(3).select(batch.schema.names).to_pylist()[0].values())

@@ -20,8 +20,9 @@ from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN,
-                                               PACK_ROWS, ROWS_COLUMN, RowPacker, RowUnpacker)
-from cepsql.backends.streaming.processor import OUTPUT_SCHEMA, MatchProcessor
+                                               LATE_COLUMN, PACK_ROWS, ROWS_COLUMN, RowPacker,
+                                               RowUnpacker)
+from cepsql.backends.streaming.processor import OUTPUT_SCHEMA, MatchProcessor, late_rows_schema
 from cepsql.runtime.workers import bind_worker
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -33,6 +34,10 @@ BUCKETS_CONF = "cepsql.streaming.keyBuckets"
 # rows the packer gathers from a task's input batches before packing them (packing.py);
 # 0: a blob per key and input batch, as before
 PACK_ROWS_CONF = "cepsql.streaming.packRows"
+# true (default): the stateful operator emits the matches as rows; false: as Arrow IPC
+# blobs a RowUnpacker stage (one more Python runner per task) turns into rows -- cheaper
+# only when a micro-batch emits very many rows (per-row Python conversion)
+OUTPUT_ROWS_CONF = "cepsql.streaming.outputRows"
 SHUFFLE_CONF = "spark.sql.shuffle.partitions"
 # Spark 4.1+: the state partitions of a new streaming query's stateful operators, recorded
 # in its checkpoint in place of SHUFFLE_CONF (batch shuffles keep SHUFFLE_CONF)
@@ -63,12 +68,18 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, name: str | None = None) 
     packed = df.mapInArrow(RowPacker(keys, buckets, pack_rows), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
     counter = None if name is None else late_counter(df.sparkSession, name)
+    as_rows = bool_conf(df.sparkSession, OUTPUT_ROWS_CONF, True)
     processor = MatchProcessor(bound.worker, event_column, sort_keys, task_counter(counter),
-                               buckets, plan.spec)
+                               buckets, plan.spec, as_rows)
+    matches = from_arrow_schema(bound.worker_schema)
+    schema = late_rows_schema(matches) if as_rows else OUTPUT_SCHEMA
     out = packed.groupBy(F.col(BUCKET_COLUMN)) \
-        .transformWithState(processor, OUTPUT_SCHEMA, "Append", "EventTime")
+        .transformWithState(processor, schema, "Append", "EventTime")
     out = observe_late(out, name, counter)
-    rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
+    if as_rows:  # late-count rows out, then the matches' columns
+        rows = out.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN)
+    else:
+        rows = out.mapInArrow(RowUnpacker(), matches)
     return rows.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
                          for n, e in bound.final_projection])
 
@@ -86,6 +97,17 @@ def int_conf(spark, key: str, default: int, least: int) -> int:
     if value < least:
         raise CepAnalysisError(f"{key} must be an integer >= {least} (it is {text!r})")
     return value
+
+
+def bool_conf(spark, key: str, default: bool) -> bool:
+    """A true/false cepsql setting (``default`` when unset); CepAnalysisError naming the
+    key otherwise."""
+    text = conf_value(spark, key)
+    if text is None or text == "":
+        return default
+    if text.strip().lower() not in ("true", "false"):
+        raise CepAnalysisError(f"{key} must be true or false (it is {text!r})")
+    return text.strip().lower() == "true"
 
 
 def check_streamable(df: DataFrame, plan: QueryPlan) -> str:
