@@ -512,13 +512,20 @@ def sweep_run(args, ticks) -> int:
             source = _sweep_source(ticks, folder, size)
             for i, (vname, settings) in enumerate(variants):
                 c0 = _cpu_seconds()
-                with _conf(spark, settings):
-                    progress, wall, e2e = _stream_once(
-                        spark, query, source, os.path.join(folder, f"ck-{i}-{size}"),
-                        args.latency)
+                try:
+                    with _conf(spark, settings):
+                        progress, wall, e2e = _stream_once(
+                            spark, query, source, os.path.join(folder, f"ck-{i}-{size}"),
+                            args.latency)
+                except Exception as err:  # noqa: BLE001 - e.g. a worker not connecting back on a loaded machine
+                    print(f"run {vname} failed: {str(err).splitlines()[0][:200]}", flush=True)
+                    continue
                 cpu = _cpu_seconds() - c0
                 results.append(dict(_steady(progress), size=size, wall=wall, cpu=cpu,
                                     name=vname, e2e=e2e))
+                r = results[-1]
+                print(f"  {vname}: {r['per_batch']:.2f} s per micro-batch, CPU {cpu:.1f} s, "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
             if args.floor:
                 for name, frame in _floor_frames(spark, source).items():
                     c0 = _cpu_seconds()
