@@ -480,7 +480,8 @@ def _stage_table(spark) -> dict[int, list[tuple[str, float, float, int]]]:
             if st is None or "submissionTime" not in st:
                 continue
             out.setdefault(int(m.group(1)), []).append(
-                (st["name"].split("\n")[0][:40], ms(st["completionTime"]) - ms(st["submissionTime"]),
+                (st["name"].split("\n")[0][:40],
+                 ms(st["completionTime"]) - ms(st["submissionTime"]),
                  st["executorRunTime"], st["numTasks"]))
     return out
 
@@ -517,7 +518,7 @@ def sweep_run(args, ticks) -> int:
                         progress, wall, e2e = _stream_once(
                             spark, query, source, os.path.join(folder, f"ck-{i}-{size}"),
                             args.latency)
-                except Exception as err:  # noqa: BLE001 - e.g. a worker not connecting back on a loaded machine
+                except Exception as err:  # noqa: BLE001 - a worker not connecting back (load)
                     print(f"run {vname} failed: {str(err).splitlines()[0][:200]}", flush=True)
                     continue
                 cpu = _cpu_seconds() - c0

@@ -64,8 +64,8 @@ PACK_ROWS = 1 << 20
 
 class RowPacker:
     """Picklable mapInArrow function: the task's input batches, gathered up to
-    ``pack_rows`` rows at a time (0: each batch alone) -> one packed row per key (bucket, kid, the key's rows
-    as Arrow IPC)."""
+    ``pack_rows`` rows at a time (0: each batch alone) -> one packed row per key
+    (bucket, kid, the key's rows as Arrow IPC)."""
 
     def __init__(self, keys: list[str], buckets: int = DEFAULT_BUCKETS,
                  pack_rows: int = PACK_ROWS):
