@@ -24,7 +24,7 @@ from cepsql.backends.streaming.frames import (PACK_ROWS_CONF, STATE_PARTITIONS_C
                                               check_streamable_spec, check_streamable_worker,
                                               int_conf, state_partitions)
 from cepsql.backends.streaming.ipc import from_bytes
-from cepsql.backends.streaming.packing import RowPacker
+from cepsql.backends.streaming.packing import RowPacker, key_id
 from cepsql.backends.streaming.processor import (late_rows_schema, output_as_rows,
                                                  state_from_row, state_to_row, stored_bytes)
 from cepsql.errors import CepAnalysisError, CepError
@@ -680,3 +680,26 @@ def test_rows_output_round_trips_every_type():
         assert got.type == want.type, name
         assert repr(got.to_pylist()) == repr(want.to_pylist()), name
     assert all(v is None for v in out.slice(3).select(batch.schema.names).to_pylist()[0].values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 7), max_size=6), pack_rows=st.integers(0, 12),
+       keys=st.lists(st.sampled_from(["a", "b", None]), min_size=40, max_size=40))
+def test_packer_keeps_every_keys_rows_in_order(sizes, pack_rows, keys):
+    """Whatever the input batches and pack_rows: each key's blobs, in the order they come
+    out, hold exactly that key's rows in input order (what the processor concatenates)."""
+    batches, start = [], 0
+    for n in sizes:
+        batches.append(pa.record_batch({"k": keys[start:start + n],
+                                        "v": list(range(start, start + n))},
+                                       schema=pa.schema([("k", pa.string()), ("v", pa.int64())])))
+        start += n
+    got: dict[str, list[int]] = {}
+    for packed in RowPacker(["k"], 4, pack_rows)(iter(batches)):
+        for row in packed.to_pylist():
+            got.setdefault(row["__cep_kid"], []).extend(
+                from_bytes(row["__cep_rows"]).column("v").to_pylist())
+    want: dict[str, list[int]] = {}
+    for i in range(start):
+        want.setdefault(key_id((keys[i],)), []).append(i)
+    assert got == want
