@@ -91,17 +91,29 @@ def _state_sizes(spark, checkpoint: str, n_batches: int) -> list[int]:
 
 def _cpu_seconds() -> float:
     """CPU seconds used so far by this process's tree (the JVM, Python workers; exited
-    children once reaped): unlike wall time, hardly inflated by other jobs' load."""
-    import psutil
-    total = 0.0
-    me = psutil.Process()
-    for proc in [me] + me.children(recursive=True):
+    children once reaped): unlike wall time, hardly inflated by other jobs' load. Read
+    from /proc (Linux; psutil is not a dependency)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
         try:
-            t = proc.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            pass
-    return total
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # after the command: state, ppid, ... utime (14th field), stime, cutime, cstime
+        stats[int(pid)] = (int(fields[1]), sum(int(v) for v in fields[11:15]))
+    tree, total, frontier = {os.getpid()}, 0, [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        total += stats.get(parent, (0, 0))[1]
+        for pid, (ppid, _) in stats.items():
+            if ppid == parent and pid not in tree:
+                tree.add(pid)
+                frontier.append(pid)
+    return total / tick
 
 
 def _state_bytes(spark, checkpoint: str, batch_id: int | None = None) -> int:
@@ -258,6 +270,14 @@ def main() -> int:
                         help="part 2: Spark's durationMs and the worker's phase timers")
     parser.add_argument("--sweep", default="",
                         help="part 2b: rows per micro-batch, comma-separated")
+    parser.add_argument("--floor", action="store_true",
+                        help="part 2b: also Spark's floor (stateful queries doing no work)")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="part 2b: NAME:key=value,... settings of one streaming run "
+                             "per size (repeatable; runs in the given order)")
+    parser.add_argument("--latency", action="store_true",
+                        help="part 2b: a foreachBatch sink collecting the matches, and "
+                             "their end-to-end latency (else the noop sink)")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="part 3: a file stream written in increments for this long")
     parser.add_argument("--rate", type=int, default=400, help="part 3: input rows/s")
@@ -390,6 +410,9 @@ def spark_run(args, ticks) -> int:
     print("state rows (key buckets) per batch:", state_rows)
     if profile:
         _report_profile(progress, profile)
+        for batch_id, rows in sorted(_stage_table(spark).items()):
+            print(f"batch {batch_id} stages (wall ms, executor ms, tasks): " + "; ".join(
+                f"{name} {wall:.0f}, {run}, {tasks}" for name, wall, run, tasks in rows))
     return 0 if not extra else 1
 
 
@@ -426,6 +449,43 @@ def _report_profile(progress, folder: str) -> None:
                   + f"; {c['calls']} calls, state {c['state_bytes']:,} B, {c['out_rows']} rows out")
 
 
+def _stage_table(spark) -> dict[int, list[tuple[str, float, float, int]]]:
+    """Per micro-batch (batch id): its stages from Spark's status REST API as (first
+    line of the stage's name, wall ms from submission to completion, executor run ms
+    summed over tasks, tasks); {} when the UI is off."""
+    import json
+    import re
+    import urllib.request
+    from datetime import datetime
+    base = spark.sparkContext.uiWebUrl
+    if not base:
+        return {}
+    app = f"{base}/api/v1/applications/{spark.sparkContext.applicationId}"
+
+    def get(path: str):
+        with urllib.request.urlopen(f"{app}/{path}", timeout=30) as r:
+            return json.load(r)
+
+    def ms(text: str) -> float:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp() * 1000
+
+    stages = {s["stageId"]: s for s in get("stages?status=complete")}
+    out: dict[int, list] = {}
+    for job in get("jobs"):
+        m = re.search(r"batch = (\d+)", job.get("description") or "")
+        if not m:
+            continue
+        for sid in sorted(job["stageIds"]):
+            st = stages.get(sid)
+            if st is None or "submissionTime" not in st:
+                continue
+            out.setdefault(int(m.group(1)), []).append(
+                (st["name"].split("\n")[0][:40],
+                 ms(st["completionTime"]) - ms(st["submissionTime"]),
+                 st["executorRunTime"], st["numTasks"]))
+    return out
+
+
 WARM_ROWS = 2_000
 
 
@@ -437,7 +497,7 @@ def sweep_run(args, ticks) -> int:
     n = ticks.num_rows
     spark = _session(args)
     query = QUERIES[args.mode]
-    results = []
+    results, floors = [], []
     with tempfile.TemporaryDirectory(prefix="cepsql-bench-sweep-") as folder:
         source = os.path.join(folder, "all")
         os.makedirs(source)
@@ -448,27 +508,35 @@ def sweep_run(args, ticks) -> int:
             spark.cep.sql(query.format(src="ticks_batch")).write.format("noop") \
                 .mode("overwrite").save()
             warm_s, warm_cpu = time.perf_counter() - t0, _cpu_seconds() - c0
+        variants = [_variant(v) for v in args.variant] or [("cepsql", {})]
         for size in sizes:
             source = _sweep_source(ticks, folder, size)
-            c0 = _cpu_seconds()
-            progress, wall = _stream_once(spark, query, source,
-                                          os.path.join(folder, f"ck-{size}"))
-            cpu = _cpu_seconds() - c0
-            steady = [p for p in progress[1:] if p["numInputRows"]]
-            per_batch = statistics.median(p["durationMs"]["triggerExecution"] / 1000
-                                          for p in steady)
-            rows = statistics.median(p["numInputRows"] for p in steady)
-            parts = {k: statistics.median(p["durationMs"].get(k, 0) for p in steady)
-                     for k in ("queryPlanning", "addBatch", "walCommit", "commitOffsets")}
-            commit = statistics.median((p.get("stateOperators") or [{}])[0]
-                                       .get("commitTimeMs", 0) for p in steady)
-            results.append(dict(size=size, rate=rows / per_batch, per_batch=per_batch,
-                                batches=len(steady), wall=wall, cpu=cpu, parts=parts,
-                                commit=commit, first=progress[0]["durationMs"]
-                                ["triggerExecution"] / 1000))
+            for i, (vname, settings) in enumerate(variants):
+                c0 = _cpu_seconds()
+                try:
+                    with _conf(spark, settings):
+                        progress, wall, e2e = _stream_once(
+                            spark, query, source, os.path.join(folder, f"ck-{i}-{size}"),
+                            args.latency)
+                except Exception as err:  # noqa: BLE001 - a worker not connecting back (load)
+                    print(f"run {vname} failed: {str(err).splitlines()[0][:200]}", flush=True)
+                    continue
+                cpu = _cpu_seconds() - c0
+                results.append(dict(_steady(progress), size=size, wall=wall, cpu=cpu,
+                                    name=vname, e2e=e2e))
+                r = results[-1]
+                print(f"  {vname}: {r['per_batch']:.2f} s per micro-batch, CPU {cpu:.1f} s, "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+            if args.floor:
+                for name, frame in _floor_frames(spark, source).items():
+                    c0 = _cpu_seconds()
+                    progress, wall = _run_frame(frame, os.path.join(folder, f"ck-{name}-{size}"))
+                    floors.append(dict(_steady(progress), size=size, name=name, wall=wall,
+                                       cpu=_cpu_seconds() - c0))
     batch_rate = n / warm_s
     print(f"sweep, mode {args.mode}: {n:,} rows, local[2], {args.partitions} shuffle "
-          f"partitions, noop sink, load {os.getloadavg()[0]:.1f}")
+          f"partitions, {'foreachBatch' if args.latency else 'noop'} sink (floors: noop), "
+          f"load {os.getloadavg()[0]:.1f}")
     print(f"batch, warm: {warm_s:.2f} s, {batch_rate:,.0f} rows/s, CPU {warm_cpu:.1f} s")
     print("micro-batches: those after the query's first (start-up, "
           f"{WARM_ROWS:,} rows) that read rows")
@@ -479,13 +547,66 @@ def sweep_run(args, ticks) -> int:
         print(f"{r['size']:>12,}  {r['batches']:>13}  {r['per_batch']:8.2f}  "
               f"{r['rate']:16,.0f}  {r['rate'] / batch_rate:11.2f}  {r['wall']:11.1f}  "
               f"{r['cpu']:5.1f}  first {r['first']:.1f} s  ({d['queryPlanning']:.0f}, {d['addBatch']:.0f}, "
-              f"{r['commit']:.0f}, {d['walCommit'] + d['commitOffsets']:.0f})")
+              f"{r['commit']:.0f}, {d['walCommit'] + d['commitOffsets']:.0f})  {r['name']}")
+        if r["e2e"]:
+            e2e = r["e2e"]
+            print(f"{'':>14}end-to-end latency s, {len(e2e)} matches: median "
+                  f"{statistics.median(e2e):.2f}, p95 {e2e[int(0.95 * (len(e2e) - 1))]:.2f}; "
+                  "ms: " + ", ".join(f"{k} {v:.0f}" for k, v in d.items()))
+    for r in floors:
+        d = r["parts"]
+        print(f"{r['size']:>12,}  {r['batches']:>13}  {r['per_batch']:8.2f}  "
+              f"{r['rate']:16,.0f}  {r['rate'] / batch_rate:11.2f}  {r['wall']:11.1f}  "
+              f"{r['cpu']:5.1f}  floor: {r['name']} ({d['queryPlanning']:.0f}, "
+              f"{d['addBatch']:.0f}, {r['commit']:.0f}, "
+              f"{d['walCommit'] + d['commitOffsets']:.0f})")
     crossing = next((r["size"] for r in results if r["rate"] >= 0.5 * batch_rate), None)
     print("ratio >= 0.5 from " + (f"{crossing:,} rows per micro-batch" if crossing
                                   else "no size in the sweep"))
-    _save_sweep(args, results, batch_rate)
-    _plot_sweep(args)
+    if not args.variant:  # one curve per partition count: one run per size
+        _save_sweep(args, results, batch_rate)
+        _plot_sweep(args)
     return 0
+
+
+def _variant(text: str) -> tuple[str, dict[str, str]]:
+    """--variant NAME:key=value,key=value -> (NAME, {key: value})."""
+    name, _, rest = text.partition(":")
+    return name, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+
+
+class _conf:
+    """Session settings for one run, restored after it (unset ones unset again)."""
+
+    def __init__(self, spark, settings: dict[str, str]):
+        self.spark, self.settings, self.old = spark, settings, {}
+
+    def __enter__(self):
+        for key, value in self.settings.items():
+            self.old[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+
+    def __exit__(self, *exc):
+        for key, value in self.old.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
+
+
+def _steady(progress) -> dict:
+    """Medians over the data micro-batches after the first (start-up): rows/s, seconds
+    per micro-batch, Spark's phases (ms) and the state commit (ms)."""
+    steady = [p for p in progress[1:] if p["numInputRows"]]
+    per_batch = statistics.median(p["durationMs"]["triggerExecution"] / 1000 for p in steady)
+    rows = statistics.median(p["numInputRows"] for p in steady)
+    parts = {k: statistics.median(p["durationMs"].get(k, 0) for p in steady)
+             for k in ("queryPlanning", "addBatch", "walCommit", "commitOffsets",
+                       "latestOffset", "getBatch")}
+    commit = statistics.median((p.get("stateOperators") or [{}])[0].get("commitTimeMs", 0)
+                               for p in steady)
+    return dict(rate=rows / per_batch, per_batch=per_batch, batches=len(steady), parts=parts,
+                commit=commit, first=progress[0]["durationMs"]["triggerExecution"] / 1000)
 
 
 def _results_folder() -> str:
@@ -523,14 +644,76 @@ def _sweep_source(ticks, folder: str, size: int) -> str:
     return source
 
 
-def _stream_once(spark, query: str, source: str, checkpoint: str):
+def _stream_once(spark, query: str, source: str, checkpoint: str, latency: bool = False):
     """One availableNow run of query over source (a file per trigger) into the noop
-    sink: (progress, wall seconds)."""
+    sink, or with ``latency`` a foreachBatch sink collecting each micro-batch's matches'
+    last event time: (progress, wall seconds, end-to-end latencies in s)."""
     from cepsql.backends.streaming.demo import STREAM_SCHEMA
     spark.readStream.schema(STREAM_SCHEMA).option("maxFilesPerTrigger", 1) \
         .parquet(source).withWatermark("ts", "5 seconds").createOrReplaceTempView("ticks_sw")
+    ends, arrived = [], {}
+
+    def sink(frame, batch_id: int) -> None:
+        ends.extend((row[0], batch_id) for row in frame.select("t1").collect())
+        arrived[batch_id] = time.time()
+
+    writer = spark.cep.sql(query.format(src="ticks_sw")).writeStream
+    writer = writer.foreachBatch(sink) if latency else writer.format("noop")
     t0 = time.perf_counter()
-    q = (spark.cep.sql(query.format(src="ticks_sw")).writeStream.format("noop")
+    q = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    return q.recentProgress, wall, sorted(_end_to_end(ends, q.recentProgress, arrived))
+
+
+def _floor_frames(spark, source: str) -> dict:
+    """Spark's floor at the same trigger size: stateful queries over the same file
+    stream that do (almost) no work of their own. ``jvm``: a windowed count (RocksDB
+    state, no Python); ``python``: cepsql's shape with no evaluation -- a mapInArrow
+    stage that emits one small row per bucket and batch, the shuffle, transformWithState
+    (Row variant) updating one value per bucket; ``python+hop``: that and a mapInArrow
+    after it (what cepsql's unpacker stage costs beyond its work)."""
+    import pyarrow as pa
+    from pyspark.sql import Row, functions as F
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from cepsql.backends.streaming.demo import STREAM_SCHEMA
+
+    class Touch(StatefulProcessor):
+        def init(self, handle):
+            self.value = handle.getValueState("n", StructType([StructField("n", LongType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = sum(r[1] for r in rows)
+            old = self.value.get() if self.value.exists() else None
+            self.value.update(((old[0] if old else 0) + n,))
+            return iter([Row(n=n)])
+
+        def close(self):
+            pass
+
+    def pack(batches):
+        for b in batches:
+            yield pa.RecordBatch.from_pydict({"b": pa.array(range(8), pa.int32()),
+                                              "n": pa.array([b.num_rows] * 8, pa.int64())})
+
+    def stream():
+        return spark.readStream.schema(STREAM_SCHEMA).option("maxFilesPerTrigger", 1) \
+            .parquet(source).withWatermark("ts", "5 seconds")
+
+    jvm = stream().groupBy(F.window("ts", "2 seconds"), "symbol").count()
+    python = stream().mapInArrow(pack, "b int, n bigint").groupBy("b").transformWithState(
+        Touch(), StructType([StructField("n", LongType())]), "Append", "None")
+    # the same and one more Python hop after the stateful operator (cepsql's unpacker)
+    hop = python.mapInArrow(lambda batches: batches, "n bigint")
+    return {"jvm": jvm, "python": python, "python+hop": hop}
+
+
+def _run_frame(frame, checkpoint: str):
+    """(progress, wall seconds) of one availableNow run of frame into the noop sink."""
+    t0 = time.perf_counter()
+    q = (frame.writeStream.format("noop").outputMode("append")
          .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     q.awaitTermination()
     return q.recentProgress, time.perf_counter() - t0

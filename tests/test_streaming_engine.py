@@ -6,6 +6,8 @@ rows that were not late -- same matches, same MATCH_NUMBERs."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from types import SimpleNamespace
 from collections import Counter
 
 import numpy as np
@@ -14,12 +16,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from cepsql.backends.streaming.engine import NO_TIMER, KeyState, new_engine
 from cepsql.backends.streaming import engine as engine_module
-from cepsql.backends.streaming.frames import check_streamable_spec, check_streamable_worker
-from cepsql.backends.streaming.processor import state_from_row, state_to_row, stored_bytes
-from cepsql.errors import CepError
+from cepsql.backends.streaming.frames import (PACK_ROWS_CONF, STATE_PARTITIONS_CONF,
+                                              check_streamable_spec, check_streamable_worker,
+                                              int_conf, state_partitions)
+from cepsql.backends.streaming.ipc import from_bytes
+from cepsql.backends.streaming.packing import RowPacker, key_id
+from cepsql.backends.streaming.processor import (late_rows_schema, output_as_rows,
+                                                 state_from_row, state_to_row, stored_bytes)
+from cepsql.errors import CepAnalysisError, CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.runtime.ordering import sort_table
 from cepsql.compile.clause import plan_query
@@ -340,6 +348,22 @@ def test_packer_groups_rows_by_key_and_round_trips():
     assert back.column("v").to_pylist() == [1, 2, 3, 4, 5]
 
 
+def test_packer_gathers_a_tasks_batches_into_one_blob_per_key():
+    """Spark hands mapInArrow ~10k-row batches: the packer packs the task's batches
+    together (one blob per key, not one per key and batch) up to pack_rows rows."""
+    batches = [pa.record_batch({"k": ["a", "b"], "v": [2 * i, 2 * i + 1]}) for i in range(3)]
+
+    def packed(packer):
+        out = [b.to_pylist() for b in packer(iter(batches))]
+        return [{r["__cep_kid"]: from_bytes(r["__cep_rows"]).column("v").to_pylist()
+                 for r in rows} for rows in out]
+
+    assert packed(RowPacker(["k"], 4)) == [{"('a',)": [0, 2, 4], "('b',)": [1, 3, 5]}]
+    # capped: a blob per key once 4 rows are gathered, then the rest
+    assert packed(RowPacker(["k"], 4, pack_rows=4)) == [
+        {"('a',)": [0, 2], "('b',)": [1, 3]}, {"('a',)": [4], "('b',)": [5]}]
+
+
 def test_key_identity_follows_spark_grouping():
     """NaN = NaN, -0.0 = 0.0, NULL = NULL; timestamps by their value, not a time zone;
     the same bucket in every process (no salted hash)."""
@@ -595,3 +619,87 @@ def test_cep_prev_reads_across_a_closed_segment(cuts, rows, strategy):
     got, want, late, _ = simulate(sql, table, list(range(12)), cuts, 100)
     assert late == 0 and got == want
     assert sum(want.values()) >= 2
+
+
+def test_streaming_integer_settings_are_checked():
+    """cepsql.streaming.* integers: the default when unset, a CepAnalysisError naming
+    the key for text or a value below the least allowed (was a bare ValueError)."""
+    def session(value):
+        return SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: value))
+
+    assert int_conf(session(None), PACK_ROWS_CONF, 7, 0) == 7
+    assert int_conf(session("0"), PACK_ROWS_CONF, 7, 0) == 0
+    for bad in ("lots", "-1"):
+        with pytest.raises(CepAnalysisError, match="cepsql.streaming.packRows must be an "
+                                                   "integer >= 0"):
+            int_conf(session(bad), PACK_ROWS_CONF, 7, 0)
+
+
+def test_state_partitions_of_a_new_query():
+    """Spark 4.1+ gives a new streaming query's state STATE_PARTITIONS_CONF partitions
+    when set (batch shuffles keep spark.sql.shuffle.partitions): the warning counts those."""
+    def session(confs):
+        return SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None:
+                                                    confs.get(key, default)))
+
+    shuffle = "spark.sql.shuffle.partitions"
+    assert state_partitions(session({})) == 200
+    assert state_partitions(session({shuffle: "8"})) == 8
+    assert state_partitions(session({shuffle: "200", STATE_PARTITIONS_CONF: "2"})) == 2
+
+
+def test_rows_output_round_trips_every_type():
+    """The stateful operator's rows output (processor.output_as_rows) goes through
+    pyspark's Row -> Arrow conversion of transformWithState (asDict, from_pylist into the
+    declared Spark schema): the same values come out as the Arrow batch they were made
+    from (the RowUnpacker path), for every type a match row may carry."""
+    batch = pa.record_batch({
+        "s": pa.array(["a", None, "é"]),
+        "ts": pa.array([0, 1_700_000_000_123_456, None], pa.timestamp("us", "UTC")),
+        "ntz": pa.array([5, None, -1], pa.timestamp("us")),
+        "d": pa.array([float("nan"), -0.0, 1e308]),
+        "i": pa.array([2 ** 62, None, -(2 ** 63)], pa.int64()),
+        "n": pa.array([Decimal("12345678901234567890.123456"), None, Decimal("-0.000001")],
+                      pa.decimal128(38, 6)),
+        "day": pa.array([0, 19000, None], pa.date32()),
+        "b": pa.array([b"\x00", None, b"xy"], pa.binary()),
+        "ok": pa.array([True, None, False]),
+        "xs": pa.array([[1, None], None, []], pa.list_(pa.int32())),
+        "st": pa.array([{"u": 1, "v": "p"}, None, {"u": None, "v": None}],
+                       pa.struct([("u", pa.int32()), ("v", pa.string())])),
+        "m": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int64()))})
+    schema = late_rows_schema(from_arrow_schema(batch.schema))
+    rows = list(output_as_rows([batch], late=4))
+    arrow_type = to_arrow_type(schema, timezone="UTC", prefers_large_types=False)
+    out = pa.RecordBatch.from_pylist([r.asDict(True) for r in rows],
+                                     schema=pa.schema(list(arrow_type)))
+    assert out.column(0).to_pylist() == [None, None, None, 4]
+    back = out.slice(0, 3).select(batch.schema.names)
+    for name in batch.schema.names:
+        got, want = back.column(name), batch.column(name)
+        assert got.type == want.type, name
+        assert repr(got.to_pylist()) == repr(want.to_pylist()), name
+    assert all(v is None for v in out.slice(3).select(batch.schema.names).to_pylist()[0].values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 7), max_size=6), pack_rows=st.integers(0, 12),
+       keys=st.lists(st.sampled_from(["a", "b", None]), min_size=40, max_size=40))
+def test_packer_keeps_every_keys_rows_in_order(sizes, pack_rows, keys):
+    """Whatever the input batches and pack_rows: each key's blobs, in the order they come
+    out, hold exactly that key's rows in input order (what the processor concatenates)."""
+    batches, start = [], 0
+    for n in sizes:
+        batches.append(pa.record_batch({"k": keys[start:start + n],
+                                        "v": list(range(start, start + n))},
+                                       schema=pa.schema([("k", pa.string()), ("v", pa.int64())])))
+        start += n
+    got: dict[str, list[int]] = {}
+    for packed in RowPacker(["k"], 4, pack_rows)(iter(batches)):
+        for row in packed.to_pylist():
+            got.setdefault(row["__cep_kid"], []).extend(
+                from_bytes(row["__cep_rows"]).column("v").to_pylist())
+    want: dict[str, list[int]] = {}
+    for i in range(start):
+        want.setdefault(key_id((keys[i],)), []).append(i)
+    assert got == want

@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 
+from cepsql.backends.streaming.frames import STATE_PARTITIONS_CONF, StatePartitionsWarning
 from cepsql.errors import CepAnalysisError
 
 SCHEMA = "sym string, ts timestamp, price double"
@@ -116,7 +117,6 @@ def test_stream_without_watermark_says_what_to_add(spark, tmp_path):
 def test_many_state_partitions_warn(spark, tmp_path):
     """Spark's default 200 shuffle partitions become 200 state partitions, each committed
     every micro-batch: planning the clause says so; a count near the cores does not."""
-    from cepsql.backends.streaming.frames import StatePartitionsWarning
     source = str(tmp_path / "in")
     os.makedirs(source)
     spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
@@ -126,11 +126,18 @@ def test_many_state_partitions_warn(spark, tmp_path):
         spark.conf.set("spark.sql.shuffle.partitions", "200")
         with pytest.warns(StatePartitionsWarning, match="200 partitions"):
             spark.cep.sql(SQL_MODE.format(src="ticks_parts"))
+        # the state partitions alone (Spark 4.1+): batch shuffles keep their 200
+        spark.conf.set(STATE_PARTITIONS_CONF, "2")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", StatePartitionsWarning)
+            spark.cep.sql(SQL_MODE.format(src="ticks_parts"))
+        spark.conf.unset(STATE_PARTITIONS_CONF)
         spark.conf.set("spark.sql.shuffle.partitions", "2")
         with warnings.catch_warnings():
             warnings.simplefilter("error", StatePartitionsWarning)
             spark.cep.sql(SQL_MODE.format(src="ticks_parts"))
     finally:
+        spark.conf.unset(STATE_PARTITIONS_CONF)
         spark.conf.set("spark.sql.shuffle.partitions", before)
 
 

@@ -19,9 +19,10 @@ from cepsql.runtime.cep_worker import CepWorker
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
-from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN, ROWS_COLUMN,
-                      RowPacker, RowUnpacker)
-from cepsql.backends.streaming.processor import OUTPUT_SCHEMA, MatchProcessor
+from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN,
+                                               LATE_COLUMN, PACK_ROWS, ROWS_COLUMN, RowPacker,
+                                               RowUnpacker)
+from cepsql.backends.streaming.processor import OUTPUT_SCHEMA, MatchProcessor, late_rows_schema
 from cepsql.runtime.workers import bind_worker
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -30,7 +31,17 @@ CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.
 # keys per stateful-operator key (packing.py); stored with the state: a checkpoint written
 # with another value is refused (ipc.check_layout)
 BUCKETS_CONF = "cepsql.streaming.keyBuckets"
+# rows the packer gathers from a task's input batches before packing them (packing.py);
+# 0: a blob per key and input batch, as before
+PACK_ROWS_CONF = "cepsql.streaming.packRows"
+# true (default): the stateful operator emits the matches as rows; false: as Arrow IPC
+# blobs a RowUnpacker stage (one more Python runner per task) turns into rows -- cheaper
+# only when a micro-batch emits very many rows (per-row Python conversion)
+OUTPUT_ROWS_CONF = "cepsql.streaming.outputRows"
 SHUFFLE_CONF = "spark.sql.shuffle.partitions"
+# Spark 4.1+: the state partitions of a new streaming query's stateful operators, recorded
+# in its checkpoint in place of SHUFFLE_CONF (batch shuffles keep SHUFFLE_CONF)
+STATE_PARTITIONS_CONF = "spark.sql.streaming.internal.stateStore.partitions"
 # state partitions per core above which planning a streaming clause warns (see below)
 STATE_PARTITIONS_PER_CORE = 4
 
@@ -49,21 +60,54 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, name: str | None = None) 
     bound = bind_worker(plan, arrow_schema(df))
     check_streamable_worker(bound.worker)
     keys = list(plan.partition_columns)
-    buckets = int(conf_value(df.sparkSession, BUCKETS_CONF) or DEFAULT_BUCKETS)
+    buckets = int_conf(df.sparkSession, BUCKETS_CONF, DEFAULT_BUCKETS, 1)
     packed_schema = StructType([StructField(BUCKET_COLUMN, IntegerType(), False),
                                 StructField(KID_COLUMN, StringType(), False),
                                 StructField(ROWS_COLUMN, BinaryType())])
-    packed = df.mapInArrow(RowPacker(keys, buckets), packed_schema)
+    pack_rows = int_conf(df.sparkSession, PACK_ROWS_CONF, PACK_ROWS, 0)
+    packed = df.mapInArrow(RowPacker(keys, buckets, pack_rows), packed_schema)
     sort_keys = plan.sort_keys[len(keys):]
     counter = None if name is None else late_counter(df.sparkSession, name)
+    as_rows = bool_conf(df.sparkSession, OUTPUT_ROWS_CONF, True)
     processor = MatchProcessor(bound.worker, event_column, sort_keys, task_counter(counter),
-                               buckets, plan.spec)
+                               buckets, plan.spec, as_rows)
+    matches = from_arrow_schema(bound.worker_schema)
+    schema = late_rows_schema(matches) if as_rows else OUTPUT_SCHEMA
     out = packed.groupBy(F.col(BUCKET_COLUMN)) \
-        .transformWithState(processor, OUTPUT_SCHEMA, "Append", "EventTime")
+        .transformWithState(processor, schema, "Append", "EventTime")
     out = observe_late(out, name, counter)
-    rows = out.mapInArrow(RowUnpacker(), from_arrow_schema(bound.worker_schema))
+    if as_rows:  # late-count rows out, then the matches' columns
+        rows = out.where(F.col(LATE_COLUMN).isNull()).drop(LATE_COLUMN)
+    else:
+        rows = out.mapInArrow(RowUnpacker(), matches)
     return rows.select(*[F.expr(to_spark_sql(e, strict_division=True)).alias(n)
                          for n, e in bound.final_projection])
+
+
+def int_conf(spark, key: str, default: int, least: int) -> int:
+    """An integer cepsql setting (``default`` when unset); CepAnalysisError naming the key
+    when it is not an integer >= least."""
+    text = conf_value(spark, key)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise CepAnalysisError(f"{key} must be an integer >= {least} (it is {text!r})")
+    return value
+
+
+def bool_conf(spark, key: str, default: bool) -> bool:
+    """A true/false cepsql setting (``default`` when unset); CepAnalysisError naming the
+    key otherwise."""
+    text = conf_value(spark, key)
+    if text is None or text == "":
+        return default
+    if text.strip().lower() not in ("true", "false"):
+        raise CepAnalysisError(f"{key} must be true or false (it is {text!r})")
+    return text.strip().lower() == "true"
 
 
 def check_streamable(df: DataFrame, plan: QueryPlan) -> str:
@@ -138,22 +182,36 @@ def use_rocksdb(df: DataFrame) -> None:
     _warn_many_state_partitions(df)  # here: pattern views and workloads come through too
 
 
+def state_partitions(spark) -> int:
+    """The state partitions a new streaming query of this session gets: Spark (4.1+)
+    records STATE_PARTITIONS_CONF in the checkpoint when it is set, else
+    spark.sql.shuffle.partitions."""
+    for key in (STATE_PARTITIONS_CONF, SHUFFLE_CONF):
+        value = spark.conf.get(key, None)
+        if value:
+            return int(value)
+    return 200
+
+
 def _warn_many_state_partitions(df: DataFrame) -> None:
-    """The stateful operator gets spark.sql.shuffle.partitions state partitions when its
-    checkpoint is created, for ever; each one loads and commits a RocksDB store every
-    micro-batch, rows or not (Spark's default 200 made a 50k-row micro-batch on 2 cores
-    27x slower than 2 partitions). cepsql cannot pick the count for this query alone, and
-    setting it session-wide would change the user's batch shuffles: it says so instead."""
+    """The stateful operator gets state_partitions() partitions when its checkpoint is
+    created, for ever; each one loads and commits a RocksDB store every micro-batch, rows
+    or not (Spark's default 200 made a 50k-row micro-batch on 2 cores 27x slower than 2
+    partitions). Spark reads the count from the session when the query starts, so cepsql
+    cannot set it for this query alone: it says what to set (STATE_PARTITIONS_CONF
+    leaves batch shuffles alone)."""
     spark = df.sparkSession
-    partitions = int(spark.conf.get(SHUFFLE_CONF, None) or 200)
+    partitions = state_partitions(spark)
     try:
         cores = int(spark.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext to ask
         return
     if partitions > STATE_PARTITIONS_PER_CORE * max(cores, 1):
         warnings.warn(
-            f"{SHUFFLE_CONF} is {partitions} with {cores} cores: a new streaming query's "
-            f"pattern state gets {partitions} partitions, each committed every micro-batch "
-            "(a fixed cost per micro-batch). Set it to about the number of cores before "
-            "start(); an existing checkpoint keeps its count (docs/streaming.md, "
-            "Throughput and tuning).", StatePartitionsWarning, stacklevel=4)
+            f"a new streaming query's pattern state gets {partitions} partitions with "
+            f"{cores} cores, each committed every micro-batch (a fixed cost per "
+            f"micro-batch). Set {STATE_PARTITIONS_CONF} (state partitions of new streaming "
+            f"queries only; batch shuffles keep {SHUFFLE_CONF}) to about the number of "
+            "cores before start(); an existing checkpoint keeps its count "
+            "(docs/streaming.md, Throughput and tuning).", StatePartitionsWarning,
+            stacklevel=4)
