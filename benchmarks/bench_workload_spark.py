@@ -199,11 +199,22 @@ def main() -> None:
                 with_frames = time.perf_counter() - t0
                 frames_jobs = spark_jobs(spark) - jobs
             wl.close()
+        # the same with the views' frames over the persisted pass (before local frames:
+        # cepsql.workload.localRows=0), in this process
+        spark.conf.set("cepsql.workload.localRows", "0")
+        jobs, t0 = spark_jobs(spark), time.perf_counter()
+        wl = spark.cep.workload(chosen)
+        wl.matches().collect()
+        over_cache = {name: df.collect() for name, df in wl.dataframes().items()}
+        cache_frames, cache_jobs = time.perf_counter() - t0, spark_jobs(spark) - jobs
+        wl.close()
+        spark.conf.unset("cepsql.workload.localRows")
         one_pass = float(np.median(runs))
         counts: dict[str, int] = {}
         for row in matches:
             counts[row.view] = counts.get(row.view, 0) + 1
         same = all(sorted(map(repr, alone[k])) == sorted(map(repr, shared[k]))
+                   == sorted(map(repr, over_cache[k]))
                    and counts.get(k, 0) == len(alone[k]) for k in chosen)
         total = sum(len(alone[k]) for k in chosen)
         results.append({"views": n, "rows": args.rows, "separate_s": separate,
@@ -213,13 +224,17 @@ def main() -> None:
                         separate / with_frames, "matches": total, "identical": same,
                         "kind": args.kind, "separate_jobs": sum(alone_jobs[k] for k in chosen),
                         "one_pass_jobs": pass_jobs, "with_dataframes_jobs": frames_jobs,
+                        "frames_over_cache_s": cache_frames, "frames_over_cache_jobs": cache_jobs,
+                        "ratio_frames_over_cache": separate / cache_frames,
                         "load": load, "load_after": os.getloadavg()[0]})
         print(f"{n:4d} views: separate {separate:7.1f} s | one pass (matches) {one_pass:6.1f} s"
               f" (median of {', '.join(f'{r:.1f}' for r in runs)}) ratio "
               f"{separate / one_pass:5.1f}x | + every dataframe {with_frames:6.1f} s "
               f"ratio {separate / with_frames:5.1f}x | matches {total} identical {same} "
               f"| Spark jobs: separate {results[-1]['separate_jobs']}, one pass "
-              f"{pass_jobs[0]}, + dataframes {frames_jobs} | load {load:.1f} -> "
+              f"{pass_jobs[0]}, + dataframes {frames_jobs} | frames over the cache "
+              f"(localRows=0) {cache_frames:.1f} s ratio {separate / cache_frames:.1f}x, "
+              f"{cache_jobs} jobs | load {load:.1f} -> "
               f"{os.getloadavg()[0]:.1f}", flush=True)
     for name in names:
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
