@@ -237,6 +237,18 @@ def test_small_pass_frames_are_local_and_equal_the_frames_over_the_cache(spark):
             spark.cep.sql(f"DROP VIEW IF EXISTS {v}")
 
 
+def test_local_rows_conf_is_checked(workload_views):
+    spark, _ = workload_views
+    wl = spark.cep.workload(["wl_rise"])
+    spark.conf.set("cepsql.workload.localRows", "lots")
+    try:
+        with pytest.raises(CepAnalysisError, match="cepsql.workload.localRows must be a whole"):
+            wl.dataframes()
+    finally:
+        spark.conf.unset("cepsql.workload.localRows")
+        wl.close()
+
+
 def rows_of(collected) -> list[str]:
     return sorted(map(repr, collected))
 
