@@ -52,6 +52,33 @@ ratio is lower on an idle machine. Since (*), recording the views no longer toke
 parses them and the sample job overlaps the recording (cProfile, 100 views: 300 tokenize
 calls, ~1 s profiled, gone). Results: results/workload_spark.{json,png} (200k, the (*)
 run at load 5.4), results/workload_spark_1m.{json,png}.
+
+--kind stock (issue 25 point 3, small views): overlapping UNPARTITIONED SKIP_TILL_ANY_MATCH
+views from the SIGMOD 2019 stock generator (tests/support/sharing_synthetic.py), sparse
+matches. Each size also times the frames over the persisted pass
+(cepsql.workload.localRows=0: the behaviour before dataframes() collected a small pass
+once) in the same process; Spark jobs counted with the status tracker. 2026-11-29,
+200k rows, local[2], load 11.6 at the start (5.3 at the end of the 100-view runs):
+
+    views | separate s (jobs) | matches() pass s (jobs) | + every frame s (jobs) | frames over cache s (jobs)
+      30  |   177.6 (60)      |  13.3 (4)  13.4x        |  17.9 (6)   9.9x       |  24.4 (34)   7.3x
+     100  |   416.3 (200)     |  80.9 (4)   5.1x (*)    | 223.0 (105) 1.9x (*)   |  33.6 (104) 12.4x
+
+(*) the 100 views give 524,405 matches, above localRows (100k): their frames stay over
+the persisted pass, as before (one count job more); its first one-pass run took 122 s
+against 39.5 s for the second (the load fell from 11.6 to 5.3 meanwhile), and the
+frames-over-cache run came last: compare the 100-view row's figures with care. An
+earlier run of the 30 views at load 20 (before local frames): separate 137.9 s, one pass
+21.6 s (6.4x), + every frame 41.8 s (3.3x), 34 jobs.
+
+The desk views (default --kind) in the same layout, 2026-11-29, 200k rows, load 4.0:
+
+    views | separate s (jobs) | matches() pass s (jobs) | + every frame s (jobs) | frames over cache s (jobs)
+      30  |    14.9 (60)      |   1.9 (4)   7.8x        |   4.5 (7)   3.4x       |   6.4 (34)   2.3x
+     100  |    41.5 (200)     |   2.9 (4)  14.3x        |   7.1 (7)   5.8x       |  14.6 (104)  2.9x
+
+With local frames what remains of "+ every frame" is driver work per view (each frame's
+filter/projection and its collect: JVM round trips and the rows' conversion), not jobs.
 """
 from __future__ import annotations
 
