@@ -52,6 +52,33 @@ ratio is lower on an idle machine. Since (*), recording the views no longer toke
 parses them and the sample job overlaps the recording (cProfile, 100 views: 300 tokenize
 calls, ~1 s profiled, gone). Results: results/workload_spark.{json,png} (200k, the (*)
 run at load 5.4), results/workload_spark_1m.{json,png}.
+
+--kind stock (issue 25 point 3, small views): overlapping UNPARTITIONED SKIP_TILL_ANY_MATCH
+views from the SIGMOD 2019 stock generator (tests/support/sharing_synthetic.py), sparse
+matches. Each size also times the frames over the persisted pass
+(cepsql.workload.localRows=0: the behaviour before dataframes() collected a small pass
+once) in the same process; Spark jobs counted with the status tracker. 2026-11-29,
+200k rows, local[2], load 11.6 at the start (5.3 at the end of the 100-view runs):
+
+    views | separate s (jobs) | matches() pass s (jobs) | + every frame s (jobs) | frames over cache s (jobs)
+      30  |   177.6 (60)      |  13.3 (4)  13.4x        |  17.9 (6)   9.9x       |  24.4 (34)   7.3x
+     100  |   416.3 (200)     |  80.9 (4)   5.1x (*)    | 223.0 (105) 1.9x (*)   |  33.6 (104) 12.4x
+
+(*) the 100 views give 524,405 matches, above localRows (100k): their frames stay over
+the persisted pass, as before (one count job more); its first one-pass run took 122 s
+against 39.5 s for the second (the load fell from 11.6 to 5.3 meanwhile), and the
+frames-over-cache run came last: compare the 100-view row's figures with care. An
+earlier run of the 30 views at load 20 (before local frames): separate 137.9 s, one pass
+21.6 s (6.4x), + every frame 41.8 s (3.3x), 34 jobs.
+
+The desk views (default --kind) in the same layout, 2026-11-29, 200k rows, load 4.0:
+
+    views | separate s (jobs) | matches() pass s (jobs) | + every frame s (jobs) | frames over cache s (jobs)
+      30  |    14.9 (60)      |   1.9 (4)   7.8x        |   4.5 (7)   3.4x       |   6.4 (34)   2.3x
+     100  |    41.5 (200)     |   2.9 (4)  14.3x        |   7.1 (7)   5.8x       |  14.6 (104)  2.9x
+
+With local frames what remains of "+ every frame" is driver work per view (each frame's
+filter/projection and its collect: JVM round trips and the rows' conversion), not jobs.
 """
 from __future__ import annotations
 
@@ -65,6 +92,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))  # tests/support
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 SYMBOLS = ["AAPL", "MSFT", "AMZN", "GOOG", "NVDA", "META", "TSLA", "AMD"]
@@ -103,13 +131,34 @@ def view_queries(n: int, src: str, seed: int = 3) -> list[str]:
     return out
 
 
-def parquet_source(rows: int, folder: str) -> str:
+def stock_views(n: int, src: str, seed: int = 1):
+    """--kind stock: n overlapping UNPARTITIONED SKIP_TILL_ANY_MATCH views (the SIGMOD 2019
+    stock experiment's generator, tests/support/sharing_synthetic.py: shared event types and
+    predicates, different windows, AND/SEQ, NOT and Kleene) with sparse matches (windows
+    of 1-3 s at 20 events/s, selectivities 0.003-0.5): small views, the workload's fixed
+    cost. Returns (the view queries, the generator's workload for its stream)."""
+    from support.sharing_synthetic import stock_workload
+    wl = stock_workload(n, seed=seed, selectivities=(0.003, 0.5), windows=(1, 2, 3))
+    queries = [p.sql(src).split(" AS ", 1)[1] for p in wl.patterns]
+    return queries, wl
+
+
+def parquet_source(rows: int, folder: str, kind: str = "desk") -> str:
     from cepsql.datagen import generate_ticks
     import pyarrow.parquet as pq
-    path = os.path.join(folder, f"ticks_{rows}.parquet")
+    path = os.path.join(folder, f"ticks_{rows}{'' if kind == 'desk' else '_' + kind}.parquet")
     if not os.path.exists(path):
-        pq.write_table(generate_ticks(rows, n_symbols=20, seed=7), path)
+        table = (generate_ticks(rows, n_symbols=20, seed=7) if kind == "desk" else
+                 stock_views(1, "t")[1].stream(rows, seed=1))
+        pq.write_table(table, path)
     return path
+
+
+def spark_jobs(spark) -> int:
+    """Spark jobs started so far in this application (the status tracker's job ids; no job
+    group is ever set here, so every job is in group None)."""
+    ids = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+    return max(ids) + 1 if ids else 0
 
 
 def main() -> None:
@@ -120,9 +169,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3,
                         help="one-pass runs per size (each builds the workload anew); "
                              "the median is reported")
-    parser.add_argument("--out", default="workload_spark",
-                        help="results file stem under benchmarks/results/")
+    parser.add_argument("--kind", choices=["desk", "stock"], default="desk",
+                        help="desk: PARTITION BY symbol rules (SQL:2016 and CEP); stock: "
+                             "overlapping unpartitioned SKIP_TILL_ANY_MATCH views")
+    parser.add_argument("--profile", default=None,
+                        help="write a cProfile of the first one-pass run to this file")
+    parser.add_argument("--out", default=None,
+                        help="results file stem under benchmarks/results/ (default "
+                             "workload_spark, --kind stock: workload_spark_stock)")
     args = parser.parse_args()
+    args.out = args.out or ("workload_spark" if args.kind == "desk" else "workload_spark_stock")
     sizes = sorted(args.sizes)
 
     import cepsql  # noqa: F401
@@ -132,39 +188,60 @@ def main() -> None:
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     os.makedirs(args.data, exist_ok=True)
-    spark.read.parquet(parquet_source(args.rows, args.data)).createOrReplaceTempView("bw_ticks")
+    spark.read.parquet(parquet_source(args.rows, args.data, args.kind)
+                       ).createOrReplaceTempView("bw_ticks")
     names = [f"bw_v{i}" for i in range(sizes[-1])]
-    for name, query in zip(names, view_queries(sizes[-1], "bw_ticks")):
+    queries = (view_queries(sizes[-1], "bw_ticks") if args.kind == "desk" else
+               stock_views(sizes[-1], "bw_ticks")[0])
+    for name, query in zip(names, queries):
         spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {query}")
     spark.table(names[0]).count()  # warm the Python workers for both sides
     warm = spark.cep.workload(names[:2])  # ... and the shared pass's modules in them
     warm.matches().collect()
     warm.close()
-    alone, seconds = {}, {}
+    alone, seconds, alone_jobs = {}, {}, {}
     for name in names:
-        t0 = time.perf_counter()
+        jobs, t0 = spark_jobs(spark), time.perf_counter()
         alone[name] = spark.table(name).collect()
         seconds[name] = time.perf_counter() - t0
+        alone_jobs[name] = spark_jobs(spark) - jobs
+    print(f"separate: {len(names)} views {sum(seconds.values()):.1f} s, "
+          f"{sum(alone_jobs.values())} Spark jobs (load {os.getloadavg()[0]:.1f})", flush=True)
     load = os.getloadavg()[0]
     results = []
     for n in sizes:
         chosen = names[:n]
         separate = sum(seconds[k] for k in chosen)
-        runs, with_frames = [], None
+        runs, with_frames, pass_jobs, frames_jobs = [], None, [], None
         for repeat in range(args.repeats):
-            t0 = time.perf_counter()
+            profile = _profiler(args.profile if repeat == 0 and n == sizes[0] else None)
+            jobs, t0 = spark_jobs(spark), time.perf_counter()
             wl = spark.cep.workload(chosen)
             matches = wl.matches().collect()
             runs.append(time.perf_counter() - t0)
+            pass_jobs.append(spark_jobs(spark) - jobs)
+            _dump(profile, args.profile)
             if repeat == 0:  # every view's frame too, once, for the check
                 shared = {name: df.collect() for name, df in wl.dataframes().items()}
                 with_frames = time.perf_counter() - t0
+                frames_jobs = spark_jobs(spark) - jobs
             wl.close()
+        # the same with the views' frames over the persisted pass (before local frames:
+        # cepsql.workload.localRows=0), in this process
+        spark.conf.set("cepsql.workload.localRows", "0")
+        jobs, t0 = spark_jobs(spark), time.perf_counter()
+        wl = spark.cep.workload(chosen)
+        wl.matches().collect()
+        over_cache = {name: df.collect() for name, df in wl.dataframes().items()}
+        cache_frames, cache_jobs = time.perf_counter() - t0, spark_jobs(spark) - jobs
+        wl.close()
+        spark.conf.unset("cepsql.workload.localRows")
         one_pass = float(np.median(runs))
         counts: dict[str, int] = {}
         for row in matches:
             counts[row.view] = counts.get(row.view, 0) + 1
         same = all(sorted(map(repr, alone[k])) == sorted(map(repr, shared[k]))
+                   == sorted(map(repr, over_cache[k]))
                    and counts.get(k, 0) == len(alone[k]) for k in chosen)
         total = sum(len(alone[k]) for k in chosen)
         results.append({"views": n, "rows": args.rows, "separate_s": separate,
@@ -172,18 +249,43 @@ def main() -> None:
                         "with_dataframes_s": with_frames,
                         "ratio": separate / one_pass, "ratio_with_dataframes":
                         separate / with_frames, "matches": total, "identical": same,
-                        "load": load})
+                        "kind": args.kind, "separate_jobs": sum(alone_jobs[k] for k in chosen),
+                        "one_pass_jobs": pass_jobs, "with_dataframes_jobs": frames_jobs,
+                        "frames_over_cache_s": cache_frames, "frames_over_cache_jobs": cache_jobs,
+                        "ratio_frames_over_cache": separate / cache_frames,
+                        "load": load, "load_after": os.getloadavg()[0]})
         print(f"{n:4d} views: separate {separate:7.1f} s | one pass (matches) {one_pass:6.1f} s"
               f" (median of {', '.join(f'{r:.1f}' for r in runs)}) ratio "
               f"{separate / one_pass:5.1f}x | + every dataframe {with_frames:6.1f} s "
               f"ratio {separate / with_frames:5.1f}x | matches {total} identical {same} "
-              f"| load {load:.1f}", flush=True)
+              f"| Spark jobs: separate {results[-1]['separate_jobs']}, one pass "
+              f"{pass_jobs[0]}, + dataframes {frames_jobs} | frames over the cache "
+              f"(localRows=0) {cache_frames:.1f} s ratio {separate / cache_frames:.1f}x, "
+              f"{cache_jobs} jobs | load {load:.1f} -> "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
     for name in names:
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{args.out}.json"), "w") as out:
         json.dump(results, out, indent=1)
     _plot(results, os.path.join(RESULTS, f"{args.out}.png"))
+
+
+def _profiler(path: str | None):
+    """A running cProfile when --profile is given (the first one-pass run), else None."""
+    if path is None:
+        return None
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
+    return profile
+
+
+def _dump(profile, path: str | None) -> None:
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(path)
+        print(f"profile: {path}")
 
 
 def _plot(results: list[dict], path: str) -> None:

@@ -75,9 +75,10 @@ def test_every_view_from_one_scan_equals_the_view_alone(workload_views):
     spark, scanned = workload_views
     wl = spark.cep.workload(SOURCE)
     assert wl.names == list(VIEWS)
-    frames = wl.dataframes()  # planning may sample the source; the pass has not run
-    assert list(frames) == list(VIEWS)
+    wl.explain()  # builds the workload (the sharing planner may sample the source)
     before = scanned.value
+    frames = wl.dataframes()  # a small pass runs here, once; the views read its rows
+    assert list(frames) == list(VIEWS)
     shared = {name: rows(df) for name, df in frames.items()}
     assert scanned.value - before == N_ROWS  # one group (PARTITION BY sym): one scan
     before = scanned.value
@@ -96,8 +97,9 @@ def test_views_with_another_partitioning_form_a_second_group(workload_views):
     try:
         wl = spark.cep.workload(SOURCE)
         assert "wl_global" in wl.names
-        frames = wl.dataframes()
+        wl.explain()  # builds the workload (the sharing planner may sample the source)
         before = scanned.value
+        frames = wl.dataframes()
         collected = {name: rows(df) for name, df in frames.items()}
         assert scanned.value - before == 2 * N_ROWS  # one scan per partitioning group
         for name in wl.names:
@@ -170,6 +172,85 @@ def test_variant_measures_keep_exact_values(spark):
     finally:
         for v in ("wl_exact_v", "wl_exact", "wl_exact_raw"):
             spark.cep.sql(f"DROP VIEW IF EXISTS {v}")
+
+
+def _jobs(spark) -> int:
+    """Spark jobs started so far (no test sets a job group)."""
+    ids = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
+    return max(ids) + 1 if ids else 0
+
+
+def test_small_pass_frames_are_local_and_equal_the_frames_over_the_cache(spark):
+    """dataframes() of a small pass collects its rows once: collecting a view runs no
+    Spark job, with the rows and schema of the frames over the persisted pass
+    (cepsql.workload.localRows=0) and of the view alone -- exact DECIMAL(38,10), BIGINT
+    near 2^63, TIMESTAMP, TIMESTAMP_NTZ, NaN, NULL, an array and SQL around a clause."""
+    pdf = pd.DataFrame({"k": ["x", "x", "x", "y"], "i": [1, 2, 3, 4]})
+    spark.createDataFrame(pdf).createOrReplaceTempView("wl_loc_raw")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW wl_loc AS SELECT k, i, "
+              "CASE WHEN i = 2 THEN -CAST('1234567890123456789012345678.0123456789' AS "
+              "DECIMAL(38,10)) ELSE CAST('1234567890123456789012345678.0123456789' AS "
+              "DECIMAL(38,10)) END AS d, CAST(9223372036854775803 AS BIGINT) + i AS b, "
+              "TIMESTAMP'2024-02-29 23:59:59.999999' + make_interval(0,0,0,0,0,0,i) AS t, "
+              "TIMESTAMP_NTZ'1900-01-01 00:00:00' + make_interval(0,0,0,i) AS n, "
+              "CASE WHEN i = 2 THEN CAST('NaN' AS DOUBLE) WHEN i = 3 THEN NULL "
+              "ELSE i / 3 END AS x FROM wl_loc_raw")
+    views = {
+        "wl_loc_one": "SELECT * FROM wl_loc MATCH_RECOGNIZE (PARTITION BY k ORDER BY i "
+                      "MEASURES A.d AS md, A.b AS mb, A.t AS mt, A.n AS mn, A.x AS mx, "
+                      "array(A.i, A.i * 2) AS ma PATTERN (A) DEFINE A AS true)",
+        "wl_loc_sum": "SELECT k, sum(mi) AS s FROM wl_loc MATCH_RECOGNIZE (PARTITION BY k "
+                      "ORDER BY i MEASURES LAST(B.i) AS mi PATTERN (A B) DEFINE B AS true) "
+                      "GROUP BY k",
+    }
+    for name, query in views.items():
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {query}")
+    try:
+        wl = spark.cep.workload("wl_loc")
+        local = wl.dataframes()
+        jobs = _jobs(spark)
+        got = {"wl_loc_one": local["wl_loc_one"].collect()}
+        assert _jobs(spark) == jobs  # a local relation: no job for a clause's rows
+        got["wl_loc_sum"] = local["wl_loc_sum"].collect()
+        wl.close()  # the next call builds anew (same selector, same object)
+        spark.conf.set("cepsql.workload.localRows", "0")
+        try:
+            cached = wl.dataframes()
+            jobs = _jobs(spark)
+            over_cache = {"wl_loc_one": cached["wl_loc_one"].collect()}
+            assert _jobs(spark) > jobs  # a job over the persisted pass
+            over_cache["wl_loc_sum"] = cached["wl_loc_sum"].collect()
+        finally:
+            spark.conf.unset("cepsql.workload.localRows")
+            wl.close()
+        for name in views:
+            alone = spark.table(name)
+            assert local[name].schema == cached[name].schema == alone.schema, name
+            assert rows_of(got[name]) == rows_of(over_cache[name]) == rows(alone), name
+        one = sorted(got["wl_loc_one"], key=lambda r: r.mb)
+        assert one[0].md == decimal.Decimal("1234567890123456789012345678.0123456789")
+        assert one[3].mb == 2 ** 63 - 1 and one[2].mx is None and math.isnan(one[1].mx)
+        assert one[0].mt == datetime.datetime(2024, 3, 1, 0, 0, 0, 999999)
+        assert one[1].mn == datetime.datetime(1900, 1, 3) and one[1].ma == [2, 4]
+    finally:
+        for v in (*views, "wl_loc", "wl_loc_raw"):
+            spark.cep.sql(f"DROP VIEW IF EXISTS {v}")
+
+
+def test_local_rows_conf_is_checked(workload_views):
+    spark, _ = workload_views
+    wl = spark.cep.workload(["wl_rise"])
+    spark.conf.set("cepsql.workload.localRows", "lots")
+    try:
+        with pytest.raises(CepAnalysisError, match="cepsql.workload.localRows must be a whole"):
+            wl.dataframes()
+    finally:
+        spark.conf.unset("cepsql.workload.localRows")
+        wl.close()
+
+
+def rows_of(collected) -> list[str]:
+    return sorted(map(repr, collected))
 
 
 def test_explain_workload_statement_and_cli(workload_views, capsys, monkeypatch):

@@ -12,6 +12,10 @@ just ``SELECT * FROM`` its clause is that projection (no Spark SQL). A statement
 needs a clause's rows while rewriting (a clause over another clause) is recorded with
 empty typed stand-ins and replayed; the inner clause is in the pass, the outer runs on its
 own. Collecting every view runs the source scan, shuffles and evaluation once.
+``dataframes()`` of a small pass (at most ``cepsql.workload.localRows`` tagged rows,
+default 100,000) runs it at once and collects it once: the views' frames read those rows
+as a local relation, so collecting a view runs no Spark job over the cache (30 views:
+34 -> 6 jobs, bench_workload_spark.py --kind stock).
 
 In the pass, CEP plans' relevance filters (analyze/relevance.py) drop the rows no pattern
 of a group can use before the shuffle (when every pattern has one) and each pattern is fed
@@ -47,6 +51,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.errors import AnalysisException
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType,
+                               DecimalType, DoubleType, FloatType, IntegerType, LongType,
+                               MapType, NullType, ShortType, StringType, StructType,
+                               TimestampNTZType, TimestampType)
 
 from cepsql.errors import CepAnalysisError, CepError
 from cepsql.algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
@@ -54,7 +62,7 @@ from cepsql.algebra.rowrefs import rebuild
 from cepsql.parse import parse_create_view
 from cepsql.parse.splice import normalize_name
 from cepsql.exprs.spark_arrow import arrow_schema
-from cepsql.exprs.spark_conf import conf_snapshot
+from cepsql.exprs.spark_conf import conf_snapshot, conf_value
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
 from cepsql.stats.worker import worker_sample_rows
@@ -92,6 +100,9 @@ class _Built:
     names: list[str]
     clauses: list[_Clause] = field(default_factory=list)
     passes: dict[str, tuple[SharedPass, DataFrame]] = field(default_factory=dict)
+    # source -> the pass's tagged rows as a local relation (dataframes() of a small
+    # pass: the views' frames then read no cache and run no Spark job when collected)
+    local: dict[str, DataFrame] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
     # (view, its step 1 record) whose DataFrame dataframes() builds on first use:
     # matches() and cep_workload() never need them (each is JVM calls per view)
@@ -236,6 +247,8 @@ class Workload:
         """{view: DataFrame}: every view from the workload's one shared pass."""
         with self._released_on_error():
             built = self._build()
+            if built.unbound:
+                _localize(self._session.spark, built)
             for view, record in built.unbound:
                 built.frames[view.name] = self._view_frame(view, record, built)
             built.unbound = []
@@ -481,6 +494,7 @@ class Workload:
     @staticmethod
     def _worker_rows(built: _Built, clause: _Clause) -> tuple[DataFrame, object]:
         shared, tagged = built.passes[clause.source]
+        tagged = built.local.get(clause.source, tagged)
         pattern = next(p for g in shared.groups for p in g.patterns if p.index == clause.index)
         rows = tagged.filter(F.col(TAG) == clause.index).select(
             f"{shared.column_of(clause.index)}.*")
@@ -506,6 +520,56 @@ def _by_source(clauses: list[_Clause]) -> dict[str, list[_Clause]]:
         if c.index >= 0:
             out.setdefault(c.source, []).append(c)
     return out
+
+
+#: a pass of at most this many tagged rows is collected once by dataframes() and its
+#: views' frames read it as a local relation (0: never)
+LOCAL_ROWS_CONF = "cepsql.workload.localRows"
+LOCAL_ROWS_DEFAULT = 100_000
+
+
+def _localize(spark: SparkSession, built: _Built) -> None:
+    """dataframes() of a small pass: run each batch pass once (a count: one job, which
+    also fills the persisted cache matches() reads) and, when it holds at most
+    cepsql.workload.localRows rows of types Arrow carries exactly, bring its tagged rows
+    to the driver once and hand the views a local relation of them under the same
+    schema. Collecting a view then runs no Spark job (Spark folds the view's filter and
+    projection into the local relation), instead of one job over the cache per view.
+    Larger passes, and types kept out of Arrow, keep frames over the persisted pass."""
+    limit = _local_rows(conf_value(spark, LOCAL_ROWS_CONF, None))
+    for source, (_, tagged) in built.passes.items():
+        if limit <= 0 or tagged.isStreaming or not _arrow_exact(tagged.schema):
+            continue
+        if tagged.count() <= limit:
+            built.local[source] = spark.createDataFrame(tagged.toArrow(), tagged.schema)
+
+
+def _local_rows(text: str | None) -> int:
+    """cepsql.workload.localRows, checked (unset: LOCAL_ROWS_DEFAULT)."""
+    if text is None or not text.strip():
+        return LOCAL_ROWS_DEFAULT
+    try:
+        return int(text)
+    except ValueError:
+        raise CepAnalysisError(f"{LOCAL_ROWS_CONF} must be a whole number of rows (0: "
+                               f"never), got {text!r}") from None
+
+
+def _arrow_exact(dtype: DataType) -> bool:
+    """Spark type -> Arrow -> Spark gives back the same type and values (intervals, user
+    types and variants are left out: their Arrow forms vary across Spark versions)."""
+    if isinstance(dtype, StructType):
+        return all(_arrow_exact(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return _arrow_exact(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return _arrow_exact(dtype.keyType) and _arrow_exact(dtype.valueType)
+    return isinstance(dtype, _ARROW_EXACT)
+
+
+_ARROW_EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType,
+                DoubleType, DecimalType, StringType, BinaryType, DateType, TimestampType,
+                TimestampNTZType, NullType)
 
 
 def _pass_matches(shared: SharedPass, tagged: DataFrame, clauses: list) -> DataFrame:
