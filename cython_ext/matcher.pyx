@@ -239,6 +239,8 @@ cdef class SqlMatcher(ConditionHost):
     # to probes that show an attempt is undecided (_probe)
     cdef i64 min_rows
     cdef i64 probe_left
+    cdef readonly i64 thread_steps  # live threads advanced over a row, every run so far:
+                                    # tests check the search grows linearly with it
     cdef int use_one_pass        # set_search switches: one pass where possible,
     cdef int use_early_stop      # early stop on required labels
     cdef i64 undecided_start     # earliest start whose outcome needs rows not seen yet
@@ -1275,6 +1277,7 @@ cdef class SqlMatcher(ConditionHost):
             if interrupted(&self.countdown):
                 self.stop = 1
                 return 0
+            self.thread_steps += 1
             st = cur.states + i * self.S
             self.s = st[ST_START]
             if op == OP_DONE:
@@ -1670,6 +1673,11 @@ cdef class SqlMatcher(ConditionHost):
         self.use_memo = memo
         self.memo_span = max(memo_span, 0)
         self.memo_max = memo_keys if memo_keys > 0 else max(1024, MEMO_MAX_WORDS // self.KW)
+
+    @property
+    def fewest_rows(self):
+        """The fewest rows any match of the pattern consumes (_min_rows; a bound)."""
+        return self.min_rows
 
     @property
     def one_pass(self):
