@@ -15,7 +15,13 @@ when run from every start row. Three remedies, each leaving the results unchange
   - failed-attempt memo (_memo_has): otherwise, when the state holds all DEFINE reads
     (_memo_safe), attempts skip configurations earlier failed attempts reached;
   - early stop (_dead_at): a thread stops once a row-local label it still needs holds
-    on no later row of the partition.
+    on no later row of the partition, and no start is tried closer to the partition's
+    end than the fewest rows any match consumes (_min_rows: (A{700}){700} needs 490,000);
+  - value-keyed FIRST rows (_memo_key): a FIRST(A.x)-only set's first row enters memo
+    keys as the earliest row with the same values, so starts whose FIRST values agree
+    share failures ((A*)*B with B AS FIRST(A.x) = 5);
+  - probes (_probe): in a partition still open at the chunk's end, a start no match
+    can end within the chunk is shown undecided by following a few threads only.
 Starts stay fully separate only with WITHIN, label history (PREV(CLASSIFIER()),
 LAST(A.x, n)), or universal references that read the start (FIRST(x), LAST(x, n)).
 
