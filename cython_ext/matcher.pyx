@@ -562,14 +562,15 @@ cdef class SqlMatcher(ConditionHost):
         return 0
 
     cdef i64 _min_rows(self) except -1:
-        """The fewest rows a match can consume (a lower bound: every branch open, a
-        PERMUTE's dispatch free to leave), so that no start row closer than that to the
-        partition's end is tried. A counted loop's body is measured first, innermost
-        loops first (they sit at higher pcs), as the fewest rows from its start to its
-        COUNT_NEXT; the loop then costs min iterations times that."""
+        """The fewest rows a match can consume (a lower bound: every branch open), so
+        that no start row closer than that to the partition's end is tried. Counted
+        loops and PERMUTEs are measured first, innermost first (they sit at higher pcs):
+        a loop's body as the fewest rows from its start to its COUNT_NEXT, the loop then
+        costing min iterations times that; a PERMUTE as the sum of its items' fewest rows
+        (each from its start to its jump back to the dispatch: every item is used)."""
         cdef i64* dist = <i64*> malloc(max(self.n_prog, 1) * sizeof(i64))
         cdef i64* body = <i64*> calloc(max(self.n_prog, 1), sizeof(i64))
-        cdef int pc, done
+        cdef int pc, done, i, n, first, last
         cdef i64 best
         if dist == NULL or body == NULL:
             free(dist)
@@ -581,6 +582,16 @@ cdef class SqlMatcher(ConditionHost):
                 done = self.prog[(pc + 1) * 3 + 2] - 1   # its COUNT_NEXT
                 self._rows_fixpoint(dist, body, pc + 3, done, done)
                 body[pc] = dist[pc + 3]
+            elif self.prog[pc * 3] == OP_PERM_BEGIN:
+                # PERM_BEGIN, PERM_NEXT (n items, b = exit), n PERM_TRY (b = item start),
+                # FAIL, then the items in order, each ending with a JUMP to PERM_NEXT
+                n = self.prog[(pc + 1) * 3 + 1] & 63
+                for i in range(n):
+                    first = self.prog[(pc + 2 + i) * 3 + 2]
+                    last = (self.prog[(pc + 3 + i) * 3 + 2] if i + 1 < n
+                            else self.prog[(pc + 1) * 3 + 2]) - 1
+                    self._rows_fixpoint(dist, body, first, last, last)
+                    body[pc] = min(body[pc] + dist[first], ROWS_NEVER)
             pc -= 1
         self._rows_fixpoint(dist, body, 0, self.n_prog - 1, -1)
         best = dist[0]
@@ -621,6 +632,8 @@ cdef class SqlMatcher(ConditionHost):
                     new = dist[b]   # any counter: the exit is the fewest
                 elif op == OP_COUNT_NEXT:
                     new = dist[b]
+                elif op == OP_PERM_BEGIN:
+                    new = min(body[pc] + dist[self.prog[(pc + 1) * 3 + 2]], ROWS_NEVER)
                 elif op == OP_COUNT_BEGIN:
                     # the counter starts at 0: min iterations of the body, then the exit
                     lo_count = self.prog[(pc + 2) * 3 + 1]
@@ -630,7 +643,7 @@ cdef class SqlMatcher(ConditionHost):
                             new = ROWS_NEVER
                         else:
                             new += lo_count * body[pc]
-                else:  # anchors, SAVE, CLEAR, exclusion marks, PERM_BEGIN: fall through
+                else:  # anchors, SAVE, CLEAR, exclusion marks: fall through
                     new = dist[pc + 1]
                 if new < dist[pc]:
                     dist[pc] = new
