@@ -15,7 +15,13 @@ when run from every start row. Three remedies, each leaving the results unchange
   - failed-attempt memo (_memo_has): otherwise, when the state holds all DEFINE reads
     (_memo_safe), attempts skip configurations earlier failed attempts reached;
   - early stop (_dead_at): a thread stops once a row-local label it still needs holds
-    on no later row of the partition.
+    on no later row of the partition, and no start is tried closer to the partition's
+    end than the fewest rows any match consumes (_min_rows: (A{700}){700} needs 490,000);
+  - value-keyed FIRST rows (_memo_key): a FIRST(A.x)-only set's first row enters memo
+    keys as the earliest row with the same values, so starts whose FIRST values agree
+    share failures ((A*)*B with B AS FIRST(A.x) = 5);
+  - probes (_probe): in a partition still open at the chunk's end, a start no match
+    can end within the chunk is shown undecided by following a few threads only.
 Starts stay fully separate only with WITHIN, label history (PREV(CLASSIFIER()),
 LAST(A.x, n)), or universal references that read the start (FIRST(x), LAST(x, n)).
 
@@ -89,6 +95,9 @@ cdef enum: ST_SETS = 3
 # a loop slot: the row its iteration began at while that iteration consumed nothing;
 # SLOT_MOVED once it consumed a row (or outside the loop, after OP_CLEAR)
 cdef enum: SLOT_MOVED = -1
+# _min_rows saturates here (also: cannot reach DONE); a smaller lower bound stays sound
+cdef enum: ROWS_NEVER = 1 << 30
+cdef enum: PROBE_THREADS = 8  # threads a probe follows (_probe)
 
 
 cdef struct ThreadList:
@@ -186,6 +195,7 @@ cdef class SqlMatcher(ConditionHost):
     cdef int* set_tracked        # set id -> tracked index (-1)
     cdef unsigned char* set_first  # set id -> some FIRST(set.x, n) reads its first row
     cdef unsigned char* set_count  # set id -> some FIRST(set.x, n > 0) reads its exact count
+    cdef unsigned char* set_by_value  # set id -> its first row is read only as FIRST(set.x)
     cdef int* loop_slots         # the slots OP_SAVE writes (unbounded loops' progress)
     cdef int n_loop_slots
     cdef int n_tracked
@@ -224,6 +234,19 @@ cdef class SqlMatcher(ConditionHost):
     cdef i64 pend_n, pend_cap
     cdef i64 memo_floor          # keys of rows below it are stale (no attempt reaches them)
     cdef i64 memo_max            # most keys kept (and noted per attempt)
+    # value-keyed first rows (see _memo_key): tracked sets whose first row DEFINE reads
+    # only as FIRST(set.col) column values; canon[row] = the partition's earliest row
+    # with the same bits in every VM column
+    cdef int* valkey             # tracked indexes
+    cdef int n_valkey
+    cdef i64* canon
+    cdef int n_cols
+    # fewest rows any match consumes (_min_rows) and, in an open partition, the rows left
+    # to probes that show an attempt is undecided (_probe)
+    cdef i64 min_rows
+    cdef i64 probe_left
+    cdef readonly i64 thread_steps  # live threads advanced over a row, every run so far:
+                                    # tests check the search grows linearly with it
     cdef int use_one_pass        # set_search switches: one pass where possible,
     cdef int use_early_stop      # early stop on required labels
     cdef i64 undecided_start     # earliest start whose outcome needs rows not seen yet
@@ -337,7 +360,8 @@ cdef class SqlMatcher(ConditionHost):
         # keys match later starts)
         self.set_first = <unsigned char*> calloc(max(self.n_sets, 1), 1)
         self.set_count = <unsigned char*> calloc(max(self.n_sets, 1), 1)
-        if self.set_first == NULL or self.set_count == NULL:
+        self.set_by_value = <unsigned char*> calloc(max(self.n_sets, 1), 1)
+        if self.set_first == NULL or self.set_count == NULL or self.set_by_value == NULL:
             raise MemoryError("cepsql matcher ran out of memory")
         for i in range(self.n_refs):
             t = self.refs[i * 5]
@@ -348,6 +372,7 @@ cdef class SqlMatcher(ConditionHost):
                 self.set_first[t] = 1
                 if self.refs[i * 5 + 2] > 0:
                     self.set_count[t] = 1
+        self._value_keyed_sets()
         daggs = np.ascontiguousarray(daggs, dtype=np.int32).reshape(-1, 3)
         self.n_daggs = daggs.shape[0]
         self.daggs = <int*> self._copy(daggs if daggs.size else np.zeros(3, np.int32))
@@ -397,6 +422,7 @@ cdef class SqlMatcher(ConditionHost):
                 self.last_true == NULL or self.req == NULL:
             raise MemoryError("cepsql matcher ran out of memory")
         self._required_masks()
+        self.min_rows = self._min_rows()
         self.perm_slot = -1
         self.perm_n = 0
         self.forced_len = 0
@@ -514,6 +540,121 @@ cdef class SqlMatcher(ConditionHost):
                 return 0
         return 1
 
+    cdef int _value_keyed_sets(self) except -1:
+        """valkey: the tracked sets whose first row DEFINE reads only through
+        FIRST(set.col) with no offsets (logical FIRST 0, physical 0), i.e. only as that
+        row's column values. CLASSIFIER(FIRST(set)) reads the label history, which makes
+        the conditions full_history and switches the memo off (_memo_safe), and
+        FIRST(set.col, n > 0) or PREV(FIRST(set.col)) other rows: such sets keep their
+        row. Failed-attempt memo keys then hold a canonical row with the same values
+        instead (_memo_key)."""
+        cdef int i, t
+        for t in range(self.n_sets):
+            self.set_by_value[t] = self.set_first[t] and not self.set_count[t]
+        for i in range(self.n_refs):
+            t = self.refs[i * 5]
+            if t >= 0 and self.refs[i * 5 + 1] == 0 and \
+                    (self.refs[i * 5 + 2] != 0 or self.refs[i * 5 + 3] != 0):
+                self.set_by_value[t] = 0
+        self.valkey = <int*> malloc(max(self.n_sets, 1) * sizeof(int))
+        if self.valkey == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
+        self.n_valkey = 0
+        for t in range(self.n_sets):
+            if self.set_by_value[t] and self.set_tracked[t] >= 0:
+                self.valkey[self.n_valkey] = self.set_tracked[t]
+                self.n_valkey += 1
+        return 0
+
+    cdef i64 _min_rows(self) except -1:
+        """The fewest rows a match can consume (a lower bound: every branch open), so
+        that no start row closer than that to the partition's end is tried. Counted
+        loops and PERMUTEs are measured first, innermost first (they sit at higher pcs):
+        a loop's body as the fewest rows from its start to its COUNT_NEXT, the loop then
+        costing min iterations times that; a PERMUTE as the sum of its items' fewest rows
+        (each from its start to its jump back to the dispatch: every item is used)."""
+        cdef i64* dist = <i64*> malloc(max(self.n_prog, 1) * sizeof(i64))
+        cdef i64* body = <i64*> calloc(max(self.n_prog, 1), sizeof(i64))
+        cdef int pc, done, i, n, first, last
+        cdef i64 best
+        if dist == NULL or body == NULL:
+            free(dist)
+            free(body)
+            raise MemoryError("cepsql matcher ran out of memory")
+        pc = self.n_prog - 1
+        while pc >= 0:
+            if self.prog[pc * 3] == OP_COUNT_BEGIN:
+                done = self.prog[(pc + 1) * 3 + 2] - 1   # its COUNT_NEXT
+                self._rows_fixpoint(dist, body, pc + 3, done, done)
+                body[pc] = dist[pc + 3]
+            elif self.prog[pc * 3] == OP_PERM_BEGIN:
+                # PERM_BEGIN, PERM_NEXT (n items, b = exit), n PERM_TRY (b = item start),
+                # FAIL, then the items in order, each ending with a JUMP to PERM_NEXT
+                n = self.prog[(pc + 1) * 3 + 1] & 63
+                for i in range(n):
+                    first = self.prog[(pc + 2 + i) * 3 + 2]
+                    last = (self.prog[(pc + 3 + i) * 3 + 2] if i + 1 < n
+                            else self.prog[(pc + 1) * 3 + 2]) - 1
+                    self._rows_fixpoint(dist, body, first, last, last)
+                    body[pc] = min(body[pc] + dist[first], ROWS_NEVER)
+            pc -= 1
+        self._rows_fixpoint(dist, body, 0, self.n_prog - 1, -1)
+        best = dist[0]
+        free(dist)
+        free(body)
+        return best
+
+    cdef void _rows_fixpoint(self, i64* dist, i64* body, int lo, int hi,
+                             int target) noexcept:
+        """dist[pc] for pc in [lo, hi]: the fewest rows from pc to target (a counted
+        loop's COUNT_NEXT) or, target -1, to DONE; ROWS_NEVER when unreachable. body[pc]
+        of each COUNT_BEGIN inside: its loop body's fewest rows."""
+        cdef int pc, op, a, b
+        cdef i64 new, lo_count
+        cdef bint changed = True
+        for pc in range(lo, hi + 1):
+            dist[pc] = ROWS_NEVER
+        while changed:
+            changed = False
+            pc = hi
+            while pc >= lo:
+                op = self.prog[pc * 3]
+                a = self.prog[pc * 3 + 1]
+                b = self.prog[pc * 3 + 2]
+                if pc == target or (op == OP_DONE and target < 0):
+                    new = 0
+                elif op == OP_FAIL or op == OP_DONE or op == OP_COUNT_BOUNDS:
+                    new = ROWS_NEVER
+                elif op == OP_LABEL:
+                    new = min(dist[pc + 1] + 1, ROWS_NEVER)
+                elif op == OP_SPLIT:
+                    new = min(dist[a], dist[b])
+                elif op == OP_JUMP:
+                    new = dist[a]
+                elif op == OP_LOOP_BACK or op == OP_PERM_NEXT or op == OP_PERM_TRY:
+                    new = min(dist[b], dist[pc + 1])
+                elif op == OP_COUNT_LOOP:
+                    new = dist[b]   # any counter: the exit is the fewest
+                elif op == OP_COUNT_NEXT:
+                    new = dist[b]
+                elif op == OP_PERM_BEGIN:
+                    new = min(body[pc] + dist[self.prog[(pc + 1) * 3 + 2]], ROWS_NEVER)
+                elif op == OP_COUNT_BEGIN:
+                    # the counter starts at 0: min iterations of the body, then the exit
+                    lo_count = self.prog[(pc + 2) * 3 + 1]
+                    new = dist[self.prog[(pc + 1) * 3 + 2]]
+                    if lo_count > 0 and body[pc] > 0:
+                        if body[pc] >= ROWS_NEVER or lo_count > (ROWS_NEVER - new) // body[pc]:
+                            new = ROWS_NEVER
+                        else:
+                            new += lo_count * body[pc]
+                else:  # anchors, SAVE, CLEAR, exclusion marks: fall through
+                    new = dist[pc + 1]
+                if new < dist[pc]:
+                    dist[pc] = new
+                    changed = True
+                pc -= 1
+
     cdef void* _copy(self, cnp.ndarray arr) except NULL:
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
         cdef void* p = malloc(nbytes)
@@ -549,7 +690,8 @@ cdef class SqlMatcher(ConditionHost):
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         _lane_free(&self.xl)
         free(self.leaves); free(self.set_tracked); free(self.set_first)
-        free(self.set_count); free(self.loop_slots)
+        free(self.set_count); free(self.set_by_value); free(self.valkey); free(self.canon)
+        free(self.loop_slots)
         free(self.daggs); free(self.maggs); free(self.acc); free(self.facc); free(self.drows)
         free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
@@ -1047,14 +1189,91 @@ cdef class SqlMatcher(ConditionHost):
         """Bits of the required row-local labels whose DEFINE holds on no partition row
         >= r (none while the partition may continue in the next chunk: a thread needing
         such a label may still die here, which decides its start without carrying rows)."""
-        cdef unsigned long long dead = 0
-        cdef int label
         if self.open_ or not self.use_early_stop:
             return 0
+        return self._dead_in_chunk(r)
+
+    cdef inline unsigned long long _dead_in_chunk(self, i64 r) noexcept nogil:
+        """_dead_at as if the partition ended with the chunk."""
+        cdef unsigned long long dead = 0
+        cdef int label
         for label in range(self.n_labels):
             if self.label_bit[label] >= 0 and self.last_true[label] < r:
                 dead |= (<unsigned long long> 1) << self.label_bit[label]
         return dead
+
+    cdef inline bint _too_short(self, i64 r) noexcept nogil:
+        """No match starting at row r or later fits before the end of the (closed)
+        partition: every match consumes at least min_rows rows."""
+        return not self.open_ and self.use_early_stop and r + self.min_rows > self.pend
+
+    cdef inline bint _doomed(self, i64 start) noexcept nogil:
+        """In an open partition, no match from start can end within the chunk: a label
+        every match needs holds on no row left in it, or fewer than min_rows rows are
+        left. The attempt's outcome is then "undecided" exactly when a thread is still
+        alive at the chunk's end, which _probe can show cheaply."""
+        return self.open_ and self.use_early_stop and self.probe_left > 0 and \
+            ((self.req[0] & self._dead_in_chunk(start)) or
+             start + self.min_rows > self.pend)
+
+    cdef int _probe(self, i64 start) noexcept nogil:
+        """For a _doomed start: follow only the PROBE_THREADS most preferred threads
+        and return 1 when one of them is still alive at the chunk's end (or otherwise
+        needs rows not seen yet), 0 when they all die first, -1 on out of memory or
+        Ctrl-C. Exact: the kept threads are real configurations of the attempt, and the
+        full run keeps each of them or an equivalent one (same future) unless a match
+        cuts it, which a doomed start cannot reach; so the full run would also see rows
+        past the chunk needed, and decide 2 (undecided). Without it an open chunk's
+        first attempt simulates every thread to the chunk's end only to learn that
+        (PERMUTE(A+, ..., B) with no B: every mask, 65,536 rows). The probes of one
+        partition share a budget of rows (probe_left), so failing ones cost at most a
+        constant factor."""
+        cdef ThreadList* cur = &self.la
+        cdef ThreadList* nxt = &self.lb
+        cdef ThreadList* swap
+        cdef i64 r = start
+        cdef i64 pend_n = self.pend_n, hits = self.memo_hits
+        cdef int shown = 0
+        self.s = start
+        self.n_nodes = 0
+        self.undecided = 0
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        self._init_state(self.tmp, start)
+        self._add(cur, 0, self.tmp, start, 0)
+        while cur.n > 0 and self.probe_left > 0:
+            self.probe_left -= 1
+            self._list_clear(nxt)
+            if self._step(cur, nxt, r, 0):
+                break   # not reached: a doomed start completes no match in the chunk
+            if self.oom or self.stop:
+                return -1
+            if self.undecided:
+                shown = 1
+                break
+            self._keep_first(nxt, PROBE_THREADS)
+            swap = cur
+            cur = nxt
+            nxt = swap
+            r += 1
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        if not shown:  # what it noted belongs to no attempt: the full run starts afresh
+            self.pend_n = pend_n
+            self.memo_hits = hits
+            self.undecided = 0
+        return 1 if shown else 0
+
+    cdef inline void _keep_first(self, ThreadList* L, int k) noexcept nogil:
+        """Cut L after its k-th thread (visit marks of epsilon instructions aside)."""
+        cdef int i, op, seen = 0
+        for i in range(L.n):
+            op = self.prog[L.pcs[i] * 3]
+            if op == OP_LABEL or op == OP_DONE:
+                seen += 1
+                if seen == k:
+                    L.n = i + 1
+                    return
 
     cdef void _init_state(self, i64* init, i64 start) noexcept nogil:
         cdef int i
@@ -1083,6 +1302,7 @@ cdef class SqlMatcher(ConditionHost):
             if interrupted(&self.countdown):
                 self.stop = 1
                 return 0
+            self.thread_steps += 1
             st = cur.states + i * self.S
             self.s = st[ST_START]
             if op == OP_DONE:
@@ -1146,9 +1366,71 @@ cdef class SqlMatcher(ConditionHost):
         return h
 
     cdef inline void _memo_key(self, i64* key, int pc, i64 r, i64* st) noexcept nogil:
+        """The configuration (row, pc, compared state), a value-keyed set's first row
+        replaced by its canonical row (_canonical_rows). Sound: DEFINE reads that row
+        only as FIRST(set.col) values (_value_keyed_sets), and the canonical row has the
+        same bits in every VM column (value and null flag, both lanes), so every condition
+        evaluates alike on either, and the two configurations have the same future. Without
+        it a FIRST row differs with every start (B AS FIRST(A.x) = 5 after (A*)*): no key
+        of a failed attempt would ever match a later start's, and the search stays
+        quadratic."""
+        cdef int i, w
         key[0] = r
         key[1] = pc
         memcpy(key + 2, st + ST_SETS, (self.S - ST_SETS) * sizeof(i64))
+        for i in range(self.n_valkey):
+            w = 2 + 3 * self.valkey[i]
+            if key[w] >= 0:
+                key[w] = self.canon[key[w]]
+
+    cdef inline unsigned long long _row_hash(self, i64 j) noexcept nogil:
+        cdef unsigned long long h = 1469598103934665603ULL, bits
+        cdef int c
+        for c in range(self.n_cols):
+            memcpy(&bits, &self.vals[c * self.n_rows + j], 8)
+            h = (h ^ bits ^ (<unsigned long long> self.nulls[c * self.n_rows + j] << 1)) \
+                * 1099511628211ULL
+            h ^= h >> 29
+            if self.xl.cols != NULL:
+                h = (h ^ <unsigned long long> self.xl.cols[c * self.n_rows + j]) \
+                    * 1099511628211ULL
+                h ^= h >> 29
+        return h
+
+    cdef inline bint _same_row_values(self, i64 i, i64 j) noexcept nogil:
+        cdef int c
+        for c in range(self.n_cols):
+            if memcmp(&self.vals[c * self.n_rows + i], &self.vals[c * self.n_rows + j], 8) \
+                    or self.nulls[c * self.n_rows + i] != self.nulls[c * self.n_rows + j]:
+                return False
+            if self.xl.cols != NULL and \
+                    self.xl.cols[c * self.n_rows + i] != self.xl.cols[c * self.n_rows + j]:
+                return False
+        return True
+
+    cdef int _canonical_rows(self) noexcept nogil:
+        """canon[j] for the partition's rows: the earliest row with the same bits in
+        every VM column (_memo_key). One hash table pass; -1 when out of memory."""
+        cdef i64 n = self.pend - self.pstart, cap = 16, j, at
+        cdef unsigned long long mask
+        cdef i64* tab
+        while cap < 2 * n:
+            cap *= 2
+        tab = <i64*> malloc(cap * sizeof(i64))
+        if tab == NULL:
+            return -1
+        for j in range(cap):
+            tab[j] = -1
+        mask = <unsigned long long> (cap - 1)
+        for j in range(self.pstart, self.pend):
+            at = <i64> (self._row_hash(j) & mask)
+            while tab[at] >= 0 and not self._same_row_values(tab[at], j):
+                at = <i64> ((<unsigned long long> at + 1) & mask)
+            if tab[at] < 0:
+                tab[at] = j
+            self.canon[j] = tab[at]
+        free(tab)
+        return 0
 
     cdef bint _memo_has(self, i64* key) noexcept nogil:
         cdef unsigned long long mask, at
@@ -1245,6 +1527,11 @@ cdef class SqlMatcher(ConditionHost):
         cdef ThreadList* swap
         cdef i64 r = start
         cdef int found = 0
+        if self._doomed(start):
+            found = self._probe(start)
+            if found:
+                self.last_found = 0
+                return 2 if found > 0 else -1
         self.s = start
         self.n_nodes = 0
         self.undecided = 0
@@ -1292,6 +1579,12 @@ cdef class SqlMatcher(ConditionHost):
         cdef int found = 0, adding = 1
         cdef unsigned long long dead
         cdef i64 gc_at = 1 << 16
+        self.undecided_start = self.pend + 1
+        if self._doomed(p):
+            found = self._probe(p)
+            if found:
+                self.undecided_start = p
+                return 2 if found > 0 else -1
         self.n_nodes = 0
         self.undecided = 0
         self.undecided_start = self.pend + 1
@@ -1300,7 +1593,7 @@ cdef class SqlMatcher(ConditionHost):
         while True:
             dead = self._dead_at(r)
             if adding and not found:
-                if r >= self.pend or (self.req[0] & dead):
+                if r >= self.pend or (self.req[0] & dead) or self._too_short(r):
                     adding = 0  # no later start can match (required labels are monotone)
                 else:
                     if cur.n == 0:
@@ -1412,6 +1705,11 @@ cdef class SqlMatcher(ConditionHost):
         self.memo_max = memo_keys if memo_keys > 0 else max(1024, MEMO_MAX_WORDS // self.KW)
 
     @property
+    def fewest_rows(self):
+        """The fewest rows any match of the pattern consumes (_min_rows; a bound)."""
+        return self.min_rows
+
+    @property
     def one_pass(self):
         """Whether run() simulates all start rows in one pass (else one start at a time)."""
         return bool(self.one_pass_ok and self.use_one_pass and self.window_kind == 0)
@@ -1489,10 +1787,15 @@ cdef class SqlMatcher(ConditionHost):
         self.n_rows = vv.shape[1]
         self.vals = &vv[0, 0] if vv.shape[0] > 0 and vv.shape[1] > 0 else NULL
         self.nulls = &nn[0, 0] if nn.shape[0] > 0 and nn.shape[1] > 0 else NULL
+        self.n_cols = vv.shape[0]
         self.oom = 0
         free(self.pre)
         self.pre = <unsigned char*> malloc(self.n_labels * self.n_rows + 1)
-        if self.pre == NULL:
+        free(self.canon)
+        self.canon = NULL
+        if self.memo_run and self.n_valkey:
+            self.canon = <i64*> malloc(self.n_rows * sizeof(i64) + 8)
+        if self.pre == NULL or (self.memo_run and self.n_valkey and self.canon == NULL):
             raise MemoryError("cepsql matcher ran out of memory")
         with nogil:
             for k in range(n_parts):
@@ -1511,9 +1814,14 @@ cdef class SqlMatcher(ConditionHost):
                 self._precompute()
                 self._memo_clear()
                 self.memo_on = self.memo_run
+                self.probe_left = 2 * (self.pend - self.pstart) + 1024
+                if self.memo_run and self.n_valkey and self._canonical_rows() != 0:
+                    err = ERR_MEMORY
+                    break
                 while pos < self.pend:
-                    if self.req[0] & self._dead_at(pos):
-                        # a label every match needs holds on no row from pos on
+                    if (self.req[0] & self._dead_at(pos)) or self._too_short(pos):
+                        # a label every match needs holds on no row from pos on, or
+                        # fewer rows are left than any match consumes
                         if self._unmatched_rows(pos, self.pend, covered, out) != 0:
                             err = ERR_MEMORY
                         pos = self.pend

@@ -457,6 +457,20 @@ cdef class SharedDag:
                 continue
             other = self.nd_right[idx] if kind == U_LEFT else self.nd_left[idx]
             if kl and self._kleene(other):
+                if self._sibling_follows(idx, kind == U_LEFT):
+                    # its rows all follow ours: none has arrived, and each of its
+                    # arrivals forms these matches (below); enumerating its closures
+                    # alone here would be for nothing, exponentially (issue 24 A2,
+                    # SEQ(a{2}, KL(b)); cep_tree.pyx _kleene_arrival does the same)
+                    continue
+                if self._checks_slot(idx, kind == U_LEFT, False) and \
+                        not self._checks_slot(idx, kind == U_LEFT, True):
+                    # the parent's conditions read the sibling's elements only (they
+                    # link them to ours): ours ending here alone, then the sibling's in
+                    # their context, which prunes its walk
+                    if self._closures(node, NULL, rec[2], idx, -1, kind == U_LEFT, other, -1):
+                        return -1
+                    continue
                 # every closure of the sibling alone, then ours ending here in its context
                 if self._closures(other, NULL, -1, idx, -1, kind == U_RIGHT, node, rec[2]):
                     return -1
@@ -625,6 +639,25 @@ cdef class SharedDag:
                             t, self.nd_lab + self.nd_lab_start[node], self.nd_owner[node]):
             return 0
         return self._new(node, t)
+
+    cdef bint _sibling_follows(self, int parent, bint node_left) noexcept nogil:
+        """Whether parent's order checks put every row of the node's sibling after the
+        node's rows (both Kleene leaves: one slot each)."""
+        cdef int q, mine = 0 if node_left else self.nd_arity[self.nd_left[parent]]
+        cdef int theirs = self.nd_arity[self.nd_left[parent]] if node_left else 0
+        for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+            if self.nd_chk[3 * q] == K_ORDER and self.nd_chk[3 * q + 1] == mine and \
+                    self.nd_chk[3 * q + 2] == theirs:
+                return True
+        return False
+
+    cdef bint _checks_slot(self, int parent, bint node_left, bint mine) noexcept nogil:
+        """Whether parent checks a conjunct on the node's slot (mine) or its sibling's."""
+        cdef int q, slot = self.nd_arity[self.nd_left[parent]] if node_left != mine else 0
+        for q in range(self.nd_chk_start[parent], self.nd_chk_start[parent + 1]):
+            if self.nd_chk[3 * q] != K_ORDER and self.nd_chk[3 * q + 2] == slot:
+                return True
+        return False
 
     cdef int _closures(self, int leaf, i64* x, i64 end_row, int parent, int bind,
                        bint leaf_left, int then_leaf, i64 then_end) noexcept nogil:

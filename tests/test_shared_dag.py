@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql import CepRuntimeError
+from cepsql.datagen import generate_shipments
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.runtime.cep_worker import STATE_LIMIT_KEY
 from cepsql.runtime.shared_evaluator import SharedEvaluator, SharedPass
@@ -658,3 +659,20 @@ def test_unbounded_shared_patterns_stop_at_the_state_bound():
         plan = merge_plan(wl.queries)
         with pytest.raises(CepRuntimeError, match=STATE_LIMIT_KEY):
             wl.shared_outputs(plan, chunk_rows=64)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("order", ["a{2}, KL(b)", "KL(b), a{2}"])
+def test_repetition_beside_a_navigating_closure_shared(order):
+    # issue 24 A2 in the shared DAG: each alert enumerated every closure of b alone (b's
+    # DEFINE needs a to prune), > 180 s at 40 rows; now b's rows, which follow the
+    # alerts', are not walked at an alert, and a closure whose parent conditions read
+    # the sibling walks alone first (as cep_tree.pyx _kleene_arrival)
+    rows = generate_shipments(400).slice(200, 40)
+    sql = ("SELECT * FROM s MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(a.ts) AS t0, "
+           "LAST(b.ts) AS t1, count(WHAT) AS nb ONE ROW PER MATCH "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(" + order + ")) "
+           "WITHIN INTERVAL '3' HOUR DEFINE a AS a.kind = 'alert', "
+           "b AS b.kind = 'shipment' AND b.from_site = COALESCE(LAST(b.to_site, 1), a.site))")
+    assert_shared_equals_own([sql.replace("WHAT", "b.*"), sql.replace("WHAT", "*")], rows,
+                             batch_rows=16, chunk_rows=1 << 16, oracle=False)
