@@ -7,6 +7,7 @@ Rendered after the clause's EXPLAIN block, so the estimates and the measured fig
 read side by side; ``analyze_labels`` gives the short figures drawn on the plan SVG."""
 from __future__ import annotations
 
+from cepsql.analyze.relevance import positional_conjuncts, row_local_conjuncts
 from cepsql.compile.query_plan import CepExplainFacts, QueryPlan
 from cepsql.explain.clause import explain_clause
 from cepsql.explain.summary import summarize
@@ -101,20 +102,33 @@ def _statistics(plan: QueryPlan):
 
 
 def _variable_lines(plan: QueryPlan, stats: ClauseStatistics, estimates) -> list[str]:
+    """Per variable, the rows where its DEFINE's conjuncts that read only the current row
+    and PREV/NEXT of it all hold, naming them; the planner's estimate beside it when they
+    are all single-row (what the estimate is of)."""
     if not stats.variable_rows:
         return []
     base = stats.rows_relevant if stats.rows_relevant is not None else stats.rows_read
-    lines = ["  rows per variable whose single-row DEFINE part holds:"]
+    lines = ["  rows per variable where its DEFINE conjuncts on the row and PREV/NEXT of "
+             "it hold:"]
     unary = getattr(estimates, "unary_selectivity", {}) or {}
-    sample_base = stats.rows_read
+    counted = positional_conjuncts(plan.spec) if plan.spec is not None else {}
+    single = row_local_conjuncts(plan.spec) if plan.spec is not None else {}
     for var, held in stats.variable_rows.items():
+        conjuncts = counted.get(var, [])
+        if not conjuncts:
+            lines.append(f"    {var}: not counted (every DEFINE conjunct reads the match "
+                         "being built)")
+            continue
+        texts = " AND ".join(c.text for c in conjuncts)
         if held is None:
-            lines.append(f"    {var}: no single-row part (its DEFINE is checked per thread)")
+            lines.append(f"    {var}: not counted ({texts} cannot be evaluated vectorised)")
             continue
         est = ""
-        if var in unary and sample_base is not None:
-            est = f"  [{_n(round(unary[var] * sample_base))}]"
-        lines.append(f"    {var}: {_n(held)}{_share(held, base)}{est}")
+        if var in unary and stats.rows_read is not None \
+                and len(single.get(var, [])) == len(conjuncts):
+            est = f"  [{_n(round(unary[var] * stats.rows_read))}]"
+        lines.append(f"    {var}: {_n(held)} of {_n(base)} rows{_share(held, base)} "
+                     f"satisfy {texts}{est}")
     return lines
 
 
