@@ -12,7 +12,8 @@ import pytest
 import cepsql
 from cepsql.api.cli import run_script
 from cepsql.backends.local.engine import run_local
-from cepsql.parse import explain_analyze, explain_format, find_match_recognize, parse_explain
+from cepsql.parse import (explain_analyze, explain_format, find_match_recognize,
+                          parse_explain, parse_explain_workload)
 from cepsql.runtime import worker as worker_module
 from cepsql.runtime.run_stats import GroupSizes, PositionalCounts, RunStatistics
 
@@ -193,6 +194,30 @@ def test_parse_explain_analyze():
     assert parse_explain(stmt) == ("SELECT 1", len("EXPLAIN ANALYZE FORMAT SVG "))
     assert not explain_analyze("EXPLAIN SELECT 1")
     assert parse_explain("explain analyze select 1")[0] == "select 1"
+    stmt = "EXPLAIN ANALYZE WORKLOAD (v1, v2)"
+    assert parse_explain_workload(stmt) == (["v1", "v2"], stmt.index("(")) \
+        and explain_analyze(stmt)
+    assert not explain_analyze("EXPLAIN WORKLOAD ticks")
+
+
+def test_explain_analyze_workload_counts_the_pass(spark):
+    """EXPLAIN ANALYZE WORKLOAD runs the shared pass once more, measured: rows read, rows
+    the pass feeds each clause (its own relevance filter), rows each returns."""
+    df = _ticks(200)
+    spark.createDataFrame(df).createOrReplaceTempView("eaw_ticks")
+    views = {"eaw_cep": CEP_MODE, "eaw_sql": SQL_MODE}
+    for name, query in views.items():
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS "
+                      + query.replace("FROM t", "FROM eaw_ticks"))
+    text = spark.cep.sql("EXPLAIN ANALYZE WORKLOAD eaw_ticks").collect()[0][0]
+    analyzed = text[text.index("== Analyze =="):]
+    assert "rows read:        200\n" in analyzed
+    fed = {"eaw_cep": int(((df.price < 20) | (df.price > 90)).sum()), "eaw_sql": len(df)}
+    for name, query in views.items():
+        returned = len(cepsql.match_recognize(query, t=df))
+        assert f"    {name}: {fed[name]:,} -> {returned:,}\n" in analyzed
+    assert "time in tasks:    shuffle+sort" in analyzed and "the pass's job:" in analyzed
+    assert "rows read" not in spark.cep.sql("EXPLAIN WORKLOAD eaw_ticks").collect()[0][0]
 
 
 def test_spark_figures_equal_in_process(spark, capsys):

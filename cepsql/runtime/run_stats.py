@@ -26,8 +26,8 @@ from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.runtime.worker import row_changes
 
-__all__ = ["ClauseStatistics", "GroupSizes", "PositionalCounts", "RunStatistics", "STAGES",
-           "merge_counters"]
+__all__ = ["ClauseStatistics", "GroupSizes", "PassStatistics", "PositionalCounts",
+           "RunStatistics", "STAGES", "merge_counters", "skew"]
 
 #: the stages EXPLAIN ANALYZE times, in pipeline order
 STAGES = ("input", "shuffle+sort", "evaluation", "output")
@@ -65,10 +65,7 @@ class ClauseStatistics:
 
     def skew(self) -> tuple[int, float] | None:
         """(largest partition's rows, median partition's rows); None without partitions."""
-        if not self.partition_rows:
-            return None
-        sizes = np.asarray(self.partition_rows)
-        return int(sizes.max()), float(np.median(sizes))
+        return skew(self.partition_rows)
 
 
 @dataclass
@@ -85,6 +82,14 @@ class RunStatistics:
     def last(self) -> Counters:
         """The counters of the clause that ran last ({} when none ran)."""
         return self.clauses[-1].counters if self.clauses else {}
+
+
+def skew(partition_rows: list[int]) -> tuple[int, float] | None:
+    """(largest partition's rows, median partition's rows); None without partitions."""
+    if not partition_rows:
+        return None
+    sizes = np.asarray(partition_rows)
+    return int(sizes.max()), float(np.median(sizes))
 
 
 def merge_counters(runs: list[Counters | None]) -> Counters:
@@ -104,6 +109,22 @@ def merge_counters(runs: list[Counters | None]) -> Counters:
             else:
                 merged[key] = merged[key] + value
     return merged
+
+
+@dataclass
+class PassStatistics:
+    """One shared workload pass (EXPLAIN ANALYZE WORKLOAD): the rows it read from its
+    source, per partitioning group the rows kept by the group's relevance filter (None:
+    no filter, every row), per clause in the pass (view, rows fed to it, rows it
+    returned), and the time: its tasks' per stage (STAGES but input, summed over the
+    tasks) and the wall time of its Spark job."""
+    source: str
+    rows_read: int | None = None
+    group_rows: list[int | None] = field(default_factory=list)
+    partition_rows: list[int] = field(default_factory=list)  # rows per PARTITION BY group
+    clauses: list[tuple[str, int | None, int | None]] = field(default_factory=list)
+    task_seconds: dict[str, float] = field(default_factory=dict)
+    seconds: float | None = None
 
 
 class GroupSizes:

@@ -38,7 +38,7 @@ from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_in
     co_located, relevant_rows
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 
-__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN"]
+__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN", "analyzed_schema"]
 
 STATS_COLUMN = "__cep_task_stats"
 
@@ -52,12 +52,13 @@ class AnalyzedWorker:
         self.worker = worker
         self.schema = schema  # the analyzed output schema (analyzed_schema)
         self.partition_columns = partition_columns
-        self.spec = spec  # the clause (its DEFINE conjuncts are counted)
+        self.spec = spec  # the clause (its DEFINE conjuncts are counted; None: none)
         self.ansi = ansi  # the session's spark.sql.ansi.enabled
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sizes = GroupSizes(self.partition_columns)
-        held = PositionalCounts(self.spec, self.partition_columns, self.ansi)
+        held = None if self.spec is None else \
+            PositionalCounts(self.spec, self.partition_columns, self.ansi)
         seconds = {"input": 0.0, "output": 0.0}
         rows = 0
 
@@ -71,7 +72,8 @@ class AnalyzedWorker:
                 if batch is None:
                     return
                 sizes.add(batch)
-                held.add(batch)
+                if held is not None:
+                    held.add(batch)
                 rows += batch.num_rows
                 yield batch
 
@@ -84,7 +86,7 @@ class AnalyzedWorker:
         total = time.perf_counter() - started
         seconds["evaluation"] = total - seconds["input"] - seconds["output"]
         report = {"rows": rows, "groups": sizes.sizes(), "seconds": seconds,
-                  "variables": held.counts(),
+                  "variables": {} if held is None else held.counts(),
                   "counters": _plain(getattr(self.worker, "last_stats", None) or {})}
         yield pa.RecordBatch.from_arrays(
             [pa.nulls(1, f.type) for f in self.schema][:-1] + [pa.array([json.dumps(report)])],
