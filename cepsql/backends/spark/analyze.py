@@ -38,7 +38,7 @@ from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_in
     co_located, relevant_rows
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 
-__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN", "analyzed_schema"]
+__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN", "analyzed_schema", "session_ansi"]
 
 STATS_COLUMN = "__cep_task_stats"
 
@@ -93,6 +93,11 @@ class AnalyzedWorker:
             schema=self.schema)
 
 
+def session_ansi(spark) -> bool:
+    """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
+    return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
+
+
 def analyzed_schema(worker_schema: pa.Schema) -> pa.Schema:
     """The worker's schema, every column nullable (the stats row), plus STATS_COLUMN."""
     return pa.schema([f.with_nullable(True) for f in worker_schema]
@@ -128,8 +133,8 @@ class SparkAnalysis:
         if sort:
             df = df.sortWithinPartitions(*sort)
         schema = analyzed_schema(bound.worker_schema)
-        ansi = options_from_conf(lambda k: df.sparkSession.conf.get(k, None)).ansi
-        worker = AnalyzedWorker(bound.worker, schema, plan.partition_columns, plan.spec, ansi)
+        worker = AnalyzedWorker(bound.worker, schema, plan.partition_columns, plan.spec,
+                                session_ansi(df.sparkSession))
         out = map_in_arrow(df, worker, from_arrow_schema(schema))
         out = out.observe(seen["tasks"], F.collect_list(column(STATS_COLUMN)).alias("tasks"),
                           F.count_if(column(STATS_COLUMN).isNull()).alias("rows"))

@@ -66,7 +66,6 @@ from cepsql.exprs.spark_conf import conf_snapshot, conf_value
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
 from cepsql.stats.worker import worker_sample_rows
-from cepsql.planning.options import options_from_conf
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    task_group, unshared_reason)
@@ -80,6 +79,7 @@ from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, default_planner, rewrite, run_sql
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.strict_breaks import with_global_breaks
+from cepsql.backends.spark.analyze import session_ansi
 from cepsql.backends.spark.workload_analyze import PassAnalysis
 from cepsql.backends.spark.streams import StreamRunner, require_streams
 
@@ -671,7 +671,7 @@ def _pass_frame(source: DataFrame, shared: SharedPass, analysis: PassAnalysis | 
                 ) -> DataFrame:
     """The tagged rows of a planned pass over source (binds ``shared``); with
     ``analysis`` (EXPLAIN ANALYZE WORKLOAD) its rows and tasks observed."""
-    ansi = _session_ansi(source.sparkSession)
+    ansi = session_ansi(source.sparkSession)
     if analysis is not None:
         source = analysis.observe_source(source)
     inputs, late_columns, computed, schemas = [], [], [], []
@@ -719,11 +719,6 @@ def _prepare_split(group) -> tuple[list, list]:
     for name, expr in group.prepare:
         (early if everything_early or name in keys else late).append((name, expr))
     return early, late
-
-
-def _session_ansi(spark: SparkSession) -> bool:
-    """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
-    return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
 
 
 def _late_columns(df: DataFrame, late: list, ansi: bool = True
