@@ -79,9 +79,8 @@ class PositionalConjunct(NamedTuple):
     """A DEFINE conjunct that reads only its variable's current row and rows at constant
     physical offsets from it (PREV/NEXT): its truth at a row does not depend on the match
     being built, so it can be counted over the sorted partitions (EXPLAIN ANALYZE)."""
-    written: Expr  # as in the DEFINE (for its text)
-    bound: Expr    # every read a RowValue of the current row moved by ref.physical_offset
-    text: str      # short SQL-like text (analyze/conjuncts.py describe_conjunct)
+    bound: Expr  # every read a RowValue of the current row moved by ref.physical_offset
+    text: str    # short SQL-like text of it as written (conjuncts.describe_conjunct)
 
 
 def positional_conjuncts(spec: MatchRecognizeSpec) -> dict[str, list[PositionalConjunct]]:
@@ -94,8 +93,8 @@ def positional_conjuncts(spec: MatchRecognizeSpec) -> dict[str, list[PositionalC
     out: dict[str, list[PositionalConjunct]] = {}
     for var in spec.variables:
         cond = spec.defines.get(var)
-        out[var] = [PositionalConjunct(c, bind_rows(c, in_define=True, final_default=False,
-                                                    known_vars=known), _unwrapped(c))
+        out[var] = [PositionalConjunct(bind_rows(c, in_define=True, final_default=False,
+                                                 known_vars=known), _unwrapped(c))
                     for c in ([] if cond is None else split_conjuncts(cond))
                     if _offsets_read(c, var, known) is not None and not _always_true(c)]
     return out
