@@ -11,6 +11,7 @@ import pytest
 
 import cepsql
 from cepsql.api.cli import run_script
+from cepsql.errors import CepUnsupportedError
 from cepsql.backends.local.engine import run_local
 from cepsql.parse import (explain_analyze, explain_format, find_match_recognize,
                           parse_explain, parse_explain_workload)
@@ -198,6 +199,9 @@ def test_parse_explain_analyze():
     assert parse_explain_workload(stmt) == (["v1", "v2"], stmt.index("(")) \
         and explain_analyze(stmt)
     assert not explain_analyze("EXPLAIN WORKLOAD ticks")
+    with pytest.raises(CepUnsupportedError, match="spark.cep.sql") as err:
+        cepsql.explain_query("EXPLAIN ANALYZE WORKLOAD t", t=_ticks(3))
+    assert "line 1, column 26" in str(err.value)  # at the workload's name
 
 
 def test_explain_analyze_workload_counts_the_pass(spark):
