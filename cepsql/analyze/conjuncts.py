@@ -87,7 +87,7 @@ def analyze_defines(spec: MatchRecognizeSpec) -> ConditionSplit:
 
 def _classify(var: str, conjunct: Expr, split: ConditionSplit, order: dict[str, int],
               known: set[str]) -> None:
-    label = f"{var}: {_describe(conjunct)}"
+    label = f"{var}: {describe_conjunct(conjunct)}"
     try:
         bound = bind_rows(conjunct, in_define=True, final_default=False, known_vars=known)
     except CepError:
@@ -150,7 +150,7 @@ def _columns_to(expr: Expr, side: str, split: ConditionSplit) -> Expr:
     return rebuild(expr, [_columns_to(k, side, split) for k in kids]) if kids else expr
 
 
-def _describe(expr: Expr) -> str:
+def describe_conjunct(expr: Expr) -> str:
     """Short SQL-like text of a conjunct for notes (EXPLAIN shows them)."""
     text = _text(expr)
     return text if len(text) <= 120 else text[:117] + "..."

@@ -16,6 +16,8 @@ variable has no row-local conjunct (it may take any row).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Classifier, Expr,
                                    GatheredAggregate, Literal, MatchNumber, Navigation,
                                    RowValue, ScalarSubquery, walk)
@@ -23,7 +25,7 @@ from cepsql.algebra.rowrefs import bind_rows
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepError
 from cepsql.analyze.decompose import zero_divisor_guard
-from cepsql.analyze.conjuncts import split_conjuncts, strip_row_values
+from cepsql.analyze.conjuncts import describe_conjunct, split_conjuncts, strip_row_values
 from cepsql.exprs.spark_sql import to_spark_sql
 
 #: strategies under which a row no variable can take changes nothing
@@ -73,6 +75,37 @@ def row_local_conjuncts(spec: MatchRecognizeSpec) -> dict[str, list[Expr]]:
     return out
 
 
+class PositionalConjunct(NamedTuple):
+    """A DEFINE conjunct that reads only its variable's current row and rows at constant
+    physical offsets from it (PREV/NEXT): its truth at a row does not depend on the match
+    being built, so it can be counted over the sorted partitions (EXPLAIN ANALYZE)."""
+    bound: Expr  # every read a RowValue of the current row moved by ref.physical_offset
+    text: str    # short SQL-like text of it as written (conjuncts.describe_conjunct)
+
+
+def positional_conjuncts(spec: MatchRecognizeSpec) -> dict[str, list[PositionalConjunct]]:
+    """Per variable (NOT variables included), the conjuncts of its DEFINE that read only
+    its current row and PREV/NEXT of it with constant offsets ([] when none): a superset
+    of row_local_conjuncts. A row where not all are TRUE is never taken by the variable;
+    EXPLAIN ANALYZE counts the rows where they all are. (The relevance filter does not use
+    them: a filtered row would move PREV/NEXT.)"""
+    known = set(spec.variables) | set(spec.subsets)
+    out: dict[str, list[PositionalConjunct]] = {}
+    for var in spec.variables:
+        cond = spec.defines.get(var)
+        out[var] = [PositionalConjunct(bind_rows(c, in_define=True, final_default=False,
+                                                 known_vars=known), _unwrapped(c))
+                    for c in ([] if cond is None else split_conjuncts(cond))
+                    if _offsets_read(c, var, known) is not None and not _always_true(c)]
+    return out
+
+
+def _unwrapped(conjunct: Expr) -> str:
+    """describe_conjunct's text without the parentheses around the whole conjunct."""
+    text = describe_conjunct(conjunct)
+    return text[1:-1] if isinstance(conjunct, BinaryOp) and text.endswith(")") else text
+
+
 def row_local_condition(conjuncts: list[Expr]) -> Expr | None:
     """The AND of row_local_conjuncts' list for one variable (None when it is empty)."""
     return _join("AND", conjuncts) if conjuncts else None
@@ -111,20 +144,31 @@ def _keeps_every_row(spec: MatchRecognizeSpec,
 
 def _row_local(conjunct: Expr, var: str, known: set[str]) -> bool:
     """Whether the conjunct reads nothing but var's current row (plain columns of it)."""
+    offsets = _offsets_read(conjunct, var, known)
+    return offsets is not None and offsets <= {0}
+
+
+def _offsets_read(conjunct: Expr, var: str, known: set[str]) -> set[int] | None:
+    """The physical offsets from var's current row that the conjunct reads (0: the row
+    itself, -k: PREV(.., k), +k: NEXT(.., k)); None when it reads anything else (another
+    variable's rows, FIRST/LAST steps, aggregates, CLASSIFIER, MATCH_NUMBER, subqueries),
+    which depends on the match being built."""
     try:
         bound = bind_rows(conjunct, in_define=True, final_default=False, known_vars=known)
     except CepError:
-        return False
+        return None
+    offsets: set[int] = set()
     for node in walk(bound):
         if isinstance(node, (Aggregate, AggregateValue, GatheredAggregate, MatchNumber,
                              Classifier, Navigation, ScalarSubquery)):
-            return False
+            return None
         if isinstance(node, RowValue):
             ref = node.ref
             if ref.var not in (None, var) or ref.logical != "LAST" or ref.logical_offset \
-                    or ref.physical_offset:
-                return False
-    return True
+                    or ref.final:
+                return None
+            offsets.add(ref.physical_offset)
+    return offsets
 
 
 def _always_true(conjunct: Expr) -> bool:

@@ -338,8 +338,10 @@ class CepSession:
 
     def _explain_workload(self, stmt: str, target: tuple) -> str:
         names, pos = target
+        is_analyze = getattr(self._dialect, "explain_analyze", None)
         try:
-            return self.workload(names).explain()
+            return self.workload(names).explain(
+                analyze=is_analyze is not None and is_analyze(stmt))
         except CepAnalysisError as e:
             raise CepAnalysisError(e.message, sql=stmt, pos=pos) from None
 

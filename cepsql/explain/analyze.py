@@ -7,12 +7,13 @@ Rendered after the clause's EXPLAIN block, so the estimates and the measured fig
 read side by side; ``analyze_labels`` gives the short figures drawn on the plan SVG."""
 from __future__ import annotations
 
+from cepsql.analyze.relevance import positional_conjuncts, row_local_conjuncts
 from cepsql.compile.query_plan import CepExplainFacts, QueryPlan
 from cepsql.explain.clause import explain_clause
 from cepsql.explain.summary import summarize
-from cepsql.runtime.run_stats import STAGES, ClauseStatistics
+from cepsql.runtime.run_stats import STAGES, ClauseStatistics, PassStatistics, skew as skew_of
 
-__all__ = ["analyze_block", "analyze_labels", "clause_blocks"]
+__all__ = ["analyze_block", "analyze_labels", "clause_blocks", "pass_block"]
 
 
 def clause_blocks(recorded: list[tuple[object, QueryPlan]],
@@ -63,7 +64,7 @@ def analyze_block(plan: QueryPlan, stats: ClauseStatistics) -> str:
             and getattr(plan.spec, "strategy", None) is not None:
         lines.append("  rows kept:        every row (no relevance filter)")
     lines += _variable_lines(plan, stats, estimates)
-    lines += _partition_lines(stats)
+    lines += _partition_lines(stats.partition_rows)
     lines += _counter_lines(stats.counters)
     lines += _plan_lines(plan, stats.counters)
     lines.append(f"  output rows:      {_n(stats.output_rows)}")
@@ -101,30 +102,69 @@ def _statistics(plan: QueryPlan):
 
 
 def _variable_lines(plan: QueryPlan, stats: ClauseStatistics, estimates) -> list[str]:
+    """Per variable, the rows where its DEFINE's conjuncts that read only the current row
+    and PREV/NEXT of it all hold, naming them; the planner's estimate beside it when they
+    are all single-row (what the estimate is of)."""
     if not stats.variable_rows:
         return []
     base = stats.rows_relevant if stats.rows_relevant is not None else stats.rows_read
-    lines = ["  rows per variable whose single-row DEFINE part holds:"]
+    lines = ["  rows per variable where its DEFINE conjuncts on the row and PREV/NEXT of "
+             "it hold:"]
     unary = getattr(estimates, "unary_selectivity", {}) or {}
-    sample_base = stats.rows_read
+    counted = positional_conjuncts(plan.spec) if plan.spec is not None else {}
+    single = row_local_conjuncts(plan.spec) if plan.spec is not None else {}
     for var, held in stats.variable_rows.items():
+        conjuncts = counted.get(var, [])
+        if not conjuncts:
+            lines.append(f"    {var}: not counted (every DEFINE conjunct reads the match "
+                         "being built)")
+            continue
+        texts = " AND ".join(c.text for c in conjuncts)
         if held is None:
-            lines.append(f"    {var}: no single-row part (its DEFINE is checked per thread)")
+            lines.append(f"    {var}: not counted ({texts} cannot be evaluated vectorised)")
             continue
         est = ""
-        if var in unary and sample_base is not None:
-            est = f"  [{_n(round(unary[var] * sample_base))}]"
-        lines.append(f"    {var}: {_n(held)}{_share(held, base)}{est}")
+        if var in unary and stats.rows_read is not None \
+                and len(single.get(var, [])) == len(conjuncts):
+            est = f"  [{_n(round(unary[var] * stats.rows_read))}]"
+        lines.append(f"    {var}: {_n(held)} of {_n(base)} rows{_share(held, base)} "
+                     f"satisfy {texts}{est}")
     return lines
 
 
-def _partition_lines(stats: ClauseStatistics) -> list[str]:
-    skew = stats.skew()
+def pass_block(stats: PassStatistics, unmeasured: list[str] = ()) -> str:
+    """The "Analyze" lines of one shared workload pass (EXPLAIN ANALYZE WORKLOAD);
+    ``unmeasured``: views whose clauses run on their own, outside the pass."""
+    read = stats.rows_read
+    lines = [f"Analyze (the pass over {stats.source}, measured in this run):",
+             f"  rows read:        {_n(read)}"]
+    for k, kept in enumerate(stats.group_rows, 1):
+        lines.append(f"  group {k} kept:     " + ("every row (no relevance filter)"
+                     if kept is None else f"{_n(kept)}{_share(kept, read)} by its "
+                     "relevance filter"))
+    lines += _partition_lines(stats.partition_rows)
+    lines.append("  per clause (view: rows fed to it -> rows it returned):")
+    lines += [f"    {view}: {_n(rows_in)} -> {_n(rows_out)}"
+              for view, rows_in, rows_out in stats.clauses]
+    lines += [f"    {view}: runs on its own after the pass (not measured here: EXPLAIN "
+              "ANALYZE its query)" for view in unmeasured]
+    if stats.task_seconds:
+        times = ", ".join(f"{stage} {stats.task_seconds[stage]:.3f} s" for stage in STAGES
+                          if stage in stats.task_seconds)
+        lines.append(f"  time in tasks:    {times} (summed over the tasks)")
+    if stats.seconds is not None:
+        lines.append(f"  the pass's job:   {stats.seconds:.3f} s wall (scan, shuffle, sort, "
+                     "evaluation)")
+    return "\n".join(lines)
+
+
+def _partition_lines(partition_rows: list[int]) -> list[str]:
+    skew = skew_of(partition_rows)
     if skew is None:
         return ["  partitions:       0"]
     largest, median = skew
     ratio = f" ({largest / median:.1f}x the median)" if median else ""
-    line = (f"  partitions:       {_n(stats.partitions)}; largest {_n(largest)} rows, "
+    line = (f"  partitions:       {_n(len(partition_rows))}; largest {_n(largest)} rows, "
             f"median {median:,.1f}{ratio}")
     return [line]
 

@@ -516,12 +516,15 @@ def _explain_head(stmt: str) -> tuple[bool, str, int] | None:
 
 
 def parse_explain_workload(stmt: str) -> tuple[str | list[str], int] | None:
-    """``EXPLAIN WORKLOAD source`` (also ``'source'``) or ``EXPLAIN WORKLOAD (v1, v2)`` ->
-    (source name or list of view names, offset of the name), else None."""
+    """``EXPLAIN [ANALYZE] WORKLOAD source`` (also ``'source'``) or ``EXPLAIN [ANALYZE]
+    WORKLOAD (v1, v2)`` -> (source name or list of view names, offset of the name), else
+    None (explain_analyze tells whether ANALYZE was written)."""
     i = skip_space(stmt, 0)
     if word_at(stmt, i).upper() != "EXPLAIN":
         return None
     i = skip_space(stmt, i + len("EXPLAIN"))
+    if word_at(stmt, i).upper() == "ANALYZE":
+        i = skip_space(stmt, i + len("ANALYZE"))
     if word_at(stmt, i).upper() != "WORKLOAD":
         return None
     at = skip_space(stmt, i + len("WORKLOAD"))

@@ -30,7 +30,6 @@ from cepsql.parse.splice import is_select_star_from, normalize_name, strip_paren
 from cepsql.parse.statements import clause_output_names
 from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
 from cepsql.exprs.spark_sql import quote_identifier
-from cepsql.analyze.relevance import row_local_condition, row_local_conjuncts
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
 from cepsql.stats import CACHE
 from cepsql.planning.options import current_options
@@ -38,7 +37,7 @@ from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.runtime.error_position import located_run_error
 from cepsql.runtime.ordering import comparable, sort_indices
-from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, RunStatistics
+from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, PositionalCounts, RunStatistics
 from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.backends.local.duck import run_duckdb
 from cepsql.backends.local.plan_cache import PLANS, CachedPlan, StatisticsProbe
@@ -417,7 +416,6 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     if stats is not None:
         if plan.relevance_filter is not None:
             stats.rows_relevant = table.num_rows
-        stats.variable_rows = variable_rows(plan.spec, table)
     prepared = table
     for name, expr in plan.prepare_columns:
         prepared = prepared.append_column(name, evaluate_arrow(expr, table))
@@ -433,6 +431,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
     ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads) \
         if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
+    ordered = None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
         if stats is not None:
             stats.partition_rows = [int(c) for c in np.bincount(ranks) if c]
@@ -459,6 +458,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                                   names=names)
     clock.lap("output")
     if stats is not None:
+        stats.variable_rows = variable_rows(plan, prepared, ordered, keys)  # not timed
         stats.output_rows = result.num_rows
         if shape is not None:
             stats.notes.append("sequence fast path (backends/local/sequence.py): it keeps "
@@ -466,25 +466,18 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     return result
 
 
-def variable_rows(spec, table: pa.Table) -> dict[str, int | None]:
-    """Per variable, the rows of table where the row-local part of its DEFINE is TRUE
-    (None: it has none, or it cannot be evaluated vectorised here)."""
-    out: dict[str, int | None] = {}
-    for var, conjuncts in row_local_conjuncts(spec).items():
-        cond = row_local_condition(conjuncts)
-        if cond is None or table.num_rows == 0:
-            out[var] = None if cond is None else 0
-            continue
-        try:
-            held = evaluate_arrow(cond, table)
-        except CepError:
-            out[var] = None
-            continue
-        if isinstance(held, pa.Scalar):
-            out[var] = table.num_rows if held.as_py() is True else 0
-        else:
-            out[var] = int(pc.sum(pc.fill_null(held, False).cast(pa.int64())).as_py() or 0)
-    return out
+def variable_rows(plan: QueryPlan, prepared: pa.Table, ordered: pa.Table | None,
+                  keys: list[SortColumn]) -> dict[str, int | None]:
+    """Per variable, the rows of the clause's input where the conjuncts of its DEFINE
+    that read only the current row and PREV/NEXT of it all hold (runtime/run_stats.py
+    PositionalCounts), in the engine's order (``ordered``: the sorted input, None when
+    it was sorted per slice: then sorted here if some conjunct reads PREV/NEXT)."""
+    counts = PositionalCounts(plan.spec, plan.partition_columns)
+    if ordered is None:
+        ordered = sort_for_matching(prepared, keys, plan) if counts.reads_neighbours \
+            else prepared
+    counts.add(ordered)
+    return counts.counts()
 
 
 class _Stages:

@@ -4,6 +4,7 @@ dropped) and each clause's block adds what the run measured (explain/analyze.py)
 from __future__ import annotations
 
 from cepsql import parse
+from cepsql.errors import CepUnsupportedError
 from cepsql.compile.clause import plan_query
 from cepsql.explain.analyze import clause_blocks
 from cepsql.explain.svg import clauses_svg
@@ -20,6 +21,13 @@ def explain_query(query: str, analyze: bool = False, *, file: str | None = None,
     ``analyze`` (or ANALYZE) runs it and reports rows, partitions, the evaluator's
     counters and time per stage next to the estimates. FORMAT SVG returns the plans
     drawn (with the measured figures under ANALYZE); ``file`` (.svg) also writes them."""
+    workload = parse.parse_explain_workload(query)
+    if workload is not None:
+        raise CepUnsupportedError(
+            "EXPLAIN [ANALYZE] WORKLOAD describes the pattern views of a Spark session: run "
+            "it through spark.cep.sql or the cepsql command line; in-process, explain each "
+            "view's query with cepsql.explain_query(query, analyze=True)",
+            sql=query, pos=workload[1])
     explained = parse.parse_explain(query)
     if explained is not None:
         analyze = analyze or parse.explain_analyze(query)

@@ -5,13 +5,14 @@ work on classic sessions and on Spark Connect alike (no accumulators; ``DataFram
 metrics, delivered with the action's result):
 
 * the clause's input observed: rows read;
-* the prepared input (after the relevance filter) observed: rows kept, and per
-  variable the rows where the single-row part of its DEFINE is TRUE;
+* the prepared input (after the relevance filter) observed: rows kept;
 * every task's worker is wrapped (``AnalyzedWorker``): it counts the rows and
-  PARTITION BY groups it is fed and times the task's stages (waiting for its sorted
-  input, evaluation, handing the output on), and after its stream one extra row carries
-  that and the evaluator's counters as JSON in ``STATS_COLUMN``; the rows are collected
-  by an observed ``collect_list`` and filtered out before the final projection.
+  PARTITION BY groups it is fed, per variable the rows where its DEFINE's conjuncts on
+  the current row and PREV/NEXT of it hold (run_stats.PositionalCounts: the task sees
+  its groups sorted, as the evaluator does) and times the task's stages (waiting for its
+  sorted input, evaluation, handing the output on), and after its stream one extra row
+  carries that and the evaluator's counters as JSON in ``STATS_COLUMN``; the rows are
+  collected by an observed ``collect_list`` and filtered out before the final projection.
 
 The ordinary path (``run_plan``) is untouched: the evaluators' counters are always on."""
 from __future__ import annotations
@@ -25,18 +26,19 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from cepsql.analyze.relevance import row_local_condition, row_local_conjuncts
-from cepsql.errors import CepError, CepUnsupportedError
+from cepsql.errors import CepUnsupportedError
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.compile.query_plan import QueryPlan
-from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, RunStatistics
+from cepsql.planning.options import options_from_conf
+from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, PositionalCounts, \
+    RunStatistics
 from cepsql.runtime.workers import bind_worker
-from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
+from cepsql.backends.spark.columns import column, shuffle_partitions, sort_column
 from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input, \
     co_located, relevant_rows
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 
-__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN"]
+__all__ = ["AnalyzedWorker", "SparkAnalysis", "STATS_COLUMN", "analyzed_schema", "session_ansi"]
 
 STATS_COLUMN = "__cep_task_stats"
 
@@ -45,13 +47,18 @@ class AnalyzedWorker:
     """A plan's worker that also reports, per task, what it was fed and counted (one
     extra output row, STATS_COLUMN set, every other column NULL)."""
 
-    def __init__(self, worker, schema: pa.Schema, partition_columns: list[str]):
+    def __init__(self, worker, schema: pa.Schema, partition_columns: list[str], spec,
+                 ansi: bool):
         self.worker = worker
         self.schema = schema  # the analyzed output schema (analyzed_schema)
         self.partition_columns = partition_columns
+        self.spec = spec  # the clause (its DEFINE conjuncts are counted; None: none)
+        self.ansi = ansi  # the session's spark.sql.ansi.enabled
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sizes = GroupSizes(self.partition_columns)
+        held = None if self.spec is None else \
+            PositionalCounts(self.spec, self.partition_columns, self.ansi)
         seconds = {"input": 0.0, "output": 0.0}
         rows = 0
 
@@ -65,6 +72,8 @@ class AnalyzedWorker:
                 if batch is None:
                     return
                 sizes.add(batch)
+                if held is not None:
+                    held.add(batch)
                 rows += batch.num_rows
                 yield batch
 
@@ -77,10 +86,16 @@ class AnalyzedWorker:
         total = time.perf_counter() - started
         seconds["evaluation"] = total - seconds["input"] - seconds["output"]
         report = {"rows": rows, "groups": sizes.sizes(), "seconds": seconds,
+                  "variables": {} if held is None else held.counts(),
                   "counters": _plain(getattr(self.worker, "last_stats", None) or {})}
         yield pa.RecordBatch.from_arrays(
             [pa.nulls(1, f.type) for f in self.schema][:-1] + [pa.array([json.dumps(report)])],
             schema=self.schema)
+
+
+def session_ansi(spark) -> bool:
+    """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
+    return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
 
 
 def analyzed_schema(worker_schema: pa.Schema) -> pa.Schema:
@@ -108,8 +123,7 @@ class SparkAnalysis:
         df = df.observe(seen["input"], F.count(F.lit(1)).alias("rows"))
         relevance = plan.relevance_filter is not None and relevant_rows(df, plan) is not df
         df = prepared_input(df, plan)
-        df = df.observe(seen["kept"], F.count(F.lit(1)).alias("rows"),
-                        *_variable_counts(plan))
+        df = df.observe(seen["kept"], F.count(F.lit(1)).alias("rows"))
         if plan.break_column is not None:
             df = with_global_breaks(df, plan, shuffle_partitions(df))
         bound = bind_worker(plan, arrow_schema(df))
@@ -119,8 +133,9 @@ class SparkAnalysis:
         if sort:
             df = df.sortWithinPartitions(*sort)
         schema = analyzed_schema(bound.worker_schema)
-        out = map_in_arrow(df, AnalyzedWorker(bound.worker, schema, plan.partition_columns),
-                           from_arrow_schema(schema))
+        worker = AnalyzedWorker(bound.worker, schema, plan.partition_columns, plan.spec,
+                                session_ansi(df.sparkSession))
+        out = map_in_arrow(df, worker, from_arrow_schema(schema))
         out = out.observe(seen["tasks"], F.collect_list(column(STATS_COLUMN)).alias("tasks"),
                           F.count_if(column(STATS_COLUMN).isNull()).alias("rows"))
         out = out.where(column(STATS_COLUMN).isNull()).drop(STATS_COLUMN)
@@ -144,10 +159,9 @@ class SparkAnalysis:
             kept = seen["kept"].get
             if relevance:
                 record.rows_relevant = int(kept["rows"])
-            record.variable_rows = {var: (None if f"v_{k}" not in kept else int(kept[f"v_{k}"]))
-                                    for k, var in enumerate(row_local_conjuncts(plan.spec))}
             tasks = seen["tasks"].get
             reports = [json.loads(t) for t in tasks["tasks"] or []]
+            record.variable_rows = _summed([r["variables"] for r in reports], plan)
             record.record([r["counters"] for r in reports])
             record.partition_rows = [g for r in reports for g in r["groups"]]
             for r in reports:
@@ -157,19 +171,14 @@ class SparkAnalysis:
         return self.stats
 
 
-def _variable_counts(plan: QueryPlan) -> list:
-    """Per variable with a single-row DEFINE part, the rows where it is TRUE (v_<k>)."""
-    out = []
-    for k, conjuncts in enumerate(row_local_conjuncts(plan.spec).values()):
-        cond = row_local_condition(conjuncts)
-        if cond is None:
-            continue
-        try:
-            held = expression(cond)
-        except CepError:
-            continue
-        out.append(F.count_if(F.coalesce(held, F.lit(False))).alias(f"v_{k}"))
-    return out
+def _summed(per_task: list[dict], plan: QueryPlan) -> dict[str, int | None]:
+    """The tasks' per-variable counts added up (None where a task could not count; a
+    clause no task ran, as over an empty input, counts 0 where a conjunct exists)."""
+    total = PositionalCounts(plan.spec, plan.partition_columns).counts()
+    for counts in per_task:
+        for var, held in counts.items():
+            total[var] = None if held is None or total[var] is None else total[var] + held
+    return total
 
 
 def _plain(counters: dict) -> dict:

@@ -56,7 +56,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, Dat
                                MapType, NullType, ShortType, StringType, StructType,
                                TimestampNTZType, TimestampType)
 
-from cepsql.errors import CepAnalysisError, CepError
+from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
 from cepsql.algebra.expressions import FIELD_ACCESS, ColumnRef, Expr, FunctionCall, Literal, children
 from cepsql.algebra.rowrefs import rebuild
 from cepsql.parse import parse_create_view
@@ -66,11 +66,11 @@ from cepsql.exprs.spark_conf import conf_snapshot, conf_value
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
 from cepsql.stats.worker import worker_sample_rows
-from cepsql.planning.options import options_from_conf
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    task_group, unshared_reason)
 from cepsql.explain.summary import summarize
+from cepsql.explain.analyze import pass_block
 from cepsql.explain.workload import describe_workload, workload_svg
 from cepsql.backends.spark.columns import expression, shuffle_partitions, sort_column
 from cepsql.backends.spark.execute import (RELEVANCE_CONF, co_located, final_frame, map_in_arrow,
@@ -79,6 +79,8 @@ from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, default_planner, rewrite, run_sql
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.strict_breaks import with_global_breaks
+from cepsql.backends.spark.analyze import session_ansi
+from cepsql.backends.spark.workload_analyze import PassAnalysis
 from cepsql.backends.spark.streams import StreamRunner, require_streams
 
 __all__ = ["Workload", "sharing_settings"]
@@ -273,12 +275,16 @@ class Workload:
                                              "match_number bigint, measures variant")
         return reduce(DataFrame.unionByName, parts)
 
-    def explain(self, file: str | None = None) -> str:
+    def explain(self, file: str | None = None, analyze: bool = False) -> str:
         """The views, their partitioning groups, each group's global plan (multi-pattern
         graph, DAG with shared nodes marked, costs, search), which patterns run unshared
         and why, and each clause's own plan summary. ``file`` (a path ending in .svg)
-        also writes the global plans drawn as DAGs."""
+        also writes the global plans drawn as DAGs. ``analyze`` (EXPLAIN ANALYZE
+        WORKLOAD) runs each shared pass once more, measured, and adds its figures."""
         built = self._build()
+        if analyze and any(tagged.isStreaming for _, tagged in built.passes.values()):
+            raise CepUnsupportedError("EXPLAIN ANALYZE WORKLOAD runs batch workloads only "
+                                      "(this one reads a stream): use EXPLAIN WORKLOAD")
         if file is not None:
             self._write_svg(built, file)
         settings = sharing_settings(self._session.spark)
@@ -298,7 +304,25 @@ class Workload:
         for c in built.clauses:
             state = "in the shared pass" if c.index >= 0 else "runs on its own"
             lines.append(f"-- view {c.view} ({state}) --\n{summarize(c.plan.spec, c.plan)}")
+        if analyze:
+            lines += ["", "== Analyze =="] + self._analyzed(built)
         return "\n".join(lines)
+
+    def _analyzed(self, built: _Built) -> list[str]:
+        """Each shared pass run again, measured (workload_analyze.py), as text blocks."""
+        blocks = []
+        relevance = _relevance(self._session.spark) or (lambda plan: None)
+        for source, (shared, _) in built.passes.items():
+            clauses = [c for c in built.clauses if c.source == source and c.index >= 0]
+            analysis = PassAnalysis(source, shared, {c.index: c.view for c in clauses},
+                                    relevance)
+            analysis.run(_pass_frame(clauses[0].frame, shared, analysis))
+            alone = [c.view for c in built.clauses if c.source == source and c.index < 0]
+            blocks.append(pass_block(analysis.finish(), alone))
+        blocks += [f"view {c.view}: runs on its own, in no shared pass (not measured here: "
+                   "EXPLAIN ANALYZE its query)" for c in built.clauses
+                   if c.source not in built.passes]
+        return blocks
 
     @staticmethod
     def _write_svg(built, file: str) -> None:
@@ -639,12 +663,24 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
         return require_streams(streams).shared_pass(source, plans, sharing)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
-    ansi = _session_ansi(source.sparkSession)
+    tagged = _pass_frame(source, shared).persist(StorageLevel.MEMORY_AND_DISK)
+    return shared, tagged
+
+
+def _pass_frame(source: DataFrame, shared: SharedPass, analysis: PassAnalysis | None = None
+                ) -> DataFrame:
+    """The tagged rows of a planned pass over source (binds ``shared``); with
+    ``analysis`` (EXPLAIN ANALYZE WORKLOAD) its rows and tasks observed."""
+    ansi = session_ansi(source.sparkSession)
+    if analysis is not None:
+        source = analysis.observe_source(source)
     inputs, late_columns, computed, schemas = [], [], [], []
-    for group in shared.groups:
+    for k, group in enumerate(shared.groups):
         df = source
         if group.relevance:  # a row no pattern of the group can use is not shuffled
             df = df.where(" OR ".join(f"({to_spark_sql(e)})" for e in group.relevance))
+        if analysis is not None:
+            df = analysis.observe_group(k, df)
         early, late = _prepare_split(group)
         if early:
             df = df.select("*", *[expression(e).alias(n) for n, e in early])
@@ -656,7 +692,7 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
         computed.append(in_task)
         schemas.append(schema)
     shared.bind(schemas, compact=True)
-    spark_schema = from_arrow_schema(shared.output_schema)
+    schema = shared.output_schema if analysis is None else analysis.schema(shared)
     outputs = []
     for group, df, late, own in zip(shared.groups, inputs, late_columns, computed):
         df = co_located(df, group.partition_columns)
@@ -665,9 +701,11 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
             df = df.select("*", *late)
         worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
                                   slots=shared.slots, ansi=ansi)
-        outputs.append(map_in_arrow(df, worker, spark_schema))
-    tagged = reduce(DataFrame.unionByName, outputs).persist(StorageLevel.MEMORY_AND_DISK)
-    return shared, tagged
+        if analysis is not None:
+            worker = analysis.worker(worker, group)
+        outputs.append(map_in_arrow(df, worker, from_arrow_schema(schema)))
+    tagged = reduce(DataFrame.unionByName, outputs)
+    return tagged if analysis is None else analysis.observe_output(tagged)
 
 
 def _prepare_split(group) -> tuple[list, list]:
@@ -681,11 +719,6 @@ def _prepare_split(group) -> tuple[list, list]:
     for name, expr in group.prepare:
         (early if everything_early or name in keys else late).append((name, expr))
     return early, late
-
-
-def _session_ansi(spark: SparkSession) -> bool:
-    """The session's spark.sql.ansi.enabled, which the task's Arrow columns follow."""
-    return options_from_conf(lambda k: spark.conf.get(k, None)).ansi
 
 
 def _late_columns(df: DataFrame, late: list, ansi: bool = True
