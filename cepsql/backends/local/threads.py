@@ -29,6 +29,7 @@ from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.backends.local.sequence import SequenceShape, run_sequence
 from cepsql.runtime.run_stats import ClauseStatistics
+from cepsql.runtime.worker import MatchWorker
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition"]
@@ -215,7 +216,8 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                      *,
                      batch_rows: int = 65536, threads: int | None = None,
                      shape: SequenceShape | None = None,
-                     stats: ClauseStatistics | None = None) -> pa.Table:
+                     stats: ClauseStatistics | None = None,
+                     rank_column: str | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
     per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
@@ -223,7 +225,9 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     and in order; None when rows are in that order already) and streams them through
     its own copy of the worker: the sequence fast path reads the rows where they are,
     the general worker gets them taken once in that order. Outputs are concatenated in
-    slice order; the evaluators' counters go to stats."""
+    slice order; the evaluators' counters go to stats. ``rank_column`` names the column
+    the ranks encode: when it is the worker's one PARTITION BY column, the worker is told
+    where its groups change (from the ranks) instead of comparing the keys again."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
     order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
@@ -254,6 +258,7 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
             starts = np.r_[0, starts] if len(r) else starts
             return run_sequence(workers[k], prepared, shape, starts, rows)
         ordered = prepared.take(pa.array(rows)).combine_chunks()
+        _tell_groups(workers[k], ordered, rank_column, r)
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     outs = _on_threads(one, workers, threads)
     _record_stats(workers, stats)
@@ -262,3 +267,18 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                            f"thread: {sum(sort_seconds):.3f} s of thread time, inside "
                            "the evaluation stage")
     return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+
+def _tell_groups(worker, ordered: pa.Table, rank_column: str | None, ranks: np.ndarray
+                 ) -> None:
+    """Hand a slice's worker copy its group changes, read off the ranks of its rows (in
+    ``ordered``'s order): equal ranks are equal keys under the worker's own equality
+    (partition_ranks encodes only columns whose distinct values are its groups)."""
+    config = getattr(worker, "config", None)
+    if rank_column is None or not isinstance(worker, MatchWorker) \
+            or list(getattr(config, "partition_columns", ())) != [rank_column] \
+            or ordered.num_rows == 0:
+        return
+    changes = np.zeros(len(ranks), dtype=bool)
+    changes[1:] = ranks[1:] != ranks[:-1]
+    worker.know_group_changes(ordered.column(rank_column).chunk(0), changes)

@@ -1,0 +1,61 @@
+"""The fixed cost of a small in-process call (issue 25 point 4): conversions and work the
+in-process path skips must leave every row as it was."""
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import cepsql
+import cepsql.runtime.worker as worker_module
+from cepsql.backends.local.engine import to_arrow
+
+QUERY = """
+SELECT * FROM t MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY ts
+  MEASURES MATCH_NUMBER() AS mn, FIRST(A.ts) AS s, LAST(B.ts) AS e
+  ONE ROW PER MATCH
+  PATTERN (A B+)
+  DEFINE B AS B.v > PREV(B.v)
+)
+"""
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "k": ["x", "y", None, "x", "y", None, "x", "y", None, "x"],
+        "ts": list(range(10)),
+        "v": [1.0, 2.0, 3.0, 2.0, 3.0, 4.0, 3.0, 1.0, 5.0, 4.0],
+    })
+
+
+def test_plain_frames_convert_as_from_pandas_does():
+    frame = pd.DataFrame({
+        "s": ["a", None, "c"], "i": pd.array([1, None, 3], dtype="Int64"),
+        "f": [1.5, np.nan, 3.0], "b": [True, False, True],
+        "c": pd.Categorical(["u", "v", "u"]),
+        "tz": pd.to_datetime(["2024-01-01", "2024-01-02", None]).tz_localize("UTC"),
+        "ns": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]),
+        "o": [b"x", None, b"z"],
+    }, index=[10, 20, 30])
+    for df in (frame, frame.iloc[1:], frame.rename(columns={"s": 1})):
+        want = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+        got = to_arrow(df)
+        assert got.schema.equals(want.schema) and got.equals(want)
+
+
+def test_duplicate_column_names_are_still_refused():
+    with pytest.raises(ValueError):
+        to_arrow(pd.DataFrame([[1, 2]], columns=["a", "a"]))
+
+
+def test_partition_keys_are_not_compared_again_after_ranking(monkeypatch):
+    """The ranks the rows were grouped by tell the worker where its groups change."""
+    want = cepsql.match_recognize(QUERY, t=_frame())
+    assert len(want) > 0
+
+    def refuse(col):
+        raise AssertionError("partition keys compared again")
+    monkeypatch.setattr(worker_module, "row_changes", refuse)
+    with cepsql.planner_options(sequence_fast_path=False):
+        got = cepsql.match_recognize(QUERY, t=_frame())
+    pd.testing.assert_frame_equal(got, want)
