@@ -173,7 +173,7 @@ class MatchWorker:
         c = self.config
         if take is None:
             def take(name, indices, mask=None):
-                return table.column(name).take(pa.array(indices, mask=mask))
+                return take_rows(table.column(name), indices, mask)
         columns = [take(name, rows) for name in c.passthrough]
         for i, column in enumerate(c.leaf_columns):
             idx = leaves[:, i]
@@ -227,7 +227,7 @@ class MatchWorker:
                 arr = pa.array(floats, pa.float64(), mask=null)
                 out.append(arr.cast(field.type) if field.type != pa.float64() else arr)
             elif func in ("MIN", "MAX"):
-                out.append(table.column(column).take(pa.array(values, mask=values < 0)))
+                out.append(take_rows(table.column(column), values, values < 0))
             else:
                 starts = offsets[list_index:-1:n_lists]
                 lengths = offsets[list_index + 1::n_lists] - starts
@@ -346,6 +346,17 @@ class _SqlPush:
             self.pending.clear()
         self.worker.last_stats = self.matcher.stats()
         return list(out)
+
+
+def take_rows(column, indices: np.ndarray, mask: np.ndarray | None = None):
+    """column's rows at indices (NULL where mask): a one-chunk column is gathered as an
+    Array (the output then needs no Table to make its batch), and a mask without a
+    missing row is left out (no validity bitmap to build)."""
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks == 1:
+        column = column.chunk(0)
+    if mask is not None and not mask.any():
+        mask = None
+    return column.take(pa.array(indices, mask=mask))
 
 
 def measure_lanes(code: ConditionCode, aggregates: list[tuple[str, str | None]]) -> np.ndarray:

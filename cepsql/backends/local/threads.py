@@ -176,7 +176,8 @@ def partition_ranks(table: pa.Table, key: SortColumn,
         return None
     threads = default_threads() if threads is None else max(1, threads)
     n = len(col)
-    cuts = np.linspace(0, n, max(1, min(threads, n // MIN_SLICE_ROWS)) + 1).astype(int)
+    parts = max(1, min(threads, n // MIN_SLICE_ROWS))
+    cuts = [n * i // parts for i in range(parts + 1)]
     pieces = [col.slice(lo, hi - lo) for lo, hi in zip(cuts, cuts[1:])]
     if len(pieces) > 1:
         with ThreadPoolExecutor(max_workers=len(pieces),
@@ -206,8 +207,8 @@ def partition_ranks(table: pa.Table, key: SortColumn,
 def _encode(col: pa.ChunkedArray) -> pa.DictionaryArray:
     """col dictionary-encoded as one array (NULL a dictionary value of its own). Chunks
     are combined first: Arrow cannot unify per-chunk dictionaries that encode NULL."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    if isinstance(col, pa.ChunkedArray):  # one chunk: itself (combine_chunks copies)
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     return pc.dictionary_encode(col, null_encoding="encode")
 
 
