@@ -6,8 +6,12 @@ import pyarrow as pa
 import pytest
 
 import cepsql
+import cepsql.backends.local.threads as threads_module
 import cepsql.runtime.worker as worker_module
 from cepsql.backends.local.engine import to_arrow
+from cepsql.backends.local.threads import KnownEncodings, partition_ranks
+from cepsql.compile.query_plan import SortColumn
+from cepsql.runtime.ordering import sort_indices
 
 QUERY = """
 SELECT * FROM t MATCH_RECOGNIZE (
@@ -41,6 +45,44 @@ def test_plain_frames_convert_as_from_pandas_does():
         want = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
         got = to_arrow(df)
         assert got.schema.equals(want.schema) and got.equals(want)
+
+
+@pytest.mark.parametrize("values", [
+    ["b", "a", "b", "c"],            # strings only: factorized
+    ["b", None, "a", np.nan],        # missing values: pa.array decides
+    ["b", 1, "a"],                   # another type: pa.array decides (it refuses)
+    ["\u00e9", "e", "\u00e9"],
+])
+def test_string_columns_factorized_on_the_way_convert_as_from_pandas_does(values):
+    frame = pd.DataFrame({"s": pd.Series(values, dtype=object), "i": range(len(values))})
+    try:
+        want = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+    except (pa.ArrowException, TypeError, ValueError) as err:
+        with pytest.raises(type(err)):
+            to_arrow(frame, KnownEncodings())
+        return
+    encodings = KnownEncodings()
+    got = to_arrow(frame, encodings)
+    assert got.schema.equals(want.schema) and got.equals(want)
+    known = encodings.get(got.column("s"))
+    assert (known is not None) == all(isinstance(v, str) for v in values)
+    for ascending in (True, False):
+        key = SortColumn("s", ascending, True)
+        assert np.array_equal(partition_ranks(got, key, sort_indices, encodings=encodings),
+                              partition_ranks(got, key, sort_indices))
+
+
+def test_string_partition_keys_are_encoded_once(monkeypatch):
+    """pandas' factorize encodes the string PARTITION BY column on its way to Arrow;
+    partition_ranks uses that encoding instead of hashing the column again."""
+    frame = _frame().fillna({"k": "z"})
+    want = cepsql.match_recognize(QUERY, t=frame)
+    assert len(want) > 0
+
+    def refuse(col):
+        raise AssertionError("the partition column encoded again")
+    monkeypatch.setattr(threads_module, "_encode", refuse)
+    pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=frame), want)
 
 
 def test_duplicate_column_names_are_still_refused():

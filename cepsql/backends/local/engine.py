@@ -44,7 +44,8 @@ from cepsql.backends.local.duck import run_duckdb
 from cepsql.backends.local.plan_cache import PLANS, CachedPlan, StatisticsProbe
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
-from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
+from cepsql.backends.local.threads import (RANK_COLUMN, KnownEncodings, partition_ranks,
+                                           run_by_partition, run_worker)
 
 __all__ = ["match_recognize", "run_local", "plan_local", "execute_plan", "to_arrow", "to_pandas"]
 
@@ -55,23 +56,26 @@ _placeholders = itertools.count(1)
 def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
     """Result of sql (one query) over the given tables (pandas DataFrames or Arrow tables,
     matched to table names case-insensitively)."""
-    arrow = {k: to_arrow(v) for k, v in tables.items()}
-    out = run_local(sql, arrow)
+    encodings = KnownEncodings()  # string columns factorized on the way, for the ranks
+    arrow = {k: to_arrow(v, encodings) for k, v in tables.items()}
+    out = run_local(sql, arrow, encodings=encodings)
     return to_pandas(out)
 
 
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
               planner: Callable | None = None,
-              stats: RunStatistics | None = None) -> pa.Table:
+              stats: RunStatistics | None = None,
+              encodings: KnownEncodings | None = None) -> pa.Table:
     """Result of sql as an Arrow table (finder/planner default to cepsql's own). With
     stats, each MATCH_RECOGNIZE clause run adds its evaluator's counters there (partial
-    matches, runs, peak rows held, ...: runtime/run_stats.py)."""
+    matches, runs, peak rows held, ...: runtime/run_stats.py). encodings: dictionary
+    encodings of the tables' columns known from their conversion (to_arrow)."""
     outer = _parsed if finder is None else finder
     finder = finder or find_match_recognize
     planner = planner or plan_query
     stmt = sql.rstrip().rstrip(";")
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
-    run = LocalStatement(stmt, finder, planner, stats)
+    run = LocalStatement(stmt, finder, planner, stats, encodings)
     try:
         sites = outer(stmt, offset=0, full_sql=stmt)
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
@@ -112,9 +116,11 @@ class LocalStatement:
     as the clause's source resolves like any table name)."""
 
     def __init__(self, stmt: str, finder: Callable, planner: Callable,
-                 stats: RunStatistics | None = None):
+                 stats: RunStatistics | None = None,
+                 encodings: KnownEncodings | None = None):
         self.stmt, self.finder, self.planner = stmt, finder, planner
         self.stats = stats
+        self.encodings = encodings
         self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
 
     def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
@@ -169,7 +175,8 @@ class LocalStatement:
         cached = self.plan(site, table, scope)
         try:
             out = execute_plan(table, cached.plan, stats=None if self.stats is None
-                               else self.stats.clause(site.start), binder=cached.bind)
+                               else self.stats.clause(site.start), binder=cached.bind,
+                               encodings=self.encodings)
         except CepError as err:
             raise located_run_error(err, cached.spec, self.stmt) from None
         try:
@@ -239,7 +246,10 @@ def _split_dotted(name: str) -> list[str]:
     return parts + [current]
 
 
-def to_arrow(table: TableLike) -> pa.Table:
+def to_arrow(table: TableLike, encodings: KnownEncodings | None = None) -> pa.Table:
+    """table as Arrow (pandas frames converted as from_pandas converts them, without the
+    index); with encodings, string columns are factorized on the way and their
+    dictionary encodings noted there."""
     if isinstance(table, pa.Table):
         # the same object when possible: statistics are cached per input table object
         return table if table.schema.metadata is None else table.replace_schema_metadata(None)
@@ -248,7 +258,7 @@ def to_arrow(table: TableLike) -> pa.Table:
             # what from_pandas does per column (pa.array(column, from_pandas=True)),
             # without its pandas metadata, which is dropped anyway (0.1 of 0.3 ms at
             # 3,000 rows and 4 columns)
-            return pa.Table.from_arrays([pa.array(column, from_pandas=True)
+            return pa.Table.from_arrays([_column_to_arrow(column, encodings)
                                          for _, column in table.items()],
                                         names=list(table.columns))
         # one thread: pyarrow's pool costs a millisecond to start and saves nothing here
@@ -256,6 +266,35 @@ def to_arrow(table: TableLike) -> pa.Table:
         return pa.Table.from_pandas(table, preserve_index=False, nthreads=1
                                     ).replace_schema_metadata(None)
     raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
+
+
+def _column_to_arrow(column: pd.Series, encodings: KnownEncodings | None) -> pa.Array:
+    """pa.array(column, from_pandas=True); an object column of strings without missing
+    values goes through pandas' factorize instead (as fast, and its codes spare
+    partition_ranks a second hashing pass), its encoding noted in encodings."""
+    if encodings is not None and column.dtype == object and len(column):
+        factorized = _factorized(column.to_numpy())
+        if factorized is not None:
+            encodings.add(*factorized)
+            return factorized[0]
+    return pa.array(column, from_pandas=True)
+
+
+def _factorized(values: np.ndarray) -> tuple[pa.Array, pa.DictionaryArray] | None:
+    """(the string array, its dictionary encoding) of an object array holding only
+    strings; None when anything else is there (a missing value, another type: then
+    pa.array decides, as from_pandas would)."""
+    codes, uniques = pd.factorize(values)
+    if (codes < 0).any():
+        return None
+    try:
+        dictionary = pa.array(uniques, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if dictionary.type != pa.string() or dictionary.null_count:
+        return None
+    encoded = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
+    return encoded.dictionary_decode(), encoded
 
 
 def _plain_columns(frame: pd.DataFrame) -> bool:
@@ -416,13 +455,13 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                  threads: int | None = None, *,
                  stats: ClauseStatistics | None = None,
-                 binder: Callable[[QueryPlan, pa.Schema], BoundWorker] = bind_worker
-                 ) -> pa.Table:
+                 binder: Callable[[QueryPlan, pa.Schema], BoundWorker] = bind_worker,
+                 encodings: KnownEncodings | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind (with binder: a cached plan
     keeps its binding), sort, stream through the worker (on ``threads`` threads, default
     the planner options' or all cores: backends/local/threads.py), project. With stats,
     the evaluator's counters and the EXPLAIN ANALYZE figures (rows, partitions, time per
-    stage) go there."""
+    stage) go there; encodings: the input columns' known dictionary encodings."""
     opts = current_options()
     threads = opts.threads if threads is None else threads
     clock = _Stages(stats)
@@ -446,7 +485,8 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads) \
+    ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads,
+                            encodings=encodings) \
         if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
         if stats is not None:

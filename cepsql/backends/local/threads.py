@@ -32,7 +32,7 @@ from cepsql.runtime.run_stats import ClauseStatistics
 from cepsql.runtime.worker import MatchWorker
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
-           "run_by_partition"]
+           "run_by_partition", "KnownEncodings"]
 
 # below this many rows per slice a thread costs more than it saves
 MIN_SLICE_ROWS = 16_384
@@ -161,14 +161,45 @@ def _changes(window: pa.Table, columns: list[str]) -> np.ndarray:
 RANK_COLUMN = "__cep_prank"
 
 
+class KnownEncodings:
+    """Dictionary encodings of input columns made while converting them (the pandas
+    conversion factorizes a string column on its way to Arrow), for partition_ranks to
+    use instead of encoding the column again. An encoding is found by the exact array
+    it encodes (its buffers, offset and length), and keeps that array alive, so no other
+    array can be taken for it. One per call (never module-level)."""
+
+    def __init__(self):
+        self._entries: dict[tuple, tuple[pa.Array, pa.DictionaryArray]] = {}
+
+    def add(self, array: pa.Array, encoded: pa.DictionaryArray) -> None:
+        """Note that ``encoded`` (no NULL index) dictionary-encodes ``array``."""
+        self._entries[self._key(array)] = (array, encoded)
+
+    def get(self, column) -> pa.DictionaryArray | None:
+        """The encoding of a one-chunk column (or array) noted by add, or None."""
+        if isinstance(column, pa.ChunkedArray):
+            if column.num_chunks != 1:
+                return None
+            column = column.chunk(0)
+        found = self._entries.get(self._key(column))
+        return None if found is None else found[1]
+
+    @staticmethod
+    def _key(array: pa.Array) -> tuple:
+        return (array.type, array.offset, len(array),
+                tuple(0 if b is None else b.address for b in array.buffers()))
+
+
 def partition_ranks(table: pa.Table, key: SortColumn,
                     sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array], *,
-                    threads: int | None = None) -> np.ndarray | None:
+                    threads: int | None = None,
+                    encodings: KnownEncodings | None = None) -> np.ndarray | None:
     """Per row, the rank of its PARTITION BY value in the key's order (NULL a value of its
     own, placed as the key says), or None when the column is not one whose distinct
     values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there).
-    Large inputs are encoded in pieces on ``threads`` threads (Arrow's hashing releases
-    the GIL) and the pieces' small dictionaries merged."""
+    The column's encoding is taken from ``encodings`` when it is there; otherwise large
+    inputs are encoded in pieces on ``threads`` threads (Arrow's hashing releases the
+    GIL) and the pieces' small dictionaries merged."""
     col = table.column(key.column)
     t = col.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
@@ -179,7 +210,10 @@ def partition_ranks(table: pa.Table, key: SortColumn,
     parts = max(1, min(threads, n // MIN_SLICE_ROWS))
     cuts = [n * i // parts for i in range(parts + 1)]
     pieces = [col.slice(lo, hi - lo) for lo, hi in zip(cuts, cuts[1:])]
-    if len(pieces) > 1:
+    known = None if encodings is None else encodings.get(col)
+    if known is not None:
+        encoded = [known]
+    elif len(pieces) > 1:
         with ThreadPoolExecutor(max_workers=len(pieces),
                                 thread_name_prefix="cepsql-encode") as pool:
             encoded = list(pool.map(_encode, pieces))
