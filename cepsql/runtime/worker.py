@@ -95,9 +95,9 @@ class MatchWorker:
         partition column of the rows it will be fed, or a longer array they are slices
         of) change: ``changes[j]`` as ``row_changes`` gives it. The caller that grouped
         the rows knows this already (threads.py, from partition ranks), and the worker
-        then does not compare the keys again."""
-        if getattr(self, "lanes", None) is None:
-            self.lanes = LaneCache()
+        then does not compare the keys again. The copy gets a lane cache of its own (a
+        shallow copy would share its original's)."""
+        self.lanes = LaneCache()
         self.lanes.put(column, _CHANGES, (changes,))
 
     # ------------------------------------------------------------------
