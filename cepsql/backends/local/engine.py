@@ -289,12 +289,13 @@ def _factorized(values: np.ndarray) -> tuple[pa.Array, pa.DictionaryArray] | Non
         return None
     try:
         dictionary = pa.array(uniques, from_pandas=True)
+        if not isinstance(dictionary, pa.StringArray) or dictionary.null_count:
+            return None
+        encoded = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)),
+                                                 dictionary)
+        return encoded.dictionary_decode(), encoded  # (over 2 GiB of text: refused)
     except (pa.ArrowException, TypeError, ValueError):
         return None
-    if dictionary.type != pa.string() or dictionary.null_count:
-        return None
-    encoded = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
-    return encoded.dictionary_decode(), encoded
 
 
 def _plain_columns(frame: pd.DataFrame) -> bool:
