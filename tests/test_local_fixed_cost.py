@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 import cepsql
+import cepsql.backends.local.engine as engine_module
 import cepsql.backends.local.threads as threads_module
 import cepsql.runtime.worker as worker_module
 from cepsql.backends.local.engine import to_arrow
@@ -83,6 +84,24 @@ def test_string_partition_keys_are_encoded_once(monkeypatch):
         raise AssertionError("the partition column encoded again")
     monkeypatch.setattr(threads_module, "_encode", refuse)
     pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=frame), want)
+
+
+def test_an_input_in_time_order_is_checked_once_not_per_slice(monkeypatch):
+    """ORDER BY ts rising over the whole input: every partition is in order, found once
+    on the contiguous column; an input in order per partition only is still checked
+    slice by slice and gives the same rows."""
+    frame = _frame().fillna({"k": "z"})
+    want = cepsql.match_recognize(QUERY, t=frame)
+    shuffled = frame.iloc[[1, 0, 2, 4, 3, 5, 7, 6, 8, 9]]  # each key's rows still in ts order
+
+    def refuse(*args):
+        raise AssertionError("slice order checked again")
+    with monkeypatch.context() as patch:
+        patch.setattr(engine_module, "_in_input_order", refuse)
+        with cepsql.planner_options(sequence_fast_path=False):
+            pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=frame), want)
+    with cepsql.planner_options(sequence_fast_path=False):
+        pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=shuffled), want)
 
 
 def test_duplicate_column_names_are_still_refused():
