@@ -60,13 +60,15 @@ def test_string_columns_factorized_on_the_way_convert_as_from_pandas_does(values
         want = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
     except (pa.ArrowException, TypeError, ValueError) as err:
         with pytest.raises(type(err)):
-            to_arrow(frame, KnownEncodings())
+            to_arrow(frame, KnownEncodings(["S"]))
         return
-    encodings = KnownEncodings()
+    encodings = KnownEncodings(["s"])
     got = to_arrow(frame, encodings)
     assert got.schema.equals(want.schema) and got.equals(want)
     known = encodings.get(got.column("s"))
     assert (known is not None) == all(isinstance(v, str) for v in values)
+    others = KnownEncodings(["i"])  # only the columns named (PARTITION BY keys)
+    assert others.get(to_arrow(frame, others).column("s")) is None
     for ascending in (True, False):
         key = SortColumn("s", ascending, True)
         assert np.array_equal(partition_ranks(got, key, sort_indices, encodings=encodings),

@@ -28,6 +28,7 @@ from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
 from cepsql.parse import find_match_recognize
 from cepsql.parse.splice import is_select_star_from, normalize_name, strip_parens
 from cepsql.parse.statements import clause_output_names
+from cepsql.algebra.expressions import ColumnRef
 from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
 from cepsql.exprs.spark_sql import quote_identifier
 from cepsql.analyze.relevance import row_local_condition, row_local_conjuncts
@@ -56,10 +57,23 @@ _placeholders = itertools.count(1)
 def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
     """Result of sql (one query) over the given tables (pandas DataFrames or Arrow tables,
     matched to table names case-insensitively)."""
-    encodings = KnownEncodings()  # string columns factorized on the way, for the ranks
+    # PARTITION BY string columns factorized on the way, for the ranks
+    encodings = KnownEncodings(_partition_key_columns(sql))
     arrow = {k: to_arrow(v, encodings) for k, v in tables.items()}
     out = run_local(sql, arrow, encodings=encodings)
     return to_pandas(out)
+
+
+def _partition_key_columns(sql: str) -> set[str]:
+    """The lower-case names of the plain columns the statement's clauses PARTITION BY
+    (none when it does not parse: run_local reports that, located)."""
+    stmt = sql.rstrip().rstrip(";")
+    try:
+        sites = _parsed(stmt, offset=0, full_sql=stmt)
+    except CepError:
+        return set()
+    return {key.expr.column.lower() for site in sites for key in site.spec.partition_by
+            if isinstance(key.expr, ColumnRef)}
 
 
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
@@ -248,8 +262,8 @@ def _split_dotted(name: str) -> list[str]:
 
 def to_arrow(table: TableLike, encodings: KnownEncodings | None = None) -> pa.Table:
     """table as Arrow (pandas frames converted as from_pandas converts them, without the
-    index); with encodings, string columns are factorized on the way and their
-    dictionary encodings noted there."""
+    index); with encodings, the string columns it wants are factorized on the way and
+    their dictionary encodings noted there."""
     if isinstance(table, pa.Table):
         # the same object when possible: statistics are cached per input table object
         return table if table.schema.metadata is None else table.replace_schema_metadata(None)
@@ -258,8 +272,11 @@ def to_arrow(table: TableLike, encodings: KnownEncodings | None = None) -> pa.Ta
             # what from_pandas does per column (pa.array(column, from_pandas=True)),
             # without its pandas metadata, which is dropped anyway (0.1 of 0.3 ms at
             # 3,000 rows and 4 columns)
-            return pa.Table.from_arrays([_column_to_arrow(column, encodings)
-                                         for _, column in table.items()],
+            return pa.Table.from_arrays([_column_to_arrow(column, encodings
+                                                          if encodings is not None
+                                                          and encodings.wants(name)
+                                                          else None)
+                                         for name, column in table.items()],
                                         names=list(table.columns))
         # one thread: pyarrow's pool costs a millisecond to start and saves nothing here
         # (1M ticks: the same time; strings are converted under the GIL)
@@ -269,9 +286,11 @@ def to_arrow(table: TableLike, encodings: KnownEncodings | None = None) -> pa.Ta
 
 
 def _column_to_arrow(column: pd.Series, encodings: KnownEncodings | None) -> pa.Array:
-    """pa.array(column, from_pandas=True); an object column of strings without missing
-    values goes through pandas' factorize instead (as fast, and its codes spare
-    partition_ranks a second hashing pass), its encoding noted in encodings."""
+    """pa.array(column, from_pandas=True); with encodings, an object column of strings
+    without missing values goes through pandas' factorize instead, its encoding noted
+    there (a PARTITION BY column: as fast for few distinct values, and its codes spare
+    partition_ranks a second hashing pass; 4x slower for all-distinct values, hence only
+    the keys)."""
     if encodings is not None and column.dtype == object and len(column):
         factorized = _factorized(column.to_numpy())
         if factorized is not None:

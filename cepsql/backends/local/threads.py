@@ -19,7 +19,7 @@ import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -163,13 +163,19 @@ RANK_COLUMN = "__cep_prank"
 
 class KnownEncodings:
     """Dictionary encodings of input columns made while converting them (the pandas
-    conversion factorizes a string column on its way to Arrow), for partition_ranks to
-    use instead of encoding the column again. An encoding is found by the exact array
-    it encodes (its buffers, offset and length), and keeps that array alive, so no other
+    conversion factorizes a PARTITION BY string column on its way to Arrow), for
+    partition_ranks to use instead of encoding the column again. ``columns``: the
+    names worth encoding (any case). An encoding is found by the exact array it
+    encodes (its buffers, offset and length), and keeps that array alive, so no other
     array can be taken for it. One per call (never module-level)."""
 
-    def __init__(self):
+    def __init__(self, columns: Iterable[str] = ()):
+        self.columns = frozenset(name.lower() for name in columns)
         self._entries: dict[tuple, tuple[pa.Array, pa.DictionaryArray]] = {}
+
+    def wants(self, name: str) -> bool:
+        """Whether the column of this name is worth encoding while it is converted."""
+        return name.lower() in self.columns
 
     def add(self, array: pa.Array, encoded: pa.DictionaryArray) -> None:
         """Note that ``encoded`` (no NULL index) dictionary-encodes ``array``."""
