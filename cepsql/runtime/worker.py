@@ -90,6 +90,16 @@ class MatchWorker:
     def _new_push(self) -> "_SqlPush":
         return _SqlPush(self)
 
+    def know_group_changes(self, column: pa.Array, changes: np.ndarray) -> None:
+        """Tell this worker copy where the PARTITION BY groups of ``column`` (the one
+        partition column of the rows it will be fed, or a longer array they are slices
+        of) change: ``changes[j]`` as ``row_changes`` gives it. The caller that grouped
+        the rows knows this already (threads.py, from partition ranks), and the worker
+        then does not compare the keys again. The copy gets a lane cache of its own (a
+        shallow copy would share its original's)."""
+        self.lanes = LaneCache()
+        self.lanes.put(column, _CHANGES, (changes,))
+
     # ------------------------------------------------------------------
     def _new_matcher(self):
         from cepsql._ext.matcher import SqlMatcher, SqlSpec
@@ -124,7 +134,7 @@ class MatchWorker:
             if isinstance(col, pa.ChunkedArray):
                 col = col.combine_chunks()
             if n > 1:
-                change[1:] |= lanes.get(col, "changes", row_changes)[0][1:]
+                change[1:] |= lanes.get(col, _CHANGES, row_changes)[0][1:]
             if previous is not None and not change[0]:
                 pair = pa.concat_arrays([previous.column(name), col.slice(0, 1)])
                 change[0] = bool(row_changes(pair)[0][1])
@@ -163,7 +173,7 @@ class MatchWorker:
         c = self.config
         if take is None:
             def take(name, indices, mask=None):
-                return table.column(name).take(pa.array(indices, mask=mask))
+                return take_rows(table.column(name), indices, mask)
         columns = [take(name, rows) for name in c.passthrough]
         for i, column in enumerate(c.leaf_columns):
             idx = leaves[:, i]
@@ -217,7 +227,7 @@ class MatchWorker:
                 arr = pa.array(floats, pa.float64(), mask=null)
                 out.append(arr.cast(field.type) if field.type != pa.float64() else arr)
             elif func in ("MIN", "MAX"):
-                out.append(table.column(column).take(pa.array(values, mask=values < 0)))
+                out.append(take_rows(table.column(column), values, values < 0))
             else:
                 starts = offsets[list_index:-1:n_lists]
                 lengths = offsets[list_index + 1::n_lists] - starts
@@ -258,7 +268,8 @@ class MatchWorker:
         exact = np.zeros((k if any_exact else 0, n, 2), dtype=np.int64)
         consts = code.consts.copy()
         strings = [name for name, kind in zip(code.columns, code.column_kinds) if kind == STR]
-        dictionary = sorted_dictionary(table, strings, [s for _, s in code.string_consts])
+        if strings or code.string_consts:  # the string codes: no dictionary without strings
+            dictionary = sorted_dictionary(table, strings, [s for _, s in code.string_consts])
         for slot, text in code.string_consts:
             consts[slot] = float(pc.index_in(pa.scalar(text), value_set=dictionary).as_py())
         lanes = self._lane_cache()
@@ -335,6 +346,17 @@ class _SqlPush:
             self.pending.clear()
         self.worker.last_stats = self.matcher.stats()
         return list(out)
+
+
+def take_rows(column, indices: np.ndarray, mask: np.ndarray | None = None):
+    """column's rows at indices (NULL where mask): a one-chunk column is gathered as an
+    Array (the output then needs no Table to make its batch), and a mask without a
+    missing row is left out (no validity bitmap to build)."""
+    if isinstance(column, pa.ChunkedArray) and column.num_chunks == 1:
+        column = column.chunk(0)
+    if mask is not None and not mask.any():
+        mask = None
+    return column.take(pa.array(indices, mask=mask))
 
 
 def measure_lanes(code: ConditionCode, aggregates: list[tuple[str, str | None]]) -> np.ndarray:
@@ -466,12 +488,27 @@ class LaneCache:
         self.capacity = capacity
         self._entries: dict[tuple, tuple[pa.Array, tuple[np.ndarray, ...]]] = {}
 
+    def put(self, array: pa.Array, kind: str, lanes: tuple[np.ndarray, ...]) -> None:
+        """Store lanes (one row per array row) as array's conversion of this kind, known
+        beforehand (the caller computed them from something cheaper)."""
+        if self.capacity > 0:
+            self._store(self._key(array, kind), array, lanes)
+
+    def _key(self, array: pa.Array, kind: str) -> tuple:
+        return (kind, array.type, tuple(0 if b is None else b.address for b in array.buffers()))
+
+    def _store(self, key: tuple, array: pa.Array, lanes: tuple[np.ndarray, ...]) -> None:
+        self._entries.pop(key, None)
+        self._entries[key] = (array, lanes)
+        while len(self._entries) > self.capacity:
+            del self._entries[next(iter(self._entries))]
+
     def get(self, array: pa.Array, kind: str, convert) -> tuple[np.ndarray, ...]:
         """convert(array) (a tuple of numpy arrays, one row per array row), computed once
         per underlying array; the returned arrays are views the caller must not write."""
         if self.capacity <= 0:
             return convert(array)
-        key = (kind, array.type, tuple(0 if b is None else b.address for b in array.buffers()))
+        key = self._key(array, kind)
         found = self._entries.pop(key, None)
         if found is not None:
             base, lanes = found
@@ -480,9 +517,7 @@ class LaneCache:
                 self._entries[key] = found  # most recently used last
                 return tuple(lane[start:start + len(array)] for lane in lanes)
         lanes = convert(array)
-        self._entries[key] = (array, lanes)
-        while len(self._entries) > self.capacity:
-            del self._entries[next(iter(self._entries))]
+        self._store(key, array, lanes)
         return lanes
 
     def fill(self, column, kind: str, convert, values: np.ndarray, nulls: np.ndarray) -> None:
@@ -508,6 +543,7 @@ class LaneCache:
 
 
 _NO_CACHE = LaneCache(0)
+_CHANGES = "changes"  # the lane kind of row_changes' flags
 
 
 def _chunks(column) -> list[pa.Array]:

@@ -28,6 +28,7 @@ from cepsql.errors import CepAnalysisError, CepError, CepUnsupportedError
 from cepsql.parse import find_match_recognize
 from cepsql.parse.splice import is_select_star_from, normalize_name, strip_parens
 from cepsql.parse.statements import clause_output_names
+from cepsql.algebra.expressions import ColumnRef
 from cepsql.exprs.arrow_eval import evaluate_arrow, spark_compare
 from cepsql.exprs.spark_sql import quote_identifier
 from cepsql.analyze.subqueries import arrow_constant, bind_subqueries
@@ -43,7 +44,8 @@ from cepsql.backends.local.duck import run_duckdb
 from cepsql.backends.local.plan_cache import PLANS, CachedPlan, StatisticsProbe
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
-from cepsql.backends.local.threads import RANK_COLUMN, partition_ranks, run_by_partition, run_worker
+from cepsql.backends.local.threads import (RANK_COLUMN, KnownEncodings, partition_ranks,
+                                           run_by_partition, run_worker)
 
 __all__ = ["match_recognize", "run_local", "plan_local", "execute_plan", "to_arrow", "to_pandas"]
 
@@ -54,23 +56,39 @@ _placeholders = itertools.count(1)
 def match_recognize(sql: str, **tables: TableLike) -> pd.DataFrame:
     """Result of sql (one query) over the given tables (pandas DataFrames or Arrow tables,
     matched to table names case-insensitively)."""
-    arrow = {k: to_arrow(v) for k, v in tables.items()}
-    out = run_local(sql, arrow)
+    # PARTITION BY string columns factorized on the way, for the ranks
+    encodings = KnownEncodings(_partition_key_columns(sql))
+    arrow = {k: to_arrow(v, encodings) for k, v in tables.items()}
+    out = run_local(sql, arrow, encodings=encodings)
     return to_pandas(out)
+
+
+def _partition_key_columns(sql: str) -> set[str]:
+    """The lower-case names of the plain columns the statement's clauses PARTITION BY
+    (none when it does not parse: run_local reports that, located)."""
+    stmt = sql.rstrip().rstrip(";")
+    try:
+        sites = _parsed(stmt, offset=0, full_sql=stmt)
+    except CepError:
+        return set()
+    return {key.expr.column.lower() for site in sites for key in site.spec.partition_by
+            if isinstance(key.expr, ColumnRef)}
 
 
 def run_local(sql: str, tables: Mapping[str, TableLike], *, finder: Callable | None = None,
               planner: Callable | None = None,
-              stats: RunStatistics | None = None) -> pa.Table:
+              stats: RunStatistics | None = None,
+              encodings: KnownEncodings | None = None) -> pa.Table:
     """Result of sql as an Arrow table (finder/planner default to cepsql's own). With
     stats, each MATCH_RECOGNIZE clause run adds its evaluator's counters there (partial
-    matches, runs, peak rows held, ...: runtime/run_stats.py)."""
+    matches, runs, peak rows held, ...: runtime/run_stats.py). encodings: dictionary
+    encodings of the tables' columns known from their conversion (to_arrow)."""
     outer = _parsed if finder is None else finder
     finder = finder or find_match_recognize
     planner = planner or plan_query
     stmt = sql.rstrip().rstrip(";")
     scope = Scope({normalize_name(k): to_arrow(v) for k, v in tables.items()})
-    run = LocalStatement(stmt, finder, planner, stats)
+    run = LocalStatement(stmt, finder, planner, stats, encodings)
     try:
         sites = outer(stmt, offset=0, full_sql=stmt)
         if len(sites) == 1 and is_select_star_from(stmt, sites[0].start, sites[0].end):
@@ -111,9 +129,11 @@ class LocalStatement:
     as the clause's source resolves like any table name)."""
 
     def __init__(self, stmt: str, finder: Callable, planner: Callable,
-                 stats: RunStatistics | None = None):
+                 stats: RunStatistics | None = None,
+                 encodings: KnownEncodings | None = None):
         self.stmt, self.finder, self.planner = stmt, finder, planner
         self.stats = stats
+        self.encodings = encodings
         self.done: dict[tuple[int, int], tuple[pa.Table, pa.Table]] = {}
 
     def query(self, text: str, offset: int, scope: Scope, sites: list | None = None
@@ -168,7 +188,8 @@ class LocalStatement:
         cached = self.plan(site, table, scope)
         try:
             out = execute_plan(table, cached.plan, stats=None if self.stats is None
-                               else self.stats.clause(site.start), binder=cached.bind)
+                               else self.stats.clause(site.start), binder=cached.bind,
+                               encodings=self.encodings)
         except CepError as err:
             raise located_run_error(err, cached.spec, self.stmt) from None
         try:
@@ -238,16 +259,69 @@ def _split_dotted(name: str) -> list[str]:
     return parts + [current]
 
 
-def to_arrow(table: TableLike) -> pa.Table:
+def to_arrow(table: TableLike, encodings: KnownEncodings | None = None) -> pa.Table:
+    """table as Arrow (pandas frames converted as from_pandas converts them, without the
+    index); with encodings, the string columns it wants are factorized on the way and
+    their dictionary encodings noted there."""
     if isinstance(table, pa.Table):
         # the same object when possible: statistics are cached per input table object
         return table if table.schema.metadata is None else table.replace_schema_metadata(None)
     if isinstance(table, pd.DataFrame):
+        if _plain_columns(table):
+            # what from_pandas does per column (pa.array(column, from_pandas=True)),
+            # without its pandas metadata, which is dropped anyway (0.1 of 0.3 ms at
+            # 3,000 rows and 4 columns)
+            return pa.Table.from_arrays([_column_to_arrow(column, encodings
+                                                          if encodings is not None
+                                                          and encodings.wants(name)
+                                                          else None)
+                                         for name, column in table.items()],
+                                        names=list(table.columns))
         # one thread: pyarrow's pool costs a millisecond to start and saves nothing here
         # (1M ticks: the same time; strings are converted under the GIL)
         return pa.Table.from_pandas(table, preserve_index=False, nthreads=1
                                     ).replace_schema_metadata(None)
     raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
+
+
+def _column_to_arrow(column: pd.Series, encodings: KnownEncodings | None) -> pa.Array:
+    """pa.array(column, from_pandas=True); with encodings, an object column of strings
+    without missing values goes through pandas' factorize instead, its encoding noted
+    there (a PARTITION BY column: as fast for few distinct values, and its codes spare
+    partition_ranks a second hashing pass; 4x slower for all-distinct values, hence only
+    the keys)."""
+    if encodings is not None and column.dtype == object and len(column):
+        factorized = _factorized(column.to_numpy())
+        if factorized is not None:
+            encodings.add(*factorized)
+            return factorized[0]
+    return pa.array(column, from_pandas=True)
+
+
+def _factorized(values: np.ndarray) -> tuple[pa.Array, pa.DictionaryArray] | None:
+    """(the string array, its dictionary encoding) of an object array holding only
+    strings; None when anything else is there (a missing value, another type: then
+    pa.array decides, as from_pandas would)."""
+    codes, uniques = pd.factorize(values)
+    if (codes < 0).any():
+        return None
+    try:
+        dictionary = pa.array(uniques, from_pandas=True)
+        if not isinstance(dictionary, pa.StringArray) or dictionary.null_count:
+            return None
+        encoded = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)),
+                                                 dictionary)
+        return encoded.dictionary_decode(), encoded  # (over 2 GiB of text: refused)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def _plain_columns(frame: pd.DataFrame) -> bool:
+    """Whether the frame's columns are named by distinct strings (no MultiIndex): then
+    each column converts on its own exactly as from_pandas converts it."""
+    columns = frame.columns
+    return (type(columns) is pd.Index and len(columns) > 0 and columns.is_unique
+            and all(type(name) is str for name in columns))
 
 
 _NULLABLE = {
@@ -288,10 +362,11 @@ def _order_for_matching(table: pa.Table, keys: list[SortColumn], plan: QueryPlan
 
 
 def _slice_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
-                 keys: list[SortColumn], plan: QueryPlan) -> np.ndarray | None:
+                 keys: list[SortColumn], plan: QueryPlan, presorted: bool = False
+                 ) -> np.ndarray | None:
     """The order of one slice's rows (positions in rows; None: rows are in order),
     computed on its sort keys only (run_by_partition then takes each input row once)."""
-    if _in_input_order(prepared, rows, ranks, keys, plan):
+    if presorted or _in_input_order(prepared, rows, ranks, keys, plan):
         return None
     names = list(dict.fromkeys(k.column for k in keys if k.column != RANK_COLUMN))
     # column by column: with no key but the rank (PARTITION BY only), prepared.select([])
@@ -309,16 +384,41 @@ def _in_input_order(prepared: pa.Table, rows: np.ndarray, ranks: np.ndarray,
     in ORDER BY order without ties - time series mostly arrive in time order, and then
     the sort is skipped. Checked for one ascending integer, date or timestamp ORDER BY
     key without NULLs; ties (whose order the tie-breakers decide) say no."""
-    if plan.primary_sort_keys != 2 or len(keys) < 2 or not keys[1].ascending:
+    values = _order_values(prepared, keys, plan)
+    if values is None:
         return False
+    values = values[rows]
+    same_group = ranks[1:] == ranks[:-1]
+    return not np.any(same_group & (values[1:] <= values[:-1]))
+
+
+def _ascending_throughout(prepared: pa.Table, keys: list[SortColumn], plan: QueryPlan
+                         ) -> bool:
+    """Whether the ORDER BY key _in_input_order checks rises strictly over the whole
+    input, in input order: then every slice's rows are in order (a partition's rows are
+    a subsequence), checked once on contiguous values instead of gathered per slice.
+    The first rows are tried first, so an unsorted input costs next to nothing."""
+    values = _order_values(prepared, keys, plan)
+    if values is None:
+        return False
+    head = values[:1025]
+    if np.any(head[1:] <= head[:-1]):
+        return False
+    return not np.any(values[1:] <= values[:-1])
+
+
+def _order_values(prepared: pa.Table, keys: list[SortColumn], plan: QueryPlan
+                  ) -> np.ndarray | None:
+    """The one ascending integer, date or timestamp ORDER BY key without NULLs as numpy
+    (in input order), or None when the ORDER BY is not that."""
+    if plan.primary_sort_keys != 2 or len(keys) < 2 or not keys[1].ascending:
+        return None
     col = prepared.column(keys[1].column)
     t = col.type
     if col.null_count or not (pa.types.is_integer(t) or pa.types.is_timestamp(t)
                               or pa.types.is_date(t)):
-        return False
-    values = _numpy_of(col)[rows]
-    same_group = ranks[1:] == ranks[:-1]
-    return not np.any(same_group & (values[1:] <= values[:-1]))
+        return None
+    return _numpy_of(col)
 
 
 def _numpy_of(col: pa.ChunkedArray) -> np.ndarray:
@@ -400,13 +500,13 @@ def relevant_rows(table: pa.Table, plan: QueryPlan) -> pa.Table:
 def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
                  threads: int | None = None, *,
                  stats: ClauseStatistics | None = None,
-                 binder: Callable[[QueryPlan, pa.Schema], BoundWorker] = bind_worker
-                 ) -> pa.Table:
+                 binder: Callable[[QueryPlan, pa.Schema], BoundWorker] = bind_worker,
+                 encodings: KnownEncodings | None = None) -> pa.Table:
     """The QueryPlan contract, in-process: prepare, bind (with binder: a cached plan
     keeps its binding), sort, stream through the worker (on ``threads`` threads, default
     the planner options' or all cores: backends/local/threads.py), project. With stats,
     the evaluator's counters and the EXPLAIN ANALYZE figures (rows, partitions, time per
-    stage) go there."""
+    stage) go there; encodings: the input columns' known dictionary encodings."""
     opts = current_options()
     threads = opts.threads if threads is None else threads
     clock = _Stages(stats)
@@ -429,7 +529,8 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads) \
+    ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads,
+                            encodings=encodings) \
         if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     ordered = None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
@@ -438,9 +539,11 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
         clock.lap("shuffle+sort")
         by_rank = [SortColumn(RANK_COLUMN, True, True)] + keys[1:]
         out = run_by_partition(prepared, ranks, bound,
-                               partial(_slice_order, keys=by_rank, plan=plan),
+                               partial(_slice_order, keys=by_rank, plan=plan,
+                                       presorted=_ascending_throughout(prepared, by_rank,
+                                                                      plan)),
                                batch_rows=batch_rows, threads=threads, shape=shape,
-                               stats=stats)
+                               stats=stats, rank_column=keys[0].column)
         clock.lap("evaluation")  # (run_by_partition moved its slices' sort time)
     else:
         ordered = sort_for_matching(prepared, keys, plan).combine_chunks()

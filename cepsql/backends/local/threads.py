@@ -19,7 +19,7 @@ import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -29,9 +29,10 @@ from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.backends.local.sequence import SequenceShape, run_sequence
 from cepsql.runtime.run_stats import ClauseStatistics
+from cepsql.runtime.worker import MatchWorker
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
-           "run_by_partition"]
+           "run_by_partition", "KnownEncodings"]
 
 # below this many rows per slice a thread costs more than it saves
 MIN_SLICE_ROWS = 16_384
@@ -160,14 +161,51 @@ def _changes(window: pa.Table, columns: list[str]) -> np.ndarray:
 RANK_COLUMN = "__cep_prank"
 
 
+class KnownEncodings:
+    """Dictionary encodings of input columns made while converting them (the pandas
+    conversion factorizes a PARTITION BY string column on its way to Arrow), for
+    partition_ranks to use instead of encoding the column again. ``columns``: the
+    names worth encoding (any case). An encoding is found by the exact array it
+    encodes (its buffers, offset and length), and keeps that array alive, so no other
+    array can be taken for it. One per call (never module-level)."""
+
+    def __init__(self, columns: Iterable[str] = ()):
+        self.columns = frozenset(name.lower() for name in columns)
+        self._entries: dict[tuple, tuple[pa.Array, pa.DictionaryArray]] = {}
+
+    def wants(self, name: str) -> bool:
+        """Whether the column of this name is worth encoding while it is converted."""
+        return name.lower() in self.columns
+
+    def add(self, array: pa.Array, encoded: pa.DictionaryArray) -> None:
+        """Note that ``encoded`` (no NULL index) dictionary-encodes ``array``."""
+        self._entries[self._key(array)] = (array, encoded)
+
+    def get(self, column) -> pa.DictionaryArray | None:
+        """The encoding of a one-chunk column (or array) noted by add, or None."""
+        if isinstance(column, pa.ChunkedArray):
+            if column.num_chunks != 1:
+                return None
+            column = column.chunk(0)
+        found = self._entries.get(self._key(column))
+        return None if found is None else found[1]
+
+    @staticmethod
+    def _key(array: pa.Array) -> tuple:
+        return (array.type, array.offset, len(array),
+                tuple(0 if b is None else b.address for b in array.buffers()))
+
+
 def partition_ranks(table: pa.Table, key: SortColumn,
                     sort_indices: Callable[[pa.Table, list[SortColumn]], pa.Array], *,
-                    threads: int | None = None) -> np.ndarray | None:
+                    threads: int | None = None,
+                    encodings: KnownEncodings | None = None) -> np.ndarray | None:
     """Per row, the rank of its PARTITION BY value in the key's order (NULL a value of its
     own, placed as the key says), or None when the column is not one whose distinct
     values are its groups (floating point: -0.0 equals 0.0 and NaN equals NaN there).
-    Large inputs are encoded in pieces on ``threads`` threads (Arrow's hashing releases
-    the GIL) and the pieces' small dictionaries merged."""
+    The column's encoding is taken from ``encodings`` when it is there; otherwise large
+    inputs are encoded in pieces on ``threads`` threads (Arrow's hashing releases the
+    GIL) and the pieces' small dictionaries merged."""
     col = table.column(key.column)
     t = col.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
@@ -175,9 +213,13 @@ def partition_ranks(table: pa.Table, key: SortColumn,
         return None
     threads = default_threads() if threads is None else max(1, threads)
     n = len(col)
-    cuts = np.linspace(0, n, max(1, min(threads, n // MIN_SLICE_ROWS)) + 1).astype(int)
+    parts = max(1, min(threads, n // MIN_SLICE_ROWS))
+    cuts = [n * i // parts for i in range(parts + 1)]
     pieces = [col.slice(lo, hi - lo) for lo, hi in zip(cuts, cuts[1:])]
-    if len(pieces) > 1:
+    known = None if encodings is None else encodings.get(col)
+    if known is not None:
+        encoded = [known]
+    elif len(pieces) > 1:
         with ThreadPoolExecutor(max_workers=len(pieces),
                                 thread_name_prefix="cepsql-encode") as pool:
             encoded = list(pool.map(_encode, pieces))
@@ -205,8 +247,8 @@ def partition_ranks(table: pa.Table, key: SortColumn,
 def _encode(col: pa.ChunkedArray) -> pa.DictionaryArray:
     """col dictionary-encoded as one array (NULL a dictionary value of its own). Chunks
     are combined first: Arrow cannot unify per-chunk dictionaries that encode NULL."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    if isinstance(col, pa.ChunkedArray):  # one chunk: itself (combine_chunks copies)
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     return pc.dictionary_encode(col, null_encoding="encode")
 
 
@@ -215,7 +257,8 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                      *,
                      batch_rows: int = 65536, threads: int | None = None,
                      shape: SequenceShape | None = None,
-                     stats: ClauseStatistics | None = None) -> pa.Table:
+                     stats: ClauseStatistics | None = None,
+                     rank_column: str | None = None) -> pa.Table:
     """The worker's output over prepared, sorted and run slice by slice in threads: rows
     are grouped by partition rank (a counting sort), the groups cut into about two slices
     per thread, and each thread orders its slice with ``order_of(prepared, rows, ranks
@@ -223,7 +266,9 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
     and in order; None when rows are in that order already) and streams them through
     its own copy of the worker: the sequence fast path reads the rows where they are,
     the general worker gets them taken once in that order. Outputs are concatenated in
-    slice order; the evaluators' counters go to stats."""
+    slice order; the evaluators' counters go to stats. ``rank_column`` names the column
+    the ranks encode: when it is the worker's one PARTITION BY column, the worker is told
+    where its groups change (from the ranks) instead of comparing the keys again."""
     threads = default_threads() if threads is None else max(1, threads)
     n = prepared.num_rows
     order = pc.sort_indices(pa.array(ranks, pa.int32())).to_numpy()  # counting sort
@@ -254,6 +299,7 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
             starts = np.r_[0, starts] if len(r) else starts
             return run_sequence(workers[k], prepared, shape, starts, rows)
         ordered = prepared.take(pa.array(rows)).combine_chunks()
+        _tell_groups(workers[k], ordered, rank_column, r)
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     outs = _on_threads(one, workers, threads)
     _record_stats(workers, stats)
@@ -262,3 +308,18 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                            f"thread: {sum(sort_seconds):.3f} s of thread time, inside "
                            "the evaluation stage")
     return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+
+def _tell_groups(worker, ordered: pa.Table, rank_column: str | None, ranks: np.ndarray
+                 ) -> None:
+    """Hand a slice's worker copy its group changes, read off the ranks of its rows (in
+    ``ordered``'s order): equal ranks are equal keys under the worker's own equality
+    (partition_ranks encodes only columns whose distinct values are its groups)."""
+    config = getattr(worker, "config", None)
+    if rank_column is None or not isinstance(worker, MatchWorker) \
+            or list(getattr(config, "partition_columns", ())) != [rank_column] \
+            or ordered.num_rows == 0:
+        return
+    changes = np.zeros(len(ranks), dtype=bool)
+    changes[1:] = ranks[1:] != ranks[:-1]
+    worker.know_group_changes(ordered.column(rank_column).chunk(0), changes)

@@ -1,0 +1,124 @@
+"""The fixed cost of a small in-process call (issue 25 point 4): conversions and work the
+in-process path skips must leave every row as it was."""
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import cepsql
+import cepsql.backends.local.engine as engine_module
+import cepsql.backends.local.threads as threads_module
+import cepsql.runtime.worker as worker_module
+from cepsql.backends.local.engine import to_arrow
+from cepsql.backends.local.threads import KnownEncodings, partition_ranks
+from cepsql.compile.query_plan import SortColumn
+from cepsql.runtime.ordering import sort_indices
+
+QUERY = """
+SELECT * FROM t MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY ts
+  MEASURES MATCH_NUMBER() AS mn, FIRST(A.ts) AS s, LAST(B.ts) AS e
+  ONE ROW PER MATCH
+  PATTERN (A B+)
+  DEFINE B AS B.v > PREV(B.v)
+)
+"""
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "k": ["x", "y", None, "x", "y", None, "x", "y", None, "x"],
+        "ts": list(range(10)),
+        "v": [1.0, 2.0, 3.0, 2.0, 3.0, 4.0, 3.0, 1.0, 5.0, 4.0],
+    })
+
+
+def test_plain_frames_convert_as_from_pandas_does():
+    frame = pd.DataFrame({
+        "s": ["a", None, "c"], "i": pd.array([1, None, 3], dtype="Int64"),
+        "f": [1.5, np.nan, 3.0], "b": [True, False, True],
+        "c": pd.Categorical(["u", "v", "u"]),
+        "tz": pd.to_datetime(["2024-01-01", "2024-01-02", None]).tz_localize("UTC"),
+        "ns": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]),
+        "o": [b"x", None, b"z"],
+    }, index=[10, 20, 30])
+    for df in (frame, frame.iloc[1:], frame.rename(columns={"s": 1})):
+        want = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+        got = to_arrow(df)
+        assert got.schema.equals(want.schema) and got.equals(want)
+
+
+@pytest.mark.parametrize("values", [
+    ["b", "a", "b", "c"],            # strings only: factorized
+    ["b", None, "a", np.nan],        # missing values: pa.array decides
+    ["b", 1, "a"],                   # another type: pa.array decides (it refuses)
+    ["\u00e9", "e", "\u00e9"],
+])
+def test_string_columns_factorized_on_the_way_convert_as_from_pandas_does(values):
+    frame = pd.DataFrame({"s": pd.Series(values, dtype=object), "i": range(len(values))})
+    try:
+        want = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+    except (pa.ArrowException, TypeError, ValueError) as err:
+        with pytest.raises(type(err)):
+            to_arrow(frame, KnownEncodings(["S"]))
+        return
+    encodings = KnownEncodings(["s"])
+    got = to_arrow(frame, encodings)
+    assert got.schema.equals(want.schema) and got.equals(want)
+    known = encodings.get(got.column("s"))
+    assert (known is not None) == all(isinstance(v, str) for v in values)
+    others = KnownEncodings(["i"])  # only the columns named (PARTITION BY keys)
+    assert others.get(to_arrow(frame, others).column("s")) is None
+    for ascending in (True, False):
+        key = SortColumn("s", ascending, True)
+        assert np.array_equal(partition_ranks(got, key, sort_indices, encodings=encodings),
+                              partition_ranks(got, key, sort_indices))
+
+
+def test_string_partition_keys_are_encoded_once(monkeypatch):
+    """pandas' factorize encodes the string PARTITION BY column on its way to Arrow;
+    partition_ranks uses that encoding instead of hashing the column again."""
+    frame = _frame().fillna({"k": "z"})
+    want = cepsql.match_recognize(QUERY, t=frame)
+    assert len(want) > 0
+
+    def refuse(col):
+        raise AssertionError("the partition column encoded again")
+    monkeypatch.setattr(threads_module, "_encode", refuse)
+    pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=frame), want)
+
+
+def test_an_input_in_time_order_is_checked_once_not_per_slice(monkeypatch):
+    """ORDER BY ts rising over the whole input: every partition is in order, found once
+    on the contiguous column; an input in order per partition only is still checked
+    slice by slice and gives the same rows."""
+    frame = _frame().fillna({"k": "z"})
+    want = cepsql.match_recognize(QUERY, t=frame)
+    shuffled = frame.iloc[[1, 0, 2, 4, 3, 5, 7, 6, 8, 9]]  # each key's rows still in ts order
+
+    def refuse(*args):
+        raise AssertionError("slice order checked again")
+    with monkeypatch.context() as patch:
+        patch.setattr(engine_module, "_in_input_order", refuse)
+        with cepsql.planner_options(sequence_fast_path=False):
+            pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=frame), want)
+    with cepsql.planner_options(sequence_fast_path=False):
+        pd.testing.assert_frame_equal(cepsql.match_recognize(QUERY, t=shuffled), want)
+
+
+def test_duplicate_column_names_are_still_refused():
+    with pytest.raises(ValueError):
+        to_arrow(pd.DataFrame([[1, 2]], columns=["a", "a"]))
+
+
+def test_partition_keys_are_not_compared_again_after_ranking(monkeypatch):
+    """The ranks the rows were grouped by tell the worker where its groups change."""
+    want = cepsql.match_recognize(QUERY, t=_frame())
+    assert len(want) > 0
+
+    def refuse(col):
+        raise AssertionError("partition keys compared again")
+    monkeypatch.setattr(worker_module, "row_changes", refuse)
+    with cepsql.planner_options(sequence_fast_path=False):
+        got = cepsql.match_recognize(QUERY, t=_frame())
+    pd.testing.assert_frame_equal(got, want)
