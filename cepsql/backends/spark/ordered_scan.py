@@ -7,8 +7,10 @@ in the pattern, preceded by the rows within the window before its first time, is
 contiguous stretch of the whole ordered input: the grid slice's core + overlap
 (slicing.py), with the input partition as core. So:
 
-1. one cheap job (an aggregate in the JVM) reads only the ORDER BY column and returns,
-   per input partition, its row count and first/last time (``partition_ranges``);
+1. per input partition, its row count and first/last time (``partition_ranges``): from
+   the Parquet footers' row-group statistics when the source is a plain Parquet scan
+   (parquet_profile.py, no job), else one cheap job (an aggregate in the JVM reading only
+   the ORDER BY column);
 2. when the non-empty partitions' ranges are strictly increasing (no shared time at a
    border, where the tie-breaking columns would interleave two partitions), a second job
    collects the overlap rows (a filter on the time ranges, which Parquet applies to its
@@ -21,7 +23,8 @@ contiguous stretch of the whole ordered input: the grid slice's core + overlap
 
 Under STRICT_CONTIGUITY the rows no variable can take need not reach Python at all
 (gap_scan.py: dropped in the JVM, their gaps passed on as break flags) when every
-partition is in time order in its files; the first job is then gap_scan's profile.
+partition is in time order in its files; the first job is then gap_scan's profile
+(again from the Parquet footers where they answer: parquet_profile.py).
 
 Column pruning (``prune``): without gap pushdown a task needs every sortable column only
 to break ORDER BY ties when it sorts its partition. With pruning the first job is

@@ -22,7 +22,8 @@ on (``frame_key``):
   parallelism.
 
 Anything else (not a file source, Spark Connect, a listing that cannot be read): no
-memo, the job runs as before. The tasks still check their rows against the profile
+memo, the job runs as before. Over Parquet files the profile usually comes from their
+footers (parquet_profile.py) rather than a job, and is kept the same way. The tasks still check their rows against the profile
 (ordered_scan._ScanTask: count, range, order) and fail loudly when a file changed under
 the same size and modification time that way, and a task compares its own kept rows
 in the time ranges its neighbours read with the (memoized) overlap rows they got
