@@ -340,7 +340,8 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     labels = list(times)
     rates = [rows / times[k] for k in labels]
     palette = {"floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
-               "span": "#c84", "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d", "no gaps": "#e9c", "one task": "#aaa"}
+               "span": "#c84", "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d",
+               "no gaps": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
     for y, r in enumerate(rates):
