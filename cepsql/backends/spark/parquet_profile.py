@@ -131,8 +131,8 @@ def _parquet_scan(frame: DataFrame):
     ref = item.child() if item.getClass().getName().endswith(".Alias") else item
     if not ref.getClass().getName().endswith(".AttributeReference"):
         return None, None
-    if fs.partitionSchema().getFieldIndex(ref.name()).isDefined():
-        return None, None  # a directory partition value, not in the files
+    if str(ref.name()).lower() in {str(n).lower() for n in fs.partitionSchema().fieldNames()}:
+        return None, None  # a directory partition value (Spark reads it, not the files')
     leaves = execution.executedPlan().collectLeaves()
     if leaves.size() != 1:
         return None, None
