@@ -136,6 +136,11 @@ for the footer profile with the strict-order read (0.10 s driver CPU; ranges alo
 the metadata: < 0.01 s); ``spark.cep.explain`` cold (profile job + overlap job) 4.9-7.0 s,
 cold from the footers (overlap job only) 2.0-2.8 s, warm 0.3-0.9 s. What is left of the
 cold query's extra cost is the overlap job (its rows are memoized for the warm query).
+Second run, same flags with ``--repeat 3``, load 17-38 (best of 3): floor 308k ev/s,
+partitioned 353k, cold with the profile job 363k (13.78 s, 3 jobs), **cold from the
+footers 494k (10.12 s, 2 jobs), warm 492k (10.16 s, 1 job)**: the cold query ran as fast
+as the warm one (1.36x the cold query with the profile job), 12,195 matches in each; the
+absolute rates (1.21x Flink) say nothing about the target at this load.
 
 SQL:2016 chain slices (2026-11-29, ``--rows 5000000 --repeat 2 --skip unpartitioned``,
 5M rows = 2 input partitions, load 16-18 on 2 cores shared with seven other engineers):
