@@ -351,8 +351,11 @@ def test_profile_cache_per_file_set(spark, tmp_path, monkeypatch):
     """The gap scan's profile job runs once per file set: a repeat query over a fresh
     read of the same files takes the profiles from the session's cache (EXPLAIN says so)
     with the same rows; a different filter, a rewritten file (same path, other rows) or
-    the cache switched off run the job again, and the rows equal the in-process ones."""
+    the cache switched off run the job again, and the rows equal the in-process ones.
+    (The footers' profiles, which spare the job for such files, are switched off here:
+    test_spark_parquet_profile.py.)"""
     from cepsql.backends.spark import profile_cache
+    monkeypatch.setattr(profile_cache, "footer_profiles", lambda frame, strict: None)
     calls = []
     profile = profile_cache.profile_rows
     monkeypatch.setattr(profile_cache, "profile_rows", lambda f: calls.append(f) or profile(f))

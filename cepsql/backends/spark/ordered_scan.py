@@ -7,8 +7,10 @@ in the pattern, preceded by the rows within the window before its first time, is
 contiguous stretch of the whole ordered input: the grid slice's core + overlap
 (slicing.py), with the input partition as core. So:
 
-1. one cheap job (an aggregate in the JVM) reads only the ORDER BY column and returns,
-   per input partition, its row count and first/last time (``partition_ranges``);
+1. per input partition, its row count and first/last time (``partition_ranges``): from
+   the Parquet footers' row-group statistics when the source is a plain Parquet scan
+   (parquet_profile.py, no job), else one cheap job (an aggregate in the JVM reading only
+   the ORDER BY column);
 2. when the non-empty partitions' ranges are strictly increasing (no shared time at a
    border, where the tie-breaking columns would interleave two partitions), a second job
    collects the overlap rows (a filter on the time ranges, which Parquet applies to its
@@ -21,7 +23,8 @@ contiguous stretch of the whole ordered input: the grid slice's core + overlap
 
 Under STRICT_CONTIGUITY the rows no variable can take need not reach Python at all
 (gap_scan.py: dropped in the JVM, their gaps passed on as break flags) when every
-partition is in time order in its files; the first job is then gap_scan's profile.
+partition is in time order in its files; the first job is then gap_scan's profile
+(again from the Parquet footers where they answer: parquet_profile.py).
 
 Column pruning (``prune``): without gap pushdown a task needs every sortable column only
 to break ORDER BY ties when it sorts its partition. With pruning the first job is
@@ -70,8 +73,9 @@ from cepsql.backends.spark.columns import column
 from cepsql.backends.spark.chain_slicing import ChainRows, region_matches, slice_entry
 from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input, run_plan
 from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, key_ints, numbered,
-                                            overlap_positions, own_positions, with_breaks,
-                                            worker_reads)
+                                            overlap_positions, own_positions,
+                                            profile_input, with_breaks, worker_reads)
+from cepsql.backends.spark.parquet_profile import footer_profiles
 from cepsql.backends.spark.profile_cache import cached_profiles, memoized
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
@@ -98,8 +102,13 @@ class PartitionRange:
 
 
 def partition_ranges(df: DataFrame, key: str) -> list[PartitionRange]:
-    """The first job: per non-empty input partition of df, its rows with a time and their
-    range (only the ``key`` column is read; an aggregate in the JVM, no Python worker)."""
+    """Per non-empty input partition of df, its rows with a time and their range: from
+    the Parquet footers when df is a plain Parquet scan (parquet_profile.py, no job),
+    else the first job (only the ``key`` column is read; an aggregate in the JVM, no
+    Python worker)."""
+    found = footer_profiles(profile_input(df, key), strict=False)
+    if found is not None:
+        return [PartitionRange(p.pid, p.count, p.lo, p.hi) for p in found if p.count]
     pid = F.spark_partition_id().alias(_PID)
     table = (df.select(pid, column(key).alias("t")).where(F.col("t").isNotNull())
              .groupBy(_PID).agg(F.count("t").alias("n"), F.min("t").alias("lo"),
@@ -260,6 +269,11 @@ _ORIGINS = {
            "later queries over the same files)",
     "uncached": "; partition profiles from a profile job (not cached: no exact identity "
                 "for this source, or cepsql.slicing.profileCache=false)",
+    "footer": "; partition profiles from the Parquet footers' row-group statistics (no "
+              "profile job; kept in the session's cache for later queries over the same "
+              "files)",
+    "footer uncached": "; partition profiles from the Parquet footers' row-group "
+                       "statistics (no profile job)",
 }
 
 

@@ -22,7 +22,8 @@ on (``frame_key``):
   parallelism.
 
 Anything else (not a file source, Spark Connect, a listing that cannot be read): no
-memo, the job runs as before. The tasks still check their rows against the profile
+memo, the job runs as before. Over Parquet files the profile usually comes from their
+footers (parquet_profile.py) rather than a job, and is kept the same way. The tasks still check their rows against the profile
 (ordered_scan._ScanTask: count, range, order) and fail loudly when a file changed under
 the same size and modification time that way, and a task compares its own kept rows
 in the time ranges its neighbours read with the (memoized) overlap rows they got
@@ -44,6 +45,7 @@ from pyspark.sql import DataFrame
 
 from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.spark.gap_scan import profile_input, profile_rows
+from cepsql.backends.spark.parquet_profile import footer_profiles
 
 PROFILE_CACHE_CONF = "cepsql.slicing.profileCache"
 ENTRIES = 32                 # memo entries per session
@@ -138,9 +140,19 @@ def memoized(frame: DataFrame, kind: tuple, compute: Callable[[], object],
 def cached_profiles(df: DataFrame, key: str) -> tuple[list, str]:
     """df's partition profiles (gap_scan.profile_rows: facts about the files, the
     same for every query reading ``key`` from them) and where they came from
-    (``memoized``)."""
+    (``memoized``; "footer" / "footer uncached" when the Parquet footers gave them
+    without a job: parquet_profile.py)."""
     frame = profile_input(df, key)
-    return memoized(frame, ("profile", key), lambda: profile_rows(frame))
+    answered = []
+
+    def compute() -> list:
+        found = footer_profiles(frame, strict=True)
+        answered.append(found is not None)
+        return profile_rows(frame) if found is None else found
+    value, origin = memoized(frame, ("profile", key), compute)
+    if answered and answered[0]:
+        origin = "footer" if origin == "job" else "footer uncached"
+    return value, origin
 
 
 def frame_key(frame: DataFrame) -> tuple | None:
