@@ -65,16 +65,18 @@ class MatchWorker:
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         """Push one sorted batch (continuing the stream of earlier feeds); returns the
         output rows decided so far. Memory stays bounded as in ``__call__``."""
-        if getattr(self, "_push", None) is None:
-            self._push = self._new_push()
-        return self._push.feed(batch)
+        with error_site(getattr(self.config, "error_site", None)):
+            if getattr(self, "_push", None) is None:
+                self._push = self._new_push()
+            return self._push.feed(batch)
 
     def finish(self) -> list[pa.RecordBatch]:
         """End the stream fed so far: the remaining output rows. The worker can then
         start a new stream with ``feed``."""
         push = getattr(self, "_push", None)
         self._push = None
-        return push.finish() if push is not None else []
+        with error_site(getattr(self.config, "error_site", None)):
+            return push.finish() if push is not None else []
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

@@ -22,7 +22,6 @@ left as configured); in cluster mode executors log to their own files, not the c
 from __future__ import annotations
 
 import uuid
-from dataclasses import is_dataclass, replace
 from typing import Callable
 
 from pyspark.errors import AnalysisException
@@ -30,6 +29,7 @@ from pyspark.errors import AnalysisException
 from cepsql.algebra.expressions import walk
 from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error
 from cepsql.exprs.arrow_eval import round_overflow_error
+from cepsql.runtime.error_position import sited_plan
 from cepsql.backends.spark.spark_positions import context_offset, spark_message, user_offset
 
 REMEMBERED_ATTR = "_cepsql_statements"  # on the SparkSession object: rewritten -> user text
@@ -80,22 +80,9 @@ def remember_clause(spark, plan, locate: Callable[[CepError], CepError]):
     (an error of the clause's tasks that knows no position -> the same error located in
     the user's text) is remembered on the session: a task has neither the text nor the
     clause's spec, so its DIVIDE_BY_ZERO in a DEFINE says only what went wrong."""
-    bind = getattr(plan, "bind", None)
-    if bind is None or not is_dataclass(plan):  # a backend test's fake plan
-        return plan
-    bind = getattr(bind, "__wrapped__", bind)   # a plan run again (a workload's replay)
     site = uuid.uuid4().hex[:16]
     _remember(spark, SITES_ATTR, site, locate)
-
-    def sited_bind(schema):
-        bound = bind(schema)
-        if hasattr(bound.config, "error_site"):
-            bound.config = replace(bound.config, error_site=site)
-        return bound
-
-    sited_bind.__wrapped__ = bind
-    plan.bind = sited_bind   # in place: callers (a workload's clause runner) know the plan
-    return plan
+    return sited_plan(plan, site)
 
 
 def _text(e) -> str:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
+from cepsql.errors import error_site, transported
 from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
                                               state_from_values, stored_values)
 from cepsql.backends.streaming.ipc import (check_layout, from_bytes, layout_header, stored_value,
@@ -72,12 +73,20 @@ class MatchProcessor(StatefulProcessor):
                 tables.setdefault(row[-2], []).append(table)
         if timer:
             timer.lap("input")
-        yield from self._step(tables, timerValues.getCurrentWatermarkInMs(), False)
+        yield from self._reported(self._step(tables, timerValues.getCurrentWatermarkInMs(),
+                                             False))
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Row]:
         if self.timer:
             self.timer.start()
-        yield from self._step({}, timerValues.getCurrentWatermarkInMs(), True)
+        yield from self._reported(self._step({}, timerValues.getCurrentWatermarkInMs(), True))
+
+    def _reported(self, rows: Iterator[Row]) -> Iterator[Row]:
+        """rows, a CepError on the way made to reach the driver as itself, tagged with
+        the clause's error_site (errors.transported / error_site): the driver locates it
+        in the user's SQL when the query's failure is raised (awaitTermination...)."""
+        with transported(), error_site(getattr(getattr(self.worker, "config", None), "error_site", None)):
+            yield from rows
 
     def close(self) -> None:
         pass
