@@ -255,6 +255,22 @@ def test_avg_interval_sum_overflow_raises_in_both_modes(ansi):
         _interval_avg([big, big, -big])
 
 
+# --- run-time errors of a workload's shared pass, located in the view that raised them -------
+
+def test_workload_define_error_at_the_views_division():
+    """The shared pass runs every view's clause at once: an error of the second view's
+    DEFINE is reported at its division, in that view's own statement."""
+    views = ["CREATE TEMPORARY VIEW ok AS SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id\n"
+             "  MEASURES A.p AS y PATTERN (A B) DEFINE B AS B.p > A.p)",
+             "CREATE TEMPORARY VIEW bad AS\nSELECT * FROM t MATCH_RECOGNIZE (ORDER BY id\n"
+             "  MEASURES A.p AS y PATTERN (A B)\n  DEFINE B AS B.x / (A.x - A.x) > 0)"]
+    with planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.workload(views, t=T)
+    err = info.value
+    assert "[DIVIDE_BY_ZERO]" in err.message and err.sql == views[1]
+    assert (err.line, err.col) == loc(views[1], "B.x /"), str(err)
+
+
 # --- the same on Spark where its path differs (final projection, statement splicing) ------
 
 _ALL_ROWS = stmt(m="B.volume AS x").replace("  \n  PATTERN", "  ALL ROWS PER MATCH\n  PATTERN", 1)
