@@ -168,3 +168,22 @@ def test_streaming_define_error_at_the_division(ansi, tmp_path):
         query.stop()
     assert "DIVIDE_BY_ZERO" in info.value.message
     _at(info.value, sql, "b.n /")
+
+
+def test_round_overflow_log_filter_only_after_cepsql_generates_one(hard, monkeypatch):
+    """Spark's "Lost task" line of a BigInteger round overflow cannot be told apart from a
+    round in the user's own spark.sql, so attaching cepsql does not drop it: only noting
+    an overflowing round cepsql generated does (task_errors' module docstring)."""
+    from cepsql.algebra.expressions import ColumnRef, FunctionCall, Literal
+    from cepsql.backends.spark import task_errors
+    added = []
+    monkeypatch.setattr(task_errors, "_add_filter",
+                        lambda jvm, config, logger, regex: added.append(regex))
+    assert task_errors.quiet_task_logs(hard)
+    assert not [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]
+    fine = FunctionCall("round", (ColumnRef(None, "n"), Literal(2, "int")), pos=3)
+    task_errors.note_expression("round(n, 2)", fine)
+    assert not [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]
+    huge = FunctionCall("round", (ColumnRef(None, "n"), Literal(999999999, "int")), pos=3)
+    task_errors.note_expression("round(n, 999999999)", huge)
+    assert [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]

@@ -156,7 +156,7 @@ class _Evaluator:
         if op == "NOT":
             return pc.invert(_as_bool(v))
         if op == "-":
-            if not self.ansi and _is_integer(v.type):
+            if not self.ansi and pa.types.is_integer(v.type):
                 return pc.negate(v)   # Java's wrap-around, as Spark without ANSI
             try:
                 return pc.negate_checked(v)
@@ -606,16 +606,12 @@ _ARITHMETIC = {"+": ("add", "try_add"), "-": ("subtract", "try_subtract"),
                "*": ("multiply", "try_multiply")}
 
 
-def _is_integer(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t)
-
-
 def _arithmetic(op: str, a: Value, b: Value, ansi: bool, pos: int | None) -> Value:
     """Spark's a + b, a - b, a * b: integers wrap around without ANSI (Java's long and
     int arithmetic) and raise Spark's overflow error with it; intervals and timestamps
     overflow in both modes, as in Spark."""
     kernel, hint = _ARITHMETIC[op]
-    if not ansi and _is_integer(a.type) and _is_integer(b.type):
+    if not ansi and pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
         return getattr(pc, kernel)(a, b)
     try:
         return getattr(pc, kernel + "_checked")(a, b)
@@ -634,7 +630,7 @@ def _overflow_error(op: str, a: Value, b: Value, hint: str, pos: int | None
             "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
             f"with intervals. Use `{hint}` to tolerate overflow and return NULL instead.",
             pos=pos)
-    if not (_is_integer(ta) and _is_integer(tb)):
+    if not (pa.types.is_integer(ta) and pa.types.is_integer(tb)):
         # a timestamp +- interval, an interval * n: Spark's bare java.lang.ArithmeticException
         return CepRuntimeError("long overflow", pos=pos)
     if max(ta.bit_width, tb.bit_width) >= 32:

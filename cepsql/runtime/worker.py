@@ -362,7 +362,8 @@ def exact_array(words: np.ndarray, dtype: pa.DataType) -> pa.Array:
 
 
 def raise_vm_error(code: int) -> None:
-    """An ANSI-mode runtime error of the condition VM (spark.sql.ansi.enabled=true)."""
+    """A runtime error of the condition VM (spark.sql.ansi.enabled=true; an interval
+    sum's overflow in both modes, as in Spark)."""
     if code == 1:
         raise CepRuntimeError(
             "[ARITHMETIC_OVERFLOW] arithmetic overflow in a DEFINE condition or an aggregate "
@@ -377,6 +378,10 @@ def raise_vm_error(code: int) -> None:
             "[INVALID_ARRAY_INDEX_IN_ELEMENT_AT] element_at(array_agg(...), i) in a DEFINE "
             "condition: the index is out of the list's bounds; use try_element_at, or set "
             "spark.sql.ansi.enabled=false to get NULL instead")
+    if code == 5:  # Spark's words, whatever the ANSI mode
+        raise CepRuntimeError(
+            "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
+            "with intervals. Use `try_add` to tolerate overflow and return NULL instead.")
     if code == 3:
         raise CepRuntimeError(
             "[CAST_OVERFLOW] a value in a DEFINE condition cannot be cast to its integral "
