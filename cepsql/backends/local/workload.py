@@ -105,7 +105,7 @@ class _Recording(LocalStatement):
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
                             statistics=partial(table_statistics, table=table))
-        # its errors in the shared pass carry its index (located there: _run_passes)
+        # its errors in the shared pass carry this site (located by _run_passes)
         site = f"{self.view}/{len(self.clauses)}"
         self.clauses.append(_Clause(self.view, table, sited_plan(plan, site), sql=self.stmt,
                                     site=site))

@@ -85,7 +85,8 @@ class MatchProcessor(StatefulProcessor):
         """rows, a CepError on the way made to reach the driver as itself, tagged with
         the clause's error_site (errors.transported / error_site): the driver locates it
         in the user's SQL when the query's failure is raised (awaitTermination...)."""
-        with transported(), error_site(getattr(getattr(self.worker, "config", None), "error_site", None)):
+        site = getattr(getattr(self.worker, "config", None), "error_site", None)
+        with transported(), error_site(site):
             yield from rows
 
     def close(self) -> None:

@@ -121,7 +121,8 @@ class WorkloadEngine:
             if engine is None:
                 continue
             ready = None if released.rows is None else _project(released.rows, inputs)
-            with error_site(getattr(getattr(engine.worker, "config", None), "error_site", None)):
+            site = getattr(getattr(engine.worker, "config", None), "error_site", None)
+            with error_site(site):  # the driver locates its errors in its view's SQL
                 outputs += [(index, b) for b in engine._evaluate(own, ready, released.rows_us,
                                                                  released.boundary)]
             timers.append(engine._next_timer(own, released.pending_us))
