@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cepsql.algebra.expressions import ColumnRef, FunctionCall, Literal
+from cepsql.backends.spark import task_errors
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepSyntaxError
 
 CLAUSE = ("MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(b.n) AS v "
@@ -174,8 +176,6 @@ def test_round_overflow_log_filter_only_after_cepsql_generates_one(hard, monkeyp
     """Spark's "Lost task" line of a BigInteger round overflow cannot be told apart from a
     round in the user's own spark.sql, so attaching cepsql does not drop it: only noting
     an overflowing round cepsql generated does (task_errors' module docstring)."""
-    from cepsql.algebra.expressions import ColumnRef, FunctionCall, Literal
-    from cepsql.backends.spark import task_errors
     added = []
     monkeypatch.setattr(task_errors, "_add_filter",
                         lambda jvm, config, logger, regex: added.append(regex))

@@ -9,11 +9,13 @@ import pyarrow as pa
 import pytest
 
 import cepsql
+from cepsql.algebra.expressions import BinaryOp, ColumnRef
 from cepsql.algebra.limits import MAX_PAREN_NESTING
 from cepsql.backends.local.engine import run_local
 from cepsql.backends.local.spark_functions import SPARK_FUNCTIONS
 from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError,
                            CepUnsupportedError)
+from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.exprs.json_path import json_object_at, parse_json_path
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6, "ts": range(6), "n": [5, 3, 4, 6, 2, 7]})
@@ -242,3 +244,21 @@ def test_interval_overflow_in_sparks_class_and_words(ansi, measure, message):
     with cepsql.planner_options(ansi=ansi), pytest.raises(CepRuntimeError) as info:
         cepsql.match_recognize(sql, t=table)
     assert info.value.message == message
+
+
+@pytest.mark.parametrize("ansi, outcome", [
+    (True, "[BINARY_ARITHMETIC_OVERFLOW] 2S * 30000S caused overflow. Use `try_multiply` to "
+           "ignore overflow problem and return NULL."),
+    (False, [3, -5536]),
+])
+def test_smallint_overflow_as_spark(ansi, outcome):
+    """SMALLINT * SMALLINT: Spark names the overflowing row's operands under ANSI and
+    wraps around (Java's short) without it."""
+    table = pa.table({"a": pa.array([1, 2], pa.int16()), "b": pa.array([3, 30000], pa.int16())})
+    product = BinaryOp("*", ColumnRef(None, "a"), ColumnRef(None, "b"))
+    if ansi:
+        with pytest.raises(CepRuntimeError) as info:
+            evaluate_arrow(product, table, ansi)
+        assert info.value.message == outcome
+    else:
+        assert evaluate_arrow(product, table, ansi).to_pylist() == outcome
