@@ -176,6 +176,8 @@ def test_round_overflow_log_filter_only_after_cepsql_generates_one(hard, monkeyp
     """Spark's "Lost task" line of a BigInteger round overflow cannot be told apart from a
     round in the user's own spark.sql, so attaching cepsql does not drop it: only noting
     an overflowing round cepsql generated does (task_errors' module docstring)."""
+    for attr in (task_errors.PENDING_ATTR, task_errors.PENDING_OVERFLOWS_ATTR):
+        monkeypatch.setattr(hard, attr, {}, raising=False)  # no note outlives the test
     added = []
     monkeypatch.setattr(task_errors, "_add_filter",
                         lambda jvm, config, logger, regex: added.append(regex))
