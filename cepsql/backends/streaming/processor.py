@@ -82,11 +82,9 @@ class MatchProcessor(StatefulProcessor):
         yield from self._reported(self._step({}, timerValues.getCurrentWatermarkInMs(), True))
 
     def _reported(self, rows: Iterator[Row]) -> Iterator[Row]:
-        """rows, a CepError on the way made to reach the driver as itself, tagged with
-        the clause's error_site (errors.transported / error_site): the driver locates it
-        in the user's SQL when the query's failure is raised (awaitTermination...)."""
-        site = getattr(getattr(self.worker, "config", None), "error_site", None)
-        with transported(), error_site(site):
+        """rows, a CepError on the way made to reach the driver as itself
+        (errors.transported), raised when the query's failure is (awaitTermination...)."""
+        with transported():
             yield from rows
 
     def close(self) -> None:
@@ -109,6 +107,7 @@ class MatchProcessor(StatefulProcessor):
                                      self.spec)
         output: list[pa.RecordBatch] = []
         late = 0
+        site = getattr(getattr(self.worker, "config", None), "error_site", None)
         for kid in sorted(due | set(tables)):
             record = keys.get(kid)
             state = KeyState() if record is None else state_from_row(record[0])
@@ -116,7 +115,10 @@ class MatchProcessor(StatefulProcessor):
             rows = None if not parts else parts[0] if len(parts) == 1 else pa.concat_tables(parts)
             if timer:
                 timer.lap("decode")
-            step = self.engine.advance(state, rows, watermark)
+            # the evaluator's errors carry the clause's error_site: the driver locates
+            # them in the user's SQL (a stored state's layout error is no expression's)
+            with error_site(site):
+                step = self.engine.advance(state, rows, watermark)
             if timer:
                 timer.lap("evaluate")
             keys[kid] = (state_to_row(state), step.timer_ms)
