@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cepsql.algebra.expressions import ColumnRef, FunctionCall, Literal
+from cepsql.backends.spark import task_errors
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepSyntaxError
 
 CLAUSE = ("MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(b.n) AS v "
@@ -116,3 +118,74 @@ def test_no_json_log_line_for_an_error_cepsql_reports(hard, caplog):
         assert logged()
     finally:
         hard.conf.unset("spark.sql.ansi.enabled")
+
+
+_DIVIDES = ("  MEASURES LAST(b.n) AS v ONE ROW PER MATCH PATTERN (a b+)\n"
+            "  DEFINE b AS b.n / (a.n - a.n) > 1)")
+
+
+@pytest.fixture()
+def ansi(hard):
+    hard.conf.set("spark.sql.ansi.enabled", "true")
+    yield hard
+    hard.conf.unset("spark.sql.ansi.enabled")
+
+
+def test_workload_define_error_at_the_views_division(ansi):
+    """A workload's shared pass runs every view's clause in one task: the error is
+    located through the raising pattern's error_site, in that view's own statement."""
+    views = {"hard_ok": "CREATE TEMPORARY VIEW hard_ok AS SELECT * FROM hard MATCH_RECOGNIZE "
+                        f"(PARTITION BY sym ORDER BY ts {CLAUSE[CLAUSE.index('MEASURES'):]}",
+             "hard_bad": "CREATE TEMPORARY VIEW hard_bad AS\nSELECT * FROM hard "
+                         f"MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n{_DIVIDES}"}
+    try:
+        for sql in views.values():
+            ansi.cep.sql(sql)
+        with pytest.raises(CepRuntimeError) as info:
+            ansi.cep.workload("hard").dataframes()["hard_bad"].collect()
+    finally:
+        for name in views:
+            ansi.cep.sql(f"DROP VIEW IF EXISTS {name}")
+    assert "DIVIDE_BY_ZERO" in info.value.message
+    _at(info.value, views["hard_bad"], "b.n /")
+
+
+def test_streaming_define_error_at_the_division(ansi, tmp_path):
+    """A streaming query's stateful tasks send the error to the driver, which raises it
+    located when the query fails (awaitTermination), not Spark's StreamingQueryException."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "p.json").write_text("".join(
+        f'{{"sym": "a", "ts": "2024-01-01 00:00:0{i}", "n": {n}}}\n'
+        for i, n in enumerate([5, 3, 4, 6])))
+    ansi.readStream.schema("sym string, ts timestamp, n int").json(str(folder)) \
+        .withWatermark("ts", "1 second").createOrReplaceTempView("hard_stream")
+    sql = f"SELECT * FROM hard_stream MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n{_DIVIDES}"
+    query = ansi.cep.sql(sql).writeStream.format("memory").queryName("hard_stream_out") \
+        .trigger(availableNow=True).start()
+    try:
+        with pytest.raises(CepRuntimeError) as info:
+            query.awaitTermination()
+    finally:
+        query.stop()
+    assert "DIVIDE_BY_ZERO" in info.value.message
+    _at(info.value, sql, "b.n /")
+
+
+def test_round_overflow_log_filter_only_after_cepsql_generates_one(hard, monkeypatch):
+    """Spark's "Lost task" line of a BigInteger round overflow cannot be told apart from a
+    round in the user's own spark.sql, so attaching cepsql does not drop it: only noting
+    an overflowing round cepsql generated does (task_errors' module docstring)."""
+    for attr in (task_errors.PENDING_ATTR, task_errors.PENDING_OVERFLOWS_ATTR):
+        monkeypatch.setattr(hard, attr, {}, raising=False)  # no note outlives the test
+    added = []
+    monkeypatch.setattr(task_errors, "_add_filter",
+                        lambda jvm, config, logger, regex: added.append(regex))
+    assert task_errors.quiet_task_logs(hard)
+    assert not [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]
+    fine = FunctionCall("round", (ColumnRef(None, "n"), Literal(2, "int")), pos=3)
+    task_errors.note_expression("round(n, 2)", fine)
+    assert not [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]
+    huge = FunctionCall("round", (ColumnRef(None, "n"), Literal(999999999, "int")), pos=3)
+    task_errors.note_expression("round(n, 999999999)", huge)
+    assert [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]

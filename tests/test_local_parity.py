@@ -9,11 +9,13 @@ import pyarrow as pa
 import pytest
 
 import cepsql
+from cepsql.algebra.expressions import BinaryOp, ColumnRef
 from cepsql.algebra.limits import MAX_PAREN_NESTING
 from cepsql.backends.local.engine import run_local
 from cepsql.backends.local.spark_functions import SPARK_FUNCTIONS
 from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError,
                            CepUnsupportedError)
+from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.exprs.json_path import json_object_at, parse_json_path
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6, "ts": range(6), "n": [5, 3, 4, 6, 2, 7]})
@@ -175,3 +177,88 @@ def test_cast_invalid_input_names_the_value():
     with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
         cepsql.match_recognize(sql, t=TICKS.assign(s=["1", " 2", "x7", "3", "y", "4"]))
     assert info.value.message.startswith("[CAST_INVALID_INPUT] the string 'x7' ")
+
+
+# --- integer and interval overflow: Spark's values without ANSI, Spark's words with it -----
+
+BIG = 9223372036854775807
+_OVERFLOW_SQL = ("SELECT * FROM {t} MATCH_RECOGNIZE (ORDER BY ts\n"
+                 f"  MEASURES b.x * {BIG} AS y, b.i * 2147483647 AS z, -b.x AS w "
+                 "ONE ROW PER MATCH PATTERN (a b)\n"
+                 f"  DEFINE b AS b.x + {BIG} < 0)")
+_SPARK_OVERFLOW = ("[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow and "
+                   "return NULL instead. If necessary set \"spark.sql.ansi.enabled\" to "
+                   "\"false\" to bypass this error.")
+
+
+def test_integer_overflow_wraps_without_ansi_as_in_spark(spark):
+    """Java's long and int arithmetic under spark.sql.ansi.enabled=false: the DEFINE
+    takes the row whose sum wraps negative, the MEASURES wrap too (Arrow's checked
+    kernels raised "overflow" in both modes)."""
+    table = pa.table({"ts": [1, 2, 3], "x": pa.array([-1, 2, 3], pa.int64()),
+                      "i": pa.array([1, 2, 3], pa.int32())})
+    with cepsql.planner_options(ansi=False):
+        local = cepsql.match_recognize(_OVERFLOW_SQL.format(t="t"), t=table)
+    spark.createDataFrame(table.to_pandas()).selectExpr(
+        "ts", "x", "cast(i as int) i").createOrReplaceTempView("par_ovf")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        remote = spark.cep.sql(_OVERFLOW_SQL.format(t="par_ovf")).collect()
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    assert [tuple(r) for r in local.itertuples(index=False)] == [tuple(r) for r in remote] \
+        == [(-2, -2, -2)]
+
+
+def test_integer_overflow_under_ansi_in_sparks_words():
+    table = pa.table({"ts": [1, 2, 3], "x": pa.array([-1, 2, 3], pa.int64()),
+                      "i": pa.array([1, 2, 3], pa.int32())})
+    sql = _OVERFLOW_SQL.format(t="t")
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=table)
+    assert info.value.message == _SPARK_OVERFLOW
+    assert (info.value.line, info.value.col) == (3, sql.split("\n")[2].index("b.x +") + 1)
+
+
+@pytest.mark.parametrize("ansi", [True, False])
+@pytest.mark.parametrize("measure, message", [
+    ("b.d + INTERVAL '100' HOUR", "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer "
+     "overflow while operating with intervals. Use `try_add` to tolerate overflow and return "
+     "NULL instead."),
+    ("b.d - INTERVAL '-1' DAY", "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer "
+     "overflow while operating with intervals. Use `try_subtract` to tolerate overflow and "
+     "return NULL instead."),
+    ("b.t + b.d", "long overflow"),
+    ("avg(b.d)", "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while "
+     "operating with intervals. Use `try_add` to tolerate overflow and return NULL instead."),
+])
+def test_interval_overflow_in_sparks_class_and_words(ansi, measure, message):
+    """As Spark 4 says it, whatever spark.sql.ansi.enabled (Arrow's "overflow" and the
+    condition VM's generic ARITHMETIC_OVERFLOW before)."""
+    day = 86_400_000_000
+    table = pa.table({"ts": [1, 2, 3],
+                      "t": pa.array([10**15] * 3, pa.timestamp("us", tz="UTC")),
+                      "d": pa.array([106751991 * day] * 3, pa.duration("us"))})
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES {measure} AS y "
+           "ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS true)")
+    with cepsql.planner_options(ansi=ansi), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=table)
+    assert info.value.message == message
+
+
+@pytest.mark.parametrize("ansi, outcome", [
+    (True, "[BINARY_ARITHMETIC_OVERFLOW] 2S * 30000S caused overflow. Use `try_multiply` to "
+           "ignore overflow problem and return NULL."),
+    (False, [3, -5536]),
+])
+def test_smallint_overflow_as_spark(ansi, outcome):
+    """SMALLINT * SMALLINT: Spark names the overflowing row's operands under ANSI and
+    wraps around (Java's short) without it."""
+    table = pa.table({"a": pa.array([1, 2], pa.int16()), "b": pa.array([3, 30000], pa.int16())})
+    product = BinaryOp("*", ColumnRef(None, "a"), ColumnRef(None, "b"))
+    if ansi:
+        with pytest.raises(CepRuntimeError) as info:
+            evaluate_arrow(product, table, ansi)
+        assert info.value.message == outcome
+    else:
+        assert evaluate_arrow(product, table, ansi).to_pylist() == outcome

@@ -42,6 +42,7 @@ cdef enum: A_DISTINCT = 64
 # 1-based index (negative: from the end), 0, NULL out of range even under ANSI
 cdef enum: A_ELEMENT = 13
 cdef enum: VM_ERR_INDEX = 4  # element_at out of range under ANSI (worker.raise_vm_error)
+cdef enum: VM_ERR_INTERVAL_OVERFLOW = 5  # a day-time interval sum leaves 64 bits (any ANSI)
 
 
 cdef inline bint _agg_listed(int func) noexcept nogil:
@@ -228,7 +229,7 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
         if a[3]:
             isnull[0] = 1
             if xl.error == 0:
-                xl.error = VM_ERR_OVERFLOW
+                xl.error = VM_ERR_INTERVAL_OVERFLOW
         else:  # the mean of 64-bit values fits 19 digits
             x_dec_div(a[2], 0, a[1], 0, 0, 19, xv)
         return

@@ -27,6 +27,7 @@ XO = {"+": XO_ADD, "-": XO_SUB, "*": XO_MUL, "/": XO_DIV, "%": XO_MOD, "pmod": X
 
 # --- run errors the VM reports (runtime.worker.raise_vm_error words them) ------------
 VM_ERR_OVERFLOW, VM_ERR_DIV_ZERO, VM_ERR_CAST_OVERFLOW, VM_ERR_INDEX = 1, 2, 3, 4
+VM_ERR_INTERVAL_OVERFLOW = 5  # a day-time interval sum (avg) leaves 64 bits, in any ANSI mode
 
 # --- aggregate function codes (condition_ops.pxi, aggregate_ops.pxi, the evaluators) -
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX, A_LIST = 0, 1, 2, 3, 4, 5, 6

@@ -138,12 +138,8 @@ class _Evaluator:
             a, b = _coerce_pair(a, b)
         if op in ("+", "-", "*") and _needs_precision_loss(op, a, b):
             return _decimal_arithmetic(op, a, b)
-        if op == "+":
-            return pc.add_checked(a, b)
-        if op == "-":
-            return pc.subtract_checked(a, b)
-        if op == "*":
-            return pc.multiply_checked(a, b)
+        if op in _ARITHMETIC:
+            return _arithmetic(op, a, b, self.ansi, e.pos)
         if op in ("/", "%") and self.divide_by_zero_raises:
             _check_divisor(a, b, e, self.evaluated)
         if op == "/":
@@ -160,7 +156,16 @@ class _Evaluator:
         if op == "NOT":
             return pc.invert(_as_bool(v))
         if op == "-":
-            return pc.negate_checked(v)
+            if not self.ansi and pa.types.is_integer(v.type):
+                return pc.negate(v)   # Java's wrap-around, as Spark without ANSI
+            try:
+                return pc.negate_checked(v)
+            except pa.ArrowInvalid as err:
+                if "overflow" not in str(err):
+                    raise
+                raise CepRuntimeError(
+                    "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" "
+                    "to \"false\" to bypass this error.", pos=e.pos) from None
         if op == "+":
             return v
         raise CepUnsupportedError(f"unsupported operator {e.op!r}", pos=e.pos)
@@ -594,6 +599,62 @@ def _check_divisor(a: Value, b: Value, e: BinaryOp, evaluated=None) -> None:
         raise CepRuntimeError(
             "[DIVIDE_BY_ZERO] division by zero; use try_divide to get NULL instead, or set "
             "spark.sql.ansi.enabled=false", pos=e.pos)
+
+
+# operator -> (Arrow's kernel, the try_ function Spark's overflow error suggests)
+_ARITHMETIC = {"+": ("add", "try_add"), "-": ("subtract", "try_subtract"),
+               "*": ("multiply", "try_multiply")}
+
+
+def _arithmetic(op: str, a: Value, b: Value, ansi: bool, pos: int | None) -> Value:
+    """Spark's a + b, a - b, a * b: integers wrap around without ANSI (Java's long and
+    int arithmetic) and raise Spark's overflow error with it; intervals and timestamps
+    overflow in both modes, as in Spark."""
+    kernel, hint = _ARITHMETIC[op]
+    if not ansi and pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
+        return getattr(pc, kernel)(a, b)
+    try:
+        return getattr(pc, kernel + "_checked")(a, b)
+    except pa.ArrowInvalid as err:
+        if "overflow" not in str(err):
+            raise
+        raise _overflow_error(op, a, b, hint, pos) from None
+
+
+def _overflow_error(op: str, a: Value, b: Value, hint: str, pos: int | None
+                    ) -> CepRuntimeError:
+    """The error Spark raises for an overflowing a op b, in its words."""
+    ta, tb = a.type, b.type
+    if pa.types.is_duration(ta) and pa.types.is_duration(tb):
+        return CepRuntimeError(
+            "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
+            f"with intervals. Use `{hint}` to tolerate overflow and return NULL instead.",
+            pos=pos)
+    if not (pa.types.is_integer(ta) and pa.types.is_integer(tb)):
+        # a timestamp +- interval, an interval * n: Spark's bare java.lang.ArithmeticException
+        return CepRuntimeError("long overflow", pos=pos)
+    if max(ta.bit_width, tb.bit_width) >= 32:
+        return CepRuntimeError(
+            f"[ARITHMETIC_OVERFLOW] overflow. Use '{hint}' to tolerate overflow and return "
+            "NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to "
+            "bypass this error.", pos=pos)
+    x, y = _first_overflow(op, a, b, max(ta.bit_width, tb.bit_width))
+    return CepRuntimeError(
+        f"[BINARY_ARITHMETIC_OVERFLOW] {x}S {op} {y}S caused overflow. Use `{hint}` to "
+        "ignore overflow problem and return NULL.", pos=pos)
+
+
+def _first_overflow(op: str, a: Value, b: Value, bits: int) -> tuple[int, int]:
+    """The operands of the first row whose SMALLINT / TINYINT a op b leaves its type
+    (Spark names them in its message)."""
+    wide_a, wide_b = (pc.cast(v, pa.int64()) for v in (a, b))
+    exact = getattr(pc, _ARITHMETIC[op][0])(wide_a, wide_b)
+    limit = 1 << (bits - 1)
+    outside = pc.or_(pc.less(exact, -limit), pc.greater_equal(exact, limit))
+    row = pc.index(pc.fill_null(outside if not isinstance(outside, pa.Scalar)
+                                else pa.array([outside.as_py()]), False), True).as_py()
+    pick = (lambda v: v.as_py() if isinstance(v, pa.Scalar) else v[max(row, 0)].as_py())
+    return pick(wide_a), pick(wide_b)
 
 
 def _divide(a: Value, b: Value) -> Value:

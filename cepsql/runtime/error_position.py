@@ -4,8 +4,13 @@ Why: the condition VM and Arrow's kernels report what went wrong (DIVIDE_BY_ZERO
 CAST_INVALID_INPUT, overflow) but not which expression; the clause's spec knows where each
 DEFINE and MEASURES expression is written, so the error points at the first expression
 of the kind that can raise it (a division, a cast), else at the first DEFINE condition.
+Workers run far from the spec and the text (Spark tasks, a workload's shared pass): a
+plan marked with ``sited_plan`` makes its workers tag such errors with an id
+(errors.error_site) under which the caller keeps how to locate them.
 """
 from __future__ import annotations
+
+from dataclasses import is_dataclass, replace
 
 from cepsql.algebra.expressions import BinaryOp, Cast, Expr, walk
 from cepsql.errors import CepError
@@ -32,3 +37,24 @@ def located_run_error(err: CepError, spec, sql: str) -> CepError:
     if err.line is not None or err.pos is not None:
         return err.with_sql(sql)
     return type(err)(err.message, sql=sql, pos=run_error_pos(err.message, spec))
+
+
+def sited_plan(plan, site: str):
+    """plan (changed in place: callers such as a workload's clause runner hold it) whose
+    bind marks every worker config with ``error_site=site``, so the workers' CepErrors
+    without a position carry site (errors.error_site). A plan that is no dataclass (a
+    backend test's fake) is returned as it is."""
+    bind = getattr(plan, "bind", None)
+    if bind is None or not is_dataclass(plan):
+        return plan
+    bind = getattr(bind, "__wrapped__", bind)   # a plan sited again (a workload's replay)
+
+    def sited_bind(schema):
+        bound = bind(schema)
+        if hasattr(bound.config, "error_site"):
+            bound.config = replace(bound.config, error_site=site)
+        return bound
+
+    sited_bind.__wrapped__ = bind
+    plan.bind = sited_bind
+    return plan

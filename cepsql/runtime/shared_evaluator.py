@@ -31,6 +31,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from cepsql.errors import error_site
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.runtime.cep_worker import CepWorker, break_flags, state_limit_error
 from cepsql.runtime.pending import PendingRows
@@ -40,6 +41,13 @@ from cepsql.runtime.workers import BoundWorker
 from cepsql.compile.dag_arrays import dag_arrays, leaf_prefilters
 
 Output = list[tuple[int, pa.RecordBatch]]
+
+
+def _raise_vm_error(worker, matcher) -> None:
+    """The pattern's condition VM error, if any, tagged with its worker's error_site (the
+    pass runs many patterns: the driver locates the error in that pattern's SQL)."""
+    with error_site(getattr(worker.config, "error_site", None)):
+        raise_vm_error(matcher.vm_error())
 
 
 class SharedPass:
@@ -278,7 +286,7 @@ workers (runtime.workers.bind_worker)."""
             if closed and p in shared and len(candidates[p][0]) == 0 \
                     and not self.unmatched[p]:
                 # nothing to finish and nothing carried: its run would output nothing
-                raise_vm_error(matcher.vm_error())
+                _raise_vm_error(worker, matcher)
                 self.runs_skipped += 1
                 continue
             values, nulls, _, exact = loaded[p]
@@ -313,7 +321,7 @@ workers (runtime.workers.bind_worker)."""
                 raise state_limit_error(matcher.max_state, bool(matcher.limit_hit)) from None
             finally:
                 matcher.set_candidates(None)
-            raise_vm_error(matcher.vm_error())
+            _raise_vm_error(worker, matcher)
             if open_last:
                 self.offsets[p] = off + int(matcher.keep)
             if len(rows) == 0:

@@ -65,16 +65,18 @@ class MatchWorker:
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         """Push one sorted batch (continuing the stream of earlier feeds); returns the
         output rows decided so far. Memory stays bounded as in ``__call__``."""
-        if getattr(self, "_push", None) is None:
-            self._push = self._new_push()
-        return self._push.feed(batch)
+        with error_site(getattr(self.config, "error_site", None)):
+            if getattr(self, "_push", None) is None:
+                self._push = self._new_push()
+            return self._push.feed(batch)
 
     def finish(self) -> list[pa.RecordBatch]:
         """End the stream fed so far: the remaining output rows. The worker can then
         start a new stream with ``feed``."""
         push = getattr(self, "_push", None)
         self._push = None
-        return push.finish() if push is not None else []
+        with error_site(getattr(self.config, "error_site", None)):
+            return push.finish() if push is not None else []
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -382,7 +384,8 @@ def exact_array(words: np.ndarray, dtype: pa.DataType) -> pa.Array:
 
 
 def raise_vm_error(code: int) -> None:
-    """An ANSI-mode runtime error of the condition VM (spark.sql.ansi.enabled=true)."""
+    """A runtime error of the condition VM (spark.sql.ansi.enabled=true; an interval
+    sum's overflow in both modes, as in Spark)."""
     if code == 1:
         raise CepRuntimeError(
             "[ARITHMETIC_OVERFLOW] arithmetic overflow in a DEFINE condition or an aggregate "
@@ -397,6 +400,10 @@ def raise_vm_error(code: int) -> None:
             "[INVALID_ARRAY_INDEX_IN_ELEMENT_AT] element_at(array_agg(...), i) in a DEFINE "
             "condition: the index is out of the list's bounds; use try_element_at, or set "
             "spark.sql.ansi.enabled=false to get NULL instead")
+    if code == 5:  # Spark's words, whatever the ANSI mode
+        raise CepRuntimeError(
+            "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
+            "with intervals. Use `try_add` to tolerate overflow and return NULL instead.")
     if code == 3:
         raise CepRuntimeError(
             "[CAST_OVERFLOW] a value in a DEFINE condition cannot be cast to its integral "

@@ -24,6 +24,7 @@ from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.analyze.subqueries import bind_subqueries
 from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.error_position import located_run_error, sited_plan
 from cepsql.runtime.one_pass import SharedPass, SharedPassWorker, plan_pass, split_output
 from cepsql.backends.local.engine import (LocalStatement, TableLike, execute_plan, global_breaks,
                                           match_recognize, sort_for_matching, table_statistics,
@@ -41,6 +42,8 @@ class _Clause:
     plan: QueryPlan
     output: pa.Table | None = None
     projection: list | None = None  # the bound final projection (output name, expression)
+    sql: str = ""  # the view's statement, where its errors are located
+    site: str = ""  # the error_site its plan's workers tag errors with
 
 
 @dataclass
@@ -102,7 +105,10 @@ class _Recording(LocalStatement):
         spec = bind_subqueries(site.spec, partial(self.scalar, scope=scope))
         plan = self.planner(spec, table.schema, self.stmt,
                             statistics=partial(table_statistics, table=table))
-        self.clauses.append(_Clause(self.view, table, plan))
+        # its errors in the shared pass carry this site (located by _run_passes)
+        site = f"{self.view}/{len(self.clauses)}"
+        self.clauses.append(_Clause(self.view, table, sited_plan(plan, site), sql=self.stmt,
+                                    site=site))
         out = execute_plan(table.slice(0, 0), plan)
         return out.rename_columns(clause_output_names(site, out.column_names))
 
@@ -157,10 +163,23 @@ def _run_passes(clauses: list[_Clause], sharing: dict | None = None) -> int:
     for c in clauses:
         by_source.setdefault(id(c.source), []).append(c)
     for group in by_source.values():
-        outputs = run_shared_pass(group[0].source, [c.plan for c in group], sharing=sharing)
+        try:
+            outputs = run_shared_pass(group[0].source, [c.plan for c in group],
+                                      sharing=sharing)
+        except CepError as e:
+            raise _located(e, group) from None
         for c, (out, projection) in zip(group, outputs):
             c.output, c.projection = out, projection
     return len(by_source)
+
+
+def _located(err: CepError, group: list[_Clause]) -> CepError:
+    """An error of a shared pass located in the view whose clause raised it (the site
+    ``_Recording`` gave its plan), else in the pass's first view (a prepared column its
+    clauses share, which knows its own position)."""
+    site = getattr(err, "site", None)
+    clause = next((c for c in group if c.site == site), group[0])
+    return located_run_error(err, clause.plan.spec, clause.sql)
 
 
 def run_shared_pass(table: pa.Table, plans: list[QueryPlan], batch_rows: int = 65536,

@@ -88,7 +88,8 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
         if df.isStreaming:
             return _run_streaming_clause(spark, df, site, source, full, offset, plan_query,
                                          result, frames, require_streams(streams),
-                                         clause_runner)
+                                         clause_runner, _task_error_locator(
+                                             site.spec, full, original_full, tf.edits))
         with _clause_errors(full, site, offset):
             inputs = planning_inputs(spark, df)
             spec = bind_subqueries(site.spec, lambda sub: _scalar(spark, sub, full))
@@ -126,13 +127,16 @@ def rewrite(spark: SparkSession, sql: str, *, offset: int = 0, full_sql: str | N
 
 def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, result,
                           frames: dict[str, DataFrame], streams: StreamRunner,
-                          clause_runner=None) -> str:
+                          clause_runner=None, locate=None) -> str:
     """A clause over a streaming source: the streaming backend (no sampling, no slicing),
-    or ``clause_runner`` (a workload's one streaming pass)."""
+    or ``clause_runner`` (a workload's one streaming pass). ``locate``: how the driver
+    locates its tasks' errors that know no position (remember_clause)."""
     options = options_from_conf(conf_reader(spark))
     view = new_view_name()
     with _clause_errors(full, site, offset):
         plan = plan_query(site.spec, arrow_schema(df), full, options=options)
+        if locate is not None:
+            plan = remember_clause(spark, plan, locate)
         hooked = None if clause_runner is None else clause_runner(df, plan, source)
         # late rows listed under the view's name (a workload counts its own)
         out = _renamed(site, hooked if hooked is not None

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
+from cepsql.errors import error_site, transported
 from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
                                               state_from_values, stored_values)
 from cepsql.backends.streaming.ipc import (check_layout, from_bytes, layout_header, stored_value,
@@ -72,12 +73,19 @@ class MatchProcessor(StatefulProcessor):
                 tables.setdefault(row[-2], []).append(table)
         if timer:
             timer.lap("input")
-        yield from self._step(tables, timerValues.getCurrentWatermarkInMs(), False)
+        yield from self._reported(self._step(tables, timerValues.getCurrentWatermarkInMs(),
+                                             False))
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Row]:
         if self.timer:
             self.timer.start()
-        yield from self._step({}, timerValues.getCurrentWatermarkInMs(), True)
+        yield from self._reported(self._step({}, timerValues.getCurrentWatermarkInMs(), True))
+
+    def _reported(self, rows: Iterator[Row]) -> Iterator[Row]:
+        """rows, a CepError on the way made to reach the driver as itself
+        (errors.transported), raised when the query's failure is (awaitTermination...)."""
+        with transported():
+            yield from rows
 
     def close(self) -> None:
         pass
@@ -99,6 +107,7 @@ class MatchProcessor(StatefulProcessor):
                                      self.spec)
         output: list[pa.RecordBatch] = []
         late = 0
+        site = getattr(getattr(self.worker, "config", None), "error_site", None)
         for kid in sorted(due | set(tables)):
             record = keys.get(kid)
             state = KeyState() if record is None else state_from_row(record[0])
@@ -106,7 +115,10 @@ class MatchProcessor(StatefulProcessor):
             rows = None if not parts else parts[0] if len(parts) == 1 else pa.concat_tables(parts)
             if timer:
                 timer.lap("decode")
-            step = self.engine.advance(state, rows, watermark)
+            # the evaluator's errors carry the clause's error_site: the driver locates
+            # them in the user's SQL (a stored state's layout error is no expression's)
+            with error_site(site):
+                step = self.engine.advance(state, rows, watermark)
             if timer:
                 timer.lap("evaluate")
             keys[kid] = (state_to_row(state), step.timer_ms)

@@ -39,7 +39,7 @@ from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, St
                                StructType)
 
 from cepsql.algebra.expressions import ColumnRef, Expr
-from cepsql.errors import CepRuntimeError
+from cepsql.errors import CepRuntimeError, error_site, transported
 from cepsql.exprs.spark_sql import quote_identifier, to_spark_sql
 from cepsql.analyze.measures import MATCH_NUMBER_COLUMN
 from cepsql.compile.query_plan import QueryPlan
@@ -121,8 +121,10 @@ class WorkloadEngine:
             if engine is None:
                 continue
             ready = None if released.rows is None else _project(released.rows, inputs)
-            outputs += [(index, b) for b in engine._evaluate(own, ready, released.rows_us,
-                                                             released.boundary)]
+            site = getattr(getattr(engine.worker, "config", None), "error_site", None)
+            with error_site(site):  # the driver locates its errors in its view's SQL
+                outputs += [(index, b) for b in engine._evaluate(own, ready, released.rows_us,
+                                                                 released.boundary)]
             timers.append(engine._next_timer(own, released.pending_us))
         timers = [t for t in timers if t != NO_TIMER]
         return outputs, (min(timers) if timers else NO_TIMER), released.late
@@ -198,10 +200,12 @@ class WorkloadProcessor(StatefulProcessor):
         tables = [from_bytes(blob) for frame in rows for blob in frame.iloc[:, -1]]
         tables = [t for t in tables if t is not None]
         table = pa.concat_tables(tables) if tables else None
-        yield from self._step(table, timerValues.getCurrentWatermarkInMs())
+        with transported():  # a CepError reaches the driver as itself (errors.transported)
+            yield from self._step(table, timerValues.getCurrentWatermarkInMs())
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        yield from self._step(None, timerValues.getCurrentWatermarkInMs())
+        with transported():
+            yield from self._step(None, timerValues.getCurrentWatermarkInMs())
 
     def close(self) -> None:
         pass
