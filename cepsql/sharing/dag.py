@@ -66,6 +66,9 @@ class WorkloadContext:
         self._orders: dict[tuple[int, int], float] = {}
         self._pm: dict[tuple, float] = {}
         self._nodes: dict[tuple, tuple] = {}
+        #: search.best_local_plan's results by sub-problem (it is a pure function of this
+        #: context and its arguments; the search asks the same sub-problems again and again)
+        self.local_plans: dict[tuple, LocalPlan] = {}
 
     def pattern_of(self, t: int) -> WorkloadPattern:
         return self.patterns[self.term_ids[t][0]]

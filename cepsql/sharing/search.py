@@ -85,7 +85,18 @@ def best_local_plan(ctx: WorkloadContext, t: int, units: list[LocalPlan],
                     order_only: bool = False, relaxed: bool = False,
                     comps: int | None = None) -> LocalPlan:
     """Generator A: the cheapest plan over ``comps`` (default all components) holding
-    every unit as a subtree (order_only: units[0] as the prefix of a left-deep plan)."""
+    every unit as a subtree (order_only: units[0] as the prefix of a left-deep plan).
+    Memoised in ``ctx.local_plans``: the search poses the same sub-problems repeatedly."""
+    memo = (t, tuple(units), order_only, relaxed, comps)
+    got = ctx.local_plans.get(memo)
+    if got is None:
+        got = ctx.local_plans[memo] = _generate(ctx, t, units, order_only, relaxed, comps)
+    return got
+
+
+def _generate(ctx: WorkloadContext, t: int, units: list[LocalPlan], order_only: bool,
+              relaxed: bool, comps: int | None) -> LocalPlan:
+    """best_local_plan without the memo."""
     pt = ctx.terms[t]
     full = (1 << pt.size) - 1 if comps is None else comps
     def ev(mask: int) -> float:
