@@ -79,6 +79,17 @@ The desk views (default --kind) in the same layout, 2026-11-29, 200k rows, load 
 
 With local frames what remains of "+ every frame" is driver work per view (each frame's
 filter/projection and its collect: JVM round trips and the rows' conversion), not jobs.
+
+The build's fixed cost (stock, 30 views, 200k rows, --profile of the first one-pass run;
+the machine at load 10-20, so compare the build's parts, not the ratios): before, the
+build took 10.5 s (load ~10): recording the views 5.1 s, of which pricing every clause's
+alternative plan algorithms for EXPLAIN 1.4 s, and the passes 5.4 s, of which the sharing
+planner 1.7 s (its search always ran its 1 s budget). After alternatives are priced only
+when EXPLAIN reads them and the search stops once converged (~550 neighbours, ~0.25 s
+CPU, same plan cost): 7.0 s at load ~19 (recording 2.1 s, choose_cep_plan 1.76 -> 0.34 s;
+the passes 4.9 s; the search still met its wall-clock budget, starved of CPU at that
+load). Ratios in the same two runs: matches 5.8x (load 10) -> 5.6x (load 19), + every
+frame 3.1x -> 3.7x; the 8x target is not measurable on a machine this loaded.
 """
 from __future__ import annotations
 
