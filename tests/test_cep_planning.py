@@ -13,6 +13,7 @@ from cepsql.parse import find_match_recognize
 from cepsql.errors import CepAnalysisError
 from cepsql.backends.local.engine import table_statistics
 from cepsql.compile.clause import plan_query
+from cepsql.planning.evaluator_choice import choose_cep_plan
 from cepsql.planning.options import PlannerOptions, options_from_conf
 from cepsql.explain.clause import explain_clause
 
@@ -52,6 +53,24 @@ def test_default_plan_starts_from_the_rare_variable():
                  "ZSTREAM", "ZSTREAM_ORD", "DP_B"):
         assert f"\n  {name} " in text
 
+
+
+def test_alternatives_are_priced_only_when_explain_reads_them():
+    """Planning a clause (e.g. each of a workload's views) does not price the other
+    algorithms; reading them (EXPLAIN) does, once; alternatives=False never does."""
+    table = rare_last_ticks()
+    plan = _plan(SQL.format(strategy="SKIP_TILL_ANY_MATCH"), table)
+    choice = plan.explain_facts.choice
+    assert choice.priced is None
+    priced = choice.alternatives
+    assert set(priced) == {"TRIVIAL", "EFREQ", "GREEDY", "II_RANDOM", "II_GREEDY", "DP_LD",
+                           "ZSTREAM", "ZSTREAM_ORD", "DP_B"}
+    assert priced["DP_LD"] == pytest.approx(choice.plans[0].cost)  # the chosen order plan
+    assert choice.alternatives is priced and choice.pricing is None
+    unpriced = choose_cep_plan(plan.spec, plan.explain_facts.terms, PlannerOptions(),
+                               partial(table_statistics, table=table), alternatives=False)
+    assert unpriced.alternatives == {}
+    assert [p.cost for p in unpriced.plans] == [p.cost for p in choice.plans]
 
 def test_algorithm_option_selects_the_plan_and_results_do_not_change():
     table = rare_last_ticks()

@@ -14,7 +14,7 @@ from cepsql.sharing.dag import WorkloadContext
 from support.sharing_exhaustive import all_trees, exhaustive_cost
 from cepsql.sharing.graph import build_graph
 from cepsql.sharing.planner import parse_algorithm, plan_workload
-from cepsql.sharing.search import Search, independent_plans
+from cepsql.sharing.search import Search, best_local_plan, independent_plans
 from support.sharing_synthetic import stock_workload
 from support.sharing_validate import check_global_plan, global_plan_problems
 
@@ -154,3 +154,29 @@ def test_time_budget_is_respected_and_recorded():
     assert set(plan.alternatives) == {"SA:EDGE", "TABU:EDGE"}
     assert plan.cost == min(plan.alternatives.values())
     assert plan.seconds > 0
+
+
+def test_a_time_budgeted_search_stops_once_converged_with_the_long_run_plan():
+    """The benchmark's 30 small views (bench_workload_spark --kind stock): a search with
+    a long budget stops by itself within a few hundred iterations per meta-heuristic,
+    with the plan a long fixed-iteration run finds."""
+    patterns = stock_workload(30, seed=1, selectivities=(0.003, 0.5),
+                              windows=(1, 2, 3)).workload_patterns()
+    timed = plan_workload(patterns, seconds=600)
+    fixed = plan_workload(patterns, max_iterations=1500)
+    assert timed.graph_edges > 100
+    assert timed.iterations < 1200
+    assert timed.cost <= fixed.cost * TOL
+
+
+def test_the_local_plan_generator_answers_a_repeated_sub_problem_from_its_memo():
+    """best_local_plan is a pure function of the context and its arguments: asked again,
+    it returns the plan it found (the search asks the same sub-problems many times)."""
+    patterns = list(workload(6, 0))
+    ctx = WorkloadContext(patterns)
+    first = best_local_plan(ctx, 0, [], comps=0b11)
+    unit = best_local_plan(ctx, 1, [], relaxed=True, comps=0b11)
+    assert best_local_plan(ctx, 0, [], comps=0b11) is first
+    assert best_local_plan(ctx, 1, [unit]) is best_local_plan(ctx, 1, [unit])
+    fresh = WorkloadContext(patterns)
+    assert best_local_plan(fresh, 0, [], comps=0b11) == first

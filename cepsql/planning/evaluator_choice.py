@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from cepsql.algebra.pattern import Concat, Negation, PatternNode, Permute, Quantified, Var
 from cepsql.algebra.spec import MatchRecognizeSpec
@@ -160,10 +162,21 @@ class CepPlanChoice:
     reason: str
     algorithm: str | None = None
     plans: list = field(default_factory=list)          # per term: OrderPlan | TreePlan
-    alternatives: dict = field(default_factory=dict)   # algorithm -> total cost
+    priced: dict | None = None                         # algorithm -> total cost, once priced
     statistics: object = None                          # PatternStatistics | None
     stats_note: str = ""
     plan_seconds: float = 0.0
+    #: prices the alternatives when first asked (only EXPLAIN shows them, so a workload's
+    #: many clauses and plain queries do not pay ~11 plan searches per term up front)
+    pricing: Callable[[], dict] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def alternatives(self) -> dict:
+        """algorithm -> total cost of its plans (priced on first use)."""
+        if self.priced is None:
+            self.priced = self.pricing() if self.pricing is not None else {}
+            self.pricing = None
+        return self.priced
 
     @property
     def planned(self) -> bool:
@@ -199,8 +212,9 @@ def planner_stats(spec: MatchRecognizeSpec, statistics) -> tuple[PatternStats, o
 def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: PlannerOptions,
                     statistics, alternatives: bool = True) -> CepPlanChoice:
     """Plans for the terms of a SKIP_TILL_ANY_MATCH clause (see module docstring);
-    alternatives=False skips pricing the other algorithms (only EXPLAIN shows them; plans
-    made inside tasks, e.g. adaptive re-plans, need not pay for it)."""
+    the other algorithms are priced when EXPLAIN first reads ``choice.alternatives``;
+    alternatives=False never prices them (plans made inside tasks, e.g. adaptive
+    re-plans)."""
     started = time.perf_counter()
     pstats, stats, note = planner_stats(spec, statistics)
     model = CostModel(alpha=options.alpha)
@@ -215,13 +229,6 @@ def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: Planne
             plans.append(choose_plan(q, algorithm, model=model, budget_seconds=share))
         else:
             plans.append(_default_plan(q, model, share))
-    priced = {}
-    for name in ALGORITHMS if alternatives else ():
-        if not _affordable(name, queries, share):
-            continue
-        priced[name] = sum(
-            choose_plan(q, name if q.size > 1 else "TRIVIAL", model=model,
-                        budget_seconds=min(share, ALTERNATIVE_SECONDS)).cost for q in queries)
     kinds = {p.kind for p in plans}
     chosen = plans[0].algorithm if len({p.algorithm for p in plans}) == 1 else "mixed"
     evaluator = EVALUATOR_TREE if kinds == {"tree"} else (
@@ -229,8 +236,22 @@ def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: Planne
     reason = ("algorithm set by cepsql.planner.algorithm" if algorithm else
               "cepsql's choice: cheapest of the exact DPs within the plan-time budget, "
               "GREEDY / II beyond")
-    return CepPlanChoice(evaluator, reason, chosen, plans, priced, stats, note,
-                         time.perf_counter() - started)
+    return CepPlanChoice(evaluator, reason, chosen, plans, None if alternatives else {},
+                         stats, note, time.perf_counter() - started,
+                         partial(_price_alternatives, queries, model, share)
+                         if alternatives else None)
+
+
+def _price_alternatives(queries: list, model: CostModel, share: float) -> dict:
+    """Every affordable algorithm's total cost over the terms' queries."""
+    priced = {}
+    for name in ALGORITHMS:
+        if _affordable(name, queries, share):
+            priced[name] = sum(
+                choose_plan(q, name if q.size > 1 else "TRIVIAL", model=model,
+                            budget_seconds=min(share, ALTERNATIVE_SECONDS)).cost
+                for q in queries)
+    return priced
 
 
 def _affordable(name: str, queries, share: float) -> bool:

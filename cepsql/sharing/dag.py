@@ -66,6 +66,10 @@ class WorkloadContext:
         self._orders: dict[tuple[int, int], float] = {}
         self._pm: dict[tuple, float] = {}
         self._nodes: dict[tuple, tuple] = {}
+        #: search.best_local_plan's results by sub-problem (it is a pure function of this
+        #: context and its arguments; the search asks the same sub-problems again and again)
+        self.local_plans: dict[tuple, LocalPlan] = {}
+        self._walks: dict[tuple, tuple] = {}
 
     def pattern_of(self, t: int) -> WorkloadPattern:
         return self.patterns[self.term_ids[t][0]]
@@ -146,7 +150,21 @@ class WorkloadContext:
 
     def _walk(self, t: int, plan: LocalPlan, node: TreeNode, private: bool,
               out: list) -> tuple[int, tuple[int, ...]]:
-        """Interns node's key; returns (id, owner component per slot)."""
+        """Interns node's key; returns (id, owner component per slot). A subtree's keys
+        depend only on it and the relaxed masks that meet it, so each is walked once
+        (the search re-plans around the same subtrees again and again)."""
+        memo = (t, node, private, frozenset(r for r in plan.relaxed if r & node.mask))
+        got = self._walks.get(memo)
+        if got is None:
+            below: list[tuple[int, int]] = []
+            nid, slots = self._walk_node(t, plan, node, private, below)
+            got = self._walks[memo] = (nid, slots, tuple(below))
+        out.extend(got[2])
+        return got[0], got[1]
+
+    def _walk_node(self, t: int, plan: LocalPlan, node: TreeNode, private: bool,
+                   out: list) -> tuple[int, tuple[int, ...]]:
+        """_walk without the memo."""
         pt = self.terms[t]
         if node.is_leaf:
             c = node.leaf
