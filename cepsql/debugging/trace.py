@@ -27,7 +27,7 @@ from cepsql.analyze.conjuncts import split_conjuncts
 from cepsql.debugging.conjunct_text import conjunct_text, operand_text
 from cepsql.debugging.slice import PartitionSlice, partition_names
 from cepsql.errors import CepRuntimeError, CepUnsupportedError
-from cepsql.reference.cep import time_micros
+from cepsql.reference.cep import Span, time_micros
 from cepsql.reference.expr import ReferenceUnsupported, evaluate
 from cepsql.reference.pattern import Labels, PatternMatcher, SearchBudgetExceeded
 from cepsql.reference.sql import ReferenceQuery, next_start
@@ -175,13 +175,8 @@ class _Window:
                        for i in range(len(rows))]
 
     def fits(self, lo: int, hi: int) -> bool:
-        w = self.window
-        if w is None:
-            return True
-        if w.kind == "rows":
-            return hi - lo < w.size
-        a, b = self.ts[lo], self.ts[hi]
-        return a is not None and b is not None and abs(b - a) <= w.size
+        """The reference's window test (reference/cep.py Span) on the slice's rows."""
+        return Span(self.window, self.ts).fits(lo, hi)
 
 
 def window_text(window: Window) -> str:

@@ -193,7 +193,7 @@ def time_micros(v: object) -> object:
     raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {type(v).__name__} values")
 
 
-class _Span:
+class Span:
     """Window test of a set of positions in one partition."""
 
     def __init__(self, window: Window | None, ts: list[object]):
@@ -388,7 +388,7 @@ class _Partition:
         if spec.window is not None and spec.window.kind == "time":
             ctx = EvalContext(rows=rows, colmap=q.colmap)
             ts = [time_micros(evaluate(spec.order_by[0].expr, ctx, i)) for i in range(self.n)]
-        self.span = _Span(spec.window, ts)
+        self.span = Span(spec.window, ts)
         self.cands: dict[str, list[int]] = {}
         for var in spec.variables:
             if conds.local.get(var, False):
@@ -981,7 +981,7 @@ def _sql_mode_partition(q: ReferenceQuery, rows: list[dict]) -> list[tuple]:
     if spec.window.kind == "time":
         ctx0 = EvalContext(rows=rows, colmap=q.colmap)
         ts = [time_micros(evaluate(spec.order_by[0].expr, ctx0, i)) for i in range(len(rows))]
-    span = _Span(spec.window, ts)
+    span = Span(spec.window, ts)
     state = {"number": 0}
 
     def accept(start: int, row: int, labels: tuple[str, ...]) -> bool:
