@@ -175,7 +175,10 @@ def test_variant_measures_keep_exact_values(spark):
 
 
 def _jobs(spark) -> int:
-    """Spark jobs started so far (no test sets a job group)."""
+    """Spark jobs started so far (no test sets a job group). The status tracker learns of
+    a job from the listener bus, which runs behind: it is drained first (a CI run under
+    load read the count before a collect's job had been posted)."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(60_000)
     ids = spark.sparkContext.statusTracker().getJobIdsForGroup(None)
     return max(ids) + 1 if ids else 0
 
