@@ -110,5 +110,6 @@ def test_spark_path_raises_the_same_errors_before_any_job(spark):
             spark.cep.sql(unclosed)
         assert (info.value.line, info.value.col) == loc(unclosed, "(A B")
         assert sc.statusTracker().getJobIdsForGroup("cep-type-errors") == []
-    finally:
-        sc.setJobGroup("", "")
+    finally:  # no group again (a group "" would hide later jobs from group None)
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            sc.setLocalProperty(key, None)
