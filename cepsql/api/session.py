@@ -167,10 +167,7 @@ class CepSession:
             analysis.finish()
             analyzed = analysis.for_plans([plan for _, plan in recorded])
         if svg or file is not None:
-            drawing = clauses_svg(recorded, analyzed)
-            if file is not None:
-                with open(file, "w", encoding="utf-8") as out:
-                    out.write(drawing)
+            drawing = clauses_svg(recorded, analyzed, file=file)
             if svg:
                 return drawing
         blocks = clause_blocks(recorded, analyzed)

@@ -163,9 +163,19 @@ def _measured(boxes: list[Box], title: str, stats) -> str:
     return f"{title} | " + ", ".join(analyze_labels(stats))
 
 
-def clauses_svg(recorded: list[tuple[object, object]], analyzed: list | None = None) -> str:
+def clauses_svg(recorded: list[tuple[object, object]], analyzed: list | None = None,
+                file: str | None = None) -> str:
     """One SVG for a statement's clauses ((spec, plan) pairs), stacked vertically;
-    ``analyzed``: each clause's ClauseStatistics (EXPLAIN ANALYZE), drawn on its plan."""
+    ``analyzed``: each clause's ClauseStatistics (EXPLAIN ANALYZE), drawn on its plan;
+    ``file``: also written there (EXPLAIN's ``file=`` in-process and on Spark)."""
+    drawing = _stacked(recorded, analyzed)
+    if file is not None:
+        with open(file, "w", encoding="utf-8") as handle:
+            handle.write(drawing)
+    return drawing
+
+
+def _stacked(recorded: list[tuple[object, object]], analyzed: list | None) -> str:
     analyzed = list(analyzed or []) + [None] * len(recorded)
     parts = [plan_svg(spec, plan, stats)
              for (spec, plan), stats in zip(recorded, analyzed)]

@@ -51,10 +51,7 @@ def explain_query(query: str, analyze: bool = False, *, file: str | None = None,
     else:
         recorded = plan_local(query, arrow)
     if svg or file is not None:
-        drawing = clauses_svg(recorded, analyzed)
-        if file is not None:
-            with open(file, "w", encoding="utf-8") as handle:
-                handle.write(drawing)
+        drawing = clauses_svg(recorded, analyzed, file=file)
         if svg:
             return drawing
     blocks = clause_blocks(recorded, analyzed)
