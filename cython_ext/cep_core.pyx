@@ -197,7 +197,7 @@ cdef class CepCore(ConditionHost):
             return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if self._in(self.daggs[k * 3], label):
-            self._agg_row(a, k, r)
+            self._agg_row(a, k, r, label)
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     cdef void _agg_explicit(self, int k, i64* pos, i64* lab, i64 m, i64 r, int label,
@@ -227,7 +227,7 @@ cdef class CepCore(ConditionHost):
             if not final and pos[i] > r:
                 break
             if self._in(s, <int> lab[i]):
-                self._agg_row(a, k, pos[i])
+                self._agg_row(a, k, pos[i], <int> lab[i])
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     # ------------------------------------------------------------------ condition VM

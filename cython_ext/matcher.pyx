@@ -1118,7 +1118,7 @@ cdef class SqlMatcher(ConditionHost):
             return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
-            self._agg_row(a, k, r)
+            self._agg_row(a, k, r, label)
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     cdef void _distinct_aggregate(self, int k, i64* st, i64 r, int label, double* dv,
@@ -1154,8 +1154,9 @@ cdef class SqlMatcher(ConditionHost):
         _agg_distinct(self.drows, n, self.daggs, k, &self.xl, self.vals, self.nulls,
                       self.n_rows, dv, xv, isnull)
 
-    cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
-        _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r)
+    cdef inline void _agg_row(self, i64* a, int k, i64 r, int label) noexcept nogil:
+        _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r,
+                        label)
 
     cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
         """out := st after mapping row r to label."""
@@ -1165,7 +1166,7 @@ cdef class SqlMatcher(ConditionHost):
             s_id = self.daggs[k * 3]
             if s_id >= 0 and not self.member[s_id * self.n_labels + label]:
                 continue
-            self._agg_row(out + self.agg_base + AGG_W * k, k, r)
+            self._agg_row(out + self.agg_base + AGG_W * k, k, r, label)
         out[ST_HIST] = self._new_node(r, label, st[ST_HIST], st[ST_EXCL] > 0)
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]

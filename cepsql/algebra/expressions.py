@@ -197,7 +197,10 @@ class AggregateValue(Expr):
     row-local ``column`` (None for COUNT_STAR), with RUNNING or FINAL semantics.
     ``by``: the ordering column of MAX_BY/MIN_BY (``column`` is the value).
     ``distinct``: over the distinct non-NULL values only (DEFINE). ``index``: ELEMENT's
-    1-based position in the list of non-NULL values (negative: from the end)."""
+    1-based position in the list of non-NULL values (negative: from the end).
+    ``per_label``: (label, column, ordering column) per primary variable when the
+    argument reads CLASSIFIER() (DEFINE): a row of that variable reads these columns
+    (``column``/``by`` are the first entry's)."""
     func: str
     var: str | None
     column: str | None
@@ -207,6 +210,7 @@ class AggregateValue(Expr):
     distinct: bool = False
     index: int = 0
     null_out_of_range: bool = False  # ELEMENT: NULL (try_element_at, [i]) even under ANSI
+    per_label: tuple[tuple[str, str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -681,6 +681,11 @@ def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
 
 def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     col, t = (-1, None) if e.column is None else em.column_index(e.column)
+    if e.per_label:
+        if e.distinct or e.func == "ELEMENT":  # listed rows are compared by one column
+            raise CepUnsupportedError(f"{e.func.lower()}() over listed rows cannot read "
+                                      "CLASSIFIER() in DEFINE", pos=e.pos)
+        col, t = _label_block(em, e, 1)
     if e.func in ("SUM", "AVG") and not (t.numeric or t.name == "interval"):
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     if e.func in MOMENT_FUNCS and not t.numeric:
@@ -721,7 +726,7 @@ def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> 
 def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
     """max_by/min_by: the aggregate reads its ordering column; its lane names the value
     column: [ordering exact, ordering scale, value column, value exact]."""
-    by_col, by_t = em.column_index(e.by)
+    by_col, by_t = _label_block(em, e, 2) if e.per_label else em.column_index(e.by)
     for what, typ in (("value", t), ("ordering", by_t)):
         if typ.name in ("string", "classifier"):
             raise CepUnsupportedError(
@@ -732,6 +737,28 @@ def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmTyp
     em.agg_exact.append([int(by_t.exact), by_t.scale, col, int(t.exact)])
     em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return t
+
+
+def _label_block(em: _Emitter, e: AggregateValue, which: int) -> tuple[int, VmType]:
+    """An argument reading CLASSIFIER(): its column per label (``e.per_label``) laid out
+    as one block of VM columns in label order; the evaluators read column first + label
+    on a row labelled label (aggregates.pxd, _label_column), so the code is -first - 2.
+    Labels the aggregate never steps hold the first label's column."""
+    names = {part[0]: part[which] for part in e.per_label}
+    default = e.per_label[0][which]
+    first, t = em.column_index(default)
+    block = len(em.columns)
+    for label in em.labels:
+        i, lt = em.column_index(names.get(label, default))
+        if lt != t:
+            raise CepUnsupportedError(
+                f"{e.func.lower()}() in DEFINE reads CLASSIFIER() in an argument whose type "
+                f"differs per variable ({t} and {lt}); CAST the argument to one type",
+                pos=e.pos)
+        em.columns.append(em.columns[i])
+        em.kinds.append(em.kinds[i])
+        em.types.append(lt)
+    return -block - 2, t
 
 
 def _is_string_literal(e: Expr) -> bool:
