@@ -12,9 +12,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import cepsql
+from cepsql.compile.clause import plan_query
 from cepsql.errors import CepUnsupportedError
+from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.reference.cep import evaluate_reference_cep
 from cepsql.reference.sql import evaluate_reference
+from cepsql.runtime.workers import bind_worker
 from support.sqlhelp import loc
 from support.strategies import streams
 from test_property_sql import SETTINGS, row_multiset, spec_of
@@ -124,3 +127,16 @@ def test_what_stays_refused_says_what_works(define, needle, message):
     with pytest.raises(CepUnsupportedError, match=message) as err:
         cepsql.match_recognize(sql, t=T)
     assert (err.value.line, err.value.col) == loc(sql, needle)
+
+
+def test_a_string_extreme_over_labels_keeps_its_group_whole():
+    """max(CLASSIFIER()) keeps a string rank, valid only in one chunk's dictionary: the
+    CEP worker must not drop the group's rows as the window moves (as max(tag))."""
+    for define, streamable in (("max(CLASSIFIER()) = 'B'", False), ("max(tag) > 'x'", False),
+                               ("max(price) > 1", True)):
+        sql = cep_query(define, "SKIP_TILL_NEXT_MATCH")
+        plan = plan_query(spec_of(sql), T.schema, sql)
+        prepared = T
+        for name, expr in plan.prepare_columns:
+            prepared = prepared.append_column(name, evaluate_arrow(expr, T))
+        assert bind_worker(plan, prepared.schema).worker.streamable() is streamable, define

@@ -761,6 +761,12 @@ def _label_block(em: _Emitter, e: AggregateValue, which: int) -> tuple[int, VmTy
     return -block - 2, t
 
 
+def aggregate_column(code: int) -> int:
+    """The VM column a DEFINE aggregate's column code names (-1: none); a CLASSIFIER()
+    block (_label_block) names its first column, all of one type."""
+    return code if code > -2 else -code - 2
+
+
 def _is_string_literal(e: Expr) -> bool:
     return isinstance(e, Literal) and e.type == "string"
 
