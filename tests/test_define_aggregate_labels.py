@@ -1,8 +1,9 @@
 """DEFINE aggregates whose argument reads CLASSIFIER() or MATCH_NUMBER() (issue 24 B8):
 sum/avg/stddev/variance/max_by/min_by (and the count-like and min/max ones) over
 arguments reading CLASSIFIER() -- the accumulator reads, on each row, the argument's
-column for that row's label -- and, in CEP mode, MATCH_NUMBER() anywhere in an
-argument (it is NULL in DEFINE there). Every case is checked against the reference
+column for that row's label -- and MATCH_NUMBER() anywhere in an argument (SQL:2016
+mode: the condition VM computes the argument at each aggregated row; CEP mode: it is
+NULL in DEFINE). Every case is checked against the reference
 evaluators, in both modes; what stays refused is refused with a positioned error.
 """
 from __future__ import annotations
@@ -48,6 +49,20 @@ LABELLED = [
     "coalesce(bool_and(CLASSIFIER() = 'A' OR price > 1), true) AND "
     "min(IF(CLASSIFIER() = 'A', price, 10)) < 4",
 ]
+# SQL:2016 mode: MATCH_NUMBER() inside an argument is the attempt's number, computed
+# with the argument at each aggregated row
+NUMBERED_SQL = [
+    "sum(price * MATCH_NUMBER()) < 12",
+    "max(MATCH_NUMBER() + price) < 8 AND count(price + MATCH_NUMBER()) < 3",
+    "coalesce(avg(vol * MATCH_NUMBER()), 0) < 4",
+    "coalesce(stddev(price * MATCH_NUMBER()), 0) < 3",
+    "coalesce(max_by(price, MATCH_NUMBER() * vol), 0) < 6",
+    "coalesce(min_by(MATCH_NUMBER() + price, vol), 0) < 7",
+    "count_if(price > MATCH_NUMBER()) < 3",
+    "coalesce(bool_or(price < MATCH_NUMBER() + 1), false) OR count(*) < 2",
+    "sum(CAST(vol AS DECIMAL(5, 2)) * MATCH_NUMBER()) < 6.5",
+    "coalesce(sum(price / MATCH_NUMBER()), 0) < 8",
+]
 # CEP mode has no moment aggregates in DEFINE (compile.cep, whatever the argument)
 CEP_LABELLED = [d for d in LABELLED if "std" not in d and "var" not in d]
 # CEP mode: MATCH_NUMBER() is NULL in DEFINE, also inside an aggregate's argument
@@ -89,7 +104,7 @@ def assert_reference_rows(sql: str, table: pa.Table, cep: bool) -> None:
 
 
 @pytest.mark.parametrize("pattern", SQL_PATTERNS)
-@pytest.mark.parametrize("define", LABELLED)
+@pytest.mark.parametrize("define", LABELLED + NUMBERED_SQL)
 def test_sql_mode_classifier_arguments_equal_the_reference(define, pattern):
     assert_reference_rows(sql_query(define, pattern), T, cep=False)
 
@@ -101,7 +116,7 @@ def test_cep_mode_classifier_and_match_number_arguments_equal_the_reference(defi
 
 
 @settings(max_examples=60, **SETTINGS)
-@given(table=streams(max_rows=12), define=st.sampled_from(LABELLED),
+@given(table=streams(max_rows=12), define=st.sampled_from(LABELLED + NUMBERED_SQL),
        pattern=st.sampled_from(SQL_PATTERNS))
 def test_sql_mode_over_generated_streams(table, define, pattern):
     assert_reference_rows(sql_query(define, pattern), table, cep=False)
@@ -115,8 +130,9 @@ def test_cep_mode_over_generated_streams(table, define, strategy):
 
 
 @pytest.mark.parametrize("define, needle, message", [
-    ("sum(price * MATCH_NUMBER()) < 9", "MATCH_NUMBER", "alone works in count, sum"),
-    ("max_by(price, MATCH_NUMBER() + vol) > 1", "MATCH_NUMBER", "CEP mode"),
+    ("count(DISTINCT price * MATCH_NUMBER()) < 3", "MATCH_NUMBER", "without DISTINCT it can"),
+    ("sum(IF(CLASSIFIER() = 'A', price, MATCH_NUMBER())) < 3", "MATCH_NUMBER",
+     "both CLASSIFIER.. and MATCH_NUMBER"),
     ("count(DISTINCT IF(CLASSIFIER() = 'A', price, 0)) < 3", "CLASSIFIER",
      "without DISTINCT it can"),
     ("element_at(array_agg(IF(CLASSIFIER() = 'A', price, 0)), 1) > 2", "CLASSIFIER",

@@ -13,9 +13,9 @@ from typing import Callable
 from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, GatheredAggregate, Literal,
                                    MatchNumber, Navigation, UnaryOp, children, walk)
-from cepsql.algebra.rowrefs import rebuild
+from cepsql.algebra.rowrefs import bind_rows, rebuild
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from cepsql.analyze.decompose import DerivedColumns
+from cepsql.analyze.decompose import DerivedColumns, localize
 
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
@@ -173,6 +173,12 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
                      for a in args]
             return (label, named[0], named[1] if len(named) > 1 else None)
 
+        if any(isinstance(n, MatchNumber) for a in args for n in walk(a)):
+            computed = tuple(_at_row(make(a), derived, known) for a in args)
+            names = [None if c is not None else derived.name_for(make(a))
+                     for a, c in zip(args, computed)]
+            return AggregateValue(func, var, names[0], False, agg.pos,
+                                  by=names[1] if len(names) > 1 else None, computed=computed)
         per_label = tuple(columns(label) for label in labels)
         _, column, by = per_label[0] if per_label else columns(var)
         return AggregateValue(func, var, column, False, agg.pos, by=by, distinct=agg.distinct,
@@ -201,22 +207,32 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
 
 
 def _check_define_argument(agg: Aggregate) -> None:
-    """What a DEFINE aggregate's argument may not read: MATCH_NUMBER() inside a larger
-    expression (SQL:2016 mode: the accumulators read columns computed before matching,
-    and the number is known only during the attempt), and CLASSIFIER() under DISTINCT
-    (the listed rows are compared by column, not by each row's label)."""
-    for node in (n for arg in agg.args for n in walk(arg)):
-        if isinstance(node, MatchNumber):
+    """What a DEFINE aggregate's arguments may not read: CLASSIFIER() or MATCH_NUMBER()
+    under DISTINCT (the listed rows are compared by one precomputed column), and both of
+    them (a label's column, or a value computed at the row: not both)."""
+    nodes = [n for arg in agg.args for n in walk(arg) if isinstance(n, (Classifier, MatchNumber))]
+    for node in nodes:
+        what = "CLASSIFIER()" if isinstance(node, Classifier) else "MATCH_NUMBER()"
+        if agg.distinct:
             raise CepUnsupportedError(
-                f"{agg.name}() in DEFINE cannot read MATCH_NUMBER() inside a larger argument "
-                "expression in SQL:2016 mode; MATCH_NUMBER() alone works in count, sum, avg, "
-                "min and max, any argument works in MEASURES, and in CEP mode (where "
-                "MATCH_NUMBER() is NULL in DEFINE)", pos=node.pos)
-        if isinstance(node, Classifier) and agg.distinct:
-            raise CepUnsupportedError(
-                f"{agg.name}(DISTINCT ...) in DEFINE cannot read CLASSIFIER() in its argument;"
-                " without DISTINCT it can, and MEASURES take DISTINCT over CLASSIFIER()",
+                f"{agg.name}(DISTINCT ...) in DEFINE cannot read {what} in its argument; "
+                f"without DISTINCT it can, and MEASURES take DISTINCT over {what}",
                 pos=node.pos)
+    if len({type(n) for n in nodes}) == 2:
+        node = next(n for n in nodes if isinstance(n, MatchNumber))
+        raise CepUnsupportedError(
+            f"{agg.name}() in DEFINE cannot read both CLASSIFIER() and MATCH_NUMBER() in its "
+            "arguments (either one works; MEASURES take both)", pos=node.pos)
+
+
+def _at_row(arg: Expr, derived: DerivedColumns, known: set[str]) -> Expr | None:
+    """An argument reading MATCH_NUMBER() (SQL:2016 mode: the attempt's number, known
+    only while matching) as the expression the condition VM computes at each aggregated
+    row: its row-local parts derived columns of that row. None: no MATCH_NUMBER()."""
+    if not any(isinstance(n, MatchNumber) for n in walk(arg)):
+        return None
+    bound = bind_rows(arg, in_define=True, final_default=False, known_vars=known)
+    return localize(bound, derived)
 
 
 def null_match_number_in_aggregates(expr: Expr) -> Expr:
