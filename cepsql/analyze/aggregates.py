@@ -13,7 +13,7 @@ from typing import Callable
 from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
                                    ColumnRef, Expr, FunctionCall, GatheredAggregate, Literal,
                                    MatchNumber, Navigation, UnaryOp, children, walk)
-from cepsql.algebra.rowrefs import bind_rows, rebuild
+from cepsql.algebra.rowrefs import bind_rows, rebuild, transform
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
 from cepsql.analyze.decompose import DerivedColumns, localize
 
@@ -135,7 +135,9 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
     """DEFINE aggregates: the matcher's running accumulators, with count_if and
     bool_and/bool_or rewritten over counts of derived indicator columns. CLASSIFIER() in
     an argument gives one derived column per primary variable (the label is a constant
-    on that variable's rows) and the accumulator reads the column of each row's label."""
+    on that variable's rows) and the accumulator reads the column of each row's label;
+    MATCH_NUMBER() in a larger argument leaves the argument to the condition VM, computed
+    at each aggregated row (alone, count/sum/avg/min/max of it fold)."""
     name = agg.name.lower()
     if name in LIST_AGGREGATES:
         raise CepUnsupportedError(
@@ -156,8 +158,9 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         return AggregateValue("COUNT_STAR", var, None, False, agg.pos)
     arity = 2 if name in ("max_by", "min_by") else 1
     if len(agg.args) != arity:
-        raise CepAnalysisError(f"{agg.name}() takes {'two arguments' if arity == 2 else 'one argument'}",
-                               pos=agg.pos)
+        raise CepAnalysisError(
+            f"{agg.name}() takes {'two arguments' if arity == 2 else 'one argument'}",
+            pos=agg.pos)
     var = _aggregate_variable(agg, known)
     if isinstance(agg.args[0], MatchNumber) and name in _CONSTANT_FOLDS:
         return _match_number_fold(agg, name, var)
@@ -184,7 +187,7 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         return AggregateValue(func, var, column, False, agg.pos, by=by, distinct=agg.distinct,
                               per_label=per_label)
 
-    if name in ("max_by", "min_by"):
+    if name in ("max_by", "min_by"):  # Spark's MaxBy/MinBy: aggregates.pxd _agg_step_by
         return over(name.upper())
     if GATHERED[name].startswith(("stddev", "var")):
         return over(GATHERED[name].upper())
@@ -211,13 +214,12 @@ def _check_define_argument(agg: Aggregate) -> None:
     under DISTINCT (the listed rows are compared by one precomputed column), and both of
     them (a label's column, or a value computed at the row: not both)."""
     nodes = [n for arg in agg.args for n in walk(arg) if isinstance(n, (Classifier, MatchNumber))]
-    for node in nodes:
-        what = "CLASSIFIER()" if isinstance(node, Classifier) else "MATCH_NUMBER()"
-        if agg.distinct:
-            raise CepUnsupportedError(
-                f"{agg.name}(DISTINCT ...) in DEFINE cannot read {what} in its argument; "
-                f"without DISTINCT it can, and MEASURES take DISTINCT over {what}",
-                pos=node.pos)
+    if agg.distinct and nodes:
+        what = "CLASSIFIER()" if isinstance(nodes[0], Classifier) else "MATCH_NUMBER()"
+        raise CepUnsupportedError(
+            f"{agg.name}(DISTINCT ...) in DEFINE cannot read {what} in its argument; "
+            f"without DISTINCT it can, and MEASURES take DISTINCT over {what}",
+            pos=nodes[0].pos)
     if len({type(n) for n in nodes}) == 2:
         node = next(n for n in nodes if isinstance(n, MatchNumber))
         raise CepUnsupportedError(
@@ -238,17 +240,14 @@ def _at_row(arg: Expr, derived: DerivedColumns, known: set[str]) -> Expr | None:
 def null_match_number_in_aggregates(expr: Expr) -> Expr:
     """CEP mode: MATCH_NUMBER() is NULL in DEFINE (reference rule R2), so inside an
     aggregate's arguments it is a BIGINT NULL and the argument stays row-local."""
+    def null(e: Expr) -> Expr | None:
+        return Cast(Literal(None, "null", e.pos), "bigint", e.pos) \
+            if isinstance(e, MatchNumber) else None
+
     if isinstance(expr, Aggregate):
-        return rebuild(expr, [_null_match_number(a) for a in expr.args]) if expr.args else expr
+        return transform(expr, null)
     kids = children(expr)
     return rebuild(expr, [null_match_number_in_aggregates(k) for k in kids]) if kids else expr
-
-
-def _null_match_number(expr: Expr) -> Expr:
-    if isinstance(expr, MatchNumber):
-        return Cast(Literal(None, "null", expr.pos), "bigint", expr.pos)
-    kids = children(expr)
-    return rebuild(expr, [_null_match_number(k) for k in kids]) if kids else expr
 
 
 _CONSTANT_FOLDS = ("count", "sum", "avg", "mean", "min", "max")
