@@ -1143,32 +1143,34 @@ cdef class SqlMatcher(ConditionHost):
         state compared when threads merge: full_history) plus row r labelled label."""
         cdef int set_id = self.daggs[k * 3]
         cdef i64 node = st[ST_HIST]
-        cdef i64 n = 0, i, t
+        cdef i64 n = 0, i
         cdef i64 need = 1
+        cdef i64* rows
+        cdef i64* labs
         while node >= 0:
             need += 1
             node = self.node_parent[node]
         node = st[ST_HIST]
-        if need > self.drows_cap:
-            if grow_i64(&self.drows, need):
+        if 2 * need > self.drows_cap:
+            if grow_i64(&self.drows, 2 * need):
                 self.oom = 1
                 isnull[0] = 1
                 return
-            self.drows_cap = need
+            self.drows_cap = 2 * need
+        rows = self.drows  # filled from the end: match order
+        labs = self.drows + need
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
-            self.drows[n] = r
             n += 1
+            rows[need - n] = r
+            labs[need - n] = label
         while node >= 0:
             if set_id < 0 or self.member[set_id * self.n_labels + self.node_label[node]]:
-                self.drows[n] = self.node_row[node]
                 n += 1
+                rows[need - n] = self.node_row[node]
+                labs[need - n] = self.node_label[node]
             node = self.node_parent[node]
-        for i in range(n // 2):  # match order: the first row of each value is kept
-            t = self.drows[i]
-            self.drows[i] = self.drows[n - 1 - i]
-            self.drows[n - 1 - i] = t
-        _agg_distinct(self.drows, n, self.daggs, k, &self.xl, self.vals, self.nulls,
-                      self.n_rows, dv, xv, isnull)
+        _agg_distinct(rows + need - n, labs + need - n, n, self.daggs, k, &self.xl,
+                      self.vals, self.nulls, self.n_rows, dv, xv, isnull)
 
     cdef inline void _agg_row(self, i64* a, int k, i64* st, i64 r, int label,
                               int sp) noexcept nogil:

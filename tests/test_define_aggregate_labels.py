@@ -49,6 +49,13 @@ LABELLED = [
     "max(CLASSIFIER()) = 'B' AND count_if(CLASSIFIER() = 'B' AND price > 2) < 2",
     "coalesce(bool_and(CLASSIFIER() = 'A' OR price > 1), true) AND "
     "min(IF(CLASSIFIER() = 'A', price, 10)) < 4",
+    # DISTINCT and element_at list the rows: each row's value is its label's column's
+    "count(DISTINCT IF(CLASSIFIER() = 'A', price, 0)) < 3",
+    "count(DISTINCT CASE WHEN CLASSIFIER() = 'B' THEN price % 3 END) < 2",
+    "coalesce(sum(DISTINCT CASE CLASSIFIER() WHEN 'A' THEN price ELSE price + 1 END), 0) < 12",
+    "size(collect_set(CLASSIFIER())) < 2 OR count(*) < 4",
+    "coalesce(element_at(array_agg(IF(CLASSIFIER() = 'A', price, -price)), -1), 0) > -6",
+    "coalesce(try_element_at(collect_set(IF(CLASSIFIER() = 'B', vol, 1.0)), 2), 0) < 2",
 ]
 # SQL:2016 mode: MATCH_NUMBER() inside an argument is the attempt's number, computed
 # with the argument at each aggregated row
@@ -134,10 +141,8 @@ def test_cep_mode_over_generated_streams(table, define, strategy):
     ("count(DISTINCT price * MATCH_NUMBER()) < 3", "MATCH_NUMBER", "without DISTINCT it can"),
     ("sum(IF(CLASSIFIER() = 'A', price, MATCH_NUMBER())) < 3", "MATCH_NUMBER",
      "both CLASSIFIER.. and MATCH_NUMBER"),
-    ("count(DISTINCT IF(CLASSIFIER() = 'A', price, 0)) < 3", "CLASSIFIER",
-     "without DISTINCT it can"),
-    ("element_at(array_agg(IF(CLASSIFIER() = 'A', price, 0)), 1) > 2", "CLASSIFIER",
-     "MEASURES can"),
+    ("element_at(array_agg(MATCH_NUMBER() + price), 1) > 2", "MATCH_NUMBER",
+     "size.. and array_contains.. of the list can"),
 ])
 def test_what_stays_refused_says_what_works(define, needle, message):
     sql = sql_query(define, "(A B+)")

@@ -78,7 +78,7 @@ def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: 
     if in_define and isinstance(expr, FunctionCall) and expr.args and \
             isinstance(expr.args[0], Aggregate) and expr.args[0].name.lower() in LIST_AGGREGATES:
         if expr.name.lower() in _ELEMENT_FUNCS and len(expr.args) == 2:
-            return _element(expr, derived, known_vars)
+            return _element(expr, derived, known_vars, members)
         return normalize_aggregates(_list_function(expr), derived, final_default=final_default,
                                     known_vars=known_vars, in_define=True, members=members)
     kids = children(expr)
@@ -171,21 +171,17 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
 
     def over(func: str, make=lambda a: a) -> AggregateValue:
         """func over make(argument) (max_by/min_by: over both arguments)."""
-        def columns(label):
-            named = [derived.name_for(make(_with_label(a, label) if labels else a))
-                     for a in args]
-            return (label, named[0], named[1] if len(named) > 1 else None)
-
         if any(isinstance(n, MatchNumber) for a in args for n in walk(a)):
             computed = tuple(_at_row(make(a), derived, known) for a in args)
             names = [None if c is not None else derived.name_for(make(a))
                      for a, c in zip(args, computed)]
             return AggregateValue(func, var, names[0], False, agg.pos,
                                   by=names[1] if len(names) > 1 else None, computed=computed)
-        per_label = tuple(columns(label) for label in labels)
-        _, column, by = per_label[0] if per_label else columns(var)
+        per_label = _label_columns(args, labels, derived, make)
+        _, column, by = per_label[0] if per_label else _label_columns(args, [var], derived,
+                                                                      make)[0]
         return AggregateValue(func, var, column, False, agg.pos, by=by, distinct=agg.distinct,
-                              per_label=per_label)
+                              per_label=per_label if labels else ())
 
     if name in ("max_by", "min_by"):  # Spark's MaxBy/MinBy: aggregates.pxd _agg_step_by
         return over(name.upper())
@@ -209,22 +205,31 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
     return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
 
 
+def _label_columns(args: tuple[Expr, ...], labels: list, derived: DerivedColumns,
+                   make: Callable[[Expr], Expr] = lambda a: a) -> tuple:
+    """(label, column, ordering column) of make(each argument) on the rows of each label,
+    CLASSIFIER() read as that label (a constant there: the columns are row-local)."""
+    def columns(label) -> tuple:
+        named = [derived.name_for(make(_with_label(a, label))) for a in args]
+        return (label, named[0], named[1] if len(named) > 1 else None)
+    return tuple(columns(label) for label in labels)
+
+
 def _check_define_argument(agg: Aggregate) -> None:
-    """What a DEFINE aggregate's arguments may not read: CLASSIFIER() or MATCH_NUMBER()
-    under DISTINCT (the listed rows are compared by one precomputed column), and both of
-    them (a label's column, or a value computed at the row: not both)."""
+    """What a DEFINE aggregate's arguments may not read: MATCH_NUMBER() under DISTINCT
+    (the listed rows are compared by precomputed columns), and CLASSIFIER() with
+    MATCH_NUMBER() (a label's column, or a value computed at the row: not both)."""
     nodes = [n for arg in agg.args for n in walk(arg) if isinstance(n, (Classifier, MatchNumber))]
-    if agg.distinct and nodes:
-        what = "CLASSIFIER()" if isinstance(nodes[0], Classifier) else "MATCH_NUMBER()"
+    numbers = [n for n in nodes if isinstance(n, MatchNumber)]
+    if agg.distinct and numbers:
         raise CepUnsupportedError(
-            f"{agg.name}(DISTINCT ...) in DEFINE cannot read {what} in its argument; "
-            f"without DISTINCT it can, and MEASURES take DISTINCT over {what}",
-            pos=nodes[0].pos)
-    if len({type(n) for n in nodes}) == 2:
-        node = next(n for n in nodes if isinstance(n, MatchNumber))
+            f"{agg.name}(DISTINCT ...) in DEFINE cannot read MATCH_NUMBER() in its argument; "
+            "without DISTINCT it can, and MEASURES take DISTINCT over MATCH_NUMBER()",
+            pos=numbers[0].pos)
+    if numbers and len(numbers) < len(nodes):
         raise CepUnsupportedError(
             f"{agg.name}() in DEFINE cannot read both CLASSIFIER() and MATCH_NUMBER() in its "
-            "arguments (either one works; MEASURES take both)", pos=node.pos)
+            "arguments (either one works; MEASURES take both)", pos=numbers[0].pos)
 
 
 def _at_row(arg: Expr, derived: DerivedColumns, known: set[str]) -> Expr | None:
@@ -321,7 +326,8 @@ def _list_function(call: FunctionCall) -> Expr:
     raise unsupported()
 
 
-def _element(call: FunctionCall, derived: DerivedColumns, known: set[str]) -> Expr:
+def _element(call: FunctionCall, derived: DerivedColumns, known: set[str],
+             members: Callable[[str | None], set[str]]) -> Expr:
     """element_at(list, i) (1-based, negative from the end; out of range an error under
     ANSI, else NULL) and try_element_at (NULL): the evaluators list the rows matched so
     far and pick the i-th non-NULL (distinct) value."""
@@ -346,13 +352,17 @@ def _element(call: FunctionCall, derived: DerivedColumns, known: set[str]) -> Ex
         raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
     var = _aggregate_variable(agg, known)
     for node in walk(agg.args[0]):
-        if isinstance(node, (MatchNumber, Classifier)):
+        if isinstance(node, MatchNumber):
             raise CepUnsupportedError(
-                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
-                "argument (MEASURES can)", pos=node.pos)
-    column = derived.name_for(_strip(agg.args[0]))
+                f"{call.name}({agg.name}(...)) in DEFINE cannot read MATCH_NUMBER() in its "
+                "argument (MEASURES can; size() and array_contains() of the list can)",
+                pos=node.pos)
+    arg = _strip(agg.args[0])
+    labels = sorted(members(var)) if any(isinstance(n, Classifier) for n in walk(arg)) else []
+    per_label = _label_columns((arg,), labels, derived)
+    column = per_label[0][1] if per_label else derived.name_for(arg)
     return AggregateValue("ELEMENT", var, column, False, call.pos, distinct=distinct, index=i,
-                          null_out_of_range=call.name != "element_at")
+                          null_out_of_range=call.name != "element_at", per_label=per_label)
 
 
 def _aggregate_variable(agg: Aggregate, known: set[str]) -> str | None:

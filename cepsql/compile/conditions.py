@@ -703,9 +703,9 @@ def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
 
 def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     col, t = (-1, None) if e.column is None else em.column_index(e.column)
-    if (e.per_label or e.computed) and (e.distinct or e.func == "ELEMENT"):
+    if e.computed and (e.distinct or e.func == "ELEMENT"):  # listed rows read columns
         raise CepUnsupportedError(f"{e.func.lower()}() over listed rows cannot read "
-                                  "CLASSIFIER() or MATCH_NUMBER() in DEFINE", pos=e.pos)
+                                  "MATCH_NUMBER() in DEFINE", pos=e.pos)
     if e.per_label:
         col, t = _label_block(em, e, 1)
     value_at_row = e.computed[0] if e.computed else None
