@@ -70,6 +70,9 @@ NUMBERED_SQL = [
     "coalesce(bool_or(price < MATCH_NUMBER() + 1), false) OR count(*) < 2",
     "sum(CAST(vol AS DECIMAL(5, 2)) * MATCH_NUMBER()) < 6.5",
     "coalesce(sum(price / MATCH_NUMBER()), 0) < 8",
+    # both: the label of the aggregated row is read in the computed argument
+    "sum(IF(CLASSIFIER() = 'A', price, MATCH_NUMBER())) < 9",
+    "coalesce(max_by(CLASSIFIER() = 'B', vol * MATCH_NUMBER()), false) OR count(*) < 3",
 ]
 # CEP mode has no moment aggregates in DEFINE (compile.cep, whatever the argument)
 CEP_LABELLED = [d for d in LABELLED if "std" not in d and "var" not in d]
@@ -139,8 +142,8 @@ def test_cep_mode_over_generated_streams(table, define, strategy):
 
 @pytest.mark.parametrize("define, needle, message", [
     ("count(DISTINCT price * MATCH_NUMBER()) < 3", "MATCH_NUMBER", "without DISTINCT it can"),
-    ("sum(IF(CLASSIFIER() = 'A', price, MATCH_NUMBER())) < 3", "MATCH_NUMBER",
-     "both CLASSIFIER.. and MATCH_NUMBER"),
+    ("sum(length(CLASSIFIER()) * MATCH_NUMBER()) < 3", "length",
+     "any Spark function works when all its arguments come from one row"),
     ("element_at(array_agg(MATCH_NUMBER() + price), 1) > 2", "MATCH_NUMBER",
      "size.. and array_contains.. of the list can"),
 ])
@@ -198,3 +201,11 @@ def test_streaming_equals_batch(sql):
     got, want, late, dropped = simulate(sql, T, order, cuts, 1500)
     assert want and got == want
     assert late == dropped == 0
+
+
+@pytest.mark.parametrize("define", ["IF(price > PREV(price), 1, 0) = 1",
+                                    "IF(CLASSIFIER(A) = 'A', B.vol, FIRST(A.vol)) < 3"])
+def test_if_over_values_of_different_rows(define):
+    """Spark's if(c, a, b) runs in the condition VM as CASE WHEN c THEN a ELSE b (it
+    evaluates computed aggregate arguments reading CLASSIFIER() too)."""
+    assert_reference_rows(sql_query(define, "(A B+)"), T, cep=False)

@@ -216,29 +216,27 @@ def _label_columns(args: tuple[Expr, ...], labels: list, derived: DerivedColumns
 
 
 def _check_define_argument(agg: Aggregate) -> None:
-    """What a DEFINE aggregate's arguments may not read: MATCH_NUMBER() under DISTINCT
-    (the listed rows are compared by precomputed columns), and CLASSIFIER() with
-    MATCH_NUMBER() (a label's column, or a value computed at the row: not both)."""
-    nodes = [n for arg in agg.args for n in walk(arg) if isinstance(n, (Classifier, MatchNumber))]
-    numbers = [n for n in nodes if isinstance(n, MatchNumber)]
+    """A DEFINE aggregate's argument may not read MATCH_NUMBER() under DISTINCT: the
+    listed rows are compared by precomputed columns."""
+    numbers = [n for arg in agg.args for n in walk(arg) if isinstance(n, MatchNumber)]
     if agg.distinct and numbers:
         raise CepUnsupportedError(
             f"{agg.name}(DISTINCT ...) in DEFINE cannot read MATCH_NUMBER() in its argument; "
             "without DISTINCT it can, and MEASURES take DISTINCT over MATCH_NUMBER()",
             pos=numbers[0].pos)
-    if numbers and len(numbers) < len(nodes):
-        raise CepUnsupportedError(
-            f"{agg.name}() in DEFINE cannot read both CLASSIFIER() and MATCH_NUMBER() in its "
-            "arguments (either one works; MEASURES take both)", pos=numbers[0].pos)
 
 
 def _at_row(arg: Expr, derived: DerivedColumns, known: set[str]) -> Expr | None:
     """An argument reading MATCH_NUMBER() (SQL:2016 mode: the attempt's number, known
     only while matching) as the expression the condition VM computes at each aggregated
-    row: its row-local parts derived columns of that row. None: no MATCH_NUMBER()."""
-    if not any(isinstance(n, MatchNumber) for n in walk(arg)):
+    row: its row-local parts derived columns of that row, CLASSIFIER() (of any variable:
+    the aggregated row is one of its rows) that row's label. None: a row-local argument
+    (neither of them), read as a derived column."""
+    if not any(isinstance(n, (MatchNumber, Classifier)) for n in walk(arg)):
         return None
-    bound = bind_rows(arg, in_define=True, final_default=False, known_vars=known)
+    own = transform(arg, lambda e: Classifier(None, e.pos) if isinstance(e, Classifier)
+                    else None)
+    bound = bind_rows(own, in_define=True, final_default=False, known_vars=known)
     return localize(bound, derived)
 
 

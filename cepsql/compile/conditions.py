@@ -43,7 +43,8 @@ FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling
          "sign": 6, "signum": 6, "log10": 7, "negative": 8, "positive": 9}
 FUNC2 = {"power": 0, "pow": 0, "round": 1, "bround": 1, "mod": 2, "pmod": 3}
 _PMOD_FLOAT = 4  # pmod's second remainder over a FLOAT sum
-CROSS_ROW_FUNCTIONS = sorted({"coalesce", "nvl", "ifnull", "greatest", "least", *FUNC1, *FUNC2})
+CROSS_ROW_FUNCTIONS = sorted({"coalesce", "nvl", "ifnull", "if", "greatest", "least",
+                              *FUNC1, *FUNC2})
 _ARITH = {"+": C_ADD, "-": C_SUB, "*": C_MUL, "/": C_DIV, "%": C_MOD}
 _COMPARE = {"=": C_EQ, "<>": C_NE, "!=": C_NE, "<": C_LT, "<=": C_LE, ">": C_GT, ">=": C_GE}
 
@@ -605,6 +606,8 @@ def _function(em: _Emitter, e: FunctionCall) -> VmType:
             em.op(C_RAISE_IF, VM_ERR_DIV_ZERO, delta=-1)
             em.row_errors = True
         return _compile(em, value)
+    if name == "if" and len(e.args) == 3:  # Spark's if(c, a, b): CASE WHEN c THEN a ELSE b
+        return _case(em, Case(None, ((e.args[0], e.args[1]),), e.args[2], e.pos))
     if name in ("coalesce", "nvl", "ifnull"):
         out = _common(em, list(e.args), e, "COALESCE arguments")
         jumps = []
