@@ -163,31 +163,32 @@ cdef class CepCore(ConditionHost):
         holding one never merge: _update gives each take its own token), plus row r."""
         cdef int s = self.daggs[k * 3]
         cdef i64 node = (st - R_HDR)[R_NODE]
-        cdef i64 n = 1, i, t
+        cdef i64 need = 1, n = 0
+        cdef int lb
         cdef i64* rows
+        cdef i64* labs
         while node >= 0:
-            n += 1
+            need += 1
             node = self.n_a.data[node]
-        rows = self._drows(n)
+        rows = self._drows(2 * need)  # rows, then their labels; filled from the end
         if rows == NULL:
             isnull[0] = 1
             return
-        n = 0
+        labs = rows + need
         if self._in(s, label):
-            rows[n] = r
             n += 1
+            rows[need - n] = r
+            labs[need - n] = label
         node = (st - R_HDR)[R_NODE]
         while node >= 0:
-            if self.n_b.data[node] < 0 and self._in(s, <int> (self.n_lab.data[node] & 0xFFFF)):
-                rows[n] = self.n_row.data[node]
+            lb = <int> (self.n_lab.data[node] & 0xFFFF)
+            if self.n_b.data[node] < 0 and self._in(s, lb):
                 n += 1
+                rows[need - n] = self.n_row.data[node]
+                labs[need - n] = lb
             node = self.n_a.data[node]
-        for i in range(n // 2):  # match order: the first row of each value is kept
-            t = rows[i]
-            rows[i] = rows[n - 1 - i]
-            rows[n - 1 - i] = t
-        _agg_distinct(rows, n, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows,
-                      dv, xv, isnull)
+        _agg_distinct(rows + need - n, labs + need - n, n, self.daggs, k, &self.xl, self.vals,
+                      self.nulls, self.n_rows, dv, xv, isnull)
 
     cdef void _agg_take(self, int k, i64* st, i64 r, int label, double* dv, x_i128* xv,
                         unsigned char* isnull) noexcept nogil:
@@ -197,7 +198,7 @@ cdef class CepCore(ConditionHost):
             return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if self._in(self.daggs[k * 3], label):
-            self._agg_row(a, k, r)
+            self._agg_row(a, k, r, label)
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     cdef void _agg_explicit(self, int k, i64* pos, i64* lab, i64 m, i64 r, int label,
@@ -209,7 +210,7 @@ cdef class CepCore(ConditionHost):
         cdef i64 n = 0
         cdef i64* rows
         if _agg_listed(self.daggs[k * 3 + 1]):
-            rows = self._drows(m)
+            rows = self._drows(2 * m + 1)  # rows, then their labels
             if rows == NULL:
                 isnull[0] = 1
                 return
@@ -218,8 +219,9 @@ cdef class CepCore(ConditionHost):
                     break
                 if self._in(s, <int> lab[i]):
                     rows[n] = pos[i]
+                    rows[m + n] = lab[i]
                     n += 1
-            _agg_distinct(rows, n, self.daggs, k, &self.xl, self.vals, self.nulls,
+            _agg_distinct(rows, rows + m, n, self.daggs, k, &self.xl, self.vals, self.nulls,
                           self.n_rows, dv, xv, isnull)
             return
         memset(a, 0, sizeof(a))
@@ -227,7 +229,7 @@ cdef class CepCore(ConditionHost):
             if not final and pos[i] > r:
                 break
             if self._in(s, <int> lab[i]):
-                self._agg_row(a, k, pos[i])
+                self._agg_row(a, k, pos[i], <int> lab[i])
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     # ------------------------------------------------------------------ condition VM

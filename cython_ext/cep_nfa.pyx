@@ -114,7 +114,7 @@ cdef class CepRuns(CepTree):
                 continue
             if not self._in(s, label):
                 continue
-            self._agg_row(st + self.agg_base + AGG_W * t, t, r)
+            self._agg_row(st + self.agg_base + AGG_W * t, t, r, label)
 
     cdef int _push_run(self, Buf* L, i64* proto, int comp, i64 cnt, u64 closure) noexcept nogil:
         if buf_reserve(L, self.RW):

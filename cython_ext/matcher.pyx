@@ -120,12 +120,12 @@ cdef class SqlSpec:
     cdef readonly object prog, n_labels, n_slots, code, cond_off, consts, refs, member
     cdef readonly object leaves, daggs, maggs, row_local, skip_mode, skip_set, all_rows
     cdef readonly object empty_mode, full_history, window_kind, window_size, closure_depth
-    cdef readonly object xconsts, ansi, dlane, mlane
+    cdef readonly object xconsts, ansi, dlane, mlane, dprog
 
     def __init__(self, *, prog, n_labels, n_slots, code, cond_off, consts, refs, member,
                  leaves, daggs, maggs, row_local, skip_mode, skip_set, all_rows,
                  empty_mode, full_history, window_kind, window_size, closure_depth,
-                 xconsts, ansi, dlane, mlane):
+                 xconsts, ansi, dlane, mlane, dprog=None):
         self.prog = prog
         self.n_labels = n_labels
         self.n_slots = n_slots
@@ -150,6 +150,7 @@ cdef class SqlSpec:
         self.ansi = ansi
         self.dlane = dlane
         self.mlane = mlane
+        self.dprog = dprog  # DEFINE aggregates' arguments computed at the row (see _agg_row)
 
 
 cdef class SqlResult:
@@ -204,6 +205,8 @@ cdef class SqlMatcher(ConditionHost):
     cdef int slot_base           # first state word of the loop slots
     cdef int* daggs              # DEFINE aggregates: set, function, column
     cdef int n_daggs
+    cdef int* dprog              # per DEFINE aggregate: code of its column's / its value
+    cdef bint any_dprog          # column's argument computed at the row (-1: a column)
     cdef int* maggs              # MEASURES aggregates: set, function, column, final
     cdef int n_maggs
     cdef i64* acc                # running accumulators per measure aggregate (5 words)
@@ -376,6 +379,10 @@ cdef class SqlMatcher(ConditionHost):
         daggs = np.ascontiguousarray(daggs, dtype=np.int32).reshape(-1, 3)
         self.n_daggs = daggs.shape[0]
         self.daggs = <int*> self._copy(daggs if daggs.size else np.zeros(3, np.int32))
+        dprog = np.full((max(self.n_daggs, 1), 2), -1, np.int32) if spec.dprog is None \
+            else np.ascontiguousarray(spec.dprog, dtype=np.int32).reshape(-1, 2)
+        self.any_dprog = bool((dprog >= 0).any())
+        self.dprog = <int*> self._copy(dprog if dprog.size else np.full(2, -1, np.int32))
         maggs = np.ascontiguousarray(maggs, dtype=np.int32).reshape(-1, 4)
         self.n_maggs = maggs.shape[0]
         self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
@@ -687,6 +694,7 @@ cdef class SqlMatcher(ConditionHost):
         if self.prog == NULL:
             return
         free(self.prog); free(self.code); free(self.cond_off); free(self.consts)
+        free(self.dprog)
         free(self.vstack); free(self.nstack); free(self.refs); free(self.member)
         _lane_free(&self.xl)
         free(self.leaves); free(self.set_tracked); free(self.set_first)
@@ -1050,15 +1058,22 @@ cdef class SqlMatcher(ConditionHost):
 
     cdef bint _eval(self, int label, i64* st, i64 r) noexcept nogil:
         cdef int pc = self.cond_off[label]
-        cdef int sp = 0
+        cdef int sp
+        if pc < 0:
+            return True
+        sp = self._run(pc, label, st, r, 0)
+        return sp > 0 and not self.nstack[sp - 1] and self.vstack[sp - 1] != 0.0
+
+    cdef int _run(self, int pc, int label, i64* st, i64 r, int sp) noexcept nogil:
+        """Run the code at pc (a DEFINE, or an aggregate argument computed at the row)
+        at row r tentatively labelled label, on the stack above slot sp; returns the
+        new top (the value is in slot top - 1)."""
         cdef int op, n, i
         cdef i64 j
         cdef double a, b, v
         cdef unsigned char na, nb
         cdef double* vs = self.vstack
         cdef unsigned char* ns = self.nstack
-        if pc < 0:
-            return True
         while True:
             op = self.code[pc]
             if op == C_LOAD or op == X_LOAD:
@@ -1094,7 +1109,7 @@ cdef class SqlMatcher(ConditionHost):
                 pc += 2
             elif op == C_AGG or op == X_AGG:
                 self._define_aggregate(self.code[pc + 1], st, r, label, &vs[sp],
-                                       &self.xl.xs[sp], &ns[sp])
+                                       &self.xl.xs[sp], &ns[sp], sp)
                 sp += 1
                 pc += 2
             elif op == C_MATCHNO:
@@ -1106,11 +1121,12 @@ cdef class SqlMatcher(ConditionHost):
                 pc = _stack_op(op, self.code, pc, vs, ns, &self.xl, &sp)
                 if pc < 0:
                     break
-        return sp > 0 and not ns[sp - 1] and vs[sp - 1] != 0.0
+        return sp
 
     cdef void _define_aggregate(self, int k, i64* st, i64 r, int label, double* dv,
-                                x_i128* xv, unsigned char* isnull) noexcept nogil:
-        """Aggregate k over the thread's rows plus row r tentatively labelled label."""
+                                x_i128* xv, unsigned char* isnull, int sp) noexcept nogil:
+        """Aggregate k over the thread's rows plus row r tentatively labelled label (its
+        value goes to stack slot sp)."""
         cdef int set_id = self.daggs[k * 3]
         cdef i64 a[AGG_W]
         if _agg_listed(self.daggs[k * 3 + 1]):
@@ -1118,7 +1134,7 @@ cdef class SqlMatcher(ConditionHost):
             return
         memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
-            self._agg_row(a, k, r)
+            self._agg_row(a, k, st, r, label, sp + 1)
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
 
     cdef void _distinct_aggregate(self, int k, i64* st, i64 r, int label, double* dv,
@@ -1127,35 +1143,80 @@ cdef class SqlMatcher(ConditionHost):
         state compared when threads merge: full_history) plus row r labelled label."""
         cdef int set_id = self.daggs[k * 3]
         cdef i64 node = st[ST_HIST]
-        cdef i64 n = 0, i, t
+        cdef i64 n = 0, i
         cdef i64 need = 1
+        cdef i64* rows
+        cdef i64* labs
         while node >= 0:
             need += 1
             node = self.node_parent[node]
         node = st[ST_HIST]
-        if need > self.drows_cap:
-            if grow_i64(&self.drows, need):
+        if 2 * need > self.drows_cap:
+            if grow_i64(&self.drows, 2 * need):
                 self.oom = 1
                 isnull[0] = 1
                 return
-            self.drows_cap = need
+            self.drows_cap = 2 * need
+        rows = self.drows  # filled from the end: match order
+        labs = self.drows + need
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
-            self.drows[n] = r
             n += 1
+            rows[need - n] = r
+            labs[need - n] = label
         while node >= 0:
             if set_id < 0 or self.member[set_id * self.n_labels + self.node_label[node]]:
-                self.drows[n] = self.node_row[node]
                 n += 1
+                rows[need - n] = self.node_row[node]
+                labs[need - n] = self.node_label[node]
             node = self.node_parent[node]
-        for i in range(n // 2):  # match order: the first row of each value is kept
-            t = self.drows[i]
-            self.drows[i] = self.drows[n - 1 - i]
-            self.drows[n - 1 - i] = t
-        _agg_distinct(self.drows, n, self.daggs, k, &self.xl, self.vals, self.nulls,
-                      self.n_rows, dv, xv, isnull)
+        _agg_distinct(rows + need - n, labs + need - n, n, self.daggs, k, &self.xl,
+                      self.vals, self.nulls, self.n_rows, dv, xv, isnull)
 
-    cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
-        _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r)
+    cdef inline void _agg_row(self, i64* a, int k, i64* st, i64 r, int label,
+                              int sp) noexcept nogil:
+        """Step aggregate k's state a with row r labelled label (sp: the free stack)."""
+        if self.any_dprog and (self.dprog[2 * k] >= 0 or self.dprog[2 * k + 1] >= 0):
+            self._agg_computed_row(a, k, st, r, label, sp)
+        else:
+            _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows,
+                            r, label)
+
+    cdef void _agg_computed_row(self, i64* a, int k, i64* st, i64 r, int label,
+                                int sp) noexcept nogil:
+        """An aggregate whose argument reads MATCH_NUMBER(): the argument computed at row
+        r (the attempt's number is constant within it), stepped as a one-row column."""
+        cdef int func = self.daggs[k * 3 + 1]
+        cdef const int* lane = self.xl.dlane + 4 * k
+        cdef double d[2]
+        cdef x_i128 x[2]
+        cdef unsigned char n[2]
+        self._argument(self.dprog[2 * k], self.daggs[k * 3 + 2], st, r, label, sp,
+                       &d[0], &x[0], &n[0])
+        if func == A_MAX_BY or func == A_MIN_BY:
+            self._argument(self.dprog[2 * k + 1], lane[2], st, r, label, sp, &d[1], &x[1],
+                           &n[1])
+            _agg_step_by(a, func, lane, &d[0], &x[0], &n[0], &d[1], &x[1], &n[1], 0)
+        else:
+            _agg_step(a, func, lane, &d[0], &x[0], &n[0], 0, 0)
+
+    cdef void _argument(self, int pc, int col, i64* st, i64 r, int label, int sp,
+                        double* d, x_i128* x, unsigned char* n) noexcept nogil:
+        """One argument's value at row r: its code's result, or the column's row."""
+        cdef int top
+        d[0] = 0.0
+        x[0] = 0
+        n[0] = 1
+        if pc >= 0:
+            top = self._run(pc, label, st, r, sp)
+            if top > sp:
+                d[0] = self.vstack[top - 1]
+                x[0] = self.xl.xs[top - 1]
+                n[0] = self.nstack[top - 1]
+        elif col >= 0:
+            d[0] = self.vals[col * self.n_rows + r]
+            n[0] = self.nulls[col * self.n_rows + r]
+            if self.xl.cols != NULL:
+                x[0] = self.xl.cols[col * self.n_rows + r]
 
     cdef void _take(self, i64* st, i64* out, i64 r, int label) noexcept nogil:
         """out := st after mapping row r to label."""
@@ -1165,7 +1226,7 @@ cdef class SqlMatcher(ConditionHost):
             s_id = self.daggs[k * 3]
             if s_id >= 0 and not self.member[s_id * self.n_labels + label]:
                 continue
-            self._agg_row(out + self.agg_base + AGG_W * k, k, r)
+            self._agg_row(out + self.agg_base + AGG_W * k, k, st, r, label, 0)
         out[ST_HIST] = self._new_node(r, label, st[ST_HIST], st[ST_EXCL] > 0)
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]

@@ -277,19 +277,27 @@ cdef inline int _push_null_aggregate(Buf* out, int func, const int* lane) noexce
     return buf_push(out, -1) or buf_push(out, 0)
 
 
+cdef inline int _label_column(int col, int label) noexcept nogil:
+    """The VM column an aggregate reads on a row labelled label: col itself, or (col <=
+    -2: its argument reads CLASSIFIER()) column -col - 2 + label of the block holding the
+    argument's value for each label (compile.conditions, _label_block)."""
+    return col if col > -2 else -col - 2 + label
+
+
 cdef inline void _agg_define_row(i64* a, const int* daggs, int k, const ExactLane* xl,
                                  const double* vals, const unsigned char* nulls,
-                                 i64 n_rows, i64 r) noexcept nogil:
-    """Add row r to DEFINE aggregate k's running state a (daggs: set, function, column
-    per aggregate; the VM's column matrices, n_rows rows per column)."""
+                                 i64 n_rows, i64 r, int label) noexcept nogil:
+    """Add row r, labelled label, to DEFINE aggregate k's running state a (daggs: set,
+    function, column per aggregate; the VM's column matrices, n_rows rows per column)."""
     cdef int func = daggs[k * 3 + 1]
-    cdef int col = daggs[k * 3 + 2]
+    cdef int col = _label_column(daggs[k * 3 + 2], label)
     cdef i64 base = col * n_rows
     cdef const int* lane = xl.dlane + 4 * k
-    cdef i64 vbase = lane[2] * n_rows
+    cdef i64 vbase
     if _agg_listed(func):
         return  # evaluated over the listed rows (_agg_distinct)
     if func == A_MAX_BY or func == A_MIN_BY:
+        vbase = _label_column(lane[2], label) * n_rows
         _agg_step_by(a, func, lane, vals + base, xl.cols + base, nulls + base,
                      vals + vbase, xl.cols + vbase, nulls + vbase, r)
     elif col < 0:
@@ -310,24 +318,29 @@ cdef inline bint _same_value(const int* lane, const double* dcol, const x_i128* 
     return a == b or (a != a and b != b)
 
 
-cdef inline void _agg_distinct(i64* rows, i64 n, const int* daggs, int k, ExactLane* xl,
-                               const double* vals, const unsigned char* nulls, i64 n_rows,
-                               double* dv, x_i128* xv, unsigned char* isnull) noexcept nogil:
-    """DEFINE aggregate k (DISTINCT, or ELEMENT) over rows[0..n) in match order: each
-    distinct non-NULL value is stepped once, at its first row (ELEMENT: the non-NULL,
-    or distinct, values are kept and the index picks one). rows is scratch: its prefix is
-    overwritten with the rows kept. O(n * distinct values)."""
+cdef inline void _agg_distinct(i64* rows, const i64* labs, i64 n, const int* daggs, int k,
+                               ExactLane* xl, const double* vals, const unsigned char* nulls,
+                               i64 n_rows, double* dv, x_i128* xv,
+                               unsigned char* isnull) noexcept nogil:
+    """DEFINE aggregate k (DISTINCT, or ELEMENT) over rows[0..n) in match order, labelled
+    labs[0..n) (a CLASSIFIER() column block reads each row's label's column): each
+    distinct non-NULL value is stepped once, at its first row (ELEMENT: the non-NULL, or
+    distinct, values are kept and the index picks one). rows is scratch: it is turned
+    into cells of the column matrices (column * n_rows + row) and its prefix is
+    overwritten with the cells kept. O(n * distinct values)."""
     cdef bint distinct = (daggs[k * 3 + 1] & A_DISTINCT) != 0
     cdef int func = daggs[k * 3 + 1] & ~A_DISTINCT
-    cdef i64 base = daggs[k * 3 + 2] * n_rows
+    cdef int code = daggs[k * 3 + 2]
     cdef const int* lane = xl.dlane + 4 * k
-    cdef const double* dcol = vals + base
-    cdef const x_i128* xcol = xl.cols + base
-    cdef const unsigned char* ncol = nulls + base
+    cdef const double* dcol = vals
+    cdef const x_i128* xcol = xl.cols
+    cdef const unsigned char* ncol = nulls
     cdef i64 i, j, kept = 0, row
     cdef i64 a[AGG_W]
     for i in range(AGG_W):
         a[i] = 0
+    for i in range(n):
+        rows[i] += _label_column(code, <int> labs[i]) * n_rows
     for i in range(n):
         row = rows[i]
         if ncol[row]:

@@ -302,8 +302,9 @@ cdef class CepCore(ConditionHost):
     cdef i64 _resolve_explicit(self, int ref, i64* pos, i64* lab, i64 m, i64 r,
                                int* cls) noexcept nogil
 
-    cdef inline void _agg_row(self, i64* a, int k, i64 r) noexcept nogil:
-        _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r)
+    cdef inline void _agg_row(self, i64* a, int k, i64 r, int label) noexcept nogil:
+        _agg_define_row(a, self.daggs, k, &self.xl, self.vals, self.nulls, self.n_rows, r,
+                        label)
     cdef i64* _drows(self, i64 need) noexcept nogil
     cdef void _distinct_take(self, int k, i64* st, i64 r, int label, double* dv,
                              x_i128* xv, unsigned char* isnull) noexcept nogil

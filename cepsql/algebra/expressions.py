@@ -197,7 +197,12 @@ class AggregateValue(Expr):
     row-local ``column`` (None for COUNT_STAR), with RUNNING or FINAL semantics.
     ``by``: the ordering column of MAX_BY/MIN_BY (``column`` is the value).
     ``distinct``: over the distinct non-NULL values only (DEFINE). ``index``: ELEMENT's
-    1-based position in the list of non-NULL values (negative: from the end)."""
+    1-based position in the list of non-NULL values (negative: from the end).
+    ``per_label``: (label, column, ordering column) per primary variable when the
+    argument reads CLASSIFIER() (DEFINE): a row of that variable reads these columns
+    (``column``/``by`` are the first entry's). ``computed``: (argument, ordering) as
+    expressions the condition VM computes at each aggregated row when they read
+    MATCH_NUMBER() (SQL:2016 DEFINE), None for one read from ``column``/``by``."""
     func: str
     var: str | None
     column: str | None
@@ -207,6 +212,8 @@ class AggregateValue(Expr):
     distinct: bool = False
     index: int = 0
     null_out_of_range: bool = False  # ELEMENT: NULL (try_element_at, [i]) even under ANSI
+    per_label: tuple[tuple[str, str, str | None], ...] = ()
+    computed: tuple[Expr | None, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from dataclasses import replace
 from typing import Callable
 
 from cepsql.algebra.expressions import (Aggregate, AggregateValue, BinaryOp, Case, Cast, Classifier,
-                                   ColumnRef, Expr, FunctionCall, GatheredAggregate, IsNull, Literal,
+                                   ColumnRef, Expr, FunctionCall, GatheredAggregate, Literal,
                                    MatchNumber, Navigation, UnaryOp, children, walk)
-from cepsql.algebra.rowrefs import rebuild
+from cepsql.algebra.rowrefs import bind_rows, rebuild, transform
 from cepsql.errors import CepAnalysisError, CepUnsupportedError
-from cepsql.analyze.decompose import DerivedColumns
+from cepsql.analyze.decompose import DerivedColumns, localize
 
 _NAMES = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "mean": "AVG", "min": "MIN",
           "max": "MAX", "array_agg": "LIST", "collect_list": "LIST"}
@@ -78,7 +78,7 @@ def normalize_aggregates(expr: Expr, derived: DerivedColumns, *, final_default: 
     if in_define and isinstance(expr, FunctionCall) and expr.args and \
             isinstance(expr.args[0], Aggregate) and expr.args[0].name.lower() in LIST_AGGREGATES:
         if expr.name.lower() in _ELEMENT_FUNCS and len(expr.args) == 2:
-            return _element(expr, derived, known_vars)
+            return _element(expr, derived, known_vars, members)
         return normalize_aggregates(_list_function(expr), derived, final_default=final_default,
                                     known_vars=known_vars, in_define=True, members=members)
     kids = children(expr)
@@ -131,10 +131,13 @@ def _normalize(agg: Aggregate, derived: DerivedColumns, final_default: bool,
 
 
 def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
-                      members: Callable[[str | None], set[str]] | None = None) -> Expr:
+                      members: Callable[[str | None], set[str]]) -> Expr:
     """DEFINE aggregates: the matcher's running accumulators, with count_if and
     bool_and/bool_or rewritten over counts of derived indicator columns. CLASSIFIER() in
-    the argument splits count-like aggregates and min/max per primary variable."""
+    an argument gives one derived column per primary variable (the label is a constant
+    on that variable's rows) and the accumulator reads the column of each row's label;
+    MATCH_NUMBER() in a larger argument leaves the argument to the condition VM, computed
+    at each aggregated row (alone, count/sum/avg/min/max of it fold)."""
     name = agg.name.lower()
     if name in LIST_AGGREGATES:
         raise CepUnsupportedError(
@@ -153,67 +156,101 @@ def _normalize_define(agg: Aggregate, derived: DerivedColumns, known: set[str],
         var = agg.star_var or None
         _check_var(var, known, agg)
         return AggregateValue("COUNT_STAR", var, None, False, agg.pos)
-    if name in ("max_by", "min_by"):
-        return _define_by(agg, derived, known)
-    if len(agg.args) != 1:
-        raise CepAnalysisError(f"{agg.name}() takes one argument", pos=agg.pos)
+    arity = 2 if name in ("max_by", "min_by") else 1
+    if len(agg.args) != arity:
+        raise CepAnalysisError(
+            f"{agg.name}() takes {'two arguments' if arity == 2 else 'one argument'}",
+            pos=agg.pos)
     var = _aggregate_variable(agg, known)
     if isinstance(agg.args[0], MatchNumber) and name in _CONSTANT_FOLDS:
         return _match_number_fold(agg, name, var)
-    split = any(isinstance(n, Classifier) for n in walk(agg.args[0]))
-    splittable = members is not None and GATHERED[name] in (
-        "count", "count_if", "bool_and", "bool_or", "min", "max")
-    for node in walk(agg.args[0]):
-        if isinstance(node, MatchNumber) or (isinstance(node, Classifier) and not splittable):
-            raise CepUnsupportedError(
-                f"{agg.name}() in DEFINE cannot read "
-                f"{'MATCH_NUMBER()' if isinstance(node, MatchNumber) else 'CLASSIFIER()'} in "
-                "its argument (MEASURES can; in DEFINE CLASSIFIER() works in count, count_if, "
-                "bool_and, bool_or, min and max, and MATCH_NUMBER() alone in count, sum, avg, "
-                "min and max)", pos=node.pos)
-    if agg.distinct and split:
-        raise CepUnsupportedError(
-            f"{agg.name}(DISTINCT ...) in DEFINE cannot read CLASSIFIER() in its argument "
-            "(MEASURES can)", pos=agg.pos)
+    _check_define_argument(agg)
+    args = tuple(_strip(a) for a in agg.args)
+    labels = sorted(members(var)) if any(isinstance(n, Classifier) for a in args
+                                         for n in walk(a)) else []
+
+    def over(func: str, make=lambda a: a) -> AggregateValue:
+        """func over make(argument) (max_by/min_by: over both arguments)."""
+        if any(isinstance(n, MatchNumber) for a in args for n in walk(a)):
+            computed = tuple(_at_row(make(a), derived, known) for a in args)
+            names = [None if c is not None else derived.name_for(make(a))
+                     for a, c in zip(args, computed)]
+            return AggregateValue(func, var, names[0], False, agg.pos,
+                                  by=names[1] if len(names) > 1 else None, computed=computed)
+        per_label = _label_columns(args, labels, derived, make)
+        _, column, by = per_label[0] if per_label else _label_columns(args, [var], derived,
+                                                                      make)[0]
+        return AggregateValue(func, var, column, False, agg.pos, by=by, distinct=agg.distinct,
+                              per_label=per_label if labels else ())
+
+    if name in ("max_by", "min_by"):  # Spark's MaxBy/MinBy: aggregates.pxd _agg_step_by
+        return over(name.upper())
     if GATHERED[name].startswith(("stddev", "var")):
-        return AggregateValue(GATHERED[name].upper(), var, derived.name_for(_strip(agg.args[0])),
-                              False, agg.pos, distinct=agg.distinct)
-    arg = _strip(agg.args[0])
-    parts = [(label, _with_label(arg, label)) for label in sorted(members(var))] if split \
-        else [(var, arg)]
-
-    def per_part(func: str, make) -> Expr:
-        values = [AggregateValue(func, v, derived.name_for(make(a)), False, agg.pos,
-                                 distinct=agg.distinct)
-                  for v, a in parts]
-        total = values[0]
-        for value in values[1:]:
-            if func in ("MIN", "MAX"):  # the extreme of the non-NULL ones (any type)
-                better = BinaryOp("<" if func == "MIN" else ">", value, total, agg.pos)
-                total = Case(None, ((IsNull(total), value), (IsNull(value), total),
-                                    (better, value)), total, agg.pos)
-            else:
-                total = BinaryOp("+", total, value, agg.pos)
-        return total
-
+        return over(GATHERED[name].upper())
     if name in _NAMES:
-        return per_part(_NAMES[name], lambda a: a)
-
-    def count(make) -> Expr:
-        return per_part("COUNT", make)
+        return over(_NAMES[name])
 
     def indicator(cond: Expr) -> Expr:
         return Case(None, ((cond, Literal(1, "int")),), None)
 
     if name == "count_if":  # DISTINCT: count(DISTINCT 1 or NULL), as Spark's rewrite
-        return count(indicator)
+        return over("COUNT", indicator)
     zero = Literal(0, "int")
     if name in ("bool_and", "every"):  # TRUE when no non-null row is FALSE
-        decided = BinaryOp("=", count(lambda a: indicator(UnaryOp("NOT", a))), zero, agg.pos)
+        decided = BinaryOp("=", over("COUNT", lambda a: indicator(UnaryOp("NOT", a))), zero,
+                           agg.pos)
     else:  # bool_or: some non-null row is TRUE
-        decided = BinaryOp(">", count(indicator), zero, agg.pos)
-    no_rows = BinaryOp("=", count(lambda a: a), zero, agg.pos)
+        decided = BinaryOp(">", over("COUNT", indicator), zero, agg.pos)
+    no_rows = BinaryOp("=", over("COUNT"), zero, agg.pos)
     return Case(None, ((no_rows, Literal(None, "null")),), decided, agg.pos)
+
+
+def _label_columns(args: tuple[Expr, ...], labels: list, derived: DerivedColumns,
+                   make: Callable[[Expr], Expr] = lambda a: a) -> tuple:
+    """(label, column, ordering column) of make(each argument) on the rows of each label,
+    CLASSIFIER() read as that label (a constant there: the columns are row-local)."""
+    def columns(label) -> tuple:
+        named = [derived.name_for(make(_with_label(a, label))) for a in args]
+        return (label, named[0], named[1] if len(named) > 1 else None)
+    return tuple(columns(label) for label in labels)
+
+
+def _check_define_argument(agg: Aggregate) -> None:
+    """A DEFINE aggregate's argument may not read MATCH_NUMBER() under DISTINCT: the
+    listed rows are compared by precomputed columns."""
+    numbers = [n for arg in agg.args for n in walk(arg) if isinstance(n, MatchNumber)]
+    if agg.distinct and numbers:
+        raise CepUnsupportedError(
+            f"{agg.name}(DISTINCT ...) in DEFINE cannot read MATCH_NUMBER() in its argument; "
+            "without DISTINCT it can, and MEASURES take DISTINCT over MATCH_NUMBER()",
+            pos=numbers[0].pos)
+
+
+def _at_row(arg: Expr, derived: DerivedColumns, known: set[str]) -> Expr | None:
+    """An argument reading MATCH_NUMBER() (SQL:2016 mode: the attempt's number, known
+    only while matching) as the expression the condition VM computes at each aggregated
+    row: its row-local parts derived columns of that row, CLASSIFIER() (of any variable:
+    the aggregated row is one of its rows) that row's label. None: a row-local argument
+    (neither of them), read as a derived column."""
+    if not any(isinstance(n, (MatchNumber, Classifier)) for n in walk(arg)):
+        return None
+    own = transform(arg, lambda e: Classifier(None, e.pos) if isinstance(e, Classifier)
+                    else None)
+    bound = bind_rows(own, in_define=True, final_default=False, known_vars=known)
+    return localize(bound, derived)
+
+
+def null_match_number_in_aggregates(expr: Expr) -> Expr:
+    """CEP mode: MATCH_NUMBER() is NULL in DEFINE (reference rule R2), so inside an
+    aggregate's arguments it is a BIGINT NULL and the argument stays row-local."""
+    def null(e: Expr) -> Expr | None:
+        return Cast(Literal(None, "null", e.pos), "bigint", e.pos) \
+            if isinstance(e, MatchNumber) else None
+
+    if isinstance(expr, Aggregate):
+        return transform(expr, null)
+    kids = children(expr)
+    return rebuild(expr, [null_match_number_in_aggregates(k) for k in kids]) if kids else expr
 
 
 _CONSTANT_FOLDS = ("count", "sum", "avg", "mean", "min", "max")
@@ -287,7 +324,8 @@ def _list_function(call: FunctionCall) -> Expr:
     raise unsupported()
 
 
-def _element(call: FunctionCall, derived: DerivedColumns, known: set[str]) -> Expr:
+def _element(call: FunctionCall, derived: DerivedColumns, known: set[str],
+             members: Callable[[str | None], set[str]]) -> Expr:
     """element_at(list, i) (1-based, negative from the end; out of range an error under
     ANSI, else NULL) and try_element_at (NULL): the evaluators list the rows matched so
     far and pick the i-th non-NULL (distinct) value."""
@@ -312,28 +350,17 @@ def _element(call: FunctionCall, derived: DerivedColumns, known: set[str]) -> Ex
         raise CepAnalysisError("FINAL semantics are not allowed in DEFINE", pos=agg.pos)
     var = _aggregate_variable(agg, known)
     for node in walk(agg.args[0]):
-        if isinstance(node, (MatchNumber, Classifier)):
+        if isinstance(node, MatchNumber):
             raise CepUnsupportedError(
-                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
-                "argument (MEASURES can)", pos=node.pos)
-    column = derived.name_for(_strip(agg.args[0]))
+                f"{call.name}({agg.name}(...)) in DEFINE cannot read MATCH_NUMBER() in its "
+                "argument (MEASURES can; size() and array_contains() of the list can)",
+                pos=node.pos)
+    arg = _strip(agg.args[0])
+    labels = sorted(members(var)) if any(isinstance(n, Classifier) for n in walk(arg)) else []
+    per_label = _label_columns((arg,), labels, derived)
+    column = per_label[0][1] if per_label else derived.name_for(arg)
     return AggregateValue("ELEMENT", var, column, False, call.pos, distinct=distinct, index=i,
-                          null_out_of_range=call.name != "element_at")
-
-
-def _define_by(agg: Aggregate, derived: DerivedColumns, known: set[str]) -> Expr:
-    """max_by(x, y)/min_by(x, y) in DEFINE: a running accumulator of the extreme y and
-    its x (Spark's MaxBy/MinBy: NULL orderings skipped, ties taken by the newer row)."""
-    if len(agg.args) != 2:
-        raise CepAnalysisError(f"{agg.name}() takes two arguments", pos=agg.pos)
-    var = _aggregate_variable(agg, known)
-    for node in (n for arg in agg.args for n in walk(arg)):
-        if isinstance(node, (MatchNumber, Classifier)):
-            raise CepUnsupportedError(
-                f"{agg.name}() in DEFINE cannot read CLASSIFIER() or MATCH_NUMBER() in its "
-                "arguments (MEASURES can)", pos=node.pos)
-    value, order = (derived.name_for(_strip(a)) for a in agg.args)
-    return AggregateValue(agg.name.upper(), var, value, False, agg.pos, by=order)
+                          null_out_of_range=call.name != "element_at", per_label=per_label)
 
 
 def _aggregate_variable(agg: Aggregate, known: set[str]) -> str | None:

@@ -13,7 +13,8 @@ from dataclasses import replace
 from cepsql.algebra.expressions import AggregateValue, Expr, RowValue, walk
 from cepsql.algebra.rowrefs import bind_rows, transform
 from cepsql.algebra.spec import MatchRecognizeSpec
-from cepsql.analyze.aggregates import normalize_aggregates, value_navigation
+from cepsql.analyze.aggregates import (normalize_aggregates, null_match_number_in_aggregates,
+                                       value_navigation)
 from cepsql.analyze.conjuncts import split_conjuncts
 from cepsql.analyze.decompose import DerivedColumns, localize, normalize_define_ref
 from cepsql.analyze.rowsets import LabelSets
@@ -31,7 +32,8 @@ def define_conjuncts(spec: MatchRecognizeSpec, sets: LabelSets, known: set,
         return ref_var is None or ref_var == var or var in sets.subsets.get(ref_var, ())
 
     for var, cond in spec.defines.items():
-        cond = normalize_aggregates(value_navigation(cond), derived, final_default=False,
+        cond = null_match_number_in_aggregates(value_navigation(cond))  # R2
+        cond = normalize_aggregates(cond, derived, final_default=False,
                                     known_vars=known, in_define=True, members=sets.members)
         if check is not None:
             check(cond)

@@ -43,7 +43,8 @@ FUNC1 = {"abs": 0, "sqrt": 1, "ln": 2, "exp": 3, "floor": 4, "ceil": 5, "ceiling
          "sign": 6, "signum": 6, "log10": 7, "negative": 8, "positive": 9}
 FUNC2 = {"power": 0, "pow": 0, "round": 1, "bround": 1, "mod": 2, "pmod": 3}
 _PMOD_FLOAT = 4  # pmod's second remainder over a FLOAT sum
-CROSS_ROW_FUNCTIONS = sorted({"coalesce", "nvl", "ifnull", "greatest", "least", *FUNC1, *FUNC2})
+CROSS_ROW_FUNCTIONS = sorted({"coalesce", "nvl", "ifnull", "if", "greatest", "least",
+                              *FUNC1, *FUNC2})
 _ARITH = {"+": C_ADD, "-": C_SUB, "*": C_MUL, "/": C_DIV, "%": C_MOD}
 _COMPARE = {"=": C_EQ, "<>": C_NE, "!=": C_NE, "<": C_LT, "<=": C_LE, ">": C_GT, ">=": C_GE}
 
@@ -75,6 +76,10 @@ class ConditionCode:
     aggregate_exact: np.ndarray = None  # int32[n, 4]: see aggregate_lane()
     ansi: bool = True           # spark.sql.ansi.enabled: overflow raises instead of NULL
     row_errors: bool = False    # a row-local part raises where it is tested (C_RAISE_IF)
+    # int32[n, 2]: code offsets of aggregate arguments computed at the row (MATCH_NUMBER()
+    # inside; SQL:2016 matcher): for the aggregate's column, for MAX_BY/MIN_BY's value
+    # column (lane[2]); -1: read the column
+    aggregate_programs: np.ndarray = None
 
 
 
@@ -99,6 +104,7 @@ class _Emitter:
     row_local: bool = True  # of the condition being compiled
     ansi: bool = True  # spark.sql.ansi.enabled: also decides FLOAT/integer coercion
     row_errors: bool = False  # some row-local part raises at the rows it is tested on
+    agg_args: list[tuple] = field(default_factory=list)  # per aggregate: computed arguments
 
     def read(self, ref) -> None:
         """Note a row read: only current-row-relative physical reads keep a condition
@@ -142,7 +148,8 @@ class _Emitter:
         return dataclasses.replace(
             self, code=[], consts=[], xconsts=[], string_consts=[], columns=list(self.columns),
             kinds=list(self.kinds), types=list(self.types), aggs=[list(a) for a in self.aggs],
-            agg_exact=[list(a) for a in self.agg_exact], depth=0, max_depth=0)
+            agg_exact=[list(a) for a in self.agg_exact], agg_args=list(self.agg_args),
+            depth=0, max_depth=0)
 
 
 def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTable,
@@ -170,6 +177,7 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
         em.op(C_JUMP, -1)  # end marker: the VM stops at a jump to -1
         row_local.append(int(em.row_local))
     extra = [em.column_index(c)[0] for c in extra_columns]
+    programs = _argument_programs(em)
     return ConditionCode(
         code=np.asarray(em.code, dtype=np.int32), offsets=np.asarray(offsets, dtype=np.int32),
         consts=np.asarray(em.consts or [0.0], dtype=np.float64), string_consts=em.string_consts,
@@ -179,7 +187,21 @@ def compile_conditions(defines: dict[str, Expr], labels: list[str], refs: RefTab
         row_local=np.asarray(row_local, dtype=np.uint8),
         extra_columns=extra, xconsts=_split128(em.xconsts), column_types=em.types,
         aggregate_exact=np.asarray(em.agg_exact, dtype=np.int32).reshape(-1, 4), ansi=ansi,
-        row_errors=em.row_errors)
+        row_errors=em.row_errors, aggregate_programs=programs)
+
+
+def _argument_programs(em: _Emitter) -> np.ndarray:
+    """Append the code of every aggregate argument computed at the row (each ends at a
+    jump to -1, like a condition); their offsets per aggregate."""
+    out = np.full((len(em.aggs), 2), -1, dtype=np.int32)
+    for k, pair in enumerate(em.agg_args):
+        for i, expr in enumerate(pair):
+            if expr is not None:
+                out[k, i] = len(em.code)
+                em.depth = 0
+                _compile(em, expr)
+                em.op(C_JUMP, -1)
+    return out
 
 
 def _split128(values: list[int]) -> np.ndarray:
@@ -246,10 +268,11 @@ def _compile(em: _Emitter, e: Expr) -> VmType:
         col, t = em.column_index(e.value.column)
         em.op(X_LOAD if t.exact else C_LOAD, col, ref, delta=1)
         return t
-    if isinstance(e, MatchNumber):
+    if isinstance(e, MatchNumber):  # Spark's BIGINT (the matcher counts in a double)
         em.row_local = False
         em.op(C_MATCHNO, delta=1)
-        return T.DOUBLE
+        em.op(C_TO_INT, 64)
+        return T.BIGINT
     if isinstance(e, AggregateValue):
         return _aggregate(em, e)
     if isinstance(e, BinaryOp):
@@ -583,6 +606,8 @@ def _function(em: _Emitter, e: FunctionCall) -> VmType:
             em.op(C_RAISE_IF, VM_ERR_DIV_ZERO, delta=-1)
             em.row_errors = True
         return _compile(em, value)
+    if name == "if" and len(e.args) == 3:  # Spark's if(c, a, b): CASE WHEN c THEN a ELSE b
+        return _case(em, Case(None, ((e.args[0], e.args[1]),), e.args[2], e.pos))
     if name in ("coalesce", "nvl", "ifnull"):
         out = _common(em, list(e.args), e, "COALESCE arguments")
         jumps = []
@@ -681,6 +706,14 @@ def _function2(em: _Emitter, name: str, e: FunctionCall) -> VmType:
 
 def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
     col, t = (-1, None) if e.column is None else em.column_index(e.column)
+    if e.computed and (e.distinct or e.func == "ELEMENT"):  # listed rows read columns
+        raise CepUnsupportedError(f"{e.func.lower()}() over listed rows cannot read "
+                                  "MATCH_NUMBER() in DEFINE", pos=e.pos)
+    if e.per_label:
+        col, t = _label_block(em, e, 1)
+    value_at_row = e.computed[0] if e.computed else None
+    if value_at_row is not None:
+        col, t = -1, _type_of(em, value_at_row)
     if e.func in ("SUM", "AVG") and not (t.numeric or t.name == "interval"):
         raise CepAnalysisError(f"{e.func.lower()}() needs a numeric argument", pos=e.pos)
     if e.func in MOMENT_FUNCS and not t.numeric:
@@ -702,6 +735,7 @@ def _aggregate(em: _Emitter, e: AggregateValue) -> VmType:
             lane = [int(t.exact), 0, 0, 0]
     em.aggs.append([set_id, func, col])
     em.agg_exact.append(lane)
+    em.agg_args.append((value_at_row, None))
     em.op(X_AGG if out.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return out
 
@@ -713,6 +747,7 @@ def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> 
     em.reads_other_labels = True
     em.aggs.append([em.refs.sets.set_id(e.var),
                     FUNC_CODES["ELEMENT"] | (A_DISTINCT if e.distinct else 0), col])
+    em.agg_args.append((None, None))
     em.agg_exact.append([int(t.exact), e.index, 0, int(e.null_out_of_range)])
     em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return t
@@ -721,7 +756,11 @@ def _aggregate_element(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> 
 def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmType:
     """max_by/min_by: the aggregate reads its ordering column; its lane names the value
     column: [ordering exact, ordering scale, value column, value exact]."""
-    by_col, by_t = em.column_index(e.by)
+    by_at_row = e.computed[1] if e.computed else None
+    if by_at_row is not None:
+        by_col, by_t = -1, _type_of(em, by_at_row)
+    else:
+        by_col, by_t = _label_block(em, e, 2) if e.per_label else em.column_index(e.by)
     for what, typ in (("value", t), ("ordering", by_t)):
         if typ.name in ("string", "classifier"):
             raise CepUnsupportedError(
@@ -729,9 +768,38 @@ def _aggregate_by(em: _Emitter, e: AggregateValue, col: int, t: VmType) -> VmTyp
                 f"(got {typ}); MEASURES take any type", pos=e.pos)
     em.row_local = False
     em.aggs.append([em.refs.sets.set_id(e.var), FUNC_CODES[e.func], by_col])
+    em.agg_args.append((by_at_row, e.computed[0] if e.computed else None))
     em.agg_exact.append([int(by_t.exact), by_t.scale, col, int(t.exact)])
     em.op(X_AGG if t.exact else C_AGG, len(em.aggs) - 1, delta=1)
     return t
+
+
+def _label_block(em: _Emitter, e: AggregateValue, which: int) -> tuple[int, VmType]:
+    """An argument reading CLASSIFIER(): its column per label (``e.per_label``) laid out
+    as one block of VM columns in label order; the evaluators read column first + label
+    on a row labelled label (aggregates.pxd, _label_column), so the code is -first - 2.
+    Labels the aggregate never steps hold the first label's column."""
+    names = {part[0]: part[which] for part in e.per_label}
+    default = e.per_label[0][which]
+    first, t = em.column_index(default)
+    block = len(em.columns)
+    for label in em.labels:
+        i, lt = em.column_index(names.get(label, default))
+        if lt != t:
+            raise CepUnsupportedError(
+                f"{e.func.lower()}() in DEFINE reads CLASSIFIER() in an argument whose type "
+                f"differs per variable ({t} and {lt}); CAST the argument to one type",
+                pos=e.pos)
+        em.columns.append(em.columns[i])
+        em.kinds.append(em.kinds[i])
+        em.types.append(lt)
+    return -block - 2, t
+
+
+def aggregate_column(code: int) -> int:
+    """The VM column a DEFINE aggregate's column code names (-1: none); a CLASSIFIER()
+    block (_label_block) names its first column, all of one type."""
+    return code if code > -2 else -code - 2
 
 
 def _is_string_literal(e: Expr) -> bool:

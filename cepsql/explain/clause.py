@@ -54,7 +54,8 @@ def describe_expr(e: Expr) -> str:
     if isinstance(e, FunctionCall):
         return f"{e.name}({', '.join(describe_expr(a) for a in e.args)})"
     if isinstance(e, AggregateValue):
-        arg = "*" if e.column is None else e.column
+        at_row = e.computed[0] if e.computed else None  # an argument computed at the row
+        arg = describe_expr(at_row) if at_row is not None else e.column or "*"
         over = e.var or "match"
         arg = ("DISTINCT " if e.distinct else "") + arg
         at = f", {e.index}" if e.func == "ELEMENT" else ""

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cepsql.compile.conditions import STR
+from cepsql.compile.conditions import STR, aggregate_column
 from cepsql.compile.worker_config import CepConfig
 from cepsql.errors import CepRuntimeError
 from cepsql.runtime.pending import PendingRows, pieces
@@ -95,7 +95,8 @@ class CepWorker(MatchWorker):
         if c.window_kind == 0:
             return False
         aggs = np.asarray(c.code.aggregates).reshape(-1, 3)
-        for _, func, col in aggs:
+        for _, func, code in aggs:
+            col = aggregate_column(code)
             if func in (4, 5) and col >= 0 and c.code.column_kinds[col] == STR:
                 return False
         return True

@@ -115,7 +115,7 @@ class MatchWorker:
             full_history=int(c.full_history), window_kind=c.window_kind,
             window_size=float(c.window_size), closure_depth=c.closure_depth,
             xconsts=c.code.xconsts, ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
-            mlane=measure_lanes(c.code, c.aggregate_columns)))
+            mlane=measure_lanes(c.code, c.aggregate_columns), dprog=c.code.aggregate_programs))
         matcher.cancel_with(self.cancel)
         return matcher
 
