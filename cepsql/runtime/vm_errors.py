@@ -9,7 +9,7 @@ locates those (runtime/error_position.py).
 """
 from __future__ import annotations
 
-from decimal import ROUND_DOWN, Context, Decimal, localcontext
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 
 from cepsql.compile.opcodes import (A_AVG, A_SUM, VM_ERR_CAST_OVERFLOW, VM_ERR_DIV_ZERO,
                                     VM_ERR_INDEX, VM_ERR_INTERVAL_OVERFLOW,
@@ -22,9 +22,10 @@ from cepsql.exprs.spark_errors import (DIVIDE_BY_ZERO, LONG_OVERFLOW, REMAINDER_
 __all__ = ["vm_error_message"]
 
 _OPS = {code: op for op, code in XO.items()}
-# Spark's Decimal arithmetic before its result is fitted to the type (Decimal.scala):
-# products to 39 significant digits, quotients to scale 39, both rounded down
-_SPARK_DIGITS = 39
+# the value Spark's message shows (checked against Spark 4.3): a product rounded down to
+# 39 significant digits, a quotient rounded HALF_UP to the result's scale, sums exact
+_PRODUCT = Context(prec=39, rounding=ROUND_DOWN)
+_EXACT = Context(prec=200)
 
 # what the VM said before it named the instruction (an error whose instruction is unknown)
 _GENERIC = {
@@ -86,19 +87,23 @@ def _decimal(code: int, words: tuple[int, ...], a: int, b: int) -> str:
     op, sa, sb, sr, pr = _OPS.get(words[1], "+"), *words[2:6]
     if code == VM_ERR_DIV_ZERO:
         return DIVIDE_BY_ZERO if op == "/" else REMAINDER_BY_ZERO
-    x, y = Decimal(a).scaleb(-sa), Decimal(b).scaleb(-sb)
-    with localcontext(Context(prec=200)):
-        if op == "+":
-            value = x + y
-        elif op == "-":
-            value = x - y
-        elif op == "*":
-            value = Context(prec=_SPARK_DIGITS, rounding=ROUND_DOWN).plus(x * y)
-        elif op == "/":
-            value = (x / y).quantize(Decimal(1).scaleb(-_SPARK_DIGITS), rounding=ROUND_DOWN)
-        else:  # % and pmod: Java's remainder (the dividend's sign), as Python's Decimal
-            value = x % y
+    x, y = _unscaled(a, sa), _unscaled(b, sb)
+    if op == "+":
+        value = _EXACT.add(x, y)
+    elif op == "-":
+        value = _EXACT.subtract(x, y)
+    elif op == "*":
+        value = _PRODUCT.plus(_EXACT.multiply(x, y))
+    elif op == "/":
+        value = _EXACT.divide(x, y).quantize(Decimal(1).scaleb(-sr), ROUND_HALF_UP, _EXACT)
+    else:  # % and pmod: Java's remainder (the dividend's sign), as Python's Decimal
+        value = _EXACT.remainder(x, y)
     return decimal_out_of_range(value, pr, sr)
+
+
+def _unscaled(value: int, scale: int) -> Decimal:
+    """The DECIMAL whose unscaled value and scale these are, exactly."""
+    return Decimal(value).scaleb(-scale, _EXACT)
 
 
 def _aggregate(code: int, func: int, lane: tuple[int, ...], value: int) -> str:
@@ -108,7 +113,7 @@ def _aggregate(code: int, func: int, lane: tuple[int, ...], value: int) -> str:
         return arithmetic_overflow("+")
     known = -(10 ** 38) < value < 10 ** 38  # not the VM's "beyond 128 bits" sentinel
     if code == VM_ERR_OVERFLOW and func == A_SUM and lane[0] and known:
-        return decimal_out_of_range(Decimal(value).scaleb(-lane[1]), lane[3], lane[2])
+        return decimal_out_of_range(_unscaled(value, lane[1]), lane[3], lane[2])
     if code == VM_ERR_OVERFLOW and func == A_AVG:
         return _GENERIC[code]
     return _GENERIC.get(code, f"condition VM error {code}")
