@@ -276,28 +276,30 @@ _VM_TABLE = pa.table({
     "s": pa.array([2, 30000], pa.int16()),
     "d": pa.array([10**37 * 9, 10**37 * 9], pa.decimal128(38, 0)),
     "iv": pa.array([106751991 * _DAY] * 2, pa.duration("us"))})
-# (DEFINE condition, the overflowing expression, what Spark says evaluating it)
+# (DEFINE condition, the overflowing expression, x's two rows, what Spark says for it)
 _VM_CASES = [
-    ("b.x + LAST(a.x) > 0", "b.x + LAST(a.x)", _SPARK_OVERFLOW),
-    ("b.s * a.s > 0", "b.s * a.s",
+    ("b.x + LAST(a.x) > 0", "b.x + LAST(a.x)", [BIG, 1], _SPARK_OVERFLOW),
+    ("b.s * a.s > 0", "b.s * a.s", [BIG, 1],
      "[BINARY_ARITHMETIC_OVERFLOW] 30000S * 2S caused overflow. Use `try_multiply` to "
      "ignore overflow problem and return NULL."),
-    ("b.d + a.d > 0", "b.d + a.d",
+    ("b.d + a.d > 0", "b.d + a.d", [BIG, 1],
      "[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  180000000000000000000000000000000000000 "
      "cannot be represented as Decimal(38, 0). If necessary set \"spark.sql.ansi.enabled\" "
      "to \"false\" to bypass this error, and return NULL instead."),
-    ("-(b.x - a.x) > 0 OR b.x - a.x IS NULL", "b.x - a.x", _SPARK_OVERFLOW.replace(
-        "try_add", "try_subtract")),
+    ("-(b.x - a.x) > 0 OR b.x - a.x IS NULL", "b.x - a.x", [-BIG, BIG],
+     _SPARK_OVERFLOW.replace("try_add", "try_subtract")),
+    ("abs(b.x - a.x) > 0", "abs(", [1, -BIG],
+     "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" to "
+     "\"false\" to bypass this error."),
 ]
 
 
-@pytest.mark.parametrize("cond, culprit, message", _VM_CASES)
-def test_condition_vm_overflow_in_sparks_words_at_the_expression(cond, culprit, message):
+@pytest.mark.parametrize("cond, culprit, xs, message", _VM_CASES)
+def test_condition_vm_overflow_in_sparks_words_at_the_expression(cond, culprit, xs, message):
     """A cross-row DEFINE overflowing under ANSI: Spark's message for that operator and
     type (not the VM's generic ARITHMETIC_OVERFLOW), at the expression in the DEFINE."""
     sql = _VM_SQL.format(cond=cond)
-    table = _VM_TABLE.set_column(1, "x", pa.array([-BIG, BIG], pa.int64())) \
-        if "b.x - a.x" in cond else _VM_TABLE
+    table = _VM_TABLE.set_column(1, "x", pa.array(xs, pa.int64()))
     with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
         cepsql.match_recognize(sql, t=table)
     assert info.value.message == message
