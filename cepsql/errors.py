@@ -105,13 +105,14 @@ def decode_error(text: str) -> CepError | None:
 
 @contextmanager
 def error_site(site: str | None) -> Iterator[None]:
-    """Inside Spark tasks: mark a CepError that knows no position with ``site``, the id
-    under which the driver remembered the clause's text and spec (a task has neither), so
-    the driver can locate it there (backends/spark/task_errors.py)."""
+    """Inside Spark tasks: mark a CepError not yet located in its text (no line: no
+    position, or only an offset) with ``site``, the id under which the driver remembered
+    the clause's text and spec (a task has neither), so the driver can locate it there
+    (backends/spark/task_errors.py)."""
     try:
         yield
     except CepError as err:
-        if site is not None and err.line is None and err.pos is None and \
+        if site is not None and err.line is None and \
                 getattr(err, "site", None) is None:
             err.site = site
         raise

@@ -10,14 +10,26 @@ cimport numpy as cnp
 cnp.import_array()
 
 
+cdef object _int128(x_i128 v):
+    """A 128-bit value as a Python int."""
+    cdef long long lo = <long long> v   # the low 64 bits (two's complement)
+    cdef long long hi = <long long> (v >> 64)
+    return (int(hi) << 64) | (int(lo) & ((1 << 64) - 1))
+
+
 cdef int _lane_init(ExactLane* x, int stack) noexcept nogil:
     """A lane for a value stack of `stack` slots; nonzero when out of memory."""
+    cdef int i
     x.xs = <x_i128*> malloc((stack + 8) * sizeof(x_i128))
     x.consts = <x_i128*> calloc(1, sizeof(x_i128))
     x.n_consts = 0
     x.cols = NULL
     x.ansi = 1
     x.error = 0
+    for i in range(ERR_WORDS):
+        x.err_ins[i] = 0
+    x.err_a = 0
+    x.err_b = 0
     x.dlane = <int*> calloc(4, sizeof(int))
     x.mlane = <int*> calloc(4, sizeof(int))
     return x.xs == NULL or x.consts == NULL or x.dlane == NULL or x.mlane == NULL
@@ -82,11 +94,19 @@ cdef class ConditionHost:
         self.xl.cols = <const x_i128*> cnp.PyArray_DATA(c) if c.size else NULL
 
     def vm_error(self):
-        """The first ANSI runtime error of the condition VM since the last call (0 none,
-        1 arithmetic overflow, 2 division by zero); clears it."""
+        """The first runtime error of the condition VM since the last call, cleared: 0 for
+        none, else (code, words, a, b): its VM_ERR_* code, the failing instruction's words
+        (opcode and immediates, or an aggregate's; all 0 when unknown) and its operands
+        (runtime.worker.raise_vm_error words Spark's error from them)."""
         err = self.xl.error
         self.xl.error = 0
-        return err
+        if err == 0:
+            return 0
+        words = tuple(self.xl.err_ins[i] for i in range(ERR_WORDS))
+        a, b = _int128(self.xl.err_a), _int128(self.xl.err_b)
+        for i in range(ERR_WORDS):
+            self.xl.err_ins[i] = 0
+        return err, words, a, b
 
     cdef bint eval_explicit(self, int c, int label, i64* pos, i64* lab, i64 m, i64 r,
                             i64 ps, i64 pe) noexcept nogil:

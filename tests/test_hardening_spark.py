@@ -2,8 +2,10 @@
 user's line:column, not at positions of the statement cepsql rewrote (issue 24 B6)."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
+import cepsql
 from cepsql.algebra.expressions import ColumnRef, FunctionCall, Literal
 from cepsql.backends.spark import task_errors
 from cepsql.errors import CepAnalysisError, CepRuntimeError, CepSyntaxError
@@ -189,3 +191,129 @@ def test_round_overflow_log_filter_only_after_cepsql_generates_one(hard, monkeyp
     huge = FunctionCall("round", (ColumnRef(None, "n"), Literal(999999999, "int")), pos=3)
     task_errors.note_expression("round(n, 999999999)", huge)
     assert [r for r in added if task_errors.BIG_INTEGER_OVERFLOW in r]
+
+
+_OVERFLOWS = "  DEFINE b AS b.n * 4611686018427387904 > 0)"
+
+
+def test_workload_shared_column_error_at_the_first_views_expression(ansi):
+    """A row-local column two views share is computed once in the shared pass: its
+    overflow points at the expression in the first view (registration order) and names
+    the views sharing it (it had no view, so no line:column)."""
+    views = {name: f"CREATE TEMPORARY VIEW {name} AS\nSELECT * FROM hard MATCH_RECOGNIZE "
+                   f"(PARTITION BY sym ORDER BY ts\n  MEASURES LAST(b.n) AS v ONE ROW PER "
+                   f"MATCH PATTERN (a b+)\n{_OVERFLOWS}"
+             for name in ("hard_sh1", "hard_sh2")}
+    try:
+        for sql in views.values():
+            ansi.cep.sql(sql)
+        with pytest.raises(CepRuntimeError) as info:
+            ansi.cep.workload("hard").dataframes()["hard_sh2"].collect()
+    finally:
+        for name in views:
+            ansi.cep.sql(f"DROP VIEW IF EXISTS {name}")
+    assert info.value.message.startswith("[ARITHMETIC_OVERFLOW] overflow. Use 'try_multiply'")
+    assert "computed once for the views hard_sh1, hard_sh2; located in hard_sh1" \
+        in info.value.message
+    assert info.value.sql == views["hard_sh1"]
+    _at(info.value, views["hard_sh1"], "b.n * 46")
+
+
+def _spark_words(spark, expr: str, rows: str) -> str:
+    """Spark's own message evaluating expr over the VALUES rows (its SQLSTATE cut off)."""
+    with pytest.raises(Exception) as info:
+        spark.sql(f"SELECT {expr} AS v FROM VALUES {rows}").collect()
+    text = str(info.value).split("\n")[0]
+    return text[:text.index(" SQLSTATE")] if " SQLSTATE" in text else text
+
+
+@pytest.mark.parametrize("cond, culprit, plain, rows", [
+    ("b.x + LAST(a.x) > 0", "b.x + LAST(a.x)", "x + y",
+     "(1L, 9223372036854775807L) AS t(x, y)"),
+    ("b.s * a.s > 0", "b.s * a.s", "x * y",
+     "(CAST(30000 AS SMALLINT), CAST(2 AS SMALLINT)) AS t(x, y)"),
+    ("b.d + a.d > 0", "b.d + a.d", "x + y",
+     "(9e37BD, 9e37BD) AS t(x, y)"),
+])
+def test_condition_vm_overflow_in_sparks_own_words(ansi, cond, culprit, plain, rows):
+    """The condition VM's overflow on Spark: the message Spark gives for the same
+    expression, at the expression in the user's DEFINE."""
+    ansi.sql("SELECT * FROM VALUES (1, 9223372036854775807L, CAST(2 AS SMALLINT), "
+             "CAST(9e37 AS DECIMAL(38, 0))), (2, 1L, CAST(30000 AS SMALLINT), "
+             "CAST(9e37 AS DECIMAL(38, 0))) AS t(ts, x, s, d)"
+             ).createOrReplaceTempView("hard_vm")
+    sql = ("SELECT * FROM hard_vm MATCH_RECOGNIZE (ORDER BY ts\n"
+           "  MEASURES LAST(b.ts) AS v ONE ROW PER MATCH PATTERN (a b)\n"
+           f"  DEFINE b AS {cond})")
+    with pytest.raises(CepRuntimeError) as info:
+        ansi.cep.sql(sql).collect()
+    assert info.value.message == _spark_words(ansi, plain, rows)
+    _at(info.value, sql, culprit)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_condition_vm_interval_overflow_as_spark_in_both_modes(hard, enabled):
+    hard.conf.set("spark.sql.ansi.enabled", str(enabled).lower())
+    try:
+        hard.sql("SELECT * FROM VALUES (1, INTERVAL '106751991' DAY), "
+                 "(2, INTERVAL '106751991' DAY) AS t(ts, iv)").createOrReplaceTempView("hard_iv")
+        sql = ("SELECT * FROM hard_iv MATCH_RECOGNIZE (ORDER BY ts MEASURES LAST(b.ts) AS v "
+               "ONE ROW PER MATCH PATTERN (a b) DEFINE b AS b.iv + a.iv > INTERVAL '0' DAY)")
+        with pytest.raises(CepRuntimeError) as info:
+            hard.cep.sql(sql).collect()
+        spark_says = _spark_words(hard, "x + y", "(INTERVAL '106751991' DAY, "
+                                  "INTERVAL '106751991' DAY) AS t(x, y)")
+    finally:
+        hard.conf.unset("spark.sql.ansi.enabled")
+    assert info.value.message == spark_says
+    _at(info.value, sql, "b.iv + a.iv")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_smallint_times_typed_literal_as_spark(hard, enabled):
+    """x * CAST(30000 AS SMALLINT) keeps Spark's SMALLINT on Spark and in-process."""
+    hard.conf.set("spark.sql.ansi.enabled", str(enabled).lower())
+    try:
+        hard.sql("SELECT * FROM VALUES (1, CAST(30000 AS SMALLINT)) AS t(ts, s)"
+                 ).createOrReplaceTempView("hard_small")
+        sql = ("SELECT * FROM {t} MATCH_RECOGNIZE (ORDER BY ts MEASURES "
+               "b.s * CAST(30000 AS SMALLINT) AS v ONE ROW PER MATCH PATTERN (b) "
+               "DEFINE b AS b.s > 1)")
+        table = pa.table({"ts": [1], "s": pa.array([30000], pa.int16())})
+        with cepsql.planner_options(ansi=enabled):
+            if enabled:  # Spark's own error on Spark (it has no query context to locate)
+                with pytest.raises(Exception) as remote:
+                    hard.cep.sql(sql.format(t="hard_small")).collect()
+                with pytest.raises(CepRuntimeError) as local:
+                    cepsql.match_recognize(sql.format(t="t"), t=table)
+                words = _spark_words(hard, "x * CAST(30000 AS SMALLINT)",
+                                     "(CAST(30000 AS SMALLINT)) AS t(x)")
+                assert local.value.message == words and words in str(remote.value)
+            else:
+                df = hard.cep.sql(sql.format(t="hard_small"))
+                assert dict(df.dtypes)["v"] == "smallint"
+                assert [r.v for r in df.collect()] == \
+                    cepsql.match_recognize(sql.format(t="t"), t=table).v.tolist() == [-5888]
+    finally:
+        hard.conf.unset("spark.sql.ansi.enabled")
+
+
+@pytest.mark.parametrize("ta, a, tb, b, op", [
+    ("20,5", "123456789012345.67891", "38,20", "999999999999999999.99999999999999999999", "*"),
+    ("38,0", "99999999999999999999999999999999999999", "10,9", "0.123456789", "/"),
+    ("38,5", "-999999999999999999999999999999999.99999", "38,3", "1.005", "-"),
+])
+def test_condition_vm_decimal_overflow_shows_sparks_value(ansi, ta, a, tb, b, op):
+    """The value Spark's NUMERIC_VALUE_OUT_OF_RANGE shows (a product to 39 digits, a
+    quotient rounded to the result's scale), in-process and on Spark."""
+    rows = (f"(1, CAST('{a}' AS DECIMAL({ta})), CAST('{b}' AS DECIMAL({tb}))), "
+            f"(2, CAST('{a}' AS DECIMAL({ta})), CAST('{b}' AS DECIMAL({tb}))) AS t(ts, x, y)")
+    ansi.sql(f"SELECT * FROM VALUES {rows}").createOrReplaceTempView("hard_dec")
+    sql = ("SELECT * FROM {t} MATCH_RECOGNIZE (ORDER BY ts MEASURES LAST(b.ts) AS v "
+           f"ONE ROW PER MATCH PATTERN (a b) DEFINE b AS a.x {op} b.y > 0)")
+    words = _spark_words(ansi, f"x {op} y", rows)
+    with pytest.raises(CepRuntimeError) as remote:
+        ansi.cep.sql(sql.format(t="hard_dec")).collect()
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as local:
+        cepsql.match_recognize(sql.format(t="t"), t=ansi.table("hard_dec").toArrow())
+    assert remote.value.message == local.value.message == words

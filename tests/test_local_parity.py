@@ -262,3 +262,93 @@ def test_smallint_overflow_as_spark(ansi, outcome):
         assert info.value.message == outcome
     else:
         assert evaluate_arrow(product, table, ansi).to_pylist() == outcome
+
+
+# --- the condition VM's errors (cross-row DEFINE): Spark's words, at the expression -----
+
+_VM_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts\n"
+           "  MEASURES LAST(b.ts) AS v ONE ROW PER MATCH PATTERN (a b)\n"
+           "  DEFINE b AS {cond})")
+_DAY = 86_400_000_000
+_VM_TABLE = pa.table({
+    "ts": [1, 2],
+    "x": pa.array([BIG, 1], pa.int64()),
+    "s": pa.array([2, 30000], pa.int16()),
+    "d": pa.array([10**37 * 9, 10**37 * 9], pa.decimal128(38, 0)),
+    "iv": pa.array([106751991 * _DAY] * 2, pa.duration("us"))})
+# (DEFINE condition, the overflowing expression, x's two rows, what Spark says for it)
+_VM_CASES = [
+    ("b.x + LAST(a.x) > 0", "b.x + LAST(a.x)", [BIG, 1], _SPARK_OVERFLOW),
+    ("b.s * a.s > 0", "b.s * a.s", [BIG, 1],
+     "[BINARY_ARITHMETIC_OVERFLOW] 30000S * 2S caused overflow. Use `try_multiply` to "
+     "ignore overflow problem and return NULL."),
+    ("b.d + a.d > 0", "b.d + a.d", [BIG, 1],
+     "[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  180000000000000000000000000000000000000 "
+     "cannot be represented as Decimal(38, 0). If necessary set \"spark.sql.ansi.enabled\" "
+     "to \"false\" to bypass this error, and return NULL instead."),
+    ("-(b.x - a.x) > 0 OR b.x - a.x IS NULL", "b.x - a.x", [-BIG, BIG],
+     _SPARK_OVERFLOW.replace("try_add", "try_subtract")),
+    ("abs(b.x - a.x) > 0", "abs(", [1, -BIG],
+     "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" to "
+     "\"false\" to bypass this error."),
+]
+
+
+@pytest.mark.parametrize("cond, culprit, xs, message", _VM_CASES)
+def test_condition_vm_overflow_in_sparks_words_at_the_expression(cond, culprit, xs, message):
+    """A cross-row DEFINE overflowing under ANSI: Spark's message for that operator and
+    type (not the VM's generic ARITHMETIC_OVERFLOW), at the expression in the DEFINE."""
+    sql = _VM_SQL.format(cond=cond)
+    table = _VM_TABLE.set_column(1, "x", pa.array(xs, pa.int64()))
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=table)
+    assert info.value.message == message
+    assert (info.value.line, info.value.col) == (3, sql.split("\n")[2].index(culprit) + 1)
+
+
+def test_condition_vm_sum_overflow_in_sparks_words_at_the_aggregate():
+    sql = _VM_SQL.format(cond="sum(b.x) > a.x").replace("(a b)", "(a b+)")
+    table = pa.table({"ts": [1, 2, 3], "x": pa.array([1, BIG, 5], pa.int64())})
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=table)
+    assert info.value.message == _SPARK_OVERFLOW
+    assert (info.value.line, info.value.col) == (3, sql.split("\n")[2].index("sum(") + 1)
+
+
+@pytest.mark.parametrize("ansi", [True, False])
+@pytest.mark.parametrize("op, hint", [("+", "try_add"), ("-", "try_subtract")])
+def test_condition_vm_interval_overflow_raises_in_both_modes(ansi, op, hint):
+    """interval +- interval across rows: Spark raises INTERVAL_ARITHMETIC_OVERFLOW whatever
+    spark.sql.ansi.enabled (the VM gave NULL without ANSI: the row was not matched)."""
+    iv = [106751991 * _DAY, 106751991 * _DAY if op == "+" else -106751991 * _DAY]
+    table = pa.table({"ts": [1, 2], "iv": pa.array(iv, pa.duration("us"))})
+    sql = _VM_SQL.format(cond=f"b.iv {op} a.iv > INTERVAL '0' DAY")
+    with cepsql.planner_options(ansi=ansi), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=table)
+    assert info.value.message == (
+        "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
+        f"with intervals. Use `{hint}` to tolerate overflow and return NULL instead.")
+    assert info.value.col == sql.split("\n")[2].index(f"b.iv {op}") + 1
+
+
+_SMALL_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES "
+              "b.s * CAST(30000 AS SMALLINT) AS v ONE ROW PER MATCH PATTERN (b) "
+              "DEFINE b AS b.s > 1)")
+
+
+@pytest.mark.parametrize("ansi", [True, False])
+def test_smallint_times_typed_literal_keeps_smallint(ansi):
+    """x * CAST(30000 AS SMALLINT) is SMALLINT in Spark: it wraps without ANSI and names
+    the operands with it (the parser used to fold the cast into an INT literal)."""
+    table = pa.table({"ts": [1, 2], "s": pa.array([1, 30000], pa.int16())})
+    with cepsql.planner_options(ansi=ansi):
+        if ansi:
+            with pytest.raises(CepRuntimeError) as info:
+                cepsql.match_recognize(_SMALL_SQL, t=table)
+            assert info.value.message == (
+                "[BINARY_ARITHMETIC_OVERFLOW] 30000S * 30000S caused overflow. Use "
+                "`try_multiply` to ignore overflow problem and return NULL.")
+        else:
+            out = run_local(_SMALL_SQL, {"t": table})
+            assert out.schema.field("v").type == pa.int16()
+            assert out.column("v").to_pylist() == [-5888]

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the .pyx sources and the .pxd interfaces Cython finds beside the compiled modules
 CYTHON = (ROOT / "cython_ext", ROOT / "cepsql" / "_ext")
 # the families whose numbers cross the boundary (every such Cython constant must be here)
-FAMILIES = ("C_", "X_", "XO_", "A_", "OP_", "VM_ERR_", "SKIP_", "S_", "K_", "U_")
+FAMILIES = ("C_", "X_", "XO_", "XK_", "A_", "OP_", "VM_ERR_", "SKIP_", "S_", "K_", "U_")
 
 _ONE = re.compile(r"^\s*(?:cdef\s+enum\s*\w*\s*:\s*|DEF\s+|cdef\s+const\s+\w+\s+|(?=[A-Z]))"
                   r"([A-Z][A-Z0-9_]*)\s*=\s*([^#\n]+?)\s*(?:#.*)?$")

@@ -42,7 +42,6 @@ cdef enum: A_DISTINCT = 64
 # 1-based index (negative: from the end), 0, NULL out of range even under ANSI
 cdef enum: A_ELEMENT = 13
 cdef enum: VM_ERR_INDEX = 4  # element_at out of range under ANSI (worker.raise_vm_error)
-cdef enum: VM_ERR_INTERVAL_OVERFLOW = 5  # a day-time interval sum leaves 64 bits (any ANSI)
 
 
 cdef inline bint _agg_listed(int func) noexcept nogil:
@@ -180,8 +179,9 @@ cdef inline void _agg_step_by(i64* a, int func, const int* lane, const double* y
 cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* xl,
                             double* dv, x_i128* xv, unsigned char* isnull) noexcept nogil:
     """The aggregate's value in its result lane (min/max as stored: value or row)."""
-    cdef x_i128 s
+    cdef x_i128 s = 0
     cdef int st = XS_OK
+    cdef int before
     isnull[0] = 0
     dv[0] = 0.0
     xv[0] = 0
@@ -220,7 +220,9 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
     if func == A_SUM and lane[3] == 0:
         xv[0] = a[2]
         if a[3] and xl.ansi:
+            before = xl.error
             _lane_fail(xl, XS_OVERFLOW, isnull)
+            _agg_error_at(xl, before, func, lane, a[2])
             xv[0] = 0
         return
     if func == A_AVG and lane[3] == 0:
@@ -244,8 +246,24 @@ cdef inline void _agg_value(const i64* a, int func, const int* lane, ExactLane* 
     else:
         st = x_dec_div(s, lane[1], a[1], 0, lane[2], lane[3], xv)
     if st != XS_OK:
+        before = xl.error
         _lane_fail(xl, st, isnull)
+        _agg_error_at(xl, before, func, lane, s)
         xv[0] = 0
+
+
+cdef inline void _agg_error_at(ExactLane* xl, int before, int func, const int* lane,
+                               x_i128 value) noexcept nogil:
+    """Note an aggregate's error as the failing "instruction" (vm._error_at): X_AGG, -1,
+    the function, its lane, and the value that did not fit (X_SUM_OVERFLOW: unknown)."""
+    cdef int ins[7]
+    cdef int i
+    ins[0] = X_AGG
+    ins[1] = -1
+    ins[2] = func
+    for i in range(4):
+        ins[3 + i] = lane[i]
+    _error_at(xl, before, ins, 7, value, 0)
 
 
 cdef inline int _push_aggregate(Buf* out, const i64* a, int func, const int* lane,

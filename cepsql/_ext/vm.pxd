@@ -60,15 +60,15 @@ cdef enum: C_RAISE_IF = 58    # error: pop a boolean; TRUE is that run error (AN
 cdef enum: X_CONST = 60      # k
 cdef enum: X_LOAD = 61       # column, ref (evaluator)
 cdef enum: X_AGG = 62        # aggregate (evaluator)
-cdef enum: X_DEC = 63        # op, sa, sb, sr, pr: decimal + - * / % pmod
-cdef enum: X_INT = 64        # op, width: integral + - * % pmod at the type's width
-cdef enum: X_NEG = 65        # width (0: decimal, never overflows)
+cdef enum: X_DEC = 63        # op, sa, sb, sr, pr, pos: decimal + - * / % pmod
+cdef enum: X_INT = 64        # op, width, kind (XK_*), pos: integral + - * % pmod at the width
+cdef enum: X_NEG = 65        # width (0: decimal, never overflows), pos
 cdef enum: X_CMP = 66        # op (0 = .. 5 >=), sa, sb
 cdef enum: X_TO_DOUBLE = 67  # scale
 cdef enum: X_RESCALE = 68    # sa, sr, pr (HALF_UP when dropping digits)
 cdef enum: X_EXTREME = 69    # n, greatest (1) / least (0), same scale
 cdef enum: X_ROUND = 70      # mode (0 half up, 1 floor, 2 ceil), sa, sr, pr: to scale sr
-cdef enum: X_ABS = 71        # width (0: decimal)
+cdef enum: X_ABS = 71        # width (0: decimal), pos
 cdef enum: X_SIGN = 72       # -> double lane
 cdef enum: X_TO_BOOL = 73    # exact -> double-lane boolean (x != 0)
 cdef enum: X_TO_FLOAT = 74   # scale: exact -> double lane, correctly rounded to float32
@@ -80,10 +80,17 @@ cdef enum: XO_MUL = 2
 cdef enum: XO_DIV = 3
 cdef enum: XO_MOD = 4
 cdef enum: XO_PMOD = 5
+# X_INT operand kinds: what an overflow is (pos: the expression's offset in the SQL, -1)
+cdef enum: XK_INTEGRAL = 0   # NULL, or an error under ANSI
+cdef enum: XK_INTERVAL = 1   # interval +- interval: INTERVAL_ARITHMETIC_OVERFLOW in any mode
+cdef enum: XK_LONG = 2       # timestamp +- interval, interval * n: Java's long overflow, any mode
 # VM runtime errors (ANSI mode); without ANSI an overflow or a division by zero is NULL
 cdef enum: VM_ERR_OVERFLOW = 1
 cdef enum: VM_ERR_DIV_ZERO = 2
 cdef enum: VM_ERR_CAST_OVERFLOW = 3
+cdef enum: VM_ERR_INTERVAL_OVERFLOW = 5  # day-time interval arithmetic or sum (any ANSI mode)
+cdef enum: VM_ERR_LONG_OVERFLOW = 6      # XK_LONG arithmetic (any ANSI mode)
+cdef enum: ERR_WORDS = 8                 # ExactLane.err_ins: the failing instruction's words
 
 cdef extern from "exact128.h" nogil:
     ctypedef long long x_i128 "__int128"
@@ -114,6 +121,12 @@ cdef struct ExactLane:
     const x_i128* cols      # exact column matrix [column, row] (evaluator sets per run)
     int ansi                # spark.sql.ansi.enabled: overflow / division by zero raise
     int error               # first runtime error of the run (VM_ERR_*), 0 = none
+    # where that error arose, for Spark's words and the expression's position
+    # (worker.raise_vm_error): the instruction's words (opcode, immediates; an aggregate:
+    # X_AGG, -1, its function, its lane) and its operands
+    int err_ins[ERR_WORDS]
+    x_i128 err_a
+    x_i128 err_b
     int* dlane              # DEFINE aggregates: exact, arg scale, result scale, precision
     int* mlane              # MEASURES aggregates, likewise
 
@@ -140,6 +153,19 @@ cdef inline bint _lane_fail(ExactLane* x, int status, unsigned char* isnull) noe
     if x.ansi and x.error == 0:
         x.error = VM_ERR_DIV_ZERO if status == XS_DIV_ZERO else VM_ERR_OVERFLOW
     return 0
+
+
+cdef inline void _error_at(ExactLane* x, int before, const int* ins, int n, x_i128 a,
+                           x_i128 b) noexcept nogil:
+    """Keep the failing instruction (its n words) and its operands when it raised the
+    run's first error (before: the error until then)."""
+    cdef int i
+    if before != 0 or x.error == 0:
+        return
+    for i in range(ERR_WORDS):
+        x.err_ins[i] = ins[i] if i < n else 0
+    x.err_a = a
+    x.err_b = b
 
 
 cdef inline bint _cast_fail(ExactLane* x, unsigned char* isnull) noexcept nogil:
@@ -441,7 +467,7 @@ cdef inline int _exact_op(int op, const int* code, int pc, double* vs, unsigned 
                           ExactLane* xl, int* sp_io) noexcept nogil:
     """The exact-lane instructions (loads and aggregates excepted)."""
     cdef int sp = sp_io[0]
-    cdef int n, i, st, best
+    cdef int n, i, st, best, before
     cdef x_i128* xs = xl.xs
     cdef x_i128 r
     cdef unsigned char na
@@ -461,23 +487,38 @@ cdef inline int _exact_op(int op, const int* code, int pc, double* vs, unsigned 
         na = ns[sp - 1] | ns[sp]
         r = 0
         if not na:
+            before = xl.error
             if op == X_INT:
-                st = x_int_op(code[pc + 1], xs[sp - 1], xs[sp], code[pc + 2], not xl.ansi, &r)
+                st = x_int_op(code[pc + 1], xs[sp - 1], xs[sp], code[pc + 2],
+                              not xl.ansi and code[pc + 3] == XK_INTEGRAL, &r)
+                if st == XS_OVERFLOW and code[pc + 3] != XK_INTEGRAL:
+                    na = 1  # Spark raises these in any ANSI mode
+                    if xl.error == 0:
+                        xl.error = VM_ERR_INTERVAL_OVERFLOW if code[pc + 3] == XK_INTERVAL \
+                            else VM_ERR_LONG_OVERFLOW
+                elif st != XS_OK:
+                    _lane_fail(xl, st, &na)
             else:
                 st = _dec_op(code[pc + 1], xs[sp - 1], code[pc + 2], xs[sp], code[pc + 3],
                              code[pc + 4], code[pc + 5], &r)
+                if st != XS_OK:
+                    _lane_fail(xl, st, &na)
             if st != XS_OK:
-                _lane_fail(xl, st, &na)
+                _error_at(xl, before, code + pc, 5 if op == X_INT else 7, xs[sp - 1], xs[sp])
         xs[sp - 1] = r
         ns[sp - 1] = na
-        pc += 3 if op == X_INT else 6
+        pc += 5 if op == X_INT else 7
     elif op == X_NEG or op == X_ABS:
         if not ns[sp - 1] and (op == X_NEG or xs[sp - 1] < 0):
             if code[pc + 1] == 0:
                 xs[sp - 1] = -xs[sp - 1]
-            elif x_int_fit(-xs[sp - 1], code[pc + 1], not xl.ansi, &xs[sp - 1]) != XS_OK:
+            elif x_int_fit(-xs[sp - 1], code[pc + 1], not xl.ansi, &r) != XS_OK:
+                before = xl.error
                 _lane_fail(xl, XS_OVERFLOW, &ns[sp - 1])
-        pc += 2
+                _error_at(xl, before, code + pc, 3, xs[sp - 1], 0)
+            else:
+                xs[sp - 1] = r
+        pc += 3
     elif op == X_TO_DOUBLE:
         vs[sp - 1] = x_to_double(xs[sp - 1], code[pc + 1])
         pc += 2

@@ -35,7 +35,8 @@ from cepsql.compile.opcodes import (A_DISTINCT, C_ADD, C_AGG, C_AND, C_CONST, C_
                                     C_LE, C_LEAST, C_LOAD, C_LOAD_CLS, C_LT, C_MATCHNO, C_MOD,
                                     C_MUL, C_NE, C_NEG, C_NOT, C_NULL, C_OR, C_RAISE_IF, C_ROUND, C_SHORT_AND, C_SHORT_OR, C_SUB,
                                     C_TO_FLOAT, C_TO_INT, C_TO_LONG, FUNC_CODES,
-                                    VM_ERR_DIV_ZERO, XO, X_ABS, X_AGG, X_CMP, X_CONST, X_DEC,
+                                    VM_ERR_DIV_ZERO, XK_INTEGRAL, XK_INTERVAL, XK_LONG, XO,
+                                    X_ABS, X_AGG, X_CMP, X_CONST, X_DEC,
                                     X_EXTREME, X_INT, X_LOAD, X_NEG, X_RESCALE, X_ROUND,
                                     X_SIGN, X_TO_DOUBLE, X_TO_FLOAT, X_TO_INT)
 
@@ -318,10 +319,17 @@ def _negate(em: _Emitter, t: VmType, e: Expr) -> VmType:
     if t.name in ("double", "float", "null"):
         em.op(C_NEG)
     elif t.numeric or t.name == "interval":
-        em.op(X_NEG, t.width if t.integral else 0)
+        em.op(X_NEG, t.width if t.integral else 0, _pos(e))
     else:
         raise CepAnalysisError("unary minus needs a number", pos=e.pos)
     return t
+
+
+def _pos(e: Expr) -> int:
+    """e's offset in the SQL text as an immediate (-1: unknown): the VM reports it with
+    the error the instruction raises (runtime.worker.raise_vm_error)."""
+    pos = getattr(e, "pos", None)
+    return -1 if pos is None else int(pos)
 
 
 def _int_literal(e: Expr) -> int | None:
@@ -403,7 +411,7 @@ def _arithmetic(em: _Emitter, op: str, left: Expr, right: Expr, e: Expr) -> VmTy
             if other.name == "float" and op != "/":
                 return T.FLOAT
             return T.DOUBLE if other.name != "null" else T.NULL
-        em.op(X_INT, XO[op], 64, delta=-1)  # a NULL operand: the result is NULL
+        em.op(X_INT, XO[op], 64, XK_INTEGRAL, _pos(e), delta=-1)  # a NULL operand: NULL
         return other if op != "/" else T.DOUBLE
     floating = T.DOUBLE if "double" in names else (
         T.float_partner(rt if lt.name == "float" else lt, em.ansi) if "float" in names else None)
@@ -425,11 +433,11 @@ def _arithmetic(em: _Emitter, op: str, left: Expr, right: Expr, e: Expr) -> VmTy
     _compile(em, right)
     if lt.integral and rt.integral:
         out = T.wider_integral(lt, rt)
-        em.op(X_INT, XO[op], out.width, delta=-1)
+        em.op(X_INT, XO[op], out.width, XK_INTEGRAL, _pos(e), delta=-1)
         return out
     a, b = T.as_decimal(lt, _int_literal(left)), T.as_decimal(rt, _int_literal(right))
     out = T.arithmetic_type("%" if op == "pmod" else op, a, b)
-    em.op(X_DEC, XO[op], a.scale, b.scale, out.scale, out.precision, delta=-1)
+    em.op(X_DEC, XO[op], a.scale, b.scale, out.scale, out.precision, _pos(e), delta=-1)
     return out
 
 
@@ -457,7 +465,9 @@ def _datetime_arithmetic(em, op, left, right, lt, rt, e) -> VmType:
                                   "supported in DEFINE", pos=e.pos)
     _compile(em, left)
     _compile(em, right)
-    em.op(X_INT, XO[op], 32 if out.name == "date" else 64, delta=-1)
+    kind = XK_INTERVAL if pair == ("interval", "interval") else \
+        XK_INTEGRAL if "null" in pair or "date" in pair else XK_LONG
+    em.op(X_INT, XO[op], 32 if out.name == "date" else 64, kind, _pos(e), delta=-1)
     return out
 
 
@@ -655,7 +665,7 @@ def _function1(em: _Emitter, name: str, e: FunctionCall) -> VmType:
         return T.DOUBLE if t.name != "null" else T.NULL
     _compile(em, e.args[0])
     if name == "abs":
-        em.op(X_ABS, t.width if t.integral else 0)
+        em.op(X_ABS, t.width if t.integral else 0, _pos(e))
         return t
     if name in ("negative", "positive"):
         return _negate(em, t, e) if name == "negative" else t

@@ -27,7 +27,10 @@ XO = {"+": XO_ADD, "-": XO_SUB, "*": XO_MUL, "/": XO_DIV, "%": XO_MOD, "pmod": X
 
 # --- run errors the VM reports (runtime.worker.raise_vm_error words them) ------------
 VM_ERR_OVERFLOW, VM_ERR_DIV_ZERO, VM_ERR_CAST_OVERFLOW, VM_ERR_INDEX = 1, 2, 3, 4
-VM_ERR_INTERVAL_OVERFLOW = 5  # a day-time interval sum (avg) leaves 64 bits, in any ANSI mode
+VM_ERR_INTERVAL_OVERFLOW = 5  # day-time interval arithmetic or sum (avg) overflows, any mode
+VM_ERR_LONG_OVERFLOW = 6      # TIMESTAMP +- INTERVAL, INTERVAL * n overflow (Java's), any mode
+#: X_INT operand kinds: integral (ANSI decides), interval +- interval, other long arithmetic
+XK_INTEGRAL, XK_INTERVAL, XK_LONG = 0, 1, 2
 
 # --- aggregate function codes (condition_ops.pxi, aggregate_ops.pxi, the evaluators) -
 A_COUNT_STAR, A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX, A_LIST = 0, 1, 2, 3, 4, 5, 6

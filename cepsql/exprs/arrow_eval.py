@@ -19,6 +19,8 @@ from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, 
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 from cepsql.exprs.ansi import ansi_enabled
 from cepsql.exprs.json_path import json_object_at, parse_json_path
+from cepsql.exprs.spark_errors import (LONG_OVERFLOW, arithmetic_overflow,
+                                       binary_arithmetic_overflow, interval_overflow)
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -163,9 +165,7 @@ class _Evaluator:
             except pa.ArrowInvalid as err:
                 if "overflow" not in str(err):
                     raise
-                raise CepRuntimeError(
-                    "[ARITHMETIC_OVERFLOW] overflow. If necessary set \"spark.sql.ansi.enabled\" "
-                    "to \"false\" to bypass this error.", pos=e.pos) from None
+                raise CepRuntimeError(arithmetic_overflow(), pos=e.pos) from None
         if op == "+":
             return v
         raise CepUnsupportedError(f"unsupported operator {e.op!r}", pos=e.pos)
@@ -601,16 +601,15 @@ def _check_divisor(a: Value, b: Value, e: BinaryOp, evaluated=None) -> None:
             "spark.sql.ansi.enabled=false", pos=e.pos)
 
 
-# operator -> (Arrow's kernel, the try_ function Spark's overflow error suggests)
-_ARITHMETIC = {"+": ("add", "try_add"), "-": ("subtract", "try_subtract"),
-               "*": ("multiply", "try_multiply")}
+# operator -> Arrow's kernel
+_ARITHMETIC = {"+": "add", "-": "subtract", "*": "multiply"}
 
 
 def _arithmetic(op: str, a: Value, b: Value, ansi: bool, pos: int | None) -> Value:
     """Spark's a + b, a - b, a * b: integers wrap around without ANSI (Java's long and
     int arithmetic) and raise Spark's overflow error with it; intervals and timestamps
     overflow in both modes, as in Spark."""
-    kernel, hint = _ARITHMETIC[op]
+    kernel = _ARITHMETIC[op]
     if not ansi and pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
         return getattr(pc, kernel)(a, b)
     try:
@@ -618,37 +617,28 @@ def _arithmetic(op: str, a: Value, b: Value, ansi: bool, pos: int | None) -> Val
     except pa.ArrowInvalid as err:
         if "overflow" not in str(err):
             raise
-        raise _overflow_error(op, a, b, hint, pos) from None
+        raise _overflow_error(op, a, b, pos) from None
 
 
-def _overflow_error(op: str, a: Value, b: Value, hint: str, pos: int | None
-                    ) -> CepRuntimeError:
+def _overflow_error(op: str, a: Value, b: Value, pos: int | None) -> CepRuntimeError:
     """The error Spark raises for an overflowing a op b, in its words."""
     ta, tb = a.type, b.type
     if pa.types.is_duration(ta) and pa.types.is_duration(tb):
-        return CepRuntimeError(
-            "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
-            f"with intervals. Use `{hint}` to tolerate overflow and return NULL instead.",
-            pos=pos)
+        return CepRuntimeError(interval_overflow(op), pos=pos)
     if not (pa.types.is_integer(ta) and pa.types.is_integer(tb)):
         # a timestamp +- interval, an interval * n: Spark's bare java.lang.ArithmeticException
-        return CepRuntimeError("long overflow", pos=pos)
+        return CepRuntimeError(LONG_OVERFLOW, pos=pos)
     if max(ta.bit_width, tb.bit_width) >= 32:
-        return CepRuntimeError(
-            f"[ARITHMETIC_OVERFLOW] overflow. Use '{hint}' to tolerate overflow and return "
-            "NULL instead. If necessary set \"spark.sql.ansi.enabled\" to \"false\" to "
-            "bypass this error.", pos=pos)
+        return CepRuntimeError(arithmetic_overflow(op), pos=pos)
     x, y = _first_overflow(op, a, b, max(ta.bit_width, tb.bit_width))
-    return CepRuntimeError(
-        f"[BINARY_ARITHMETIC_OVERFLOW] {x}S {op} {y}S caused overflow. Use `{hint}` to "
-        "ignore overflow problem and return NULL.", pos=pos)
+    return CepRuntimeError(binary_arithmetic_overflow(x, op, y), pos=pos)
 
 
 def _first_overflow(op: str, a: Value, b: Value, bits: int) -> tuple[int, int]:
     """The operands of the first row whose SMALLINT / TINYINT a op b leaves its type
     (Spark names them in its message)."""
     wide_a, wide_b = (pc.cast(v, pa.int64()) for v in (a, b))
-    exact = getattr(pc, _ARITHMETIC[op][0])(wide_a, wide_b)
+    exact = getattr(pc, _ARITHMETIC[op])(wide_a, wide_b)
     limit = 1 << (bits - 1)
     outside = pc.or_(pc.less(exact, -limit), pc.greater_equal(exact, limit))
     row = pc.index(pc.fill_null(outside if not isinstance(outside, pa.Scalar)

@@ -45,9 +45,10 @@ _BINARY = {
     exp.And: "AND", exp.Or: "OR", exp.DPipe: "||",
 }
 _BINARY_FUNCS = {exp.NullSafeEQ: "equal_null", exp.ILike: "ilike", exp.RegexpLike: "rlike"}
-# FLOAT literals (1.1F) stay casts: the condition VM rounds them to float32 as Spark does
-_LITERAL_TYPES = {"DOUBLE": "double", "BIGINT": "int", "INT": "int",
-                  "SMALLINT": "int", "TINYINT": "int", "DECIMAL": "decimal"}
+# FLOAT literals (1.1F) stay casts: the condition VM rounds them to float32 as Spark does;
+# so do SMALLINT / TINYINT ones (10S, CAST(10 AS SMALLINT)): an "int" literal would widen
+# x * CAST(30000 AS SMALLINT) to INT, where Spark keeps SMALLINT and overflows
+_LITERAL_TYPES = {"DOUBLE": "double", "BIGINT": "int", "INT": "int", "DECIMAL": "decimal"}
 
 
 def sql_pos(node: exp.Expr, base: int = 0) -> int | None:

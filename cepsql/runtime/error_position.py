@@ -12,12 +12,20 @@ from __future__ import annotations
 
 from dataclasses import is_dataclass, replace
 
-from cepsql.algebra.expressions import BinaryOp, Cast, Expr, walk
+from cepsql.algebra.expressions import BinaryOp, Cast, Expr, FunctionCall, walk
 from cepsql.errors import CepError
+
+def _sum_or_avg(e: Expr) -> bool:
+    """An aggregate whose running sum can overflow (the VM knows no offset for those)."""
+    return isinstance(e, FunctionCall) and e.name.lower() in ("sum", "avg")
+
 
 _RAISERS = {"DIVIDE_BY_ZERO": lambda e: isinstance(e, BinaryOp) and e.op in ("/", "%", "div"),
             "CAST_INVALID_INPUT": lambda e: isinstance(e, Cast),
-            "CAST_OVERFLOW": lambda e: isinstance(e, Cast)}
+            "CAST_OVERFLOW": lambda e: isinstance(e, Cast),
+            "ARITHMETIC_OVERFLOW": _sum_or_avg,
+            "NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION": _sum_or_avg,
+            "INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION": _sum_or_avg}
 
 
 def run_error_pos(message: str, spec) -> int | None:
@@ -58,3 +66,36 @@ def sited_plan(plan, site: str):
     sited_bind.__wrapped__ = bind
     plan.bind = sited_bind
     return plan
+
+
+def shared_column_sites(patterns, views: list[str]) -> dict[str, tuple[str | None, str]]:
+    """Where the errors of a shared pass's prepared columns point: shared column name ->
+    (error_site of the first view, in registration order, whose pattern reads it; a note
+    naming the views that share it). patterns: a pass group's bound patterns (index into
+    ``views``, inputs as (shared name, own name) pairs)."""
+    readers: dict[str, list] = {}
+    for p in sorted(patterns, key=lambda p: p.index):
+        for shared, own in p.inputs:
+            if shared != own:  # a prepared column (source columns keep their names)
+                readers.setdefault(shared, []).append(p)
+    sites = {}
+    for name, ps in readers.items():
+        bound = getattr(ps[0], "bound", None)
+        site = getattr(getattr(bound, "config", None), "error_site", None)
+        names = [views[p.index] for p in ps if p.index < len(views)]
+        note = "" if len(names) < 2 else (
+            f" (in a row-local column computed once for the views {', '.join(names)}; "
+            f"located in {names[0]})")
+        sites[name] = (site, note)
+    return sites
+
+
+def sited_column_error(err: CepError, site: str | None, note: str) -> CepError:
+    """err, raised computing a shared prepared column, marked with that column's site
+    (errors.error_site) and its note."""
+    if err.line is not None or getattr(err, "site", None) is not None:
+        return err
+    found = type(err)(err.message + note, pos=err.pos)
+    if site is not None:
+        found.site = site
+    return found

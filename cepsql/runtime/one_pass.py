@@ -44,6 +44,7 @@ from cepsql.algebra.rowrefs import rebuild
 from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.runtime.error_position import sited_column_error
 from cepsql.runtime.shared_evaluator import SharedEvaluator
 from cepsql.runtime.worker import LaneCache
 from cepsql.runtime.workers import BoundWorker, bind_worker
@@ -399,8 +400,11 @@ class SharedPassWorker:
                  evaluator: Callable = pass_evaluator,
                  computed: list[tuple[str, Expr]] | None = None,
                  batch_rows: int = BATCH_ROWS, slots: dict[int, str] | None = None,
-                 ansi: bool | None = None):
+                 ansi: bool | None = None,
+                 column_sites: dict[str, tuple[str | None, str]] | None = None):
         self.group = group
+        # computed column -> where its errors point (error_position.shared_column_sites)
+        self.column_sites = dict(column_sites or {})
         self.slots = dict(slots or {})  # SharedPass.slots (default: a column per pattern)
         # sorted input batches are joined up to this many rows before evaluation: every
         # pattern of the group pays its per-batch cost once per joined batch
@@ -425,7 +429,7 @@ class SharedPassWorker:
         evaluator = self.evaluator(self.group.global_plan, patterns)
         for batch in joined_batches(batches, self.batch_rows):
             if self.computed:
-                batch = with_computed(batch, self.computed, self.ansi)
+                batch = with_computed(batch, self.computed, self.ansi, self.column_sites)
             yield from self._tagged(evaluator.feed(batch))
         yield from self._tagged(evaluator.finish())
 
@@ -454,14 +458,21 @@ def joined_batches(batches: Iterator[pa.RecordBatch], rows: int
 
 
 def with_computed(batch: pa.RecordBatch, computed: list[tuple[str, Expr]],
-                  ansi: bool | None = None) -> pa.RecordBatch:
+                  ansi: bool | None = None,
+                  sites: dict[str, tuple[str | None, str]] | None = None) -> pa.RecordBatch:
     """batch with the row-local columns ``computed`` appended (exprs/arrow_eval, the
     in-process engine's evaluation of the same expressions); ansi: spark.sql.ansi.enabled
-    (None: the in-process options')."""
+    (None: the in-process options'); sites: a column's errors' site and note
+    (error_position.shared_column_sites)."""
     table = pa.Table.from_batches([batch])
     arrays = list(batch.columns)
     for name, expr in computed:  # each column readable by the later ones
-        value = evaluate_arrow(expr, table, ansi)
+        try:
+            value = evaluate_arrow(expr, table, ansi)
+        except CepError as err:
+            if not sites or name not in sites:
+                raise
+            raise sited_column_error(err, *sites[name]) from None
         value = value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
         arrays.append(value)
         table = table.append_column(name, value)

@@ -22,6 +22,7 @@ from cepsql.compile.conditions import STR, ConditionCode
 from cepsql.compile.worker_config import WorkerConfig
 from cepsql.runtime.gathered import compute
 from cepsql.runtime.pending import PendingRows
+from cepsql.runtime.vm_errors import vm_error_message
 
 CHUNK_ROWS = 1 << 16
 NULL_BITS = np.int64(0x7FF8DEADBEEF0001)
@@ -383,32 +384,14 @@ def exact_array(words: np.ndarray, dtype: pa.DataType) -> pa.Array:
     return pa.array(words[:, 0], pa.int64(), mask=null).cast(dtype)
 
 
-def raise_vm_error(code: int) -> None:
-    """A runtime error of the condition VM (spark.sql.ansi.enabled=true; an interval
-    sum's overflow in both modes, as in Spark)."""
-    if code == 1:
-        raise CepRuntimeError(
-            "[ARITHMETIC_OVERFLOW] arithmetic overflow in a DEFINE condition or an aggregate "
-            "over pattern variables (a DECIMAL result exceeds its precision or an integer its "
-            "width); set spark.sql.ansi.enabled=false to get NULL instead")
-    if code == 2:
-        raise CepRuntimeError(
-            "[DIVIDE_BY_ZERO] division by zero in a DEFINE condition; set "
-            "spark.sql.ansi.enabled=false to get NULL instead")
-    if code == 4:
-        raise CepRuntimeError(
-            "[INVALID_ARRAY_INDEX_IN_ELEMENT_AT] element_at(array_agg(...), i) in a DEFINE "
-            "condition: the index is out of the list's bounds; use try_element_at, or set "
-            "spark.sql.ansi.enabled=false to get NULL instead")
-    if code == 5:  # Spark's words, whatever the ANSI mode
-        raise CepRuntimeError(
-            "[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
-            "with intervals. Use `try_add` to tolerate overflow and return NULL instead.")
-    if code == 3:
-        raise CepRuntimeError(
-            "[CAST_OVERFLOW] a value in a DEFINE condition cannot be cast to its integral "
-            "type due to an overflow; set spark.sql.ansi.enabled=false for Spark's legacy cast "
-            "(the low bits of an integer or DECIMAL, the nearest bound for a DOUBLE)")
+def raise_vm_error(error) -> None:
+    """A run-time error of the condition VM (``ConditionHost.vm_error()``: 0, or its code,
+    the failing instruction's words and operands) as a CepRuntimeError in Spark's words,
+    at the expression's offset when the instruction knows it (runtime/vm_errors.py)."""
+    code, words, a, b = error if isinstance(error, tuple) else (error, (), 0, 0)
+    found = vm_error_message(code, words, a, b)
+    if found is not None:
+        raise CepRuntimeError(found[0], pos=found[1])
 
 
 def exact_lane(col: pa.Array, out: np.ndarray) -> None:

@@ -77,6 +77,7 @@ from cepsql.backends.spark.execute import (RELEVANCE_CONF, co_located, final_fra
                                            run_plan)
 from cepsql.backends.spark.frames import GENERATED_NAME
 from cepsql.backends.spark.rewrite import Rewritten, default_planner, rewrite, run_sql
+from cepsql.runtime.error_position import shared_column_sites
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 from cepsql.backends.spark.analyze import session_ansi
@@ -495,7 +496,7 @@ class Workload:
                             self._session.spark, clauses[0].frame,
                             built.samples.taken(clauses[0].frame))}
             shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses],
-                                          settings, self._streams)
+                                          settings, self._streams, [c.view for c in clauses])
             built.passes[source] = (shared, tagged)
 
     def _replay(self, view, plans: list[QueryPlan], built: _Built) -> DataFrame:
@@ -654,23 +655,25 @@ def _stand_in(df: DataFrame, plan: QueryPlan) -> DataFrame:
     return final_frame(empty, bound)
 
 
-def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, streams=None
-                 ) -> tuple[SharedPass, DataFrame]:
+def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, streams=None,
+                 views: list[str] | None = None) -> tuple[SharedPass, DataFrame]:
     """The tagged rows of every plan over source: one shuffle + sort and one mapInArrow per
     partitioning group, the groups unioned and persisted once (a streaming source: one
-    stateful streaming query of ``streams``, the streaming backend)."""
+    stateful streaming query of ``streams``, the streaming backend). views: each plan's
+    view name (where the errors of the columns they share point)."""
     if source.isStreaming:
         return require_streams(streams).shared_pass(source, plans, sharing)
     shared = plan_pass(arrow_schema(source), plans, sharing,
                        relevance=_relevance(source.sparkSession))
-    tagged = _pass_frame(source, shared).persist(StorageLevel.MEMORY_AND_DISK)
+    tagged = _pass_frame(source, shared, views=views).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
 
 
-def _pass_frame(source: DataFrame, shared: SharedPass, analysis: PassAnalysis | None = None
-                ) -> DataFrame:
+def _pass_frame(source: DataFrame, shared: SharedPass, analysis: PassAnalysis | None = None,
+                views: list[str] | None = None) -> DataFrame:
     """The tagged rows of a planned pass over source (binds ``shared``); with
-    ``analysis`` (EXPLAIN ANALYZE WORKLOAD) its rows and tasks observed."""
+    ``analysis`` (EXPLAIN ANALYZE WORKLOAD) its rows and tasks observed; views: each
+    pattern's view name (a shared column's errors point at the first view reading it)."""
     ansi = session_ansi(source.sparkSession)
     if analysis is not None:
         source = analysis.observe_source(source)
@@ -700,7 +703,8 @@ def _pass_frame(source: DataFrame, shared: SharedPass, analysis: PassAnalysis | 
         if late:
             df = df.select("*", *late)
         worker = SharedPassWorker(task_group(group), shared.output_schema, computed=own,
-                                  slots=shared.slots, ansi=ansi)
+                                  slots=shared.slots, ansi=ansi,
+                                  column_sites=shared_column_sites(group.patterns, views or []))
         if analysis is not None:
             worker = analysis.worker(worker, group)
         outputs.append(map_in_arrow(df, worker, from_arrow_schema(schema)))
