@@ -274,8 +274,8 @@ def test_settings_from_conf():
 def test_spark_adaptive_equals_static(spark):
     # tiny chunks and threshold: the Spark tasks re-plan (and switch) as the rates flip
     rng = random.Random(3)
-    n = 1500
-    regime = [(i // 200) % 2 for i in range(n)]
+    n = 600
+    regime = [(i // 100) % 2 for i in range(n)]
     sym = [rng.choice("AABBBCX" if r else "ABBCCCX") for r in regime]
     frame = pa.table({"part": [rng.randint(0, 2) for _ in range(n)], "ts": list(range(n)),
                       "sym": sym, "price": [rng.randint(0, 49) for _ in range(n)]})

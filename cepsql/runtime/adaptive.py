@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from cepsql.analyze.conjuncts import analyze_defines
 from cepsql.errors import CepAnalysisError
-from cepsql.planning.cost import CostModel, plan_cost
+from cepsql.planning.cost import plan_cost
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
 from cepsql.stats import unary_fractions
@@ -289,7 +289,7 @@ def gain(current, fresh, planner) -> float:
     priced on the fresh choice's statistics (inf when they cannot be compared)."""
     if len(current.plans) != len(fresh.plans):
         return math.inf
-    model = CostModel(alpha=planner.planning.options.alpha)
+    model = planner.planning.options.cost_model()
     old_cost = new_cost = 0.0
     for old, new in zip(current.plans, fresh.plans):
         if new.query is None:
