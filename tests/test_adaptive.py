@@ -21,6 +21,7 @@ from cepsql.runtime.adaptive import AdaptiveSettings, adaptive_settings, drift, 
 from cepsql.planning import ALGORITHMS, choose_plan
 from cepsql.planning.cost import CostModel, plan_cost
 from cepsql.planning.jqpg import reduce_term
+from cepsql.planning.options import PlannerOptions
 from support.planning_synthetic import random_sequence, random_stats
 from support.planning_exhaustive import all_trees
 from cepsql.planning.plans import TreePlan
@@ -348,8 +349,7 @@ def test_plan_cost_prices_a_plan_on_other_statistics():
 def test_gain_compares_the_running_plans_on_fresh_numbers():
     class Planner:   # what gain reads of task_planning.WorkerPlanner
         class planning:
-            class options:
-                alpha = 0.0
+            options = PlannerOptions()
 
     rng = random.Random(9)
     pattern, stats = random_sequence(4, rng)

@@ -286,7 +286,8 @@ class AdaptivePush:
 
 def gain(current, fresh, planner) -> float:
     """How many times the current choice's plans cost what the fresh choice's cost, both
-    priced on the fresh choice's statistics (inf when they cannot be compared)."""
+    priced on the fresh choice's statistics with the planner's cost model (inf when they
+    cannot be compared)."""
     if len(current.plans) != len(fresh.plans):
         return math.inf
     model = planner.planning.options.cost_model()
@@ -295,7 +296,7 @@ def gain(current, fresh, planner) -> float:
         if new.query is None:
             return math.inf
         old_cost += plan_cost(old, new.query, model)
-        new_cost += new.cost
+        new_cost += plan_cost(new, new.query, model)
     return old_cost / new_cost if new_cost > 0 else (math.inf if old_cost > 0 else 1.0)
 
 
