@@ -113,7 +113,7 @@ def reshuffled_types(rows: int, x: int, types: int, skew: float, y: int = 5,
     return out
 
 
-def table_of(kinds: np.ndarray, types: int, seed: int = 0) -> pa.Table:
+def table_of(kinds: np.ndarray, types: int, seed: int = 0, keys: int = KEYS) -> pa.Table:
     rows = len(kinds)
     rng = np.random.default_rng(seed + 1)
     names = np.array([label(k) for k in range(types)])
@@ -121,19 +121,20 @@ def table_of(kinds: np.ndarray, types: int, seed: int = 0) -> pa.Table:
           ).astype("datetime64[us]")
     return pa.table({"ts": pa.array(ts), "typ": pa.array(names[kinds].tolist()),
                      "diff": rng.integers(-100, 101, rows),
-                     "k": rng.integers(0, KEYS, rows)})
+                     "k": rng.integers(0, keys, rows)})
 
 
 def stream(rows: int, x: int, types: int, skew: float, seed: int = 0,
-           transform: str = "composed") -> pa.Table:
+           transform: str = "composed", keys: int = KEYS) -> pa.Table:
     return table_of(reshuffled_types(rows, x, types, skew, seed=seed, transform=transform),
-                    types, seed)
+                    types, seed, keys)
 
 
-def reversed_stream(rows: int, types: int, skew: float, seed: int = 0) -> pa.Table:
+def reversed_stream(rows: int, types: int, skew: float, seed: int = 0,
+                    keys: int = KEYS) -> pa.Table:
     """Base rates with the types' ranks reversed (a the most frequent, e the rarest)."""
     drawn = np.random.default_rng(seed).choice(types, size=rows, p=base_rates(types, skew))
-    return table_of(types - 1 - drawn, types, seed)
+    return table_of(types - 1 - drawn, types, seed, keys)
 
 
 def planner(settings: AdaptiveSettings | None, sample_rows: int):
@@ -200,8 +201,8 @@ class ForcedPlan:
 
 def plans_regime(args) -> None:
     """CPU, partial matches and the two models' prices of forced plans (module doc)."""
-    table = reversed_stream(args.rows, args.types, args.skew)
-    startup = stream(args.rows, args.rows, args.types, args.skew)   # no reshuffle
+    table = reversed_stream(args.rows, args.types, args.skew, keys=args.keys)
+    startup = stream(args.rows, args.rows, args.types, args.skew, keys=args.keys)  # as at start-up
     print(f"plans on reversed rates: {args.rows:,} events, {args.types} types (Zipf "
           f"{args.skew}); access weight {ACCESS_WEIGHT}; process CPU s; load "
           f"{os.getloadavg()[0]:.2f}")
@@ -255,9 +256,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--types", type=int, default=50)
     parser.add_argument("--skew", type=float, default=1.5)
+    parser.add_argument("--keys", type=int, default=KEYS)
     parser.add_argument("--window", type=int, default=100)
     parser.add_argument("--windows", default="30,100,200")
-    parser.add_argument("--chunk", type=int, default=2048)
+    parser.add_argument("--chunk", type=int, default=8192)
     parser.add_argument("--check-rows", type=int, default=2048)
     parser.add_argument("--sample-rows", type=int, default=2000)
     parser.add_argument("--threshold", type=float, default=1.0)
@@ -285,7 +287,8 @@ def main() -> None:
     failed = False
     for transform in args.transforms.split(","):
         for x in [int(v) for v in args.xs.split(",")]:
-            table = stream(args.rows, x, args.types, args.skew, transform=transform)
+            table = stream(args.rows, x, args.types, args.skew, transform=transform,
+                           keys=args.keys)
             best = best_of(sql, table, runs, args.sample_rows, args.repeat)
             same = len({tuple(canonical(r[2])) for r in best.values()}) == 1
             failed |= not same
