@@ -97,11 +97,19 @@ TREES_IN_TURN = 12   # the trees forced re-plans go through (there are 945 over 
 
 
 @pytest.fixture()
-def forced_switches(monkeypatch) -> ForcedPlans:
-    """Every check drifts and re-plans: the k-th choice of a task's planner (one per
-    stream) takes the next of (the first TREES_IN_TURN of) all trees over each
-    disjunct's components, so each check of a plan with a disjunct of 3 or more
-    components proposes a plan other than the running one and switches (a random tree
+def forced_switches(monkeypatch, rotating_plans) -> ForcedPlans:
+    """Every check drifts and re-plans (rotating_plans): each check of a plan with a
+    disjunct of 3 or more components proposes a plan other than the running one and
+    switches."""
+    monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
+    monkeypatch.setattr(adaptive, "log_drift", lambda base, now: float("inf"))
+    return rotating_plans
+
+
+@pytest.fixture()
+def rotating_plans(monkeypatch) -> ForcedPlans:
+    """The k-th choice of a task's planner (one per stream) takes the next of (the
+    first TREES_IN_TURN of) all trees over each disjunct's components (a random tree
     could repeat the running one). Deterministic: no state shared between examples or
     tests."""
     forced = ForcedPlans()
@@ -121,8 +129,6 @@ def forced_switches(monkeypatch) -> ForcedPlans:
         return CepPlanChoice(EVALUATOR_TREE, "rotated tree (test)", "ROTATED", plans)
 
     monkeypatch.setattr(task_planning.WorkerPlanner, "choose_with", choose_with)
-    monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
-    monkeypatch.setattr(adaptive, "log_drift", lambda base, now: float("inf"))
     return forced
 
 
@@ -431,3 +437,32 @@ def test_fresh_estimates_move_the_plan_statistics_by_their_evidence():
     assert many.selectivities[("A", "E")] == pytest.approx(0.001, rel=0.05)
     assert many.unary_selectivity["A"] == pytest.approx(0.2, rel=0.05)
     assert drift(base, many) > 3
+
+
+def test_a_switch_priced_too_low_is_priced_again_while_the_drift_holds(rotating_plans,
+                                                                       monkeypatch):
+    # the rates flip once and hold; the first check's gain is too low to switch. The
+    # running plan keeps the statistics it was chosen on, so the next checks still see
+    # the drift and price the switch again (they used to take the fresh statistics as
+    # the plan's own and never looked again)
+    priced = []
+    monkeypatch.setattr(adaptive, "gain", lambda current, fresh, planner: (
+        priced.append(1) or (1.0 if len(priced) == 1 else 10.0)))
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS mn, "
+           "A.ts AS ta, C.ts AS tc ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH "
+           "PATTERN (A B C) WITHIN 5 ROWS DEFINE A AS price < 5, "
+           "B AS tag <> 'z' AND B.price >= A.price, C AS vol > 1.0)")
+    rng = random.Random(5)
+    n = 160
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)),
+                      "price": [rng.randint(0, 4) if i < 40 or i % 9 == 0 else rng.randint(5, 9)
+                                for i in range(n)],
+                      "vol": [rng.choice([0.5, 1.5, 3.0]) for _ in range(n)],
+                      "tag": [rng.choice("xyz") for _ in range(n)]}, schema=STREAM_SCHEMA)
+    static = run_local(sql, {"t": table}, planner=_planner(16, None))
+    stats = RunStatistics()
+    moving = run_local(sql, {"t": table}, stats=stats, planner=_planner(16, AdaptiveSettings(
+        threshold=1.5, chunk_rows=16, check_rows=16, min_gain=1.5, confirm=1,
+        max_check_every=1, full_every=1, prior_events=0.5, prior_pairs=50.0)))
+    assert _rows(moving) == _rows(static)
+    assert len(priced) >= 2 and stats.last["adaptive_switches"] >= 1, priced

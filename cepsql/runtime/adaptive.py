@@ -71,7 +71,7 @@ class AdaptiveSettings:
     check_every: int = 1
     chunk_rows: int = CHUNK_ROWS
     min_gain: float = 1.5
-    max_check_every: int = 8
+    max_check_every: int = 2
     full_every: int = 4
     confirm: int = 2
     prior_events: float = 4.0
@@ -304,10 +304,14 @@ class AdaptivePush:
         if self.candidate is None and drift(base, now) <= w.settings.threshold:
             return None
         choice = w.planner.choose_with(now)
-        w.statistics = now
         shape = plan_shape(choice)
-        if shape == plan_shape(w.choice) or gain(w.choice, choice, w.planner) < \
-                w.settings.min_gain:
+        if shape == plan_shape(w.choice):   # the running plan is still the one to run
+            w.statistics = now
+            self.candidate = None
+            return None
+        if gain(w.choice, choice, w.planner) < w.settings.min_gain:
+            # keep the running plan's statistics: the drift stays visible, so later
+            # checks price the switch again as the newest rows accumulate evidence
             self.candidate = None
             return None
         self.votes = self.votes + 1 if shape == self.candidate else 1
@@ -316,6 +320,7 @@ class AdaptivePush:
             return None
         self.candidate = None
         digest = plan_digest(choice)
+        w.statistics = now
         w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
