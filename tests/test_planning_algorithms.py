@@ -47,9 +47,12 @@ def _pm(q: ConjunctiveQuery, rels, next_match: bool = False) -> float:
     return base * sel
 
 
-def _brute_order_cost(q, order, alpha=0.0, next_match=False) -> float:
+def _brute_order_cost(q, order, alpha=0.0, next_match=False, access=0.0) -> float:
     factor = q.window if next_match else 1.0
     trpt = sum(factor * _pm(q, order[:k], next_match) for k in range(1, len(order) + 1))
+    # pairs tried: each prefix's partial matches against the next relation's buffer
+    trpt += access * sum(_pm(q, order[:k], next_match) * q.cardinalities[order[k]]
+                         * q.selectivity[order[k]][order[k]] for k in range(1, len(order)))
     cands = sorted(q.last_candidates)
     # Cost_lat_ord for last event t: sum of W r_i over relations after t in the order
     lat = sum(sum(q.cardinalities[i] * q.selectivity[i][i] for i in order[order.index(t) + 1:])
@@ -84,7 +87,7 @@ def _leaves(t):
     return [t[1]] if t[0] == "leaf" else _leaves(t[1]) + _leaves(t[2])
 
 
-def _brute_tree_cost(q, t, alpha=0.0, next_match=False) -> float:
+def _brute_tree_cost(q, t, alpha=0.0, next_match=False, access=0.0) -> float:
     factor = q.window if next_match else 1.0
     cands = sorted(q.last_candidates)
 
@@ -97,7 +100,8 @@ def _brute_tree_cost(q, t, alpha=0.0, next_match=False) -> float:
         # Cost_lat_tree: a last event t on one side meets the sibling's partial matches
         lat = sum(_pm(q, rset, next_match) if c in lset else
                   _pm(q, lset, next_match) if c in rset else 0.0 for c in cands) / len(cands)
-        return own + lc + rc, lat + llat + rlat
+        pairs = access * _pm(q, lset, next_match) * _pm(q, rset, next_match)
+        return own + lc + rc + pairs, lat + llat + rlat
 
     trpt, lat = walk(t)
     return trpt + alpha * lat
@@ -120,11 +124,16 @@ def _instances(count=40, sizes=(3, 4, 5, 6), seed=2018):
 
 INSTANCES = _instances()
 MODELS = [CostModel(), CostModel(alpha=0.5), CostModel(strategy=NEXT_MATCH),
-          CostModel(alpha=1.0, strategy=NEXT_MATCH)]
+          CostModel(alpha=1.0, strategy=NEXT_MATCH), CostModel(access=0.3),
+          CostModel(alpha=0.5, access=1.0, strategy=NEXT_MATCH)]
 
 
 def _model_id(m: CostModel) -> str:
-    return f"alpha={m.alpha}-{'next' if m.next_match else 'any'}"
+    return f"alpha={m.alpha}-access={m.access}-{'next' if m.next_match else 'any'}"
+
+
+def _brute_kw(m: CostModel) -> dict:
+    return {"alpha": m.alpha, "next_match": m.next_match, "access": m.access}
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +144,7 @@ def optima():
     for qi, q in enumerate(INSTANCES):
         n = q.size
         for m in MODELS:
-            kw = {"alpha": m.alpha, "next_match": m.next_match}
+            kw = _brute_kw(m)
             o = min(_brute_order_cost(q, list(p), **kw) for p in itertools.permutations(range(n)))
             t = min(_brute_tree_cost(q, tr, **kw) for tr in _trees(list(range(n))))
             z = min(_brute_tree_cost(q, tr, **kw) for tr in _seq_trees(list(range(n))))
@@ -147,7 +156,7 @@ def optima():
 
 @pytest.mark.parametrize("model", MODELS, ids=_model_id)
 def test_cost_functions_match_the_paper_formulas(model):
-    kw = {"alpha": model.alpha, "next_match": model.next_match}
+    kw = _brute_kw(model)
     for q in INSTANCES[:12]:
         for p in itertools.islice(itertools.permutations(range(q.size)), 30):
             assert cost_ord(q, p, model) == pytest.approx(_brute_order_cost(q, list(p), **kw),
@@ -211,7 +220,7 @@ def test_zstream_ord_is_optimal_over_the_greedy_leaf_order(model):
         seq = list(ALGORITHMS["GREEDY"](q, model).order)
         plan = ALGORITHMS["ZSTREAM_ORD"](q, model)
         assert plan.root.leaves() == seq
-        best = min(_brute_tree_cost(q, t, model.alpha, model.next_match) for t in _seq_trees(seq))
+        best = min(_brute_tree_cost(q, t, **_brute_kw(model)) for t in _seq_trees(seq))
         assert plan.cost == pytest.approx(best, rel=REL)
 
 

@@ -11,7 +11,8 @@ Order-based (plans for the lazy chain NFA):
   until a local minimum; from random starts (restarted, seeded) or from the GREEDY order.
   Time-boxed by ``budget_seconds``.
 * ``DP_LD`` - Selinger-style dynamic programming over subsets for left-deep trees [46]:
-  ``best(S) = term(S) + min_{j in S} best(S - j) + alpha * lat(S - j, j)``. Exact.
+  ``best(S) = term(S) + min_{j in S} best(S - j) + alpha * lat(S - j, j)`` (+ the pairs
+  tried, ``access * PM(S - j) * W r_j``, cost.py). Exact.
 
 Tree-based (plans for the ZStream-like tree evaluator):
 
@@ -20,7 +21,7 @@ Tree-based (plans for the ZStream-like tree evaluator):
 * ``ZSTREAM_ORD`` - ZSTREAM applied to the leaf sequence produced by GREEDY (as the paper
   describes), lifting ZStream's fixed-leaf-order restriction heuristically.
 * ``DP_B`` - DP over bushy trees [46]: ``best(S) = term(S) + min over splits S = L + R of
-  best(L) + best(R) + alpha * lat(L, R)``. Exact.
+  best(L) + best(R) + alpha * lat(L, R)`` (+ ``access * PM(L) * PM(R)``). Exact.
 
 Every algorithm has the signature ``f(query, model=CostModel(), *, budget_seconds=None,
 seed=0) -> OrderPlan | TreePlan``, and the returned plan's ``cost`` is recomputed with
@@ -108,10 +109,8 @@ def _greedy_order(ev: CostEvaluator) -> list[int]:
     order: list[int] = []
     mask = 0
     remaining = set(range(ev.n))
-    alpha = ev.model.alpha
     while remaining:
-        j = min(remaining, key=lambda k, m=mask: (
-            ev.term(m | 1 << k) + (alpha * ev.latency_append(m, k) if alpha else 0.0), k))
+        j = min(remaining, key=lambda k, m=mask: (ev.term(m | 1 << k) + ev.step_extra(m, k), k))
         order.append(j)
         remaining.discard(j)
         mask |= 1 << j
@@ -221,7 +220,7 @@ def dp_ld(query: ConjunctiveQuery, model: CostModel = DEFAULT_MODEL, *,
     if n > DP_LD_MAX_RELATIONS:
         raise ValueError(f"DP_LD over {n} relations needs 2^{n} table entries; use GREEDY")
     ev = CostEvaluator(query, model)
-    _, term, pc = ev.tables()
+    count, term, pc = ev.tables()
     lat_scale = model.alpha / ev.n_cand
     leaf_size = np.array(ev.leaf_size)
     size = 1 << n
@@ -239,6 +238,8 @@ def dp_ld(query: ConjunctiveQuery, model: CostModel = DEFAULT_MODEL, *,
             val = best[prev]
             if lat_scale:
                 val = val + lat_scale * leaf_size[j] * pc[prev]
+            if model.access:
+                val = val + model.access * count[prev] * leaf_size[j]
             # the first candidate always counts, so overflowed (inf) costs still yield
             # a valid plan
             better = (val < cur[has]) | (cur_choice[has] < 0)
@@ -260,7 +261,6 @@ def dp_ld(query: ConjunctiveQuery, model: CostModel = DEFAULT_MODEL, *,
 def _interval_dp(ev: CostEvaluator, seq: list[int]) -> TreeNode:
     """ZStream's DP: the cheapest tree whose leaves, left to right, are ``seq``."""
     n = len(seq)
-    alpha = ev.model.alpha
     masks = [[0] * n for _ in range(n)]
     for i in range(n):
         m = 0
@@ -276,9 +276,7 @@ def _interval_dp(ev: CostEvaluator, seq: list[int]) -> TreeNode:
             j = i + length - 1
             top, arg = np.inf, -1
             for k in range(i, j):
-                v = best[i][k] + best[k + 1][j]
-                if alpha:
-                    v += alpha * ev.latency_join(masks[i][k], masks[k + 1][j])
+                v = best[i][k] + best[k + 1][j] + ev.join_extra(masks[i][k], masks[k + 1][j])
                 if v < top or arg < 0:
                     top, arg = v, k
             best[i][j] = top + ev.term(masks[i][j])
@@ -335,6 +333,8 @@ def dp_b(query: ConjunctiveQuery, model: CostModel = DEFAULT_MODEL, *,
             val = best[subs] + best[other]
             if lat_scale:
                 val = val + lat_scale * (count[other] * pc[subs] + count[subs] * pc[other])
+            if model.access:
+                val = val + model.access * count[subs] * count[other]
             k = int(np.argmin(val))
             best[mask] = term[mask] + val[k]
             split[mask] = subs[k]

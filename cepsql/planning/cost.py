@@ -25,6 +25,17 @@ steps / tree nodes, so the DP algorithms stay exact for ``alpha > 0``. For a sin
 candidate (any sequence) it is the paper's formula. Combined (Section 5.1):
 ``Cost = Cost_trpt + alpha * Cost_lat`` with alpha = 0 by default.
 
+Access (SIGMOD 2019 section 4, the per-event cost's C_a; ZStream's |L| * |R| join cost):
+the evaluator checks a new partial match against every one buffered on the other side
+before the conditions reject most pairs, so with ``access`` > 0 each step / join node also
+costs ``access * PM(prefix) * W r_j`` (order: the prefix's matches times the next
+relation's buffer) or ``access * PM(L) * PM(R)`` (tree node). Without it a plan that
+joins a frequent relation late, under a selective condition, looks cheap (few partial
+matches) while the evaluator tries every pair: measured on SEQ of 5 (benchmarks/
+bench_adaptive.py --plans) CPU follows PM + 0.29 * pairs (log correlation 0.95), not PM
+alone (0.69). Like the latency terms, it depends only on the step's (prefix, relation) or
+the node's (left, right), so the dynamic programs stay exact.
+
 Contiguity strategies use the skip-till-next-match model, which the paper bases them on.
 Negation checks do not enter the cost (the paper plans the positive part only).
 """
@@ -59,15 +70,20 @@ STRATEGIES = (ANY_MATCH, NEXT_MATCH, "STRICT_CONTIGUITY", "PARTITION_CONTIGUITY"
 
 @dataclass(frozen=True)
 class CostModel:
-    """Which cost function a planner minimizes: selection strategy and latency weight."""
+    """Which cost function a planner minimizes: selection strategy, latency weight and
+    the weight of a pair tried against a created partial match (access; 0: the VLDB 2018
+    costs exactly)."""
     alpha: float = 0.0
     strategy: str = ANY_MATCH
+    access: float = 0.0
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown selection strategy {self.strategy!r}")
         if not self.alpha >= 0:
             raise ValueError("alpha must be >= 0")
+        if not self.access >= 0:
+            raise ValueError("access must be >= 0")
 
     @property
     def next_match(self) -> bool:
@@ -145,6 +161,35 @@ class CostEvaluator:
         c = self.count(mask)
         return self.window * c if self.model.next_match else c
 
+    # --- pairs tried (access; additive like the latency) -----------------------------
+    def access_append(self, prefix: int, j: int) -> float:
+        """Pairs tried when relation j is taken after the relations in prefix: each of
+        prefix's partial matches against each of j's buffered events (none for the
+        first relation)."""
+        return self.count(prefix) * self.leaf_size[j] if prefix else 0.0
+
+    def access_join(self, left: int, right: int) -> float:
+        """Pairs tried at a join node: every partial match of one side against every
+        one of the other's."""
+        return self.count(left) * self.count(right)
+
+    def step_extra(self, prefix: int, j: int) -> float:
+        """What taking j after prefix adds besides term(prefix | j): weighted latency
+        and pairs tried (0 under the default model)."""
+        model = self.model
+        extra = model.alpha * self.latency_append(prefix, j) if model.alpha else 0.0
+        if model.access:
+            extra += model.access * self.access_append(prefix, j)
+        return extra
+
+    def join_extra(self, left: int, right: int) -> float:
+        """What a join node of left and right adds besides term(left | right)."""
+        model = self.model
+        extra = model.alpha * self.latency_join(left, right) if model.alpha else 0.0
+        if model.access:
+            extra += model.access * self.access_join(left, right)
+        return extra
+
     # --- latency pieces (additive, see module docstring) ----------------------------
     def latency_append(self, prefix: int, j: int) -> float:
         """Expected latency added by taking relation j after the relations in prefix:
@@ -175,8 +220,11 @@ class CostEvaluator:
     def order_cost(self, order: tuple[int, ...]) -> float:
         _check_order(order, self.n)
         cost = self.order_throughput(order)
-        if self.model.alpha:
-            cost += self.model.alpha * self.order_latency(order)
+        if self.model.alpha or self.model.access:
+            mask = 0
+            for j in order:
+                cost += self.step_extra(mask, j)
+                mask |= 1 << j
         return cost
 
     def tree_throughput(self, root: TreeNode) -> float:
@@ -190,8 +238,9 @@ class CostEvaluator:
         if root.mask != (1 << self.n) - 1:
             raise ValueError("a tree plan must have every relation as exactly one leaf")
         cost = self.tree_throughput(root)
-        if self.model.alpha:
-            cost += self.model.alpha * self.tree_latency(root)
+        if self.model.alpha or self.model.access:
+            cost += sum(self.join_extra(node.left.mask, node.right.mask)
+                        for node in root.nodes() if not node.is_leaf)
         return cost
 
     # --- whole tables for the dynamic programs --------------------------------------

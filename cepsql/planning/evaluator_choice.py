@@ -217,7 +217,7 @@ def choose_cep_plan(spec: MatchRecognizeSpec, terms: list[Term], options: Planne
     re-plans)."""
     started = time.perf_counter()
     pstats, stats, note = planner_stats(spec, statistics)
-    model = CostModel(alpha=options.alpha)
+    model = options.cost_model()
     queries = [reduce_term(t.node, pstats) for t in terms]
     share = options.plan_seconds / len(queries)
     algorithm = options.algorithm

@@ -14,9 +14,16 @@ from typing import Callable, Iterator
 from cepsql.errors import CepAnalysisError
 from cepsql.exprs.ansi import ansi_enabled, ansi_mode
 from cepsql.planning.algorithms import ALGORITHMS
+from cepsql.planning.cost import CostModel
 
 __all__ = ["CONF_KEYS", "PlannerOptions", "conf_values", "current_options", "options_from_conf",
            "planner_options"]
+
+
+#: CPU of a pair tried / of a partial match created in the planned evaluator, fitted on
+#: forced plans of SEQ(a, b, c, d, e) (benchmarks/bench_adaptive.py --plans: 0.12 us vs
+#: 0.41 us per pair / partial match)
+ACCESS_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
@@ -33,9 +40,12 @@ class PlannerOptions:
     switched off only to compare against the general evaluator. max_partial_matches
     bounds one partition's CEP state (live runs, buffered nodes, partial matches, rows of
     matches not yet output; cepsql.cep.maxPartialMatches): None scales it to the worker's
-    memory (runtime.cep_worker.default_state_limit), 0 means no bound."""
+    memory (runtime.cep_worker.default_state_limit), 0 means no bound. access: cost of
+    a pair of partial matches tried against one created (cost.py; 0 = the VLDB 2018
+    costs exactly; ACCESS_WEIGHT was measured on the planned evaluator)."""
     algorithm: str | None = None
     alpha: float = 0.0
+    access: float = ACCESS_WEIGHT
     sample_rows: int = 50_000
     sample_seconds: float = 5.0
     plan_seconds: float = 1.0
@@ -48,11 +58,16 @@ class PlannerOptions:
     vector_masks: bool = True
     max_partial_matches: int | None = None
 
+    def cost_model(self) -> CostModel:
+        """The cost model plans are chosen (and adaptive switches priced) with."""
+        return CostModel(alpha=self.alpha, access=self.access)
+
 
 #: Spark conf key -> PlannerOptions field
 CONF_KEYS = {
     "cepsql.planner.algorithm": "algorithm",
     "cepsql.planner.alpha": "alpha",
+    "cepsql.planner.accessCost": "access",
     "cepsql.planner.sampleRows": "sample_rows",
     "cepsql.planner.sampleSeconds": "sample_seconds",
     "cepsql.planner.planSeconds": "plan_seconds",

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from cepsql.analyze.conjuncts import analyze_defines
 from cepsql.errors import CepAnalysisError
-from cepsql.planning.cost import CostModel, plan_cost
+from cepsql.planning.cost import plan_cost
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import PendingRows, pieces, with_zero
 from cepsql.stats import unary_fractions
@@ -60,16 +60,22 @@ class AdaptiveSettings:
     Checks first compare the variables' row fractions alone (a few times cheaper than a
     full estimate); every full_every-th check also estimates the selectivities. confirm:
     checks in a row that must choose the same new plan before the switch (a drift that
-    does not outlast a chunk is gone before a switch could pay)."""
+    does not outlast a chunk is gone before a switch could pay). prior_events /
+    prior_pairs: how much evidence the fresh estimates need to move the running ones
+    (``settle``): a rare variable's few rows or a selectivity from a few pairs is mostly
+    noise (a selectivity of 0 from 3 pairs made the planner join a frequent variable
+    last, 10x slower than the static plan)."""
     threshold: float = 1.0
     check_rows: int = 2_000
     check_pairs: int = 2_000
     check_every: int = 1
     chunk_rows: int = CHUNK_ROWS
     min_gain: float = 1.5
-    max_check_every: int = 8
+    max_check_every: int = 2
     full_every: int = 4
     confirm: int = 2
+    prior_events: float = 4.0
+    prior_pairs: float = 50.0
 
 
 def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
@@ -110,6 +116,38 @@ def drift(base, now) -> float:
     variables and the pair selectivities (floored so absent variables stay finite)."""
     return max(log_drift(base.unary_selectivity, now.unary_selectivity),
                log_drift(base.selectivities, now.selectivities))
+
+
+def settle(base, now, prior_events: float, prior_pairs: float):
+    """now's statistics weighed against base's by their evidence (a Beta prior centred
+    on base's value): a variable's row fraction counts as prior_events extra rows at
+    base's fraction, a selectivity as prior_pairs extra pairs at base's value, so a
+    fresh value from a few rows or pairs moves little and one from many moves fully.
+    The rates follow the settled fractions (same rows per time unit as now's sample)."""
+    rows = max(now.sample_rows, 0)
+    unary = {v: settled_fraction(base.unary_selectivity.get(v), f, rows, prior_events)
+             for v, f in now.unary_selectivity.items()}
+    sels = {}
+    for pair, value in now.selectivities.items():
+        old = base.selectivities.get(pair)
+        pairs = now.pairs_evaluated.get(pair, 0)
+        sels[pair] = value if old is None else (value * pairs + old * prior_pairs) / (
+            pairs + prior_pairs)
+    rates = dict(now.rates)
+    for v, f in now.unary_selectivity.items():
+        if f > 0:
+            rates[v] = now.rates[v] * unary[v] / f
+        elif v in base.rates and base.unary_selectivity.get(v):
+            rates[v] = base.rates[v] * unary[v] / base.unary_selectivity[v]
+    return replace(now, rates=rates, unary_selectivity=unary, selectivities=sels)
+
+
+def settled_fraction(old: float | None, fresh: float, rows: int, prior_events: float) -> float:
+    """fresh (a fraction of rows rows) weighed against old with prior_events pseudo
+    events: (fresh * rows + prior_events) / (rows + prior_events / old)."""
+    if old is None or old <= 0:
+        return fresh
+    return (fresh * rows + prior_events) / (rows + prior_events / old)
 
 
 def log_drift(old: dict, new: dict) -> float:
@@ -253,18 +291,27 @@ class AdaptivePush:
         w = self.worker
         sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
         w.checks += 1
+        base = w.statistics
+        prior = w.settings.prior_events
         if self.candidate is None and w.checks % w.settings.full_every and log_drift(
-                w.statistics.unary_selectivity,
-                unary_fractions(w.split, sample)) <= w.settings.threshold:
+                base.unary_selectivity,
+                {v: settled_fraction(base.unary_selectivity.get(v), f, sample.num_rows, prior)
+                 for v, f in unary_fractions(w.split, sample).items()}
+                ) <= w.settings.threshold:
             return None
-        now = w.planner.estimate(sample, w.settings.check_pairs)
-        if self.candidate is None and drift(w.statistics, now) <= w.settings.threshold:
+        now = settle(base, w.planner.estimate(sample, w.settings.check_pairs), prior,
+                     w.settings.prior_pairs)
+        if self.candidate is None and drift(base, now) <= w.settings.threshold:
             return None
         choice = w.planner.choose_with(now)
-        w.statistics = now
         shape = plan_shape(choice)
-        if shape == plan_shape(w.choice) or gain(w.choice, choice, w.planner) < \
-                w.settings.min_gain:
+        if shape == plan_shape(w.choice):   # the running plan is still the one to run
+            w.statistics = now
+            self.candidate = None
+            return None
+        if gain(w.choice, choice, w.planner) < w.settings.min_gain:
+            # keep the running plan's statistics: the drift stays visible, so later
+            # checks price the switch again as the newest rows accumulate evidence
             self.candidate = None
             return None
         self.votes = self.votes + 1 if shape == self.candidate else 1
@@ -273,6 +320,7 @@ class AdaptivePush:
             return None
         self.candidate = None
         digest = plan_digest(choice)
+        w.statistics = now
         w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
@@ -286,16 +334,17 @@ class AdaptivePush:
 
 def gain(current, fresh, planner) -> float:
     """How many times the current choice's plans cost what the fresh choice's cost, both
-    priced on the fresh choice's statistics (inf when they cannot be compared)."""
+    priced on the fresh choice's statistics with the planner's cost model (inf when they
+    cannot be compared)."""
     if len(current.plans) != len(fresh.plans):
         return math.inf
-    model = CostModel(alpha=planner.planning.options.alpha)
+    model = planner.planning.options.cost_model()
     old_cost = new_cost = 0.0
     for old, new in zip(current.plans, fresh.plans):
         if new.query is None:
             return math.inf
         old_cost += plan_cost(old, new.query, model)
-        new_cost += new.cost
+        new_cost += plan_cost(new, new.query, model)
     return old_cost / new_cost if new_cost > 0 else (math.inf if old_cost > 0 else 1.0)
 
 
