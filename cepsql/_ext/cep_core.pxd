@@ -36,6 +36,8 @@ cdef enum: R_MASK = 4
 cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see _set_guards)
 cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
 cdef enum: R_HDR = 7
+# _walk's node argument of a compact run (no buffer node: see CepCore.compact)
+cdef enum: NODE_COMPACT = -3
 cdef extern from *:
     """
     #define CEPSQL_PEEK (((unsigned long long) 1) << 63)
@@ -180,6 +182,19 @@ cdef class CepCore(ConditionHost):
     cdef Buf m_chk             # NOT regions checked on rows below this one
     cdef Buf stk               # path enumeration stack
     cdef Buf lists             # row lists of LIST/ROWS measures (see list_rows)
+    # compact partitions (issue 24 A1; cep_output._set_compact): when the output needs
+    # only what a run can fold as it takes rows (its first row, FIRST/LAST leaves, MEASURES
+    # aggregates), runs record no buffer node and a match is stored as its output row
+    # [first, leaves, aggregate words, last] in m_pos (m_lab stays empty)
+    cdef int compact_ok        # the query allows it (fixed at construction)
+    cdef int compact           # the open partition runs compact
+    cdef int ms_base           # run record offset of the fold: first row + 1, leaves, aggs
+    cdef int* ms_leaf          # per leaf: offset of its [count, entries] in the record
+    cdef int* ms_agg           # per MEASURES aggregate: offset of its AGG_W words
+    cdef i64* tie_row          # first row -> 1 + last row of a stored compact match
+    cdef i64 tie_cap
+    cdef int tie_hit           # two compact matches share first and last rows: the
+                               # order needs their rows, the partition is run again
     cdef int oom
     # streaming state of the open partition (rows rebased to the next chunk)
     cdef i64 last_end          # SKIP PAST LAST ROW: last row of the last selected match
