@@ -418,6 +418,7 @@ cdef class CepMatcher(CepState):
                         break
                     # two compact matches tie on (first, last): again with their rows
                     self.tie_hit = 0
+                    self.compact_retries += 1
                     self.oom = 0
                     self.compact = 0
                     self._reset()
@@ -501,13 +502,20 @@ cdef class CepMatcher(CepState):
         self.p_base = base
         self.p_set |= 2
 
+    def keep_histories(self):
+        """Run every partition with buffer nodes, never compact (cep_output._set_compact):
+        the evaluation before issue 24 A1, the baseline benchmarks compare against."""
+        self.compact_ok = 0
+
     def stats(self):
-        return dict(runs_created=self.runs_created, runs_merged=self.runs_merged,
+        retries = dict(compact_retries=self.compact_retries) if self.compact_retries else {}
+        return retries | dict(runs_created=self.runs_created, runs_merged=self.runs_merged,
                     nodes_created=self.nodes_created, peak_runs=self.peak_runs,
                     matches_found=self.matches_found, peak_nodes=self.peak_nodes,
                     peak_rows=self.peak_rows, peak_stored=self.peak_stored,
                     planned=self.planned, partial_matches=self.pm_created,
                     peak_partial_matches=self.peak_pm,
-                    compactions=self.compactions, matches_output=self.matches_output)
+                    compactions=self.compactions, matches_output=self.matches_output,
+                    peak_held=self.peak_held)
 
     # ------------------------------------------------------------------ output

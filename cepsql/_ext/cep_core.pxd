@@ -220,6 +220,8 @@ cdef class CepCore(ConditionHost):
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
     cdef public i64 pm_created, pm_stored, peak_pm
     cdef public i64 matches_output   # matches emitted after R7's selection (EXPLAIN ANALYZE)
+    cdef public i64 peak_held        # most state entries _state_full counted at once
+    cdef public i64 compact_retries  # compact partitions run again with nodes (tie_hit)
     # bound on the partition's state (runtime.cep_worker: cepsql.cep.maxPartialMatches);
     # 0: none. Passing it stops the loops as an out-of-memory does, with limit_hit set
     cdef public i64 max_state
@@ -249,18 +251,21 @@ cdef class CepCore(ConditionHost):
 
     cdef inline bint _state_full(self) noexcept nogil:
         """Whether the partition's state -- live runs, run-buffer nodes, stored partial
-        matches of a plan, rows of the matches held -- passed max_state; then the loops
+        matches of a plan, words of the matches held (their rows and labels, or a
+        compact match's output row) -- passed max_state; then the loops
         stop (oom) and run() raises StateLimitReached (issue 24 A1). Called once per row
         and per stored partial match, it is also where the loops check for Ctrl-C
         (issue 24 A4): a signal handler that raised stops them the same way."""
+        cdef i64 held
         if interrupted(&self.countdown):
             self.signalled = 1
             self.oom = 1
             return True
-        if self.max_state <= 0:
-            return False
-        if (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \
-                self.pm_stored + self.m_pos.n <= self.max_state:
+        held = (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \
+            self.pm_stored + self.m_pos.n + self.m_lab.n
+        if held > self.peak_held:
+            self.peak_held = held
+        if self.max_state <= 0 or held <= self.max_state:
             return False
         self.limit_hit = 1
         self.oom = 1
