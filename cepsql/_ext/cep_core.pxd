@@ -251,8 +251,10 @@ cdef class CepCore(ConditionHost):
 
     cdef inline bint _state_full(self) noexcept nogil:
         """Whether the partition's state -- live runs, run-buffer nodes, stored partial
-        matches of a plan, rows of the matches held (or a compact match's output row
-        words) -- passed max_state; then the loops
+        matches of a plan, rows of the matches held (a compact match counts 2: its
+        output row of a few words, then output buffers and the result's arrays, about
+        180 bytes at peak against the 96 an entry stands for) -- passed max_state;
+        then the loops
         stop (oom) and run() raises StateLimitReached (issue 24 A1). Called once per row
         and per stored partial match, it is also where the loops check for Ctrl-C
         (issue 24 A4): a signal handler that raised stops them the same way."""
@@ -262,7 +264,7 @@ cdef class CepCore(ConditionHost):
             self.oom = 1
             return True
         held = (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \
-            self.pm_stored + self.m_pos.n
+            self.pm_stored + (2 * self.m_off.n if self.compact else self.m_pos.n)
         if held > self.peak_held:
             self.peak_held = held
         if self.max_state <= 0 or held <= self.max_state:
