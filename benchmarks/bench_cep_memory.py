@@ -11,14 +11,14 @@ output's own size (its pandas bytes). ``histories`` is the baseline in the same 
 evaluator as before compact partitions (CepMatcher.keep_histories), runs with buffer
 nodes and every match held with its rows until output. Hand-run only.
 
-Figures (2 cores shared with other jobs, load ~15, 2026-11-29): STNM, peak RSS / peak
-held entries / output (pandas MB); CPU 0.14 s vs 1.33 s at 2,000 rows.
+Figures (2 cores shared with other jobs, load 8-16, 2026-11-29): STNM, peak RSS / peak
+held entries (a compact match counts 2) / output (pandas MB) / process CPU.
 
-    rows   matches     histories (before)            compact (after)
-    2000      230,367     991 MB   51.6M   5.9 MB      209 MB    1.4M     5.9 MB
-    5000    1,327,971  stops at the cap (65.8M)        402 MB    8.0M    34.2 MB
-   10000    5,590,514  stops at the cap               1153 MB   33.5M   144.0 MB
-   20000   ~22M        stops at the cap               (see the issue's closing note)
+    rows   matches     histories (before)                compact (after)
+    2000      230,367     991 MB  51.6M   5.9 MB 1.33 s     208 MB    0.46M   5.9 MB 0.14 s
+    5000    1,327,971  stops at the cap (65.8M)             402 MB    2.7M   34.2 MB 0.86 s
+   10000    5,590,514  stops at the cap                    1153 MB   11.2M  144.0 MB 4.33 s
+   20000   22,122,174  stops at the cap                    4056 MB   44.3M  569.6 MB 21.5 s
 
 The output itself is quadratic here (every (a, later c) pair): compact holds each match as
 its output row (6 words) plus one run per start row, so RSS follows the output (about 8x
