@@ -270,6 +270,7 @@ cdef class CepMatcher(CepState):
             self._set_plan(spec.plan_nodes, spec.plan_leaf_of, spec.plan_after,
                            spec.plan_conj_start, spec.plan_conj, spec.plan_late,
                            spec.plan_rowlocal, spec.plan_neg_start, spec.plan_neg)
+        self._set_compact()
 
     def run(self, cnp.ndarray values, cnp.ndarray nulls, cnp.ndarray bounds,
             wts=None, wnulls=None, int open_last=0, int cont=0, breaks=None):
@@ -342,6 +343,7 @@ cdef class CepMatcher(CepState):
         memset(out, 0, sizeof(out))
         self.lists.n = 0
         self.oom = 0
+        self.tie_hit = 0
         self.limit_hit = 0
         self.signalled = 0
         if self.cap_path < self.n_rows + 2:
@@ -359,6 +361,14 @@ cdef class CepMatcher(CepState):
             if p == NULL:
                 raise MemoryError("cepsql CEP matcher ran out of memory")
             self.covered = p
+        if self.compact_ok and self.tie_cap < self.n_rows + 1:
+            free(self.tie_row)
+            self.tie_row = <i64*> calloc(self.n_rows + 1, sizeof(i64))
+            self.tie_cap = self.n_rows + 1 if self.tie_row != NULL else 0
+        if self.compact_ok:   # row indices restart: forget the last call's matches
+            if self.tie_row == NULL:
+                raise MemoryError("cepsql CEP matcher ran out of memory")
+            memset(self.tie_row, 0, (self.n_rows + 1) * sizeof(i64))
         if self.ppos == NULL or self.tlab == NULL or self.mcomp == NULL:
             raise MemoryError("cepsql CEP matcher ran out of memory")
         with nogil:
@@ -376,6 +386,9 @@ cdef class CepMatcher(CepState):
                 else:
                     self._reset()
                     start = self.ps
+                # compact: a whole partition in this call, no plan switch to apply
+                self.compact = self.compact_ok and not is_cont and not is_open and \
+                    not (k == 0 and self.p_set)
                 if k == 0 and self.p_set:
                     if self.p_set & 1:
                         self.f_lo = self.p_lo
@@ -400,8 +413,18 @@ cdef class CepMatcher(CepState):
                     self.closed = 1
                     self.pproc = self.pe
                 if self._partition(start, self.pproc) != 0:
-                    err = 1
-                    break
+                    if not self.tie_hit or self.signalled or self.limit_hit:
+                        err = 1
+                        break
+                    # two compact matches tie on (first, last): again with their rows
+                    self.tie_hit = 0
+                    self.compact_retries += 1
+                    self.oom = 0
+                    self.compact = 0
+                    self._reset()
+                    if self._partition(self.ps, self.pproc) != 0:
+                        err = 1
+                        break
                 if is_open:
                     if self.cur.n > 0 and self.pproc > self.ps:
                         if self._compact(self.pproc - 1):
@@ -436,6 +459,7 @@ cdef class CepMatcher(CepState):
                 elif self._emit_ready(out, self.pe + 1) != 0:
                     err = 1
                     break
+        self.compact = 0
         if err:
             for k in range(4):
                 free(out[k].data)
@@ -478,13 +502,20 @@ cdef class CepMatcher(CepState):
         self.p_base = base
         self.p_set |= 2
 
+    def keep_histories(self):
+        """Run every partition with buffer nodes, never compact (cep_output._set_compact):
+        the evaluation before issue 24 A1, the baseline benchmarks compare against."""
+        self.compact_ok = 0
+
     def stats(self):
-        return dict(runs_created=self.runs_created, runs_merged=self.runs_merged,
+        retries = dict(compact_retries=self.compact_retries) if self.compact_retries else {}
+        return retries | dict(runs_created=self.runs_created, runs_merged=self.runs_merged,
                     nodes_created=self.nodes_created, peak_runs=self.peak_runs,
                     matches_found=self.matches_found, peak_nodes=self.peak_nodes,
                     peak_rows=self.peak_rows, peak_stored=self.peak_stored,
                     planned=self.planned, partial_matches=self.pm_created,
                     peak_partial_matches=self.peak_pm,
-                    compactions=self.compactions, matches_output=self.matches_output)
+                    compactions=self.compactions, matches_output=self.matches_output,
+                    peak_held=self.peak_held)
 
     # ------------------------------------------------------------------ output

@@ -67,6 +67,7 @@ cdef class CepCore(ConditionHost):
         free(self.ppos); free(self.plab); free(self.mpos); free(self.mlab); free(self.mcomp)
         free(self.neg_iter); free(self.g_loop_only)
         free(self.g_succ); free(self.g_noleave); free(self.g_nocount); free(self.g_cont)
+        free(self.ms_leaf); free(self.ms_agg); free(self.tie_row)
         bufs[0] = &self.n_row; bufs[1] = &self.n_lab; bufs[2] = &self.n_a
         bufs[3] = &self.n_b; bufs[4] = &self.n_first; bufs[5] = &self.cur
         bufs[6] = &self.nxt; bufs[7] = &self.fresh; bufs[8] = &self.m_off

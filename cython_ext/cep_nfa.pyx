@@ -145,11 +145,15 @@ cdef class CepRuns(CepTree):
         cdef i64 node, first
         cdef u64 closure = 0
         memcpy(proto, run, self.RW * sizeof(i64))
-        first = r if run[R_NODE] < 0 else self.n_first.data[run[R_NODE]]
-        node = self._new_node(r, label | ((comp + 1) << 16) if self.comp_tags else label,
-                              run[R_NODE], -2, first)
-        if node < 0:
-            return -1
+        if self.compact:
+            node = NODE_COMPACT   # the output's needs are folded, no history is kept
+            self._fold_take(proto, r, label)
+        else:
+            first = r if run[R_NODE] < 0 else self.n_first.data[run[R_NODE]]
+            node = self._new_node(r, label | ((comp + 1) << 16) if self.comp_tags else label,
+                                  run[R_NODE], -2, first)
+            if node < 0:
+                return -1
         proto[R_NODE] = node
         proto[R_MASK] = <i64> ((<u64> run[R_MASK]) | ((<u64> 1) << label))
         self._update(proto + R_HDR, r, label)
@@ -218,6 +222,8 @@ cdef class CepRuns(CepTree):
         the last component of one of its alternatives completes an iteration (_cross)."""
         while True:
             if j == end:
+                if node == NODE_COMPACT:
+                    return self._store_compact(proto, <int> proto[R_SEQ], r)
                 if node >= 0:
                     return self._emit_paths(node, <int> proto[R_SEQ], r)
                 return 0
@@ -539,8 +545,8 @@ cdef class CepRuns(CepTree):
             nr = self.cur.n // self.RW
             for i in range(nr):
                 run = self.cur.data + i * self.RW
-                if not self._alive(self.n_first.data[run[R_NODE]], r):
-                    continue
+                if not self.compact and not self._alive(self.n_first.data[run[R_NODE]], r):
+                    continue   # (a compact partition has no window nor SKIP PAST LAST ROW)
                 ok = not (self.gbreak != NULL and self.gbreak[r]) and \
                     self._take_ok(run, self.comps[run[R_COMP] * 4 + 1], r)
                 if ok:
@@ -586,7 +592,7 @@ cdef class CepRuns(CepTree):
                     if self.comps[j * 4 + 2] > 0:
                         break
                     j += 1
-            if self.merging:
+            if self.merging and not self.compact:   # a compact run folds its own rows
                 self._merge_fresh()
             if buf_reserve(&self.nxt, self.fresh.n):
                 return -1

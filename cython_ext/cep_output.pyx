@@ -110,8 +110,9 @@ cdef class CepOutput(CepNot):
             o = self.m_off.data[i]
             memmove(self.m_pos.data + l, self.m_pos.data + o,
                     self.m_len.data[i] * sizeof(i64))
-            memmove(self.m_lab.data + l, self.m_lab.data + o,
-                    self.m_len.data[i] * sizeof(i64))
+            if not self.compact:
+                memmove(self.m_lab.data + l, self.m_lab.data + o,
+                        self.m_len.data[i] * sizeof(i64))
             self.m_off.data[w] = l
             self.m_len.data[w] = self.m_len.data[i]
             self.m_st.data[w] = self.m_st.data[i]
@@ -125,7 +126,7 @@ cdef class CepOutput(CepNot):
         self.m_sq.n = w
         self.m_chk.n = w
         self.m_pos.n = l
-        self.m_lab.n = l
+        self.m_lab.n = 0 if self.compact else l
         if undecided > self.peak_stored:
             self.peak_stored = undecided
 
@@ -195,8 +196,12 @@ cdef class CepOutput(CepNot):
             if self.all_rows and self.with_unmatched:
                 for p in range(l):
                     self.covered[self.m_pos.data[o + p]] = 1
-            if self._emit_match(self.m_pos.data + o, self._untag(o, l), l, self.match_no,
-                                out):
+            if self.compact:
+                if self._emit_compact(self.m_pos.data + o, l, self.match_no, out):
+                    free(order)
+                    return -1
+            elif self._emit_match(self.m_pos.data + o, self._untag(o, l), l, self.match_no,
+                                  out):
                 free(order)
                 return -1
             i = j
@@ -312,5 +317,167 @@ cdef class CepOutput(CepNot):
                         _agg_step(acc, func, self.xl.mlane + 4 * q, self.vals + base,
                                   self.xl.cols + base, self.nulls + base, pos[i], 1)
             if _push_aggregate(&out[3], acc, func, self.xl.mlane + 4 * q, &self.xl):
+                return -1
+        return 0
+
+    # ------------------------------------------------------------------ compact
+
+    def _set_compact(self):
+        """Decide whether closed partitions may run compact (issue 24 A1): ONE ROW PER
+        MATCH without row lists, no window, NOT, iteration group, tree plan, SKIP PAST
+        LAST ROW, DISTINCT DEFINE aggregate or second sequence (whose equal assignments
+        are deduplicated by their rows), not SKIP_TILL_ANY_MATCH (whose runs need
+        merging), and every conjunct decided at take time (its other variables are
+        mandatory earlier components). Then each run folds what the output reads into
+        its record, after the computation vector: [first row + 1], per leaf its count
+        and the rows it may read (FIRST: the loff-th; LAST: the last loff + 1), per
+        MEASURES aggregate AGG_W words; RW grows by that."""
+        cdef int q, seq, j, c, i, label, at, func
+        cdef u64 bound
+        free(self.ms_leaf)
+        free(self.ms_agg)
+        self.ms_leaf = NULL
+        self.ms_agg = NULL
+        self.compact_ok = 0
+        if self.planned or self.n_negs or self.g_first != NULL or self.window_kind != 0 \
+                or self.all_rows or self.with_unmatched or self.select_past_last \
+                or self.dedup or self.strategy == S_ANY or self.comp_tags:
+            return
+        for q in range(self.n_daggs):
+            if _agg_listed(self.daggs[q * 3 + 1]):
+                return
+        for q in range(self.n_maggs):
+            func = self.maggs[q * 4 + 1]
+            if func == A_LIST or _agg_listed(func):
+                return
+        for q in range(self.n_leaves):
+            if self.leaves[q * 6 + 5] not in (0, 1) or self.leaves[q * 6 + 2] > 15 or \
+                    (self.leaves[q * 6 + 5] == 1 and self.leaves[q * 6 + 3] != 0):
+                return
+        for seq in range(self.n_seq):
+            bound = 0
+            for j in range(self.seq_start[seq], self.seq_start[seq + 1]):
+                label = self.comps[j * 4 + 1]
+                for i in range(self.lab_conj_start[label], self.lab_conj_start[label + 1]):
+                    c = self.lab_conj[i]
+                    if self.conj_mask[c] & ~(bound | ((<u64> 1) << label)):
+                        return
+                if self.comps[j * 4 + 2] > 0:
+                    bound |= (<u64> 1) << label
+        self.ms_leaf = <int*> malloc((self.n_leaves + 1) * sizeof(int))
+        self.ms_agg = <int*> malloc((self.n_maggs + 1) * sizeof(int))
+        if self.ms_leaf == NULL or self.ms_agg == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
+        self.ms_base = R_HDR + self.S
+        at = self.ms_base + 1
+        for q in range(self.n_leaves):
+            self.ms_leaf[q] = at
+            at += 2 if self.leaves[q * 6 + 1] == 0 else 2 + self.leaves[q * 6 + 2]
+        for q in range(self.n_maggs):
+            self.ms_agg[q] = at
+            at += AGG_W
+        self.RW = at
+        free(self.tmpst)
+        free(self.startst)
+        self.tmpst = <i64*> malloc((self.RW + 1) * sizeof(i64))
+        self.startst = <i64*> malloc((self.RW + 1) * sizeof(i64))
+        if self.tmpst == NULL or self.startst == NULL:
+            raise MemoryError("cepsql CEP matcher ran out of memory")
+        self.compact_ok = 1
+
+    cdef void _fold_take(self, i64* run, i64 r, int label) noexcept nogil:
+        """A compact run takes row r as label: its first row, leaves and aggregates."""
+        cdef int q, s, k
+        cdef i64* w
+        cdef i64 loff, base
+        if run[self.ms_base] == 0:
+            run[self.ms_base] = r + 1
+        for q in range(self.n_leaves):
+            s = self.leaves[q * 6]
+            if not self._in(s, label):
+                continue
+            w = run + self.ms_leaf[q]
+            loff = self.leaves[q * 6 + 2]
+            if self.leaves[q * 6 + 1] == 0:
+                if w[0] == loff:
+                    w[1] = r * 64 + label
+            else:
+                k = <int> loff
+                while k > 0:
+                    w[1 + k] = w[k]
+                    k -= 1
+                w[1] = r * 64 + label
+            w[0] += 1
+        for q in range(self.n_maggs):
+            s = self.maggs[q * 4]
+            if not self._in(s, label):
+                continue
+            k = self.maggs[q * 4 + 2]
+            w = run + self.ms_agg[q]
+            if k < 0:
+                _agg_step(w, self.maggs[q * 4 + 1], self.xl.mlane + 4 * q, NULL, NULL, NULL,
+                          r, 1)
+            else:
+                base = k * self.n_rows
+                _agg_step(w, self.maggs[q * 4 + 1], self.xl.mlane + 4 * q, self.vals + base,
+                          self.xl.cols + base, self.nulls + base, r, 1)
+
+    cdef int _store_compact(self, i64* run, int seq, i64 r) noexcept nogil:
+        """A compact run completes at row r: store its output row (as _emit_measures
+        would compute it from the match's rows). Two matches with the same first and
+        last row would need their rows to be ordered (_cmp_match): tie_hit stops the
+        loops and run() evaluates the partition again with buffer nodes."""
+        cdef i64 first = run[self.ms_base] - 1, j, e, loff
+        cdef int q
+        cdef i64* w
+        if first < self.f_lo or first >= self.f_hi:
+            return 0
+        if self.tie_row[first] == r + 1:
+            self.tie_hit = 1
+            self.oom = 1
+            return -1
+        self.tie_row[first] = r + 1
+        if buf_push(&self.m_off, self.m_pos.n) or buf_push(&self.m_st, 0) or \
+                buf_push(&self.m_sq, seq) or buf_push(&self.m_chk, self.pproc) or \
+                buf_push(&self.m_pos, first):
+            self.oom = 1
+            return -1
+        for q in range(self.n_leaves):
+            w = run + self.ms_leaf[q]
+            loff = self.leaves[q * 6 + 2]
+            j = -1
+            if w[0] > loff:
+                e = w[1] if self.leaves[q * 6 + 1] == 0 else w[1 + loff]
+                j = (e >> 6) + self.leaves[q * 6 + 3]
+                if j < self.ps or j >= self.pe:
+                    j = -1
+                elif self.leaves[q * 6 + 5] == 1:
+                    j = e & 63
+            if buf_push(&self.m_pos, j):
+                self.oom = 1
+                return -1
+        for q in range(self.n_maggs):
+            if _push_aggregate(&self.m_pos, run + self.ms_agg[q], self.maggs[q * 4 + 1],
+                               self.xl.mlane + 4 * q, &self.xl):
+                self.oom = 1
+                return -1
+        if buf_push(&self.m_pos, r) or \
+                buf_push(&self.m_len, self.m_pos.n - self.m_off.data[self.m_off.n - 1]):
+            self.oom = 1
+            return -1
+        self.matches_found += 1
+        return -1 if self._state_full() else 0
+
+    cdef int _emit_compact(self, i64* rec, i64 l, i64 number, Buf* out) noexcept nogil:
+        """Output a compact match's row (_store_compact's layout)."""
+        cdef i64 i
+        self.matches_output += 1
+        if buf_push(&out[0], rec[l - 1]) or buf_push(&out[1], number):
+            return -1
+        for i in range(self.n_leaves):
+            if buf_push(&out[2], rec[1 + i]):
+                return -1
+        for i in range(1 + self.n_leaves, l - 1):
+            if buf_push(&out[3], rec[i]):
                 return -1
         return 0

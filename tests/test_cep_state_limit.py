@@ -15,8 +15,15 @@ import pytest
 
 import cepsql
 from cepsql import CepAnalysisError, CepRuntimeError
+from cepsql.backends.local.engine import run_local
 from cepsql.planning.options import options_from_conf
+from cepsql.runtime.run_stats import RunStatistics
 from cepsql.runtime.cep_worker import STATE_LIMIT_KEY, default_state_limit
+
+try:
+    from .test_property_cep import assert_cep_matches
+except ImportError:
+    from test_property_cep import assert_cep_matches
 
 #: issue 24 A1: a, KL(b), c on x = 0 / 1 / 2 with no window: every subset of the b rows
 #: between an a and a c is a match under SKIP_TILL_ANY_MATCH
@@ -75,3 +82,28 @@ def test_memory_capped_process_gets_the_error_not_memory_error():
                           cwd=root, timeout=300, stdin=subprocess.DEVNULL)
     assert done.stdout.startswith("CepRuntimeError"), done.stdout + done.stderr[-3000:]
     assert STATE_LIMIT_KEY in done.stdout
+
+
+def few_starts(n: int) -> pa.Table:
+    """Two a rows, then b / c rows: the matches grow linearly with n, each one's rows too."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([[0, 0], rng.integers(1, 3, n - 2)])
+    return pa.table({"ts": np.arange(n), "x": x})
+
+
+def test_next_match_state_is_linear_in_rows():
+    """SKIP_TILL_NEXT_MATCH without WITHIN: runs fold what ONE ROW PER MATCH reads
+    (first row, FIRST/LAST, count) and a match is held as its output row, so the
+    entries held at 2n rows stay near twice those at n -- not four times, as when
+    every match kept its rows (issue 24 A1). The result equals the reference's."""
+    sql = UNBOUNDED.format(strategy="SKIP_TILL_NEXT_MATCH")
+    held = []
+    for n in (300, 600):
+        stats = RunStatistics()
+        if n == 300:
+            assert_cep_matches(sql, few_starts(n), stats)
+        else:
+            run_local(sql, {"t": few_starts(n)}, stats=stats)
+        assert stats.last["matches_output"] > n / 3
+        held.append(stats.last["peak_held"])
+    assert held[1] <= 2.2 * held[0]

@@ -36,6 +36,8 @@ cdef enum: R_MASK = 4
 cdef enum: R_GUARD = 5   # NEXT_MATCH: labels of the sibling closure states (see _set_guards)
 cdef enum: R_ITER = 6    # iterations the run completed of the group it is in (KL of a SEQ)
 cdef enum: R_HDR = 7
+# _walk's node argument of a compact run (no buffer node: see CepCore.compact)
+cdef enum: NODE_COMPACT = -3
 cdef extern from *:
     """
     #define CEPSQL_PEEK (((unsigned long long) 1) << 63)
@@ -180,6 +182,19 @@ cdef class CepCore(ConditionHost):
     cdef Buf m_chk             # NOT regions checked on rows below this one
     cdef Buf stk               # path enumeration stack
     cdef Buf lists             # row lists of LIST/ROWS measures (see list_rows)
+    # compact partitions (issue 24 A1; cep_output._set_compact): when the output needs
+    # only what a run can fold as it takes rows (its first row, FIRST/LAST leaves, MEASURES
+    # aggregates), runs record no buffer node and a match is stored as its output row
+    # [first, leaves, aggregate words, last] in m_pos (m_lab stays empty)
+    cdef int compact_ok        # the query allows it (fixed at construction)
+    cdef int compact           # the open partition runs compact
+    cdef int ms_base           # run record offset of the fold: first row + 1, leaves, aggs
+    cdef int* ms_leaf          # per leaf: offset of its [count, entries] in the record
+    cdef int* ms_agg           # per MEASURES aggregate: offset of its AGG_W words
+    cdef i64* tie_row          # first row -> 1 + last row of a stored compact match
+    cdef i64 tie_cap
+    cdef int tie_hit           # two compact matches share first and last rows: the
+                               # order needs their rows, the partition is run again
     cdef int oom
     # streaming state of the open partition (rows rebased to the next chunk)
     cdef i64 last_end          # SKIP PAST LAST ROW: last row of the last selected match
@@ -205,6 +220,8 @@ cdef class CepCore(ConditionHost):
     cdef public i64 peak_nodes, peak_rows, peak_stored, compactions
     cdef public i64 pm_created, pm_stored, peak_pm
     cdef public i64 matches_output   # matches emitted after R7's selection (EXPLAIN ANALYZE)
+    cdef public i64 peak_held        # most state entries _state_full counted at once
+    cdef public i64 compact_retries  # compact partitions run again with nodes (tie_hit)
     # bound on the partition's state (runtime.cep_worker: cepsql.cep.maxPartialMatches);
     # 0: none. Passing it stops the loops as an out-of-memory does, with limit_hit set
     cdef public i64 max_state
@@ -234,18 +251,23 @@ cdef class CepCore(ConditionHost):
 
     cdef inline bint _state_full(self) noexcept nogil:
         """Whether the partition's state -- live runs, run-buffer nodes, stored partial
-        matches of a plan, rows of the matches held -- passed max_state; then the loops
+        matches of a plan, rows of the matches held (a compact match counts 2: its
+        output row of a few words, then output buffers and the result's arrays, about
+        180 bytes at peak against the 96 an entry stands for) -- passed max_state;
+        then the loops
         stop (oom) and run() raises StateLimitReached (issue 24 A1). Called once per row
         and per stored partial match, it is also where the loops check for Ctrl-C
         (issue 24 A4): a signal handler that raised stops them the same way."""
+        cdef i64 held
         if interrupted(&self.countdown):
             self.signalled = 1
             self.oom = 1
             return True
-        if self.max_state <= 0:
-            return False
-        if (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \
-                self.pm_stored + self.m_pos.n <= self.max_state:
+        held = (self.cur.n // self.RW if self.RW > 0 else 0) + self.n_row.n + \
+            self.pm_stored + (2 * self.m_off.n if self.compact else self.m_pos.n)
+        if held > self.peak_held:
+            self.peak_held = held
+        if self.max_state <= 0 or held <= self.max_state:
             return False
         self.limit_hit = 1
         self.oom = 1

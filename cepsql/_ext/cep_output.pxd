@@ -27,3 +27,6 @@ cdef class CepOutput(CepNot):
     cdef int _emit_unmatched(self, i64 row, Buf* out) noexcept nogil
     cdef int _emit_match(self, i64* pos, i64* lab, i64 m, i64 number, Buf* out) noexcept nogil
     cdef int _emit_measures(self, i64* pos, i64* lab, i64 m, i64 upto, Buf* out) noexcept nogil
+    cdef void _fold_take(self, i64* run, i64 r, int label) noexcept nogil
+    cdef int _store_compact(self, i64* run, int seq, i64 r) noexcept nogil
+    cdef int _emit_compact(self, i64* rec, i64 l, i64 number, Buf* out) noexcept nogil

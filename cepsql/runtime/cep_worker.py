@@ -45,7 +45,8 @@ from cepsql.runtime.worker import (CHUNK_ROWS, MatchWorker, measure_lanes, raise
 #: conf key of the state bound (planning.options.CONF_KEYS)
 STATE_LIMIT_KEY = "cepsql.cep.maxPartialMatches"
 #: bytes one counted state entry costs at most, with buffer growth (a run's words, a
-#: node's five, a held match row's position and label; measured in benchmarks/bench_cep_memory.py)
+#: node's five, a held match row's position and label, half a compact match's output
+#: row; measured in benchmarks/bench_cep_memory.py)
 BYTES_PER_ENTRY = 96
 #: share of a worker's memory (per core) the state of one partition may take
 MEMORY_SHARE = 0.5
