@@ -37,8 +37,12 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   AFTER MATCH SKIP PAST LAST ROW and no PARTITION BY or WITHIN (SQL2016),
                   as one task and with chain slices (cepsql.slicing.bounds=scan: each
                   input partition a slice entered where the chain of matches enters it,
-                  chain_slicing.py), cold and warm (the chain path keeps no memo yet: both
-                  run the range and overlap jobs)
+                  chain_slicing.py), cold and warm; with gap pushdown (the default:
+                  rows of other symbols dropped in the JVM, each run of kept rows a group
+                  of its own, only the columns the worker reads sent; the overlap rows
+                  memoized, so warm runs the query job alone) and "every row"
+                  (cepsql.pushdown.relevanceFilter=false: the chain path before gap
+                  pushdown, every row and column, the overlap job each time)
 
 Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs all of
 them, so load changes hit every run alike); events/s and the ratio of each run to the
@@ -226,6 +230,10 @@ RUNS = {  # label -> (query, conf); None: the pass-through floor
     "sql2016 A B C, one task": (SQL2016, {"cepsql.planner.slicing": "false"}),
     "sql2016 A B C, chain slices, cold": (SQL2016, {"cepsql.slicing.bounds": "scan"}),
     "sql2016 A B C, chain slices, warm": (SQL2016, {"cepsql.slicing.bounds": "scan"}),
+    "sql2016 A B C, chain, every row, cold": (SQL2016, {
+        "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false"}),
+    "sql2016 A B C, chain, every row, warm": (SQL2016, {
+        "cepsql.slicing.bounds": "scan", "cepsql.pushdown.relevanceFilter": "false"}),
 }
 
 _TINY = pa.schema([("n", pa.int64())])
@@ -320,11 +328,15 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
     for label, t in times.items():
         print(f"{label:<46} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
               f"{base / t:14.2f}x {floor / t:8.2f}x  cpu {cpu[label]:.2f} s")
-    for label in ("one task", "chain slices, cold", "chain slices, warm"):
+    for label in ("one task", "chain slices, cold", "chain slices, warm",
+                  "chain, every row, cold", "chain, every row, warm"):
         if f"sql2016 A B C, {label}" in times:
             rate = rows / times[f"sql2016 A B C, {label}"]
+            one = times.get("sql2016 A B C, one task")
+            versus = "" if one is None else f", {one / times[f'sql2016 A B C, {label}']:.2f}x one task"
             print(f"SQL:2016 {label}: {rate / FLINK_SQL_EVS:.2f}x the {FLINK_SQL_EVS:,} ev/s "
-                  "issue 25 gives for Flink 2.3 on this query at 5M rows (not measured here)")
+                  f"issue 25 gives for Flink 2.3 on this query at 5M rows (not measured here)"
+                  f"{versus}")
     for label in ("grid slices", "ordered scan, cold, job", "ordered scan, cold",
                   "ordered scan, warm", "scan, pruned",
                   "scan, no gaps"):
@@ -346,7 +358,7 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     rates = [rows / times[k] for k in labels]
     palette = {"floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
                "span": "#c84", "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d",
-               "no gaps": "#e9c", "one task": "#aaa"}
+               "no gaps": "#e9c", "every row": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
     for y, r in enumerate(rates):

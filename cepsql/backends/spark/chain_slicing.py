@@ -21,11 +21,21 @@ they still do not converge the clause runs as one task. Each slice's task then s
 from its entry (``MatchWorker.resumed``) and keeps the matches that start in its own rows
 (the slice's FIRST(copy flag) measure, as for CEP slices). Each match is output once, by
 the task whose chain is the true one.
+
+With gap pushdown (the ordered scan's, gap_scan.py; analyze/relevance.py
+chain_gap_filter: no PREV/NEXT, every variable with a single-row condition) only the
+rows some variable may take reach Python. A match is contiguous and never holds a
+dropped row, so each run of kept rows between two dropped ones is searched as a
+PARTITION BY group of its own (the slice column numbered by run, ``run_breaks``), and
+the chain is known again at every run's first row: a border's entry comes from the
+last run beginning before it (``gap_slice_entry``), speculation only for a run longer
+than the rows read around the border; a task leaves out the runs before its entry's
+(``entered``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,7 +221,7 @@ def entered(worker, batches: Iterator[pa.RecordBatch], entry: int, group_at: int
     table = pa.Table.from_batches(head)
     groups = np.asarray(table.column(group_at).combine_chunks())
     first = int(np.searchsorted(groups, groups[entry], "left"))
-    rest = chain(table.slice(first).to_batches(), batches)
+    rest = itertools.chain(table.slice(first).to_batches(), batches)
     yield from worker.resumed(rest, entry - first)
 
 

@@ -44,7 +44,10 @@ SQL:2016 SKIP PAST LAST ROW (``chain``, chain_slicing.py): the overlap is counte
 rows (a time stretch estimated from the partitions' densities, checked and widened on
 the driver), the driver runs the speculative chains over the rows around each border
 and tells each task where to start its search; if they do not converge, the clause runs
-as one task (run_plan over the scan's frame, whose slice column is one value).
+as one task (run_plan over the scan's frame, whose slice column is one value; with gap
+pushdown over every row of the source). With gap pushdown (chain_gap_filter) the chain
+path ships only the kept rows and the columns the worker reads, each run of kept rows a
+group of its own, and keeps the overlap rows in the memo as above.
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
 column of an integer, DATE or TIMESTAMP(_NTZ) type, a source plan without an Exchange
 (its partitions are the scan's), overlap rows at most OVERLAP_SHARE of the input.
@@ -603,19 +606,15 @@ class _ScanTask:
         if self.gaps and self.entries is not None:  # (chain) each run its own group
             stream = self._runs(self._gap_slice(batches, pid, expected))
             if pid in self.entries:
-                before = self.neighbours.get(pid, (None, None))[0]
-                lent = 0 if before is None else pa.ipc.open_stream(before).read_all().num_rows
                 at = self.schema.get_field_index(SLICE_COLUMN)
-                yield from entered(self.worker, stream, lent + self.entries[pid], at)
+                yield from entered(self.worker, stream, self._entry(pid), at)
             else:
                 yield from self.worker(stream)
         elif self.gaps:
             yield from self.worker(self._gap_slice(batches, pid, expected))
         elif self.entries is not None and pid in self.entries:
-            before = self.neighbours.get(pid, (None, None))[0]
-            lent = 0 if before is None else pa.ipc.open_stream(before).read_all().num_rows
             yield from self.worker.resumed(self._slice(batches, pid, expected),
-                                           lent + self.entries[pid])
+                                           self._entry(pid))
         else:
             yield from self.worker(self._slice(batches, pid, expected))
 
@@ -672,6 +671,13 @@ class _ScanTask:
             positions = np.asarray(batch.column(at[0]), dtype=np.int64)
             yield with_breaks(batch, positions, previous, *at)
             previous = int(positions[-1])
+
+    def _entry(self, pid: int) -> int:
+        """(chain slicing) The stream row where the task's search begins: its entry
+        offset after the rows it reads before its own."""
+        before = self.neighbours.get(pid, (None, None))[0]
+        lent = 0 if before is None else pa.ipc.open_stream(before).read_all().num_rows
+        return lent + self.entries[pid]
 
     def _runs(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """(gap pushdown, chain slicing) The gap slice's batches with each run of kept
@@ -779,9 +785,10 @@ def _gap_entry(region: pa.Table, at: int, i: int, layout, overlaps, offsets: dic
     if not region.num_rows:
         return at
     positions = np.asarray(region.column(POSITION_COLUMN), dtype=np.int64)
+    since = overlaps[i].before_from
     first = from_start or int(positions[0]) == 0 or (at == 0 and (
         int(positions[0]) != offsets[layout[i].pid]
-        or layout[i - 1].hi >= overlaps[i].before_from))
+        or (since is not None and layout[i - 1].hi >= since)))
     breaks = run_breaks(positions, bool(first))
     g = region.schema.get_field_index(SLICE_COLUMN)
     region = region.set_column(g, region.schema.field(g),
