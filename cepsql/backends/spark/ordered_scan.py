@@ -223,7 +223,10 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     if layout is None:
         return None
     if chain is not None:  # times that hold about the rows wanted around each border
-        a, b = (_rows_time(layout, n) for n in (chain.after_rows, chain.before_rows))
+        # (after a border: a margin over the rows needed, as dropped rows (gap pushdown)
+        # or a lull would thin them out and widen with a second overlap job)
+        after_rows = max(chain.after_rows, chain.before_rows // 4)
+        a, b = (_rows_time(layout, n) for n in (after_rows, chain.before_rows))
     else:
         a, b = math.ceil(after / unit), math.ceil(before / unit)
     overlaps = _overlaps(layout, a, b)
