@@ -154,6 +154,25 @@ every run sits at the pass-through floor (0.29-0.31x the issue's 538k ev/s Flink
 so the figures say nothing about the target (>= 5x Flink, ~2.7M ev/s): NOT shown met.
 1M rows, 3 input partitions (maxPartitionBytes 4 MiB), load 16: one task 28.5 s, chain
 slices 21.5 s (1.32x), 2,405 matches both. Re-run on a quiet machine.
+
+SQL:2016 chain slices with gap pushdown (2026-11-29, issue 25 point 5: rows no variable
+can take dropped in the JVM, each run of kept rows a group of its own, only the columns
+the worker reads sent, overlap rows memoized). ``--rows 5000000 --repeat 2 --skip
+"micros,span,pruned,no gaps,grid,job"``, best of 2, wall time, load 14-16 (2 cores shared
+with seven engineers): floor 188k ev/s, partitioned 140k, CEP ordered scan cold 268k
+(18.64 s) / warm 358k (13.97 s); SQL:2016 one task 211k (23.66 s); **chain slices cold
+321k (15.60 s, 1.52x one task), warm 361k (13.84 s, 1 job, 1.71x one task)**; the chain
+path before (every row: relevanceFilter=false) cold 198k (25.26 s, 0.94x one task), warm
+206k (24.26 s, 0.98x). So the chain path now runs on par with the CEP ordered scan
+(warm 1.01x, cold 1.19x) and 1.6-1.75x its former self in the same run; 12,195 matches
+in every SQL:2016 run. (Chain cold ran 3 jobs: a second overlap job when the rows read
+after the border held fewer kept rows than a match needs; now a margin is read.) Run 2,
+with that margin, same flags, load 12-18: floor 276k, partitioned 238k, CEP ordered scan
+cold 390k (12.83 s) / warm 593k (8.44 s); SQL:2016 one task 243k (20.62 s); **chain
+slices cold 404k (12.38 s, 2 jobs, 1.67x one task), warm 513k (9.74 s, 1 job, 2.12x one
+task)**; every row cold 283k (17.65 s), warm 270k (18.51 s). Chain vs CEP scan: cold
+1.04x, warm 0.87x. At this load every figure is 0.45-0.95x the 538k Flink figure: the
+target (>= 2.7M ev/s) is NOT shown met; re-run on a quiet machine.
 """
 from __future__ import annotations
 
