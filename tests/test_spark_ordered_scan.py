@@ -493,21 +493,29 @@ def _chain_run(spark, chunks, sql: str, chain_rows: int):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much])
 @given(sql=_chain_queries(), n=st.integers(30, 90), parts=st.integers(2, 8),
-       chain_rows=st.integers(1, 6), seed=st.integers(0, 999))
+       chain_rows=st.integers(1, 6), seed=st.integers(0, 999), gaps=st.booleans())
 def test_chain_slices_equal_one_task_property(spark, monkeypatch, sql, n, parts, chain_rows,
-                                              seed):
+                                              seed, gaps):
     """SQL:2016 SKIP PAST LAST ROW sliced by input partitions (tiny ones: many borders,
     matches crossing them, few rows around each border so chains often need widening
-    or do not converge) == the one-task in-process result (== reference elsewhere)."""
+    or do not converge) == the one-task in-process result (== reference elsewhere),
+    with gap pushdown (where the clause has a gap filter) or without."""
     import random
+    from cepsql.analyze.relevance import chain_gap_filter
+    from cepsql.backends.spark.execute import RELEVANCE_CONF
     spec = find_match_recognize(sql)[0].spec
     assume(slicing_blocker(spec) is None)
     monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)  # tiny data: overlap is large
     rnd = random.Random(seed)
     rows = _dense_stream(rnd, n)
     chunks = [c for c in _chunks(rows, parts, "sorted", rnd) if c]
-    sliced, _, out = _chain_run(spark, chunks, sql, chain_rows)
+    spark.conf.set(RELEVANCE_CONF, str(gaps).lower())
+    try:
+        sliced, _, out = _chain_run(spark, chunks, sql, chain_rows)
+    finally:
+        spark.conf.unset(RELEVANCE_CONF)
     assert sliced is not None and sliced.scan is not None
+    assert (sliced.scan.gaps is not None) == (gaps and chain_gap_filter(spec) is not None)
     want = cepsql.match_recognize(sql, t=pa.Table.from_pylist(rows, ARROW_SCHEMA))
     expected = Counter(tuple(_null_normal(v) for v in r) for r in want.itertuples(index=False))
     got = _rows(out)
@@ -538,17 +546,24 @@ def test_chain_slices_enter_after_a_crossing_match(spark, monkeypatch):
                                  for r in want.itertuples(index=False))
 
 
-def test_chain_slices_that_never_converge_run_as_one_task(spark, monkeypatch):
+@pytest.mark.parametrize("defines", ["A AS true, B AS true", "A AS vol > 0, B AS vol > 0"])
+def test_chain_slices_that_never_converge_run_as_one_task(spark, monkeypatch, defines):
     """Every row an A and a B: the chains from neighbouring rows stay one row apart
     forever (pairs (0,1), (2,3) ... vs (1,2), (3,4) ...), so no slice's entry can be
-    settled from the rows around it: the clause runs as one task, same rows."""
+    settled from the rows around it: the clause runs as one task, same rows (with a
+    gap filter, over every row: the one task must not search the kept rows alone, where
+    100 would pair with 102 across the dropped row 101)."""
     monkeypatch.setattr(ordered_scan, "OVERLAP_SHARE", 1e9)
     sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.ts AS ta ONE ROW PER "
-           "MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B) DEFINE A AS true, B AS true)")
+           f"MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B) DEFINE {defines})")
     rows = _ticks(1201)  # (even the widest rows around a border miss the input's start)
+    rows[101]["vol"] = 0.0
     sliced, _, out = _chain_run(spark, [rows[:601], rows[601:900], rows[900:]], sql, 2)
     assert sliced.scan is not None and sliced.scan.entries is None
-    assert sorted(r.ta for r in out.collect()) == list(range(0, 1200, 2))
+    assert (sliced.scan.gaps is None) == ("true" in defines)
+    want = list(range(0, 1200, 2)) if "true" in defines else \
+        list(range(0, 100, 2)) + list(range(102, 1200, 2))
+    assert sorted(r.ta for r in out.collect()) == want
 
 
 def test_sql_mode_slicing_blockers():
@@ -582,47 +597,61 @@ class _Task:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.filter_too_much])
 @given(sql=_chain_queries(), n=st.integers(20, 120), parts=st.integers(2, 9),
-       chain_rows=st.integers(0, 8), seed=st.integers(0, 9999))
+       chain_rows=st.integers(0, 8), seed=st.integers(0, 9999), gaps=st.booleans())
 def test_chain_entries_and_tasks_in_process_property(monkeypatch, sql, n, parts, chain_rows,
-                                                     seed):
+                                                     seed, gaps):
     """The driver's entries (ordered_scan.chain_entries, widened as OrderedScan.run
     does) and the scan tasks' resumed search, run in-process over generated bounded
     patterns and dense data cut into many partitions: the kept matches equal the
     one-task run of the same worker, whenever the chains converge (else the clause
-    runs as one task anyway)."""
+    runs as one task anyway). gaps: with gap pushdown (the rows no variable can take
+    dropped, as the JVM would: chain_gap_filter), where the clause allows it."""
     import random
     import pyspark
+    from cepsql.analyze.relevance import chain_gap_filter
     from cepsql.backends.spark.chain_slicing import chain_rows as rows_of
     from cepsql.backends.spark.gap_scan import POSITION_COLUMN
     from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
+    from cepsql.compile.cep import BREAK_COLUMN
     from cepsql.exprs.arrow_eval import evaluate_arrow
     from cepsql.runtime.workers import bind_worker
     spec = find_match_recognize(sql)[0].spec
     assume(slicing_blocker(spec) is None)
+    gap = chain_gap_filter(spec) if gaps else None
+    assume(gap is not None or not gaps)
     monkeypatch.setattr(pyspark, "TaskContext", _Task)
     rnd = random.Random(seed)
-    rows = [dict(r, **{SLICE_COLUMN: 0, COPY_COLUMN: False, POSITION_COLUMN: 0})
-            for r in _dense_stream(rnd, n)]
+    rows = [dict(r, **{SLICE_COLUMN: 0, COPY_COLUMN: False, POSITION_COLUMN: i,
+                       BREAK_COLUMN: False})
+            for i, r in enumerate(_dense_stream(rnd, n))]
     schema = ARROW_SCHEMA.append(pa.field(SLICE_COLUMN, pa.int64())).append(
-        pa.field(COPY_COLUMN, pa.bool_())).append(pa.field(POSITION_COLUMN, pa.int64()))
+        pa.field(COPY_COLUMN, pa.bool_())).append(pa.field(POSITION_COLUMN, pa.int64())).append(
+        pa.field(BREAK_COLUMN, pa.bool_()))
     plan = plan_query(slicing.chain_sliced_spec(spec), schema, sql)
     prepared = pa.Table.from_pylist(rows, schema)
     for name, expr in plan.prepare_columns:  # (Spark's prepared_input)
         prepared = prepared.append_column(name, evaluate_arrow(expr, prepared))
+    kept = [True] * n if gap is None else \
+        evaluate_arrow(gap, prepared).fill_null(False).to_pylist()
     rows, schema = prepared.to_pylist(), prepared.schema
     chunks = [c for c in _chunks(rows, parts, "sorted", rnd) if c]
     layout = [PartitionRange(i, len(c), c[0]["ts"], c[-1]["ts"]) for i, c in enumerate(chunks)]
+    offsets = {r.pid: chunks[r.pid][0][POSITION_COLUMN] for r in layout} if gaps else None
     bound = bind_worker(plan, schema)
     keys = [(k.column, "ascending", "at_start") for k in plan.sort_keys
             if k.column not in plan.partition_columns]
+    if gaps:
+        keys = [(POSITION_COLUMN, "ascending", "at_start")]
     chain = rows_of(spec, chain_rows)
     a, b = (ordered_scan._rows_time(layout, k) for k in (chain.after_rows, chain.before_rows))
-    every = pa.Table.from_pylist(rows, schema).append_column(
-        ordered_scan._PID, pa.array([i for i, c in enumerate(chunks) for _ in c], pa.int32()))
+    every = pa.Table.from_pylist([r for r in rows if kept[r[POSITION_COLUMN]]], schema)
+    every = every.append_column(ordered_scan._PID, pa.array(
+        [i for i, c in enumerate(chunks) for r in c if kept[r[POSITION_COLUMN]]], pa.int32()))
     for _ in range(ordered_scan.CHAIN_TRIES):
         overlaps = ordered_scan._overlaps(layout, a, b)
         neighbours = ordered_scan._neighbours(layout, overlaps, every, schema, "ts", keys)
-        entries = ordered_scan.chain_entries(layout, overlaps, neighbours, schema, chain, bound)
+        entries = ordered_scan.chain_entries(layout, overlaps, neighbours, schema, chain, bound,
+                                             offsets)
         if entries is not None:
             break
         a, b = a * ordered_scan.CHAIN_WIDEN + 1, b * ordered_scan.CHAIN_WIDEN + 1
@@ -631,17 +660,24 @@ def test_chain_entries_and_tasks_in_process_property(monkeypatch, sql, n, parts,
     got = []
     for r in layout:
         _Task.pid = r.pid
+        own, expected = chunks[r.pid], (r.count, r.lo, r.hi)
+        if gaps:  # the frame gap_scan.numbered gives: kept rows and the end rows, flagged
+            own = [dict(row, **{POSITION_COLUMN: (r.pid << 33) + j,
+                                BREAK_COLUMN: not kept[row[POSITION_COLUMN]]})
+                   for j, row in enumerate(own)
+                   if kept[row[POSITION_COLUMN]] or j in (0, r.count - 1)]
+            expected = (*expected, None, offsets[r.pid])
         task = ordered_scan._ScanTask(bound.worker, schema, "ts", keys, COPY_COLUMN,
-                                      {r.pid: (r.count, r.lo, r.hi)}, neighbours,
+                                      {r.pid: expected}, neighbours, gaps=gaps,
                                       entries=entries)
-        own = pa.Table.from_pylist(chunks[r.pid], schema).to_batches()
-        for batch in task(iter(own)):
+        for batch in task(iter(pa.Table.from_pylist(own, schema).to_batches(max_chunksize=7))):
             got += [row for row in batch.to_pylist() if not row[first]]
     want = [row for batch in bound.worker(iter(pa.Table.from_pylist(rows, schema).to_batches()))
             for row in batch.to_pylist()]
-    # (the worker's own match numbers count per slice: MATCH_NUMBER() is not sliced)
+    # (the worker's own match numbers count per slice: MATCH_NUMBER() is not sliced; with
+    # gaps each run of kept rows is a slice group of its own)
     def key(row: dict) -> str:
-        return repr(sorted((k, v) for k, v in row.items() if k != "__cep_mn"))
+        return repr(sorted((k, v) for k, v in row.items() if k not in ("__cep_mn", SLICE_COLUMN)))
     assert sorted(map(key, got)) == sorted(map(key, want)), f"{sql}\n{entries}"
 
 

@@ -36,11 +36,12 @@ GAP_STRATEGIES = ("STRICT_CONTIGUITY", "PARTITION_CONTIGUITY")
 
 
 def relevance_filter(spec: MatchRecognizeSpec,
-                     strategies: tuple[str, ...] = FILTERABLE_STRATEGIES
+                     strategies: tuple[str | None, ...] = FILTERABLE_STRATEGIES
                      ) -> tuple[Expr | None, str]:
     """(condition over the input's own columns that keeps exactly the rows some variable
     may take, "") or (None, why every row is kept). ``strategies``: those under which
-    dropping rows is allowed (gap_filter adds the contiguity ones)."""
+    dropping rows is allowed (gap_filter adds the contiguity ones, chain_gap_filter
+    None: SQL:2016 mode)."""
     reason = _keeps_every_row(spec, strategies)
     if reason:
         return None, reason
@@ -124,9 +125,21 @@ def gap_filter(spec: MatchRecognizeSpec) -> Expr | None:
     return condition
 
 
+def chain_gap_filter(spec: MatchRecognizeSpec) -> Expr | None:
+    """gap_filter for a SQL:2016-mode clause without PARTITION BY, valid only when the
+    backend searches each run of kept rows between two dropped ones as a group of its
+    own (backends/spark/chain_slicing.py): a match is contiguous and never holds a row
+    no variable can take, so none spans a dropped row, and without PREV/NEXT nothing
+    else reads one; None when every row must be kept."""
+    if spec.strategy is not None or spec.partition_by:
+        return None
+    condition, _ = relevance_filter(spec, (None,))
+    return condition
+
+
 def _keeps_every_row(spec: MatchRecognizeSpec,
-                     strategies: tuple[str, ...] = FILTERABLE_STRATEGIES) -> str:
-    if spec.strategy is None:
+                     strategies: tuple[str | None, ...] = FILTERABLE_STRATEGIES) -> str:
+    if spec.strategy is None and None not in strategies:
         return "SQL:2016 mode reads consecutive rows"
     if spec.strategy not in strategies:
         return f"STRATEGY {spec.strategy} reads consecutive rows"

@@ -21,10 +21,21 @@ they still do not converge the clause runs as one task. Each slice's task then s
 from its entry (``MatchWorker.resumed``) and keeps the matches that start in its own rows
 (the slice's FIRST(copy flag) measure, as for CEP slices). Each match is output once, by
 the task whose chain is the true one.
+
+With gap pushdown (the ordered scan's, gap_scan.py; analyze/relevance.py
+chain_gap_filter: no PREV/NEXT, every variable with a single-row condition) only the
+rows some variable may take reach Python. A match is contiguous and never holds a
+dropped row, so each run of kept rows between two dropped ones is searched as a
+PARTITION BY group of its own (the slice column numbered by run, ``run_breaks``), and
+the chain is known again at every run's first row: a border's entry comes from the
+last run beginning before it (``gap_slice_entry``), speculation only for a run longer
+than the rows read around the border; a task leaves out the runs before its entry's
+(``entered``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +49,8 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.compile.program import can_be_empty
 
 __all__ = ["END_MEASURE", "MAX_CHAIN_ROWS", "START_MEASURE", "ChainRows", "chain_blocker",
-           "chain_rows", "entry_at", "pattern_rows", "reach", "region_matches", "slice_entry"]
+           "chain_rows", "entered", "entry_at", "gap_slice_entry", "pattern_rows", "reach",
+           "region_matches", "run_breaks", "slice_entry"]
 
 START_MEASURE = "__cep_chain_s"  # hidden measures: the match's first and last row's
 END_MEASURE = "__cep_chain_e"    # position in the region the driver runs
@@ -162,6 +174,55 @@ def slice_entry(run: Callable[[int | None], list[tuple[int, int]] | None], at: i
             return None
         entries.add(entry_at(matches, at) if c < at else c)
     return entries.pop() if len(entries) == 1 else None
+
+
+def run_breaks(positions: np.ndarray, first_breaks: bool) -> np.ndarray:
+    """(gap pushdown) Which kept rows (by global position) begin a run: those not
+    directly after the previous kept row. Each run is searched as a group of its own
+    (no match spans a dropped row: analyze/relevance.py chain_gap_filter).
+    first_breaks: whether the first row does."""
+    flags = np.empty(len(positions), bool)
+    if len(positions):
+        flags[0] = first_breaks
+        flags[1:] = positions[1:] != positions[:-1] + 1
+    return flags
+
+
+def gap_slice_entry(run: Callable[[int, bool], list[tuple[int, int]] | None],
+                    breaks: np.ndarray, at: int, span: int) -> int | None:
+    """(gap pushdown) slice_entry over a region cut into runs (``breaks``: run_breaks;
+    no PREV/NEXT). When a run begins at or before ``at``, the chain is known there:
+    run(r, True) gives the matches searched from region row r as a stream's first row.
+    Otherwise the speculative chains of slice_entry, run(c, False): the region's first
+    run entered at its row c."""
+    known = np.flatnonzero(breaks[:at + 1])
+    if len(known):
+        matches = run(int(known[-1]), True)
+        return None if matches is None else entry_at(matches, at)
+    return slice_entry(lambda c: run(c, False), at, 0, span, False)
+
+
+def entered(worker, batches: Iterator[pa.RecordBatch], entry: int, group_at: int
+            ) -> Iterator[pa.RecordBatch]:
+    """(gap pushdown) worker's output over ``batches`` (rows cut into groups in column
+    ``group_at``) searched from stream row ``entry`` on: the rows of the groups before
+    the entry's are left out (no match they hold is kept), and the search enters its
+    group there. Every batch is read (the stream checks its rows as it goes)."""
+    head, rows = [], 0
+    for batch in batches:
+        head.append(batch)
+        rows += batch.num_rows
+        if rows > entry:
+            break
+    if rows <= entry:  # no row at or after the entry: no match to search
+        for _ in batches:
+            pass
+        return
+    table = pa.Table.from_batches(head)
+    groups = np.asarray(table.column(group_at).combine_chunks())
+    first = int(np.searchsorted(groups, groups[entry], "left"))
+    rest = itertools.chain(table.slice(first).to_batches(), batches)
+    yield from worker.resumed(rest, entry - first)
 
 
 def region_matches(worker, table: pa.Table, position: str, final_projection,

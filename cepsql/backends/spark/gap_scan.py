@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 
 from cepsql.algebra.expressions import ColumnRef, walk
 from cepsql.exprs.spark_sql import quote_identifier
-from cepsql.compile.worker_config import CepConfig
+from cepsql.compile.worker_config import CepConfig, WorkerConfig
 
 POSITION_COLUMN = "__cep_scan_pos"  # monotonically_increasing_id(), then the global position
 _INDEX_BITS = 33
@@ -191,17 +191,19 @@ def own_positions(mids: np.ndarray, pid: int, offset: int) -> np.ndarray | None:
 
 
 def worker_reads(bound) -> set[str] | None:
-    """The prepared columns a bound CEP worker reads (conditions, partition, window and
-    break columns, measure leaves, aggregate arguments), or None when it may read any:
+    """The prepared columns a bound CEP or SQL:2016 worker reads (conditions, partition,
+    window and break columns, measure leaves, aggregate arguments), or None when it may
+    read any:
     ALL ROWS passes every column through, a worker planning from its own first rows
     evaluates the raw clause. With gap pushdown no task sorts (every partition is in
     order), so the other columns need not cross to Python at all."""
     config = getattr(bound.worker, "config", None)
-    if not isinstance(config, CepConfig) or config.all_rows or config.with_unmatched \
-            or config.worker_planner is not None:
+    if not isinstance(config, (CepConfig, WorkerConfig)) or config.all_rows \
+            or getattr(config, "with_unmatched", False) \
+            or getattr(config, "worker_planner", None) is not None:
         return None
     names = set(config.code.columns) | set(config.partition_columns) | set(config.passthrough)
-    names |= {config.window_column, config.breaks_column}
+    names |= {config.window_column, getattr(config, "breaks_column", None)}
     names |= set(config.leaf_columns) | {c for _, c in config.aggregate_columns}
     for spec in config.gathered:
         for _, args in spec.parts:

@@ -44,7 +44,10 @@ SQL:2016 SKIP PAST LAST ROW (``chain``, chain_slicing.py): the overlap is counte
 rows (a time stretch estimated from the partitions' densities, checked and widened on
 the driver), the driver runs the speculative chains over the rows around each border
 and tells each task where to start its search; if they do not converge, the clause runs
-as one task (run_plan over the scan's frame, whose slice column is one value).
+as one task (run_plan over the scan's frame, whose slice column is one value; with gap
+pushdown over every row of the source). With gap pushdown (chain_gap_filter) the chain
+path ships only the kept rows and the columns the worker reads, each run of kept rows a
+group of its own, and keeps the overlap rows in the memo as above.
 Preconditions (else slicing.py's grid): a first ORDER BY key that is a plain ascending
 column of an integer, DATE or TIMESTAMP(_NTZ) type, a source plan without an Exchange
 (its partitions are the scan's), overlap rows at most OVERLAP_SHARE of the input.
@@ -70,7 +73,8 @@ from cepsql.compile.cep import BREAK_COLUMN
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.backends.spark.columns import column
-from cepsql.backends.spark.chain_slicing import ChainRows, region_matches, slice_entry
+from cepsql.backends.spark.chain_slicing import (ChainRows, entered, gap_slice_entry,
+                                                 region_matches, run_breaks, slice_entry)
 from cepsql.backends.spark.execute import final_frame, map_in_arrow, prepared_input, run_plan
 from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, key_ints, numbered,
                                             overlap_positions, own_positions,
@@ -219,7 +223,10 @@ def ordered_scan(df: DataFrame, plan: QueryPlan, after: float, before: float,
     if layout is None:
         return None
     if chain is not None:  # times that hold about the rows wanted around each border
-        a, b = (_rows_time(layout, n) for n in (chain.after_rows, chain.before_rows))
+        # (after a border: a margin over the rows needed, as dropped rows (gap pushdown)
+        # or a lull would thin them out and widen with a second overlap job)
+        after_rows = max(chain.after_rows, chain.before_rows // 4)
+        a, b = (_rows_time(layout, n) for n in (after_rows, chain.before_rows))
     else:
         a, b = math.ceil(after / unit), math.ceil(before / unit)
     overlaps = _overlaps(layout, a, b)
@@ -309,7 +316,11 @@ class OrderedScan:
                 f"search from each of the {self.chain.span} places the chain can stand "
                 "at before a slice's first row over those rows, and when they converge "
                 "the slice's task searches from where they enter it (else wider rows, "
-                "and after that one task)")
+                "and after that one task)" + ("" if self.gaps is None else
+                f"; gap pushdown: rows satisfying no variable ({self.gaps} is not true) "
+                "are dropped before the transfer to Python, each run of rows between "
+                "them searched on its own; only the columns the evaluator reads are "
+                "sent"))
         if self.gaps is None and self.untied:
             return head + ("increasing ORDER BY ranges, each strictly in time order in its "
                            "files) is a slice, no shuffle; column pruning: with ONE ROW PER "
@@ -361,49 +372,58 @@ class OrderedScan:
                 bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
                 keys, untied = keys[:1], True
-        entries = None
-        if self.chain is not None:
-            found = self._chain_entries(prepared, bound, schema, keys)
-            if found is None:  # the chains did not converge: the whole input as one slice
-                return run_plan(frame, plan)
-            entries, neighbours = found
-            self.entries = entries
-        elif self.gaps is None:
-            rows = self._overlap_rows(prepared)
-        else:
+        if self.gaps is not None:
             reads = worker_reads(bound)
-            needed = {self.key, POSITION_COLUMN, COPY_COLUMN, SLICE_COLUMN} | (reads or set())
+            needed = {self.key, POSITION_COLUMN, COPY_COLUMN, SLICE_COLUMN, BREAK_COLUMN} | \
+                (reads or set())
             if reads is not None and needed <= set(prepared.columns):
                 prepared = prepared.select(*[column(c) for c in prepared.columns if c in needed])
                 bound = bind_worker(plan, arrow_schema(prepared))
                 schema = arrow_schema(prepared)
-            rows = self._positioned(self._overlap_rows(
-                prepared_input(self.source, plan, relevance=False), F.expr(self.gaps)))
-            rows = rows.select(schema.names + [_PID])
+            keys = [(POSITION_COLUMN, "ascending", "at_start")]
+        entries = None
+        if self.chain is not None:
+            found = self._chain_entries(prepared, plan, bound, schema, keys)
+            if found is None:  # the chains did not converge: the whole input as one slice
+                return run_plan(frame if self.gaps is None else self.source, plan)
+            entries, rows = found
+            self.entries = entries
+        else:
+            rows = self._rows(prepared, plan, schema)
+        if self.gaps is not None:
             offsets, lent = self.offsets(), _lent_rows(self.layout, self.overlaps, rows, schema)
             expected = {p: (c, lo, hi, lent[p], offsets[p])
                         for p, (c, lo, hi) in expected.items()}
-            keys = [(POSITION_COLUMN, "ascending", "at_start")]
-        if entries is None:
-            neighbours = _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys)
+        neighbours = _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys)
         task = _ScanTask(bound.worker, schema, self.key, keys, COPY_COLUMN, expected,
                          neighbours, self.gaps is not None, untied, entries)
         out = map_in_arrow(prepared, task, from_arrow_schema(bound.worker_schema))
         return final_frame(out, bound)
 
-    def _chain_entries(self, prepared: DataFrame, bound, schema: pa.Schema, keys: list):
+    def _rows(self, prepared: DataFrame, plan: QueryPlan, schema: pa.Schema) -> pa.Table:
+        """The overlap rows (second job, or its memo): with gap pushdown only the kept
+        ones, with their global positions, in ``schema``'s columns."""
+        if self.gaps is None:
+            return self._overlap_rows(prepared)
+        rows = self._positioned(self._overlap_rows(
+            prepared_input(self.source, plan, relevance=False), F.expr(self.gaps)))
+        return rows.select(schema.names + [_PID])
+
+    def _chain_entries(self, prepared: DataFrame, plan: QueryPlan, bound, schema: pa.Schema,
+                       keys: list):
         """(SQL:2016 chain slicing) (entry offset per partition id after the first, the
-        neighbours' rows) or None: some border's chains do not converge even over
+        overlap rows) or None: some border's chains do not converge even over
         CHAIN_WIDEN ** (CHAIN_TRIES - 1) times the rows. An offset is the slice's entry
         minus its first row (chain_slicing.slice_entry)."""
         a, b = self.reach
+        offsets = None if self.gaps is None else self.offsets()
         for _ in range(CHAIN_TRIES):
-            rows = self._overlap_rows(prepared)
+            rows = self._rows(prepared, plan, schema)
             neighbours = _neighbours(self.layout, self.overlaps, rows, schema, self.key, keys)
             entries = chain_entries(self.layout, self.overlaps, neighbours, schema,
-                                    self.chain, bound)
+                                    self.chain, bound, offsets)
             if entries is not None:
-                return entries, neighbours
+                return entries, rows
             a, b = a * CHAIN_WIDEN + 1, b * CHAIN_WIDEN + 1
             self.overlaps = _overlaps(self.layout, a, b)
         return None
@@ -586,13 +606,18 @@ class _ScanTask:
                 if batch.num_rows:
                     raise _changed()
             return
-        if self.gaps:
+        if self.gaps and self.entries is not None:  # (chain) each run its own group
+            stream = self._runs(self._gap_slice(batches, pid, expected))
+            if pid in self.entries:
+                at = self.schema.get_field_index(SLICE_COLUMN)
+                yield from entered(self.worker, stream, self._entry(pid), at)
+            else:
+                yield from self.worker(stream)
+        elif self.gaps:
             yield from self.worker(self._gap_slice(batches, pid, expected))
         elif self.entries is not None and pid in self.entries:
-            before = self.neighbours.get(pid, (None, None))[0]
-            lent = 0 if before is None else pa.ipc.open_stream(before).read_all().num_rows
             yield from self.worker.resumed(self._slice(batches, pid, expected),
-                                           lent + self.entries[pid])
+                                           self._entry(pid))
         else:
             yield from self.worker(self._slice(batches, pid, expected))
 
@@ -650,6 +675,27 @@ class _ScanTask:
             yield with_breaks(batch, positions, previous, *at)
             previous = int(positions[-1])
 
+    def _entry(self, pid: int) -> int:
+        """(chain slicing) The stream row where the task's search begins: its entry
+        offset after the rows it reads before its own."""
+        before = self.neighbours.get(pid, (None, None))[0]
+        lent = 0 if before is None else pa.ipc.open_stream(before).read_all().num_rows
+        return lent + self.entries[pid]
+
+    def _runs(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """(gap pushdown, chain slicing) The gap slice's batches with each run of kept
+        rows (a break flag begins one) numbered in the slice column: a group of its own
+        for the SQL:2016 worker (chain_slicing.run_breaks)."""
+        flag_at, group_at = (self.schema.get_field_index(c) for c in (BREAK_COLUMN,
+                                                                      SLICE_COLUMN))
+        runs = 0
+        for batch in batches:
+            flags = np.asarray(batch.column(flag_at), dtype=bool)
+            groups = runs + np.cumsum(flags, dtype=np.int64)
+            if len(groups):
+                runs = int(groups[-1])
+            yield batch.set_column(group_at, self.schema.field(group_at), pa.array(groups))
+
     def _slice(self, batches, pid: int, expected) -> Iterator[pa.RecordBatch]:
         """The neighbours' rows before, the partition's own rows in order, the
         neighbours' rows after. The own rows are held until all are read (whether they
@@ -697,11 +743,15 @@ class _ScanTask:
 
 
 def chain_entries(layout: list[PartitionRange], overlaps: list[_Overlap], neighbours: dict,
-                  schema: pa.Schema, chain: ChainRows, bound) -> dict[int, int] | None:
+                  schema: pa.Schema, chain: ChainRows, bound,
+                  offsets: dict[int, int] | None = None) -> dict[int, int] | None:
     """Per partition id after the first: where the SKIP PAST LAST ROW chain enters it,
     as an offset from its first row, found from the rows around its first row (its
     ``before`` rows and the previous partition's ``after`` rows, in global order); None
-    when a border has too few rows after it or its speculative chains do not converge."""
+    when a border has too few rows after it or its speculative chains do not converge.
+    offsets (gap pushdown: the rows are the kept ones, with global positions): each
+    partition's first global position; each run of kept rows is then a group of its
+    own (chain_slicing.gap_slice_entry)."""
     out = {}
     for i in range(1, len(layout)):
         before = _table(neighbours[layout[i].pid][0], schema)
@@ -713,15 +763,48 @@ def chain_entries(layout: list[PartitionRange], overlaps: list[_Overlap], neighb
         at = before.num_rows
         from_start = overlaps[i].before_from is not None and \
             overlaps[i].before_from <= layout[0].lo
-
-        def run(start, region=region):
-            return region_matches(bound.worker, region, POSITION_COLUMN,
-                                  bound.final_projection, start)
-        entry = slice_entry(run, at, chain.lookback, chain.span, from_start)
+        if offsets is not None:
+            entry = _gap_entry(region, at, i, layout, overlaps, offsets, from_start, chain,
+                               bound)
+        else:
+            def run(start, region=region):
+                return region_matches(bound.worker, region, POSITION_COLUMN,
+                                      bound.final_projection, start)
+            entry = slice_entry(run, at, chain.lookback, chain.span, from_start)
         if entry is None:
             return None
         out[layout[i].pid] = entry - at
     return out
+
+
+def _gap_entry(region: pa.Table, at: int, i: int, layout, overlaps, offsets: dict,
+               from_start: bool, chain: ChainRows, bound) -> int | None:
+    """(gap pushdown) The chain's entry at row ``at`` of the kept rows around partition
+    i's first row. Whether the region's first row begins a run: yes when the region
+    starts at the input's first kept row; when it is partition i's first kept row
+    (no kept rows before it in the region), yes unless its global predecessor is the
+    previous partition's last row and that lies before the region's time range (then
+    unknown: the speculative chains, which need rows before ``at``)."""
+    if not region.num_rows:
+        return at
+    positions = np.asarray(region.column(POSITION_COLUMN), dtype=np.int64)
+    since = overlaps[i].before_from
+    first = from_start or int(positions[0]) == 0 or (at == 0 and (
+        int(positions[0]) != offsets[layout[i].pid]
+        or (since is not None and layout[i - 1].hi >= since)))
+    breaks = run_breaks(positions, bool(first))
+    g = region.schema.get_field_index(SLICE_COLUMN)
+    region = region.set_column(g, region.schema.field(g),
+                               pa.array(np.cumsum(breaks, dtype=np.int64)))
+
+    def run(start: int, fresh: bool):
+        if not fresh:
+            return region_matches(bound.worker, region, POSITION_COLUMN,
+                                  bound.final_projection, start)
+        found = region_matches(bound.worker, region.slice(start), POSITION_COLUMN,
+                               bound.final_projection, None)
+        return None if found is None else [(s + start, e + start) for s, e in found]
+    return gap_slice_entry(run, breaks, at, chain.span)
 
 
 def _table(data: bytes | None, schema: pa.Schema) -> pa.Table:

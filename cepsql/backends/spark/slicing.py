@@ -85,7 +85,7 @@ from cepsql.algebra.spec import MatchRecognizeSpec, Measure, PartitionKey
 from cepsql.errors import CepError
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.analyze.partition_inference import whole_input_output
-from cepsql.analyze.relevance import gap_filter
+from cepsql.analyze.relevance import chain_gap_filter, gap_filter
 from cepsql.compile.cep import BREAK_COLUMN
 from cepsql.backends.spark.chain_slicing import (END_MEASURE, START_MEASURE, chain_blocker,
                                                  chain_rows)
@@ -252,15 +252,16 @@ def _chain_slices(spark: SparkSession, df: DataFrame, plan, spec: MatchRecognize
         return None
     wanted = (spark.conf.get(CHAIN_ROWS_CONF, "") or "").strip()
     chain = chain_rows(spec, int(wanted) if wanted else None)
-    scan = ordered_scan(df, plan, 0.0, 0.0, chain=chain)
+    scan = ordered_scan(df, plan, 0.0, 0.0, gaps=_gap_sql(df, spec), chain=chain)
     if scan is None:
         return None
     plan.explain_notes.append(
         f"Time slicing: {scan.describe()}; a match is output by the slice holding its "
         "first row")
-    frame = scan.frame(df, [F.lit(0).cast("long").alias(SLICE_COLUMN),
-                            F.lit(False).alias(COPY_COLUMN),
-                            F.lit(0).cast("long").alias(POSITION_COLUMN)])
+    extra = [F.lit(0).cast("long").alias(SLICE_COLUMN), F.lit(False).alias(COPY_COLUMN)]
+    if scan.gaps is None:  # (with gap pushdown the scan numbers the rows itself)
+        extra.append(F.lit(0).cast("long").alias(POSITION_COLUMN))
+    frame = scan.frame(df, extra)
     return SlicedClause(frame, chain_sliced_spec(spec), len(scan.layout),
                         _inputs(options, statistics), scan)
 
@@ -291,11 +292,12 @@ def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, be
 
 
 def _gap_sql(df: DataFrame, spec: MatchRecognizeSpec) -> str | None:
-    """The clause's gap filter (analyze/relevance.py gap_filter) as Spark SQL, or None:
-    not a contiguity clause, every row may matter, relevance pushdown switched off."""
+    """The clause's gap filter (analyze/relevance.py gap_filter; chain_gap_filter in
+    SQL:2016 mode) as Spark SQL, or None: not a contiguity clause (nor a SQL:2016 one
+    without PARTITION BY), every row may matter, relevance pushdown switched off."""
     if (df.sparkSession.conf.get(RELEVANCE_CONF, "true") or "").strip().lower() == "false":
         return None
-    condition = gap_filter(spec)
+    condition = gap_filter(spec) if spec.strategy is not None else chain_gap_filter(spec)
     if condition is None:
         return None
     try:
