@@ -1,0 +1,148 @@
+"""Adaptive re-planning of the shared workload pass (runtime/shared_adaptive.py): with
+switches forced at every check, the adaptive pass gives exactly the rows of the static
+pass and of every pattern's own worker; workloads where a switch would not be exact keep
+their start-up plan; the settings reach cepsql.workload.
+
+Forced switches: threshold -1 (every check re-plans), min_gain 0 and confirm 1 (every
+other plan is taken), and a replanner whose "planner" alternates between two different
+global plans. Hypothesis draws some values from the literals of loaded modules, so the
+property counts switches against the checks that proposed another plan per example
+instead of requiring that a switch happened; a fixed example asserts that one did.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cepsql
+from cepsql.runtime.adaptive import AdaptiveSettings
+from cepsql.runtime.one_pass import sharing_patterns
+from cepsql.runtime.shared_adaptive import (AdaptiveSharedEvaluator, WorkloadReplanner,
+                                            plan_shape)
+from cepsql.sharing.planner import plan_workload, trivial_global_plan
+from cepsql.sharing.pricing import global_plan_cost
+from support.local_run import plan_local_workload
+
+try:
+    from .test_property_sql import SETTINGS, spec_of
+    from .test_shared_dag import HEAD, _ticks, longer_streams, workloads
+except ImportError:
+    from test_property_sql import SETTINGS, spec_of
+    from test_shared_dag import HEAD, _ticks, longer_streams, workloads
+
+
+class AlternatingReplanner(WorkloadReplanner):
+    """Re-plans to whichever of two global plans is not the running one, and counts the
+    checks that proposed a plan other than the running one."""
+
+    def __init__(self, patterns, adaptive, plans):
+        super().__init__(patterns, adaptive)
+        self.plans = plans
+        self.running = plans[0]
+        self.proposed = 0
+
+    def plan(self, patterns):
+        fresh = self.plans[1] if self.running is self.plans[0] else self.plans[0]
+        if plan_shape(fresh) != plan_shape(self.running):
+            self.proposed += 1
+            self.running = fresh
+        return fresh
+
+
+def forced(chunk_rows: int) -> AdaptiveSettings:
+    return AdaptiveSettings(threshold=-1.0, check_rows=16, check_pairs=64, chunk_rows=chunk_rows,
+                            min_gain=0.0, max_check_every=1, full_every=1, confirm=1)
+
+
+def _rows(out, i: int) -> Counter:
+    return Counter(tuple(map(repr, r.values()))
+                   for b in (b for p, b in out if p == i) for r in b.to_pylist())
+
+
+def run_three_ways(sqls: list[str], table: pa.Table, batch_rows: int, chunk_rows: int):
+    """(adaptive evaluator, its replanner) after checking that its rows equal the
+    static pass's and every pattern's own worker's."""
+    wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=batch_rows)
+    patterns = sharing_patterns(wl.queries)
+    first = plan_workload(patterns, seconds=0.05)
+    other = trivial_global_plan(patterns)
+    replanner = AlternatingReplanner(patterns, forced(chunk_rows), [first, other])
+    adaptive = AdaptiveSharedEvaluator(first, wl.evaluator, replanner)
+    got = adaptive.run(wl.batches)
+    static = wl.evaluator(first, chunk_rows=chunk_rows).run(wl.batches)
+    own = wl.own_outputs()
+    for i, sql in enumerate(sqls):
+        want = Counter(tuple(map(repr, r.values())) for r in own[i].to_pylist())
+        assert _rows(static, i) == want, f"static, pattern {i}: {sql}"
+        assert _rows(got, i) == want, (
+            f"adaptive, pattern {i}: {sql}\nswitches {adaptive.switches}"
+            f"\ninput: {table.to_pylist()}")
+    return adaptive, replanner
+
+
+def _adaptable(sql: str) -> str:
+    return sql.replace("AFTER MATCH SKIP PAST LAST ROW", "").replace(
+        "WITH UNMATCHED ROWS", "")
+
+
+def test_forced_switches_keep_every_match():
+    seen = {"switches": 0, "drains": 0}
+
+    @settings(max_examples=40, **SETTINGS)
+    @given(sqls=workloads(max_patterns=5, windowed=True), table=longer_streams(),
+           batch_rows=st.integers(3, 20), chunk_rows=st.integers(2, 12))
+    def check(sqls, table, batch_rows, chunk_rows):
+        sqls = [_adaptable(s) for s in sqls]
+        adaptive, replanner = run_three_ways(sqls, table, batch_rows, chunk_rows)
+        assert adaptive.reason is None
+        # every check that proposed another plan switched to it
+        assert adaptive.switches == replanner.proposed
+        assert adaptive.checks >= adaptive.switches
+        seen["switches"] += adaptive.switches
+    check()
+    assert seen["switches"] > 0
+
+
+FIXED = [HEAD + "FIRST(a.ts) AS t0, LAST(c.ts) AS t2, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+         "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN 5 ROWS "
+         "DEFINE a AS a.tag = 'x', b AS b.tag = 'y' AND b.price > a.price, "
+         "c AS c.price > PREV(c.price))",
+         HEAD + "FIRST(p.ts) AS t0, count(*) AS n, MATCH_NUMBER() AS mn ALL ROWS PER MATCH "
+         "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(p, q)) WITHIN 4 ROWS "
+         "DEFINE p AS p.tag = 'x', q AS q.tag = 'y' AND q.price > p.price)"]
+
+
+@pytest.mark.parametrize("chunk_rows", [2, 3, 5])
+def test_match_numbers_continue_across_switches(chunk_rows):
+    """Long groups cut by many switches, each drained: match numbers run on."""
+    table = pa.concat_tables([_ticks()] * 3)
+    table = table.set_column(1, "ts", pa.array(range(table.num_rows)))
+    adaptive, _ = run_three_ways(FIXED, table, batch_rows=7, chunk_rows=chunk_rows)
+    assert adaptive.switches >= 3
+    assert adaptive.stats["adaptive_switches"] == adaptive.switches
+
+
+def test_unexact_workloads_keep_the_start_up_plan():
+    sqls = [FIXED[0].replace("ONE ROW PER MATCH", "ONE ROW PER MATCH "
+                             "AFTER MATCH SKIP PAST LAST ROW"), FIXED[1]]
+    adaptive, replanner = run_three_ways(sqls, _ticks(), batch_rows=4, chunk_rows=2)
+    assert adaptive.reason is not None and "SKIP PAST LAST ROW" in adaptive.reason
+    assert adaptive.checks == adaptive.switches == replanner.proposed == 0
+    assert adaptive.stats["adaptive_off"] == adaptive.reason
+
+
+def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said():
+    table = pa.concat_tables([_ticks()] * 4)
+    wl = plan_local_workload([spec_of(s) for s in FIXED], table)
+    from cepsql.backends.local.engine import table_statistics
+    from functools import partial
+    patterns = sharing_patterns(wl.queries, partial(table_statistics, table=table))
+    for algorithm in ("NONE", "SA", "TABU", "PREFIX"):
+        plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05)
+        assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
+    plan = trivial_global_plan(patterns)
+    assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
