@@ -92,9 +92,9 @@ def _adaptable(sql: str) -> str:
 def test_forced_switches_keep_every_match():
     seen = {"switches": 0, "drains": 0}
 
-    @settings(max_examples=40, **SETTINGS)
+    @settings(max_examples=25, **SETTINGS)
     @given(sqls=workloads(max_patterns=5, windowed=True), table=longer_streams(),
-           batch_rows=st.integers(3, 20), chunk_rows=st.integers(2, 12))
+           batch_rows=st.integers(3, 20), chunk_rows=st.integers(3, 12))
     def check(sqls, table, batch_rows, chunk_rows):
         sqls = [_adaptable(s) for s in sqls]
         adaptive, replanner = run_three_ways(sqls, table, batch_rows, chunk_rows)
@@ -146,3 +146,47 @@ def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said():
         assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
     plan = trivial_global_plan(patterns)
     assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
+
+
+def _drifting_ticks(n: int = 240) -> pa.Table:
+    """Two symbols whose rates swap half-way (a drift the checks see)."""
+    tags = ["x" if (i % 5 == 0) == (i < n // 2) else "y" for i in range(n)]
+    return pa.table({"part": ["p" if i % 3 else "q" for i in range(n)], "ts": list(range(n)),
+                     "price": [(i * 7) % 11 for i in range(n)],
+                     "vol": [float(i % 4) for i in range(n)], "tag": tags})
+
+
+VIEWS = [f"CREATE TEMPORARY VIEW v{i} AS " + sql for i, sql in enumerate(FIXED)]
+
+
+def test_cepsql_workload_switches_plans_by_the_adaptive_conf(monkeypatch):
+    """cepsql.workload's adaptive settings reach the pass: with every check forced to
+    switch, its rows are those of the views run alone and of the static pass."""
+    calls = []
+
+    def alternate(self, patterns):
+        calls.append(len(calls))
+        return trivial_global_plan(patterns) if len(calls) % 2 else \
+            plan_workload(patterns, seconds=0.01)
+    monkeypatch.setattr(WorkloadReplanner, "plan", alternate)
+    table = _drifting_ticks()
+    forced_conf = {"cepsql.adaptive.threshold": "1e-9", "cepsql.adaptive.minGain": "1e-9",
+                   "cepsql.adaptive.confirmChecks": "1", "cepsql.adaptive.chunkRows": "6",
+                   "cepsql.adaptive.checkRows": "12"}
+    got = cepsql.workload(VIEWS, adaptive=forced_conf, t=table).dataframes()
+    assert len(calls) > 2
+    made = len(calls)
+    static = cepsql.workload(VIEWS, adaptive={"cepsql.adaptive.enabled": "false"},
+                             t=table).dataframes()
+    assert len(calls) == made   # off: no re-plan
+    alone = cepsql.backends.local.workload.views_alone(VIEWS, t=table)
+    for name in ("v0", "v1"):
+        assert len(got[name]) > 0
+        for other in (static[name], alone[name]):
+            assert sorted(map(repr, got[name].to_dict("records"))) == \
+                sorted(map(repr, other.to_dict("records")))
+
+
+def test_cepsql_workload_rejects_bad_adaptive_values():
+    with pytest.raises(cepsql.CepAnalysisError, match="cepsql.adaptive.chunkRows"):
+        cepsql.workload(VIEWS, adaptive={"cepsql.adaptive.chunkRows": "0"}, t=_ticks())
