@@ -12,6 +12,7 @@ instead of requiring that a switch happened; a fixed example asserts that one di
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 
 import pyarrow as pa
 import pytest
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 
 import cepsql
 from cepsql.runtime.adaptive import AdaptiveSettings
+from cepsql.backends.local.engine import table_statistics
+from cepsql.runtime import shared_adaptive
 from cepsql.runtime.one_pass import sharing_patterns
 from cepsql.runtime.shared_adaptive import (AdaptiveSharedEvaluator, WorkloadReplanner,
                                             plan_shape)
@@ -40,7 +43,7 @@ class AlternatingReplanner(WorkloadReplanner):
     checks that proposed a plan other than the running one."""
 
     def __init__(self, patterns, adaptive, plans):
-        super().__init__(patterns, adaptive)
+        super().__init__(patterns, adaptive, share=float("inf"))   # no CPU budget
         self.plans = plans
         self.running = plans[0]
         self.proposed = 0
@@ -71,7 +74,8 @@ def run_three_ways(sqls: list[str], table: pa.Table, batch_rows: int, chunk_rows
     first = plan_workload(patterns, seconds=0.05)
     other = trivial_global_plan(patterns)
     replanner = AlternatingReplanner(patterns, forced(chunk_rows), [first, other])
-    adaptive = AdaptiveSharedEvaluator(first, wl.evaluator, replanner)
+    adaptive = AdaptiveSharedEvaluator(first, partial(wl.evaluator, chunk_rows=chunk_rows),
+                                       replanner)
     got = adaptive.run(wl.batches)
     static = wl.evaluator(first, chunk_rows=chunk_rows).run(wl.batches)
     own = wl.own_outputs()
@@ -138,8 +142,6 @@ def test_unexact_workloads_keep_the_start_up_plan():
 def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said():
     table = pa.concat_tables([_ticks()] * 4)
     wl = plan_local_workload([spec_of(s) for s in FIXED], table)
-    from cepsql.backends.local.engine import table_statistics
-    from functools import partial
     patterns = sharing_patterns(wl.queries, partial(table_statistics, table=table))
     for algorithm in ("NONE", "SA", "TABU", "PREFIX"):
         plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05)
@@ -169,6 +171,7 @@ def test_cepsql_workload_switches_plans_by_the_adaptive_conf(monkeypatch):
         return trivial_global_plan(patterns) if len(calls) % 2 else \
             plan_workload(patterns, seconds=0.01)
     monkeypatch.setattr(WorkloadReplanner, "plan", alternate)
+    monkeypatch.setattr(shared_adaptive, "CHECK_SHARE", float("inf"))
     table = _drifting_ticks()
     forced_conf = {"cepsql.adaptive.threshold": "1e-9", "cepsql.adaptive.minGain": "1e-9",
                    "cepsql.adaptive.confirmChecks": "1", "cepsql.adaptive.chunkRows": "6",

@@ -48,7 +48,7 @@ from cepsql.runtime.adaptive import adaptable
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.shared_adaptive import AdaptiveSharedEvaluator, WorkloadReplanner
 from cepsql.runtime.shared_evaluator import SharedEvaluator
-from cepsql.runtime.worker import LaneCache
+from cepsql.runtime.worker import CHUNK_ROWS, LaneCache
 from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.sharing.planner import patterns_from_plans, plan_workload
@@ -366,9 +366,11 @@ class DagEvaluator:
         chosen = [patterns[p] for p in members]
         self.indices = [p.index for p in chosen]
         bound, inputs = [p.bound for p in chosen], [p.inputs for p in chosen]
+        # adaptive: evaluated in the chunks that are checked
+        chunk = CHUNK_ROWS if replanner is None else replanner.settings.chunk_rows
 
         def make(plan: GlobalPlan) -> SharedEvaluator:
-            return SharedEvaluator(plan, bound, inputs=inputs)
+            return SharedEvaluator(plan, bound, chunk_rows=chunk, inputs=inputs)
         self.evaluator = make(plan) if replanner is None else \
             AdaptiveSharedEvaluator(plan, make, replanner.subset(members))
         masks = [p.relevant for p in chosen]

@@ -8,6 +8,9 @@ fractions first, the full estimate every ``full_every``-th check or when they
 ``drift``). When they drifted it re-runs the sharing planner on them (``WorkloadReplanner``:
 its search capped at ``REPLAN_SECONDS``) and switches when the running plan, priced on
 the fresh numbers, costs ``min_gain`` times the new one at ``confirm`` checks in a row.
+Checks cost at most ``CHECK_SHARE`` of the evaluation's CPU (a check over that budget
+is skipped), so a workload that drifts without a better plan stays near the static
+plan's speed.
 
 A switch happens at a chunk border t (the next row to feed), with the drain of
 runtime/adaptive.py:
@@ -48,6 +51,14 @@ __all__ = ["AdaptiveSharedEvaluator", "WorkloadReplanner", "REPLAN_SECONDS",
 #: the sharing search's budget per re-plan in a task (the start-up plan has
 #: cepsql.sharing.seconds; the search also stops once converged)
 REPLAN_SECONDS = 0.05
+#: checks (estimates and re-plans, CPU) may cost at most this share of the evaluation's
+#: CPU so far: a workload's check estimates every pattern and may run the sharing search,
+#: tens of milliseconds, as much as evaluating a chunk; a check over budget is skipped
+CHECK_SHARE = 0.1
+#: the first guess of a check's CPU per pattern (estimating 2k rows, measured ~2-3 ms),
+#: until a check has been timed: a workload evaluated in less than ten times that is
+#: never checked
+FIRST_CHECK_SECONDS = 0.003
 
 
 class WorkloadReplanner:
@@ -56,17 +67,19 @@ class WorkloadReplanner:
     adaptive settings. ``plan`` is the sharing planner; tests may pass another."""
 
     def __init__(self, patterns: list, settings: AdaptiveSettings,
-                 algorithm: str | None = None, seconds: float = REPLAN_SECONDS):
+                 algorithm: str | None = None, seconds: float = REPLAN_SECONDS,
+                 share: float | None = None):
         self.patterns = patterns
         self.settings = settings
         self.algorithm = algorithm
         self.seconds = seconds
+        self.share = CHECK_SHARE if share is None else share   # see CHECK_SHARE
         self._splits = None
 
     def subset(self, members: list[int]) -> "WorkloadReplanner":
         """The replanner of patterns ``members`` (numbered 0.. in that order)."""
         return WorkloadReplanner([self.patterns[p] for p in members], self.settings,
-                                 self.algorithm, self.seconds)
+                                 self.algorithm, self.seconds, self.share)
 
     def __getstate__(self):
         return {**self.__dict__, "_splits": None}
@@ -117,6 +130,8 @@ class AdaptiveSharedEvaluator:
 
     def __init__(self, global_plan: GlobalPlan, make: Callable[[GlobalPlan], SharedEvaluator],
                  replanner: WorkloadReplanner):
+        """``make(plan)``: a SharedEvaluator of plan over the pass's inputs (in chunks of
+        about settings.chunk_rows rows: the CPU a check may cost follows the evaluation)."""
         self.make = make
         self.replanner = replanner
         self.settings = replanner.settings
@@ -134,7 +149,10 @@ class AdaptiveSharedEvaluator:
         self.since_check = 0
         self.check_every = self.settings.check_every
         self.checks = self.switches = 0
-        self.replan_seconds: list[float] = []
+        self.replan_seconds: list[float] = []   # CPU of each re-plan
+        self.check_seconds = 0.0     # CPU of the checks (estimates and re-plans)
+        self.last_check = FIRST_CHECK_SECONDS * len(replanner.patterns)   # CPU of the last
+        self.eval_seconds = 0.0      # CPU of the evaluators
         self.closed_matches = [0] * len(self.cur.workers)   # of evaluators dropped
 
     # --- the push interface -------------------------------------------------------------
@@ -168,6 +186,7 @@ class AdaptiveSharedEvaluator:
                    replans=len(self.replan_seconds),
                    replan_seconds=round(sum(self.replan_seconds), 4),
                    replan_seconds_max=round(max(self.replan_seconds, default=0.0), 4),
+                   check_seconds=round(self.check_seconds, 4),
                    adaptive_off=self.reason or "")
         return out
 
@@ -176,14 +195,20 @@ class AdaptiveSharedEvaluator:
         out: Output = []
         if self.old is None and self.fed:
             self.since_check += 1
-            if self.since_check >= self.check_every:
+            if self.since_check >= self.check_every and self.check_seconds + \
+                    self.last_check <= self.replanner.share * self.eval_seconds:
                 self.since_check = 0
+                started = time.thread_time()
                 fresh = self._check()
+                self.last_check = time.thread_time() - started
+                self.check_seconds += self.last_check
                 if fresh is not None:
                     out += self._switch(fresh, piece)
+        started = time.thread_time()
         if self.old is not None:
             out += self._drain_piece(piece)
         out += self.cur.feed(piece)
+        self.eval_seconds += time.thread_time() - started
         self._remember(piece)
         return out
 
@@ -218,15 +243,16 @@ class AdaptiveSharedEvaluator:
             return None
         self.base = now
         fresh_patterns = with_statistics(r.patterns, now)
-        started = time.perf_counter()
+        started = time.thread_time()
         fresh = r.plan(fresh_patterns)
-        self.replan_seconds.append(time.perf_counter() - started)
-        self.check_every = s.check_every
+        self.replan_seconds.append(time.thread_time() - started)
         shape = plan_shape(fresh)
         if shape == plan_shape(self.plan) or _gain(self.plan, fresh, fresh_patterns) < \
                 s.min_gain:
             self.candidate = None
+            self._idle()
             return None
+        self.check_every = s.check_every   # confirm (or drop) it at the next chunk
         self.votes = self.votes + 1 if shape == self.candidate else 1
         self.candidate = shape
         if self.votes < s.confirm:
