@@ -225,6 +225,7 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
     groups += [_own_group(i, plans[i], source_schema) for i in alone]
     sharing = dict(sharing or {})
     statistics = sharing.pop("statistics", None)
+    asked = "adaptive" in sharing   # None: cepsql.adaptive.enabled=false
     adaptive = sharing.pop("adaptive", None)
     for g in groups:
         group_plans = [p.plan for p in g.patterns]
@@ -234,6 +235,8 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
             g.replanner = WorkloadReplanner(
                 [replace(wp, _keys={}) for wp in g.workload_patterns], adaptive,
                 sharing.get("algorithm"))
+        elif asked and g.global_plan.bindings:
+            g.adaptive_note = "start-up plan throughout (cepsql.adaptive.enabled=false)"
     return SharedPass(groups, len(plans))
 
 

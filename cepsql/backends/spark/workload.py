@@ -852,4 +852,6 @@ def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
         p = group.patterns[k]
         lines.append(f"  - {patterns[k].name}: unshared -- "
                      f"{unshared_reason(p.plan, patterns[k])}")
+    if group.adaptive_note:
+        lines.append(f"  adaptive: {group.adaptive_note}")
     return lines
