@@ -9,12 +9,14 @@ base rates, and every x events y = 5 random types permuted. The workload: six SE
 patterns over the five types a (rarest at start-up) ... e (most frequent) that share
 sub-sequences (a, b), (b, c), (c, d), (d, e) and their predicates (k equalities, diff
 comparisons), within --window seconds; the sharing planner (SA and TABU) picks the global
-plan. Three runs of the shared DAG evaluator over the same sorted batches, interleaved,
+plan. Four runs of the shared DAG evaluator over the same sorted batches, interleaved,
 best of --repeat by process CPU: "static" plans the workload once from the first
 --sample-rows rows and keeps that global plan (default chunks); "static/chunk" keeps it
 too but in the adaptive run's chunks, without checks (so adaptive / static-chunk is the
 adaptation alone); "adaptive" re-plans as the newest rows' statistics drift
-(runtime/shared_adaptive.py). Every pattern's rows must be identical in the three runs.
+(runtime/shared_adaptive.py); "hindsight" is a static run of the global plan made on the
+whole stream's statistics (what one better plan would give). Every pattern's rows must
+be identical in all runs.
 Prints the load, events per CPU second, the ratios, switches, checks and the re-plans'
 cost per x; saves benchmarks/results/bench_adaptive_workload.png.
 """
@@ -89,11 +91,16 @@ def run_x(x: int, args) -> dict:
     wl = plan_local_workload(specs, table, batch_rows=8192, statistics=startup)
     patterns = sharing_patterns(wl.queries, startup)
     plan = plan_workload(patterns, seconds=args.plan_seconds)
+    # the global plan for the whole stream's statistics (known only in hindsight): how
+    # much one better static plan would give
+    whole = partial(table_statistics, table=table)
+    hindsight = plan_workload(sharing_patterns(wl.queries, whole), seconds=args.plan_seconds)
     adaptive = AdaptiveSettings(threshold=args.threshold, chunk_rows=args.chunk,
                                 check_rows=args.check_rows, min_gain=args.min_gain)
     chunked = partial(wl.evaluator, chunk_rows=args.chunk)
     runs = {
         "static": lambda: (wl.evaluator(plan), wl.batches),
+        "hindsight": lambda: (wl.evaluator(hindsight), wl.batches),
         "static/chunk": lambda: (AdaptiveSharedEvaluator(plan, chunked, WorkloadReplanner(
             patterns, AdaptiveSettings(chunk_rows=args.chunk, check_every=1 << 40,
                                        max_check_every=1 << 40))), wl.batches),
@@ -107,7 +114,7 @@ def run_x(x: int, args) -> dict:
             if name not in best or got[0] < best[name][0]:
                 best[name] = got
     rows = {name: outputs(r[3], len(sqls)) for name, r in best.items()}
-    same = rows["static"] == rows["static/chunk"] == rows["adaptive"]
+    same = rows["static"] == rows["static/chunk"] == rows["adaptive"] == rows["hindsight"]
     stats = best["adaptive"][2].stats
     return {"x": x, "speed": {n: args.rows / r[0] for n, r in best.items()},
             "same": same, "matches": sum(sum(c.values()) for c in rows["static"]),
@@ -136,7 +143,7 @@ def main() -> None:
     print(f"{args.rows:,} events, {args.types} types (Zipf {args.skew}), y = 5, "
           f"{len(PATTERNS)} patterns, window {args.window} s, chunk {args.chunk}, threshold "
           f"{args.threshold}, min gain {args.min_gain}; load {os.getloadavg()[0]:.2f}; events per process-CPU second")
-    print(f"{'x':>7} {'static':>9} {'st/chunk':>9} {'adaptive':>9} {'ad/st':>6} "
+    print(f"{'x':>7} {'static':>9} {'st/chunk':>9} {'adaptive':>9} {'hindsight':>9} {'ad/st':>6} "
           f"{'ad/st-ch':>8} {'switch':>6} {'checks':>6} {'replans':>7} {'replan s':>8} "
           f"{'max s':>6} {'matches':>9} load")
     results, failed = [], False
@@ -146,6 +153,7 @@ def main() -> None:
         failed |= not r["same"]
         results.append(r)
         print(f"{x:>7} {s['static']:>9,.0f} {s['static/chunk']:>9,.0f} {s['adaptive']:>9,.0f} "
+              f"{s['hindsight']:>9,.0f} "
               f"{s['adaptive'] / s['static']:>6.2f} {s['adaptive'] / s['static/chunk']:>8.2f} "
               f"{r['switches']:>6} {r['checks']:>6} {r['replans']:>7} {r['replan_s']:>8.3f} "
               f"{r['replan_max']:>6.3f} {r['matches']:>9,} {r['load']:.2f}"
@@ -166,11 +174,14 @@ def plot(results, args) -> None:
     left.plot(x, [s["static"] for s in speed], "o-", label="static (start-up global plan)")
     left.plot(x, [s["static/chunk"] for s in speed], "^--", label="static, adaptive's chunks")
     left.plot(x, [s["adaptive"] for s in speed], "s-", label="adaptive (re-plans on drift)")
+    left.plot(x, [s["hindsight"] for s in speed], "d:", label="static, planned on the whole stream")
     left.set_ylabel("events per CPU second (shared DAG)")
     right.plot(x, [s["adaptive"] / s["static"] for s in speed], "s-",
                label="cepsql: adaptive / static")
     right.plot(x, [s["adaptive"] / s["static/chunk"] for s in speed], "^--",
                label="cepsql: adaptive / static, same chunks")
+    right.plot(x, [s["hindsight"] / s["static"] for s in speed], "d:",
+               label="whole-stream plan / start-up plan")
     right.axhline(PAPER_RATIO, color="red", ls="--", label="SIGMOD'19 Fig. 13: >= 10x")
     right.axhline(1.0, color="grey", lw=0.8)
     right.set_yscale("log")
@@ -180,9 +191,11 @@ def plot(results, args) -> None:
         ax.set_xlabel("x: events between reshufflings")
         ax.legend(fontsize=8)
     fig.suptitle(f"Adaptive workload re-planning, {len(PATTERNS)} patterns, {args.rows:,} "
-                 f"events, {args.types} types, y = 5, window {args.window} s")
+                 f"events, {args.types} types, y = 5, window {args.window} s, "
+                 f"min gain {args.min_gain:g}")
     fig.tight_layout()
-    path = os.path.join(ROOT, "benchmarks", "results", "bench_adaptive_workload.png")
+    suffix = "" if args.min_gain == 1.5 else f"_gain{args.min_gain:g}"
+    path = os.path.join(ROOT, "benchmarks", "results", f"bench_adaptive_workload{suffix}.png")
     fig.savefig(path, dpi=120)
     print("plot:", path)
 
