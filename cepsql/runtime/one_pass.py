@@ -232,9 +232,8 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
         g.workload_patterns = sharing_patterns(group_plans, statistics)
         g.global_plan = global_plan_for(group_plans, patterns=g.workload_patterns, **sharing)
         if adaptive is not None and g.global_plan.bindings:
-            g.replanner = WorkloadReplanner(
-                [replace(wp, _keys={}) for wp in g.workload_patterns], adaptive,
-                sharing.get("algorithm"))
+            g.replanner = WorkloadReplanner(list(g.workload_patterns), adaptive,
+                                            sharing.get("algorithm"))
         elif asked and g.global_plan.bindings:
             g.adaptive_note = "start-up plan throughout (cepsql.adaptive.enabled=false)"
     return SharedPass(groups, len(plans))

@@ -93,13 +93,23 @@ class WorkloadReplanner:
         return self._splits
 
     def fractions(self, sample: pa.Table) -> list:
-        return [None if s is None else unary_fractions(s, sample) for s in self.splits]
+        """Every shareable pattern's variables' row fractions (the cheap check)."""
+        try:
+            return [None if s is None else unary_fractions(s, sample) for s in self.splits]
+        except Exception:   # noqa: BLE001 - as estimate: the full check decides
+            return [None] * len(self.splits)
 
     def estimate(self, sample: pa.Table) -> list:
-        """Every shareable pattern's statistics over sample (None for the others)."""
-        return [estimate_from_table(p.spec, sample, max_rows=max(sample.num_rows, 1),
-                                    max_pairs=self.settings.check_pairs)
-                if p.shareable else None for p in self.patterns]
+        """Every shareable pattern's statistics over sample (None for the others, and
+        where estimation fails: statistics never fail a query, planner_stats' rule)."""
+        return [self._estimate(p, sample) if p.shareable else None for p in self.patterns]
+
+    def _estimate(self, pattern, sample: pa.Table):
+        try:
+            return estimate_from_table(pattern.spec, sample, max_rows=max(sample.num_rows, 1),
+                                       max_pairs=self.settings.check_pairs)
+        except Exception:   # noqa: BLE001 - an optimization: keep the numbers we have
+            return None
 
     def plan(self, patterns: list) -> GlobalPlan:
         """The sharing planner's global plan of patterns (fresh statistics)."""
@@ -233,15 +243,17 @@ class AdaptiveSharedEvaluator:
         self.checks += 1
         if self.candidate is None and self.base is not None and self.checks % s.full_every:
             if _worst(log_drift(b.unary_selectivity, f) for b, f in
-                      zip(self.base, r.fractions(sample)) if b is not None) <= s.threshold:
+                      zip(self.base, r.fractions(sample))
+                      if b is not None and f is not None) <= s.threshold:
                 self._idle()
                 return None
         now = r.estimate(sample)
         if self.candidate is None and self.base is not None and _worst(
-                drift(b, n) for b, n in zip(self.base, now) if b is not None) <= s.threshold:
+                drift(b, n) for b, n in zip(self.base, now)
+                if b is not None and n is not None) <= s.threshold:
             self._idle()
             return None
-        self.base = now
+        self.base = [b if n is None else n for b, n in zip(self.base or now, now)]
         fresh_patterns = with_statistics(r.patterns, now)
         started = time.thread_time()
         fresh = r.plan(fresh_patterns)
@@ -304,7 +316,7 @@ class AdaptiveSharedEvaluator:
     def _drain_piece(self, piece: pa.RecordBatch) -> Output:
         """Feed the old evaluator this piece's rows it still needs; close it once no
         match starting before the border can still be found."""
-        end = self.drain.end(self.old, piece, self.fed)
+        end = self.drain.end(self.old, piece)
         if end is None:
             return self.old.feed(piece)
         out = self.old.feed(piece.slice(0, end)) if end else []
@@ -353,10 +365,9 @@ class _Drain:
         return cls(int(max(rows)) + 1 if rows else None, max(times) if times else None,
                    t0, ev.lookahead, last)
 
-    def end(self, ev: SharedEvaluator, piece: pa.RecordBatch, fed: int) -> int | None:
+    def end(self, ev: SharedEvaluator, piece: pa.RecordBatch) -> int | None:
         """Rows of piece the old evaluator still takes, or None: all of them (and
         later rows too)."""
-        del fed
         n = piece.num_rows
         starts = ev.workers[0]._group_starts(ev._view(0, piece), ev._view(0, self.previous))
         group_end = int(starts[0]) if len(starts) else None

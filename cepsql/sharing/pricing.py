@@ -26,14 +26,18 @@ PRIVATE_ALGORITHMS = ("NONE", "TRIVIAL")
 
 def with_statistics(patterns: list[WorkloadPattern], statistics: list) -> list[WorkloadPattern]:
     """The patterns with the planner's statistics of ``statistics[i]`` (a
-    PatternStatistics, or None to keep pattern i's); what is shared does not change."""
+    PatternStatistics, or None to keep pattern i's); what is shared does not change.
+    Each shareable one is a new object with an empty key memo: the keys of conjuncts
+    that never share carry the pattern object's id, which must be one of the live ones."""
     out = []
     for wp, stats in zip(patterns, statistics):
-        if stats is None or not wp.shareable:
+        if not wp.shareable:
             out.append(wp)
             continue
-        pstats, _, note = planner_stats(wp.spec, lambda spec, s=stats: s)
-        out.append(replace(wp, stats=pstats, stats_note=note, _keys=wp._keys))
+        pstats, note = wp.stats, wp.stats_note
+        if stats is not None:
+            pstats, _, note = planner_stats(wp.spec, lambda spec, s=stats: s)
+        out.append(replace(wp, stats=pstats, stats_note=note, _keys={}))
     return out
 
 
