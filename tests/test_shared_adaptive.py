@@ -193,3 +193,17 @@ def test_cepsql_workload_switches_plans_by_the_adaptive_conf(monkeypatch):
 def test_cepsql_workload_rejects_bad_adaptive_values():
     with pytest.raises(cepsql.CepAnalysisError, match="cepsql.adaptive.chunkRows"):
         cepsql.workload(VIEWS, adaptive={"cepsql.adaptive.chunkRows": "0"}, t=_ticks())
+
+
+def test_the_new_plans_matches_at_the_border_wait_for_the_old_plans_count():
+    """Matches starting exactly at the switch row, complete in the new plan's first
+    chunk, are held until the old plan's count is known (the matcher's held bound was
+    inclusive: they came out numbered 1, 2)."""
+    sql = (HEAD + "FIRST(a.ts) AS t0, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN 3 ROWS "
+           "DEFINE a AS a.tag = 'x', b AS b.tag = 'x')")
+    n = 20
+    table = pa.table({"part": ["a"] * n, "ts": list(range(1, n + 1)), "price": [0] * n,
+                      "vol": [0.5] * n, "tag": ["x"] * n})
+    adaptive, _ = run_three_ways([sql], table, batch_rows=3, chunk_rows=3)
+    assert adaptive.switches == 3
