@@ -433,7 +433,9 @@ cdef class CepMatcher(CepState):
                     elif self.cur.n == 0:
                         self._clear_nodes()
                     need = self._future_first()
-                    if self._emit_ready(out, self.f_lo if self.hold and need > self.f_lo
+                    # held (a plan switch): only matches starting before f_lo are output;
+                    # _emit_ready outputs those starting at or before its bound
+                    if self._emit_ready(out, self.f_lo - 1 if self.hold and need >= self.f_lo
                                         else need) != 0:
                         err = 1
                         break

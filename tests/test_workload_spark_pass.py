@@ -373,3 +373,31 @@ def test_task_columns_reuse_earlier_columns_and_keep_their_values():
         got, expected = with_computed(batch, reused, ansi), with_computed(batch, computed, ansi)
         assert got.schema == expected.schema
         assert repr(got.to_pylist()) == repr(expected.to_pylist())  # NaN compares by repr
+
+
+def test_adaptive_pass_re_plans_in_tasks_and_equals_each_view_alone(source):
+    """cepsql.adaptive.* reach the batch pass: its tasks re-plan (EXPLAIN WORKLOAD says
+    so), with every view's rows unchanged; enabled=false keeps the start-up plan."""
+    spark, _ = source
+    names = ["wlp_any", "wlp_sym"]
+    conf = {"cepsql.adaptive.threshold": "1e-9", "cepsql.adaptive.minGain": "1e-9",
+            "cepsql.adaptive.confirmChecks": "1", "cepsql.adaptive.chunkRows": "20",
+            "cepsql.adaptive.checkRows": "40"}
+    try:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        wl = spark.cep.workload(names)
+        assert "adaptive: re-planned in tasks" in wl.explain()
+        (shared, _), = wl._built.passes.values()
+        assert shared.groups[0].replanner is not None
+        frames = wl.dataframes()
+        for name in names:
+            assert rows(frames[name]) == rows(spark.table(name)), name
+        wl.close()
+        spark.conf.set("cepsql.adaptive.enabled", "false")
+        wl = spark.cep.workload(names)
+        assert "adaptive: start-up plan throughout" in wl.explain()
+        wl.close()
+    finally:
+        for key in [*conf, "cepsql.adaptive.enabled"]:
+            spark.conf.unset(key)

@@ -45,8 +45,11 @@ from cepsql.compile.query_plan import QueryPlan, SortColumn
 from cepsql.errors import CepError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.runtime.error_position import sited_column_error
+from cepsql.runtime.adaptive import adaptable
+from cepsql.runtime.cep_worker import CepWorker
+from cepsql.runtime.shared_adaptive import AdaptiveSharedEvaluator, WorkloadReplanner
 from cepsql.runtime.shared_evaluator import SharedEvaluator
-from cepsql.runtime.worker import LaneCache
+from cepsql.runtime.worker import CHUNK_ROWS, LaneCache
 from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.sharing.planner import patterns_from_plans, plan_workload
@@ -109,6 +112,10 @@ class PassGroup:
     # every pattern's relevance filter when all have one: a row none keeps is dropped
     # before the shuffle (None: every row is shuffled)
     relevance: list[Expr] | None = None
+    # re-plans the shared patterns in tasks as the statistics drift (None: the start-up
+    # plan throughout; ``adaptive_note`` says why)
+    replanner: WorkloadReplanner | None = None
+    adaptive_note: str = ""
 
 
 @dataclass
@@ -132,6 +139,7 @@ class SharedPass:
                                  for shared, own_name in p.inputs])
                 p.bound = bind_worker(p.plan, own)
                 structs[p.index] = pa.struct(list(p.bound.worker_schema))
+            _check_adaptable(group)
         by_type: dict[pa.DataType, str] = {}
         for i in range(self.n_patterns):
             if not compact:
@@ -147,6 +155,24 @@ class SharedPass:
     def column_of(self, index: int) -> str:
         """The struct column holding pattern ``index``'s worker rows."""
         return self.slots.get(index) or result_column(index)
+
+
+def _check_adaptable(group: PassGroup) -> None:
+    """Keep the group's replanner only where plan switches are exact for every pattern
+    the shared DAG runs (else the tasks need not carry the patterns)."""
+    if group.replanner is None:
+        return
+    members = _dag_members(group.global_plan)
+    for p in members:
+        worker = group.patterns[p].bound.worker
+        if not isinstance(worker, CepWorker) or not adaptable(worker.config):
+            group.replanner = None
+            group.adaptive_note = (f"start-up plan kept: pattern {group.patterns[p].index}'s "
+                                   "matches may depend on earlier ones (adaptive re-planning "
+                                   "needs WITHIN, SKIP_TILL_ANY_MATCH, no SKIP PAST LAST ROW, "
+                                   "no unmatched rows)")
+            return
+    group.adaptive_note = "re-planned in tasks as the statistics drift (cepsql.adaptive.*)"
 
 
 def _resolved(plan: QueryPlan, name: str):
@@ -200,10 +226,17 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
     groups += [_own_group(i, plans[i], source_schema) for i in alone]
     sharing = dict(sharing or {})
     statistics = sharing.pop("statistics", None)
+    asked = "adaptive" in sharing   # None: cepsql.adaptive.enabled=false
+    adaptive = sharing.pop("adaptive", None)
     for g in groups:
         group_plans = [p.plan for p in g.patterns]
         g.workload_patterns = sharing_patterns(group_plans, statistics)
         g.global_plan = global_plan_for(group_plans, patterns=g.workload_patterns, **sharing)
+        if adaptive is not None and g.global_plan.bindings:
+            g.replanner = WorkloadReplanner(list(g.workload_patterns), adaptive,
+                                            sharing.get("algorithm"))
+        elif asked and g.global_plan.bindings:
+            g.adaptive_note = "start-up plan throughout (cepsql.adaptive.enabled=false)"
     return SharedPass(groups, len(plans))
 
 
@@ -326,16 +359,23 @@ class DagEvaluator:
     global plan binds, renumbered for it; outputs tagged with the workload's indices."""
 
     def __init__(self, global_plan: GlobalPlan, patterns: list[PassPattern],
-                 members: list[int]):
+                 members: list[int], replanner: WorkloadReplanner | None = None):
+        """``replanner`` (group numbering): re-plan as the statistics drift."""
         local = {p: k for k, p in enumerate(members)}
         plan = GlobalPlan(
             nodes=[replace(n, owner=local[n.owner]) for n in global_plan.nodes],
             bindings=[replace(b, pattern=local[b.pattern]) for b in global_plan.bindings],
-            algorithm=global_plan.algorithm)
+            algorithm=global_plan.algorithm, cost=global_plan.cost)
         chosen = [patterns[p] for p in members]
         self.indices = [p.index for p in chosen]
-        self.evaluator = SharedEvaluator(plan, [p.bound for p in chosen],
-                                         inputs=[p.inputs for p in chosen])
+        bound, inputs = [p.bound for p in chosen], [p.inputs for p in chosen]
+        # adaptive: evaluated in the chunks that are checked
+        chunk = CHUNK_ROWS if replanner is None else replanner.settings.chunk_rows
+
+        def make(plan: GlobalPlan) -> SharedEvaluator:
+            return SharedEvaluator(plan, bound, chunk_rows=chunk, inputs=inputs)
+        self.evaluator = make(plan) if replanner is None else \
+            AdaptiveSharedEvaluator(plan, make, replanner.subset(members))
         masks = [p.relevant for p in chosen]
         self.relevant = None if None in masks else sorted(set(masks))
 
@@ -366,16 +406,22 @@ class _Together:
         return [out for part in self.parts for out in part.finish()]
 
 
-def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern]):
+def _dag_members(global_plan: GlobalPlan) -> list[int]:
+    """The patterns the shared DAG evaluator runs: the bound ones and the nodes' owners."""
+    return sorted({b.pattern for b in global_plan.bindings}
+                  | {n.owner for n in global_plan.nodes})
+
+
+def pass_evaluator(global_plan: GlobalPlan, patterns: list[PassPattern],
+                   replanner: WorkloadReplanner | None = None):
     """The evaluator one task runs for a group: push-style ``feed(batch)`` /
     ``finish()`` returning [(pattern index, worker output batch)]. Patterns the global
-    plan binds (and the owners of its nodes) run in the shared DAG evaluator, the others
-    their own workers."""
-    members = sorted({b.pattern for b in global_plan.bindings}
-                     | {n.owner for n in global_plan.nodes})
+    plan binds (and the owners of its nodes) run in the shared DAG evaluator (adaptive
+    with a ``replanner``), the others their own workers."""
+    members = _dag_members(global_plan)
     parts: list = []
     if members:
-        parts.append(DagEvaluator(global_plan, patterns, members))
+        parts.append(DagEvaluator(global_plan, patterns, members, replanner))
     own = [p for i, p in enumerate(patterns) if i not in set(members)]
     if own:
         parts.append(_UnsharedEvaluator(own))
@@ -426,7 +472,9 @@ class SharedPassWorker:
             p.bound.worker = copy.copy(p.bound.worker)
             p.bound.worker._push = None
             p.bound.worker.lanes = lanes
-        evaluator = self.evaluator(self.group.global_plan, patterns)
+        replanner = self.group.replanner   # only pass_evaluator takes it
+        evaluator = self.evaluator(self.group.global_plan, patterns) if replanner is None \
+            else self.evaluator(self.group.global_plan, patterns, replanner)
         for batch in joined_batches(batches, self.batch_rows):
             if self.computed:
                 batch = with_computed(batch, self.computed, self.ansi, self.column_sites)

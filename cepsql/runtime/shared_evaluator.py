@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from cepsql.errors import error_site
 from cepsql.sharing.global_plan import GlobalPlan
+from cepsql.runtime.adaptive import NO_BOUND
 from cepsql.runtime.cep_worker import CepWorker, break_flags, state_limit_error
 from cepsql.runtime.pending import PendingRows
 from cepsql.runtime.worker import CHUNK_ROWS, raise_vm_error, window_micros
@@ -173,6 +174,9 @@ workers (runtime.workers.bind_worker)."""
         self.pending.add(batch, key_view=self._view(0, batch))
         if not self.pending.ready:
             return []
+        return self._run_pending()
+
+    def _run_pending(self) -> Output:
         starts = self.pending.group_starts()
         if self.streaming:
             table, _ = self.pending.table()
@@ -199,6 +203,41 @@ workers (runtime.workers.bind_worker)."""
         table, starts = self.pending.table()
         self.pending.clear()
         return self._process(table, starts)
+
+    # --- plan switches (runtime/shared_adaptive.py) --------------------------------------
+    def cut(self) -> Output:
+        """Run the pending rows now (as a full chunk would be run): afterwards only the
+        open group's carried rows are pending, and the next row fed is the border."""
+        if not self.pending.rows or not self.streaming:
+            return []
+        return self._run_pending()
+
+    def keep_first_before_border(self) -> None:
+        """After ``cut``: every pattern outputs only the open group's matches whose first
+        row is before the border (the next plan reports the others)."""
+        for p, m in enumerate(self.matchers):
+            if m is not None:
+                border = self.pending.rows - (self.offsets[p] if self.carried else 0)
+                m.restrict_first(-NO_BOUND, border, 0)
+
+    def keep_first_from(self, row: int) -> None:
+        """Before the first feed: in the first group fed, output only the matches whose
+        first row is at or after ``row`` (the rows before are PREV context), held until
+        ``release_numbers``."""
+        for m in self.matchers:
+            if m is not None:
+                m.restrict_first(row, NO_BOUND, 1)
+
+    def match_numbers(self) -> list[int]:
+        """Per pattern, the matches numbered in its last group (0 for patterns run by
+        their own worker)."""
+        return [0 if m is None else int(m.match_no) for m in self.matchers]
+
+    def release_numbers(self, bases: list[int]) -> None:
+        """Number the held first group's matches after ``bases[p]`` and output them."""
+        for m, base in zip(self.matchers, bases):
+            if m is not None:
+                m.release_numbers(base)
 
     def run(self, batches: Iterable[pa.RecordBatch]) -> Output:
         """feed every batch, then finish."""

@@ -24,6 +24,7 @@ from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.analyze.subqueries import bind_subqueries
 from cepsql.compile.clause import plan_query
 from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.adaptive import adaptive_settings
 from cepsql.runtime.error_position import located_run_error, sited_plan
 from cepsql.runtime.one_pass import SharedPass, SharedPassWorker, plan_pass, split_output
 from cepsql.backends.local.engine import (LocalStatement, TableLike, execute_plan, global_breaks,
@@ -126,10 +127,12 @@ class _Replaying(LocalStatement):
 
 
 def workload(views: list[str] | str, sharing: dict | None = None,
-             **tables: TableLike) -> LocalWorkload:
+             adaptive: dict | None = None, **tables: TableLike) -> LocalWorkload:
     """Run pattern views (CREATE TEMPORARY VIEW statements) over tables in-process, every
     source's clauses in one shared pass (sub-patterns shared by the sharing planner:
-    ``sharing={"algorithm": "TABU", "seconds": 0.5}`` as cepsql.sharing.* on Spark).
+    ``sharing={"algorithm": "TABU", "seconds": 0.5}`` as cepsql.sharing.* on Spark;
+    re-planned as the statistics drift unless ``adaptive={"cepsql.adaptive.enabled":
+    "false"}``, the cepsql.adaptive.* keys as on Spark).
     ``.dataframes()`` -> {view: DataFrame}, ``.matches()`` -> all matches, ``.tables`` ->
     {view: pyarrow Table}."""
     finder, planner = find_match_recognize, plan_query
@@ -142,7 +145,7 @@ def workload(views: list[str] | str, sharing: dict | None = None,
         _run_view(_Recording(stmt, finder, planner, name, recorded), create, stmt, scope)
         per_view.append(recorded)
         result.clauses += recorded
-    result.passes = _run_passes(result.clauses, sharing)
+    result.passes = _run_passes(result.clauses, sharing, adaptive)
     for (name, create, stmt), recorded in zip(parsed, per_view):
         replay = _Replaying(stmt, finder, planner, [_final_output(c) for c in recorded])
         result.tables[name] = _run_view(replay, create, stmt, scope)
@@ -156,7 +159,8 @@ def _run_view(run: LocalStatement, create, stmt: str, scope: Scope) -> pa.Table:
         raise e.with_sql(stmt) from None
 
 
-def _run_passes(clauses: list[_Clause], sharing: dict | None = None) -> int:
+def _run_passes(clauses: list[_Clause], sharing: dict | None = None,
+                adaptive: dict | None = None) -> int:
     """One shared pass per distinct source table (by identity: a named table given to
     ``workload``; a subquery source is its own)."""
     by_source: dict[int, list[_Clause]] = {}
@@ -165,7 +169,7 @@ def _run_passes(clauses: list[_Clause], sharing: dict | None = None) -> int:
     for group in by_source.values():
         try:
             outputs = run_shared_pass(group[0].source, [c.plan for c in group],
-                                      sharing=sharing)
+                                      sharing=sharing, adaptive=adaptive)
         except CepError as e:
             raise _located(e, group) from None
         for c, (out, projection) in zip(group, outputs):
@@ -183,11 +187,13 @@ def _located(err: CepError, group: list[_Clause]) -> CepError:
 
 
 def run_shared_pass(table: pa.Table, plans: list[QueryPlan], batch_rows: int = 65536,
-                    sharing: dict | None = None) -> list[tuple[pa.Table, list]]:
+                    sharing: dict | None = None, adaptive: dict | None = None
+                    ) -> list[tuple[pa.Table, list]]:
     """Every plan over table in one pass: per plan (its worker output with the match number
     as ``__cep_match_number`` appended after its final projection's columns, the final
-    projection)."""
-    settings = {"statistics": partial(table_statistics, table=table), **(sharing or {})}
+    projection). ``adaptive``: cepsql.adaptive.* settings (conf key -> value)."""
+    settings = {"statistics": partial(table_statistics, table=table), **(sharing or {}),
+                "adaptive": adaptive_settings((adaptive or {}).get)}
     shared = plan_pass(table.schema, plans, settings)
     prepared = [_prepared(table, g) for g in shared.groups]
     shared.bind([p.schema for p in prepared])

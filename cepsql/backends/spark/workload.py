@@ -62,11 +62,12 @@ from cepsql.algebra.rowrefs import rebuild
 from cepsql.parse import parse_create_view
 from cepsql.parse.splice import normalize_name
 from cepsql.exprs.spark_arrow import arrow_schema
-from cepsql.exprs.spark_conf import conf_snapshot, conf_value
+from cepsql.exprs.spark_conf import conf_reader, conf_snapshot, conf_value
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
 from cepsql.stats.worker import worker_sample_rows
 from cepsql.compile.query_plan import QueryPlan
+from cepsql.runtime.adaptive import adaptive_settings
 from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
                                    task_group, unshared_reason)
 from cepsql.explain.summary import summarize
@@ -663,7 +664,8 @@ def _shared_pass(source: DataFrame, plans: list[QueryPlan], sharing: dict, strea
     view name (where the errors of the columns they share point)."""
     if source.isStreaming:
         return require_streams(streams).shared_pass(source, plans, sharing)
-    shared = plan_pass(arrow_schema(source), plans, sharing,
+    adaptive = adaptive_settings(conf_reader(source.sparkSession))   # cepsql.adaptive.*
+    shared = plan_pass(arrow_schema(source), plans, {**sharing, "adaptive": adaptive},
                        relevance=_relevance(source.sparkSession))
     tagged = _pass_frame(source, shared, views=views).persist(StorageLevel.MEMORY_AND_DISK)
     return shared, tagged
@@ -854,4 +856,6 @@ def _global_plan_text(group, by_index: dict[int, _Clause]) -> list[str]:
         p = group.patterns[k]
         lines.append(f"  - {patterns[k].name}: unshared -- "
                      f"{unshared_reason(p.plan, patterns[k])}")
+    if group.adaptive_note:
+        lines.append(f"  adaptive: {group.adaptive_note}")
     return lines
