@@ -228,19 +228,27 @@ def main() -> None:
         chosen = names[:n]
         separate = sum(seconds[k] for k in chosen)
         runs, with_frames, pass_jobs, frames_jobs = [], None, [], None
+        cpu_build, cpu_pass, cpu_frames = [], [], None  # the driver process's CPU s
         for repeat in range(args.repeats):
             profile = _profiler(args.profile if repeat == 0 and n == sizes[0] else None)
-            jobs, t0 = spark_jobs(spark), time.perf_counter()
+            jobs, t0, c0 = spark_jobs(spark), time.perf_counter(), time.process_time()
             wl = spark.cep.workload(chosen)
             matches = wl.matches().collect()
             runs.append(time.perf_counter() - t0)
+            cpu_pass.append(time.process_time() - c0)
             pass_jobs.append(spark_jobs(spark) - jobs)
             _dump(profile, args.profile)
             if repeat == 0:  # every view's frame too, once, for the check
                 shared = {name: df.collect() for name, df in wl.dataframes().items()}
                 with_frames = time.perf_counter() - t0
+                cpu_frames = time.process_time() - c0
                 frames_jobs = spark_jobs(spark) - jobs
             wl.close()
+            c1 = time.process_time()  # the build alone (planning, sharing, statistics)
+            again = spark.cep.workload(chosen)
+            again._build()
+            cpu_build.append(time.process_time() - c1)
+            again.close()
         # the same with the views' frames over the persisted pass (before local frames:
         # cepsql.workload.localRows=0), in this process
         spark.conf.set("cepsql.workload.localRows", "0")
@@ -268,6 +276,8 @@ def main() -> None:
                         "one_pass_jobs": pass_jobs, "with_dataframes_jobs": frames_jobs,
                         "frames_over_cache_s": cache_frames, "frames_over_cache_jobs": cache_jobs,
                         "ratio_frames_over_cache": separate / cache_frames,
+                        "driver_cpu_build_s": cpu_build, "driver_cpu_one_pass_s": cpu_pass,
+                        "driver_cpu_with_dataframes_s": cpu_frames,
                         "load": load, "load_after": os.getloadavg()[0]})
         print(f"{n:4d} views: separate {separate:7.1f} s | one pass (matches) {one_pass:6.1f} s"
               f" (median of {', '.join(f'{r:.1f}' for r in runs)}) ratio "
@@ -276,7 +286,8 @@ def main() -> None:
               f"| Spark jobs: separate {results[-1]['separate_jobs']}, one pass "
               f"{pass_jobs[0]}, + dataframes {frames_jobs} | frames over the cache "
               f"(localRows=0) {cache_frames:.1f} s ratio {separate / cache_frames:.1f}x, "
-              f"{cache_jobs} jobs | load {load:.1f} -> "
+              f"{cache_jobs} jobs | driver CPU s: build {min(cpu_build):.2f}, one pass "
+              f"{min(cpu_pass):.2f}, + dataframes {cpu_frames:.2f} | load {load:.1f} -> "
               f"{os.getloadavg()[0]:.1f}", flush=True)
     for name in names:
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")

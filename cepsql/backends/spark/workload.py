@@ -65,6 +65,7 @@ from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_snapshot, conf_value
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
+from cepsql.stats.sample_memo import SampleMemo
 from cepsql.stats.worker import worker_sample_rows
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
@@ -773,14 +774,17 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
     once for the whole workload (one small job, only if some pattern is shareable; or
     ``ahead``, a future of that same sample started while the views were recorded), each
     pattern's rates and selectivities estimated from them as a task does
-    (cepsql.stats.workerSampleRows rows)."""
+    (cepsql.stats.workerSampleRows rows); what the patterns' estimates have in common
+    (partitioning, event types, pair conditions) is computed once (stats.SampleMemo)."""
     sample: list[pa.Table] = []
+    memo = SampleMemo()
 
     def statistics(spec):
         if not sample:
             sample.append(ahead.result() if ahead is not None else
                           _first_rows(spark, source))
-        return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1))
+        return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1),
+                                   memo=memo)
     return statistics
 
 
