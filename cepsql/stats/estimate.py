@@ -150,8 +150,9 @@ def estimate_prepared(spec: MatchRecognizeSpec, split: ConditionSplit, prepared:
         if memo is None:
             selectivity, count, said = measured(pair, conjuncts, rng)
         else:  # the same conditions over the same rows, whatever the variables' names
-            key = ("pair", layout, spec.window and spec.window.kind, window, max_pairs, seed, tuple(split.columns),
-                   tuple(conjuncts), *(tuple(split.unary[v]) for v in pair))
+            key = ("pair", layout, spec.window and spec.window.kind, window, max_pairs, seed,
+                   tuple(split.columns), tuple(conjuncts),
+                   *(tuple(split.unary[v]) for v in pair))
             selectivity, count, said = memo.get(key, lambda: measured(
                 pair, conjuncts, np.random.default_rng(seed)))
             said = [f"{pair[0]}-{pair[1]}:" + note.split(":", 1)[1] for note in said]
