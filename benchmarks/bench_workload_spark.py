@@ -94,6 +94,32 @@ of the whole 1 s budget, same plan cost.) Desk 30 (--repeats 3, load 39 / 29): o
 4.3 -> 3.5 s (10.9x -> 11.7x), + every frame 9.3 -> 7.5 s (5.0x -> 5.4x); its build
 (1.3 s) has almost no sharing-planner or alternatives cost, so it is the Spark jobs and
 the frames' driver work that remain. Every view's rows identical in all four runs.
+
+Frames as slices and one statistics sample for all views (issue 25 point 3, third
+round; stock 30, 200k rows, --repeats 2; old = the previous merge's package, new = this
+one, run back to back in separate processes, old / new / old; "frames' extra" = + every
+frame minus the first one-pass run; driver CPU = this process's CPU s, min of the runs):
+
+    stock 30 | separate s | matches() pass s | ratio | + every frame s | ratio | frames' extra s | driver CPU build / pass / + frames | load
+    old      |   117.0    |      15.6        | 7.5x  |      24.7       | 4.7x  |      5.9        |      0.64 / 1.03 / 1.43            | 19.2 -> 16.1
+    new      |   117.0    |      15.8        | 7.4x  |      21.2       | 5.5x  |      4.1        |      0.63 / 1.03 / 1.39            | 16.0 -> 17.2
+    old      |   135.5    |      18.2        | 7.5x  |      28.9       | 4.7x  |      8.1        |      0.65 / 1.02 / 1.42            | 21.7 -> 19.6
+
+Building and collecting the 30 frames: 3,548 -> 1,551 JVM round trips (the frames
+themselves 2,684 -> 1,146: each is one createDataFrame of its Arrow slice instead of ~96
+calls of Column filter / select), the JVM's CPU for that phase 2.4 -> 1.3 s (the JVM
+process's utime + stime). The statistics of the 30 views from one memoised sample:
+0.149 -> 0.128 s CPU (100 views: 0.459 -> 0.388 s): the flags and time axis are shared,
+but most pairs differ by window or event types, so most pair selectivities are not.
+``define_conjuncts`` costs ~0.9 ms a call (60 calls, 0.05 s CPU): the ~1.5 s seen before
+was cProfile's overhead on its ~11k small rewrites, not the build's.
+
+What the 30-view one pass is made of at load 15-28 (process CPU and JVM CPU measured
+per phase): the build ~4.5 s wall for ~0.7 s of Python CPU, ~0.8 s of JVM CPU and ~450
+JVM round trips; the pass's Spark jobs 7-9 s, where one task runs the unpartitioned
+stream (the one pass does not time-slice, a view alone does); the driver's Python CPU for
+the whole run, frames included, ~1.4 s. So at 30 views and this load the ratio is set by
+the pass's single task and the JVM, not the driver's Python: 8x is not reached (7.4-7.5x).
 """
 from __future__ import annotations
 
