@@ -7,8 +7,8 @@ then a contiguous range per clause), its struct column's fields as columns, hand
 Spark as a local relation of exactly the clause's rows. A frame built by Spark instead (a
 filter by tag and projections over one shared relation) costs ~100 JVM round trips per
 view and a filter over every view's rows at each collect; a slice costs one
-``createDataFrame`` (30 views: 3,550 -> ~600 round trips for building and collecting every
-frame, bench_workload_spark.py --kind stock).
+``createDataFrame`` (~38 round trips; 30 views: 3,550 -> 1,550 round trips for building
+and collecting every frame, bench_workload_spark.py --kind stock).
 
 A final projection that only renames worker columns (the usual MEASURES) is applied to
 the slice itself; any other is one ``selectExpr`` over it (Columns instead when its text
