@@ -94,6 +94,39 @@ of the whole 1 s budget, same plan cost.) Desk 30 (--repeats 3, load 39 / 29): o
 4.3 -> 3.5 s (10.9x -> 11.7x), + every frame 9.3 -> 7.5 s (5.0x -> 5.4x); its build
 (1.3 s) has almost no sharing-planner or alternatives cost, so it is the Spark jobs and
 the frames' driver work that remain. Every view's rows identical in all four runs.
+
+Frames as slices and one statistics sample for all views (issue 25 point 3, third
+round; stock 30, 200k rows, --repeats 2; old = the previous merge's package, new = this
+one, run back to back in separate processes, old / new / old; "frames' extra" = + every
+frame minus the first one-pass run; driver CPU = this process's CPU s, min of the runs):
+
+    stock 30 | separate s | matches() pass s | ratio | + every frame s | ratio | frames' extra s | driver CPU build / pass / + frames | load
+    old      |   117.0    |      15.6        | 7.5x  |      24.7       | 4.7x  |      5.9        |      0.64 / 1.03 / 1.43            | 19.2 -> 16.1
+    new      |   117.0    |      15.8        | 7.4x  |      21.2       | 5.5x  |      4.1        |      0.63 / 1.03 / 1.39            | 16.0 -> 17.2
+    old      |   135.5    |      18.2        | 7.5x  |      28.9       | 4.7x  |      8.1        |      0.65 / 1.02 / 1.42            | 21.7 -> 19.6
+
+Building and collecting the 30 frames: 3,548 -> 1,551 JVM round trips (the frames
+themselves 2,684 -> 1,146: each is one createDataFrame of its Arrow slice instead of ~96
+calls of Column filter / select), the JVM's CPU for that phase 2.4 -> 1.3 s (the JVM
+process's utime + stime). The statistics of the 30 views from one memoised sample:
+0.149 -> 0.128 s CPU (100 views: 0.459 -> 0.388 s): the flags and time axis are shared,
+but most pairs differ by window or event types, so most pair selectivities are not.
+``define_conjuncts`` costs ~0.9 ms a call (60 calls, 0.05 s CPU): the ~1.5 s seen before
+was cProfile's overhead on its ~11k small rewrites, not the build's.
+
+What the 30-view one pass is made of at load 15-28 (process CPU and JVM CPU measured
+per phase): the build ~4.5 s wall for ~0.7 s of Python CPU, ~0.8 s of JVM CPU and ~450
+JVM round trips; the pass's Spark jobs 7-9 s, where one task runs the unpartitioned
+stream (the one pass does not time-slice, a view alone does); the driver's Python CPU for
+the whole run, frames included, ~1.4 s. So at 30 views and this load the ratio is set by
+the pass's single task and the JVM, not the driver's Python: 8x is not reached (7.4-7.5x).
+
+Stock 100 (one pass only, old / new processes back to back; the load fell from 11.7 to
+4.8 meanwhile, so compare CPU and round trips, not wall): the pass has 524,405 matches,
+above localRows, so its frames stay over the persisted pass; building them: 9,919-10,078
+-> 1,895-1,999 JVM round trips and 0.41-0.46 -> 0.13-0.15 s Python CPU (filter by tag as
+text, one selectExpr), the whole frames phase 11,600 -> 3,200 round trips (its JVM CPU,
+~21-26 s, is the 100 collects over the cache); the statistics 0.42 -> 0.32-0.34 s CPU.
 """
 from __future__ import annotations
 
@@ -228,19 +261,27 @@ def main() -> None:
         chosen = names[:n]
         separate = sum(seconds[k] for k in chosen)
         runs, with_frames, pass_jobs, frames_jobs = [], None, [], None
+        cpu_build, cpu_pass, cpu_frames = [], [], None  # the driver process's CPU s
         for repeat in range(args.repeats):
             profile = _profiler(args.profile if repeat == 0 and n == sizes[0] else None)
-            jobs, t0 = spark_jobs(spark), time.perf_counter()
+            jobs, t0, c0 = spark_jobs(spark), time.perf_counter(), time.process_time()
             wl = spark.cep.workload(chosen)
             matches = wl.matches().collect()
             runs.append(time.perf_counter() - t0)
+            cpu_pass.append(time.process_time() - c0)
             pass_jobs.append(spark_jobs(spark) - jobs)
             _dump(profile, args.profile)
             if repeat == 0:  # every view's frame too, once, for the check
                 shared = {name: df.collect() for name, df in wl.dataframes().items()}
                 with_frames = time.perf_counter() - t0
+                cpu_frames = time.process_time() - c0
                 frames_jobs = spark_jobs(spark) - jobs
             wl.close()
+            c1 = time.process_time()  # the build alone (planning, sharing, statistics)
+            again = spark.cep.workload(chosen)
+            again._build()
+            cpu_build.append(time.process_time() - c1)
+            again.close()
         # the same with the views' frames over the persisted pass (before local frames:
         # cepsql.workload.localRows=0), in this process
         spark.conf.set("cepsql.workload.localRows", "0")
@@ -268,6 +309,8 @@ def main() -> None:
                         "one_pass_jobs": pass_jobs, "with_dataframes_jobs": frames_jobs,
                         "frames_over_cache_s": cache_frames, "frames_over_cache_jobs": cache_jobs,
                         "ratio_frames_over_cache": separate / cache_frames,
+                        "driver_cpu_build_s": cpu_build, "driver_cpu_one_pass_s": cpu_pass,
+                        "driver_cpu_with_dataframes_s": cpu_frames,
                         "load": load, "load_after": os.getloadavg()[0]})
         print(f"{n:4d} views: separate {separate:7.1f} s | one pass (matches) {one_pass:6.1f} s"
               f" (median of {', '.join(f'{r:.1f}' for r in runs)}) ratio "
@@ -276,7 +319,8 @@ def main() -> None:
               f"| Spark jobs: separate {results[-1]['separate_jobs']}, one pass "
               f"{pass_jobs[0]}, + dataframes {frames_jobs} | frames over the cache "
               f"(localRows=0) {cache_frames:.1f} s ratio {separate / cache_frames:.1f}x, "
-              f"{cache_jobs} jobs | load {load:.1f} -> "
+              f"{cache_jobs} jobs | driver CPU s: build {min(cpu_build):.2f}, one pass "
+              f"{min(cpu_pass):.2f}, + dataframes {cpu_frames:.2f} | load {load:.1f} -> "
               f"{os.getloadavg()[0]:.1f}", flush=True)
     for name in names:
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")

@@ -32,6 +32,7 @@ from cepsql.analyze.conjuncts import COLUMN_PREFIX, LEFT_PREFIX, RIGHT_PREFIX, C
 from cepsql.stats.model import Pair, PatternStatistics
 from cepsql.stats.prepare import (ORDER_COLUMN, partition_column, prepare_table, sample_table,
                                   unary_column, unary_flags)
+from cepsql.stats.sample_memo import SampleMemo
 from cepsql.stats.sampling import group_ids, positions, rows_per_second, sample_pairs, seconds_axis
 from cepsql.stats.spark_sample import collect_sample
 
@@ -41,17 +42,23 @@ DEFAULT_MAX_PAIRS = 50_000
 
 def estimate_from_table(spec: MatchRecognizeSpec, table: pa.Table, *,
                         max_rows: int = DEFAULT_SAMPLE_ROWS,
-                        max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0) -> PatternStatistics:
-    """Statistics of spec over an Arrow table, from a uniform sample of max_rows rows."""
+                        max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0,
+                        memo: SampleMemo | None = None) -> PatternStatistics:
+    """Statistics of spec over an Arrow table, from a uniform sample of max_rows rows.
+    ``memo`` (one per table, shared by the clauses estimated over it; only when the
+    whole table is the sample) computes what two clauses have in common once; each pair
+    is then drawn with its own generator (seed), whatever clause asks first."""
     started = time.monotonic()
     rng = np.random.default_rng(seed)
     split = analyze_defines(spec)
     notes = list(split.ignored)
     sample, fraction = sample_table(table, max_rows, rng)
-    prepared = prepare_table(spec, split, sample, notes)
+    if fraction < 1.0:
+        memo = None  # a sample of its own per call: nothing in common to keep
+    prepared = prepare_table(spec, split, sample, notes, memo)
     return estimate_prepared(spec, split, prepared, fraction=fraction, rng=rng,
                              max_pairs=max_pairs, started=started, notes=notes,
-                             input_rows=table.num_rows)
+                             input_rows=table.num_rows, memo=memo, seed=seed)
 
 
 def unary_fractions(split: ConditionSplit, table: pa.Table) -> dict[str, float]:
@@ -87,8 +94,10 @@ def estimate_from_spark(spec: MatchRecognizeSpec, df: Any, *,
 def estimate_prepared(spec: MatchRecognizeSpec, split: ConditionSplit, prepared: pa.Table, *,
                       fraction: float, rng: np.random.Generator, max_pairs: int,
                       started: float, notes: list[str], input_rows: int | None = None,
-                      truncated: bool = False) -> PatternStatistics:
-    """Rates and selectivities from a prepared sample drawn with the given fraction."""
+                      truncated: bool = False, memo: SampleMemo | None = None,
+                      seed: int = 0) -> PatternStatistics:
+    """Rates and selectivities from a prepared sample drawn with the given fraction
+    (``memo``: see estimate_from_table; pairs then use their own generators of seed)."""
     n = prepared.num_rows
     variables = split.variables
     if n == 0:
@@ -101,9 +110,14 @@ def estimate_prepared(spec: MatchRecognizeSpec, split: ConditionSplit, prepared:
             window_units=None if spec.window is None else float(spec.window.size),
             rate_unit="row", input_rows=input_rows, pairs_evaluated={p: 0 for p in split.pairs},
             notes=tuple(notes))
-    groups = group_ids([prepared.column(partition_column(i))
-                        for i in range(len(spec.partition_by))], n)
-    seconds = seconds_axis(prepared.column(ORDER_COLUMN)) if spec.order_by else None
+    layout = (tuple(k.expr for k in spec.partition_by),
+              spec.order_by[0].expr if spec.order_by else None)
+
+    def axes():
+        ids = group_ids([prepared.column(partition_column(i))
+                         for i in range(len(spec.partition_by))], n)
+        return ids, seconds_axis(prepared.column(ORDER_COLUMN)) if spec.order_by else None
+    groups, seconds = axes() if memo is None else memo.get(("axes", layout), axes)
     if spec.order_by and seconds is None:
         notes.append("the first ORDER BY key is neither a time nor a number: rates are per row")
     row_rate = None if seconds is None else rows_per_second(groups, seconds, fraction)
@@ -117,19 +131,33 @@ def estimate_prepared(spec: MatchRecognizeSpec, split: ConditionSplit, prepared:
     axis, window, window_units = _window_axis(spec, groups, seconds, row_rate, fraction, notes)
     selectivities: dict[Pair, float] = {}
     evaluated: dict[Pair, int] = {}
-    for pair, conjuncts in split.pairs.items():
+
+    def measured(pair, conjuncts, rng):
+        """(selectivity, pairs evaluated, notes) of one pair."""
+        said: list[str] = []
         left, right = (np.flatnonzero(flags[v]) for v in pair)
         i, j, _ = sample_pairs(left, right, groups, axis, window, max_pairs, rng)
         if len(i) == 0 and window is not None:
-            notes.append(f"{pair[0]}-{pair[1]}: no candidate pairs within the window; "
-                         "selectivity measured over whole partitions")
+            said.append(f"{pair[0]}-{pair[1]}: no candidate pairs within the window; "
+                        "selectivity measured over whole partitions")
             i, j, _ = sample_pairs(left, right, groups, None, None, max_pairs, rng)
         if len(i) == 0:
-            notes.append(f"{pair[0]}-{pair[1]}: no candidate pairs; selectivity set to 1")
-            selectivities[pair], evaluated[pair] = 1.0, 0
-            continue
-        selectivities[pair] = _pair_selectivity(pair, conjuncts, prepared, split, i, j, notes)
-        evaluated[pair] = len(i)
+            said.append(f"{pair[0]}-{pair[1]}: no candidate pairs; selectivity set to 1")
+            return 1.0, 0, said
+        return _pair_selectivity(pair, conjuncts, prepared, split, i, j, said), len(i), said
+
+    for pair, conjuncts in split.pairs.items():
+        if memo is None:
+            selectivity, count, said = measured(pair, conjuncts, rng)
+        else:  # the same conditions over the same rows, whatever the variables' names
+            key = ("pair", layout, spec.window and spec.window.kind, window, max_pairs, seed,
+                   tuple(split.columns), tuple(conjuncts),
+                   *(tuple(split.unary[v]) for v in pair))
+            selectivity, count, said = memo.get(key, lambda: measured(
+                pair, conjuncts, np.random.default_rng(seed)))
+            said = [f"{pair[0]}-{pair[1]}:" + note.split(":", 1)[1] for note in said]
+        selectivities[pair], evaluated[pair] = selectivity, count
+        notes += said
     return PatternStatistics(
         rates=rates, selectivities=selectivities, unary_selectivity=unary, sample_rows=n,
         seconds=time.monotonic() - started, truncated=truncated, window_units=window_units,

@@ -16,6 +16,7 @@ from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.errors import CepUnsupportedError
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.analyze.conjuncts import COLUMN_PREFIX, ConditionSplit
+from cepsql.stats.sample_memo import SampleMemo
 
 ORDER_COLUMN = "__cep_o"
 
@@ -39,19 +40,36 @@ def sample_table(table: pa.Table, max_rows: int,
 
 
 def prepare_table(spec: MatchRecognizeSpec, split: ConditionSplit, table: pa.Table,
-                  notes: list[str]) -> pa.Table:
-    """Prepared columns of a (sampled) Arrow table, evaluated with arrow_eval."""
+                  notes: list[str], memo: SampleMemo | None = None) -> pa.Table:
+    """Prepared columns of a (sampled) Arrow table, evaluated with arrow_eval (``memo``
+    of table: a column another clause computed is reused)."""
+    def computed(key, compute):
+        return compute() if memo is None else memo.get(key, compute)
+
     n = table.num_rows
     columns: dict[str, pa.Array | pa.ChunkedArray] = {}
     for i, key in enumerate(spec.partition_by):
-        columns[partition_column(i)] = evaluate_arrow(key.expr, table)
+        columns[partition_column(i)] = computed(("value", key.expr),
+                                                lambda e=key.expr: evaluate_arrow(e, table))
     if spec.order_by:
-        columns[ORDER_COLUMN] = evaluate_arrow(spec.order_by[0].expr, table)
+        order = spec.order_by[0].expr
+        columns[ORDER_COLUMN] = computed(("value", order), lambda: evaluate_arrow(order, table))
     for idx, var in enumerate(split.variables):
-        columns[unary_column(idx)] = unary_flags(split, var, table, notes)
+        flags, said = computed(("unary", tuple(split.unary[var])),
+                               lambda v=var: _flags_and_notes(split, v, table))
+        columns[unary_column(idx)] = flags
+        notes += [f"{var}:" + note.split(":", 1)[1] for note in said]
     for k, name in enumerate(split.columns):
-        columns[f"{COLUMN_PREFIX}{k}"] = evaluate_arrow(ColumnRef(None, name), table)
+        column = ColumnRef(None, name)
+        columns[f"{COLUMN_PREFIX}{k}"] = computed(("value", column),
+                                                  lambda c=column: evaluate_arrow(c, table))
     return pa.table(columns) if columns else pa.table({"__cep_n": pa.nulls(n)})
+
+
+def _flags_and_notes(split: ConditionSplit, var: str, table: pa.Table):
+    """(unary_flags of var, the notes they add)."""
+    said: list[str] = []
+    return unary_flags(split, var, table, said), said
 
 
 def unary_flags(split: ConditionSplit, var: str, table: pa.Table,

@@ -13,9 +13,9 @@ needs a clause's rows while rewriting (a clause over another clause) is recorded
 empty typed stand-ins and replayed; the inner clause is in the pass, the outer runs on its
 own. Collecting every view runs the source scan, shuffles and evaluation once.
 ``dataframes()`` of a small pass (at most ``cepsql.workload.localRows`` tagged rows,
-default 100,000) runs it at once and collects it once: the views' frames read those rows
-as a local relation, so collecting a view runs no Spark job over the cache (30 views:
-34 -> 6 jobs, bench_workload_spark.py --kind stock).
+default 100,000) runs it at once and collects it once: each view's frame is its slice of
+those rows as a local relation (local_pass.py), so collecting a view runs no Spark job
+over the cache (30 views: 34 -> 6 jobs, bench_workload_spark.py --kind stock).
 
 In the pass, CEP plans' relevance filters (analyze/relevance.py) drop the rows no pattern
 of a group can use before the shuffle (when every pattern has one) and each pattern is fed
@@ -65,6 +65,7 @@ from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_reader, conf_snapshot, conf_value
 from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
+from cepsql.stats.sample_memo import SampleMemo
 from cepsql.stats.worker import worker_sample_rows
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.adaptive import adaptive_settings
@@ -77,6 +78,7 @@ from cepsql.backends.spark.columns import expression, shuffle_partitions, sort_c
 from cepsql.backends.spark.execute import (RELEVANCE_CONF, co_located, final_frame, map_in_arrow,
                                            run_plan)
 from cepsql.backends.spark.frames import GENERATED_NAME
+from cepsql.backends.spark.local_pass import LocalPass, projected
 from cepsql.backends.spark.rewrite import Rewritten, default_planner, rewrite, run_sql
 from cepsql.runtime.error_position import shared_column_sites
 from cepsql.runtime.workers import bind_worker
@@ -104,9 +106,9 @@ class _Built:
     names: list[str]
     clauses: list[_Clause] = field(default_factory=list)
     passes: dict[str, tuple[SharedPass, DataFrame]] = field(default_factory=dict)
-    # source -> the pass's tagged rows as a local relation (dataframes() of a small
-    # pass: the views' frames then read no cache and run no Spark job when collected)
-    local: dict[str, DataFrame] = field(default_factory=dict)
+    # source -> the pass's tagged rows on the driver (dataframes() of a small pass: each
+    # view's frame is a local relation of its own rows, collecting it runs no Spark job)
+    local: dict[str, LocalPass] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
     # (view, its step 1 record) whose DataFrame dataframes() builds on first use:
     # matches() and cep_workload() never need them (each is JVM calls per view)
@@ -517,21 +519,19 @@ class Workload:
         rewritten = self._rewrite(view, planner=planner, clause_runner=runner)
         return run_sql(self._session.spark, rewritten, view.sql)
 
-    @staticmethod
-    def _worker_rows(built: _Built, clause: _Clause) -> tuple[DataFrame, object]:
-        shared, tagged = built.passes[clause.source]
-        tagged = built.local.get(clause.source, tagged)
-        pattern = next(p for g in shared.groups for p in g.patterns if p.index == clause.index)
-        rows = tagged.filter(F.col(TAG) == clause.index).select(
-            f"{shared.column_of(clause.index)}.*")
-        return rows, pattern.bound
-
     def _clause_frame(self, built: _Built, clause: _Clause) -> DataFrame:
-        """The clause's result: its worker rows from the persisted pass under its own final
-        projection (checked by final_frame when the view was created)."""
-        rows, bound = self._worker_rows(built, clause)
-        return rows.select(*[expression(e).alias(n)
-                             for n, e in bound.final_projection])
+        """The clause's result: its worker rows from the pass under its own final
+        projection (checked by final_frame when the view was created): a slice of a small
+        pass's rows on the driver, else read from the persisted pass."""
+        shared, tagged = built.passes[clause.source]
+        column = shared.column_of(clause.index)
+        projection = self._pattern(built, clause).bound.final_projection
+        local = built.local.get(clause.source)
+        if local is not None:
+            return local.frame(clause.index, column, projection)
+        rows = tagged.filter(f"{quote_identifier(TAG)} = {clause.index}").select(
+            f"{quote_identifier(column)}.*")
+        return projected(rows, projection)
 
     @staticmethod
     def _pattern(built: _Built, clause: _Clause):
@@ -558,16 +558,16 @@ def _localize(spark: SparkSession, built: _Built) -> None:
     """dataframes() of a small pass: run each batch pass once (a count: one job, which
     also fills the persisted cache matches() reads) and, when it holds at most
     cepsql.workload.localRows rows of types Arrow carries exactly, bring its tagged rows
-    to the driver once and hand the views a local relation of them under the same
-    schema. Collecting a view then runs no Spark job (Spark folds the view's filter and
-    projection into the local relation), instead of one job over the cache per view.
-    Larger passes, and types kept out of Arrow, keep frames over the persisted pass."""
+    to the driver once (local_pass.LocalPass): each view's frame is then a local
+    relation of its own rows, and collecting it runs no Spark job (instead of one job
+    over the cache per view). Larger passes, and types kept out of Arrow, keep frames
+    over the persisted pass."""
     limit = _local_rows(conf_value(spark, LOCAL_ROWS_CONF, None))
     for source, (_, tagged) in built.passes.items():
         if limit <= 0 or tagged.isStreaming or not _arrow_exact(tagged.schema):
             continue
         if tagged.count() <= limit:
-            built.local[source] = spark.createDataFrame(tagged.toArrow(), tagged.schema)
+            built.local[source] = LocalPass(spark, tagged.toArrow(), tagged.schema, TAG)
 
 
 def _local_rows(text: str | None) -> int:
@@ -780,14 +780,17 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
     once for the whole workload (one small job, only if some pattern is shareable; or
     ``ahead``, a future of that same sample started while the views were recorded), each
     pattern's rates and selectivities estimated from them as a task does
-    (cepsql.stats.workerSampleRows rows)."""
+    (cepsql.stats.workerSampleRows rows); what the patterns' estimates have in common
+    (partitioning, event types, pair conditions) is computed once (stats.SampleMemo)."""
     sample: list[pa.Table] = []
+    memo = SampleMemo()
 
     def statistics(spec):
         if not sample:
             sample.append(ahead.result() if ahead is not None else
                           _first_rows(spark, source))
-        return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1))
+        return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1),
+                                   memo=memo)
     return statistics
 
 
