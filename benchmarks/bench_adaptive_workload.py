@@ -34,7 +34,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))   # tests/support
 
-from bench_adaptive import PAPER_RATIO, pattern_types, stream  # noqa: E402
+from bench_adaptive import pattern_types, ratio_axes, stream  # noqa: E402
 from cepsql.backends.local.engine import table_statistics  # noqa: E402
 from cepsql.parse import find_match_recognize  # noqa: E402
 from cepsql.runtime.adaptive import AdaptiveSettings  # noqa: E402
@@ -182,14 +182,7 @@ def plot(results, args) -> None:
                label="cepsql: adaptive / static, same chunks")
     right.plot(x, [s["hindsight"] / s["static"] for s in speed], "d:",
                label="whole-stream plan / start-up plan")
-    right.axhline(PAPER_RATIO, color="red", ls="--", label="SIGMOD'19 Fig. 13: >= 10x")
-    right.axhline(1.0, color="grey", lw=0.8)
-    right.set_yscale("log")
-    right.set_ylabel("throughput ratio")
-    for ax in (left, right):
-        ax.set_xscale("log")
-        ax.set_xlabel("x: events between reshufflings")
-        ax.legend(fontsize=8)
+    ratio_axes(left, right, "x: events between reshufflings")
     fig.suptitle(f"Adaptive workload re-planning, {len(PATTERNS)} patterns, {args.rows:,} "
                  f"events, {args.types} types, y = 5, window {args.window} s, "
                  f"min gain {args.min_gain:g}")

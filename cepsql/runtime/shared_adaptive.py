@@ -29,7 +29,7 @@ other workload keeps its start-up plan (``static_reason`` says why; in ``stats``
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -180,11 +180,7 @@ class AdaptiveSharedEvaluator:
             out += self._close_old()
         return out + self.cur.finish()
 
-    def run(self, batches: Iterable[pa.RecordBatch]) -> Output:
-        out: Output = []
-        for batch in batches:
-            out += self.feed(batch)
-        return out + self.finish()
+    run = SharedEvaluator.run   # feed every batch, then finish
 
     @property
     def stats(self) -> dict:
