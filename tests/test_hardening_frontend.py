@@ -295,3 +295,9 @@ def test_on_spark(spark, case):
     got = [tuple(None if v != v else v for v in r)
            for r in df.toPandas().astype(object).itertuples(index=False)]
     assert (df.columns, sorted(got, key=str)) == (cols, sorted(rows, key=str))
+
+
+def test_an_interval_sqlglot_invents_is_placed_at_the_text_it_came_from():
+    """``INTERVAL '1' DAY 2`` parses as INTERVAL '1' DAY + INTERVAL '2', a node with no
+    token of its own: its error points at the nearest written text (found by fuzzing)."""
+    check(stmt(m="ROUND(A.p, INTERVAL '1' DAY 2) AS y"), CepUnsupportedError, "'1' DAY 2")

@@ -112,7 +112,14 @@ class ToAlgebra:
         self.base = base
 
     def pos(self, node: exp.Expr) -> int | None:
-        return sql_pos(node, self.base)
+        """The node's offset, else its nearest positioned ancestor's: sqlglot builds some
+        nodes from no token of their own (``INTERVAL '1' DAY 2`` adds an INTERVAL '2')."""
+        while node is not None:
+            found = sql_pos(node, self.base)
+            if found is not None:
+                return found
+            node = node.parent
+        return None
 
     def convert(self, node: exp.Expr) -> Expr:
         result = self._convert(node)
