@@ -301,3 +301,13 @@ def test_an_interval_sqlglot_invents_is_placed_at_the_text_it_came_from():
     """``INTERVAL '1' DAY 2`` parses as INTERVAL '1' DAY + INTERVAL '2', a node with no
     token of its own: its error points at the nearest written text (found by fuzzing)."""
     check(stmt(m="ROUND(A.p, INTERVAL '1' DAY 2) AS y"), CepUnsupportedError, "'1' DAY 2")
+
+
+def test_a_table_name_with_an_empty_part_is_a_syntax_error():
+    """``FROM ..t`` (found by fuzzing): Spark's parser refuses it; in-process said
+    AttributeError."""
+    sql = stmt().replace("FROM t", "FROM ..t")
+    with pytest.raises(CepSyntaxError) as info:
+        cepsql.match_recognize(sql, t=T)
+    line, col = loc(sql, "..t")
+    assert (info.value.line, info.value.col) == (line, col + 2), str(info.value)  # at t

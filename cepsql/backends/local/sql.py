@@ -357,8 +357,12 @@ class _Runner:
             self.check_args(src, frozenset({"this", "alias", "db", "catalog"}))
             if not isinstance(src.this, exp.Identifier):
                 raise unsupported("table-valued functions", self.pos(src))
-            parts = [p.name for p in (src.args.get("catalog"), src.args.get("db"), src.this)
-                     if p is not None]
+            written = [p for p in (src.args.get("catalog"), src.args.get("db"), src.this)
+                       if p is not None]
+            if not all(isinstance(p, exp.Identifier) for p in written):  # `FROM ..t`
+                raise CepSyntaxError("syntax error at or near '.': a table name part is "
+                                     "missing", pos=self.pos(src))
+            parts = [p.name for p in written]
             table, qualifier = scope.lookup(parts, ".".join(parts), self.pos(src))
         elif isinstance(src, exp.Subquery):
             self.check_args(src, frozenset({"this", "alias"}))
