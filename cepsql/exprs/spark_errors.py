@@ -9,7 +9,7 @@ from decimal import Decimal
 
 __all__ = ["TRY_FUNCTION", "LONG_OVERFLOW", "DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO",
            "arithmetic_overflow", "binary_arithmetic_overflow", "interval_overflow",
-           "decimal_out_of_range"]
+           "decimal_out_of_range", "cast_overflow"]
 
 #: operator -> the try_ function Spark's overflow errors suggest
 TRY_FUNCTION = {"+": "try_add", "-": "try_subtract", "*": "try_multiply"}
@@ -48,3 +48,15 @@ def decimal_out_of_range(value: Decimal, precision: int, scale: int) -> str:
     """A DECIMAL result beyond its type under ANSI (Spark's Decimal.toPrecision)."""
     return (f"[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  {value:f} cannot be represented "
             f"as Decimal({precision}, {scale}). {_BYPASS[:-1]}, and return NULL instead.")
+
+
+#: Spark's suffix of an integer value of each type in its messages (INT has none)
+_INTEGER_SUFFIX = {"TINYINT": "Y", "SMALLINT": "S", "INT": "", "BIGINT": "L"}
+
+
+def cast_overflow(value: int, source: str, target: str) -> str:
+    """An integer CAST (source, target: Spark's type names) whose value leaves the
+    target type, under ANSI."""
+    return (f'[CAST_OVERFLOW] The value {value}{_INTEGER_SUFFIX.get(source, "")} of the type '
+            f'"{source}" cannot be cast to "{target}" due to an overflow. Use `try_cast` to '
+            "tolerate overflow and return NULL instead.")
