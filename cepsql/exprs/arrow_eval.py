@@ -590,8 +590,7 @@ def _integer_cast_overflow(v: Value, target: pa.DataType, pos: int | None) -> Ce
     limit = 1 << (target.bit_width - 1)
     values = [v.as_py()] if isinstance(v, pa.Scalar) else v.to_pylist()
     bad = next(x for x in values if x is not None and not -limit <= x < limit)
-    return CepRuntimeError(cast_overflow(bad, _spark_type_name(v.type),
-                                         _spark_type_name(target)), pos=pos)
+    return CepRuntimeError(cast_overflow(bad, v.type.bit_width, target.bit_width), pos=pos)
 
 
 def _as_bool(v: Value) -> Value:

@@ -50,13 +50,14 @@ def decimal_out_of_range(value: Decimal, precision: int, scale: int) -> str:
             f"as Decimal({precision}, {scale}). {_BYPASS[:-1]}, and return NULL instead.")
 
 
-#: Spark's suffix of an integer value of each type in its messages (INT has none)
-_INTEGER_SUFFIX = {"TINYINT": "Y", "SMALLINT": "S", "INT": "", "BIGINT": "L"}
+#: an integer type's bit width -> (Spark's SQL name, its values' suffix in Spark's messages)
+_INTEGER_TYPES = {8: ("TINYINT", "Y"), 16: ("SMALLINT", "S"), 32: ("INT", ""), 64: ("BIGINT", "L")}
 
 
-def cast_overflow(value: int, source: str, target: str) -> str:
-    """An integer CAST (source, target: Spark's type names) whose value leaves the
-    target type, under ANSI."""
-    return (f'[CAST_OVERFLOW] The value {value}{_INTEGER_SUFFIX.get(source, "")} of the type '
-            f'"{source}" cannot be cast to "{target}" due to an overflow. Use `try_cast` to '
-            "tolerate overflow and return NULL instead.")
+def cast_overflow(value: int, source_bits: int, target_bits: int) -> str:
+    """An integer CAST whose value leaves the target type (both told by their bit
+    width), under ANSI."""
+    (source, suffix), (target, _) = _INTEGER_TYPES[source_bits], _INTEGER_TYPES[target_bits]
+    return (f'[CAST_OVERFLOW] The value {value}{suffix} of the type "{source}" cannot be '
+            f'cast to "{target}" due to an overflow. Use `try_cast` to tolerate overflow and '
+            "return NULL instead.")
