@@ -26,6 +26,13 @@ from, so no log4j filter can tell cepsql's round from a round in the user's own
 overflows (``note_expression``): a session that never runs one keeps every such line;
 after that, a user's own round overflow in the same JVM loses its "Lost task" trace
 line too (its exception still reaches the user as Spark raised it).
+
+Spark gives some run-time errors no query context at all (SMALLINT / TINYINT overflow,
+unary minus and abs, integer CAST overflow, under ANSI): those are located by their words
+(error class, operator, target type) against the expressions cepsql generated for the
+newest statements (``error_position.message_culprits``). The same limit as for round
+applies: such an error of the user's own ``spark.sql`` is reported at a matching
+expression of cepsql's newest statement, when one has one.
 """
 from __future__ import annotations
 
