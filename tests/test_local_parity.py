@@ -4,6 +4,8 @@ user's text (B6: the condition VM and Arrow's kernels name no position,
 runtime/error_position.py finds the expression)."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -369,13 +371,17 @@ _BYPASS = 'If necessary set "spark.sql.ansi.enabled" to "false" to bypass this e
      f"being 0 and return NULL instead. {_BYPASS}"),
     ("b.l % b.z", "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor "
      f"being 0 and return NULL instead. {_BYPASS}"),
+    ("b.d + b.d", "[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  180000000000000000000000000"
+     f"000000000000 cannot be represented as Decimal(38, 0). {_BYPASS[:-1]}, and return NULL "
+     "instead."),  # was NULL in-process
 ])
 def test_measure_errors_in_sparks_words(measure, message):
     """Spark 4.3's words (SQLSTATE cut, as on Spark through cepsql) for MEASURES errors
     Spark raises without query context or in-process wording differed ("error evaluating
     expression: overflow", a remainder's DIVIDE_BY_ZERO)."""
     table = pa.table({"ts": [1], "i": pa.array([-2147483648], pa.int32()),
-                      "l": pa.array([3000000000], pa.int64()), "z": pa.array([0], pa.int64())})
+                      "l": pa.array([3000000000], pa.int64()), "z": pa.array([0], pa.int64()),
+                      "d": pa.array([Decimal("9e37")], pa.decimal128(38, 0))})
     sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES {measure} AS v "
            "ONE ROW PER MATCH PATTERN (b) DEFINE b AS b.ts > 0)")
     with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:

@@ -22,6 +22,7 @@ from cepsql.exprs.json_path import json_object_at, parse_json_path
 from cepsql.exprs.spark_errors import (DIVIDE_BY_ZERO, LONG_OVERFLOW, REMAINDER_BY_ZERO,
                                        arithmetic_overflow,
                                        binary_arithmetic_overflow, cast_overflow,
+                                       decimal_out_of_range, shown_product,
                                        interval_overflow)
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
@@ -141,7 +142,7 @@ class _Evaluator:
                                                  pa.types.is_string(b.type)):
             a, b = _coerce_pair(a, b)
         if op in ("+", "-", "*") and _needs_precision_loss(op, a, b):
-            return _decimal_arithmetic(op, a, b)
+            return _decimal_arithmetic(op, a, b, strict=self.ansi, pos=e.pos)
         if op in _ARITHMETIC:
             return _arithmetic(op, a, b, self.ansi, e.pos)
         if op in ("/", "%") and self.divide_by_zero_raises:
@@ -700,10 +701,12 @@ def _needs_precision_loss(op: str, a: Value, b: Value) -> bool:
     return max(ta.precision - ta.scale, tb.precision - tb.scale) + scale + 1 > 38
 
 
-def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
+def _decimal_arithmetic(op: str, a: Value, b: Value, *, strict: bool = False,
+                        pos: int | None = None) -> Value:
     """a op b on exact operands with a DECIMAL, as Spark computes it: exact, rounded
     HALF_UP to the result type of DecimalPrecision (allowPrecisionLoss); NULL for a zero
-    divisor or a result beyond its precision (try_divide and non-ANSI arithmetic)."""
+    divisor or a result beyond its precision (try_divide and non-ANSI arithmetic), or,
+    strict (+ - * under ANSI), Spark's NUMERIC_VALUE_OUT_OF_RANGE for the latter."""
     from decimal import Context, localcontext
 
     out = T.arithmetic_type(op, _spark_decimal(a), _spark_decimal(b))
@@ -721,7 +724,12 @@ def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
             if x is None or y is None or (op == "/" and y == 0):
                 values.append(None)
                 continue
-            q = apply(Decimal(x), Decimal(y)).quantize(quantum, rounding=ROUND_HALF_UP)
+            exact = apply(Decimal(x), Decimal(y))
+            q = exact.quantize(quantum, rounding=ROUND_HALF_UP)
+            if strict and abs(q) >= limit:
+                shown = shown_product(exact) if op == "*" else exact
+                raise CepRuntimeError(decimal_out_of_range(shown, out.precision, out.scale),
+                                      pos=pos)
             values.append(q if abs(q) < limit else None)
     result = pa.array(values, pa.decimal128(out.precision, out.scale))
     return result[0] if scalar_out else result

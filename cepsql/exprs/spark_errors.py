@@ -5,11 +5,11 @@ expression fails with the same message on every path.
 """
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_DOWN, Context, Decimal
 
 __all__ = ["TRY_FUNCTION", "LONG_OVERFLOW", "DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO",
            "arithmetic_overflow", "binary_arithmetic_overflow", "interval_overflow",
-           "decimal_out_of_range", "cast_overflow"]
+           "decimal_out_of_range", "shown_product", "cast_overflow"]
 
 #: operator -> the try_ function Spark's overflow errors suggest
 TRY_FUNCTION = {"+": "try_add", "-": "try_subtract", "*": "try_multiply"}
@@ -42,6 +42,16 @@ def interval_overflow(op: str) -> str:
     return ("[INTERVAL_ARITHMETIC_OVERFLOW.WITH_SUGGESTION] Integer overflow while operating "
             f"with intervals. Use `{TRY_FUNCTION.get(op, 'try_add')}` to tolerate overflow "
             "and return NULL instead.")
+
+
+# the value Spark's message shows for an overflowing DECIMAL product (checked against
+# Spark 4.3): rounded down to 39 significant digits (sums and differences: exact)
+_PRODUCT = Context(prec=39, rounding=ROUND_DOWN)
+
+
+def shown_product(exact: Decimal) -> Decimal:
+    """The value decimal_out_of_range shows for an exact DECIMAL product."""
+    return _PRODUCT.plus(exact)
 
 
 def decimal_out_of_range(value: Decimal, precision: int, scale: int) -> str:
