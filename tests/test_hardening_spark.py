@@ -322,6 +322,7 @@ def no_context(hard):
     ("2 + -b.i", "b.i AS", "-i"),  # a unary minus's position is its operand's
     ("abs(b.i)", "abs(b.i)", "abs(i)"),
     ("CAST(b.l AS INT)", "b.l AS INT", "CAST(l AS INT)"),  # a CAST's: its operand's
+    ("b.i - 1", "b.i - 1", "i - 1"),  # with a query context: the same words
 ])
 def test_measure_error_without_spark_context_at_the_expression(no_context, measure, culprit,
                                                                plain):

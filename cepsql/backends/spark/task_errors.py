@@ -36,7 +36,6 @@ expression of cepsql's newest statement, when one has one.
 """
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Callable
 
@@ -57,7 +56,6 @@ PENDING_OVERFLOWS_ATTR = "_cepsql_pending_round_overflows"  # text -> error, unl
 BIG_INTEGER_OVERFLOW = "BigInteger would overflow"
 SITES_ATTR = "_cepsql_error_sites"  # a clause's error_site id -> how to locate its errors
 REMEMBERED_MAX = 64
-_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
 
 _HOOK_MARK = "_cepsql_hook"
 EXECUTOR_LOGGER = "org.apache.spark.executor.Executor"
@@ -229,8 +227,8 @@ def _error_by_message(e, expressions: dict) -> CepRuntimeError | None:
     """A Spark run-time error without query context (SMALLINT overflow, unary minus,
     CAST overflow...) located by what its message says against the expressions cepsql
     generated, newest statement first: at the first expression that can have raised it,
-    naming every candidate when several can. Its message as in-process (no SQLSTATE)."""
-    message = _SQLSTATE.sub("", spark_message(e))
+    naming every candidate when several can."""
+    message = spark_message(e)
     by_statement: dict[str, list] = {}
     for text in reversed(list(expressions)):
         original, expr = expressions[text]
