@@ -220,9 +220,16 @@ def test_workload_shared_column_error_at_the_first_views_expression(ansi):
 
 
 def _spark_words(spark, expr: str, rows: str) -> str:
-    """Spark's own message evaluating expr over the VALUES rows (its SQLSTATE cut off)."""
-    with pytest.raises(Exception) as info:
-        spark.sql(f"SELECT {expr} AS v FROM VALUES {rows}").collect()
+    """Spark's own message evaluating expr over the VALUES rows (its SQLSTATE cut off).
+    The expressions cepsql noted are set aside meanwhile: an error Spark gives no query
+    context would otherwise be located in them by its words (task_errors)."""
+    noted = spark.__dict__.pop(task_errors.EXPRESSIONS_ATTR, None)
+    try:
+        with pytest.raises(Exception) as info:
+            spark.sql(f"SELECT {expr} AS v FROM VALUES {rows}").collect()
+    finally:
+        if noted is not None:
+            setattr(spark, task_errors.EXPRESSIONS_ATTR, noted)
     text = str(info.value).split("\n")[0]
     return text[:text.index(" SQLSTATE")] if " SQLSTATE" in text else text
 
@@ -281,14 +288,15 @@ def test_smallint_times_typed_literal_as_spark(hard, enabled):
                "DEFINE b AS b.s > 1)")
         table = pa.table({"ts": [1], "s": pa.array([30000], pa.int16())})
         with cepsql.planner_options(ansi=enabled):
-            if enabled:  # Spark's own error on Spark (it has no query context to locate)
-                with pytest.raises(Exception) as remote:
+            if enabled:  # Spark gives its error no query context: located by its words
+                with pytest.raises(CepRuntimeError) as remote:
                     hard.cep.sql(sql.format(t="hard_small")).collect()
                 with pytest.raises(CepRuntimeError) as local:
                     cepsql.match_recognize(sql.format(t="t"), t=table)
                 words = _spark_words(hard, "x * CAST(30000 AS SMALLINT)",
                                      "(CAST(30000 AS SMALLINT)) AS t(x)")
-                assert local.value.message == words and words in str(remote.value)
+                assert local.value.message == remote.value.message == words
+                _at(remote.value, sql.format(t="hard_small"), "b.s * CAST")
             else:
                 df = hard.cep.sql(sql.format(t="hard_small"))
                 assert dict(df.dtypes)["v"] == "smallint"
@@ -296,6 +304,64 @@ def test_smallint_times_typed_literal_as_spark(hard, enabled):
                     cepsql.match_recognize(sql.format(t="t"), t=table).v.tolist() == [-5888]
     finally:
         hard.conf.unset("spark.sql.ansi.enabled")
+
+
+_NO_CONTEXT_ROWS = ("(1, CAST(30000 AS SMALLINT), CAST(100 AS TINYINT), -2147483648, "
+                    "3000000000L) AS t(ts, s, y, i, l)")
+
+
+@pytest.fixture(scope="module")
+def no_context(hard):
+    hard.sql(f"SELECT * FROM VALUES {_NO_CONTEXT_ROWS}").createOrReplaceTempView("hard_nc")
+    return hard
+
+
+@pytest.mark.parametrize("measure, culprit, plain", [
+    ("LAST(b.ts) + b.s * b.s", "b.s * b.s", "s * s"),
+    ("b.y + b.y", "b.y + b.y", "y + y"),
+    ("2 + -b.i", "b.i AS", "-i"),  # a unary minus's position is its operand's
+    ("abs(b.i)", "abs(b.i)", "abs(i)"),
+    ("CAST(b.l AS INT)", "b.l AS INT", "CAST(l AS INT)"),  # a CAST's: its operand's
+    ("b.i - 1", "b.i - 1", "i - 1"),  # with a query context: the same words
+])
+def test_measure_error_without_spark_context_at_the_expression(no_context, measure, culprit,
+                                                               plain):
+    """Spark raises these in MEASURES with no query context (so its raw exception used to
+    reach the user): a CepRuntimeError in Spark's words, at the expression that can raise
+    it (told by the error class, operator and type); the same message in-process."""
+    sql = ("SELECT * FROM {t} MATCH_RECOGNIZE (ORDER BY ts\n"
+           f"  MEASURES LAST(b.ts) AS t0, {measure} AS v ONE ROW PER MATCH\n"
+           "  PATTERN (b) DEFINE b AS b.ts > 0)")
+    no_context.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(CepRuntimeError) as remote:
+            no_context.cep.sql(sql.format(t="hard_nc")).collect()
+        words = _spark_words(no_context, plain, _NO_CONTEXT_ROWS)
+    finally:
+        no_context.conf.unset("spark.sql.ansi.enabled")
+    assert remote.value.message == words
+    _at(remote.value, sql.format(t="hard_nc"), culprit)
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as local:
+        cepsql.match_recognize(sql.format(t="t"), t=no_context.table("hard_nc").toArrow())
+    assert local.value.message == words
+    _at(local.value, sql.format(t="t"), culprit)
+
+
+def test_measure_error_without_context_names_every_candidate(no_context):
+    """Two expressions can raise the same SMALLINT overflow: the first one's position,
+    both named."""
+    sql = ("SELECT * FROM hard_nc MATCH_RECOGNIZE (ORDER BY ts\n"
+           "  MEASURES b.s * b.s AS v,\n    LAST(b.s) * FIRST(b.s) AS w ONE ROW PER MATCH\n"
+           "  PATTERN (b) DEFINE b AS b.ts > 0)")
+    no_context.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        with pytest.raises(CepRuntimeError) as info:
+            no_context.cep.sql(sql).collect()
+    finally:
+        no_context.conf.unset("spark.sql.ansi.enabled")
+    assert info.value.message.startswith("[BINARY_ARITHMETIC_OVERFLOW] 30000S * 30000S")
+    assert info.value.message.endswith("(in one of: line 2, column 12; line 3, column 5)")
+    _at(info.value, sql, "b.s * b.s")
 
 
 @pytest.mark.parametrize("ta, a, tb, b, op", [

@@ -4,6 +4,8 @@ user's text (B6: the condition VM and Arrow's kernels name no position,
 runtime/error_position.py finds the expression)."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -352,3 +354,44 @@ def test_smallint_times_typed_literal_keeps_smallint(ansi):
             out = run_local(_SMALL_SQL, {"t": table})
             assert out.schema.field("v").type == pa.int16()
             assert out.column("v").to_pylist() == [-5888]
+
+
+_BYPASS = 'If necessary set "spark.sql.ansi.enabled" to "false" to bypass this error.'
+
+
+@pytest.mark.parametrize("measure, message", [
+    ("abs(b.i)", f"[ARITHMETIC_OVERFLOW] overflow. {_BYPASS}"),
+    ("CAST(b.l AS INT)", '[CAST_OVERFLOW] The value 3000000000L of the type "BIGINT" cannot '
+     'be cast to "INT" due to an overflow. Use `try_cast` to tolerate overflow and return '
+     "NULL instead."),
+    ("CAST(b.i AS SMALLINT)", '[CAST_OVERFLOW] The value -2147483648 of the type "INT" '
+     'cannot be cast to "SMALLINT" due to an overflow. Use `try_cast` to tolerate overflow '
+     "and return NULL instead."),
+    ("b.l / b.z", "[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor "
+     f"being 0 and return NULL instead. {_BYPASS}"),
+    ("b.l % b.z", "[REMAINDER_BY_ZERO] Remainder by zero. Use `try_mod` to tolerate divisor "
+     f"being 0 and return NULL instead. {_BYPASS}"),
+    ("b.d + b.d", "[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  180000000000000000000000000"
+     f"000000000000 cannot be represented as Decimal(38, 0). {_BYPASS[:-1]}, and return NULL "
+     "instead."),  # was NULL in-process
+])
+def test_measure_errors_in_sparks_words(measure, message):
+    """Spark 4.3's words (SQLSTATE cut, as on Spark through cepsql) for MEASURES errors
+    Spark raises without query context or in-process wording differed ("error evaluating
+    expression: overflow", a remainder's DIVIDE_BY_ZERO)."""
+    table = pa.table({"ts": [1], "i": pa.array([-2147483648], pa.int32()),
+                      "l": pa.array([3000000000], pa.int64()), "z": pa.array([0], pa.int64()),
+                      "d": pa.array([Decimal("9e37")], pa.decimal128(38, 0))})
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES {measure} AS v "
+           "ONE ROW PER MATCH PATTERN (b) DEFINE b AS b.ts > 0)")
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=table)
+    assert info.value.message == message
+
+
+def test_abs_wraps_without_ansi_as_spark():
+    table = pa.table({"ts": [1], "i": pa.array([-2147483648], pa.int32())})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES abs(b.i) AS v "
+           "ONE ROW PER MATCH PATTERN (b) DEFINE b AS b.ts > 0)")
+    with cepsql.planner_options(ansi=False):
+        assert cepsql.match_recognize(sql, t=table).v.tolist() == [-2147483648]

@@ -19,8 +19,11 @@ from cepsql.algebra.expressions import (ARRAY_ELEMENT, FIELD_ACCESS, MAP_VALUE, 
 from cepsql.errors import CepAnalysisError, CepError, CepRuntimeError, CepUnsupportedError
 from cepsql.exprs.ansi import ansi_enabled
 from cepsql.exprs.json_path import json_object_at, parse_json_path
-from cepsql.exprs.spark_errors import (LONG_OVERFLOW, arithmetic_overflow,
-                                       binary_arithmetic_overflow, interval_overflow)
+from cepsql.exprs.spark_errors import (DIVIDE_BY_ZERO, LONG_OVERFLOW, REMAINDER_BY_ZERO,
+                                       arithmetic_overflow,
+                                       binary_arithmetic_overflow, cast_overflow,
+                                       decimal_out_of_range, shown_product,
+                                       interval_overflow)
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 
@@ -139,7 +142,7 @@ class _Evaluator:
                                                  pa.types.is_string(b.type)):
             a, b = _coerce_pair(a, b)
         if op in ("+", "-", "*") and _needs_precision_loss(op, a, b):
-            return _decimal_arithmetic(op, a, b)
+            return _decimal_arithmetic(op, a, b, strict=self.ansi, pos=e.pos)
         if op in _ARITHMETIC:
             return _arithmetic(op, a, b, self.ansi, e.pos)
         if op in ("/", "%") and self.divide_by_zero_raises:
@@ -224,7 +227,13 @@ class _Evaluator:
                             *values)
 
     def _Cast(self, e: Cast) -> Value:
-        return _cast_value(self.value_of(e.operand), spark_type_to_arrow(e.to, e.pos), strict=True)
+        v, target = self.value_of(e.operand), spark_type_to_arrow(e.to, e.pos)
+        try:
+            return _cast_value(v, target, strict=True)
+        except pa.ArrowInvalid:
+            if not (pa.types.is_integer(v.type) and pa.types.is_integer(target)):
+                raise
+            raise _integer_cast_overflow(v, target, e.pos) from None
 
     def _FunctionCall(self, e: FunctionCall) -> Value:
         fn = _FUNCTIONS.get(e.name.lower())
@@ -577,6 +586,14 @@ def _cast_value(v: Value, target: pa.DataType, strict: bool = False) -> Value:
     return pc.cast(v, target, safe=True)
 
 
+def _integer_cast_overflow(v: Value, target: pa.DataType, pos: int | None) -> CepRuntimeError:
+    """Spark's CAST_OVERFLOW for the first integer of v outside target's range."""
+    limit = 1 << (target.bit_width - 1)
+    values = [v.as_py()] if isinstance(v, pa.Scalar) else v.to_pylist()
+    bad = next(x for x in values if x is not None and not -limit <= x < limit)
+    return CepRuntimeError(cast_overflow(bad, v.type.bit_width, target.bit_width), pos=pos)
+
+
 def _as_bool(v: Value) -> Value:
     if pa.types.is_null(v.type):
         return _cast_value(v, pa.bool_())
@@ -596,9 +613,8 @@ def _check_divisor(a: Value, b: Value, e: BinaryOp, evaluated=None) -> None:
     if evaluated is not None:
         zero = pc.and_(zero, evaluated)
     if pc.any(zero).as_py() if not isinstance(zero, pa.Scalar) else zero.as_py():
-        raise CepRuntimeError(
-            "[DIVIDE_BY_ZERO] division by zero; use try_divide to get NULL instead, or set "
-            "spark.sql.ansi.enabled=false", pos=e.pos)
+        raise CepRuntimeError(REMAINDER_BY_ZERO if e.op == "%" else DIVIDE_BY_ZERO,
+                              pos=e.pos)
 
 
 # operator -> Arrow's kernel
@@ -685,10 +701,12 @@ def _needs_precision_loss(op: str, a: Value, b: Value) -> bool:
     return max(ta.precision - ta.scale, tb.precision - tb.scale) + scale + 1 > 38
 
 
-def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
+def _decimal_arithmetic(op: str, a: Value, b: Value, *, strict: bool = False,
+                        pos: int | None = None) -> Value:
     """a op b on exact operands with a DECIMAL, as Spark computes it: exact, rounded
     HALF_UP to the result type of DecimalPrecision (allowPrecisionLoss); NULL for a zero
-    divisor or a result beyond its precision (try_divide and non-ANSI arithmetic)."""
+    divisor or a result beyond its precision (try_divide and non-ANSI arithmetic), or,
+    strict (+ - * under ANSI), Spark's NUMERIC_VALUE_OUT_OF_RANGE for the latter."""
     from decimal import Context, localcontext
 
     out = T.arithmetic_type(op, _spark_decimal(a), _spark_decimal(b))
@@ -706,7 +724,12 @@ def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
             if x is None or y is None or (op == "/" and y == 0):
                 values.append(None)
                 continue
-            q = apply(Decimal(x), Decimal(y)).quantize(quantum, rounding=ROUND_HALF_UP)
+            exact = apply(Decimal(x), Decimal(y))
+            q = exact.quantize(quantum, rounding=ROUND_HALF_UP)
+            if strict and abs(q) >= limit:
+                shown = shown_product(exact) if op == "*" else exact
+                raise CepRuntimeError(decimal_out_of_range(shown, out.precision, out.scale),
+                                      pos=pos)
             values.append(q if abs(q) < limit else None)
     result = pa.array(values, pa.decimal128(out.precision, out.scale))
     return result[0] if scalar_out else result
@@ -761,6 +784,20 @@ def _unary(fn: Callable) -> Callable:
         _arity(e, args, 1)
         return fn(args[0])
     return call
+
+
+def _abs(ev: _Evaluator, args: list, e: FunctionCall) -> Value:
+    """Spark's abs: integers wrap around without ANSI (abs of the minimum is itself) and
+    raise its ARITHMETIC_OVERFLOW with it."""
+    _arity(e, args, 1)
+    if not ev.ansi and pa.types.is_integer(args[0].type):
+        return pc.abs(args[0])
+    try:
+        return pc.abs_checked(args[0])
+    except pa.ArrowInvalid as err:
+        if "overflow" not in str(err):
+            raise
+        raise CepRuntimeError(arithmetic_overflow(), pos=e.pos) from None
 
 
 def _scalar_int(v: Value, e: FunctionCall, what: str, ansi: bool = True) -> int | None:
@@ -1115,7 +1152,7 @@ _FUNCTIONS: dict[str, Callable] = {
     FIELD_ACCESS: _struct_field,
     ARRAY_ELEMENT: _array_element,
     MAP_VALUE: _map_value,
-    "abs": _unary(pc.abs_checked),
+    "abs": _abs,
     "round": _round,
     "bround": lambda ev, args, e: _round(ev, args, e, half_even=True),
     "pmod": _pmod,

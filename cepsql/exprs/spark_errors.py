@@ -5,11 +5,11 @@ expression fails with the same message on every path.
 """
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_DOWN, Context, Decimal
 
 __all__ = ["TRY_FUNCTION", "LONG_OVERFLOW", "DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO",
            "arithmetic_overflow", "binary_arithmetic_overflow", "interval_overflow",
-           "decimal_out_of_range"]
+           "decimal_out_of_range", "shown_product", "cast_overflow"]
 
 #: operator -> the try_ function Spark's overflow errors suggest
 TRY_FUNCTION = {"+": "try_add", "-": "try_subtract", "*": "try_multiply"}
@@ -44,7 +44,30 @@ def interval_overflow(op: str) -> str:
             "and return NULL instead.")
 
 
+# the value Spark's message shows for an overflowing DECIMAL product (checked against
+# Spark 4.3): rounded down to 39 significant digits (sums and differences: exact)
+_PRODUCT = Context(prec=39, rounding=ROUND_DOWN)
+
+
+def shown_product(exact: Decimal) -> Decimal:
+    """The value decimal_out_of_range shows for an exact DECIMAL product."""
+    return _PRODUCT.plus(exact)
+
+
 def decimal_out_of_range(value: Decimal, precision: int, scale: int) -> str:
     """A DECIMAL result beyond its type under ANSI (Spark's Decimal.toPrecision)."""
     return (f"[NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION]  {value:f} cannot be represented "
             f"as Decimal({precision}, {scale}). {_BYPASS[:-1]}, and return NULL instead.")
+
+
+#: an integer type's bit width -> (Spark's SQL name, its values' suffix in Spark's messages)
+_INTEGER_TYPES = {8: ("TINYINT", "Y"), 16: ("SMALLINT", "S"), 32: ("INT", ""), 64: ("BIGINT", "L")}
+
+
+def cast_overflow(value: int, source_bits: int, target_bits: int) -> str:
+    """An integer CAST whose value leaves the target type (both told by their bit
+    width), under ANSI."""
+    (source, suffix), (target, _) = _INTEGER_TYPES[source_bits], _INTEGER_TYPES[target_bits]
+    return (f'[CAST_OVERFLOW] The value {value}{suffix} of the type "{source}" cannot be '
+            f'cast to "{target}" due to an overflow. Use `try_cast` to tolerate overflow and '
+            "return NULL instead.")

@@ -10,10 +10,12 @@ plan marked with ``sited_plan`` makes its workers tag such errors with an id
 """
 from __future__ import annotations
 
+import re
 from dataclasses import is_dataclass, replace
 
-from cepsql.algebra.expressions import BinaryOp, Cast, Expr, FunctionCall, walk
+from cepsql.algebra.expressions import BinaryOp, Cast, Expr, FunctionCall, Literal, UnaryOp, walk
 from cepsql.errors import CepError
+from cepsql.exprs.spark_errors import TRY_FUNCTION
 
 def _sum_or_avg(e: Expr) -> bool:
     """An aggregate whose running sum can overflow (the VM knows no offset for those)."""
@@ -38,6 +40,73 @@ def run_error_pos(message: str, spec) -> int | None:
                 return min(found)
     positions = [e.pos for e in spec.defines.values() if e.pos is not None]
     return min(positions) if positions else None
+
+
+_BINARY_OPERATOR = re.compile(r"\] \S+ ([-+*]) \S+ caused overflow")
+_CAST_TARGET = re.compile(r'cannot be cast to "([A-Z]+)')
+_SMALL_TYPES = ("SMALLINT", "TINYINT", "SHORT", "BYTE")
+_TYPE_ALIASES = {"INTEGER": "INT", "LONG": "BIGINT", "SHORT": "SMALLINT", "BYTE": "TINYINT"}
+
+
+def _operator(op: str):
+    return lambda e: isinstance(e, BinaryOp) and e.op.upper() == op
+
+
+def _small_operator(op: str):
+    """a SMALLINT / TINYINT op: no operand is a literal of a wider type (it would widen)."""
+    def raises(e: Expr) -> bool:
+        return _operator(op)(e) and not any(
+            isinstance(x, Literal) and str(x.type).upper() not in _SMALL_TYPES
+            for x in (e.left, e.right))
+    return raises
+
+
+def _negation(e: Expr) -> bool:
+    return (isinstance(e, UnaryOp) and e.op == "-") or \
+        (isinstance(e, FunctionCall) and e.name.lower() in ("abs", "negative"))
+
+
+def _cast_to(target: str):
+    def raises(e: Expr) -> bool:
+        if not isinstance(e, Cast):
+            return False
+        to = re.split(r"[\s(]", str(e.to).strip().upper(), maxsplit=1)[0]
+        return _TYPE_ALIASES.get(to, to) == _TYPE_ALIASES.get(target, target)
+    return raises
+
+
+def _message_raiser(message: str):
+    """What kind of expression raised Spark's error message, told by its class and the
+    operator or type it names; None for a message no expression kind is known to raise."""
+    if "[BINARY_ARITHMETIC_OVERFLOW]" in message:
+        found = _BINARY_OPERATOR.search(message)
+        return _small_operator(found.group(1)) if found else None
+    if "[ARITHMETIC_OVERFLOW]" in message:
+        ops = [op for op, fn in TRY_FUNCTION.items() if f"'{fn}'" in message]
+        return _operator(ops[0]) if ops else _negation
+    if "[CAST_OVERFLOW]" in message:
+        found = _CAST_TARGET.search(message)
+        return _cast_to(found.group(1)) if found else None
+    if "[DIVIDE_BY_ZERO]" in message:
+        return lambda e: _operator("/")(e) or _operator("DIV")(e) or (
+            isinstance(e, FunctionCall) and e.name.lower() == "div")
+    if "[REMAINDER_BY_ZERO]" in message:
+        return lambda e: _operator("%")(e) or (
+            isinstance(e, FunctionCall) and e.name.lower() in ("mod", "pmod"))
+    if "[NUMERIC_VALUE_OUT_OF_RANGE" in message:
+        return lambda e: any(_operator(op)(e) for op in "+-*/%") or _cast_to("DECIMAL")(e)
+    return None
+
+
+def message_culprits(message: str, exprs) -> list[Expr]:
+    """The sub-expressions of exprs, in order, that can have raised Spark's run-time error
+    message. Why: Spark gives some errors (SMALLINT overflow, unary minus, CAST overflow)
+    no query context; the message's class, operator and type are all there is to tell
+    which expression of the user's it came from."""
+    raises = _message_raiser(message)
+    if raises is None:
+        return []
+    return [n for e in exprs for n in walk(e) if n.pos is not None and raises(n)]
 
 
 def located_run_error(err: CepError, spec, sql: str) -> CepError:

@@ -9,7 +9,7 @@ locates those (runtime/error_position.py).
 """
 from __future__ import annotations
 
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from cepsql.compile.opcodes import (A_AVG, A_SUM, VM_ERR_CAST_OVERFLOW, VM_ERR_DIV_ZERO,
                                     VM_ERR_INDEX, VM_ERR_INTERVAL_OVERFLOW,
@@ -17,14 +17,14 @@ from cepsql.compile.opcodes import (A_AVG, A_SUM, VM_ERR_CAST_OVERFLOW, VM_ERR_D
                                     X_DEC, X_INT, X_NEG)
 from cepsql.exprs.spark_errors import (DIVIDE_BY_ZERO, LONG_OVERFLOW, REMAINDER_BY_ZERO,
                                        arithmetic_overflow, binary_arithmetic_overflow,
-                                       decimal_out_of_range, interval_overflow)
+                                       decimal_out_of_range, interval_overflow,
+                                       shown_product)
 
 __all__ = ["vm_error_message"]
 
 _OPS = {code: op for op, code in XO.items()}
-# the value Spark's message shows (checked against Spark 4.3): a product rounded down to
-# 39 significant digits, a quotient rounded HALF_UP to the result's scale, sums exact
-_PRODUCT = Context(prec=39, rounding=ROUND_DOWN)
+# the value Spark's message shows (checked against Spark 4.3): a product as
+# spark_errors.shown_product, a quotient rounded HALF_UP to the result's scale, sums exact
 _EXACT = Context(prec=200)
 
 # what the VM said before it named the instruction (an error whose instruction is unknown)
@@ -93,7 +93,7 @@ def _decimal(code: int, words: tuple[int, ...], a: int, b: int) -> str:
     elif op == "-":
         value = _EXACT.subtract(x, y)
     elif op == "*":
-        value = _PRODUCT.plus(_EXACT.multiply(x, y))
+        value = shown_product(_EXACT.multiply(x, y))
     elif op == "/":
         value = _EXACT.divide(x, y).quantize(Decimal(1).scaleb(-sr), ROUND_HALF_UP, _EXACT)
     else:  # % and pmod: Java's remainder (the dividend's sign), as Python's Decimal

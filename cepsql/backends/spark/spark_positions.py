@@ -20,6 +20,7 @@ _BOUND_VIEW = re.compile(r"_pyspark_[0-9a-f]{32}")
 _STAND_IN = "_pyspark_" + "0" * 32
 _LINE_POS = re.compile(r"\(?line (\d+),? pos(?:ition)? (\d+)\)?;?")
 _CONTEXT = re.compile(r"\n?== SQL.*", re.S)
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+")
 
 
 def seen_text(text: str, frames) -> str:
@@ -82,10 +83,11 @@ def user_offset(rewritten: str, original: str, offset: int) -> tuple[int, bool]:
 
 def spark_message(error: Exception) -> str:
     """Spark's message without its position and query-context snippet (cepsql gives the
-    position in the user's text instead)."""
+    position in the user's text instead) nor its SQLSTATE suffix (as the in-process
+    evaluator words the same error, exprs.spark_errors)."""
     text = _CONTEXT.sub("", str(error)).strip()
     first = text.splitlines()[0] if text else type(error).__name__
-    return _LINE_POS.sub("", first).strip().rstrip(";").strip()
+    return _SQLSTATE.sub("", _LINE_POS.sub("", first)).strip().rstrip(";").strip()
 
 
 def located(error: Exception, rewritten: str, original: str) -> tuple[str, int | None, bool]:

@@ -26,6 +26,13 @@ from, so no log4j filter can tell cepsql's round from a round in the user's own
 overflows (``note_expression``): a session that never runs one keeps every such line;
 after that, a user's own round overflow in the same JVM loses its "Lost task" trace
 line too (its exception still reaches the user as Spark raised it).
+
+Spark gives some run-time errors no query context at all (SMALLINT / TINYINT overflow,
+unary minus and abs, integer CAST overflow, under ANSI): those are located by their words
+(error class, operator, target type) against the expressions cepsql generated for the
+newest statements (``error_position.message_culprits``). The same limit as for round
+applies: such an error of the user's own ``spark.sql`` is reported at a matching
+expression of cepsql's newest statement, when one has one.
 """
 from __future__ import annotations
 
@@ -35,14 +42,14 @@ from typing import Callable
 from pyspark.errors import AnalysisException
 
 from cepsql.algebra.expressions import walk
-from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error
+from cepsql.errors import WIRE_TAG, CepError, CepRuntimeError, decode_error, position_of
 from cepsql.exprs.arrow_eval import round_overflow_error
-from cepsql.runtime.error_position import sited_plan
+from cepsql.runtime.error_position import message_culprits, sited_plan
 from cepsql.backends.spark.spark_positions import context_offset, spark_message, user_offset
 
 REMEMBERED_ATTR = "_cepsql_statements"  # on the SparkSession object: rewritten -> user text
-EXPRESSIONS_ATTR = "_cepsql_expressions"  # generated expression text -> (user text, pos)
-PENDING_ATTR = "_cepsql_pending_expressions"  # text -> pos, until remember_statement
+EXPRESSIONS_ATTR = "_cepsql_expressions"  # generated expression text -> (user text, expr)
+PENDING_ATTR = "_cepsql_pending_expressions"  # text -> expr, until remember_statement
 OVERFLOWS_ATTR = "_cepsql_round_overflows"  # generated text -> located CepRuntimeError
 PENDING_OVERFLOWS_ATTR = "_cepsql_pending_round_overflows"  # text -> error, unlocated
 # what a JVM error says when Spark's round/bround meets a scale its BigInteger cannot hold
@@ -133,8 +140,8 @@ def remember_statement(spark, rewritten: str, original: str) -> None:
     if rewritten == original:
         return
     _remember(spark, REMEMBERED_ATTR, rewritten, original)
-    for text, pos in pending.items():
-        _remember(spark, EXPRESSIONS_ATTR, text, (original, pos))
+    for text, expr in pending.items():
+        _remember(spark, EXPRESSIONS_ATTR, text, (original, expr))
     for text, err in overflows.items():
         _remember(spark, OVERFLOWS_ATTR, text, err.with_sql(original))
 
@@ -156,7 +163,7 @@ def note_expression(text: str, expr) -> None:
         return
     if session is None:
         return
-    _remember(session, PENDING_ATTR, text, pos)
+    _remember(session, PENDING_ATTR, text, expr)
     overflow = next(filter(None, map(round_overflow_error, walk(expr))), None)
     if overflow is not None:
         if overflow.pos is None:
@@ -204,8 +211,37 @@ def statement_error(e) -> CepError | None:
             return CepRuntimeError(spark_message(e), sql=original, pos=pos)
     for text in reversed(list(expressions)):
         if context_offset(e, text) is not None and _whole_text(e, text):
-            original, pos = expressions[text]
-            return CepRuntimeError(spark_message(e), sql=original, pos=pos)
+            original, expr = expressions[text]
+            return CepRuntimeError(spark_message(e), sql=original, pos=expr.pos)
+    return None if _has_context(e) else _error_by_message(e, expressions)
+
+
+def _has_context(e) -> bool:
+    try:
+        return bool(e.getQueryContext())
+    except Exception:  # noqa: BLE001  (a JVM error without contexts)
+        return False
+
+
+def _error_by_message(e, expressions: dict) -> CepRuntimeError | None:
+    """A Spark run-time error without query context (SMALLINT overflow, unary minus,
+    CAST overflow...) located by what its message says against the expressions cepsql
+    generated, newest statement first: at the first expression that can have raised it,
+    naming every candidate when several can."""
+    message = spark_message(e)
+    by_statement: dict[str, list] = {}
+    for text in reversed(list(expressions)):
+        original, expr = expressions[text]
+        by_statement.setdefault(original, []).append(expr)
+    for original, exprs in by_statement.items():
+        culprits = sorted({n.pos for n in message_culprits(message, exprs)})
+        if not culprits:
+            continue
+        if len(culprits) > 1:
+            places = "; ".join("line {}, column {}".format(*position_of(original, p))
+                               for p in culprits)
+            message = f"{message} (in one of: {places})"
+        return CepRuntimeError(message, sql=original, pos=culprits[0])
     return None
 
 
