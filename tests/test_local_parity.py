@@ -178,7 +178,31 @@ def test_cast_invalid_input_names_the_value():
            "  DEFINE b AS b.s = 5)")
     with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
         cepsql.match_recognize(sql, t=TICKS.assign(s=["1", " 2", "x7", "3", "y", "4"]))
-    assert info.value.message.startswith("[CAST_INVALID_INPUT] the string 'x7' ")
+    assert info.value.message.startswith(
+        "[CAST_INVALID_INPUT] The value 'x7' of the type \"STRING\" cannot be cast to "
+        "\"BIGINT\" because it is malformed.")
+
+
+@pytest.mark.parametrize("to, shown", [("INT", "INT"), ("DOUBLE", "DOUBLE"),
+                                       ("DECIMAL(5, 1)", "DECIMAL(5,1)"),
+                                       ("BOOLEAN", "BOOLEAN")])
+def test_explicit_cast_of_a_malformed_string_in_sparks_words(to, shown):
+    """CAST(s AS ...) of a value that does not parse: Spark's CAST_INVALID_INPUT with the
+    value as written under ANSI (Arrow's "Failed to parse string" before), NULL without."""
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id\n"
+           f"  MEASURES CAST(a.s AS {to}) AS y ALL ROWS PER MATCH PATTERN (a) DEFINE a AS true)")
+    t = pd.DataFrame({"id": [1, 2, 3], "s": ["1", " x2", "0"]})
+    with cepsql.planner_options(ansi=True), pytest.raises(CepRuntimeError) as info:
+        cepsql.match_recognize(sql, t=t)
+    assert info.value.message == (
+        f"[CAST_INVALID_INPUT] The value ' x2' of the type \"STRING\" cannot be cast to "
+        f"\"{shown}\" because it is malformed. Correct the value as per the syntax, or "
+        "change its target type. Use `try_cast` to tolerate malformed input and return NULL "
+        "instead.")
+    assert (info.value.line, info.value.col) == (2, sql.split("\n")[1].index("a.s") + 1)  # its operand
+    with cepsql.planner_options(ansi=False):
+        out = cepsql.match_recognize(sql, t=t)["y"].tolist()
+    assert pd.isna(out[1]) and not pd.isna(out[0]) and not pd.isna(out[2])
 
 
 # --- integer and interval overflow: Spark's values without ANSI, Spark's words with it -----

@@ -21,7 +21,7 @@ from cepsql.exprs.ansi import ansi_enabled
 from cepsql.exprs.json_path import json_object_at, parse_json_path
 from cepsql.exprs.spark_errors import (DIVIDE_BY_ZERO, LONG_OVERFLOW, REMAINDER_BY_ZERO,
                                        arithmetic_overflow,
-                                       binary_arithmetic_overflow, cast_overflow,
+                                       binary_arithmetic_overflow, cast_invalid_input, cast_overflow,
                                        decimal_out_of_range, shown_product,
                                        interval_overflow)
 
@@ -230,10 +230,30 @@ class _Evaluator:
         v, target = self.value_of(e.operand), spark_type_to_arrow(e.to, e.pos)
         try:
             return _cast_value(v, target, strict=True)
-        except pa.ArrowInvalid:
+        except (pa.ArrowInvalid, CepRuntimeError):
+            if pa.types.is_string(v.type):
+                return self._malformed_cast(v, target, e)
             if not (pa.types.is_integer(v.type) and pa.types.is_integer(target)):
                 raise
             raise _integer_cast_overflow(v, target, e.pos) from None
+
+    def _malformed_cast(self, v: Value, target: pa.DataType, e: Cast) -> Value:
+        """A string CAST some value of which does not parse: Spark's CAST_INVALID_INPUT
+        naming the first such value (as written) on the rows Spark evaluates, under ANSI;
+        NULL for those values otherwise."""
+        texts = [v.as_py()] if isinstance(v, pa.Scalar) else v.to_pylist()
+        evaluated = [True] * len(texts) if self.evaluated is None or isinstance(v, pa.Scalar) \
+            else self.evaluated.to_pylist()
+        out = []
+        for text, used in zip(texts, evaluated):
+            try:
+                out.append(None if text is None else
+                           _cast_value(pa.scalar(text, pa.string()), target).as_py())
+            except (pa.ArrowInvalid, CepRuntimeError):
+                if self.ansi and used:
+                    raise CepRuntimeError(cast_invalid_input(text, e.to), pos=e.pos) from None
+                out.append(None)
+        return pa.scalar(out[0], target) if isinstance(v, pa.Scalar) else pa.array(out, target)
 
     def _FunctionCall(self, e: FunctionCall) -> Value:
         fn = _FUNCTIONS.get(e.name.lower())
@@ -519,27 +539,30 @@ def _string_cast_target(t: pa.DataType) -> pa.DataType:
 def _string_to(v: Value, target: pa.DataType) -> Value:
     """A string cast the way Spark's ANSI cast parses it (trimmed, '+' sign allowed);
     a malformed value is Spark's CAST_INVALID_INPUT error."""
+    written = v
     v = pc.utf8_trim_whitespace(v)
     if pa.types.is_integer(target):
         v = pc.replace_substring_regex(v, pattern=r"^\+", replacement="")
     try:
         return _cast_value(v, target)
     except (pa.ArrowInvalid, CepRuntimeError):
-        raise CepRuntimeError(
-            f"[CAST_INVALID_INPUT] the string {_first_malformed(v, target)!r} cannot be cast "
-            f"to {_SPARK_NAMES.get(str(target), str(target)).upper()}") from None
+        raise CepRuntimeError(cast_invalid_input(
+            _first_malformed(v, written, target),
+            _SPARK_NAMES.get(str(target), str(target)))) from None
 
 
-def _first_malformed(v: Value, target: pa.DataType) -> str | None:
-    """The first value of v (trimmed strings) that does not cast to target: the one Spark's
-    CAST_INVALID_INPUT names, reading the rows in order."""
+def _first_malformed(v: Value, written: Value, target: pa.DataType) -> str | None:
+    """The first value of v (prepared strings) that does not cast to target, as written:
+    the one Spark's CAST_INVALID_INPUT names, reading the rows in order."""
     if isinstance(v, pa.Scalar):
-        return v.as_py()
-    for text in v.drop_null().to_pylist():
+        return written.as_py()
+    for text, shown in zip(v.to_pylist(), written.to_pylist()):
+        if text is None:
+            continue
         try:
             _cast_value(pa.scalar(text, pa.string()), target)
         except (pa.ArrowInvalid, CepRuntimeError):
-            return text
+            return shown
     return None
 
 

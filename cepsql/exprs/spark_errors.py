@@ -71,3 +71,13 @@ def cast_overflow(value: int, source_bits: int, target_bits: int) -> str:
     return (f'[CAST_OVERFLOW] The value {value}{suffix} of the type "{source}" cannot be '
             f'cast to "{target}" due to an overflow. Use `try_cast` to tolerate overflow and '
             "return NULL instead.")
+
+
+def cast_invalid_input(text: str, target_sql: str) -> str:
+    """A string CAST whose value does not parse as the target type, under ANSI (Spark
+    shows the value as written, spaces included)."""
+    target = target_sql.upper().replace(", ", ",")   # DECIMAL(5,1), as Spark prints it
+    return (f"[CAST_INVALID_INPUT] The value '{text}' of the type \"STRING\" cannot be cast "
+            f"to \"{target}\" because it is malformed. Correct the value as per the syntax, or "
+            "change its target type. Use `try_cast` to tolerate malformed input and return "
+            "NULL instead.")
