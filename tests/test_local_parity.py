@@ -15,8 +15,7 @@ from cepsql.algebra.expressions import BinaryOp, ColumnRef
 from cepsql.algebra.limits import MAX_PAREN_NESTING
 from cepsql.backends.local.engine import run_local
 from cepsql.backends.local.spark_functions import SPARK_FUNCTIONS
-from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError,
-                           CepUnsupportedError)
+from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError)
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.exprs.json_path import json_object_at, parse_json_path
 
