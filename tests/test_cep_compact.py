@@ -6,7 +6,6 @@ again with nodes, which order them by their rows)."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
