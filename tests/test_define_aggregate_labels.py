@@ -84,7 +84,8 @@ NUMBERED = [
     "coalesce(sum(coalesce(MATCH_NUMBER(), 2) * price), 0) < 20",
     "coalesce(max_by(vol, coalesce(MATCH_NUMBER(), price)), 0) < 3",
 ]
-SQL_PATTERNS = ["(A B+)", "((A | B)+)", "(A+ B+?)"]
+# "(B* A B+)": B is the first label, whose column the block must not take for A's rows
+SQL_PATTERNS = ["(A B+)", "((A | B)+)", "(A+ B+?)", "(B* A B+)"]
 CEP_STRATEGIES = ["SKIP_TILL_NEXT_MATCH", "SKIP_TILL_ANY_MATCH", "STRICT_CONTIGUITY"]
 
 
@@ -209,3 +210,13 @@ def test_if_over_values_of_different_rows(define):
     """Spark's if(c, a, b) runs in the condition VM as CASE WHEN c THEN a ELSE b (it
     evaluates computed aggregate arguments reading CLASSIFIER() too)."""
     assert_reference_rows(sql_query(define, "(A B+)"), T, cep=False)
+
+
+@pytest.mark.parametrize("define", CEP_LABELLED[:4])
+def test_cep_mode_with_the_first_label_not_the_aggregates_first(define):
+    """A pattern whose first variable (label 0) is not the first of the argument's
+    per-label columns: each row still reads its own label's column (the block was
+    shifted: every row read B's column in ``B A A``)."""
+    sql = cep_query(define, "SKIP_TILL_NEXT_MATCH").replace("PATTERN (A B+)",
+                                                            "PATTERN (C A B+)")
+    assert_reference_rows(sql, T, cep=True)

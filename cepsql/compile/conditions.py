@@ -792,9 +792,11 @@ def _label_block(em: _Emitter, e: AggregateValue, which: int) -> tuple[int, VmTy
     names = {part[0]: part[which] for part in e.per_label}
     default = e.per_label[0][which]
     first, t = em.column_index(default)
+    # every label's column registered first: column_index appends a column it has not
+    # seen, which inside the loop below would shift the block
+    located = [em.column_index(names.get(label, default)) for label in em.labels]
     block = len(em.columns)
-    for label in em.labels:
-        i, lt = em.column_index(names.get(label, default))
+    for i, lt in located:
         if lt != t:
             raise CepUnsupportedError(
                 f"{e.func.lower()}() in DEFINE reads CLASSIFIER() in an argument whose type "
