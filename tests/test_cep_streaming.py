@@ -154,6 +154,28 @@ def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
         assert 0 < stats["peak_partial_matches"] <= 2 ** window * window
 
 
+def test_plan_store_compacts_after_a_burst(monkeypatch):
+    """A burst of 300 a rows, then one a and one b every 10 rows: the a store's instances
+    leave the window, and a b's scan of them compacts the store (cep_tree _up) instead of
+    keeping them until the chunk ends -- at most 2 * (30 live + 1) + 256 per store after
+    the burst, where the row trigger let it grow to 2 * 257 + 256 (issue 25). Same rows
+    in one chunk as in 256-row chunks."""
+    n, burst = 6000, 300
+    v = [0 if i < burst else 0 if i % 10 == 0 else 1 if i % 10 == 5 else 2 for i in range(n)]
+    table = pa.table({"ts": list(range(n)), "v": v, "k": [(i * 7) % 10 for i in range(n)]})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES a.ts AS ta, b.ts AS tb "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN 300 ROWS "
+           "DEFINE a AS a.v = 0, b AS b.v = 1 AND b.k = a.k)")
+    stats = RunStatistics()
+    whole = to_pandas(run_local(sql, {"t": table}, stats=stats))
+    assert stats.last["planned"] == 1 and stats.last["peak_rows"] == n
+    assert 300 <= stats.last["peak_partial_matches"] <= 2 * (2 * 31 + 256)
+    _chunked(monkeypatch, 256, batch_rows=100)
+    chunked = to_pandas(run_local(sql, {"t": table}))
+    assert len(whole) == 435
+    assert sorted(map(tuple, chunked.values.tolist())) == sorted(map(tuple, whole.values.tolist()))
+
+
 def test_without_within_the_partition_is_held(monkeypatch):
     n = 2_000
     table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
