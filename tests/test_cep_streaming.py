@@ -138,6 +138,7 @@ def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
     table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
     sql = LONG.format(s=strategy, skip=skip, w=window)
     whole_stats, streamed_stats = RunStatistics(), RunStatistics()
+    monkeypatch.setattr(cep_worker_module, "WINDOW_CHUNK_ROWS", n)   # one call
     whole = to_pandas(run_local(sql, {"t": table}, stats=whole_stats))
     assert whole_stats.last["peak_rows"] == n
     assert len(whole) > 100
@@ -174,6 +175,19 @@ def test_plan_store_compacts_after_a_burst(monkeypatch):
     chunked = to_pandas(run_local(sql, {"t": table}))
     assert len(whole) == 435
     assert sorted(map(tuple, chunked.values.tolist())) == sorted(map(tuple, whole.values.tolist()))
+
+
+def test_windowed_calls_take_window_chunks():
+    """Under WITHIN the evaluator runs at most WINDOW_CHUNK_ROWS new rows per call (its
+    matches are held and sorted per call), not the SQL worker's CHUNK_ROWS (issue 25)."""
+    chunk, window = cep_worker_module.WINDOW_CHUNK_ROWS, 50
+    assert chunk < cep_worker_module.CHUNK_ROWS
+    n = 3 * chunk
+    table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
+    stats = RunStatistics()
+    run_local(LONG.format(s="SKIP_TILL_NEXT_MATCH", skip="", w=window), {"t": table},
+              stats=stats)
+    assert stats.last["peak_rows"] <= chunk + 4 * window
 
 
 def test_without_within_the_partition_is_held(monkeypatch):
