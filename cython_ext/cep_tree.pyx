@@ -20,6 +20,10 @@ from cepsql._ext.cep_output cimport *
 
 import numpy as np
 
+# dead instances a scan may skip beyond its live ones before it compacts the store (_up)
+cdef enum:
+    DEAD_SLACK = 256
+
 cnp.import_array()
 
 
@@ -280,9 +284,13 @@ cdef class CepTree(CepOutput):
 
     cdef int _up(self, int node, i64* pos, i64* cmp, i64 stride, i64 m,
                  i64 mn) noexcept nogil:
-        """A new instance of node: to the root's check, or joined with the sibling's."""
+        """A new instance of node: to the root's check, or joined with the sibling's.
+        A scan that skipped more instances out of the window than it joined compacts the
+        sibling's store: the row-count trigger of _plan_rows compares with the live count
+        of the last compaction, which after a burst of instances lets a store hold many
+        times its live ones until a chunk's end compacts it (issue 25's chunk-size gap)."""
         cdef int parent = self.pl_node[node * 5 + 4], sib
-        cdef i64 k, off
+        cdef i64 k, off, dead = 0, n
         cdef Buf* s
         cdef Buf* e
         if parent < 0:
@@ -292,13 +300,17 @@ cdef class CepTree(CepOutput):
             return self._closures(sib, pos, cmp, stride, m, -1, parent, -1, -1)
         s = &self.nd_inst[sib]
         e = &self.nd_ent[sib]
-        for k in range(s.n // 3):
+        n = s.n // 3
+        for k in range(n):
             if not self._alive(s.data[3 * k + 2], self.cur_row):
+                dead += 1
                 continue
             off = s.data[3 * k]
             if self._join(parent, pos, cmp, stride, m, mn, e.data + 2 * off,
                           e.data + 2 * off + 1, 2, s.data[3 * k + 1], s.data[3 * k + 2]):
                 return -1
+        if dead > n - dead + DEAD_SLACK:
+            self._plan_compact(sib, self.cur_row)
         return 0
 
     cdef int _join(self, int parent, i64* ip, i64* ic, i64 ist, i64 im, i64 imin,

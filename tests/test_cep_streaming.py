@@ -138,6 +138,7 @@ def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
     table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
     sql = LONG.format(s=strategy, skip=skip, w=window)
     whole_stats, streamed_stats = RunStatistics(), RunStatistics()
+    monkeypatch.setattr(cep_worker_module, "WINDOW_CHUNK_ROWS", n)   # one call
     whole = to_pandas(run_local(sql, {"t": table}, stats=whole_stats))
     assert whole_stats.last["peak_rows"] == n
     assert len(whole) > 100
@@ -152,6 +153,41 @@ def test_long_partition_memory_is_bounded(monkeypatch, strategy, skip, window):
     if strategy == "SKIP_TILL_ANY_MATCH":   # the planned evaluator: instances stay bounded
         assert stats["planned"] == 1
         assert 0 < stats["peak_partial_matches"] <= 2 ** window * window
+
+
+def test_plan_store_compacts_after_a_burst(monkeypatch):
+    """A burst of 300 a rows, then one a and one b every 10 rows: the a store's instances
+    leave the window, and a b's scan of them compacts the store (cep_tree _up) instead of
+    keeping them until the chunk ends -- at most 2 * (30 live + 1) + 256 per store after
+    the burst, where the row trigger let it grow to 2 * 257 + 256 (issue 25). Same rows
+    in one chunk as in 256-row chunks."""
+    n, burst = 6000, 300
+    v = [0 if i < burst else 0 if i % 10 == 0 else 1 if i % 10 == 5 else 2 for i in range(n)]
+    table = pa.table({"ts": list(range(n)), "v": v, "k": [(i * 7) % 10 for i in range(n)]})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES a.ts AS ta, b.ts AS tb "
+           "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b)) WITHIN 300 ROWS "
+           "DEFINE a AS a.v = 0, b AS b.v = 1 AND b.k = a.k)")
+    stats = RunStatistics()
+    whole = to_pandas(run_local(sql, {"t": table}, stats=stats))
+    assert stats.last["planned"] == 1 and stats.last["peak_rows"] == n
+    assert 300 <= stats.last["peak_partial_matches"] <= 2 * (2 * 31 + 256)
+    _chunked(monkeypatch, 256, batch_rows=100)
+    chunked = to_pandas(run_local(sql, {"t": table}))
+    assert len(whole) == 435
+    assert sorted(map(tuple, chunked.values.tolist())) == sorted(map(tuple, whole.values.tolist()))
+
+
+def test_windowed_calls_take_window_chunks():
+    """Under WITHIN the evaluator runs at most WINDOW_CHUNK_ROWS new rows per call (its
+    matches are held and sorted per call), not the SQL worker's CHUNK_ROWS (issue 25)."""
+    chunk, window = cep_worker_module.WINDOW_CHUNK_ROWS, 50
+    assert chunk < cep_worker_module.CHUNK_ROWS
+    n = 3 * chunk
+    table = pa.table({"ts": list(range(n)), "v": [(i * 7 + i // 13) % 11 for i in range(n)]})
+    stats = RunStatistics()
+    run_local(LONG.format(s="SKIP_TILL_NEXT_MATCH", skip="", w=window), {"t": table},
+              stats=stats)
+    assert stats.last["peak_rows"] <= chunk + 4 * window
 
 
 def test_without_within_the_partition_is_held(monkeypatch):

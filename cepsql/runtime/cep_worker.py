@@ -4,7 +4,7 @@ Runs in tasks (Spark's Python workers, or the in-process threads), built from a
 compile.worker_config.CepConfig. Same contract and output layout as the SQL-mode MatchWorker (whose column encoding and
 output assembly it reuses).
 
-With WITHIN the stream is cut into chunks of about CHUNK_ROWS rows regardless of the
+With WITHIN the stream is cut into chunks of about WINDOW_CHUNK_ROWS rows regardless of the
 PARTITION BY groups: the last group of a chunk stays open, the evaluator carries its
 runs, match buffer and undecided matches into the next chunk and says which rows it may
 still read (``keep``: the window back from the newest row, the first row of any match not
@@ -50,6 +50,12 @@ STATE_LIMIT_KEY = "cepsql.cep.maxPartialMatches"
 BYTES_PER_ENTRY = 96
 #: share of a worker's memory (per core) the state of one partition may take
 MEMORY_SHARE = 0.5
+#: most rows per evaluator call under WITHIN (at most CHUNK_ROWS): a call holds its
+#: matches until its end, then sorts them into MATCH_NUMBER order, so fewer rows per call
+#: keep that buffer in cache (issue 25: 65,536-row chunks 1.2x the CPU of 8192-row ones
+#: on 4M matches, never faster in benchmarks/bench_chunk_sizes.py); a window longer
+#: than this still runs in calls of twice its carried rows (PendingRows.keep)
+WINDOW_CHUNK_ROWS = 8192
 
 
 def default_state_limit() -> int:
@@ -204,18 +210,19 @@ class _GroupPush:
 
 
 class _WindowPush:
-    """One stream under WITHIN: chunks of about CHUNK_ROWS rows; the evaluator carries
+    """One stream under WITHIN: chunks of about WINDOW_CHUNK_ROWS rows; the evaluator carries
     the open group's state and says which rows it may still read (``keep``)."""
 
     def __init__(self, worker: CepWorker):
         self.worker = worker
         self.matcher = worker._new_matcher()
-        self.pending = PendingRows(worker._group_starts, CHUNK_ROWS)
+        self.chunk_rows = min(CHUNK_ROWS, WINDOW_CHUNK_ROWS)
+        self.pending = PendingRows(worker._group_starts, self.chunk_rows)
         self.carried = 0  # leading pending rows the evaluator's open state refers to
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
-        for piece in pieces([batch], CHUNK_ROWS):
+        for piece in pieces([batch], self.chunk_rows):
             out += self._feed_piece(piece)
         return out
 
