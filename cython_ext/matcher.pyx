@@ -888,6 +888,19 @@ cdef class SqlMatcher(ConditionHost):
             k += 1
         return k >= self.forced_len or self.forced[k] == item
 
+    cdef inline void _begin_attempt(self, i64 start, ThreadList* cur,
+                                    ThreadList* nxt) noexcept nogil:
+        """A fresh attempt at start (the search and the open-chunk probe): empty thread
+        lists and history, the initial thread added (tmp[0..S) is the depth-0 buffer;
+        _add copies it before SPLIT branches)."""
+        self.s = start
+        self.n_nodes = 0
+        self.undecided = 0
+        self._list_clear(cur)
+        self._list_clear(nxt)
+        self._init_state(self.tmp, start)
+        self._add(cur, 0, self.tmp, start, 0)
+
     cdef int _attempt(self, i64 start) noexcept nogil:
         """_try_match, honouring a searched PERMUTE's preference: its orders come first,
         lexicographically by item position, its items' inner choices after (Trino: the
@@ -1295,13 +1308,7 @@ cdef class SqlMatcher(ConditionHost):
         cdef i64 r = start
         cdef i64 pend_n = self.pend_n, hits = self.memo_hits
         cdef int shown = 0
-        self.s = start
-        self.n_nodes = 0
-        self.undecided = 0
-        self._list_clear(cur)
-        self._list_clear(nxt)
-        self._init_state(self.tmp, start)
-        self._add(cur, 0, self.tmp, start, 0)
+        self._begin_attempt(start, cur, nxt)
         while cur.n > 0 and self.probe_left > 0:
             self.probe_left -= 1
             self._list_clear(nxt)
@@ -1593,14 +1600,7 @@ cdef class SqlMatcher(ConditionHost):
             if found:
                 self.last_found = 0
                 return 2 if found > 0 else -1
-        self.s = start
-        self.n_nodes = 0
-        self.undecided = 0
-        self._list_clear(cur)
-        self._list_clear(nxt)
-        # tmp[0..S) is the depth-0 buffer; _add copies it before SPLIT branches
-        self._init_state(self.tmp, start)
-        self._add(cur, 0, self.tmp, start, 0)
+        self._begin_attempt(start, cur, nxt)
         while cur.n > 0:
             self._list_clear(nxt)
             if self._step(cur, nxt, r, self._dead_at(r)):
