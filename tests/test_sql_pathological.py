@@ -183,6 +183,21 @@ def test_counted_loop_longer_than_the_input(chunk_rows):
     assert thread_steps(COUNTED, ones(n), chunk_rows=chunk_rows) <= 2 * n
 
 
+def fewest_rows_seen(mp: pytest.MonkeyPatch, sql: str) -> list[int]:
+    """The fewest_rows bound of every matcher sql's run builds (over three ones)."""
+    seen = []
+    original = worker_module.MatchWorker._new_matcher
+
+    def spy(self):
+        matcher = original(self)
+        seen.append(matcher.fewest_rows)
+        return matcher
+
+    mp.setattr(worker_module.MatchWorker, "_new_matcher", spy)
+    cepsql.match_recognize(sql, t=ones(3))
+    return seen
+
+
 @pytest.mark.parametrize("pattern,fewest", [
     ("(A{700}){700}", 490_000), ("A+ B?", 1), ("(A B){2,} C", 5), ("(A* B?)* C", 1),
     ("(A{2}){3} B{2,}", 8), ("(A{2,3} | B){4}", 4), ("^ A $", 1), ("A?", 0),
@@ -193,38 +208,18 @@ def test_counted_loop_longer_than_the_input(chunk_rows):
 def test_fewest_rows_of_a_match(pattern, fewest, unroll_limit):
     # the bound that ends the search near a partition's end; exact for these patterns,
     # unrolled and as counted loops (UNROLL_LIMIT 0) alike
-    seen = []
-    original = worker_module.MatchWorker._new_matcher
-
-    def spy(self):
-        matcher = original(self)
-        seen.append(matcher.fewest_rows)
-        return matcher
-
     defines = {"A": "A AS x = 1", "B": "B AS x = 2", "C": "C AS x = 3"}
     used = ", ".join(d for v, d in defines.items() if v in pattern)
     sql = HEAD + f"({pattern}) DEFINE {used})"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(worker_module.MatchWorker, "_new_matcher", spy)
         mp.setattr(program, "UNROLL_LIMIT", unroll_limit)
-        cepsql.match_recognize(sql, t=ones(3))
-    assert seen == [fewest]
+        assert fewest_rows_seen(mp, sql) == [fewest]
 
 
 def test_searched_permute_counts_every_item():
     # PERMUTE(A+, C+, D+, E+, F+, G+, B): every item is used, at least one row each
-    seen = []
-    original = worker_module.MatchWorker._new_matcher
-
-    def spy(self):
-        matcher = original(self)
-        seen.append(matcher.fewest_rows)
-        return matcher
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(worker_module.MatchWorker, "_new_matcher", spy)
-        cepsql.match_recognize(PERMUTE_7, t=ones(3))
-    assert seen == [7]
+        assert fewest_rows_seen(mp, PERMUTE_7) == [7]
 
 
 def test_memo_tells_first_values_apart():
