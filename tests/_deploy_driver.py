@@ -11,6 +11,8 @@ import json
 import os
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -52,7 +54,21 @@ def worker_processes(spark) -> list[list]:
     return [list(r) for r in df.collect()]
 
 
+def exit_with_parent() -> None:
+    """A killed pytest must not leave this driver and its Spark JVMs running for hours:
+    once the parent is gone (this process re-parented), exit at once; the JVMs started
+    by pyspark exit when their Python parent does."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(3)
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def main(mode: str) -> None:
+    exit_with_parent()
     spark = session(mode)
     import cepsql  # noqa: F401  (after the session: Connect sessions get .cep too)
     from support.deploy_queries import QUERIES, run_all, run_stream, statement_requests

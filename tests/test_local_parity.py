@@ -18,6 +18,8 @@ from cepsql.backends.local.spark_functions import SPARK_FUNCTIONS
 from cepsql.errors import (CepAnalysisError, CepError, CepRuntimeError, CepSyntaxError)
 from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.exprs.json_path import json_object_at, parse_json_path
+from cepsql.reference.sql import evaluate_reference
+from test_property_sql import spec_of
 
 TICKS = pd.DataFrame({"sym": ["a"] * 6, "ts": range(6), "n": [5, 3, 4, 6, 2, 7]})
 
@@ -418,3 +420,22 @@ def test_abs_wraps_without_ansi_as_spark():
            "ONE ROW PER MATCH PATTERN (b) DEFINE b AS b.ts > 0)")
     with cepsql.planner_options(ansi=False):
         assert cepsql.match_recognize(sql, t=table).v.tolist() == [-2147483648]
+
+
+_BIGINT_LITERAL_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES a.x + 10L AS y "
+                       "ONE ROW PER MATCH PATTERN (a) DEFINE a AS a.x + 10L > 0)")
+
+
+@pytest.mark.parametrize("ansi", [True, False])
+def test_bigint_literal_widens_int_column(ansi):
+    """``x + 10L`` is BIGINT in Spark: an INT column at its maximum plus a BIGINT literal
+    neither overflows under ANSI nor wraps without it (the parser used to fold 10L into an
+    INT literal, so the sum overflowed at 32 bits); the reference agrees."""
+    table = pa.table({"ts": [1, 2], "x": pa.array([2**31 - 1, 5], pa.int32())})
+    with cepsql.planner_options(ansi=ansi):
+        out = run_local(_BIGINT_LITERAL_SQL, {"t": table})
+        assert out.schema.field("y").type == pa.int64()
+        assert out.column("y").to_pylist() == [2**31 + 9, 15]
+        spec = spec_of(_BIGINT_LITERAL_SQL)
+        _, expected = evaluate_reference(spec, table)
+    assert [row[-1] for row in expected] == [2**31 + 9, 15]

@@ -173,7 +173,7 @@ def test_aggregates():
 
 @pytest.mark.parametrize("text, expected", [
     ("1", Literal(1, "int")), ("1.5", Literal("1.5", "decimal")), ("2e3", Literal(2000.0, "double")),
-    ("1.5D", Literal(1.5, "double")), ("10L", Literal(10, "int")), ("-3", Literal(-3, "int")),
+    ("1.5D", Literal(1.5, "double")), ("10L", Cast(Literal(10, "int"), "bigint")), ("-3", Literal(-3, "int")),
     ("'abc'", Literal("abc", "string")), ("true", Literal(True, "bool")),
     ("NULL", Literal(None, "null")), ("DATE '2020-01-02'", Literal("2020-01-02", "date")),
     ("TIMESTAMP '2020-01-02 03:04:05'", Literal("2020-01-02 03:04:05", "timestamp")),

@@ -47,8 +47,10 @@ _BINARY = {
 _BINARY_FUNCS = {exp.NullSafeEQ: "equal_null", exp.ILike: "ilike", exp.RegexpLike: "rlike"}
 # FLOAT literals (1.1F) stay casts: the condition VM rounds them to float32 as Spark does;
 # so do SMALLINT / TINYINT ones (10S, CAST(10 AS SMALLINT)): an "int" literal would widen
-# x * CAST(30000 AS SMALLINT) to INT, where Spark keeps SMALLINT and overflows
-_LITERAL_TYPES = {"DOUBLE": "double", "BIGINT": "int", "INT": "int", "DECIMAL": "decimal"}
+# x * CAST(30000 AS SMALLINT) to INT, where Spark keeps SMALLINT and overflows; and BIGINT
+# ones (10L): an "int" literal would keep int_col + 10L at 32 bits, where Spark widens
+_LITERAL_TYPES = {"DOUBLE": "double", "INT": "int", "DECIMAL": "decimal"}
+_INTEGER_CASTS = frozenset({"bigint", "smallint", "tinyint"})
 
 
 def sql_pos(node: exp.Expr, base: int = 0) -> int | None:
@@ -434,6 +436,8 @@ class ToAlgebra:
 
     def _int_constant(self, node: exp.Expr, kind: str) -> int:
         value = self.convert(node)
+        if isinstance(value, Cast) and value.to in _INTEGER_CASTS:
+            value = value.operand  # 1L, 1S, 1Y: typed integer literals are constants too
         if isinstance(value, Literal) and value.type == "int":
             if value.value < 0:
                 raise CepAnalysisError(f"{kind} offset must not be negative", pos=value.pos)
