@@ -145,7 +145,7 @@ _SLOW = {**SETTINGS, "suppress_health_check": [*SETTINGS["suppress_health_check"
                                                HealthCheck.function_scoped_fixture]}
 
 
-@settings(max_examples=40, **_SLOW)
+@settings(max_examples=25, **_SLOW)
 @given(data=st.data(), table=drifting_streams(min_rows=30),
        pattern=st.integers(0, len(PATTERNS) - 1), window=st.sampled_from([2, 4, 8]),
        all_rows=st.booleans(), delay=st.sampled_from([0, 1000, 3000]))
@@ -173,7 +173,7 @@ def test_forced_switches_stream_equals_static_and_batch(forced_switches, data, t
             engine.checks, engine.switches)
 
 
-@settings(max_examples=25, **_SLOW)
+@settings(max_examples=12, **_SLOW)
 @given(data=st.data(), table=drifting_streams(min_rows=30),
        pattern=st.integers(0, len(PATTERNS) - 1), window=st.sampled_from([2, 4, 8]))
 def test_restart_from_stored_state_mid_drain(forced_switches, data, table, pattern, window):
