@@ -29,7 +29,6 @@ import sys
 import time
 from collections import Counter
 
-import numpy as np
 import pyarrow as pa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,11 +114,11 @@ def main() -> None:
     args = parser.parse_args()
     settings = AdaptiveSettings()
     sql = SQL.format(window=args.window, **pattern_types(args.types))
-    lines = [f"rows {args.rows}, {args.types} types (Zipf {args.skew}), window {args.window} s"
-             f" at 100 events/s, micro-batch {args.batch} rows, watermark delay {args.delay} s,"
-             f" cepsql.adaptive.* defaults; events per process-CPU second",
-             "", "| transform | x | uniform | static | adaptive | adaptive / static | "
-             "switches | checks | matches | load |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [(f"rows {args.rows}, {args.types} types (Zipf {args.skew}), window {args.window}"
+              f" s at 100 events/s, micro-batch {args.batch} rows, watermark delay "
+              f"{args.delay} s, cepsql.adaptive.* defaults; events per process-CPU second"),
+             "", ("| transform | x | uniform | static | adaptive | adaptive / static | "
+                  "switches | checks | matches | load |"), "|---|---|---|---|---|---|---|---|---|---|"]
     print(lines[0])
     for transform in args.transforms.split(","):
         xs = [0] if transform == "flip" else [int(x) for x in args.xs.split(",")]

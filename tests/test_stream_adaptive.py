@@ -29,10 +29,10 @@ from cepsql.stats.model import PatternStatistics
 from cepsql.stats.worker import InWorkerStatistics
 
 try:
-    from .test_adaptive import drifting_streams, rotating_plans  # noqa: F401 (fixture)
+    from .test_adaptive import drifting_streams, rotating_plans  # rotating_plans: a fixture
     from .test_property_sql import SETTINGS
 except ImportError:
-    from test_adaptive import drifting_streams, rotating_plans  # noqa: F401 (fixture)
+    from test_adaptive import drifting_streams, rotating_plans  # noqa: F401 (rotating_plans: a fixture)
     from test_property_sql import SETTINGS
 
 FLUSH_MS = 1 << 50
@@ -116,7 +116,7 @@ def stream(sql: str, table: pa.Table, cuts: list[int], delay_ms: int,
             states[key] = state_from_row(state_to_row(state))
             timers[key] = result.timer_ms
             out += result.output
-    for key, state in states.items():
+    for state in states.values():
         out += engine.advance(state, None, FLUSH_MS).output
     return _rows(out, bound.worker_schema), engines, states
 
@@ -133,7 +133,7 @@ def _rows(batches, schema) -> Counter:
 
 
 @pytest.fixture()
-def forced_switches(monkeypatch, rotating_plans):  # noqa: F811 (the imported fixture)
+def forced_switches(monkeypatch, rotating_plans):
     """Every check drifts and re-plans to the next of a rotation of trees: with FORCED
     each drift check of a plan of 3 or more components switches."""
     monkeypatch.setattr(adaptive, "drift", lambda base, now: float("inf"))
@@ -158,7 +158,7 @@ def test_forced_switches_stream_equals_static_and_batch(forced_switches, data, t
     assert static == want and not isinstance(engine, ReplanningEngine)
     off, [engine], _ = stream(sql, table, cuts, delay, None)   # plans once per key
     assert off == want
-    got, [engine], states = stream(sql, table, cuts, delay, FORCED)
+    got, [engine], _ = stream(sql, table, cuts, delay, FORCED)
     assert isinstance(engine, ReplanningEngine)
     assert got == want, (sql, cuts, delay)
     # forced: one key's every drift check switches (the planner's rotation is shared by
