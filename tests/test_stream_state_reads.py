@@ -47,7 +47,7 @@ def test_stored_value_reads_a_present_value_and_none_without_a_warning():
 
 
 def test_a_new_bucket_is_read_without_the_state_servers_warning(monkeypatch):
-    monkeypatch.setattr(processor, "new_engine", lambda *args: object())  # no rows to run
+    monkeypatch.setattr(processor, "stream_engine", lambda *args: object())  # no rows to run
     state = SparkLikeValueState()
     proc = MatchProcessor(worker=None, event_column="ts", sort_keys=[])
     proc.init(Handle(state))

@@ -285,42 +285,20 @@ class AdaptivePush:
 
     def _maybe_switch(self, table: pa.Table, keep_cur: int):
         """A new evaluator when the newest rows' statistics drifted and give another plan
-        that pays (``gain``) at settings.confirm checks in a row (restricted to matches
-        starting at the first unprocessed row), else None. While a plan waits for its
-        confirmation, the next chunk is checked in full whatever the drift."""
+        that pays (``drift_check``) at settings.confirm checks in a row (restricted to matches
+        starting at the first unprocessed row), else None."""
         w = self.worker
         sample = table.slice(max(0, table.num_rows - w.settings.check_rows))
         w.checks += 1
-        base = w.statistics
-        prior = w.settings.prior_events
-        if self.candidate is None and w.checks % w.settings.full_every and log_drift(
-                base.unary_selectivity,
-                {v: settled_fraction(base.unary_selectivity.get(v), f, sample.num_rows, prior)
-                 for v, f in unary_fractions(w.split, sample).items()}
-                ) <= w.settings.threshold:
+        verdict = drift_check(w.planner, w.settings, w.split, w.statistics, w.choice,
+                              sample, self.candidate, self.votes,
+                              not w.checks % w.settings.full_every)
+        w.statistics, self.candidate, self.votes = (verdict.statistics, verdict.candidate,
+                                                    verdict.votes)
+        choice = verdict.choice
+        if choice is None:
             return None
-        now = settle(base, w.planner.estimate(sample, w.settings.check_pairs), prior,
-                     w.settings.prior_pairs)
-        if self.candidate is None and drift(base, now) <= w.settings.threshold:
-            return None
-        choice = w.planner.choose_with(now)
-        shape = plan_shape(choice)
-        if shape == plan_shape(w.choice):   # the running plan is still the one to run
-            w.statistics = now
-            self.candidate = None
-            return None
-        if gain(w.choice, choice, w.planner) < w.settings.min_gain:
-            # keep the running plan's statistics: the drift stays visible, so later
-            # checks price the switch again as the newest rows accumulate evidence
-            self.candidate = None
-            return None
-        self.votes = self.votes + 1 if shape == self.candidate else 1
-        self.candidate = shape
-        if self.votes < w.settings.confirm:
-            return None
-        self.candidate = None
         digest = plan_digest(choice)
-        w.statistics = now
         w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
@@ -330,6 +308,52 @@ class AdaptivePush:
         fresh = w._new_matcher()
         fresh.restrict_first(t, NO_BOUND, 1)
         return fresh
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one drift check decided: the plan choice to switch to (None: keep the running
+    one), the statistics the running plan is priced on from now on, and the plan
+    awaiting confirmation (plan_shape) with the checks in a row that chose it."""
+    choice: object | None
+    statistics: object
+    candidate: tuple | None
+    votes: int
+
+
+def drift_check(planner, settings: AdaptiveSettings, split, statistics, running,
+                sample: pa.Table, candidate: tuple | None = None, votes: int = 0,
+                full: bool = False) -> Verdict:
+    """One drift check of the newest rows (sample) for a plan choice ``running`` priced
+    on ``statistics``: a switch when they drifted past settings.threshold and give
+    another plan that pays (``gain`` >= min_gain) at settings.confirm checks in a row.
+    The variables' row fractions alone are compared first (a few times cheaper than a
+    full estimate) unless ``full`` or a plan awaits its confirmation (then the sample
+    is estimated in full whatever the drift). Batch chunks (AdaptivePush) and stream
+    keys (backends/streaming) both decide with it."""
+    base, prior = statistics, settings.prior_events
+    keep = Verdict(None, base, candidate, votes)
+    if candidate is None and not full and log_drift(
+            base.unary_selectivity,
+            {v: settled_fraction(base.unary_selectivity.get(v), f, sample.num_rows, prior)
+             for v, f in unary_fractions(split, sample).items()}) <= settings.threshold:
+        return keep
+    now = settle(base, planner.estimate(sample, settings.check_pairs), prior,
+                 settings.prior_pairs)
+    if candidate is None and drift(base, now) <= settings.threshold:
+        return keep
+    choice = planner.choose_with(now)
+    shape = plan_shape(choice)
+    if shape == plan_shape(running):   # the running plan is still the one to run
+        return Verdict(None, now, None, votes)
+    if gain(running, choice, planner) < settings.min_gain:
+        # keep the running plan's statistics: the drift stays visible, so later
+        # checks price the switch again as the newest rows accumulate evidence
+        return Verdict(None, base, None, votes)
+    votes = votes + 1 if shape == candidate else 1
+    if votes < settings.confirm:
+        return Verdict(None, base, shape, votes)
+    return Verdict(choice, now, None, votes)
 
 
 def gain(current, fresh, planner) -> float:

@@ -131,10 +131,15 @@ def _run_streaming_clause(spark, df, site, source, full, offset, plan_query, res
     """A clause over a streaming source: the streaming backend (no sampling, no slicing),
     or ``clause_runner`` (a workload's one streaming pass). ``locate``: how the driver
     locates its tasks' errors that know no position (remember_clause)."""
-    options = options_from_conf(conf_reader(spark))
+    get = conf_reader(spark)
+    options = options_from_conf(get)
+    # no driver sample of a stream: each key plans from its own rows and re-plans as
+    # they drift (backends/streaming/replanning.py)
+    statistics = InWorkerStatistics(worker_sample_rows(get), adaptive=adaptive_settings(get))
     view = new_view_name()
     with _clause_errors(full, site, offset):
-        plan = plan_query(site.spec, arrow_schema(df), full, options=options)
+        plan = plan_query(site.spec, arrow_schema(df), full, options=options,
+                          statistics=statistics)
         if locate is not None:
             plan = remember_clause(spark, plan, locate)
         hooked = None if clause_runner is None else clause_runner(df, plan, source)

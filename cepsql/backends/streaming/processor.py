@@ -18,8 +18,9 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, Row, StructField, StructType
 
 from cepsql.errors import error_site, transported
-from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, new_engine,
+from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine,
                                               state_from_values, stored_values)
+from cepsql.backends.streaming.replanning import stream_engine
 from cepsql.backends.streaming.ipc import (check_layout, from_bytes, layout_header, stored_value,
                                             to_bytes)
 from cepsql.backends.streaming.packing import DEFAULT_BUCKETS, LATE_COLUMN, OUT_COLUMN, ROWS_COLUMN  # noqa: F401  (re-exported)
@@ -103,8 +104,8 @@ class MatchProcessor(StatefulProcessor):
         watermark = max(int(watermark_ms), 0)
         due = {kid for kid, (_, timer_ms) in keys.items() if NO_TIMER != timer_ms <= watermark}
         if self.engine is None:
-            self.engine = new_engine(self.worker, self.event_column, self.sort_keys,
-                                     self.spec)
+            self.engine = stream_engine(self.worker, self.event_column, self.sort_keys,
+                                        self.spec)
         output: list[pa.RecordBatch] = []
         late = 0
         site = getattr(getattr(self.worker, "config", None), "error_site", None)

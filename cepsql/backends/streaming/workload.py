@@ -50,6 +50,7 @@ from cepsql.backends.streaming.engine import (NO_TIMER, KeyState, StreamEngine, 
                                               state_from_values, stored_values)
 from cepsql.backends.streaming.frames import check_streamable, check_streamable_worker, use_rocksdb
 from cepsql.backends.streaming.ipc import STATE_LAYOUT_VERSION, from_bytes, stored_value, to_bytes
+from cepsql.backends.streaming.replanning import stream_engine
 from cepsql.backends.streaming.shared_key import SharedKeyEngine, shared_members
 from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, KID_COLUMN, LATE_COLUMN, OUT_COLUMN, ROWS_COLUMN,
@@ -92,8 +93,8 @@ class WorkloadEngine:
         self.inputs = [p.inputs for p in patterns]
         self.releaser = new_engine(patterns[0].bound.worker, event_column, sort_keys)
         self.engines: list[StreamEngine | None] = [
-            None if k in self.members else new_engine(p.bound.worker, event_column, sort_keys,
-                                                      p.plan.spec)
+            None if k in self.members else stream_engine(p.bound.worker, event_column,
+                                                         sort_keys, p.plan.spec)
             for k, p in enumerate(patterns)]
 
     def new_state(self) -> WorkloadKeyState:
