@@ -71,8 +71,8 @@ def test_string_columns_factorized_on_the_way_convert_as_from_pandas_does(values
     assert others.get(to_arrow(frame, others).column("s")) is None
     for ascending in (True, False):
         key = SortColumn("s", ascending, True)
-        assert np.array_equal(partition_ranks(got, key, sort_indices, encodings=encodings),
-                              partition_ranks(got, key, sort_indices))
+        assert np.array_equal(partition_ranks(got, key, encodings=encodings),
+                              partition_ranks(got, key))
 
 
 def test_string_partition_keys_are_encoded_once(monkeypatch):
@@ -122,3 +122,24 @@ def test_partition_keys_are_not_compared_again_after_ranking(monkeypatch):
     with cepsql.planner_options(sequence_fast_path=False):
         got = cepsql.match_recognize(QUERY, t=_frame())
     pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("column", [
+    pa.array(["b", None, "a", "\u00e9", "e", "b", None, ""]),
+    pa.array(["b", None, "a", "e", "b"], pa.large_string()),
+    pa.array([3, None, -1, 7, 3, -1], pa.int64()),
+    pa.array([True, None, False, True]),
+    pa.array([19000, None, 18000, 19000], pa.date32()),
+    pa.array([5, 1, None, 5], pa.timestamp("us", "UTC")),
+])
+def test_partition_ranks_follow_spark_order(column):
+    """The ranks order the partitions as runtime.ordering.sort_indices orders the keys
+    (strings by their bytes, NULL first or last as the key says), for every key type
+    partition_ranks ranks."""
+    table = pa.table({"k": column})
+    for ascending in (True, False):
+        for nulls_first in (True, False):
+            key = SortColumn("k", ascending, nulls_first)
+            ranks = partition_ranks(table, key)
+            want = sort_indices(table, [key]).to_numpy()
+            assert np.array_equal(np.argsort(ranks, kind="stable"), want)

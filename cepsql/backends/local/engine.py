@@ -529,8 +529,7 @@ def execute_plan(table: pa.Table, plan: QueryPlan, batch_rows: int = 65536,
     leading = {k.column for k in keys[:len(plan.partition_columns)]}
     if leading != set(plan.partition_columns):  # the contract: partitions contiguous
         keys = [SortColumn(c, True, True) for c in plan.partition_columns] + keys
-    ranks = partition_ranks(prepared, keys[0], sort_indices, threads=threads,
-                            encodings=encodings) \
+    ranks = partition_ranks(prepared, keys[0], threads=threads, encodings=encodings) \
         if plan.partition_columns == [keys[0].column] and prepared.num_rows else None
     ordered = None
     if ranks is not None:  # sorted and matched per slice of partitions, in threads
