@@ -290,12 +290,22 @@ def _column_to_arrow(column: pd.Series, encodings: KnownEncodings | None) -> pa.
     there (a PARTITION BY column: as fast for few distinct values, and its codes spare
     partition_ranks a second hashing pass; 4x slower for all-distinct values, hence only
     the keys)."""
-    if encodings is not None and column.dtype == object and len(column):
+    dtype = column.dtype
+    if encodings is not None and dtype == object and len(column):
         factorized = _factorized(column.to_numpy())
         if factorized is not None:
             encodings.add(*factorized)
             return factorized[0]
+    if isinstance(dtype, np.dtype) and dtype.kind in _NUMPY_KINDS:
+        # what pa.array does with the Series, minus its pandas checks (3,000 doubles:
+        # 3 instead of 24 us)
+        return pa.array(column.to_numpy(), from_pandas=True)
     return pa.array(column, from_pandas=True)
+
+
+# numpy dtypes whose pandas Series converts as its ndarray does: booleans, integers,
+# floats, datetime64 and timedelta64 (objects, strings and extension dtypes do not)
+_NUMPY_KINDS = frozenset("biufmM")
 
 
 def _factorized(values: np.ndarray) -> tuple[pa.Array, pa.DictionaryArray] | None:
