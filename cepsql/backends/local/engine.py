@@ -41,7 +41,7 @@ from cepsql.runtime.ordering import comparable, sort_indices
 from cepsql.runtime.run_stats import ClauseStatistics, GroupSizes, PositionalCounts, RunStatistics
 from cepsql.runtime.workers import BoundWorker, bind_worker
 from cepsql.backends.local.duck import run_duckdb
-from cepsql.backends.local.plan_cache import PLANS, CachedPlan, StatisticsProbe
+from cepsql.backends.local.plan_cache import PLANS, CachedPlan, SchemaKey, StatisticsProbe
 from cepsql.backends.local.sequence import sequence_shape
 from cepsql.backends.local.sql import OutsideSubset, Scope, Virtual, run_sql, unsupported
 from cepsql.backends.local.threads import (RANK_COLUMN, KnownEncodings, partition_ranks,
@@ -201,7 +201,8 @@ class LocalStatement:
         """The clause's plan over table: from PLANS when this statement's clause was
         planned for the same schema, options and planner (plan_cache.py says which plans
         are kept)."""
-        key = (self.stmt, site.start, table.schema, current_options(), self.planner)
+        key = (self.stmt, site.start, SchemaKey(table.schema), current_options(),
+               self.planner)
         cached = PLANS.get(key)
         if cached is not None:
             return cached
