@@ -193,7 +193,7 @@ class LocalStatement:
         except CepError as err:
             raise located_run_error(err, cached.spec, self.stmt) from None
         try:
-            return out.rename_columns(clause_output_names(site, out.column_names))
+            return out.rename_columns(clause_output_names(site, out.schema.names))
         except CepError as err:
             raise err.with_sql(self.stmt) from None
 
