@@ -185,3 +185,32 @@ def test_gathers_take_the_numpy_path_for_fixed_width_columns():
     col = pa.array(np.arange(10, dtype=np.float64))
     assert worker_module.gather_fixed_width(col, np.array([3, 1])) is not None
     assert worker_module.gather_fixed_width(pa.array(["a"]), np.array([0])) is None
+
+
+def test_a_cached_plan_builds_its_matcher_spec_once(monkeypatch):
+    """The worker of a cached plan derives its matcher's SqlSpec once (shared by the
+    copies each run makes) and gives the same rows; a pickled worker (Spark tasks)
+    derives it afresh."""
+    import pickle
+
+    import cepsql._ext.matcher as matcher_module
+    from cepsql.backends.local.plan_cache import PLANS
+    PLANS.clear()
+    built = []
+    real = matcher_module.SqlSpec
+
+    def counting(**kwargs):
+        built.append(1)
+        return real(**kwargs)
+    monkeypatch.setattr(matcher_module, "SqlSpec", counting)
+    with cepsql.planner_options(sequence_fast_path=False):
+        first = cepsql.match_recognize(QUERY, t=_frame())
+        assert len(built) == 1
+        second = cepsql.match_recognize(QUERY, t=_frame())
+    assert len(built) == 1 and len(first) > 0
+    pd.testing.assert_frame_equal(first, second)
+    (entry,) = PLANS._entries.values()
+    worker = pickle.loads(pickle.dumps(entry.binding[1].worker))
+    assert "_derived" not in worker.__dict__
+    worker._new_matcher()
+    assert len(built) == 2
