@@ -1,15 +1,19 @@
 """The fixed cost of a small in-process call (issue 25 point 4): conversions and work the
 in-process path skips must leave every row as it was."""
+import pickle
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 import cepsql
+import cepsql._ext.matcher as matcher_module
 import cepsql.backends.local.engine as engine_module
 import cepsql.backends.local.threads as threads_module
 import cepsql.runtime.worker as worker_module
 from cepsql.backends.local.engine import to_arrow
+from cepsql.backends.local.plan_cache import PLANS
 from cepsql.backends.local.threads import KnownEncodings, partition_ranks
 from cepsql.compile.query_plan import SortColumn
 from cepsql.runtime.ordering import sort_indices
@@ -191,10 +195,6 @@ def test_a_cached_plan_builds_its_matcher_spec_once(monkeypatch):
     """The worker of a cached plan derives its matcher's SqlSpec once (shared by the
     copies each run makes) and gives the same rows; a pickled worker (Spark tasks)
     derives it afresh."""
-    import pickle
-
-    import cepsql._ext.matcher as matcher_module
-    from cepsql.backends.local.plan_cache import PLANS
     PLANS.clear()
     built = []
     real = matcher_module.SqlSpec
