@@ -299,8 +299,11 @@ def _column_to_arrow(column: pd.Series, encodings: KnownEncodings | None) -> pa.
             return factorized[0]
     if isinstance(dtype, np.dtype) and dtype.kind in _NUMPY_KINDS:
         # what pa.array does with the Series, minus its pandas checks (3,000 doubles:
-        # 3 instead of 24 us)
-        return pa.array(column.to_numpy(), from_pandas=True)
+        # 3 instead of 24 us); floats without a NaN have no NULL to find, and are taken
+        # as they are (1M doubles: 0.4 ms to check against 2.5 to look for NULLs;
+        # datetimes are scanned for NaT either way)
+        values = column.to_numpy()
+        return pa.array(values, from_pandas=dtype.kind != "f" or bool(np.isnan(values).any()))
     return pa.array(column, from_pandas=True)
 
 
