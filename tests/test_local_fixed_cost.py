@@ -46,7 +46,7 @@ def test_plain_frames_convert_as_from_pandas_does():
         "ns": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]),
         "o": [b"x", None, b"z"],
         "i8": np.array([1, -2, 3], np.int8), "u": np.array([1, 2, 3], np.uint32),
-        "f4": np.array([1.5, np.nan, -0.0], np.float32),
+        "f4": np.array([1.5, np.nan, -0.0], np.float32), "g": [0.5, -0.0, np.inf],
         "s_unit": pd.to_datetime(["2024-01-01", None, "2024-01-03"]).astype("datetime64[s]"),
         "td": pd.to_timedelta([1, None, 3], unit="ms"),
     }, index=[10, 20, 30])
