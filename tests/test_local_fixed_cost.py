@@ -17,6 +17,7 @@ from cepsql.backends.local.plan_cache import PLANS
 from cepsql.backends.local.threads import KnownEncodings, partition_ranks
 from cepsql.compile.query_plan import SortColumn
 from cepsql.runtime.ordering import sort_indices
+from test_define_aggregate_labels import assert_reference_rows
 
 QUERY = """
 SELECT * FROM t MATCH_RECOGNIZE (
@@ -214,3 +215,31 @@ def test_a_cached_plan_builds_its_matcher_spec_once(monkeypatch):
     assert "_derived" not in worker.__dict__
     worker._new_matcher()
     assert len(built) == 2
+
+
+SHARED = pa.table({
+    "ts": list(range(1, 41)),
+    "price": [float((i * 7) % 11) if i % 9 else None for i in range(40)],
+    "d": pa.array([None if i % 13 == 5 else (i * 37) % 23 for i in range(40)],
+                  pa.decimal128(6, 2)),
+})
+
+
+@pytest.mark.parametrize("define", [
+    "B AS B.price >= AVG(B.price), C AS C.price < AVG(B.price)",
+    "B AS B.price >= AVG(B.price) AND SUM(B.d) < 90, C AS C.price < AVG(B.price) "
+    "OR SUM(B.d) > 40",
+    "B AS AVG(B.price) > 3 AND AVG(price) > 2, C AS AVG(price) < AVG(B.price) + 1",
+    "B AS count(B.price) < 4 AND count(B.*) < 5, C AS count(B.price) >= 1",
+    "B AS max(B.price) - min(B.price) < 6, C AS max(B.price) > C.price",
+])
+@pytest.mark.parametrize("pattern", ["(A B+? C+?)", "(A B+ C)", "((A | B)+ C)"])
+def test_identical_define_aggregates_share_one_state_and_equal_the_reference(define,
+                                                                             pattern):
+    """The matcher gives identical DEFINE aggregates one state slot (stepped once per
+    row taken): the rows stay the reference evaluator's."""
+    sql = f"""SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts
+        MEASURES FIRST(ts) AS f, LAST(ts) AS l, AVG(B.price) AS ab, SUM(B.d) AS sd
+        ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN {pattern}
+        DEFINE {define})"""
+    assert_reference_rows(sql, SHARED, cep=False)
