@@ -154,44 +154,6 @@ def test_partition_ranks_follow_spark_order(column):
             assert np.array_equal(np.argsort(ranks, kind="stable"), want)
 
 
-@pytest.mark.parametrize("column", [
-    pa.array(np.arange(40, dtype=np.int64) * 7 - 100),
-    pa.array(np.arange(40, dtype=np.int8)),
-    pa.array(np.arange(40, dtype=np.uint16)),
-    pa.array(np.linspace(-1, 1, 40), pa.float32()),
-    pa.array(np.arange(40) * 1_000_003, pa.timestamp("us", "Asia/Tokyo")),
-    pa.array(np.arange(40, dtype=np.int32), pa.date32()),
-    pa.array(np.arange(40) * 1000, pa.duration("ms")),
-    pa.array(np.arange(40, dtype=np.int64), pa.time64("ns")),
-    pa.array([str(i) for i in range(40)]),            # strings: Arrow's take
-    pa.array([i % 3 == 0 for i in range(40)]),        # booleans: Arrow's take
-    pa.array([None if i % 5 == 0 else i for i in range(40)]),  # NULLs: Arrow's take
-])
-def test_small_gathers_equal_arrow_take(column):
-    """take_rows gathers small fixed-width columns with numpy: the same array as Arrow's
-    take, sliced or not, with masked rows NULL."""
-    rows = np.array([39, 0, 5, 5, 17, -1, 2], dtype=np.int64)
-    mask = rows < 0
-    for col in (column, column.slice(3, 30), pa.chunked_array([column.slice(1)])):
-        picks = np.where(rows >= len(col), len(col) - 1, rows)
-        want = pa.chunked_array([col]).combine_chunks().take(pa.array(picks, mask=mask))
-        got = worker_module.take_rows(col, picks, mask)
-        assert got.type == want.type and got.equals(want)
-        assert got.null_count == want.null_count
-        unmasked = np.abs(picks)
-        assert worker_module.take_rows(col, unmasked).equals(
-            pa.chunked_array([col]).combine_chunks().take(pa.array(unmasked)))
-    with pytest.raises(IndexError):  # out of range: take decides
-        worker_module.take_rows(column, np.array([0, 40], dtype=np.int64))
-
-
-def test_gathers_take_the_numpy_path_for_fixed_width_columns():
-    """The fixed-width columns of a small output are not gathered by Arrow's take."""
-    col = pa.array(np.arange(10, dtype=np.float64))
-    assert worker_module.gather_fixed_width(col, np.array([3, 1])) is not None
-    assert worker_module.gather_fixed_width(pa.array(["a"]), np.array([0])) is None
-
-
 def test_a_cached_plan_builds_its_matcher_spec_once(monkeypatch):
     """The worker of a cached plan derives its matcher's SqlSpec once (shared by the
     copies each run makes) and gives the same rows; a pickled worker (Spark tasks)

@@ -402,43 +402,7 @@ def take_rows(column, indices: np.ndarray, mask: np.ndarray | None = None):
         column = column.chunk(0)
     if mask is not None and not mask.any():
         mask = None
-    if isinstance(column, pa.Array) and len(indices) <= GATHER_ROWS:
-        gathered = gather_fixed_width(column, indices, mask)
-        if gathered is not None:
-            return gathered
     return column.take(pa.array(indices, mask=mask))
-
-
-# up to this many rows a numpy gather beats Arrow's take kernel (566 timestamps: 6 against
-# 28 us, mostly the kernel's dispatch); beyond, take (it releases the GIL, numpy's
-# fancy indexing does not, and the local backend gathers in threads)
-GATHER_ROWS = 1 << 16
-
-
-def gather_fixed_width(column: pa.Array, indices: np.ndarray,
-                       mask: np.ndarray | None = None) -> pa.Array | None:
-    """column.take(indices) (NULL where mask) for a column without NULLs of a fixed-width
-    type held in one data buffer (integers, floats, dates, times, timestamps,
-    durations), gathered with numpy; None for any other column, or an index out of
-    range (take decides and raises)."""
-    t = column.type
-    n = len(column)
-    if column.null_count or not n or not (
-            pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
-            or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_duration(t)):
-        return None
-    rows = indices if mask is None else np.where(mask, 0, indices)
-    if len(rows) and (rows.min() < 0 or rows.max() >= n):
-        return None
-    width = t.bit_width // 8
-    data = np.frombuffer(column.buffers()[1], dtype=np.dtype(f"<i{width}"),
-                         count=column.offset + n)[column.offset:]
-    validity, nulls = None, 0
-    if mask is not None:
-        validity = pa.py_buffer(np.packbits(~mask, bitorder="little"))
-        nulls = int(np.count_nonzero(mask))
-    return pa.Array.from_buffers(t, len(rows), [validity, pa.py_buffer(data[rows])],
-                                 null_count=nulls)
 
 
 def measure_lanes(code: ConditionCode, aggregates: list[tuple[str, str | None]]) -> np.ndarray:

@@ -29,7 +29,7 @@ from cepsql.exprs.arrow_eval import spark_compare
 from cepsql.compile.query_plan import BoundPlan, SortColumn
 from cepsql.backends.local.sequence import SequenceShape, run_sequence
 from cepsql.runtime.run_stats import ClauseStatistics
-from cepsql.runtime.worker import MatchWorker, take_rows
+from cepsql.runtime.worker import MatchWorker
 
 __all__ = ["run_worker", "slice_bounds", "default_threads", "partition_ranks",
            "run_by_partition", "KnownEncodings"]
@@ -307,7 +307,7 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
             starts = np.flatnonzero(r[1:] != r[:-1]) + 1 if len(r) else r
             starts = np.r_[0, starts] if len(r) else starts
             return run_sequence(workers[k], prepared, shape, starts, rows)
-        ordered = _gathered(prepared, rows)
+        ordered = prepared.take(pa.array(rows)).combine_chunks()
         _tell_groups(workers[k], ordered, rank_column, r)
         return _run_one(workers[k], ordered, bound.worker_schema, batch_rows, shape)
     outs = _on_threads(one, workers, threads)
@@ -317,13 +317,6 @@ def run_by_partition(prepared: pa.Table, ranks: np.ndarray, bound: BoundPlan,
                            f"thread: {sum(sort_seconds):.3f} s of thread time, inside "
                            "the evaluation stage")
     return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
-
-
-def _gathered(table: pa.Table, rows: np.ndarray) -> pa.Table:
-    """table.take(rows) in one chunk per column, small gathers of fixed-width columns by
-    numpy (take_rows)."""
-    return pa.Table.from_arrays([take_rows(column, rows) for column in table.columns],
-                                schema=table.schema).combine_chunks()
 
 
 def _tell_groups(worker, ordered: pa.Table, rank_column: str | None, ranks: np.ndarray
