@@ -205,3 +205,20 @@ def test_identical_define_aggregates_share_one_state_and_equal_the_reference(def
         ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN {pattern}
         DEFINE {define})"""
     assert_reference_rows(sql, SHARED, cep=False)
+
+
+def test_the_order_checks_read_timestamps_as_their_values():
+    """The in-order check and the tie check compare timestamps as int64 (numpy reads the
+    valid Arrow value INT64_MIN as NaT, which compares false with everything: the input
+    below would pass as in order, and two equal rows as no tie)."""
+    low = -(2 ** 63)
+    table = pa.table({"__cep_prank": pa.array([0, 0, 0], pa.int32()),
+                      "ts": pa.array([0, low, 5], pa.timestamp("us"))})
+    keys = [SortColumn("__cep_prank", True, True), SortColumn("ts", True, True)]
+
+    class Plan:
+        primary_sort_keys = 2
+    assert not engine_module._ascending_throughout(table, keys, Plan())
+    assert engine_module._ascending_throughout(table.take([1, 0, 2]), keys, Plan())
+    ties = pa.table({"ts": pa.array([low, low], pa.timestamp("us"))})
+    assert engine_module._has_ties(ties, ["ts"])
