@@ -205,6 +205,8 @@ cdef class SqlMatcher(ConditionHost):
     cdef int slot_base           # first state word of the loop slots
     cdef int* daggs              # DEFINE aggregates: set, function, column
     cdef int n_daggs
+    cdef int* dagg_slot          # per DEFINE aggregate: its state slot (AGG_W words)
+    cdef unsigned char* dagg_own  # 1: the aggregate steps its slot (0: an identical one does)
     cdef int* dprog              # per DEFINE aggregate: code of its column's / its value
     cdef bint any_dprog          # column's argument computed at the row (-1: a column)
     cdef int* maggs              # MEASURES aggregates: set, function, column, final
@@ -383,6 +385,7 @@ cdef class SqlMatcher(ConditionHost):
             else np.ascontiguousarray(spec.dprog, dtype=np.int32).reshape(-1, 2)
         self.any_dprog = bool((dprog >= 0).any())
         self.dprog = <int*> self._copy(dprog if dprog.size else np.full(2, -1, np.int32))
+        n_agg_slots = self._share_define_aggregates(daggs, dprog, spec.dlane)
         maggs = np.ascontiguousarray(maggs, dtype=np.int32).reshape(-1, 4)
         self.n_maggs = maggs.shape[0]
         self.maggs = <int*> self._copy(maggs if maggs.size else np.zeros(4, np.int32))
@@ -403,7 +406,7 @@ cdef class SqlMatcher(ConditionHost):
             if self.prog[i * 3] == OP_SAVE:
                 self.loop_slots[self.n_loop_slots] = self.prog[i * 3 + 1]
                 self.n_loop_slots += 1
-        self.slot_base = self.agg_base + AGG_W * self.n_daggs
+        self.slot_base = self.agg_base + AGG_W * n_agg_slots
         self.S = self.slot_base + n_slots
         self.full_history = full_history
         self.skip_mode = skip_mode
@@ -662,6 +665,34 @@ cdef class SqlMatcher(ConditionHost):
                     changed = True
                 pc -= 1
 
+    cdef int _share_define_aggregates(self, cnp.ndarray daggs, cnp.ndarray dprog,
+                                      object dlane) except -1:
+        """Give identical DEFINE aggregates (the same set, function, column and lane, no
+        argument computed at the row: AVG(B.price) read by two DEFINEs) one state slot,
+        stepped once per row taken and compared once when threads merge; returns the
+        number of slots."""
+        cdef int k, slots = 0
+        lanes = None if dlane is None else np.asarray(dlane, dtype=np.int32).reshape(-1, 4)
+        self.dagg_slot = <int*> malloc(max(self.n_daggs, 1) * sizeof(int))
+        self.dagg_own = <unsigned char*> calloc(max(self.n_daggs, 1), 1)
+        if self.dagg_slot == NULL or self.dagg_own == NULL:
+            raise MemoryError("cepsql matcher ran out of memory")
+        owners = {}
+        for k in range(self.n_daggs):
+            key = None
+            if lanes is not None and lanes.shape[0] == self.n_daggs and \
+                    not _agg_listed(daggs[k, 1]) and dprog[k, 0] < 0 and dprog[k, 1] < 0:
+                key = (tuple(daggs[k].tolist()), tuple(lanes[k].tolist()))
+            if key is not None and key in owners:
+                self.dagg_slot[k] = self.dagg_slot[owners[key]]
+                continue
+            if key is not None:
+                owners[key] = k
+            self.dagg_slot[k] = slots
+            self.dagg_own[k] = 1
+            slots += 1
+        return slots
+
     cdef void* _copy(self, cnp.ndarray arr) except NULL:
         cdef size_t nbytes = arr.nbytes if arr.nbytes > 0 else 8
         cdef void* p = malloc(nbytes)
@@ -700,7 +731,7 @@ cdef class SqlMatcher(ConditionHost):
         free(self.leaves); free(self.set_tracked); free(self.set_first)
         free(self.set_count); free(self.set_by_value); free(self.valkey); free(self.canon)
         free(self.loop_slots)
-        free(self.daggs); free(self.maggs); free(self.acc); free(self.facc); free(self.drows)
+        free(self.daggs); free(self.dagg_slot); free(self.dagg_own); free(self.maggs); free(self.acc); free(self.facc); free(self.drows)
         free(self.row_local); free(self.pre)
         free(self.node_row); free(self.node_label); free(self.node_parent); free(self.node_excl)
         self._list_free(&self.la)
@@ -1145,7 +1176,7 @@ cdef class SqlMatcher(ConditionHost):
         if _agg_listed(self.daggs[k * 3 + 1]):
             self._distinct_aggregate(k, st, r, label, dv, xv, isnull)
             return
-        memcpy(a, st + self.agg_base + AGG_W * k, AGG_W * sizeof(i64))
+        memcpy(a, st + self.agg_base + AGG_W * self.dagg_slot[k], AGG_W * sizeof(i64))
         if set_id < 0 or self.member[set_id * self.n_labels + label]:
             self._agg_row(a, k, st, r, label, sp + 1)
         _agg_value(a, self.daggs[k * 3 + 1], self.xl.dlane + 4 * k, &self.xl, dv, xv, isnull)
@@ -1237,9 +1268,10 @@ cdef class SqlMatcher(ConditionHost):
         memcpy(out, st, self.S * sizeof(i64))
         for k in range(self.n_daggs):
             s_id = self.daggs[k * 3]
-            if s_id >= 0 and not self.member[s_id * self.n_labels + label]:
+            if not self.dagg_own[k] or (s_id >= 0 and not self.member[s_id * self.n_labels
+                                                                     + label]):
                 continue
-            self._agg_row(out + self.agg_base + AGG_W * k, k, st, r, label, 0)
+            self._agg_row(out + self.agg_base + AGG_W * self.dagg_slot[k], k, st, r, label, 0)
         out[ST_HIST] = self._new_node(r, label, st[ST_HIST], st[ST_EXCL] > 0)
         for s_id in range(self.n_sets):
             t = self.set_tracked[s_id]

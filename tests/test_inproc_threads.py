@@ -141,8 +141,7 @@ def test_partition_ranks_in_pieces_equal_the_key_order(keys, threads, ascending,
     try:
         ranks = threads_module.partition_ranks(
             pa.table({"k": pa.array(keys, pa.string())}),
-            threads_module.SortColumn("k", ascending, nulls_first),
-            cepsql.backends.local.engine.sort_indices, threads=threads)
+            threads_module.SortColumn("k", ascending, nulls_first), threads=threads)
     finally:
         threads_module.MIN_SLICE_ROWS = saved
     values = sorted({k for k in keys if k is not None}, reverse=not ascending)

@@ -100,7 +100,7 @@ class _Evaluator:
             raise CepUnsupportedError(
                 f"column reference {e.var}.{e.column} cannot be evaluated as a plain expression",
                 pos=e.pos)
-        names = self.table.column_names
+        names = self.table.schema.names  # (column_names: 17 us for 7 columns)
         if names.count(e.column) == 1:
             return self.table.column(e.column)
         matches = [k for k, n in enumerate(names) if n.lower() == e.column.lower()]

@@ -39,6 +39,7 @@ class MatchWorker:
 
     def __init__(self, config: WorkerConfig):
         self.config = config
+        self._derived = {"config": config}  # _compiled's table, shared by shallow copies
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Stream chunks through the matcher (pull style: built on a fresh push state,
@@ -83,7 +84,18 @@ class MatchWorker:
         state = dict(self.__dict__)
         state.pop("_push", None)  # an open stream never travels with the worker
         state.pop("lanes", None)  # nor a task's lane cache (SharedPassWorker sets one)
+        state.pop("_derived", None)  # rebuilt where it runs (_compiled)
         return state
+
+    def __copy__(self) -> "MatchWorker":
+        """A copy as pickling makes it (no open stream, no lane cache) that shares what
+        was derived from the config (_compiled): the local backend copies the worker
+        per run and slice."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__getstate__())
+        if "_derived" in self.__dict__:
+            new._derived = self._derived
+        return new
 
     def _lane_cache(self) -> "LaneCache":
         """The lane cache this worker shares with the other workers of its task (set on
@@ -105,20 +117,51 @@ class MatchWorker:
 
     # ------------------------------------------------------------------
     def _new_matcher(self):
-        from cepsql._ext.matcher import SqlMatcher, SqlSpec
-        c = self.config
-        matcher = SqlMatcher(SqlSpec(
-            prog=c.program, n_labels=c.n_labels, n_slots=c.n_slots, code=c.code.code,
-            cond_off=c.code.offsets, consts=c.code.consts, refs=c.refs, member=c.membership,
-            leaves=c.leaves, daggs=c.code.aggregates, maggs=c.measure_aggregates,
-            row_local=c.code.row_local, skip_mode=c.skip_mode, skip_set=c.skip_set,
-            all_rows=int(c.all_rows), empty_mode=c.empty_mode,
-            full_history=int(c.full_history), window_kind=c.window_kind,
-            window_size=float(c.window_size), closure_depth=c.closure_depth,
-            xconsts=c.code.xconsts, ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
-            mlane=measure_lanes(c.code, c.aggregate_columns), dprog=c.code.aggregate_programs))
+        from cepsql._ext.matcher import SqlMatcher
+        matcher = SqlMatcher(self._spec())
         matcher.cancel_with(self.cancel)
         return matcher
+
+    def _spec(self):
+        """The config's SqlSpec (read-only), built once per config (_compiled)."""
+        spec = self._compiled("spec")
+        if spec is None:
+            from cepsql._ext.matcher import SqlSpec
+            c = self.config
+            spec = self._compiled("spec", SqlSpec(
+                prog=c.program, n_labels=c.n_labels, n_slots=c.n_slots, code=c.code.code,
+                cond_off=c.code.offsets, consts=c.code.consts, refs=c.refs,
+                member=c.membership, leaves=c.leaves, daggs=c.code.aggregates,
+                maggs=c.measure_aggregates, row_local=c.code.row_local,
+                skip_mode=c.skip_mode, skip_set=c.skip_set, all_rows=int(c.all_rows),
+                empty_mode=c.empty_mode, full_history=int(c.full_history),
+                window_kind=c.window_kind, window_size=float(c.window_size),
+                closure_depth=c.closure_depth, xconsts=c.code.xconsts,
+                ansi=int(c.code.ansi), dlane=c.code.aggregate_exact,
+                mlane=self._measure_lanes(), dprog=c.code.aggregate_programs))
+        return spec
+
+    def _measure_lanes(self) -> np.ndarray:
+        """measure_lanes of the config (read-only), computed once per config."""
+        lanes = self._compiled("lanes")
+        if lanes is None:
+            lanes = measure_lanes(self.config.code, self.config.aggregate_columns)
+            lanes.flags.writeable = False
+            self._compiled("lanes", lanes)
+        return lanes
+
+    def _compiled(self, name: str, value: object = None) -> object:
+        """What the worker derives from its config once (its matcher's spec, ...): read
+        (value None) or store under name. The table is one dict that shallow copies of
+        the worker share (a cached plan's worker is copied per run and slice, and each
+        copy starts a matcher), and it is kept with the config object it was derived
+        from, so a worker given another config derives afresh."""
+        table = self.__dict__.get("_derived")
+        if table is None or table.get("config") is not self.config:
+            table = self._derived = {"config": self.config}
+        if value is not None:
+            table[name] = value
+        return table.get(name)
 
     def _group_starts(self, batch: pa.RecordBatch, previous: pa.RecordBatch | None
                       ) -> np.ndarray:
@@ -201,7 +244,7 @@ class MatchWorker:
         """Decode the matcher's aggregate outputs into typed Arrow columns, then the
         gathered aggregates over the ROWS lists."""
         out = []
-        lanes = measure_lanes(self.config.code, self.config.aggregate_columns)
+        lanes = self._measure_lanes()
         lists: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         list_counts = [raw[:, q, 0] for q, (func, _) in enumerate(self.config.aggregate_columns)
                        if func in ("LIST", "ROWS")]
@@ -433,7 +476,7 @@ def window_micros(column) -> tuple[np.ndarray, np.ndarray]:
         micros = pc.multiply(col.cast(pa.float64()), 1_000_000.0)
     else:
         raise CepAnalysisError(f"WITHIN INTERVAL cannot measure time on {t} values")
-    nulls = col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    nulls = null_flags(col)
     return pc.fill_null(micros, 0.0).to_numpy(zero_copy_only=False), nulls
 
 
@@ -555,16 +598,24 @@ def float_lane(col: pa.Array) -> np.ndarray:
     return np.asarray(num.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
+def null_flags(col: pa.Array) -> np.ndarray:
+    """uint8 per row: 1 where col is NULL (most columns have none: no is_null kernel
+    call then, 20 us of a small call's lanes)."""
+    if not col.null_count:
+        return np.zeros(len(col), dtype=np.uint8)
+    return col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+
+
 def _float_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The double lane (NULL as 0) and null mask of a non-string VM column."""
-    return float_lane(col), col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    return float_lane(col), null_flags(col)
 
 
 def _exact_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The 128-bit exact lane (exact_lane) and null mask of a VM column."""
     out = np.zeros((len(col), 2), dtype=np.int64)
     exact_lane(col, out)
-    return out, col.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    return out, null_flags(col)
 
 
 def _window_chunk(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -281,7 +281,7 @@ class _Runner:
         if order is not None:
             keys = []
             for item in order.expressions:
-                index = self.output_index(item.this, table.column_names)
+                index = self.output_index(item.this, table.schema.names)
                 target = index if index is not None else \
                     self.expr(item.this, table, None, "ORDER BY")
                 keys.append((target, not item.args.get("desc"), bool(item.args.get("nulls_first"))))
@@ -390,7 +390,7 @@ class _Runner:
             if isinstance(sub, (Navigation, Classifier, MatchNumber, RowValue)):
                 raise unsupported("pattern navigation (PREV/NEXT/FIRST/LAST, CLASSIFIER, "
                                   "MATCH_NUMBER) outside MATCH_RECOGNIZE", sub.pos)
-        return bind_columns(ir, table.column_names, qualifier, aliases)
+        return bind_columns(ir, table.schema.names, qualifier, aliases)
 
     def items(self, nodes: list[exp.Expr], table: pa.Table, qualifier: str | None) -> _Select:
         """The select list as (names, bound expressions), stars expanded."""
@@ -404,8 +404,8 @@ class _Runner:
                 self.check_args(star, frozenset())
                 if isinstance(node, exp.Column):
                     check_qualifier(node.args["table"].name, qualifier, "*", self.pos(node))
-                names += table.column_names
-                exprs += [ColumnRef(None, n) for n in table.column_names]
+                names += table.schema.names
+                exprs += [ColumnRef(None, n) for n in table.schema.names]
                 continue
             inner = node.this if isinstance(node, exp.Alias) else node
             exprs.append(self.expr(inner, table, qualifier, "the select list"))
@@ -584,7 +584,7 @@ def distinct_rows(table: pa.Table) -> pa.Table:
     names = [f"c{i}" for i in range(table.num_columns)]
     renamed = table.rename_columns(names)
     unique = renamed.group_by(names, use_threads=False).aggregate([])
-    return unique.select(names).rename_columns(table.column_names)
+    return unique.select(names).rename_columns(table.schema.names)
 
 
 def union_all(tables: list[pa.Table], pos: int | None) -> pa.Table:
@@ -600,7 +600,7 @@ def union_all(tables: list[pa.Table], pos: int | None) -> pa.Table:
         columns.append(pa.chunked_array(
             [chunk for t in tables for chunk in
              _as_chunked(cast_value(t.column(i), target)).chunks], type=target))
-    return pa.Table.from_arrays(columns, names=first.column_names)
+    return pa.Table.from_arrays(columns, names=first.schema.names)
 
 
 def _as_chunked(v: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
@@ -723,7 +723,7 @@ def _distinct_fold(a: Aggregate, lists: pa.ChunkedArray, arg_type: pa.DataType
     where[folded.column("g").to_numpy()] = np.arange(folded.num_rows)
     index = pa.array(where, mask=where < 0)
     scattered = pa.table({name: pc.take(folded.column(name), index)
-                          for name in folded.column_names if name != "g"})
+                          for name in folded.schema.names if name != "g"})
     return _agg_result(plain, scattered, "v", arg_type)
 
 

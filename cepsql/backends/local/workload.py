@@ -111,7 +111,7 @@ class _Recording(LocalStatement):
         self.clauses.append(_Clause(self.view, table, sited_plan(plan, site), sql=self.stmt,
                                     site=site))
         out = execute_plan(table.slice(0, 0), plan)
-        return out.rename_columns(clause_output_names(site, out.column_names))
+        return out.rename_columns(clause_output_names(site, out.schema.names))
 
 
 class _Replaying(LocalStatement):
@@ -123,7 +123,7 @@ class _Replaying(LocalStatement):
 
     def clause(self, site, scope: Scope) -> pa.Table:
         out = self.outputs.pop(0)
-        return out.rename_columns(clause_output_names(site, out.column_names))
+        return out.rename_columns(clause_output_names(site, out.schema.names))
 
 
 def workload(views: list[str] | str, sharing: dict | None = None,
