@@ -139,15 +139,16 @@ def test_unexact_workloads_keep_the_start_up_plan():
     assert adaptive.stats["adaptive_off"] == adaptive.reason
 
 
-def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said():
+@pytest.mark.parametrize("access", [None, 0.0, 2.0])
+def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said(access):
     table = pa.concat_tables([_ticks()] * 4)
     wl = plan_local_workload([spec_of(s) for s in FIXED], table)
     patterns = sharing_patterns(wl.queries, partial(table_statistics, table=table))
     for algorithm in ("NONE", "SA", "TABU", "PREFIX"):
-        plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05)
-        assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
-    plan = trivial_global_plan(patterns)
-    assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
+        plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05, access=access)
+        assert global_plan_cost(plan, patterns, access) == pytest.approx(plan.cost)
+    plan = trivial_global_plan(patterns, access)
+    assert global_plan_cost(plan, patterns, access) == pytest.approx(plan.cost)
 
 
 def _drifting_ticks(n: int = 240) -> pa.Table:

@@ -64,22 +64,25 @@ FIRST_CHECK_SECONDS = 0.003
 class WorkloadReplanner:
     """Picklable: what a task needs to re-plan the shared patterns (numbered as the
     evaluator numbers them): their sharing-stage view (spec, terms), the algorithm, the
-    adaptive settings. ``plan`` is the sharing planner; tests may pass another."""
+    adaptive settings, the pairs weight plans are priced with (``access``: None = the
+    planner's default, as ``plan_workload``). ``plan`` is the sharing planner; tests
+    may pass another."""
 
     def __init__(self, patterns: list, settings: AdaptiveSettings,
                  algorithm: str | None = None, seconds: float = REPLAN_SECONDS,
-                 share: float | None = None):
+                 share: float | None = None, access: float | None = None):
         self.patterns = patterns
         self.settings = settings
         self.algorithm = algorithm
         self.seconds = seconds
         self.share = CHECK_SHARE if share is None else share   # see CHECK_SHARE
+        self.access = access
         self._splits = None
 
     def subset(self, members: list[int]) -> "WorkloadReplanner":
         """The replanner of patterns ``members`` (numbered 0.. in that order)."""
         return WorkloadReplanner([self.patterns[p] for p in members], self.settings,
-                                 self.algorithm, self.seconds, self.share)
+                                 self.algorithm, self.seconds, self.share, self.access)
 
     def __getstate__(self):
         return {**self.__dict__, "_splits": None}
@@ -113,7 +116,12 @@ class WorkloadReplanner:
 
     def plan(self, patterns: list) -> GlobalPlan:
         """The sharing planner's global plan of patterns (fresh statistics)."""
-        return plan_workload(patterns, algorithm=self.algorithm, seconds=self.seconds)
+        return plan_workload(patterns, algorithm=self.algorithm, seconds=self.seconds,
+                             access=self.access)
+
+    def cost(self, plan: GlobalPlan, patterns: list) -> float:
+        """plan priced on patterns' statistics as ``plan`` prices its plans."""
+        return global_plan_cost(plan, patterns, self.access)
 
 
 def plan_shape(plan: GlobalPlan) -> tuple:
@@ -255,8 +263,8 @@ class AdaptiveSharedEvaluator:
         fresh = r.plan(fresh_patterns)
         self.replan_seconds.append(time.thread_time() - started)
         shape = plan_shape(fresh)
-        if shape == plan_shape(self.plan) or _gain(self.plan, fresh, fresh_patterns) < \
-                s.min_gain:
+        if shape == plan_shape(self.plan) or \
+                _gain(r.cost(self.plan, fresh_patterns), fresh) < s.min_gain:
             self.candidate = None
             self._idle()
             return None
@@ -388,10 +396,9 @@ class _Drain:
         return None if end is None or end >= n else end
 
 
-def _gain(current: GlobalPlan, fresh: GlobalPlan, patterns: list) -> float:
-    """How many times the running plan costs what the fresh one costs, both priced on
-    the fresh statistics."""
-    old_cost = global_plan_cost(current, patterns)
+def _gain(old_cost: float, fresh: GlobalPlan) -> float:
+    """How many times the running plan costs (``old_cost``, priced on the fresh
+    statistics) what the fresh one costs."""
     if fresh.cost > 0:
         return old_cost / fresh.cost
     return float("inf") if old_cost > 0 else 1.0
