@@ -19,6 +19,14 @@ whole stream's statistics (what one better plan would give). Every pattern's row
 be identical in all runs.
 Prints the load, events per CPU second, the ratios, switches, checks and the re-plans'
 cost per x; saves benchmarks/results/bench_adaptive_workload.png.
+
+--pricing: whether re-planned global plans price what they run. Per x, at --segments
+evenly spaced segments of --segment-rows rows, the start-up plan and the plan chosen on
+the segment's statistics (a switch candidate), each under both sharing cost models
+(partial matches only, access 0; with the pairs tried, the planner's access weight),
+run on the segment (process CPU, best of --repeat): the priced ratio start-up /
+candidate on the segment's statistics beside the measured CPU ratio, and the log
+correlation of priced with measured ratios per model.
 """
 from __future__ import annotations
 
@@ -35,13 +43,17 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))   # tests/support
 
 from bench_adaptive import pattern_types, ratio_axes, stream  # noqa: E402
+import numpy as np  # noqa: E402
+
 from cepsql.backends.local.engine import table_statistics  # noqa: E402
+from cepsql.planning.options import ACCESS_WEIGHT  # noqa: E402
 from cepsql.parse import find_match_recognize  # noqa: E402
 from cepsql.runtime.adaptive import AdaptiveSettings  # noqa: E402
 from cepsql.runtime.one_pass import sharing_patterns  # noqa: E402
 from cepsql.runtime.shared_adaptive import (AdaptiveSharedEvaluator,  # noqa: E402
-                                            WorkloadReplanner)
+                                            WorkloadReplanner, plan_shape)
 from cepsql.sharing.planner import plan_workload  # noqa: E402
+from cepsql.sharing.pricing import global_plan_cost  # noqa: E402
 from support.local_run import plan_local_workload  # noqa: E402
 
 #: (variables, DEFINE of each variable beyond its type): sub-sequences recur
@@ -124,6 +136,53 @@ def run_x(x: int, args) -> dict:
             "load": os.getloadavg()[0]}
 
 
+def pricing(args) -> None:
+    """Priced vs measured ratios of switch candidates (module doc, --pricing)."""
+    models = {"PM only": 0.0, "+pairs": ACCESS_WEIGHT}
+    print(f"pricing: {args.rows:,} events, {args.segments} segments of {args.segment_rows:,} "
+          f"rows per x; access weight {ACCESS_WEIGHT}; load {os.getloadavg()[0]:.2f}")
+    print(f"{'x':>7} {'seg':>4} {'model':>8} {'priced':>7} {'measured':>8} {'same plan':>9} "
+          f"{'st CPU s':>8} {'cand CPU s':>10} load")
+    pairs = {m: [] for m in models}
+    for x in [int(v) for v in args.xs.split(",")]:
+        table = stream(args.rows, x, args.types, args.skew)
+        sqls = workload_sql(args.window, pattern_types(args.types))
+        specs = [find_match_recognize(s)[0].spec for s in sqls]
+        startup = partial(table_statistics, table=table.slice(0, args.sample_rows))
+        start_patterns = sharing_patterns(plan_local_workload(specs, table.slice(
+            0, args.sample_rows), statistics=startup).queries, startup)
+        step = (args.rows - args.segment_rows) // max(args.segments - 1, 1)
+        for k in range(args.segments):
+            seg = table.slice(k * step, args.segment_rows)
+            fresh = partial(table_statistics, table=seg)
+            wl = plan_local_workload(specs, seg, batch_rows=8192, statistics=fresh)
+            patterns = sharing_patterns(wl.queries, fresh)
+            for model, access in models.items():
+                old = plan_workload(start_patterns, seconds=args.plan_seconds, access=access)
+                new = plan_workload(patterns, seconds=args.plan_seconds, access=access)
+                cpu = []
+                for plan in (old, new):
+                    best = min(timed(lambda plan=plan: (wl.evaluator(plan), wl.batches))[0]
+                               for _ in range(args.repeat))
+                    cpu.append(best)
+                priced = global_plan_cost(old, patterns, access) / new.cost
+                measured = cpu[0] / cpu[1]
+                same = plan_shape(old) == plan_shape(new)
+                if not same:
+                    pairs[model].append((priced, measured))
+                print(f"{x:>7} {k:>4} {model:>8} {priced:>7.2f} {measured:>8.2f} "
+                      f"{str(same):>9} {cpu[0]:>8.3f} {cpu[1]:>10.3f} "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+    for model, got in pairs.items():
+        if len(got) > 1:
+            a = np.log([g[0] for g in got])
+            b = np.log([g[1] for g in got])
+            corr = np.corrcoef(a, b)[0, 1] if a.std() > 0 and b.std() > 0 else float("nan")
+            print(f"{model}: {len(got)} candidates; log correlation priced ~ measured "
+                  f"{corr:.2f}; priced ratios {np.exp(a.min()):.2f}..{np.exp(a.max()):.2f}, "
+                  f"measured {np.exp(b.min()):.2f}..{np.exp(b.max()):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=100_000)
@@ -139,7 +198,13 @@ def main() -> None:
     parser.add_argument("--plan-seconds", type=float, default=0.5)
     parser.add_argument("--xs", default="100,1000,10000,100000")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--pricing", action="store_true")
+    parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--segment-rows", type=int, default=16384)
     args = parser.parse_args()
+    if args.pricing:
+        pricing(args)
+        return
     print(f"{args.rows:,} events, {args.types} types (Zipf {args.skew}), y = 5, "
           f"{len(PATTERNS)} patterns, window {args.window} s, chunk {args.chunk}, threshold "
           f"{args.threshold}, min gain {args.min_gain}; load {os.getloadavg()[0]:.2f}; events per process-CPU second")
