@@ -193,7 +193,6 @@ class PlanCpu:
         self.recent: deque = deque(maxlen=max(settings.probe_chunks, 1))   # (cpu, rows)
         self.before: float | None = None   # CPU per row of the plan switched from
         self.backoff = 1
-        self.reverts = 0
 
     @staticmethod
     def now() -> float:
@@ -223,7 +222,6 @@ class PlanCpu:
         slower = self._rate() >= self.settings.revert_margin * self.before
         self.before = None
         if slower:
-            self.reverts += 1
             self.unpaid()
         else:
             self.backoff = 1
