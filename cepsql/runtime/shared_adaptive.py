@@ -14,7 +14,7 @@ plan's speed. A switch is then measured (``adaptive.PlanCpu``): once the old pla
 drained, the new plan's CPU per row over ``probe_chunks`` chunks against the old plan's
 before the switch; at ``revert_margin`` times or more the old plan comes back (the same
 switch), and every revert or re-plan that found nothing worth switching makes the
-checks come later.
+checks come later and halves their CPU budget (until a switch pays).
 
 A switch happens at a chunk border t (the next row to feed), with the drain of
 runtime/adaptive.py:
@@ -57,7 +57,8 @@ __all__ = ["AdaptiveSharedEvaluator", "WorkloadReplanner", "REPLAN_SECONDS",
 REPLAN_SECONDS = 0.05
 #: checks (estimates and re-plans, CPU) may cost at most this share of the evaluation's
 #: CPU so far: a workload's check estimates every pattern and may run the sharing search,
-#: tens of milliseconds, as much as evaluating a chunk; a check over budget is skipped
+#: tens of milliseconds, as much as evaluating a chunk; a check over budget is skipped.
+#: Divided by the back-off (``PlanCpu.backoff``): checks that paid nothing get less
 CHECK_SHARE = 0.1
 #: the first guess of a check's CPU per pattern (estimating 2k rows, measured ~2-3 ms),
 #: until a check has been timed: a workload evaluated in less than ten times that is
@@ -225,7 +226,8 @@ class AdaptiveSharedEvaluator:
         elif self.old is None and self.fed:
             self.since_check += 1
             if self.since_check >= self.check_every and self.check_seconds + \
-                    self.last_check <= self.replanner.share * self.eval_seconds:
+                    self.last_check <= self.replanner.share * self.eval_seconds / \
+                    self.cpu.backoff:
                 self.since_check = 0
                 started = time.thread_time()
                 fresh = self._check()
