@@ -22,7 +22,8 @@ Runs, in-process, interleaved, best of --repeat (process CPU): "static" plans on
 the first rows (cepsql.stats.mode=worker) and keeps that plan; "adaptive" re-plans when
 the newest rows' statistics drift (runtime/adaptive.py); with --with-chunk also
 "static/chunk" (the start-up plan in the adaptive worker's chunks, without checks: the
-adaptation alone). Their matches must be identical. Prints the load, events per CPU
+adaptation alone); with --with-no-revert also "adaptive/no-revert" (revert_margin inf:
+a switch is never measured and undone). Their matches must be identical. Prints the load, events per CPU
 second and the ratio per x, and plots benchmarks/results/bench_adaptive.png with the
 paper's reported ratio (>= 10x) marked; the x axis is also the paper's "reshufflings per
 1000 events" (1000 / x).
@@ -266,6 +267,7 @@ def main() -> None:
     parser.add_argument("--xs", default="10,100,1000,10000")
     parser.add_argument("--transforms", default=",".join(TRANSFORMS))
     parser.add_argument("--with-chunk", action="store_true")
+    parser.add_argument("--with-no-revert", action="store_true")
     parser.add_argument("--plans", type=int, default=0)
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
@@ -277,12 +279,16 @@ def main() -> None:
                                          check_rows=args.check_rows)}
     if args.with_chunk:
         runs["static/chunk"] = AdaptiveSettings(chunk_rows=args.chunk, check_every=1 << 40)
+    if args.with_no_revert:
+        runs["adaptive/no-revert"] = dataclasses.replace(runs["adaptive"],
+                                                         revert_margin=float("inf"))
     sql = SQL.format(window=args.window, **pattern_types(args.types))
     print(f"{args.rows:,} events, {EVENTS_PER_SECOND}/s, {args.types} types (Zipf "
           f"{args.skew}), y = 5, window {args.window} s, chunk {args.chunk}, threshold "
           f"{args.threshold}; load {os.getloadavg()[0]:.2f}; events per process-CPU second")
     print(f"{'transform':>11} {'x':>6} {'per 1000':>8} {'static':>10} {'adaptive':>10} "
-          f"{'ad/st':>6} {'ad/st-ch':>8} {'switch':>6} {'checks':>6} {'matches':>8} load")
+          f"{'ad/st':>6} {'ad/st-ch':>8} {'nr/st':>6} {'switch':>6} {'revert':>6} "
+          f"{'checks':>6} {'matches':>8} load")
     results: dict[str, list] = {}
     failed = False
     for transform in args.transforms.split(","):
@@ -296,10 +302,13 @@ def main() -> None:
             adapt = best["adaptive"]
             chunk = (f"{speed['adaptive'] / speed['static/chunk']:>8.2f}"
                      if "static/chunk" in speed else f"{'-':>8}")
+            no_revert = (f"{speed['adaptive/no-revert'] / speed['static']:>6.2f}"
+                         if "adaptive/no-revert" in speed else f"{'-':>6}")
             results.setdefault(transform, []).append((x, speed["static"], speed["adaptive"]))
             print(f"{transform:>11} {x:>6} {1000 / x:>8g} {speed['static']:>10,.0f} "
                   f"{speed['adaptive']:>10,.0f} {speed['adaptive'] / speed['static']:>6.2f} "
-                  f"{chunk} {adapt[3]:>6} {adapt[4]:>6} {adapt[2].num_rows:>8} "
+                  f"{chunk} {no_revert} {adapt[3]:>6} "
+                  f"{adapt[5].get('adaptive_reverts', 0):>6} {adapt[4]:>6} {adapt[2].num_rows:>8} "
                   f"{os.getloadavg()[0]:.2f}" + ("" if same else "  MATCHES DIFFER"),
                   flush=True)
     if not args.no_plot:

@@ -15,10 +15,22 @@ best of --repeat by process CPU: "static" plans the workload once from the first
 too but in the adaptive run's chunks, without checks (so adaptive / static-chunk is the
 adaptation alone); "adaptive" re-plans as the newest rows' statistics drift
 (runtime/shared_adaptive.py); "hindsight" is a static run of the global plan made on the
-whole stream's statistics (what one better plan would give). Every pattern's rows must
-be identical in all runs.
+whole stream's statistics (what one better plan would give); with --with-no-revert also
+"adaptive/no-revert" (revert_margin inf: a switch is never measured and undone); with
+--with-pm-only also "static/pm" and "adaptive/pm": the global plans priced by partial
+matches alone (access 0, the sharing cost model before the pairs term) and no revert,
+i.e. the behaviour before issue 25.1's second round. Every pattern's rows must be
+identical in all runs.
 Prints the load, events per CPU second, the ratios, switches, checks and the re-plans'
 cost per x; saves benchmarks/results/bench_adaptive_workload.png.
+
+--pricing: whether re-planned global plans price what they run. Per x, at --segments
+evenly spaced segments of --segment-rows rows, the start-up plan and the plan chosen on
+the segment's statistics (a switch candidate), each under both sharing cost models
+(partial matches only, access 0; with the pairs tried, the planner's access weight),
+run on the segment (process CPU, best of --repeat): the priced ratio start-up /
+candidate on the segment's statistics beside the measured CPU ratio, and the log
+correlation of priced with measured ratios per model.
 """
 from __future__ import annotations
 
@@ -27,6 +39,7 @@ import os
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from functools import partial
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,13 +48,17 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))   # tests/support
 
 from bench_adaptive import pattern_types, ratio_axes, stream  # noqa: E402
+import numpy as np  # noqa: E402
+
 from cepsql.backends.local.engine import table_statistics  # noqa: E402
+from cepsql.planning.options import ACCESS_WEIGHT  # noqa: E402
 from cepsql.parse import find_match_recognize  # noqa: E402
 from cepsql.runtime.adaptive import AdaptiveSettings  # noqa: E402
 from cepsql.runtime.one_pass import sharing_patterns  # noqa: E402
 from cepsql.runtime.shared_adaptive import (AdaptiveSharedEvaluator,  # noqa: E402
-                                            WorkloadReplanner)
+                                            WorkloadReplanner, plan_shape)
 from cepsql.sharing.planner import plan_workload  # noqa: E402
+from cepsql.sharing.pricing import global_plan_cost  # noqa: E402
 from support.local_run import plan_local_workload  # noqa: E402
 
 #: (variables, DEFINE of each variable beyond its type): sub-sequences recur
@@ -96,7 +113,8 @@ def run_x(x: int, args) -> dict:
     whole = partial(table_statistics, table=table)
     hindsight = plan_workload(sharing_patterns(wl.queries, whole), seconds=args.plan_seconds)
     adaptive = AdaptiveSettings(threshold=args.threshold, chunk_rows=args.chunk,
-                                check_rows=args.check_rows, min_gain=args.min_gain)
+                                check_rows=args.check_rows, min_gain=args.min_gain,
+                                revert_margin=args.revert_margin)
     chunked = partial(wl.evaluator, chunk_rows=args.chunk)
     runs = {
         "static": lambda: (wl.evaluator(plan), wl.batches),
@@ -107,6 +125,15 @@ def run_x(x: int, args) -> dict:
         "adaptive": lambda: (AdaptiveSharedEvaluator(plan, chunked, WorkloadReplanner(
             patterns, adaptive)), wl.batches),
     }
+    never = replace(adaptive, revert_margin=float("inf"))
+    if args.with_no_revert:
+        runs["adaptive/no-revert"] = lambda: (AdaptiveSharedEvaluator(
+            plan, chunked, WorkloadReplanner(patterns, never)), wl.batches)
+    if args.with_pm_only:
+        pm_plan = plan_workload(patterns, seconds=args.plan_seconds, access=0.0)
+        runs["static/pm"] = lambda: (wl.evaluator(pm_plan), wl.batches)
+        runs["adaptive/pm"] = lambda: (AdaptiveSharedEvaluator(pm_plan, chunked, WorkloadReplanner(
+            patterns, never, access=0.0)), wl.batches)
     best: dict = {}
     for _ in range(args.repeat):
         for name, make in runs.items():
@@ -114,14 +141,62 @@ def run_x(x: int, args) -> dict:
             if name not in best or got[0] < best[name][0]:
                 best[name] = got
     rows = {name: outputs(r[3], len(sqls)) for name, r in best.items()}
-    same = rows["static"] == rows["static/chunk"] == rows["adaptive"] == rows["hindsight"]
+    same = all(r == rows["static"] for r in rows.values())
     stats = best["adaptive"][2].stats
     return {"x": x, "speed": {n: args.rows / r[0] for n, r in best.items()},
             "same": same, "matches": sum(sum(c.values()) for c in rows["static"]),
             "switches": stats["adaptive_switches"], "checks": stats["adaptive_checks"],
+            "reverts": stats["adaptive_reverts"],
             "replans": stats["replans"], "replan_s": stats["replan_seconds"],
             "replan_max": stats["replan_seconds_max"], "plan_s": plan.seconds,
             "load": os.getloadavg()[0]}
+
+
+def pricing(args) -> None:
+    """Priced vs measured ratios of switch candidates (module doc, --pricing)."""
+    models = {"PM only": 0.0, "+pairs": ACCESS_WEIGHT}
+    print(f"pricing: {args.rows:,} events, {args.segments} segments of {args.segment_rows:,} "
+          f"rows per x; access weight {ACCESS_WEIGHT}; load {os.getloadavg()[0]:.2f}")
+    print(f"{'x':>7} {'seg':>4} {'model':>8} {'priced':>7} {'measured':>8} {'same plan':>9} "
+          f"{'st CPU s':>8} {'cand CPU s':>10} load")
+    pairs = {m: [] for m in models}
+    for x in [int(v) for v in args.xs.split(",")]:
+        table = stream(args.rows, x, args.types, args.skew)
+        sqls = workload_sql(args.window, pattern_types(args.types))
+        specs = [find_match_recognize(s)[0].spec for s in sqls]
+        startup = partial(table_statistics, table=table.slice(0, args.sample_rows))
+        start_patterns = sharing_patterns(plan_local_workload(specs, table.slice(
+            0, args.sample_rows), statistics=startup).queries, startup)
+        step = (args.rows - args.segment_rows) // max(args.segments - 1, 1)
+        for k in range(args.segments):
+            seg = table.slice(k * step, args.segment_rows)
+            fresh = partial(table_statistics, table=seg)
+            wl = plan_local_workload(specs, seg, batch_rows=8192, statistics=fresh)
+            patterns = sharing_patterns(wl.queries, fresh)
+            for model, access in models.items():
+                old = plan_workload(start_patterns, seconds=args.plan_seconds, access=access)
+                new = plan_workload(patterns, seconds=args.plan_seconds, access=access)
+                cpu = []
+                for plan in (old, new):
+                    best = min(timed(lambda plan=plan: (wl.evaluator(plan), wl.batches))[0]
+                               for _ in range(args.repeat))
+                    cpu.append(best)
+                priced = global_plan_cost(old, patterns, access) / new.cost
+                measured = cpu[0] / cpu[1]
+                same = plan_shape(old) == plan_shape(new)
+                if not same:
+                    pairs[model].append((priced, measured))
+                print(f"{x:>7} {k:>4} {model:>8} {priced:>7.2f} {measured:>8.2f} "
+                      f"{str(same):>9} {cpu[0]:>8.3f} {cpu[1]:>10.3f} "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+    for model, got in pairs.items():
+        if len(got) > 1:
+            a = np.log([g[0] for g in got])
+            b = np.log([g[1] for g in got])
+            corr = np.corrcoef(a, b)[0, 1] if a.std() > 0 and b.std() > 0 else float("nan")
+            print(f"{model}: {len(got)} candidates; log correlation priced ~ measured "
+                  f"{corr:.2f}; priced ratios {np.exp(a.min()):.2f}..{np.exp(a.max()):.2f}, "
+                  f"measured {np.exp(b.min()):.2f}..{np.exp(b.max()):.2f}")
 
 
 def main() -> None:
@@ -139,12 +214,22 @@ def main() -> None:
     parser.add_argument("--plan-seconds", type=float, default=0.5)
     parser.add_argument("--xs", default="100,1000,10000,100000")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--pricing", action="store_true")
+    parser.add_argument("--revert-margin", type=float, default=AdaptiveSettings.revert_margin)
+    parser.add_argument("--with-no-revert", action="store_true")
+    parser.add_argument("--with-pm-only", action="store_true")
+    parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--segment-rows", type=int, default=16384)
     args = parser.parse_args()
+    if args.pricing:
+        pricing(args)
+        return
     print(f"{args.rows:,} events, {args.types} types (Zipf {args.skew}), y = 5, "
           f"{len(PATTERNS)} patterns, window {args.window} s, chunk {args.chunk}, threshold "
           f"{args.threshold}, min gain {args.min_gain}; load {os.getloadavg()[0]:.2f}; events per process-CPU second")
     print(f"{'x':>7} {'static':>9} {'st/chunk':>9} {'adaptive':>9} {'hindsight':>9} {'ad/st':>6} "
-          f"{'ad/st-ch':>8} {'switch':>6} {'checks':>6} {'replans':>7} {'replan s':>8} "
+          f"{'ad/st-ch':>8} {'nr/st':>6} {'switch':>6} {'revert':>6} {'checks':>6} "
+          f"{'replans':>7} {'replan s':>8} "
           f"{'max s':>6} {'matches':>9} load")
     results, failed = [], False
     for x in [int(v) for v in args.xs.split(",")]:
@@ -155,9 +240,17 @@ def main() -> None:
         print(f"{x:>7} {s['static']:>9,.0f} {s['static/chunk']:>9,.0f} {s['adaptive']:>9,.0f} "
               f"{s['hindsight']:>9,.0f} "
               f"{s['adaptive'] / s['static']:>6.2f} {s['adaptive'] / s['static/chunk']:>8.2f} "
-              f"{r['switches']:>6} {r['checks']:>6} {r['replans']:>7} {r['replan_s']:>8.3f} "
+              + (f"{s['adaptive/no-revert'] / s['static']:>6.2f} " if 'adaptive/no-revert' in s
+                 else f"{'-':>6} ")
+              + f"{r['switches']:>6} {r['reverts']:>6} {r['checks']:>6} {r['replans']:>7} "
+              f"{r['replan_s']:>8.3f} "
               f"{r['replan_max']:>6.3f} {r['matches']:>9,} {r['load']:.2f}"
               + ("" if r["same"] else "  ROWS DIFFER"), flush=True)
+        if "static/pm" in s:
+            print(f"{'':>7} PM-only pricing (before): static {s['static/pm']:,.0f} adaptive "
+                  f"{s['adaptive/pm']:,.0f} (ad/st {s['adaptive/pm'] / s['static/pm']:.2f}); "
+                  f"now static / before static {s['static'] / s['static/pm']:.2f}, now adaptive"
+                  f" / before static {s['adaptive'] / s['static/pm']:.2f}", flush=True)
     if not args.no_plot:
         plot(results, args)
     if failed:

@@ -150,9 +150,11 @@ def _after_a_leading_pair(sql: str) -> str:
 
 
 def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict,
-             min_gain: float = 0.0, confirm: int = 1, check_rows: int = 16) -> None:
-    """The adaptive run's rows equal the static run's; its switches and checks are added
-    to seen."""
+             min_gain: float = 0.0, confirm: int = 1, check_rows: int = 16,
+             revert_margin: float = float("inf")) -> None:
+    """The adaptive run's rows equal the static run's; its switches, checks and reverts
+    (when seen counts them) are added to seen (no revert by default: whether a plan ran
+    slower is CPU noise)."""
     try:
         static = run_local(sql, {"t": table}, planner=_planner(8, None))
     except CepUnsupportedError:
@@ -161,11 +163,13 @@ def _compare(sql: str, table: pa.Table, chunk: int, threshold: float, seen: dict
     adaptive_settings_ = AdaptiveSettings(threshold=threshold, check_rows=check_rows,
                                           chunk_rows=chunk,
                                           min_gain=min_gain, max_check_every=1,
-                                          confirm=confirm)
+                                          confirm=confirm, revert_margin=revert_margin)
     moving = run_local(sql, {"t": table}, planner=_planner(8, adaptive_settings_), stats=stats)
     assert _rows(moving) == _rows(static), sql
     seen["switches"] += stats.last.get("adaptive_switches", 0)
     seen["checks"] += stats.last.get("adaptive_checks", 0)
+    if "reverts" in seen:
+        seen["reverts"] += stats.last.get("adaptive_reverts", 0)
 
 
 def test_forced_switches_keep_every_match(forced_switches):
@@ -192,6 +196,48 @@ def test_forced_switches_keep_every_match(forced_switches):
     assert seen["switching"] >= 20 and seen["switches"] > 100, seen
 
 
+def test_forced_switches_then_reverts_keep_every_match(forced_switches):
+    """revert_margin 0: every switch, once its probe chunks ran, is undone (the new
+    plan always counts as slower); the rows stay the static run's."""
+    seen = {"switches": 0, "checks": 0, "reverts": 0}
+
+    @settings(max_examples=25, derandomize=True, **{**SETTINGS, "suppress_health_check": [
+        *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
+    @given(sql=planned_queries(), table=drifting_streams(min_rows=30),
+           window=st.sampled_from(["WITHIN 3 ROWS", "WITHIN INTERVAL '4' SECOND"]),
+           chunk=st.integers(1, 6))
+    def check(sql, table, window, chunk):
+        sql = _after_a_leading_pair(_with_window(sql, window))
+        forced_switches.rotating = False
+        before = dict(seen)
+        _compare(sql, table, chunk, 0.0, seen, revert_margin=0.0)
+        switches, checks, reverts = (seen[k] - before[k] for k in
+                                     ("switches", "checks", "reverts"))
+        planned = switches - reverts   # a check's switches (it may re-choose the running
+        # plan: the rotation comes back to the one a revert restored)
+        assert reverts <= planned <= checks, sql
+        # every planned switch is undone unless its stream ended before its probe did
+        assert planned - reverts <= len(set(table.column("part").to_pylist())), sql
+    check()
+
+
+def test_a_reverted_switch_keeps_match_numbers(forced_switches):
+    stats = RunStatistics()
+    table = _numbered_table()
+    seen = {"switches": 0, "checks": 0, "reverts": 0}
+    _compare(NUMBERED_SQL, table, 7, 0.0, seen, revert_margin=0.0)
+    planned = seen["switches"] - seen["reverts"]
+    assert seen["reverts"] >= 2 and seen["reverts"] <= planned <= seen["checks"]
+    numbers = run_local(NUMBERED_SQL, {"t": table}, stats=stats, planner=_planner(
+        8, AdaptiveSettings(threshold=0.0, chunk_rows=7, min_gain=0.0, confirm=1,
+                            revert_margin=0.0))).to_pydict()
+    assert stats.last["adaptive_reverts"] >= 2
+    for part in "ab":   # 1..k per partition, in (first row, last row) order
+        got = sorted((t0, t1, mn) for p, t0, t1, mn in zip(
+            numbers["part"], numbers["t0"], numbers["t1"], numbers["mn"]) if p == part)
+        assert [mn for _, _, mn in got] == list(range(1, len(got) + 1))
+
+
 def test_drifting_rates_switch_plans_exactly():
     seen = {"switches": 0, "checks": 0}
 
@@ -208,25 +254,31 @@ def test_drifting_rates_switch_plans_exactly():
     assert seen["checks"] > 0
 
 
-def test_match_numbers_continue_across_a_switch(forced_switches):
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
-           "MEASURES MATCH_NUMBER() AS mn, FIRST(A.ts) AS t0, LAST(ts) AS t1 "
-           "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B C) WITHIN 5 ROWS "
-           "DEFINE A AS price < 5, B AS tag <> 'z' AND B.price >= A.price, "
-           "C AS vol > 1.0)")
+NUMBERED_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts "
+                "MEASURES MATCH_NUMBER() AS mn, FIRST(A.ts) AS t0, LAST(ts) AS t1 "
+                "ONE ROW PER MATCH STRATEGY SKIP_TILL_ANY_MATCH PATTERN (A B C) "
+                "WITHIN 5 ROWS DEFINE A AS price < 5, B AS tag <> 'z' AND B.price >= A.price, "
+                "C AS vol > 1.0)")
+
+
+def _numbered_table(n: int = 300) -> pa.Table:
     rng = random.Random(7)
-    n = 300
-    table = pa.table({"part": [rng.choice("ab") for _ in range(n)],
-                      "ts": list(range(1, n + 1)),
-                      "price": [rng.randint(0, 9) for _ in range(n)],
-                      "vol": [rng.choice([0.5, 1.5, 3.0]) for _ in range(n)],
-                      "tag": [rng.choice("xyz") for _ in range(n)]}, schema=STREAM_SCHEMA)
+    return pa.table({"part": [rng.choice("ab") for _ in range(n)],
+                     "ts": list(range(1, n + 1)),
+                     "price": [rng.randint(0, 9) for _ in range(n)],
+                     "vol": [rng.choice([0.5, 1.5, 3.0]) for _ in range(n)],
+                     "tag": [rng.choice("xyz") for _ in range(n)]}, schema=STREAM_SCHEMA)
+
+
+def test_match_numbers_continue_across_a_switch(forced_switches):
+    sql, table = NUMBERED_SQL, _numbered_table()
     seen = {"switches": 0, "checks": 0}
     _compare(sql, table, 7, 0.0, seen)
     assert seen["switches"] > 5
     stats = RunStatistics()
     numbers = run_local(sql, {"t": table}, stats=stats, planner=_planner(8, AdaptiveSettings(
-        threshold=0.0, chunk_rows=7, min_gain=0.0, confirm=1))).to_pydict()
+        threshold=0.0, chunk_rows=7, min_gain=0.0, confirm=1,
+        revert_margin=float("inf")))).to_pydict()
     assert stats.last["adaptive_switches"] > 5
     for part in "ab":   # 1..k per partition, in (first row, last row) order
         got = sorted((t0, t1, mn) for p, t0, t1, mn in zip(

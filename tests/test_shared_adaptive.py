@@ -39,26 +39,32 @@ except ImportError:
 
 
 class AlternatingReplanner(WorkloadReplanner):
-    """Re-plans to whichever of two global plans is not the running one, and counts the
-    checks that proposed a plan other than the running one."""
+    """Re-plans to whichever of two global plans is not the running one (the
+    evaluator's, once ``evaluator`` is set: a revert changes it), and counts the checks
+    that proposed a plan other than the running one."""
 
     def __init__(self, patterns, adaptive, plans):
         super().__init__(patterns, adaptive, share=float("inf"))   # no CPU budget
         self.plans = plans
         self.running = plans[0]
+        self.evaluator = None
         self.proposed = 0
 
     def plan(self, patterns):
-        fresh = self.plans[1] if self.running is self.plans[0] else self.plans[0]
-        if plan_shape(fresh) != plan_shape(self.running):
+        running = self.running if self.evaluator is None else self.evaluator.plan
+        fresh = self.plans[1] if running is self.plans[0] else self.plans[0]
+        if plan_shape(fresh) != plan_shape(running):
             self.proposed += 1
             self.running = fresh
         return fresh
 
 
-def forced(chunk_rows: int) -> AdaptiveSettings:
+def forced(chunk_rows: int, revert_margin: float = float("inf")) -> AdaptiveSettings:
+    """Every check switches; no revert unless revert_margin says (0: every switch is
+    undone once probed; by default none: CPU noise would decide)."""
     return AdaptiveSettings(threshold=-1.0, check_rows=16, check_pairs=64, chunk_rows=chunk_rows,
-                            min_gain=0.0, max_check_every=1, full_every=1, confirm=1)
+                            min_gain=0.0, max_check_every=1, full_every=1, confirm=1,
+                            revert_margin=revert_margin)
 
 
 def _rows(out, i: int) -> Counter:
@@ -66,16 +72,19 @@ def _rows(out, i: int) -> Counter:
                    for b in (b for p, b in out if p == i) for r in b.to_pylist())
 
 
-def run_three_ways(sqls: list[str], table: pa.Table, batch_rows: int, chunk_rows: int):
+def run_three_ways(sqls: list[str], table: pa.Table, batch_rows: int, chunk_rows: int,
+                   revert_margin: float = float("inf")):
     """(adaptive evaluator, its replanner) after checking that its rows equal the
     static pass's and every pattern's own worker's."""
     wl = plan_local_workload([spec_of(s) for s in sqls], table, batch_rows=batch_rows)
     patterns = sharing_patterns(wl.queries)
     first = plan_workload(patterns, seconds=0.05)
     other = trivial_global_plan(patterns)
-    replanner = AlternatingReplanner(patterns, forced(chunk_rows), [first, other])
+    replanner = AlternatingReplanner(patterns, forced(chunk_rows, revert_margin),
+                                     [first, other])
     adaptive = AdaptiveSharedEvaluator(first, partial(wl.evaluator, chunk_rows=chunk_rows),
                                        replanner)
+    replanner.evaluator = adaptive
     got = adaptive.run(wl.batches)
     static = wl.evaluator(first, chunk_rows=chunk_rows).run(wl.batches)
     own = wl.own_outputs()
@@ -111,6 +120,32 @@ def test_forced_switches_keep_every_match():
     assert seen["switches"] > 0
 
 
+def test_forced_switches_then_reverts_keep_every_match():
+    """revert_margin 0: every switch, once probed, is undone (the new plan always counts
+    as slower), through the same drain; the rows stay the static pass's."""
+    @settings(max_examples=20, **SETTINGS)
+    @given(sqls=workloads(max_patterns=4, windowed=True), table=longer_streams(),
+           batch_rows=st.integers(3, 20), chunk_rows=st.integers(3, 12))
+    def check(sqls, table, batch_rows, chunk_rows):
+        sqls = [_adaptable(s) for s in sqls]
+        adaptive, replanner = run_three_ways(sqls, table, batch_rows, chunk_rows,
+                                             revert_margin=0.0)
+        planned = adaptive.switches - adaptive.reverts
+        # every check that proposed another plan switched to it; every such switch was
+        # reverted unless the rows ended before its probe did
+        assert planned == replanner.proposed
+        assert adaptive.reverts <= planned <= adaptive.reverts + 1
+        assert adaptive.stats["adaptive_reverts"] == adaptive.reverts
+    check()
+
+
+def test_a_reverted_switch_keeps_match_numbers():
+    table = pa.concat_tables([_ticks()] * 3)
+    table = table.set_column(1, "ts", pa.array(range(table.num_rows)))
+    adaptive, _ = run_three_ways(FIXED, table, batch_rows=7, chunk_rows=2, revert_margin=0.0)
+    assert adaptive.reverts >= 2
+
+
 FIXED = [HEAD + "FIRST(a.ts) AS t0, LAST(c.ts) AS t2, MATCH_NUMBER() AS mn ONE ROW PER MATCH "
          "STRATEGY SKIP_TILL_ANY_MATCH PATTERN (SEQ(a, b, c)) WITHIN 5 ROWS "
          "DEFINE a AS a.tag = 'x', b AS b.tag = 'y' AND b.price > a.price, "
@@ -139,15 +174,16 @@ def test_unexact_workloads_keep_the_start_up_plan():
     assert adaptive.stats["adaptive_off"] == adaptive.reason
 
 
-def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said():
+@pytest.mark.parametrize("access", [None, 0.0, 2.0])
+def test_a_plan_priced_on_its_own_statistics_costs_what_the_planner_said(access):
     table = pa.concat_tables([_ticks()] * 4)
     wl = plan_local_workload([spec_of(s) for s in FIXED], table)
     patterns = sharing_patterns(wl.queries, partial(table_statistics, table=table))
     for algorithm in ("NONE", "SA", "TABU", "PREFIX"):
-        plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05)
-        assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
-    plan = trivial_global_plan(patterns)
-    assert global_plan_cost(plan, patterns) == pytest.approx(plan.cost)
+        plan = plan_workload(patterns, algorithm=algorithm, seconds=0.05, access=access)
+        assert global_plan_cost(plan, patterns, access) == pytest.approx(plan.cost)
+    plan = trivial_global_plan(patterns, access)
+    assert global_plan_cost(plan, patterns, access) == pytest.approx(plan.cost)
 
 
 def _drifting_ticks(n: int = 240) -> pa.Table:

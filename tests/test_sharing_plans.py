@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepsql.errors import CepAnalysisError
+from cepsql.planning import CostModel
+from cepsql.planning.options import PlannerOptions
 from cepsql.sharing.dag import WorkloadContext
 from support.sharing_exhaustive import all_trees, exhaustive_cost
 from cepsql.sharing.graph import build_graph
@@ -112,6 +114,35 @@ def test_tiny_workloads_reach_the_exhaustive_optimum(seed):
         assert plan.cost <= best * TOL, algorithm            # and the search finds it
     prefix = plan_workload(patterns, algorithm="PREFIX", seed=seed, max_iterations=400)
     assert prefix.cost >= best / TOL
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_without_the_pairs_term_tiny_workloads_reach_the_exhaustive_optimum_too(seed):
+    patterns = list(workload(3 if seed % 2 else 2, seed, symbols=5,
+                             sizes=(2, 3) if seed % 2 else (3, 4)))
+    best, _ = exhaustive_cost(WorkloadContext(patterns, CostModel()))
+    plan = plan_workload(patterns, seed=seed, max_iterations=400, access=0.0)
+    assert best / TOL <= plan.cost <= best * TOL
+
+
+def test_join_nodes_also_cost_the_pairs_they_try():
+    """Priced as single patterns are (cost.py join_extra, the planner's access weight
+    by default): each join node adds access * PM(left) * PM(right), its sides' partial
+    matches with the SEQ orders they apply; access 0 gives the partial matches alone."""
+    patterns = list(workload(3, 1, symbols=5, sizes=(3, 4)))
+    access = PlannerOptions().access
+    ctx, plain = WorkloadContext(patterns), WorkloadContext(patterns, CostModel())
+    assert ctx.model.access == access > 0
+    for t, plan in enumerate(independent_plans(plain)):
+        pairs = sum(plain.pm(t, n.left.mask, plan.node_relaxed(n.left.mask))
+                    * plain.pm(t, n.right.mask, plan.node_relaxed(n.right.mask))
+                    for n in plan.tree.nodes() if not n.is_leaf)
+        assert pairs > 0
+        assert ctx.local_cost(t, plan) == pytest.approx(plain.local_cost(t, plan)
+                                                        + access * pairs)
+    heavy = plan_workload(patterns, seed=1, max_iterations=100, access=10.0)
+    light = plan_workload(patterns, seed=1, max_iterations=100, access=0.0)
+    assert heavy.cost > light.cost
 
 
 def test_all_trees_counts_unordered_bushy_shapes():

@@ -76,6 +76,10 @@ def test_conf_keys_are_read_and_checked():
         options_from_conf({"cepsql.sharing.seconds": "-1"}.get)
     with pytest.raises(CepAnalysisError, match="cepsql.sharing.algorithm"):
         options_from_conf({"cepsql.sharing.algorithm": "GREEDY"}.get)
+    # global plans are priced with the single-pattern planner's pairs weight
+    assert options_from_conf({"cepsql.planner.accessCost": "0.5"}.get) == {"access": 0.5}
+    with pytest.raises(CepAnalysisError, match="cepsql.planner.accessCost"):
+        options_from_conf({"cepsql.planner.accessCost": "-1"}.get)
 
 
 def test_synthetic_workload_has_the_papers_shape():

@@ -18,10 +18,20 @@ same for every plan, so each is reported exactly once; MATCH_NUMBER orders match
 first row first, so the old plan's matches are exactly the first ones. Only for WITHIN
 clauses (the old evaluator must finish within a window) without SKIP PAST LAST ROW or
 WITH UNMATCHED ROWS (both read every match of the group) -- see ``adaptable``.
+
+Never slower than static, as far as CPU can tell (``PlanCpu``): the cost model prices a
+switch, the CPU measures it. After a switch (once the old plan is drained) the new
+plan's thread CPU per row over ``probe_chunks`` chunks is compared with the old plan's
+over the chunks before the switch; when it is ``revert_margin`` times that or more, the
+old plan comes back (the same exact switch) and the checks back off: the interval cap
+doubles, as it does after every re-plan that found nothing worth switching, and returns
+to ``max_check_every`` once a switch paid.
 """
 from __future__ import annotations
 
 import math
+import time
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -45,6 +55,9 @@ CHUNK_ROWS = 8192            # default rows per chunk: a drift is seen within a 
 NO_BOUND = 1 << 62            # the evaluator's "no restriction" on a match's first row
 _FLOOR = 1e-3                 # rates and selectivities below count as this (log ratio)
 _ANY = 3                      # CepConfig.strategy of SKIP_TILL_ANY_MATCH
+#: the check interval's cap grows to at most this many times max_check_every while
+#: checks do not pay (``PlanCpu.backoff``)
+MAX_BACKOFF = 64
 
 
 @dataclass(frozen=True)
@@ -64,7 +77,10 @@ class AdaptiveSettings:
     prior_pairs: how much evidence the fresh estimates need to move the running ones
     (``settle``): a rare variable's few rows or a selectivity from a few pairs is mostly
     noise (a selectivity of 0 from 3 pairs made the planner join a frequent variable
-    last, 10x slower than the static plan)."""
+    last, 10x slower than the static plan). probe_chunks / revert_margin: after a switch
+    the new plan's CPU per row over probe_chunks chunks is compared with the old plan's
+    over as many chunks before it; at revert_margin times or more the old plan comes
+    back (``PlanCpu``; inf: never, 0: always)."""
     threshold: float = 1.0
     check_rows: int = 2_000
     check_pairs: int = 2_000
@@ -76,6 +92,8 @@ class AdaptiveSettings:
     confirm: int = 2
     prior_events: float = 4.0
     prior_pairs: float = 50.0
+    probe_chunks: int = 2
+    revert_margin: float = 1.2
 
 
 def adaptive_settings(get: Callable[[str], str | None]) -> AdaptiveSettings | None:
@@ -159,6 +177,69 @@ def log_drift(old: dict, new: dict) -> float:
     return worst
 
 
+class PlanCpu:
+    """Thread CPU per row of the running plan's own evaluator over its last chunks (not
+    a drained old plan's), the verdict on a switch, and the check back-off.
+
+    ``add`` each chunk's CPU and rows; ``switched`` when a switch has been made (the
+    rate so far becomes the one to beat); ``verdict`` once probe_chunks chunks of the new
+    plan have run: True = revert (it is revert_margin times slower or more). Every check
+    that paid nothing (``unpaid``) and every revert doubles ``backoff``, up to
+    MAX_BACKOFF; a kept switch resets it. The check interval's cap is
+    ``max_check_every * backoff``."""
+
+    def __init__(self, settings: AdaptiveSettings):
+        self.settings = settings
+        self.recent: deque = deque(maxlen=max(settings.probe_chunks, 1))   # (cpu, rows)
+        self.before: float | None = None   # CPU per row of the plan switched from
+        self.backoff = 1
+
+    @staticmethod
+    def now() -> float:
+        """The clock the chunks are timed with (this thread's CPU)."""
+        return time.thread_time()
+
+    def add(self, cpu: float, rows: int) -> None:
+        if rows > 0:
+            self.recent.append((cpu, rows))
+
+    @property
+    def probing(self) -> bool:
+        """A switch awaits its verdict (checks wait too: the new plan is being timed)."""
+        return self.before is not None
+
+    def switched(self, revert: bool = False) -> None:
+        """A switch was made (a revert is not probed: its plan was timed already; nothing
+        is probed when revert_margin is inf)."""
+        never = math.isinf(self.settings.revert_margin)
+        self.before = None if revert or never else self._rate()
+        self.recent.clear()
+
+    def verdict(self) -> bool | None:
+        """None while probing is not over (or nothing is probed), else whether to revert."""
+        if self.before is None or len(self.recent) < self.recent.maxlen:
+            return None
+        slower = self._rate() >= self.settings.revert_margin * self.before
+        self.before = None
+        if slower:
+            self.unpaid()
+        else:
+            self.backoff = 1
+        return slower
+
+    def unpaid(self) -> None:
+        """A check (or a switch) that paid nothing: later checks come later."""
+        self.backoff = min(2 * self.backoff, MAX_BACKOFF)
+
+    def cap(self) -> int:
+        """The longest interval between checks now, in chunks."""
+        return self.settings.max_check_every * self.backoff
+
+    def _rate(self) -> float | None:
+        rows = sum(r for _, r in self.recent)
+        return sum(c for c, _ in self.recent) / rows if rows else None
+
+
 class AdaptiveWorker(CepWorker):
     """CepWorker that re-plans as the statistics drift (streaming chunks, WITHIN only)."""
 
@@ -172,6 +253,7 @@ class AdaptiveWorker(CepWorker):
         self.split = analyze_defines(planner.planning.spec)   # what the cheap check reads
         self.switches = 0
         self.checks = 0
+        self.reverts = 0                # switches back to a plan that ran faster
 
     def _new_push(self) -> "AdaptivePush":
         """Push state of one stream (``__call__``, ``feed``/``finish`` are MatchWorker's)."""
@@ -179,7 +261,8 @@ class AdaptiveWorker(CepWorker):
 
     def _record(self, matcher) -> None:
         self.last_stats = {**matcher.stats(), "adaptive_checks": self.checks,
-                           "adaptive_switches": self.switches}
+                           "adaptive_switches": self.switches,
+                           "adaptive_reverts": self.reverts}
 
 
 class AdaptivePush:
@@ -199,6 +282,9 @@ class AdaptivePush:
         self.check_every = worker.settings.check_every
         self.candidate = None               # plan_shape of a plan awaiting confirmation
         self.votes = 0                      # checks in a row that chose it
+        self.cpu = PlanCpu(worker.settings)   # the running plan's CPU, the back-off
+        self.previous = None                # the choice switched from (a revert's)
+        self.new_rows = 0                   # rows added since the last chunk ran
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         out: list[pa.RecordBatch] = []
@@ -209,31 +295,44 @@ class AdaptivePush:
     def _feed_piece(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         w = self.worker
         self.pending.add(batch)
+        self.new_rows += batch.num_rows
         if not self.pending.ready:
             return []
         table, all_starts = self.pending.table()
         out: list = []
         if self.old is not None:
             out += self._drain(table, all_starts, False)
+        started = self.cpu.now()
         out += w._process(self.cur, table.slice(self.cur_skip),
                           _from(all_starts, self.cur_skip), True, self.cur_cont)
+        self.cpu.add(self.cpu.now() - started, self.new_rows)
+        self.new_rows = 0
         self.cur_cont = True
         keep_cur = self.cur_skip + self.cur.keep
         cur_carried = table.num_rows - keep_cur
         keep_old = self.old_skip + self.old.keep if self.old is not None else keep_cur
         self.since_check += 1
-        if self.old is None and self.since_check >= self.check_every:
+        switched, every = None, w.settings.check_every
+        if self.old is None and self.cpu.probing:
+            if self.cpu.verdict():   # the new plan ran slower: the old one comes back
+                w.reverts += 1
+                switched = self._switch(self.previous, keep_cur)
+                self.cpu.switched(revert=True)
+                self.since_check, every = 0, self.cpu.cap()
+        elif self.old is None and self.since_check >= self.check_every:
             self.since_check = 0
             switched = self._maybe_switch(table, keep_cur)
             if switched is not None:
-                self.old, self.cur = self.cur, switched
-                self.old_carried = cur_carried
-                self.cur_cont = False
-                self.check_every = w.settings.check_every
+                self.cpu.switched()
             elif self.candidate is not None:   # confirm (or drop) it at the next chunk
                 self.check_every = w.settings.check_every
             else:
-                self.check_every = min(2 * self.check_every, w.settings.max_check_every)
+                self.check_every = min(2 * self.check_every, self.cpu.cap())
+        if switched is not None:
+            self.old, self.cur = self.cur, switched
+            self.old_carried = cur_carried
+            self.cur_cont = False
+            self.check_every = every
         base = min(keep_cur, keep_old)
         self.cur_skip, self.old_skip = keep_cur - base, keep_old - base
         self.pending.keep(table.slice(base))
@@ -297,13 +396,21 @@ class AdaptivePush:
                                                     verdict.votes)
         choice = verdict.choice
         if choice is None:
+            if verdict.unpaid:   # re-planned and found nothing worth a switch
+                self.cpu.unpaid()
             return None
-        digest = plan_digest(choice)
+        return self._switch(choice, keep_cur)
+
+    def _switch(self, choice, keep_cur: int):
+        """The evaluator of choice from the first unprocessed row on; the running one
+        keeps the matches starting before it (the module docstring's switch)."""
+        w = self.worker
+        self.previous = w.choice
         w.choice = choice
         t = self.cur_skip + self.cur.processed - keep_cur   # in the next call's rows
         self.cur.restrict_first(-NO_BOUND, t, 0)
         w.config = replace(w.config, **w.planner.plan_arrays(choice))
-        w.digest = digest
+        w.digest = plan_digest(choice)
         w.switches += 1
         fresh = w._new_matcher()
         fresh.restrict_first(t, NO_BOUND, 1)
@@ -319,6 +426,7 @@ class Verdict:
     statistics: object
     candidate: tuple | None
     votes: int
+    unpaid: bool = False   # the planner ran and found no plan worth a switch
 
 
 def drift_check(planner, settings: AdaptiveSettings, split, statistics, running,
@@ -345,11 +453,11 @@ def drift_check(planner, settings: AdaptiveSettings, split, statistics, running,
     choice = planner.choose_with(now)
     shape = plan_shape(choice)
     if shape == plan_shape(running):   # the running plan is still the one to run
-        return Verdict(None, now, None, votes)
+        return Verdict(None, now, None, votes, unpaid=True)
     if gain(running, choice, planner) < settings.min_gain:
         # keep the running plan's statistics: the drift stays visible, so later
         # checks price the switch again as the newest rows accumulate evidence
-        return Verdict(None, base, None, votes)
+        return Verdict(None, base, None, votes, unpaid=True)
     votes = votes + 1 if shape == candidate else 1
     if votes < settings.confirm:
         return Verdict(None, base, shape, votes)

@@ -10,7 +10,11 @@ its search capped at ``REPLAN_SECONDS``) and switches when the running plan, pri
 the fresh numbers, costs ``min_gain`` times the new one at ``confirm`` checks in a row.
 Checks cost at most ``CHECK_SHARE`` of the evaluation's CPU (a check over that budget
 is skipped), so a workload that drifts without a better plan stays near the static
-plan's speed.
+plan's speed. A switch is then measured (``adaptive.PlanCpu``): once the old plan is
+drained, the new plan's CPU per row over ``probe_chunks`` chunks against the old plan's
+before the switch; at ``revert_margin`` times or more the old plan comes back (the same
+switch), and every revert or re-plan that found nothing worth switching makes the
+checks come later and halves their CPU budget (until a switch pays).
 
 A switch happens at a chunk border t (the next row to feed), with the drain of
 runtime/adaptive.py:
@@ -34,7 +38,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from cepsql.runtime.adaptive import AdaptiveSettings, adaptable, drift, log_drift
+from cepsql.runtime.adaptive import AdaptiveSettings, PlanCpu, adaptable, drift, log_drift
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.runtime.pending import pieces
 from cepsql.runtime.shared_evaluator import Output, SharedEvaluator
@@ -53,7 +57,8 @@ __all__ = ["AdaptiveSharedEvaluator", "WorkloadReplanner", "REPLAN_SECONDS",
 REPLAN_SECONDS = 0.05
 #: checks (estimates and re-plans, CPU) may cost at most this share of the evaluation's
 #: CPU so far: a workload's check estimates every pattern and may run the sharing search,
-#: tens of milliseconds, as much as evaluating a chunk; a check over budget is skipped
+#: tens of milliseconds, as much as evaluating a chunk; a check over budget is skipped.
+#: Divided by the back-off (``PlanCpu.backoff``): checks that paid nothing get less
 CHECK_SHARE = 0.1
 #: the first guess of a check's CPU per pattern (estimating 2k rows, measured ~2-3 ms),
 #: until a check has been timed: a workload evaluated in less than ten times that is
@@ -64,22 +69,25 @@ FIRST_CHECK_SECONDS = 0.003
 class WorkloadReplanner:
     """Picklable: what a task needs to re-plan the shared patterns (numbered as the
     evaluator numbers them): their sharing-stage view (spec, terms), the algorithm, the
-    adaptive settings. ``plan`` is the sharing planner; tests may pass another."""
+    adaptive settings, the pairs weight plans are priced with (``access``: None = the
+    planner's default, as ``plan_workload``). ``plan`` is the sharing planner; tests
+    may pass another."""
 
     def __init__(self, patterns: list, settings: AdaptiveSettings,
                  algorithm: str | None = None, seconds: float = REPLAN_SECONDS,
-                 share: float | None = None):
+                 share: float | None = None, access: float | None = None):
         self.patterns = patterns
         self.settings = settings
         self.algorithm = algorithm
         self.seconds = seconds
         self.share = CHECK_SHARE if share is None else share   # see CHECK_SHARE
+        self.access = access
         self._splits = None
 
     def subset(self, members: list[int]) -> "WorkloadReplanner":
         """The replanner of patterns ``members`` (numbered 0.. in that order)."""
         return WorkloadReplanner([self.patterns[p] for p in members], self.settings,
-                                 self.algorithm, self.seconds, self.share)
+                                 self.algorithm, self.seconds, self.share, self.access)
 
     def __getstate__(self):
         return {**self.__dict__, "_splits": None}
@@ -113,7 +121,12 @@ class WorkloadReplanner:
 
     def plan(self, patterns: list) -> GlobalPlan:
         """The sharing planner's global plan of patterns (fresh statistics)."""
-        return plan_workload(patterns, algorithm=self.algorithm, seconds=self.seconds)
+        return plan_workload(patterns, algorithm=self.algorithm, seconds=self.seconds,
+                             access=self.access)
+
+    def cost(self, plan: GlobalPlan, patterns: list) -> float:
+        """plan priced on patterns' statistics as ``plan`` prices its plans."""
+        return global_plan_cost(plan, patterns, self.access)
 
 
 def plan_shape(plan: GlobalPlan) -> tuple:
@@ -158,7 +171,9 @@ class AdaptiveSharedEvaluator:
         self.fed = 0                 # rows fed so far
         self.since_check = 0
         self.check_every = self.settings.check_every
-        self.checks = self.switches = 0
+        self.checks = self.switches = self.reverts = 0
+        self.cpu = PlanCpu(self.settings)   # the running plan's CPU per row, the back-off
+        self.previous: GlobalPlan | None = None   # the plan switched from (a revert's)
         self.replan_seconds: list[float] = []   # CPU of each re-plan
         self.check_seconds = 0.0     # CPU of the checks (estimates and re-plans)
         self.last_check = FIRST_CHECK_SECONDS * len(replanner.patterns)   # CPU of the last
@@ -189,6 +204,7 @@ class AdaptiveSharedEvaluator:
         out = dict(self.cur.stats)
         out["matches"] = [a + b for a, b in zip(self.closed_matches, out["matches"])]
         out.update(adaptive_checks=self.checks, adaptive_switches=self.switches,
+                   adaptive_reverts=self.reverts,
                    replans=len(self.replan_seconds),
                    replan_seconds=round(sum(self.replan_seconds), 4),
                    replan_seconds_max=round(max(self.replan_seconds, default=0.0), 4),
@@ -199,10 +215,19 @@ class AdaptiveSharedEvaluator:
     # --- chunks -------------------------------------------------------------------------
     def _piece(self, piece: pa.RecordBatch) -> Output:
         out: Output = []
-        if self.old is None and self.fed:
+        if self.old is None and self.fed and self.cpu.probing:
+            back = self.previous
+            if self.cpu.verdict():   # the new plan ran slower: the old one comes back
+                out += self._switch(back, piece)
+                if self.plan is back:
+                    self.reverts += 1
+                    self.cpu.switched(revert=True)
+                    self.since_check, self.check_every = 0, self.cpu.cap()
+        elif self.old is None and self.fed:
             self.since_check += 1
             if self.since_check >= self.check_every and self.check_seconds + \
-                    self.last_check <= self.replanner.share * self.eval_seconds:
+                    self.last_check <= self.replanner.share * self.eval_seconds / \
+                    self.cpu.backoff:
                 self.since_check = 0
                 started = time.thread_time()
                 fresh = self._check()
@@ -210,11 +235,16 @@ class AdaptiveSharedEvaluator:
                 self.check_seconds += self.last_check
                 if fresh is not None:
                     out += self._switch(fresh, piece)
+                    if self.plan is fresh:
+                        self.cpu.switched()
         started = time.thread_time()
         if self.old is not None:
             out += self._drain_piece(piece)
+        own = time.thread_time()
         out += self.cur.feed(piece)
-        self.eval_seconds += time.thread_time() - started
+        done = time.thread_time()
+        self.eval_seconds += done - started
+        self.cpu.add(done - own, piece.num_rows)
         self._remember(piece)
         return out
 
@@ -255,9 +285,10 @@ class AdaptiveSharedEvaluator:
         fresh = r.plan(fresh_patterns)
         self.replan_seconds.append(time.thread_time() - started)
         shape = plan_shape(fresh)
-        if shape == plan_shape(self.plan) or _gain(self.plan, fresh, fresh_patterns) < \
-                s.min_gain:
+        if shape == plan_shape(self.plan) or \
+                _gain(r.cost(self.plan, fresh_patterns), fresh) < s.min_gain:
             self.candidate = None
+            self.cpu.unpaid()   # a drift that changes nothing worth it: check later
             self._idle()
             return None
         self.check_every = s.check_every   # confirm (or drop) it at the next chunk
@@ -269,8 +300,8 @@ class AdaptiveSharedEvaluator:
         return fresh
 
     def _idle(self) -> None:
-        """A check that found no drift: the next one comes twice as late."""
-        self.check_every = min(2 * self.check_every, self.settings.max_check_every)
+        """A check that found no switch: the next one comes twice as late."""
+        self.check_every = min(2 * self.check_every, self.cpu.cap())
 
     # --- the switch and the drain -------------------------------------------------------
     def _switch(self, fresh: GlobalPlan, piece: pa.RecordBatch) -> Output:
@@ -293,6 +324,7 @@ class AdaptiveSharedEvaluator:
             self.old, self.drain = old, drain
         else:   # the border starts a group: the old plan has only its last group to close
             out += self._closed(old, old.finish())
+        self.previous = self.plan
         self.cur, self.plan = new, fresh
         self.switches += 1
         return out
@@ -388,10 +420,9 @@ class _Drain:
         return None if end is None or end >= n else end
 
 
-def _gain(current: GlobalPlan, fresh: GlobalPlan, patterns: list) -> float:
-    """How many times the running plan costs what the fresh one costs, both priced on
-    the fresh statistics."""
-    old_cost = global_plan_cost(current, patterns)
+def _gain(old_cost: float, fresh: GlobalPlan) -> float:
+    """How many times the running plan costs (``old_cost``, priced on the fresh
+    statistics) what the fresh one costs."""
     if fresh.cost > 0:
         return old_cost / fresh.cost
     return float("inf") if old_cost > 0 else 1.0

@@ -8,6 +8,13 @@ checks are left to the node above). Each node of a local plan has a canonical ke
 disjunct that has it. The global cost is the planning stage's Cost_tree summed over
 distinct keys (SIGMOD 2019 appendix C, ``Cost_tree^multi``), a node priced with the
 largest window among its consumers (MOTTO's window mark-point).
+
+A join node also costs the pairs it tries, as single patterns are planned
+(planning/cost.py ``CostEvaluator.join_extra``: ``access * PM(left) * PM(right)``, with
+the single-pattern planner's ``access`` weight, conf ``cepsql.planner.accessCost``):
+the shared DAG evaluator tries every instance of one side against every instance of
+the other before the conditions reject most pairs. Without it a re-planned global plan
+that runs 2x faster was priced 1.005-1.10x cheaper (bench_adaptive_workload.md).
 """
 from __future__ import annotations
 
@@ -17,11 +24,19 @@ from dataclasses import dataclass, replace
 
 from cepsql.planning import CostEvaluator, CostModel
 from cepsql.planning.jqpg import reduce_term
+from cepsql.planning.options import PlannerOptions
 from cepsql.planning.trees import TreeNode, join, leaf
 from cepsql.sharing.canonical import sort_keys
 from cepsql.sharing.patterns import PatternTerm, WorkloadPattern
 
-__all__ = ["LocalPlan", "NodeInfo", "WorkloadContext", "DagCost"]
+__all__ = ["LocalPlan", "NodeInfo", "WorkloadContext", "DagCost", "sharing_model"]
+
+
+def sharing_model(access: float | None = None) -> CostModel:
+    """The cost model global plans are priced with: the single-pattern planner's access
+    weight (None: its default, ``PlannerOptions.access``); no latency term (alpha = 0:
+    a shared node has no one last event)."""
+    return CostModel(access=PlannerOptions().access if access is None else access)
 
 
 @dataclass(frozen=True)
@@ -49,7 +64,7 @@ class NodeInfo:
 class WorkloadContext:
     """The shareable disjuncts of a workload, key interning and cost evaluators."""
 
-    def __init__(self, patterns: list[WorkloadPattern]):
+    def __init__(self, patterns: list[WorkloadPattern], model: CostModel | None = None):
         self.patterns = patterns
         self.term_ids: list[tuple[int, int]] = []     # (pattern, term) per disjunct
         self.terms: list[PatternTerm] = []
@@ -58,7 +73,7 @@ class WorkloadContext:
                 for t, pt in enumerate(wp.terms):
                     self.term_ids.append((p, t))
                     self.terms.append(pt)
-        self.model = CostModel()
+        self.model = sharing_model() if model is None else model
         self.ids: dict[Hashable, int] = {}
         self.keys: list[Hashable] = []
         self.info: list[NodeInfo] = []
@@ -120,13 +135,43 @@ class WorkloadContext:
             got = self._orders[key] = sel ** len(reduced)
         return got
 
+    def pairs(self, t: int, left: int, right: int, relaxed: tuple[bool, bool] = (False, False),
+              window: float | None = None) -> float:
+        """What joining disjunct t's components ``left`` and ``right`` costs for the pairs
+        it tries: cost.py's ``join_extra`` over the two sides' partial matches, each with
+        the SEQ orders ``pm`` applies (unless that side is order-relaxed)."""
+        if not self.model.access:
+            return 0.0
+        c = self.evaluator(t, window).join_extra(left, right)
+        if not relaxed[0]:
+            c *= self._order_factor(t, left)
+        if not relaxed[1]:
+            c *= self._order_factor(t, right)
+        return c
+
     def node_cost(self, node: int, window: float) -> float:
+        """The node's partial matches and, for a join, the pairs it tries (its key alone
+        decides both: the sides are the children's keys)."""
         inf = self.info[node]
-        return self.pm(inf.term, inf.mask, inf.relaxed, window)
+        cost = self.pm(inf.term, inf.mask, inf.relaxed, window)
+        if inf.left >= 0 and self.model.access:
+            k = len(self.info[inf.left].slots)
+            left = sum(1 << c for c in inf.slots[:k])
+            cost += self.pairs(inf.term, left, inf.mask ^ left,
+                               (self.info[inf.left].relaxed, self.info[inf.right].relaxed),
+                               window)
+        return cost
 
     def local_cost(self, t: int, plan: LocalPlan) -> float:
-        """The disjunct's own Cost_tree for the plan (no sharing)."""
-        return sum(self.pm(t, n.mask, plan.node_relaxed(n.mask)) for n in plan.tree.nodes())
+        """The disjunct's own Cost_tree for the plan (no sharing), pairs included."""
+        cost = 0.0
+        for n in plan.tree.nodes():
+            cost += self.pm(t, n.mask, plan.node_relaxed(n.mask))
+            if not n.is_leaf:
+                cost += self.pairs(t, n.left.mask, n.right.mask,
+                                   (plan.node_relaxed(n.left.mask),
+                                    plan.node_relaxed(n.right.mask)))
+        return cost
 
     # --- keys ---------------------------------------------------------------------------
     def nodes(self, t: int, plan: LocalPlan, private: bool = False) -> tuple:

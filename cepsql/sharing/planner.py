@@ -6,8 +6,9 @@ local plans sharing prefixes, SIGMOD 2019 section 3, searched by simulated annea
 ``SA`` and ``TABU`` (multi-pattern multitrees, arbitrary subtree sharing, section 5).
 A suffix picks the neighbourhood: ``:EDGE`` (default) or ``:VERTEXk`` (k >= 3), e.g.
 ``TABU:VERTEX4``. Unset (the default): SA and TABU with the edge neighbourhood, half the
-budget each, the cheaper plan wins. ``cepsql.sharing.seconds`` is the budget of the
-search (default 1 s); the multi-pattern graph and the disjuncts' own plans are built
+budget each, the cheaper plan wins. Plans are priced with the single-pattern planner's
+pairs weight (``cepsql.planner.accessCost``, keyword ``access``; dag.py).
+``cepsql.sharing.seconds`` is the budget of the search (default 1 s); the multi-pattern graph and the disjuncts' own plans are built
 before it and come on top (``GlobalPlan.seconds`` is the whole planning time). The same
 seed and ``max_iterations`` give the same plan (iterations = neighbours evaluated).
 """
@@ -17,8 +18,8 @@ import re
 import time
 
 from cepsql.errors import CepAnalysisError
-from cepsql.planning.options import conf_values
-from cepsql.sharing.dag import LocalPlan, WorkloadContext
+from cepsql.planning.options import conf_values, options_from_conf as planner_options_from_conf
+from cepsql.sharing.dag import LocalPlan, WorkloadContext, sharing_model
 from cepsql.sharing.global_plan import Binding, DagNode, GlobalPlan
 from cepsql.sharing.graph import build_graph
 from cepsql.sharing.patterns import WorkloadPattern, workload_pattern
@@ -29,7 +30,8 @@ __all__ = ["CONF_KEYS", "DEFAULT_SECONDS", "options_from_conf", "parse_algorithm
 
 DEFAULT_SECONDS = 1.0
 #: Spark conf key -> plan_workload keyword
-CONF_KEYS = {"cepsql.sharing.algorithm": "algorithm", "cepsql.sharing.seconds": "seconds"}
+CONF_KEYS = {"cepsql.sharing.algorithm": "algorithm", "cepsql.sharing.seconds": "seconds",
+             "cepsql.planner.accessCost": "access"}
 _NAMES = ("NONE", "PREFIX", "SA", "TABU")
 
 
@@ -56,6 +58,8 @@ def _conf_value(key: str, name: str, text: str):
     if name == "algorithm":
         parse_algorithm(text)
         return text
+    if name == "access":   # the single-pattern planner's key: its checks
+        return planner_options_from_conf({key: text}.get).access
     try:
         seconds = float(text)
     except ValueError:
@@ -82,16 +86,17 @@ def patterns_from_plans(plans: list, statistics=None,
 
 def plan_workload(patterns: list[WorkloadPattern], *, algorithm: str | None = None,
                   seconds: float | None = DEFAULT_SECONDS, seed: int = 0,
-                  max_iterations: int | None = None) -> GlobalPlan:
+                  max_iterations: int | None = None,
+                  access: float | None = None) -> GlobalPlan:
     """The global plan (see global_plan.py) of ``patterns`` (a Binding's ``pattern`` is
     an index into this list). ``algorithm`` None / AUTO / BEST = choose; ``seconds``
-    None = DEFAULT_SECONDS."""
+    None = DEFAULT_SECONDS; ``access`` None = the planner's default pairs weight."""
     name, k = parse_algorithm(algorithm)
     seconds = DEFAULT_SECONDS if seconds is None else seconds
     if not seconds > 0:
         raise CepAnalysisError("cepsql.sharing.seconds must be a positive number")
     started = time.perf_counter()
-    ctx = WorkloadContext(patterns)
+    ctx = WorkloadContext(patterns, sharing_model(access))
     unshared = [i for i, p in enumerate(patterns) if not p.shareable]
     own = independent_plans(ctx)
     independent = sum(ctx.local_cost(t, p) for t, p in enumerate(own))
@@ -128,11 +133,12 @@ def plan_workload(patterns: list[WorkloadPattern], *, algorithm: str | None = No
     return plan
 
 
-def trivial_global_plan(patterns: list[WorkloadPattern]) -> GlobalPlan:
+def trivial_global_plan(patterns: list[WorkloadPattern],
+                        access: float | None = None) -> GlobalPlan:
     """The baseline of the paper's experiments: every disjunct in its written order, no
     reordering and nothing shared (not even event-type leaves)."""
     started = time.perf_counter()
-    ctx = WorkloadContext(patterns)
+    ctx = WorkloadContext(patterns, sharing_model(access))
     plans = trivial_plans(ctx)
     plan = _materialize(ctx, plans, True)
     plan.algorithm = "TRIVIAL"

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from cepsql.planning.evaluator_choice import planner_stats
 from cepsql.planning.trees import TreeNode, join, leaf
-from cepsql.sharing.dag import DagCost, LocalPlan, WorkloadContext
+from cepsql.sharing.dag import DagCost, LocalPlan, WorkloadContext, sharing_model
 from cepsql.sharing.global_plan import GlobalPlan
 from cepsql.sharing.patterns import WorkloadPattern
 
@@ -41,11 +41,13 @@ def with_statistics(patterns: list[WorkloadPattern], statistics: list) -> list[W
     return out
 
 
-def global_plan_cost(plan: GlobalPlan, patterns: list[WorkloadPattern]) -> float:
+def global_plan_cost(plan: GlobalPlan, patterns: list[WorkloadPattern],
+                     access: float | None = None) -> float:
     """Cost_tree^multi of plan's local plans priced on the patterns' statistics (what
     ``plan_workload`` gives as ``GlobalPlan.cost`` when they are the ones it planned
-    with; a plan of ``PRIVATE_ALGORITHMS`` shares nothing: the sum of the local costs)."""
-    ctx = WorkloadContext(patterns)
+    with, at the same ``access`` weight; a plan of ``PRIVATE_ALGORITHMS`` shares
+    nothing: the sum of the local costs)."""
+    ctx = WorkloadContext(patterns, sharing_model(access))
     term_of = {ids: t for t, ids in enumerate(ctx.term_ids)}
     private = plan.algorithm in PRIVATE_ALGORITHMS
     dag = DagCost(ctx)

@@ -101,6 +101,9 @@ def _generate(ctx: WorkloadContext, t: int, units: list[LocalPlan], order_only: 
     full = (1 << pt.size) - 1 if comps is None else comps
     def ev(mask: int) -> float:
         return ctx.pm(t, mask, relaxed)
+
+    def pair(a: int, b: int) -> float:
+        return ctx.pairs(t, a, b, (relaxed, relaxed))
     covered = 0
     for u in units:
         covered |= u.tree.mask
@@ -113,9 +116,9 @@ def _generate(ctx: WorkloadContext, t: int, units: list[LocalPlan], order_only: 
     if order_only:
         head = pieces[0] if units else None
         rest = [p.leaf for p in pieces[1:]] if units else [p.leaf for p in pieces]
-        tree = _append_order(ev, head, rest, closures)
+        tree = _append_order(ev, head, rest, closures, pair)
     else:
-        tree = _bushy(ev, pieces, closures)
+        tree = _bushy(ev, pieces, closures, pair)
     return LocalPlan(tree, rel)
 
 
@@ -125,7 +128,14 @@ def _closure_pair(a: TreeNode, b: TreeNode, closures: set[int]) -> bool:
     return a.is_leaf and b.is_leaf and a.leaf in closures and b.leaf in closures
 
 
-def _bushy(ev, pieces: list[TreeNode], closures: set[int] = frozenset()) -> TreeNode:
+def _no_pairs(a: int, b: int) -> float:
+    return 0.0
+
+
+def _bushy(ev, pieces: list[TreeNode], closures: set[int] = frozenset(),
+           pair=_no_pairs) -> TreeNode:
+    """The cheapest tree over pieces: ``ev(mask)`` a node's partial matches, ``pair(a,
+    b)`` what joining masks a and b adds for the pairs it tries."""
     k = len(pieces)
     if k == 1:
         return pieces[0]
@@ -137,7 +147,7 @@ def _bushy(ev, pieces: list[TreeNode], closures: set[int] = frozenset()) -> Tree
                 for j in range(i + 1, len(work)):
                     if _closure_pair(work[i], work[j], closures):
                         continue
-                    c = ev(work[i].mask | work[j].mask)
+                    c = ev(work[i].mask | work[j].mask) + pair(work[i].mask, work[j].mask)
                     if best is None or c < best[0]:
                         best = (c, i, j)
             _, i, j = best
@@ -162,7 +172,7 @@ def _bushy(ev, pieces: list[TreeNode], closures: set[int] = frozenset()) -> Tree
                                   and _closure_pair(pieces[sub.bit_length() - 1],
                                                     pieces[(s ^ sub).bit_length() - 1],
                                                     closures)):
-                v = best[sub] + best[s ^ sub]
+                v = best[sub] + best[s ^ sub] + pair(umask[sub], umask[s ^ sub])
                 if v < top:
                     top, arg = v, sub
             sub = (sub - 1) & s
@@ -177,9 +187,9 @@ def _bushy(ev, pieces: list[TreeNode], closures: set[int] = frozenset()) -> Tree
 
 
 def _append_order(ev, head: TreeNode | None, rest: list[int],
-                  closures: set[int] = frozenset()) -> TreeNode:
+                  closures: set[int] = frozenset(), pair=_no_pairs) -> TreeNode:
     """head (a left-deep prefix) followed by rest in the cheapest order given it (never
-    two Kleene closures as the first two leaves)."""
+    two Kleene closures as the first two leaves); ev and pair as for ``_bushy``."""
     base = head.mask if head is not None else 0
     first_closure = head is not None and head.is_leaf and head.leaf in closures
 
@@ -192,7 +202,8 @@ def _append_order(ev, head: TreeNode | None, rest: list[int],
         todo = list(rest)
         while todo:
             ok = [r for r in todo if not bad(tuple(order), r)] or todo
-            j = min(ok, key=lambda r: ev(mask | 1 << r))
+            j = min(ok, key=lambda r: ev(mask | 1 << r) + (pair(mask, 1 << r) if mask
+                                                            else 0.0))
             todo.remove(j)
             order.append(j)
             mask |= 1 << j
@@ -208,6 +219,8 @@ def _append_order(ev, head: TreeNode | None, rest: list[int],
                     c, o = best[s ^ (1 << i)]
                     if bad(o, rest[i]):
                         c = math.inf
+                    elif m ^ (1 << rest[i]):
+                        c += pair(m ^ (1 << rest[i]), 1 << rest[i])
                     options.append((c, o + (rest[i],)))
             c, o = min(options)
             best[s] = (c + here, o)
