@@ -14,7 +14,8 @@ contiguous stretch of the whole ordered input: the grid slice's core + overlap
 2. when the non-empty partitions' ranges are strictly increasing (no shared time at a
    border, where the tie-breaking columns would interleave two partitions), a second job
    collects the overlap rows (a filter on the time ranges, which Parquet applies to its
-   row-group statistics) to the driver;
+   row-group statistics) to the driver; with gap pushdown over local Parquet files the
+   driver reads them itself instead (parquet_rows.py, no job);
 3. ONE mapInArrow over the source: a task holds its partition's Arrow batches (as
    Spark's sort would hold them in the JVM), sorts them only when they are not strictly
    increasing in time, puts the overlap rows of the neighbouring partitions around them
