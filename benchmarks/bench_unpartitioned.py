@@ -405,9 +405,7 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
                   f"issue 25 gives for Flink 2.3 on this query at 5M rows (not measured here)"
                   f"{versus}")
     for label in ("grid slices", "ordered scan, cold, job", "ordered scan, cold, overlap job",
-                  "ordered scan, cold",
-                  "ordered scan, warm", "scan, pruned",
-                  "scan, no gaps"):
+                  "ordered scan, cold", "ordered scan, warm", "scan, pruned", "scan, no gaps"):
         if f"unpartitioned a b c, {label}" not in times:
             continue
         rate = rows / times[f"unpartitioned a b c, {label}"]
@@ -424,8 +422,9 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 3))
     labels = list(times)
     rates = [rows / times[k] for k in labels]
-    palette = {"scan floor": "#666", "floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
-               "span": "#c84", "overlap job": "#c6b", "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d",
+    palette = {"scan floor": "#666", "floor": "#999", "partitioned": "#48c",
+               "grid slices": "#2a7", "micros": "#8b5", "span": "#c84", "overlap job": "#c6b",
+               "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d",
                "no gaps": "#e9c", "every row": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
