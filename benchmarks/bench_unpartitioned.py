@@ -7,6 +7,9 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
 
   floor           repartition(symbol) + sortWithinPartitions + a mapInArrow returning one
                   tiny batch per input batch (bench_scaling's pass-through floor)
+  scan floors     Spark's own floor: a plain scan of the columns the queries read (symbol,
+                  ts, price, volume), no shuffle, sort or Python, over the Parquet files and
+                  over the same rows as CSV (the issue's Flink input format)
   partitioned     PARTITION BY symbol ... PATTERN (A B+ C)   (bench_foundation's query)
   grid slices     cross-symbol STRICT_CONTIGUITY PATTERN (a b c) WITHIN 1 s, no
                   PARTITION BY: time slices of a fixed grid (cepsql.slicing.bounds=grid,
@@ -25,8 +28,10 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   query over these files); "warm": right after it, the same query again
                   (profile and overlap rows from the memo, profile_cache.py: no job before
                   the query's own). The cold query takes the profile from the Parquet
-                  footers (parquet_profile.py: no profile job); "cold, job" is the cold
-                  query with the footers switched off (the profile job, as before)
+                  footers (parquet_profile.py: no profile job) and the overlap rows from
+                  the files on the driver (parquet_rows.py: no overlap job); "cold, job" is
+                  the cold query with the footers switched off (the profile job, as
+                  before), "cold, overlap job" with the driver read switched off
   scan, pruned    the same with cepsql.pushdown.relevanceFilter=false and
                   cepsql.slicing.scanPrune=true: every row, but only the columns the
                   worker reads (ordered_scan.py column pruning: a profile job first)
@@ -43,6 +48,8 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   memoized, so warm runs the query job alone) and "every row"
                   (cepsql.pushdown.relevanceFilter=false: the chain path before gap
                   pushdown, every row and column, the overlap job each time)
+
+Results from 2026-11-29 on: benchmarks/results/bench_unpartitioned.md.
 
 Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs all of
 them, so load changes hit every run alike); events/s and the ratio of each run to the
