@@ -7,6 +7,9 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
 
   floor           repartition(symbol) + sortWithinPartitions + a mapInArrow returning one
                   tiny batch per input batch (bench_scaling's pass-through floor)
+  scan floors     Spark's own floor: a plain scan of the columns the queries read (symbol,
+                  ts, price, volume), no shuffle, sort or Python, over the Parquet files and
+                  over the same rows as CSV (the issue's Flink input format)
   partitioned     PARTITION BY symbol ... PATTERN (A B+ C)   (bench_foundation's query)
   grid slices     cross-symbol STRICT_CONTIGUITY PATTERN (a b c) WITHIN 1 s, no
                   PARTITION BY: time slices of a fixed grid (cepsql.slicing.bounds=grid,
@@ -25,8 +28,10 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   query over these files); "warm": right after it, the same query again
                   (profile and overlap rows from the memo, profile_cache.py: no job before
                   the query's own). The cold query takes the profile from the Parquet
-                  footers (parquet_profile.py: no profile job); "cold, job" is the cold
-                  query with the footers switched off (the profile job, as before)
+                  footers (parquet_profile.py: no profile job) and the overlap rows from
+                  the files on the driver (parquet_rows.py: no overlap job); "cold, job" is
+                  the cold query with the footers switched off (the profile job, as
+                  before), "cold, overlap job" with the driver read switched off
   scan, pruned    the same with cepsql.pushdown.relevanceFilter=false and
                   cepsql.slicing.scanPrune=true: every row, but only the columns the
                   worker reads (ordered_scan.py column pruning: a profile job first)
@@ -43,6 +48,8 @@ Same rows (``generate_ticks``, read from Parquet; ts is a TIMESTAMP_NTZ), same s
                   memoized, so warm runs the query job alone) and "every row"
                   (cepsql.pushdown.relevanceFilter=false: the chain path before gap
                   pushdown, every row and column, the overlap job each time)
+
+Results from 2026-11-29 on: benchmarks/results/bench_unpartitioned.md.
 
 Forced with the ``noop`` writer, best of ``--repeat`` rounds (each round runs all of
 them, so load changes hit every run alike); events/s and the ratio of each run to the
@@ -184,6 +191,7 @@ import time
 from contextlib import contextmanager
 
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -229,14 +237,18 @@ FLINK_SQL_EVS = 538_000
 #: 653k ev/s were 1.6x Flink); a figure from the issue, not measured here.
 FLINK_ISSUE_EVS = 408_000
 
-RUNS = {  # label -> (query, conf); None: the pass-through floor
+RUNS = {  # label -> (query, conf); None: the pass-through floor; "scan ...": a scan floor
     "pass-through floor": (None, {}),
+    "scan floor, parquet": ("scan parquet", {}),
+    "scan floor, csv": ("scan csv", {}),
     "partitioned A B+ C": (PARTITIONED, {}),
     "unpartitioned a b c, grid slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
     "unpartitioned a b c, grid, micros cut": (UNPARTITIONED, {"cepsql.slicing.bounds": "grid"}),
     "unpartitioned a b c, span slices": (UNPARTITIONED, {"cepsql.slicing.bounds": "span"}),
     "unpartitioned a b c, ordered scan, cold, job": (UNPARTITIONED,
                                                      {"cepsql.slicing.bounds": "scan"}),
+    "unpartitioned a b c, ordered scan, cold, overlap job": (UNPARTITIONED,
+                                                             {"cepsql.slicing.bounds": "scan"}),
     "unpartitioned a b c, ordered scan, cold": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
     "unpartitioned a b c, ordered scan, warm": (UNPARTITIONED, {"cepsql.slicing.bounds": "scan"}),
     "unpartitioned a b c, scan, pruned": (UNPARTITIONED, {
@@ -247,6 +259,7 @@ RUNS = {  # label -> (query, conf); None: the pass-through floor
         "cepsql.slicing.scanPrune": "false"}),
     "unpartitioned a b c, one task": (UNPARTITIONED, {"cepsql.planner.slicing": "false"}),
     "sql2016 A B C, one task": (SQL2016, {"cepsql.planner.slicing": "false"}),
+    "sql2016 A B C, chain slices, cold, overlap job": (SQL2016, {"cepsql.slicing.bounds": "scan"}),
     "sql2016 A B C, chain slices, cold": (SQL2016, {"cepsql.slicing.bounds": "scan"}),
     "sql2016 A B C, chain slices, warm": (SQL2016, {"cepsql.slicing.bounds": "scan"}),
     "sql2016 A B C, chain, every row, cold": (SQL2016, {
@@ -261,6 +274,20 @@ _TINY = pa.schema([("n", pa.int64())])
 def _one_row_per_batch(batches):
     for batch in batches:
         yield pa.RecordBatch.from_arrays([pa.array([batch.num_rows], pa.int64())], schema=_TINY)
+
+
+#: the columns the queries read (SQL2016 and UNPARTITIONED: the DEFINEs and MEASURES)
+SCANNED = ["symbol", "ts", "price", "volume"]
+CSV_SCHEMA = "symbol string, ts timestamp_ntz, price double, volume bigint"
+
+
+def _scan_floor(spark, source: str):
+    """Spark's own floor for these queries: a plain scan of the columns they read (no
+    shuffle, no sort, no Python), over the Parquet files or the same rows as CSV (the
+    input format of the issue's Flink figures), forced by the noop writer."""
+    if source == "scan parquet":
+        return spark.table("ticks").select(*SCANNED)
+    return spark.table("ticks_csv").select(*SCANNED)
 
 
 def _floor(spark):
@@ -284,6 +311,21 @@ def _no_footers(label: str):
         yield
     finally:
         profile_cache.footer_profiles, ordered_scan.footer_profiles = keep
+
+
+@contextmanager
+def _overlap_job(label: str):
+    """For the "cold, overlap job" runs: the overlap rows from the overlap job (the path
+    before parquet_rows.py), not read from the Parquet files on the driver."""
+    if not label.endswith(", overlap job"):
+        yield
+        return
+    keep = ordered_scan.driver_rows
+    ordered_scan.driver_rows = lambda *args: None
+    try:
+        yield
+    finally:
+        ordered_scan.driver_rows = keep
 
 
 @contextmanager
@@ -313,7 +355,8 @@ def _jobs(spark) -> int:
 def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, float]:
     times, counts, jobs, cpu = {}, {}, {}, {}
     runs = {k: v for k, v in RUNS.items()
-            if k.startswith(("pass-through", "partitioned")) or not any(s in k for s in skip)}
+            if k.startswith(("pass-through", "partitioned", "scan floor"))
+            or not any(s in k for s in skip)}
     for round_ in range(repeat):  # rounds over all runs: the load changes over the rounds
         print(f"round {round_ + 1}: load {os.getloadavg()}", flush=True)
         for label, (sql, conf) in runs.items():
@@ -321,14 +364,19 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
                 spark.conf.set(k, v)
             if "warm" not in label:  # cold: the planning jobs' memo (profile_cache.py) empty
                 spark.cep.clear_cache()
-            with _micros_cut(label), _no_footers(label):
+            with _micros_cut(label), _no_footers(label), _overlap_job(label):
                 before = _jobs(spark)
                 started, cpu_started = time.perf_counter(), time.process_time()
-                _noop(_floor(spark) if sql is None else spark.cep.sql(sql))
+                if sql is None:
+                    _noop(_floor(spark))
+                elif sql.startswith("scan "):
+                    _noop(_scan_floor(spark, sql))
+                else:
+                    _noop(spark.cep.sql(sql))
                 took = time.perf_counter() - started
                 cpu[label] = time.process_time() - cpu_started  # (the driver's own)
                 jobs[label] = _jobs(spark) - before
-                if sql is not None and label not in counts:
+                if sql is not None and not sql.startswith("scan ") and label not in counts:
                     counts[label] = spark.cep.sql(sql).count()
             times[label] = min(times.get(label, float("inf")), took)
             for k in conf:
@@ -347,7 +395,14 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
     for label, t in times.items():
         print(f"{label:<46} {t:8.2f} {rows / t:12,.0f} {jobs[label]:5d} "
               f"{base / t:14.2f}x {floor / t:8.2f}x  cpu {cpu[label]:.2f} s")
-    for label in ("one task", "chain slices, cold", "chain slices, warm",
+    for label in ("scan floor, parquet", "scan floor, csv"):
+        rate = rows / times[label]
+        print(f"{label}: {rate:,.0f} ev/s = {rate / FLINK_SQL_EVS:.2f}x the {FLINK_SQL_EVS:,} "
+              f"ev/s Flink figure (5x needs {5 * FLINK_SQL_EVS:,}: "
+              f"{'within' if rate >= 5 * FLINK_SQL_EVS else 'BEYOND'} this scan floor); "
+              f"{rate / FLINK_ISSUE_EVS:.2f}x the {FLINK_ISSUE_EVS:,} of issue 13")
+    for label in ("one task", "chain slices, cold, overlap job", "chain slices, cold",
+                  "chain slices, warm",
                   "chain, every row, cold", "chain, every row, warm"):
         if f"sql2016 A B C, {label}" in times:
             rate = rows / times[f"sql2016 A B C, {label}"]
@@ -356,9 +411,8 @@ def run(spark, rows: int, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, 
             print(f"SQL:2016 {label}: {rate / FLINK_SQL_EVS:.2f}x the {FLINK_SQL_EVS:,} ev/s "
                   f"issue 25 gives for Flink 2.3 on this query at 5M rows (not measured here)"
                   f"{versus}")
-    for label in ("grid slices", "ordered scan, cold, job", "ordered scan, cold",
-                  "ordered scan, warm", "scan, pruned",
-                  "scan, no gaps"):
+    for label in ("grid slices", "ordered scan, cold, job", "ordered scan, cold, overlap job",
+                  "ordered scan, cold", "ordered scan, warm", "scan, pruned", "scan, no gaps"):
         if f"unpartitioned a b c, {label}" not in times:
             continue
         rate = rows / times[f"unpartitioned a b c, {label}"]
@@ -375,8 +429,9 @@ def plot(times: dict[str, float], rows: int, path: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 3))
     labels = list(times)
     rates = [rows / times[k] for k in labels]
-    palette = {"floor": "#999", "partitioned": "#48c", "grid slices": "#2a7", "micros": "#8b5",
-               "span": "#c84", "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d",
+    palette = {"scan floor": "#666", "floor": "#999", "partitioned": "#48c",
+               "grid slices": "#2a7", "micros": "#8b5", "span": "#c84", "overlap job": "#c6b",
+               "job": "#b38", "cold": "#d4a", "warm": "#f6c", "pruned": "#a3d",
                "no gaps": "#e9c", "every row": "#e9c", "one task": "#aaa"}
     ax.barh(labels, rates, color=[next(c for k, c in palette.items() if k in label)
                                   for label in labels])
@@ -408,7 +463,15 @@ def main() -> None:
           f"shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')}")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ticks.parquet")
-        pq.write_table(generate_ticks(args.rows), path, row_group_size=256_000)
+        ticks = generate_ticks(args.rows)
+        pq.write_table(ticks, path, row_group_size=256_000)
+        csv_path = os.path.join(tmp, "ticks.csv")
+        pa_csv.write_csv(ticks, csv_path)
+        del ticks
+        (spark.read.schema(CSV_SCHEMA).option("header", "true")
+         .option("timestampNTZFormat", "yyyy-MM-dd HH:mm:ss.SSSSSS")
+         .option("mode", "FAILFAST").csv(csv_path)
+         .createOrReplaceTempView("ticks_csv"))
         spark.read.parquet(path).limit(20_000).createOrReplaceTempView("ticks")
         _noop(spark.cep.sql(UNPARTITIONED))  # JVM and Python workers warm
         _noop(spark.cep.sql(PARTITIONED))

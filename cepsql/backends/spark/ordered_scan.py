@@ -14,7 +14,8 @@ contiguous stretch of the whole ordered input: the grid slice's core + overlap
 2. when the non-empty partitions' ranges are strictly increasing (no shared time at a
    border, where the tie-breaking columns would interleave two partitions), a second job
    collects the overlap rows (a filter on the time ranges, which Parquet applies to its
-   row-group statistics) to the driver;
+   row-group statistics) to the driver; with gap pushdown over local Parquet files the
+   driver reads them itself instead (parquet_rows.py, no job);
 3. ONE mapInArrow over the source: a task holds its partition's Arrow batches (as
    Spark's sort would hold them in the JVM), sorts them only when they are not strictly
    increasing in time, puts the overlap rows of the neighbouring partitions around them
@@ -80,6 +81,7 @@ from cepsql.backends.spark.gap_scan import (POSITION_COLUMN, ends_match, key_int
                                             overlap_positions, own_positions,
                                             profile_input, with_breaks, worker_reads)
 from cepsql.backends.spark.parquet_profile import footer_profiles
+from cepsql.backends.spark.parquet_rows import driver_rows
 from cepsql.backends.spark.profile_cache import cached_profiles, memoized
 from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.slice_columns import COPY_COLUMN, SLICE_COLUMN
@@ -433,14 +435,16 @@ class OrderedScan:
         partition id (a filter on time ranges only, which file scans can push down) and,
         with ``flag``, whether the gap filter keeps them (_KEEP)."""
         key = column(self.key)
-        ranges = []
+        ranges, spans = [], []  # (spans: the same time ranges as inclusive integer pairs)
         for r, o in zip(self.layout, self.overlaps):
             if o.before_from is not None:
                 ranges.append((key >= _literal(self.dtype, o.before_from))
                               & (key < _literal(self.dtype, r.lo)))
+                spans.append((o.before_from, r.lo - 1))
             if o.after_to is not None:
                 ranges.append((key > _literal(self.dtype, r.hi))
                               & (key <= _literal(self.dtype, o.after_to)))
+                spans.append((r.hi + 1, o.after_to))
         if not ranges:
             empty = pa.Table.from_batches([], arrow_schema(prepared)).append_column(
                 _PID, pa.array([], pa.int32()))
@@ -453,6 +457,10 @@ class OrderedScan:
             pid.append(F.coalesce(flag, F.lit(False)).alias(_KEEP))
 
         def collect() -> pa.Table:
+            if flag is not None:  # (the tasks check the rows they lend: parquet_rows.py)
+                found = driver_rows(prepared.select("*", *pid[1:]), self.key, spans, _PID)
+                if found is not None:
+                    return found
             picked = prepared.where(condition).select("*", *pid)
             if _prunes_partitions(picked):  # dropped files would renumber the partitions
                 picked = prepared.select("*", *pid).where(condition)

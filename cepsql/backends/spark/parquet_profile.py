@@ -35,7 +35,8 @@ from pyspark.sql import types as T
 from cepsql.exprs.spark_conf import conf_value
 from cepsql.backends.spark.gap_scan import PartitionProfile, key_ints
 
-__all__ = ["MAX_READ_BYTES", "RowGroup", "footer_profiles", "split_row_groups"]
+__all__ = ["MAX_READ_BYTES", "RowGroup", "case_sensitive", "footer_profiles",
+           "parquet_relation", "partition_row_groups", "plain_file_scan", "split_row_groups"]
 
 MAX_READ_BYTES = 256 << 20  # (strict) key column bytes the driver may read, compressed
 _EPOCH_1900_MICROS = -2_208_988_800_000_000  # older times may be rebased by Spark
@@ -81,15 +82,28 @@ def _profiles(frame: DataFrame, strict: bool) -> list[PartitionProfile] | None:
     scan, name = _parquet_scan(frame)
     if field is None or scan is None:
         return None
+    read = partition_row_groups(frame, scan, name, field.dataType)
+    if read is None:
+        return None
+    if strict and sum(g.key_bytes for groups in read for *_, g in groups) > MAX_READ_BYTES:
+        return None
+    profiles = [_profile(i, groups, strict) for i, groups in enumerate(read)]
+    return [p for p in profiles if p.count + p.nulls]
+
+
+def partition_row_groups(frame: DataFrame, scan, name: str, dtype: T.DataType) -> list | None:
+    """Per input partition of ``scan`` (a FileSourceScanExec of frame's plan), the row
+    groups its task reads, in read order, as (open file, key column's name in it,
+    RowGroup) with the key column ``name`` read as ``dtype``; None when some file's
+    footer cannot say (``_footer``), a file is not local or Parquet field ids are on."""
     spark = frame.sparkSession
     if (conf_value(spark, "spark.sql.parquet.fieldId.read.enabled", "false") or "") \
             .strip().lower() == "true":
         return None
-    exact = (conf_value(spark, "spark.sql.caseSensitive", "false") or "").strip().lower() \
-        == "true"
+    exact = case_sensitive(spark)
     footers: dict[str, tuple[pq.ParquetFile, str, list[RowGroup]] | None] = {}
     partitions = scan.inputRDD().partitions()
-    read = []  # per partition: (file, key column name, RowGroup) in the order its task reads
+    read = []
     for i, partition in enumerate(partitions):
         if partition.index() != i:
             return None
@@ -99,7 +113,7 @@ def _profiles(frame: DataFrame, strict: bool) -> list[PartitionProfile] | None:
             if path is None:
                 return None
             if path not in footers:
-                footers[path] = _footer(path, name, field.dataType, exact)
+                footers[path] = _footer(path, name, dtype, exact)
             found = footers[path]
             if found is None:
                 return None
@@ -107,10 +121,13 @@ def _profiles(frame: DataFrame, strict: bool) -> list[PartitionProfile] | None:
             groups += [(parquet, column, g) for g in
                        split_row_groups(row_groups, int(split.start()), int(split.length()))]
         read.append(groups)
-    if strict and sum(g.key_bytes for groups in read for *_, g in groups) > MAX_READ_BYTES:
-        return None
-    profiles = [_profile(i, groups, strict) for i, groups in enumerate(read)]
-    return [p for p in profiles if p.count + p.nulls]
+    return read
+
+
+def case_sensitive(spark) -> bool:
+    """Whether Spark matches column names (also a file's to a relation's) exactly."""
+    return (conf_value(spark, "spark.sql.caseSensitive", "false") or "").strip().lower() \
+        == "true"
 
 
 def _parquet_scan(frame: DataFrame):
@@ -120,28 +137,45 @@ def _parquet_scan(frame: DataFrame):
     plan = execution.optimizedPlan()
     if not plan.getClass().getName().endswith(".Project") or plan.projectList().size() != 1:
         return None, None
-    relation = plan.child()
-    if not relation.getClass().getName().endswith(".LogicalRelation"):
-        return None, None
-    fs = relation.relation()
-    if not fs.getClass().getName().endswith(".HadoopFsRelation") or \
-            not fs.fileFormat().getClass().getName().endswith(".ParquetFileFormat"):
+    relation = parquet_relation(plan)
+    if relation is None:
         return None, None
     item = plan.projectList().apply(0)
     ref = item.child() if item.getClass().getName().endswith(".Alias") else item
     if not ref.getClass().getName().endswith(".AttributeReference"):
         return None, None
-    if str(ref.name()).lower() in {str(n).lower() for n in fs.partitionSchema().fieldNames()}:
+    if str(ref.name()).lower() in {str(n).lower() for n in
+                                   relation.relation().partitionSchema().fieldNames()}:
         return None, None  # a directory partition value (Spark reads it, not the files')
+    scan = plain_file_scan(execution)
+    return (None, None) if scan is None else (scan, str(ref.name()))
+
+
+def parquet_relation(project):
+    """The LogicalRelation of Parquet files a Project (optimized plan) reads straight
+    from, else None."""
+    relation = project.child()
+    if not relation.getClass().getName().endswith(".LogicalRelation"):
+        return None
+    fs = relation.relation()
+    if not fs.getClass().getName().endswith(".HadoopFsRelation") or \
+            not fs.fileFormat().getClass().getName().endswith(".ParquetFileFormat"):
+        return None
+    return relation
+
+
+def plain_file_scan(execution):
+    """The physical plan's one leaf when it is a file scan without filters or buckets
+    (its input partitions are the files' splits, every row read), else None."""
     leaves = execution.executedPlan().collectLeaves()
     if leaves.size() != 1:
-        return None, None
+        return None
     scan = leaves.apply(0)
     if not scan.getClass().getName().endswith(".FileSourceScanExec") or \
             scan.dataFilters().nonEmpty() or scan.partitionFilters().nonEmpty() or \
             scan.bucketedScan():
-        return None, None
-    return scan, str(ref.name())
+        return None
+    return scan
 
 
 def _local_path(split) -> str | None:
