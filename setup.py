@@ -14,6 +14,10 @@ from setuptools.command.build_ext import build_ext
 
 JOBS = os.cpu_count() or 1
 ROOT = os.path.dirname(os.path.abspath(__file__))
+#: the evaluators' optimisation flags; CEPSQL_OPT_FLAGS replaces them for a build whose
+#: speed never matters (the packaging test's throwaway wheel: -O0 compiles ~5x faster)
+OPT_FLAGS = os.environ.get("CEPSQL_OPT_FLAGS", "-O3 --param=inline-unit-growth=400 "
+                                               "--param=max-inline-insns-single=800").split()
 
 
 class ParallelBuildExt(build_ext):
@@ -30,7 +34,7 @@ extensions = [
         "cepsql._ext." + os.path.splitext(os.path.basename(path))[0],
         [path],
         include_dirs=[numpy.get_include(), "cython_ext"],
-        extra_compile_args=["-O3", "--param=inline-unit-growth=400", "--param=max-inline-insns-single=800"],
+        extra_compile_args=OPT_FLAGS,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for path in sorted(glob.glob("cython_ext/*.pyx"))

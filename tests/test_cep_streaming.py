@@ -39,6 +39,12 @@ def _chunked(monkeypatch, rows: int, batch_rows: int = 1):
     monkeypatch.setattr(cep_worker_module.CepWorker, "__call__", small_batches)
 
 
+#: examples per strategy of the two one-row-batch properties below (it was 150 each,
+#: ~20 s CPU for the eight; the same generators also stream through 1, 2 and 7-row chunks
+#: below and in test_property_nonoverlap.py, and run unchunked in test_property_cep.py)
+STREAMED_EXAMPLES = 80
+
+
 @pytest.fixture()
 def tiny_chunks(monkeypatch):
     """Chunks of 3 rows, fed one row per batch."""
@@ -47,7 +53,7 @@ def tiny_chunks(monkeypatch):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_tiny_chunks_match_reference(tiny_chunks, strategy):
-    @settings(max_examples=150, **{**SETTINGS, "suppress_health_check": [
+    @settings(max_examples=STREAMED_EXAMPLES, **{**SETTINGS, "suppress_health_check": [
         *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
     @given(sql=cep_queries(strategy), table=cep_streams())
     def check(sql, table):
@@ -91,7 +97,7 @@ def _streams_with_null_ts(draw):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_tiny_chunks_varied_options(tiny_chunks, strategy):
-    @settings(max_examples=150, **{**SETTINGS, "suppress_health_check": [
+    @settings(max_examples=STREAMED_EXAMPLES, **{**SETTINGS, "suppress_health_check": [
         *SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
     @given(sql=_varied(strategy), table=_streams_with_null_ts())
     def check(sql, table):

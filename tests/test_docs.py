@@ -58,12 +58,6 @@ def _build_strict(config: Path, site: Path) -> tuple[int, str]:
                                        if not line.startswith("INFO"))
 
 
-def test_site_builds_strict(tmp_path):
-    returncode, warnings = _build_strict(ROOT / "mkdocs.yml", tmp_path / "site")
-    assert returncode == 0 and "WARNING" not in warnings, warnings[-3000:]
-    assert (tmp_path / "site" / "api" / "index.html").read_text().count("match_recognize") > 2
-
-
 def test_strict_build_fails_on_a_broken_link(tmp_path):
     """The site's own settings (strict, validation) with one page linking out of docs/."""
     (tmp_path / "docs").mkdir()
@@ -94,14 +88,22 @@ def _get(url: str, deadline: float, server: subprocess.Popen) -> str:
             time.sleep(0.5)
 
 
-def test_site_serves_pages_without_harness_markers():
+def test_site_builds_strict_and_serves_pages_without_harness_markers():
+    """One build of the whole site (it takes seconds): ``mkdocs serve --strict`` builds
+    it as ``mkdocs build --strict`` does (a warning aborts the server before it answers)
+    and serves it; no warning may be logged at all."""
     port = _free_port()
-    server = _mkdocs("serve", "--no-livereload", "-a", f"127.0.0.1:{port}")
+    server = _mkdocs("serve", "--strict", "--no-livereload", "-a", f"127.0.0.1:{port}")
     try:
-        page = _get(f"http://127.0.0.1:{port}/getting-started/", time.monotonic() + 300, server)
+        deadline = time.monotonic() + 300
+        page = _get(f"http://127.0.0.1:{port}/getting-started/", deadline, server)
+        api = _get(f"http://127.0.0.1:{port}/api/", deadline, server)
     finally:
         server.terminate()
-        server.communicate(timeout=60)
+        _, err = server.communicate(timeout=60)
+    warnings = "\n".join(line for line in err.splitlines() if not line.startswith("INFO"))
+    assert "WARNING" not in warnings, warnings[-3000:]
+    assert api.count("match_recognize") > 2
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "Getting started" in text and 'SparkSession.builder.remote("local[2]")' in text
     assert "# run:" not in text  # harness markers: docs/_hooks/harness_markers.py

@@ -57,7 +57,9 @@ def permute_patterns(draw):
     return node
 
 
-@settings(max_examples=200, **SETTINGS)
+# 100 examples: the 5-item PERMUTEs (a quarter of the draws) are ~97% of the cost, their
+# expanded alternation being 120 orders long (it was 200 examples, ~18 s CPU)
+@settings(max_examples=100, **SETTINGS)
 @given(pattern=permute_patterns(), n_rows=st.integers(0, 9),
        truth=st.lists(st.lists(st.booleans(), min_size=10, max_size=10),
                       min_size=9, max_size=9),
