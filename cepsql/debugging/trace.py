@@ -79,7 +79,7 @@ class TracingMatcher(PatternMatcher):
 
     def _run(self, node, pos: int, labels: Labels, excl: bool, cont):
         if isinstance(node, Var):
-            if (node, pos, labels, excl, cont) in self._failed:
+            if self.failed_before(node, pos, labels, excl, cont):
                 self.on_state(PRUNED, node.name, pos, labels)
             elif pos >= self.n_rows:
                 self.on_state(END, node.name, pos, labels)

@@ -65,17 +65,35 @@ class PatternMatcher:
         self.steps = 0
         self._start = 0
         self._failed: set = set()
+        self._conts: dict = {}
 
     def match(self, start: int) -> Labels | None:
         """The preferred match starting at row ``start`` (possibly empty), or None."""
         self._start = start
         self._failed = set()
+        self._conts = {}
         return self._run(self.pattern, start, (), False, None)
+
+    def _push(self, frame: tuple, rest):
+        """The continuation ``(frame, rest)``, one object per distinct content (frames
+        name their node by identity: the pattern's nodes live as long as the matcher), so
+        the failed-state memo keys a continuation by id instead of hashing the whole
+        chain of frames and pattern nodes at every step."""
+        key = (frame[0], id(frame[1]), *frame[2:], id(rest))
+        cont = self._conts.get(key)
+        if cont is None:
+            cont = self._conts[key] = (frame, rest)
+        return cont
 
     # -- search ------------------------------------------------------------------
 
+    def failed_before(self, node: PatternNode, pos: int, labels: Labels, excl: bool,
+                      cont) -> bool:
+        """Whether this search state is already known to fail (the trace reports it)."""
+        return (id(node), pos, labels, excl, id(cont)) in self._failed
+
     def _run(self, node: PatternNode, pos: int, labels: Labels, excl: bool, cont) -> Labels | None:
-        key = (node, pos, labels, excl, cont)
+        key = (id(node), pos, labels, excl, id(cont))
         if key in self._failed:
             return None
         self.steps += 1
@@ -100,7 +118,8 @@ class PatternMatcher:
             at_edge = pos == 0 if node.kind == "start" else pos == self.n_rows
             return self._resume(cont, pos, labels) if at_edge else None
         if isinstance(node, Concat):
-            return self._run(node.items[0], pos, labels, excl, (("seq", node, 1, excl), cont))
+            return self._run(node.items[0], pos, labels, excl,
+                             self._push(("seq", node, 1, excl), cont))
         if isinstance(node, Alternation):
             for item in node.items:
                 result = self._run(item, pos, labels, excl, cont)
@@ -122,7 +141,8 @@ class PatternMatcher:
         frame, rest = cont
         if frame[0] == "seq":
             _, node, i, excl = frame
-            nxt = rest if i + 1 == len(node.items) else (("seq", node, i + 1, excl), rest)
+            nxt = rest if i + 1 == len(node.items) else self._push(("seq", node, i + 1, excl),
+                                                                   rest)
             return self._run(node.items[i], pos, labels, excl, nxt)
         if frame[0] == "perm":
             _, node, used, excl = frame
@@ -139,7 +159,7 @@ class PatternMatcher:
         for i, item in enumerate(node.items):
             if not used >> i & 1:
                 result = self._run(item, pos, labels, excl,
-                                   (("perm", node, used | 1 << i, excl), cont))
+                                   self._push(("perm", node, used | 1 << i, excl), cont))
                 if result is not None:
                     return result
         return None
@@ -155,7 +175,7 @@ class PatternMatcher:
                 if node.max is None:  # beyond this, the count no longer matters
                     nxt = min(nxt, max(node.min, 1))
                 frame = ("loop", node, nxt, pos, excl)
-                result = self._run(node.child, pos, labels, excl, (frame, cont))
+                result = self._run(node.child, pos, labels, excl, self._push(frame, cont))
             elif choice == "leave" and can_leave:
                 result = self._resume(cont, pos, labels)
             else:
