@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 
 import pytest
@@ -32,6 +33,16 @@ SELECT * FROM {src} MATCH_RECOGNIZE (
   ONE ROW PER MATCH STRATEGY SKIP_TILL_NEXT_MATCH
   PATTERN (SEQ(a, b)) WITHIN INTERVAL '3' SECOND
   DEFINE a AS a.price < 5, b AS b.price > a.price + 1)"""
+
+# CEP mode with a relevance filter (a variable takes only prices < 3 or > 5): rows of
+# prices 3-5 never reach the stateful operator
+CEP_RELEVANT = """
+SELECT * FROM {src} MATCH_RECOGNIZE (
+  PARTITION BY sym ORDER BY ts
+  MEASURES a.ts AS ta, b.ts AS tb, b.price - a.price AS gain, MATCH_NUMBER() AS mn
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW STRATEGY SKIP_TILL_NEXT_MATCH
+  PATTERN (SEQ(a, b)) WITHIN INTERVAL '3' SECOND
+  DEFINE a AS a.price < 3, b AS b.price > 5 AND b.price > a.price)"""
 
 # (sym, second, price); the second increment arrives out of order and holds one late row
 FIRST = [("a", s, p) for s, p in zip(range(1, 11), [3, 4, 5, 2, 6, 7, 1, 4, 8, 2])] + \
@@ -79,7 +90,7 @@ def one_shuffle_partition(spark):
 def test_stream_with_restart_equals_batch(spark, tmp_path, one_shuffle_partition):
     source = str(tmp_path / "in")
     os.makedirs(source)
-    templates = [SQL_MODE, CEP_MODE]
+    templates = [SQL_MODE, CEP_MODE, CEP_RELEVANT]
     outs = [str(tmp_path / f"out{i}") for i in range(len(templates))]
     checkpoints = [str(tmp_path / f"ck{i}") for i in range(len(templates))]
     spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
@@ -104,6 +115,27 @@ def test_stream_with_restart_equals_batch(spark, tmp_path, one_shuffle_partition
         assert 0 < first < len(got), template   # matches on both sides of the restart
         assert got == want, template
     assert sum(spark.cep.late_rows().values()) - before == len(LATE) * len(templates)
+
+
+def test_stream_drops_the_rows_no_variable_can_take_before_the_packer(spark, tmp_path):
+    """The relevance filter (as in batch) is a WHERE below the packer, so those rows
+    cost no packing, shuffle or state; cepsql.pushdown.relevanceFilter=false keeps them."""
+    source = str(tmp_path / "in")
+    os.makedirs(source)
+    spark.readStream.schema(SCHEMA).json(source).withWatermark("ts", DELAY) \
+        .createOrReplaceTempView("ticks_relevant")
+    sql = CEP_RELEVANT.format(src="ticks_relevant")
+
+    def filters() -> list[str]:
+        plan = spark.cep.sql(sql)._jdf.queryExecution().analyzed().toString()
+        return [line for line in plan.splitlines() if "Filter" in line and "price" in line]
+    [where] = filters()
+    assert re.search(r"price#\d+ < cast\(3 as double\)\) OR \(price#\d+ > cast\(5 ", where)
+    spark.conf.set("cepsql.pushdown.relevanceFilter", "false")
+    try:
+        assert filters() == []
+    finally:
+        spark.conf.unset("cepsql.pushdown.relevanceFilter")
 
 
 def test_stream_without_watermark_says_what_to_add(spark, tmp_path):

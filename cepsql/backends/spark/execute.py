@@ -10,9 +10,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from cepsql.algebra.expressions import AGGREGATES
-from cepsql.errors import CepError, CepUnsupportedError, transported
+from cepsql.errors import CepUnsupportedError, transported
 from cepsql.exprs.spark_arrow import arrow_schema
-from cepsql.exprs.spark_conf import conf_value
+from cepsql.exprs.spark_relevance import RELEVANCE_CONF, where_relevant  # noqa: F401  (re-exported)
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.backends.spark.columns import column, expression, shuffle_partitions, sort_column
@@ -54,21 +54,9 @@ def map_in_arrow(df: DataFrame, worker, schema) -> DataFrame:
     return df.toDF(*positional).mapInArrow(TaskWorker(worker, names), schema)
 
 
-RELEVANCE_CONF = "cepsql.pushdown.relevanceFilter"  # "false" keeps every row
-
-
 def relevant_rows(df: DataFrame, plan: QueryPlan) -> DataFrame:
-    """df without the rows the plan's relevance filter drops (a plain WHERE on the source,
-    which Spark pushes below the shuffle and, where it can, into the scan)."""
-    if plan.relevance_filter is None:
-        return df
-    if (conf_value(df.sparkSession, RELEVANCE_CONF, "true") or "").strip().lower() == "false":
-        return df
-    try:
-        condition = to_spark_sql(plan.relevance_filter)
-    except CepError:  # a function Spark SQL text cannot express: keep every row
-        return df
-    return df.where(condition)
+    """df without the rows the plan's relevance filter drops (exprs/spark_relevance.py)."""
+    return where_relevant(df, plan.relevance_filter)
 
 
 def prepared_input(df: DataFrame, plan: QueryPlan, relevance: bool = True) -> DataFrame:

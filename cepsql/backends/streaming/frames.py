@@ -18,6 +18,7 @@ from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.cep_worker import CepWorker
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_conf import conf_value
+from cepsql.exprs.spark_relevance import where_relevant
 from cepsql.backends.streaming.late import late_counter, observe_late, task_counter
 from cepsql.backends.streaming.packing import (BUCKET_COLUMN, DEFAULT_BUCKETS, KID_COLUMN,
                                                LATE_COLUMN, PACK_ROWS, ROWS_COLUMN, RowPacker,
@@ -55,6 +56,9 @@ def run_streaming_plan(df: DataFrame, plan: QueryPlan, name: str | None = None) 
     its late rows are listed by ``spark.cep.late_rows()`` under ``name``."""
     event_column = check_streamable(df, plan)
     use_rocksdb(df)
+    # rows no variable can take never reach the packer, the shuffle or the state (as in
+    # batch): over ticks with a selective DEFINE most of a micro-batch's rows
+    df = where_relevant(df, plan.relevance_filter)
     if plan.prepare_columns:
         df = df.select("*", *[F.expr(to_spark_sql(e)).alias(n) for n, e in plan.prepare_columns])
     bound = bind_worker(plan, arrow_schema(df))
