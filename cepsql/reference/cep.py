@@ -54,7 +54,8 @@ CEP-mode semantics (reference_cep):
     items, no interleaving). A run starts at every row r where the first variable's take
     condition holds. After a take the run is in every state of its epsilon closure
     (Kleene: stay or proceed, optional items, OR branches) at once. NEXT_MATCH, after a
-    take in a Kleene state that can take more (SASE+'s a[i] state): the state ignores
+    take in a Kleene state that can take more (SASE+'s a[i] state, of that closure only:
+    each iteration of an enclosing KL has a closure of its own): the state ignores
     every row it cannot take and takes the first it can; each row some following state
     takes meanwhile branches off there (SASE+'s proceed edge, evaluated on the row read:
     take-proceed and ignore-proceed branching), until the Kleene state takes a row.
@@ -578,7 +579,7 @@ class _State:
     excl: bool = False
     target: int = -1                # consuming state: state after taking
     eps: list = None                # epsilon edges: [(target, action or None)]
-    loop: int | None = None         # consuming state of a closure of one variable: its id
+    loop: int | None = None         # consuming state of a closure of one variable: its instance
 
 
 class _Nfa:
@@ -679,10 +680,13 @@ class _Nfa:
             return s0, t0
         finally:
             child = node.child.child if isinstance(node.child, Exclusion) else node.child
-            if isinstance(child, Var):   # every copy of the variable is one Kleene state
+            if isinstance(child, Var):
+                # every copy of the variable is one Kleene state of this closure instance
+                # (an enclosing KL builds node once per iteration: each copy its own)
+                kleene = self.scope()
                 for st in self.states[start:]:
                     if st.var is not None:
-                        st.loop = id(node)
+                        st.loop = kleene
 
     def _build_loop(self, node: Quantified, excl: bool, slot, kl=None,
                     lid: int | None = None) -> tuple[int, int]:
