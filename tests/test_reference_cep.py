@@ -18,6 +18,7 @@ import re
 import pyarrow as pa
 import pytest
 
+import cepsql
 from cepsql.parse import find_match_recognize
 from cepsql.errors import CepUnsupportedError
 from cepsql.reference.cep import evaluate_reference_cep
@@ -258,6 +259,64 @@ def test_kleene_of_seq_previous_iteration():
             "(LAST(a.price, 1) IS NULL OR a.price > LAST(a.price, 1)), b AS tag = 'b'")
     assert rows(body) == [(1, 5), (1, 5)]   # a=0 (10) then a=4 (25); b=1 or b=3 first
     assert rows(body.replace("a.price >", "a.price <")) == []
+
+
+def _labelled_matches(names: list[str], out: list[tuple]) -> list[str]:
+    """Each match as 'C1 C2 B3' (CLASSIFIER and ts of its rows) from ALL ROWS output."""
+    i_m, i_c, i_ts = names.index("mn"), names.index("cls"), names.index("ts")
+    by_match: dict = {}
+    for r in out:
+        by_match.setdefault(r[i_m], []).append(f"{r[i_c]}{r[i_ts]}")
+    return sorted(" ".join(v) for v in by_match.values())
+
+
+def _next_match_on_xxyx(pattern: str, define: str) -> list[str]:
+    """Labelled SKIP_TILL_NEXT_MATCH matches on ts 1..4 tagged x x y x, reference and
+    in-process engine (which must agree)."""
+    table = pa.table({"part": ["p"] * 4, "ts": [1, 2, 3, 4], "tag": ["x", "x", "y", "x"]})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY part ORDER BY ts MEASURES "
+           "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls ALL ROWS PER MATCH "
+           f"STRATEGY SKIP_TILL_NEXT_MATCH PATTERN ({pattern}) DEFINE {define})")
+    names, out = evaluate_reference_cep(find_match_recognize(sql)[0].spec, table)
+    engine = cepsql.match_recognize(sql, t=table)
+    assert _labelled_matches(list(engine.columns), list(engine.itertuples(index=False, name=None))) \
+        == _labelled_matches(names, out)
+    return _labelled_matches(names, out)
+
+
+# R5 on x x y x (A, B always true, C on x): a run is in SASE+'s a[i] state only inside
+# one closure; each iteration of the outer KL has its own KL(C, 1, 2). After C1 C2 fill
+# iteration 1's closure, row 3 is the first row a state can take (B of iteration 2):
+# C1 C2 B3 only, never C1 C2 B4 (row 3 skipped). C2 B4 is right: iteration 1's C2 may
+# still take more (row 4), so its proceed edge branches at rows 3 and 4 (ignore-proceed).
+NESTED_KL_NEXT = [
+    "A1 A2 B3 B4", "A1 A2 B3 C4", "A1 B2 B3", "A1 C2 B3", "A1 C2 B4", "A1 C2 C4",
+    "A2 B3 B4", "A2 B3 C4", "B1 B2", "B1 C2", "B1 C2 C4", "B2 B3", "B3 B4", "B3 C4",
+    "C1 B2", "C1 C2", "C1 C2 B3", "C1 C2 C4", "C2 B3", "C2 B4", "C2 C4"]
+# (1, 2) adds the one-iteration matches (every run's first iteration; C1 C2, C2 C4 and
+# A1 C2 C4 are already listed: matches are distinct (row, variable) sets)
+ONE_ITERATION = ["B1", "B2", "B3", "B4", "C1", "C2", "C4", "A1 B2", "A1 C2", "A1 A2 B3",
+                 "A2 B3", "A1 A2 A3 B4", "A2 A3 B4", "A3 B4", "A1 A2 A3 C4", "A2 A3 C4", "A3 C4"]
+# (0, 2) also the zero-iteration matches: A runs alone
+NO_ITERATION = ["A1", "A1 A2", "A1 A2 A3", "A1 A2 A3 A4", "A2", "A2 A3", "A2 A3 A4", "A3",
+                "A3 A4", "A4"]
+
+
+@pytest.mark.parametrize("outer,extra", [("2, 2", []), ("1, 2", ONE_ITERATION),
+                                         ("0, 2", ONE_ITERATION + NO_ITERATION)])
+def test_next_match_kleene_state_is_one_closure_instance(outer, extra):
+    got = _next_match_on_xxyx(f"SEQ(KL(A, 0), KL(OR(B, KL(C, 1, 2)), {outer}))",
+                              "C AS tag = 'x'")
+    assert got == sorted(NESTED_KL_NEXT + extra)
+
+
+def test_next_match_unbounded_kl_reentering_a_closure_starts_a_new_one():
+    # KL(..., 0) loops back to the same KL(B, 2, 2) states: after B1 B2 fill it, the
+    # next iteration's B is a new closure, so row 3 (C) is taken, never skipped for D4
+    got = _next_match_on_xxyx("SEQ(KL(OR(KL(B, 2, 2), C), 0), D)",
+                              "B AS tag = 'x', D AS tag = 'x'")
+    assert got == ["B1 B2 C3 D4", "C1 C2 C3 D4", "C1 D2", "C2 C3 D4", "C3 D4",
+                   "D1", "D2", "D4"]
 
 
 def test_not_under_contiguity_is_vacuous_between_neighbours():

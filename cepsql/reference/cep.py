@@ -54,7 +54,8 @@ CEP-mode semantics (reference_cep):
     items, no interleaving). A run starts at every row r where the first variable's take
     condition holds. After a take the run is in every state of its epsilon closure
     (Kleene: stay or proceed, optional items, OR branches) at once. NEXT_MATCH, after a
-    take in a Kleene state that can take more (SASE+'s a[i] state): the state ignores
+    take in a Kleene state that can take more (SASE+'s a[i] state, of that closure only:
+    each iteration of an enclosing KL has a closure of its own): the state ignores
     every row it cannot take and takes the first it can; each row some following state
     takes meanwhile branches off there (SASE+'s proceed edge, evaluated on the row read:
     take-proceed and ignore-proceed branching), until the Kleene state takes a row.
@@ -665,24 +666,34 @@ class _Nfa:
         return s, t
 
     def build_loop(self, node: Quantified, excl: bool, slot, kl=None) -> tuple[int, int]:
+        child = node.child.child if isinstance(node.child, Exclusion) else node.child
+        if isinstance(child, Var):
+            return self.build_kleene(node, excl, slot, kl)
+        if isinstance(node.child, Exclusion):
+            return self._build_loop(node, excl, slot, kl)
+        # a composite iteration: its open NOT sides come from the neighbouring
+        # iterations or the loop's slot (R6c), found through these markers
+        lid = self.scope()
+        s, t = self._build_loop(node, excl, None, (lid, slot), lid)
+        s0, t0 = self.new(), self.new()
+        self.edge(s0, s, ("loop_open", lid))
+        self.edge(t, t0, ("loop_close", lid))
+        return s0, t0
+
+    def build_kleene(self, node: Quantified, excl: bool, slot, kl=None) -> tuple[int, int]:
+        """A closure of one variable: its copies are one Kleene state (SASE+'s a[i], R5)
+        while the run stays in this closure. A path that leaves it (its "kl_exit" edge)
+        and enters it again through an enclosing KL starts a new closure, whether that
+        KL built another copy of node for the next iteration or loops back to this one."""
         start = len(self.states)
-        try:
-            if isinstance(node.child, (Var, Exclusion)):
-                return self._build_loop(node, excl, slot, kl)
-            # a composite iteration: its open NOT sides come from the neighbouring
-            # iterations or the loop's slot (R6c), found through these markers
-            lid = self.scope()
-            s, t = self._build_loop(node, excl, None, (lid, slot), lid)
-            s0, t0 = self.new(), self.new()
-            self.edge(s0, s, ("loop_open", lid))
-            self.edge(t, t0, ("loop_close", lid))
-            return s0, t0
-        finally:
-            child = node.child.child if isinstance(node.child, Exclusion) else node.child
-            if isinstance(child, Var):   # every copy of the variable is one Kleene state
-                for st in self.states[start:]:
-                    if st.var is not None:
-                        st.loop = id(node)
+        s, t = self._build_loop(node, excl, slot, kl)
+        kleene = self.scope()
+        for st in self.states[start:]:
+            if st.var is not None:
+                st.loop = kleene
+        t0 = self.new()
+        self.edge(t, t0, ("kl_exit", kleene))
+        return s, t0
 
     def _build_loop(self, node: Quantified, excl: bool, slot, kl=None,
                     lid: int | None = None) -> tuple[int, int]:
@@ -806,7 +817,8 @@ def run_matches(part: _Partition, nfa: _Nfa, strategy: str,
                 match = _log_rows(full)
                 if match not in found and part.accept(match, _log_checks(full)):
                     found.add(match)
-            elif home is None and st.loop is not None and nfa.states[s].loop == st.loop:
+            elif (home is None and st.loop is not None and nfa.states[s].loop == st.loop
+                  and ("kl_exit", st.loop) not in acts):
                 home = (s, full)   # the Kleene state takes more
             else:
                 waiting.append((s, full))
