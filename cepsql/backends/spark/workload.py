@@ -403,9 +403,10 @@ class Workload:
         views = [self._session._views[normalize_name(n)] for n in built.names]
         sources = _SourceFrames(self._session.spark)
         try:
-            with conf_snapshot():  # one conf read per key for all the views' clauses
+            # one conf read per key for all the views' clauses and the passes' planning
+            with conf_snapshot():
                 recorded = [self._record(v, built, sources) for v in views]
-            self._run_passes(built)
+                self._run_passes(built)
         except BaseException:  # a pass persisted before the failure is released
             for _, tagged in built.passes.values():
                 tagged.unpersist()
@@ -552,22 +553,25 @@ def _by_source(clauses: list[_Clause]) -> dict[str, list[_Clause]]:
 #: views' frames read it as a local relation (0: never)
 LOCAL_ROWS_CONF = "cepsql.workload.localRows"
 LOCAL_ROWS_DEFAULT = 100_000
+_MAX_LIMIT = 2 ** 31 - 1  # DataFrame.limit takes a Java int
 
 
 def _localize(spark: SparkSession, built: _Built) -> None:
-    """dataframes() of a small pass: run each batch pass once (a count: one job, which
-    also fills the persisted cache matches() reads) and, when it holds at most
+    """dataframes() of a small pass: run each batch pass once and, when it holds at most
     cepsql.workload.localRows rows of types Arrow carries exactly, bring its tagged rows
     to the driver once (local_pass.LocalPass): each view's frame is then a local
     relation of its own rows, and collecting it runs no Spark job (instead of one job
     over the cache per view). Larger passes, and types kept out of Arrow, keep frames
-    over the persisted pass."""
+    over the persisted pass. One job: at most localRows + 1 rows are collected (which
+    also fills the persisted cache matches() reads); more than localRows are dropped
+    (a count job first, then the rows, cost two jobs for every small pass)."""
     limit = _local_rows(conf_value(spark, LOCAL_ROWS_CONF, None))
     for source, (_, tagged) in built.passes.items():
         if limit <= 0 or tagged.isStreaming or not _arrow_exact(tagged.schema):
             continue
-        if tagged.count() <= limit:
-            built.local[source] = LocalPass(spark, tagged.toArrow(), tagged.schema, TAG)
+        rows = (tagged.limit(limit + 1) if limit < _MAX_LIMIT else tagged).toArrow()
+        if rows.num_rows <= limit:
+            built.local[source] = LocalPass(spark, rows, tagged.schema, TAG)
 
 
 def _local_rows(text: str | None) -> int:
