@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
@@ -46,14 +47,17 @@ class LocalPass:
         lo, hi = np.searchsorted(self._tags, [index, index + 1])
         return self._order[lo:hi]
 
-    def frame(self, index: int, column: str, projection: list[tuple[str, Expr]]
-              ) -> DataFrame:
+    def frame(self, index: int, column: str, projection: list[tuple[str, Expr]],
+              drop: str | None = None) -> DataFrame:
         """Pattern ``index``'s result: the fields of its struct ``column`` on its rows,
-        under ``projection`` (output name -> expression over those fields)."""
+        under ``projection`` (output name -> expression over those fields); ``drop``: a
+        boolean field whose TRUE rows are left out (a time-sliced pass's copies)."""
         struct_field = self.schema[column]
         fields: StructType = struct_field.dataType
         taken = self.table.column(column).take(pa.array(self.rows(index), pa.int64()))
         values = taken.combine_chunks() if taken.num_chunks else pa.array([], taken.type)
+        if drop is not None:
+            values = values.filter(pc.invert(pc.fill_null(values.field(drop), False)))
         arrays = dict(zip([values.type.field(k).name for k in range(values.type.num_fields)],
                           values.flatten()))
 
