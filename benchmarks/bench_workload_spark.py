@@ -350,6 +350,7 @@ def phases(spark, names: list[str], profile_path: str | None) -> None:
         wl = spark.cep.workload(names)
         with meter.phase("build (record, plan, sharing planner)"):
             wl._build()
+        sliced = bool(getattr(wl._built, "slicing", None))  # (a package before slicing)
         with meter.phase("matches() collected (the pass)"):
             wl.matches().collect()
         with meter.phase("dataframes() (localize + frames)"):
@@ -360,6 +361,7 @@ def phases(spark, names: list[str], profile_path: str | None) -> None:
         _dump(profile, profile_path)
         wl.close()
     meter.report(os.getloadavg()[0])
+    print(f"pass time-sliced: {sliced}")
     for name in names:
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
 
