@@ -18,6 +18,11 @@ view queried alone, matches() counted per view).
     python benchmarks/bench_workload_spark.py [--rows 1000000] [--sizes 50 100] [--out stem]
                                               [--repeats 3]
 
+``--phases N`` instead profiles one workload of N views with every frame, phase by phase
+(build, matches(), dataframes(), the collects): wall, driver / JVM / Python-worker CPU,
+JVM round trips, Spark jobs, stages, tasks (--profile: its cProfile). Figures of the
+time-sliced pass (stock 30): results/workload_spark_stock.md.
+
 Both sides are warmed first (one view queried, a 2-view workload run). The shared side is
 built anew and timed --repeats times per size; the median is reported (every run is in the
 JSON). Prints per size: separate s, shared s (build + matches() collected), shared s with

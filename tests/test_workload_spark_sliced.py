@@ -97,3 +97,42 @@ def test_sliced_pass_equals_each_view_alone_and_the_unsliced_pass(views, local_r
         assert {v for v, _, _ in sliced} == set(names)  # every view has matches
     finally:
         spark.conf.unset("cepsql.workload.localRows")
+
+
+DESCENDING = {
+    "wls_down": "SELECT * FROM wls_ticks MATCH_RECOGNIZE (ORDER BY ts DESC "
+                "MEASURES a.ts AS ta, c.ts AS tc STRATEGY SKIP_TILL_ANY_MATCH "
+                "PATTERN (SEQ(a, NOT(n), c)) WITHIN INTERVAL '5' SECOND "
+                "DEFINE a AS a.vol > 60, n AS n.vol > 95, c AS c.price > a.price)",
+    "wls_down2": "SELECT * FROM wls_ticks MATCH_RECOGNIZE (ORDER BY ts DESC "
+                 "MEASURES a.ts AS ta, b.ts AS tb STRATEGY SKIP_TILL_ANY_MATCH "
+                 "PATTERN (SEQ(a, b)) WITHIN INTERVAL '2' SECOND "
+                 "DEFINE a AS a.vol > 80, b AS b.vol > 70)",
+}
+
+
+def test_descending_order_slices_run_backwards_in_time(views):
+    """ORDER BY ts DESC: the first rows are the latest, so the slices' match numbers
+    follow the slices from the last one back (the dense rank runs DESC)."""
+    spark = views
+    for name, sql in DESCENDING.items():
+        spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {sql}")
+    try:
+        wl = spark.cep.workload(list(DESCENDING))
+        frames = wl.dataframes()
+        assert wl._built.slicing and all(s.descending for s in wl._built.slicing.values())
+        sliced = _matches(wl)
+        for name in DESCENDING:
+            assert _rows(frames[name].collect()) == _rows(spark.table(name).collect()), name
+        wl.close()
+        spark.conf.set("cepsql.planner.slicing", "false")
+        try:
+            whole = spark.cep.workload(list(DESCENDING))
+            assert sliced == _matches(whole) and len(sliced) > 20
+            assert not whole._built.slicing
+            whole.close()
+        finally:
+            spark.conf.unset("cepsql.planner.slicing")
+    finally:
+        for name in DESCENDING:
+            spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
