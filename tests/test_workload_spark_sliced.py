@@ -1,5 +1,5 @@
 """A workload pass of unpartitioned, time-windowed CEP views is cut into time slices
-(backends/spark/workload_slicing.py): every view's frame equals the view alone, and
+(backends/spark/workload_slicing.py, cepsql.workload.timeSlicing=true): every view's frame equals the view alone, and
 matches() -- match numbers included -- equals the unsliced pass's
 (cepsql.planner.slicing=false), with NOT (slices also read back), windows of different
 sizes, ALL ROWS PER MATCH and ties in ts."""
@@ -51,7 +51,9 @@ def views(spark):
     for name, sql in VIEWS.items():
         spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {sql}")
     spark.conf.set("cepsql.slicing.gridWindows", "2")  # slices of 2 windows: many borders
+    spark.conf.set("cepsql.workload.timeSlicing", "true")  # (off by default)
     yield spark
+    spark.conf.unset("cepsql.workload.timeSlicing")
     spark.conf.unset("cepsql.slicing.gridWindows")
     for name in (*VIEWS, SOURCE):
         spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
@@ -136,3 +138,14 @@ def test_descending_order_slices_run_backwards_in_time(views):
     finally:
         for name in DESCENDING:
             spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+def test_time_slicing_conf_is_checked(views):
+    from cepsql.errors import CepAnalysisError
+    spark = views
+    spark.conf.set("cepsql.workload.timeSlicing", "yes")
+    try:
+        with pytest.raises(CepAnalysisError, match="timeSlicing must be true or false"):
+            spark.cep.workload(["wls_any"]).matches()
+    finally:
+        spark.conf.set("cepsql.workload.timeSlicing", "true")

@@ -12,6 +12,14 @@ most that. Every clause is planned again as slicing plans it alone
 match's first row is a copy), so the pass groups them by the slice as by any PARTITION
 BY and the sharing planner still shares their sub-patterns.
 
+Off unless ``cepsql.workload.timeSlicing=true``: measured in one process on 2 cores
+(bench_workload_spark.py --kind stock, 30 sparse views, 200k rows, load 5, the sliced
+and unsliced pass alternated), the sliced pass with every frame took 5.8 s and 5.5 s of
+CPU against 4.6 s and 4.5 s: where the pass's evaluation is small the cut, the copies,
+four tasks each setting up every pattern and the match numbers' extra stage cost more
+than the second core gives. It pays where one task's evaluation dominates (dense
+matches, long windows, many cores).
+
 Reading a sliced clause's rows (``SlicedRows``): the matches whose first row is a copy
 are dropped (their slice's core does not hold them) and the hidden columns (the slice,
 the flag) left out. MATCH_NUMBER numbers the matches of the whole stream by their first
@@ -30,6 +38,8 @@ from cepsql.algebra.pattern import contains_negation
 from cepsql.algebra.spec import MatchRecognizeSpec
 from cepsql.analyze.measures import MATCH_NUMBER_COLUMN
 from cepsql.compile.query_plan import QueryPlan
+from cepsql.errors import CepAnalysisError
+from cepsql.exprs.spark_conf import conf_value
 from cepsql.exprs.spark_arrow import arrow_schema
 from cepsql.exprs.spark_sql import to_spark_sql
 from cepsql.runtime.error_position import plan_site, sited_plan
@@ -37,7 +47,10 @@ from cepsql.backends.spark.slicing import (FIRST_MEASURE, HIDDEN, RESERVED, SLIC
                                            bounds_settings, sliced_inputs, sliced_spec,
                                            slicing_blocker, time_cut, time_key)
 
-__all__ = ["PassSlicing", "SlicedRows", "slice_pass", "sliced_rows"]
+__all__ = ["PassSlicing", "SlicedRows", "TIME_SLICING_CONF", "slice_pass", "sliced_rows"]
+
+#: "true": a pass of unpartitioned, time-windowed CEP clauses is time-sliced (default off)
+TIME_SLICING_CONF = "cepsql.workload.timeSlicing"
 
 
 @dataclass
@@ -67,7 +80,10 @@ def slice_pass(spark: SparkSession, source: DataFrame, clauses: list, planner
     as its own plan), or None: some clause cannot be sliced, the clauses order by
     different keys, slicing is off, or the key is no time. clauses: (plan, (spec, sql,
     planning inputs) the planner was given, or None). planner: the clauses' planner."""
-    if source.isStreaming or not clauses:
+    wanted = (conf_value(spark, TIME_SLICING_CONF, "false") or "").strip().lower()
+    if wanted not in ("true", "false"):
+        raise CepAnalysisError(f"{TIME_SLICING_CONF} must be true or false, not {wanted!r}")
+    if wanted != "true" or source.isStreaming or not clauses:
         return None
     keys = set()
     for plan, asked in clauses:
