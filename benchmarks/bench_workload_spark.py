@@ -18,6 +18,11 @@ view queried alone, matches() counted per view).
     python benchmarks/bench_workload_spark.py [--rows 1000000] [--sizes 50 100] [--out stem]
                                               [--repeats 3]
 
+``--phases N`` instead profiles one workload of N views with every frame, phase by phase
+(build, matches(), dataframes(), the collects): wall, driver / JVM / Python-worker CPU,
+JVM round trips, Spark jobs, stages, tasks (--profile: its cProfile). Figures of the
+time-sliced pass (stock 30): results/workload_spark_stock.md.
+
 Both sides are warmed first (one view queried, a 2-view workload run). The shared side is
 built anew and timed --repeats times per size; the median is reported (every run is in the
 JSON). Prints per size: separate s, shared s (build + matches() collected), shared s with
@@ -222,6 +227,12 @@ def main() -> None:
                              "overlapping unpartitioned SKIP_TILL_ANY_MATCH views")
     parser.add_argument("--profile", default=None,
                         help="write a cProfile of the first one-pass run to this file")
+    parser.add_argument("--phases", type=int, default=0,
+                        help="instead of the comparison: profile ONE workload of this many "
+                             "views with every frame, per phase (build, matches(), "
+                             "dataframes(), the collects): wall, driver / JVM / Python "
+                             "worker CPU, JVM round trips, Spark jobs, stages, tasks and "
+                             "their run time; --profile writes the cProfile of the run")
     parser.add_argument("--out", default=None,
                         help="results file stem under benchmarks/results/ (default "
                              "workload_spark, --kind stock: workload_spark_stock)")
@@ -238,15 +249,18 @@ def main() -> None:
     os.makedirs(args.data, exist_ok=True)
     spark.read.parquet(parquet_source(args.rows, args.data, args.kind)
                        ).createOrReplaceTempView("bw_ticks")
-    names = [f"bw_v{i}" for i in range(sizes[-1])]
-    queries = (view_queries(sizes[-1], "bw_ticks") if args.kind == "desk" else
-               stock_views(sizes[-1], "bw_ticks")[0])
+    count = args.phases or sizes[-1]
+    names = [f"bw_v{i}" for i in range(count)]
+    queries = (view_queries(count, "bw_ticks") if args.kind == "desk" else
+               stock_views(count, "bw_ticks")[0])
     for name, query in zip(names, queries):
         spark.cep.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {query}")
     spark.table(names[0]).count()  # warm the Python workers for both sides
     warm = spark.cep.workload(names[:2])  # ... and the shared pass's modules in them
     warm.matches().collect()
     warm.close()
+    if args.phases:
+        return phases(spark, names, args.profile)
     alone, seconds, alone_jobs = {}, {}, {}
     for name in names:
         jobs, t0 = spark_jobs(spark), time.perf_counter()
@@ -328,6 +342,115 @@ def main() -> None:
     with open(os.path.join(RESULTS, f"{args.out}.json"), "w") as out:
         json.dump(results, out, indent=1)
     _plot(results, os.path.join(RESULTS, f"{args.out}.png"))
+
+
+def phases(spark, names: list[str], profile_path: str | None) -> None:
+    """--phases: one workload of ``names`` built, matches() collected, then every frame
+    built and collected, each phase measured (a warm-up run first, not measured)."""
+    from pyspark.sql import SparkSession  # noqa: F401  (the session is given)
+    meter = _Meter(spark)
+    for measured in (False, True):
+        meter.reset()
+        profile = _profiler(profile_path if measured else None)
+        wl = spark.cep.workload(names)
+        with meter.phase("build (record, plan, sharing planner)"):
+            wl._build()
+        sliced = bool(getattr(wl._built, "slicing", None))  # (a package before slicing)
+        with meter.phase("matches() collected (the pass)"):
+            wl.matches().collect()
+        with meter.phase("dataframes() (localize + frames)"):
+            frames = wl.dataframes()
+        with meter.phase("every frame collected"):
+            for df in frames.values():
+                df.collect()
+        _dump(profile, profile_path)
+        wl.close()
+    meter.report(os.getloadavg()[0])
+    print(f"pass time-sliced: {sliced}")
+    for name in names:
+        spark.cep.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+class _Meter:
+    """Per phase: wall s, this process's CPU s, the JVM's CPU s and its Python workers'
+    (from /proc), JVM round trips (py4j commands sent), Spark jobs, stages, tasks and
+    the stages' executor run / CPU time (Spark's status REST API)."""
+
+    def __init__(self, spark):
+        from contextlib import contextmanager
+        self.spark, self.rows, self.trips = spark, [], 0
+        client = type(spark.sparkContext._gateway._gateway_client)
+        send = client.send_command
+        meter = self
+
+        def counted(this, *a, **k):
+            meter.trips += 1
+            return send(this, *a, **k)
+        client.send_command = counted
+        self.jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+        self.phase = contextmanager(self._phase)
+
+    def reset(self) -> None:
+        self.rows = []
+
+    def _cpu(self) -> tuple[float, float]:
+        """(JVM CPU s, CPU s of its other descendants: the Python daemon and workers)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        children: dict[int, list[int]] = {}
+        stat: dict[int, list[str]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                stat[int(entry)] = fields
+                children.setdefault(int(fields[1]), []).append(int(entry))
+
+        def cpu(pid: int, own: bool) -> float:
+            f = stat.get(pid)
+            return 0.0 if f is None else sum(map(int, f[11:13] if own else f[11:15])) / ticks
+        workers, todo = 0.0, list(children.get(self.jvm_pid, []))
+        while todo:
+            pid = todo.pop()
+            workers += cpu(pid, False)
+            todo += children.get(pid, [])
+        return cpu(self.jvm_pid, True), workers
+
+    def _stages(self) -> dict[int, dict]:
+        import json
+        import urllib.request
+        sc = self.spark.sparkContext
+        url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return {s["stageId"]: s for s in json.load(r)}
+
+    def _phase(self, name: str):
+        jobs, stages = spark_jobs(self.spark), set(self._stages())
+        jvm, workers = self._cpu()
+        trips, t0, c0 = self.trips, time.perf_counter(), time.process_time()
+        yield
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        trips = self.trips - trips
+        jvm1, workers1 = self._cpu()
+        new = [s for k, s in self._stages().items() if k not in stages]
+        self.rows.append((name, wall, cpu, jvm1 - jvm, workers1 - workers, trips,
+                          spark_jobs(self.spark) - jobs, len(new),
+                          sum(s["numTasks"] for s in new),
+                          sum(s["executorRunTime"] for s in new) / 1e3,
+                          sum(s["executorCpuTime"] for s in new) / 1e9))
+
+    def report(self, load: float) -> None:
+        head = ("phase", "wall s", "driver CPU s", "JVM CPU s", "py workers CPU s",
+                "JVM round trips", "jobs", "stages", "tasks", "task run s", "task CPU s")
+        print(" | ".join(head) + f"   (load {load:.1f})")
+        for row in self.rows:
+            print(f"{row[0]} | " + " | ".join(
+                f"{v:.2f}" if isinstance(v, float) else str(v) for v in row[1:]))
+        total = [sum(r[k] for r in self.rows) for k in range(1, len(head))]
+        print("total | " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v)
+                                      for v in total))
 
 
 def _profiler(path: str | None):

@@ -133,8 +133,15 @@ def sited_plan(plan, site: str):
         return bound
 
     sited_bind.__wrapped__ = bind
+    sited_bind.site = site
     plan.bind = sited_bind
     return plan
+
+
+def plan_site(plan) -> str | None:
+    """The error_site ``sited_plan`` gave plan (None: none): a plan derived from it (a
+    workload's time-sliced clause) reports its errors at the same place."""
+    return getattr(getattr(plan, "bind", None), "site", None)
 
 
 def shared_column_sites(patterns, views: list[str]) -> dict[str, tuple[str | None, str]]:

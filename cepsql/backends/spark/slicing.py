@@ -108,6 +108,14 @@ __all__ = [
     "slice_plan",
     "slicing_blocker",
     "spark_hash_long",
+    "bounds_settings",
+    "sliced_inputs",
+    "sliced_spec",
+    "time_cut",
+    "time_key",
+    "unsliced_spec",
+    "HIDDEN",
+    "RESERVED",
 ]
 
 FIRST_MEASURE = "__cep_slice_first"  # hidden measure: COPY_COLUMN of the match's first row
@@ -180,12 +188,12 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         return _chain_slices(spark, df, plan, spec, options, statistics, bounds)
     key_sql = to_spark_sql(spec.order_by[0].expr)
     try:
-        micros = _micros(df, key_sql)
+        micros = time_key(df, key_sql)
     except Exception:  # noqa: BLE001  (Spark cannot evaluate it: the planner will say why)
         return None
     if micros is None:
         return None
-    bounds, grid_windows = _bounds_settings(spark, bounds, grid_windows)
+    bounds, grid_windows = bounds_settings(spark, bounds, grid_windows)
     window = float(spec.window.size)
     back = window if contains_negation(spec.pattern) else 0.0
     # a slice reads ``after`` past its core's end and ``before`` ahead of its start (in
@@ -196,10 +204,26 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         scanned = _scan_slices(df, plan, spec, after, before, options, statistics)
         if scanned is not None:
             return scanned
-    bounds = "span" if bounds == "span" else "grid"  # (scan preconditions failed)
-    width = max(grid_windows * window, 1.0)
+    found = time_cut(df, micros, key_sql, after, before, grid_windows * window,
+                     bounds == "span", max_slices, min_slice_windows)
+    if found is None:
+        return None
+    cut, count, how = found
+    _explain(plan, f"{how} of the ORDER BY time", after, before)
+    return SlicedClause(cut, sliced_spec(spec), count, sliced_inputs(options, statistics))
+
+
+def time_cut(df: DataFrame, micros: tuple, key_sql: str, after: float, before: float,
+             grid_width: float, span: bool = False, max_slices: int | None = None,
+             min_slice_windows: float = MIN_SLICE_WINDOWS) -> tuple | None:
+    """(df's rows cut into overlapping time slices: SLICE_COLUMN and COPY_COLUMN added,
+    the slice count (0: a grid, as many as the data cover), how, in words) or None
+    (span: fewer than two slices fit). micros: ``time_key(df, key_sql)``; a slice also
+    reads ``after`` micros past its core and ``before`` ahead of it; grid_width: a grid
+    slice's width in micros, span: equal slices of the data's span instead (a job)."""
+    width = max(grid_width, 1.0)
     cut = None
-    if bounds == "grid" and micros[2]:
+    if not span and micros[2]:
         cut = _window_cut(df, key_sql, width, after, before)
     if cut is not None:
         count, how = 0, f"a grid of slices {width / 1e6:g} s wide (as many as the data cover)"
@@ -211,7 +235,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
         time = column(TIME_COLUMN)
         if micros[1]:
             timed = timed.where(~F.isnan(time) & (F.abs(time) != F.lit(math.inf)))
-        if bounds == "grid":
+        if not span:
             cut = _grid_cut(timed, time, width, after, before)
             count, how = 0, f"a grid of slices {width / 1e6:g} s wide (as many as the data cover)"
         else:
@@ -221,8 +245,7 @@ def slice_plan(spark: SparkSession, df: DataFrame, plan, *, options=None,
             cut, count, width = found
             how = f"{count} slices of {width / 1e6:g} s"
         cut = _with_copy_flag(cut.drop(TIME_COLUMN))
-    _explain(plan, f"{how} of the ORDER BY time", after, before)
-    return SlicedClause(cut, _sliced_spec(spec), count, _inputs(options, statistics))
+    return cut, count, how
 
 
 def _explain(plan, how: str, after: float, before: float) -> None:
@@ -232,12 +255,13 @@ def _explain(plan, how: str, after: float, before: float) -> None:
         "holding its first row")
 
 
-def _inputs(options, statistics) -> dict:
+def sliced_inputs(options, statistics) -> dict:
+    """The planning inputs of a sliced clause: statistics of the clause as written."""
     inputs: dict = {} if options is None else {"options": options}
     if getattr(statistics, "in_worker", False):  # tasks estimate from their own rows
         inputs["statistics"] = statistics
     elif statistics is not None:
-        inputs["statistics"] = lambda s: statistics(_unsliced(s))
+        inputs["statistics"] = lambda s: statistics(unsliced_spec(s))
     return inputs
 
 
@@ -247,7 +271,7 @@ def _chain_slices(spark: SparkSession, df: DataFrame, plan, spec: MatchRecognize
     searched from where the chain of matches enters it (chain_slicing.py), or None: the
     ordered scan's preconditions fail (a grid cannot count rows), bounds ``grid`` or
     ``span``, or (``auto``) the source is not read from files."""
-    bounds, _ = _bounds_settings(spark, bounds, None)
+    bounds, _ = bounds_settings(spark, bounds, None)
     if bounds not in ("scan", "auto") or (bounds == "auto" and not _reads_files(df)):
         return None
     wanted = (spark.conf.get(CHAIN_ROWS_CONF, "") or "").strip()
@@ -263,14 +287,14 @@ def _chain_slices(spark: SparkSession, df: DataFrame, plan, spec: MatchRecognize
         extra.append(F.lit(0).cast("long").alias(POSITION_COLUMN))
     frame = scan.frame(df, extra)
     return SlicedClause(frame, chain_sliced_spec(spec), len(scan.layout),
-                        _inputs(options, statistics), scan)
+                        sliced_inputs(options, statistics), scan)
 
 
 def chain_sliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
     """(SQL:2016 chain slicing) The clause partitioned by slice, with the hidden
     measures: whether the first row is a copy, and the first and last rows' positions
     (the driver numbers the rows around a border in POSITION_COLUMN)."""
-    sliced = _sliced_spec(spec)
+    sliced = sliced_spec(spec)
     position = ColumnRef(None, POSITION_COLUMN)
     return replace(sliced, measures=sliced.measures + (
         Measure(START_MEASURE, Navigation("FIRST", position, 0)),
@@ -287,8 +311,8 @@ def _scan_slices(df: DataFrame, plan, spec: MatchRecognizeSpec, after: float, be
     _explain(plan, scan.describe(), after, before)
     frame = scan.frame(df, [F.lit(0).cast("long").alias(SLICE_COLUMN),
                             F.lit(False).alias(COPY_COLUMN)])
-    return SlicedClause(frame, _sliced_spec(spec, strict=scan.gaps is not None),
-                        len(scan.layout), _inputs(options, statistics), scan)
+    return SlicedClause(frame, sliced_spec(spec, strict=scan.gaps is not None),
+                        len(scan.layout), sliced_inputs(options, statistics), scan)
 
 
 def _gap_sql(df: DataFrame, spec: MatchRecognizeSpec) -> str | None:
@@ -315,8 +339,9 @@ def _reads_files(df: DataFrame) -> bool:
         return False
 
 
-def _bounds_settings(spark: SparkSession, bounds: str | None,
-                     grid_windows: float | None) -> tuple[str, float]:
+def bounds_settings(spark: SparkSession, bounds: str | None,
+                    grid_windows: float | None) -> tuple[str, float]:
+    """(cepsql.slicing.bounds, cepsql.slicing.gridWindows), checked (given ones kept)."""
     if bounds is None:
         bounds = (spark.conf.get(BOUNDS_CONF, "auto") or "auto").strip().lower()
     if bounds not in BOUNDS:
@@ -429,7 +454,7 @@ def _span_cut(df: DataFrame, time: Column, max_slices: int | None,
     return frame, count, width
 
 
-def _sliced_spec(spec: MatchRecognizeSpec, strict: bool = False) -> MatchRecognizeSpec:
+def sliced_spec(spec: MatchRecognizeSpec, strict: bool = False) -> MatchRecognizeSpec:
     """The clause partitioned by slice, with the hidden first-row home measure. strict
     (the ordered scan's gap pushdown): STRICT_CONTIGUITY, whose break column the scan's
     tasks fill in from the rows' global positions."""
@@ -474,7 +499,7 @@ def _slice_count(span: float, window: float, max_slices: int, min_slice_windows:
     return max_slices
 
 
-def _micros(df: DataFrame, key_sql: str) -> tuple[Column, bool, bool] | None:
+def time_key(df: DataFrame, key_sql: str) -> tuple[Column, bool, bool] | None:
     """The ORDER BY key as the evaluator's window time (cep_worker window_micros):
     timestamps in microseconds, dates as whole days, numbers as seconds; as a double,
     whether it may be NaN or infinite (floating keys) and whether it is a
@@ -498,7 +523,7 @@ def _micros(df: DataFrame, key_sql: str) -> tuple[Column, bool, bool] | None:
     return None
 
 
-def _unsliced(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
+def unsliced_spec(spec: MatchRecognizeSpec) -> MatchRecognizeSpec:
     """The clause as written (for statistics): slicing's key and measure removed."""
     return replace(spec,
                    partition_by=tuple(k for k in spec.partition_by if k.name != SLICE_COLUMN),

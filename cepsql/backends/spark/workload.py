@@ -85,6 +85,9 @@ from cepsql.runtime.workers import bind_worker
 from cepsql.backends.spark.strict_breaks import with_global_breaks
 from cepsql.backends.spark.analyze import session_ansi
 from cepsql.backends.spark.workload_analyze import PassAnalysis
+from cepsql.backends.spark.workload_slicing import PassSlicing, slice_pass, sliced_rows
+from cepsql.backends.spark.slicing import unsliced_spec
+from cepsql.analyze.measures import MATCH_NUMBER_COLUMN
 from cepsql.backends.spark.streams import StreamRunner, require_streams
 
 __all__ = ["Workload", "sharing_settings"]
@@ -98,6 +101,10 @@ class _Clause:
     plan: QueryPlan
     index: int = -1      # pattern index in its source's pass (-1: runs on its own)
     own: bool = False    # reads another clause's result: not in the pass
+    # what the planner was given: (spec, sql, planning inputs), to plan it sliced again
+    asked: tuple | None = None
+    # its plan in a time-sliced pass (workload_slicing.py; None: the pass runs ``plan``)
+    sliced: QueryPlan | None = None
 
 
 @dataclass
@@ -109,6 +116,8 @@ class _Built:
     # source -> the pass's tagged rows on the driver (dataframes() of a small pass: each
     # view's frame is a local relation of its own rows, collecting it runs no Spark job)
     local: dict[str, LocalPass] = field(default_factory=dict)
+    # source -> its pass's time slicing (the sliced source the pass reads), if any
+    slicing: dict[str, PassSlicing] = field(default_factory=dict)
     frames: dict[str, DataFrame] = field(default_factory=dict)
     # (view, its step 1 record) whose DataFrame dataframes() builds on first use:
     # matches() and cep_workload() never need them (each is JVM calls per view)
@@ -271,7 +280,8 @@ class Workload:
         if any(tagged.isStreaming for _, tagged in built.passes.values()):
             return require_streams(self._streams).matches(built.clauses, built.passes)
         parts = [_pass_matches(*built.passes[source],
-                               [(c, self._pattern(built, c)) for c in clauses])
+                               [(c, self._pattern(built, c)) for c in clauses],
+                               built.slicing.get(source))
                  for source, clauses in _by_source(built.clauses).items()]
         if not parts:
             spark = self._session.spark
@@ -300,6 +310,8 @@ class Workload:
         for source, (shared, _) in built.passes.items():
             lines.append(f"\n== One pass over {source}: {len(shared.groups)} partitioning "
                          f"group(s), one shuffle + sort each, outputs persisted once ==")
+            if source in built.slicing:
+                lines.append(f"time-sliced (no PARTITION BY): {built.slicing[source].how}")
             by_index = {c.index: c for c in built.clauses if c.source == source}
             for k, group in enumerate(shared.groups, 1):
                 lines.append(_group_text(k, group))
@@ -320,7 +332,9 @@ class Workload:
             clauses = [c for c in built.clauses if c.source == source and c.index >= 0]
             analysis = PassAnalysis(source, shared, {c.index: c.view for c in clauses},
                                     relevance)
-            analysis.run(_pass_frame(clauses[0].frame, shared, analysis))
+            sliced = built.slicing.get(source)
+            analysis.run(_pass_frame(clauses[0].frame if sliced is None else sliced.frame,
+                                     shared, analysis))
             alone = [c.view for c in built.clauses if c.source == source and c.index < 0]
             blocks.append(pass_block(analysis.finish(), alone))
         blocks += [f"view {c.view}: runs on its own, in no shared pass (not measured here: "
@@ -403,9 +417,10 @@ class Workload:
         views = [self._session._views[normalize_name(n)] for n in built.names]
         sources = _SourceFrames(self._session.spark)
         try:
-            with conf_snapshot():  # one conf read per key for all the views' clauses
+            # one conf read per key for all the views' clauses and the passes' planning
+            with conf_snapshot():
                 recorded = [self._record(v, built, sources) for v in views]
-            self._run_passes(built)
+                self._run_passes(built)
         except BaseException:  # a pass persisted before the failure is released
             for _, tagged in built.passes.values():
                 tagged.unpersist()
@@ -444,13 +459,17 @@ class Workload:
         pending: list[_Pending] = []
         base = self._session._planner or default_planner()
 
+        asked: dict[int, tuple] = {}
+
         def planner(spec, schema, sql, **planning):
             plan = base(spec, schema, sql, **planning)
             plans.append(plan)
+            asked[id(plan)] = (spec, sql, planning)
             return plan
 
         def runner(df, plan, source):
-            clause = _Clause(view.name, normalize_name(source.display), df, plan)
+            clause = _Clause(view.name, normalize_name(source.display), df, plan,
+                             asked=asked.get(id(plan)))
             built.clauses.append(clause)
             built.samples.clause_recorded(built.clauses, clause.source, self._session.spark)
             if not fast:
@@ -491,14 +510,23 @@ class Workload:
         for c in built.clauses:
             if not c.own:
                 by_source.setdefault(c.source, []).append(c)
+        spark = self._session.spark
         for source, clauses in by_source.items():
             for i, c in enumerate(clauses):
                 c.index = i
-            settings = {**sharing_settings(self._session.spark),
-                        "statistics": _driver_statistics(
-                            self._session.spark, clauses[0].frame,
-                            built.samples.taken(clauses[0].frame))}
-            shared, tagged = _shared_pass(clauses[0].frame, [c.plan for c in clauses],
+            statistics = _driver_statistics(spark, clauses[0].frame,
+                                            built.samples.taken(clauses[0].frame))
+            frame = clauses[0].frame
+            sliced = slice_pass(spark, frame, [(c.plan, c.asked) for c in clauses],
+                                self._session._planner or default_planner())
+            if sliced is not None:  # the sharing planner sees the clauses as written
+                built.slicing[source], plans = sliced
+                frame = built.slicing[source].frame
+                for c, plan in zip(clauses, plans):
+                    c.sliced = plan
+                statistics = _unsliced_statistics(statistics)
+            settings = {**sharing_settings(spark), "statistics": statistics}
+            shared, tagged = _shared_pass(frame, [c.sliced or c.plan for c in clauses],
                                           settings, self._streams, [c.view for c in clauses])
             built.passes[source] = (shared, tagged)
 
@@ -526,11 +554,17 @@ class Workload:
         shared, tagged = built.passes[clause.source]
         column = shared.column_of(clause.index)
         projection = self._pattern(built, clause).bound.final_projection
+        copy = None  # a sliced clause: the worker column flagging a copy's matches
+        if clause.sliced is not None:
+            read = sliced_rows(projection, built.slicing[clause.source].descending)
+            projection, copy = read.projection, read.first
         local = built.local.get(clause.source)
         if local is not None:
-            return local.frame(clause.index, column, projection)
-        rows = tagged.filter(f"{quote_identifier(TAG)} = {clause.index}").select(
-            f"{quote_identifier(column)}.*")
+            return local.frame(clause.index, column, projection, drop=copy)
+        where = f"{quote_identifier(TAG)} = {clause.index}"
+        if copy is not None:
+            where += f" AND NOT {quote_identifier(column)}.{quote_identifier(copy)}"
+        rows = tagged.filter(where).select(f"{quote_identifier(column)}.*")
         return projected(rows, projection)
 
     @staticmethod
@@ -552,22 +586,25 @@ def _by_source(clauses: list[_Clause]) -> dict[str, list[_Clause]]:
 #: views' frames read it as a local relation (0: never)
 LOCAL_ROWS_CONF = "cepsql.workload.localRows"
 LOCAL_ROWS_DEFAULT = 100_000
+_MAX_LIMIT = 2 ** 31 - 1  # DataFrame.limit takes a Java int
 
 
 def _localize(spark: SparkSession, built: _Built) -> None:
-    """dataframes() of a small pass: run each batch pass once (a count: one job, which
-    also fills the persisted cache matches() reads) and, when it holds at most
+    """dataframes() of a small pass: run each batch pass once and, when it holds at most
     cepsql.workload.localRows rows of types Arrow carries exactly, bring its tagged rows
     to the driver once (local_pass.LocalPass): each view's frame is then a local
     relation of its own rows, and collecting it runs no Spark job (instead of one job
     over the cache per view). Larger passes, and types kept out of Arrow, keep frames
-    over the persisted pass."""
+    over the persisted pass. One job: at most localRows + 1 rows are collected (which
+    also fills the persisted cache matches() reads); more than localRows are dropped
+    (a count job first, then the rows, cost two jobs for every small pass)."""
     limit = _local_rows(conf_value(spark, LOCAL_ROWS_CONF, None))
     for source, (_, tagged) in built.passes.items():
         if limit <= 0 or tagged.isStreaming or not _arrow_exact(tagged.schema):
             continue
-        if tagged.count() <= limit:
-            built.local[source] = LocalPass(spark, tagged.toArrow(), tagged.schema, TAG)
+        rows = (tagged.limit(limit + 1) if limit < _MAX_LIMIT else tagged).toArrow()
+        if rows.num_rows <= limit:
+            built.local[source] = LocalPass(spark, rows, tagged.schema, TAG)
 
 
 def _local_rows(text: str | None) -> int:
@@ -598,35 +635,52 @@ _ARROW_EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatTy
                 TimestampNTZType, NullType)
 
 
-def _pass_matches(shared: SharedPass, tagged: DataFrame, clauses: list) -> DataFrame:
+def _pass_matches(shared: SharedPass, tagged: DataFrame, clauses: list,
+                  slicing: PassSlicing | None = None) -> DataFrame:
     """matches() of one pass: ONE projection over the persisted tagged rows (a union of
     one filtered branch per clause would scan them once per view and make Spark plan
     and run hundreds of branches). Each output column is a CASE over the tag with one
     branch per distinct (struct column, final projection): views written from one
-    template share a branch, so the expression stays small for hundreds of views."""
+    template share a branch, so the expression stays small for hundreds of views.
+    A time-sliced pass (``slicing``): the copies' matches are dropped and the match
+    number is the whole stream's (workload_slicing.py: a dense rank per view)."""
     tag = quote_identifier(TAG)
     names = {c.index: c.view for c, _ in clauses}
     views = "element_at(array(" + ", ".join(
         quote_string(names.get(i, "")) for i in range(max(names) + 1)) + f"), {tag} + 1)"
-    branches: dict[tuple[str, str, str], list[int]] = {}
+    branches: dict[tuple[str, ...], list[int]] = {}
     for clause, pattern in clauses:
         column = ColumnRef(None, shared.column_of(clause.index))
-        final = [(n, _in_struct(e, column)) for n, e in pattern.bound.final_projection]
+        projection = pattern.bound.final_projection
+        keep = order = "NULL"
+        if clause.sliced is not None:  # its own columns, not the slice's
+            read = sliced_rows(projection, slicing.descending)
+            projection = read.projection
+            keep = "NOT " + to_spark_sql(_in_struct(ColumnRef(None, read.first), column))
+            order = to_spark_sql(_in_struct(ColumnRef(None, read.slice), column))
+        final = [(n, _in_struct(e, column)) for n, e in projection]
         keys = set(clause.plan.partition_columns)
-        part = [(n, e) for (n, e), (_, own) in zip(final, pattern.bound.final_projection)
+        part = [(n, e) for (n, e), (_, own) in zip(final, projection)
                 if getattr(own, "column", None) in keys]
         other = [(n, e) for n, e in final if n not in {k for k, _ in part}]
-        number = to_spark_sql(_in_struct(ColumnRef(None, "__cep_mn"), column))
-        branches.setdefault((_variant_object(part), number, _variant_object(other)),
-                            []).append(clause.index)
+        number = to_spark_sql(_in_struct(ColumnRef(None, MATCH_NUMBER_COLUMN), column))
+        branches.setdefault((_variant_object(part), number, _variant_object(other), keep,
+                             order), []).append(clause.index)
 
     def case(k: int) -> str:
         return "CASE " + " ".join(
             f"WHEN {tag} IN ({', '.join(map(str, indices))}) THEN {key[k]}"
             for key, indices in branches.items()) + " END"
+    number = case(1)
+    if slicing is not None:
+        tagged = tagged.where(f"coalesce({case(3)}, true)")
+        sliced = ", ".join(str(c.index) for c, _ in clauses if c.sliced is not None)
+        rank = (f"dense_rank() OVER (PARTITION BY {tag} ORDER BY {case(4)} "
+                f"{'DESC' if slicing.descending else 'ASC'}, {case(1)})")
+        number = f"CASE WHEN {tag} IN ({sliced}) THEN {rank} ELSE {case(1)} END"
     return tagged.select(F.expr(views).alias("view"),
                          F.expr(case(0)).alias("partition"),
-                         F.expr(f"CAST({case(1)} AS BIGINT)").alias("match_number"),
+                         F.expr(f"CAST({number} AS BIGINT)").alias("match_number"),
                          F.expr(case(2)).alias("measures"))
 
 
@@ -792,6 +846,12 @@ def _driver_statistics(spark: SparkSession, source: DataFrame, ahead=None):
         return estimate_from_table(spec, sample[0], max_rows=max(sample[0].num_rows, 1),
                                    memo=memo)
     return statistics
+
+
+def _unsliced_statistics(statistics):
+    """The sharing planner's statistics of time-sliced clauses: those of the clauses as
+    written (the sample has no slice column)."""
+    return lambda spec: statistics(unsliced_spec(spec))
 
 
 def _first_rows(spark: SparkSession, source: DataFrame) -> pa.Table:
