@@ -19,6 +19,8 @@ from cepsql.exprs.arrow_eval import evaluate_arrow
 from cepsql.backends.local.workload import views_alone
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime import worker as worker_module
+from cepsql.runtime import one_pass as one_pass_module
+from cepsql.runtime.adaptive import adaptive_settings
 from cepsql.runtime.one_pass import plan_pass
 from cepsql.runtime.workers import bind_worker
 
@@ -209,3 +211,32 @@ def test_random_workloads_equal_views_alone(views, n, seed):
     got = cepsql.workload(views, ticks=data).dataframes()
     for name in got:
         assert same_rows(got[name], alone[name]), name
+
+
+def test_sharing_access_weight_reaches_the_planner_and_the_replanner(monkeypatch):
+    """``sharing={"access": w}`` (cepsql.planner.accessCost on Spark) prices the start-up
+    global plan and the adaptive replanner with that pairs weight, not the default."""
+    seen = []
+    real = one_pass_module.plan_workload
+
+    def spy(patterns, **kw):
+        seen.append(kw.get("access"))
+        return real(patterns, **kw)
+    monkeypatch.setattr(one_pass_module, "plan_workload", spy)
+    views = [CEP.format(name=f"c{i}", part="PARTITION BY sym", strategy="SKIP_TILL_ANY_MATCH",
+                        w=4, lo=lo) for i, lo in enumerate((3, 5))]
+    data = ticks(40)
+    wl = cepsql.workload(views, ticks=data, sharing={"access": 0.7})
+    got, alone = wl.dataframes(), views_alone(views, ticks=data)
+    assert all(same_rows(got[n], alone[n]) for n in got)
+    assert seen and set(seen) == {0.7}
+    from cepsql.backends.local.engine import to_arrow
+    from cepsql.compile.clause import plan_query
+    from cepsql.parse import find_match_recognize, parse_create_view
+    table = to_arrow(data)
+    plans = [plan_query(find_match_recognize(parse_create_view(v).query_text)[0].spec,
+                        table.schema, v) for v in views]
+    shared = plan_pass(table.schema, plans, {"access": 0.7,
+                                             "adaptive": adaptive_settings({}.get)})
+    replanners = [g.replanner for g in shared.groups if g.replanner is not None]
+    assert replanners and {r.access for r in replanners} == {0.7}

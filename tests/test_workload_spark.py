@@ -252,6 +252,24 @@ def test_local_rows_conf_is_checked(workload_views):
         wl.close()
 
 
+@pytest.mark.parametrize("key, value, words", [
+    ("cepsql.planner.accessCost", "-1", "cepsql.planner.accessCost"),
+    ("cepsql.sharing.seconds", "soon", "cepsql.sharing.seconds must be a number"),
+])
+def test_sharing_conf_is_checked(workload_views, key, value, words):
+    """The pass's sharing planner reads cepsql.sharing.* and the planner's pairs weight
+    through one checked reader (a bad seconds value leaked a ValueError before)."""
+    spark, _ = workload_views
+    wl = spark.cep.workload(["wl_any", "wl_next"])
+    spark.conf.set(key, value)
+    try:
+        with pytest.raises(CepAnalysisError, match=words):
+            wl.dataframes()
+    finally:
+        spark.conf.unset(key)
+        wl.close()
+
+
 def rows_of(collected) -> list[str]:
     return sorted(map(repr, collected))
 

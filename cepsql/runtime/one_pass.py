@@ -234,7 +234,8 @@ def plan_pass(source_schema: pa.Schema, plans: list[QueryPlan],
         g.global_plan = global_plan_for(group_plans, patterns=g.workload_patterns, **sharing)
         if adaptive is not None and g.global_plan.bindings:
             g.replanner = WorkloadReplanner(list(g.workload_patterns), adaptive,
-                                            sharing.get("algorithm"))
+                                            sharing.get("algorithm"),
+                                            access=sharing.get("access"))
         elif asked and g.global_plan.bindings:
             g.adaptive_note = "start-up plan throughout (cepsql.adaptive.enabled=false)"
     return SharedPass(groups, len(plans))
@@ -307,16 +308,16 @@ def sharing_patterns(plans: list[QueryPlan], statistics=None) -> list:
 
 def global_plan_for(plans: list[QueryPlan], *, algorithm: str = "BEST",
                     seconds: float | None = None, patterns: list | None = None,
-                    statistics=None) -> GlobalPlan:
+                    statistics=None, access: float | None = None) -> GlobalPlan:
     """The global plan of one partitioning group (patterns numbered as in ``plans``):
     the sharing planner (``cepsql.sharing.plan_workload``: ``algorithm`` NONE / PREFIX /
-    SA / TABU / BEST, time budget ``seconds``) over the patterns the shared DAG
+    SA / TABU / BEST, time budget ``seconds``, pairs weight ``access``) over the patterns the shared DAG
     evaluator runs; the others are ``unshared`` (their own worker in the same pass)."""
     if patterns is None:
         patterns = sharing_patterns(plans, statistics)
     if not any(p.shareable for p in patterns):
         return GlobalPlan(unshared=list(range(len(plans))), algorithm="NONE")
-    return plan_workload(patterns, algorithm=algorithm, seconds=seconds)
+    return plan_workload(patterns, algorithm=algorithm, seconds=seconds, access=access)
 
 
 def unshared_reason(plan: QueryPlan, pattern=None) -> str:

@@ -67,6 +67,7 @@ from cepsql.exprs.spark_sql import quote_identifier, quote_string, to_spark_sql
 from cepsql.stats import estimate_from_table
 from cepsql.stats.sample_memo import SampleMemo
 from cepsql.stats.worker import worker_sample_rows
+from cepsql.sharing import options_from_conf as sharing_options_from_conf
 from cepsql.compile.query_plan import QueryPlan
 from cepsql.runtime.adaptive import adaptive_settings
 from cepsql.runtime.one_pass import (TAG, SharedPass, SharedPassWorker, computed_type, plan_pass,
@@ -235,11 +236,12 @@ class _ResolvingFrames(dict):
 
 
 def sharing_settings(spark: SparkSession) -> dict:
-    """``cepsql.sharing.algorithm`` / ``cepsql.sharing.seconds`` from the Spark conf: what
-    the sharing planner seam (one_pass.global_plan_for) is given."""
-    algorithm = (spark.conf.get("cepsql.sharing.algorithm", None) or "BEST").upper()
-    seconds = spark.conf.get("cepsql.sharing.seconds", None)
-    return {"algorithm": algorithm, "seconds": float(seconds) if seconds else None}
+    """``cepsql.sharing.algorithm`` / ``.seconds`` and ``cepsql.planner.accessCost`` from the
+    Spark conf, checked (sharing.options_from_conf): what the sharing planner seam
+    (one_pass.global_plan_for) is given."""
+    chosen = sharing_options_from_conf(conf_reader(spark))
+    return {"seconds": None, **chosen,
+            "algorithm": (chosen.get("algorithm") or "BEST").upper()}
 
 
 class Workload:
