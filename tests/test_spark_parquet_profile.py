@@ -19,6 +19,7 @@ from cepsql.backends.spark.gap_scan import profile_input, profile_rows
 from cepsql.backends.spark.parquet_profile import RowGroup, footer_profiles, split_row_groups
 from test_spark_ordered_scan import ARROW_SCHEMA, SQL, _jobs, _rows, _ticks
 from test_spark_slicing import _null_normal
+from support.spark_files import small_file_splits
 
 N = 3000
 
@@ -39,12 +40,8 @@ def _columns() -> dict[str, pa.Array]:
 
 @pytest.fixture
 def small_splits(spark):
-    """Files cut into splits of a few row groups each, several files per partition."""
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "5000")
-    spark.conf.set("spark.sql.files.openCostInBytes", "100")
-    yield
-    spark.conf.unset("spark.sql.files.maxPartitionBytes")
-    spark.conf.unset("spark.sql.files.openCostInBytes")
+    with small_file_splits(spark, 5000):
+        yield
 
 
 def _write(where: str, key: pa.Array) -> None:

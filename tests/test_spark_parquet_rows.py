@@ -21,6 +21,7 @@ from cepsql.backends.spark import ordered_scan, parquet_rows
 from cepsql.backends.spark.parquet_rows import driver_rows
 from test_spark_ordered_scan import ARROW_SCHEMA, SQL, _rows, _ticks
 from test_spark_slicing import _null_normal
+from support.spark_files import small_file_splits
 
 N = 2000
 SPANS = [(-5, 40), (700, 760), (1490, 1530)]  # (the key as integers: ts micros, t)
@@ -53,12 +54,8 @@ def _table() -> pa.Table:
 
 @pytest.fixture
 def small_splits(spark):
-    """Files cut into splits of a few row groups each, several files per partition."""
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "9000")
-    spark.conf.set("spark.sql.files.openCostInBytes", "100")
-    yield
-    spark.conf.unset("spark.sql.files.maxPartitionBytes")
-    spark.conf.unset("spark.sql.files.openCostInBytes")
+    with small_file_splits(spark, 9000):
+        yield
 
 
 def _write(where: str, table: pa.Table) -> str:
