@@ -29,6 +29,18 @@ def _at(err, sql: str, needle: str) -> None:
     assert "rewritten by cepsql" not in err.message
 
 
+def _ansi_error(spark, sql: str) -> CepRuntimeError:
+    """The CepRuntimeError collecting sql raises under ANSI (the setting unset after)."""
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        df = spark.cep.sql(sql)
+        with pytest.raises(CepRuntimeError) as info:
+            df.collect()
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    return info.value
+
+
 @pytest.mark.parametrize("sql, cls, needle", [
     (f"SELECT * FROM hard {CLAUSE}\n) -- extra", CepSyntaxError, ") --"),
     (f"SELECT *\n  FROM hard {CLAUSE} WHERE nope_fn(v) > 1", CepAnalysisError, "nope_fn"),
@@ -42,15 +54,9 @@ def test_spark_errors_around_the_clause_at_the_users_position(hard, sql, cls, ne
 
 def test_run_time_error_around_the_clause_at_the_users_position(hard):
     sql = f"SELECT * FROM hard {CLAUSE}\n WHERE v > 1/0"
-    hard.conf.set("spark.sql.ansi.enabled", "true")
-    try:
-        df = hard.cep.sql(sql)
-        with pytest.raises(CepRuntimeError) as info:
-            df.collect()
-    finally:
-        hard.conf.unset("spark.sql.ansi.enabled")
-    assert "DIVIDE_BY_ZERO" in info.value.message
-    _at(info.value, sql, "1/0")
+    error = _ansi_error(hard, sql)
+    assert "DIVIDE_BY_ZERO" in error.message
+    _at(error, sql, "1/0")
 
 
 @pytest.mark.parametrize("measure, define, needle, error_class", [
@@ -79,14 +85,9 @@ def test_divide_by_zero_in_a_define_at_the_division(hard, mode):
     sql = (f"SELECT * FROM hard MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts\n"
            f"  MEASURES LAST(b.n) AS v ONE ROW PER MATCH {mode}PATTERN (a b+)\n"
            "  DEFINE b AS b.n / (a.n - a.n) > 1)")
-    hard.conf.set("spark.sql.ansi.enabled", "true")
-    try:
-        with pytest.raises(CepRuntimeError) as info:
-            hard.cep.sql(sql).collect()
-    finally:
-        hard.conf.unset("spark.sql.ansi.enabled")
-    assert "DIVIDE_BY_ZERO" in info.value.message
-    _at(info.value, sql, "b.n /")
+    error = _ansi_error(hard, sql)
+    assert "DIVIDE_BY_ZERO" in error.message
+    _at(error, sql, "b.n /")
 
 
 def test_round_scale_overflow_as_in_process(hard):
@@ -353,15 +354,10 @@ def test_measure_error_without_context_names_every_candidate(no_context):
     sql = ("SELECT * FROM hard_nc MATCH_RECOGNIZE (ORDER BY ts\n"
            "  MEASURES b.s * b.s AS v,\n    LAST(b.s) * FIRST(b.s) AS w ONE ROW PER MATCH\n"
            "  PATTERN (b) DEFINE b AS b.ts > 0)")
-    no_context.conf.set("spark.sql.ansi.enabled", "true")
-    try:
-        with pytest.raises(CepRuntimeError) as info:
-            no_context.cep.sql(sql).collect()
-    finally:
-        no_context.conf.unset("spark.sql.ansi.enabled")
-    assert info.value.message.startswith("[BINARY_ARITHMETIC_OVERFLOW] 30000S * 30000S")
-    assert info.value.message.endswith("(in one of: line 2, column 12; line 3, column 5)")
-    _at(info.value, sql, "b.s * b.s")
+    error = _ansi_error(no_context, sql)
+    assert error.message.startswith("[BINARY_ARITHMETIC_OVERFLOW] 30000S * 30000S")
+    assert error.message.endswith("(in one of: line 2, column 12; line 3, column 5)")
+    _at(error, sql, "b.s * b.s")
 
 
 @pytest.mark.parametrize("ta, a, tb, b, op", [

@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 import cepsql
 from cepsql.errors import CepAnalysisError, CepRuntimeError
 from cepsql.exprs.arrow_eval import evaluate_arrow
+from cepsql.backends.local.engine import to_arrow
 from cepsql.backends.local.workload import views_alone
+from cepsql.compile.clause import plan_query
+from cepsql.parse import find_match_recognize, parse_create_view
+from cepsql.runtime.ordering import sort_table
 from cepsql.runtime import cep_worker as cep_worker_module
 from cepsql.runtime import worker as worker_module
 from cepsql.runtime import one_pass as one_pass_module
@@ -98,9 +102,6 @@ def test_mixed_workload_equals_each_view_alone():
 
 
 def test_groups_follow_partitioning_and_share_row_local_columns():
-    from cepsql.backends.local.engine import to_arrow
-    from cepsql.compile.clause import plan_query
-    from cepsql.parse import find_match_recognize, parse_create_view
     table = to_arrow(ticks(10))
     plans = []
     for stmt in (MIXED[0], MIXED[2], MIXED[1], EXPR_ORDER.format(name="e1", lo=8),
@@ -129,10 +130,6 @@ def test_small_chunks_carry_state_across_batches(monkeypatch):
 
 
 def test_push_api_equals_pull_for_any_batch_split():
-    from cepsql.backends.local.engine import to_arrow
-    from cepsql.runtime.ordering import sort_table
-    from cepsql.compile.clause import plan_query
-    from cepsql.parse import find_match_recognize, parse_create_view
     table = to_arrow(ticks(50, seed=3))
     for stmt in (MIXED[0], MIXED[2], MIXED[3], MIXED[4]):
         create = parse_create_view(stmt)
@@ -230,9 +227,6 @@ def test_sharing_access_weight_reaches_the_planner_and_the_replanner(monkeypatch
     got, alone = wl.dataframes(), views_alone(views, ticks=data)
     assert all(same_rows(got[n], alone[n]) for n in got)
     assert seen and set(seen) == {0.7}
-    from cepsql.backends.local.engine import to_arrow
-    from cepsql.compile.clause import plan_query
-    from cepsql.parse import find_match_recognize, parse_create_view
     table = to_arrow(data)
     plans = [plan_query(find_match_recognize(parse_create_view(v).query_text)[0].spec,
                         table.schema, v) for v in views]
